@@ -1,0 +1,73 @@
+import { Context, LogLevel, Schema } from "effect"
+import { DEFAULT_DATABASE_URL } from "../storage/Sql.js"
+
+export const DEFAULT_PORT = 3141
+export const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024
+
+const Port = Schema.Int.pipe(Schema.between(0, 65535, { message: () => "must be an integer from 0 to 65535" }))
+
+export const CorsConfig = Schema.Struct({
+  allowedOrigins: Schema.optional(Schema.Array(Schema.String)),
+  allowedHeaders: Schema.optional(Schema.Array(Schema.String)),
+  credentials: Schema.optional(Schema.Boolean),
+  maxAge: Schema.optional(Schema.Int.pipe(Schema.nonNegative()))
+})
+
+/** The config file (`--config file.json`): every field optional, unknown fields rejected. */
+export const ConfigFile = Schema.Struct({
+  port: Schema.optional(Port),
+  host: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+  bodyLimit: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  enableSwaggerUI: Schema.optional(Schema.Boolean),
+  cors: Schema.optional(Schema.Union(Schema.Literal(false), CorsConfig)),
+  storage: Schema.optional(Schema.Struct({ url: Schema.String.pipe(Schema.minLength(1)) }))
+})
+export type ConfigFile = typeof ConfigFile.Type
+
+export interface ServerConfigShape {
+  readonly port: number
+  readonly host: string
+  readonly bodyLimit: number
+  readonly enableSwaggerUI: boolean
+  readonly cors: false | typeof CorsConfig.Type
+  readonly databaseUrl: string
+  readonly production: boolean
+  readonly logLevel: LogLevel.LogLevel
+}
+
+export class ServerConfig extends Context.Tag("ServerConfig")<ServerConfig, ServerConfigShape>() {}
+
+/** Fills in the defaults; `production` follows NODE_ENV and turns Swagger UI off unless asked for. */
+export const resolveServerConfig = (
+  file: ConfigFile = {},
+  env: Readonly<Record<string, string | undefined>> = {}
+): ServerConfigShape => {
+  const production = env.NODE_ENV === "production"
+  return {
+    port: file.port ?? DEFAULT_PORT,
+    host: file.host ?? "127.0.0.1",
+    bodyLimit: file.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    enableSwaggerUI: file.enableSwaggerUI ?? !production,
+    cors: file.cors ?? {},
+    databaseUrl: env.DATABASE_URL ?? file.storage?.url ?? DEFAULT_DATABASE_URL,
+    production,
+    logLevel: parseLogLevel(env.LOG_LEVEL)
+  }
+}
+
+const LOG_LEVELS: Record<string, LogLevel.LogLevel> = {
+  all: LogLevel.All,
+  trace: LogLevel.Trace,
+  debug: LogLevel.Debug,
+  info: LogLevel.Info,
+  warn: LogLevel.Warning,
+  warning: LogLevel.Warning,
+  error: LogLevel.Error,
+  fatal: LogLevel.Fatal,
+  none: LogLevel.None,
+  silent: LogLevel.None
+}
+
+/** LOG_LEVEL (trace, debug, info, warn, error, fatal, none); info when unset or unknown. */
+export const parseLogLevel = (value: string | undefined): LogLevel.LogLevel =>
+  LOG_LEVELS[(value ?? "").toLowerCase()] ?? LogLevel.Info

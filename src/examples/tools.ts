@@ -1,0 +1,23 @@
+import { Schema } from "effect"
+import { defineTool } from "../tools/Tool.js"
+
+export const getWeather = defineTool({
+  name: "get_weather",
+  description: "Current weather for a location",
+  tags: ["weather"],
+  parameters: Schema.Struct({
+    location: Schema.String.annotations({ description: "City or place name" })
+  }),
+  execute: ({ location }) => ({ location, temperatureC: 21, condition: "sunny" })
+})
+
+export const add = defineTool({
+  name: "add",
+  description: "Add two numbers",
+  tags: ["math"],
+  parameters: Schema.Struct({
+    a: Schema.Number,
+    b: Schema.Number
+  }),
+  execute: ({ a, b }) => ({ sum: a + b })
+})

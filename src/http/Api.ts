@@ -1,0 +1,24 @@
+import { HttpApi, OpenApi } from "@effect/platform"
+import { ToolsApi } from "../tools/ToolsApi.js"
+import { DocsApi } from "./docs/DocsApi.js"
+import { BadRequest, InternalError, NotFound, PayloadTooLarge, ValidationError } from "./Errors.js"
+import { describeOpenApi } from "./docs/openApiDocument.js"
+
+/** The whole HTTP contract: validation, the OpenAPI document and the typed client all derive from it. */
+export class ServiceApi extends HttpApi.make("service")
+  .add(DocsApi)
+  .add(ToolsApi)
+  // Any request can meet these, whichever endpoint it addresses.
+  .addError(ValidationError)
+  .addError(BadRequest)
+  .addError(NotFound)
+  .addError(PayloadTooLarge)
+  .addError(InternalError)
+  .annotateContext(OpenApi.annotations({
+    title: "Agent and Workflow Service",
+    version: "1.0.0",
+    description: "Agents, durable workflows and directly callable tools over HTTP. " +
+      "Every JSON response is an envelope: {success: true, data} or {success: false, error}.",
+    transform: describeOpenApi
+  }))
+{}

@@ -1,0 +1,73 @@
+import { HttpApiBuilder, HttpApiError, type HttpApp, HttpServerError, HttpServerRequest } from "@effect/platform"
+import { Cause, Effect, Option } from "effect"
+import { BadRequest, InternalError, NotFound, PayloadTooLarge, ValidationError } from "../errors.js"
+import { ServiceApi } from "./Api.js"
+import { limitBody } from "./BodyLimit.js"
+
+type Issue = typeof HttpApiError.Issue.Type
+type MappedError = ValidationError | BadRequest | NotFound | PayloadTooLarge | InternalError
+
+// Effect's messages for a mismatched struct or array print the whole expected type; say what is wrong instead.
+const issueMessage = (issue: Issue): string => {
+  if (issue._tag === "Type" && /^Expected (\{|Struct)/.test(issue.message)) return "must be an object"
+  if (issue._tag === "Type" && issue.message.startsWith("Expected ReadonlyArray<")) return "must be an array"
+  return issue.message
+}
+
+// An optional field's schema is a union with undefined; its "Expected undefined" half says nothing useful.
+const fromDecodeError = (error: HttpApiError.HttpApiDecodeError) =>
+  ValidationError.fromIssues(
+    error.issues
+      .filter((issue) => !issue.message.startsWith("Expected undefined,"))
+      .map((issue) => ({ path: issue.path, message: issueMessage(issue) }))
+  )
+
+const fromDefect = (defect: unknown, limit: number): MappedError => {
+  if (HttpServerError.isServerError(defect) && defect._tag === "RequestError") {
+    const reason = defect.cause
+    if (reason instanceof Error && reason.message === "maxBytes exceeded") return PayloadTooLarge.of(limit)
+    if (reason instanceof SyntaxError) return new BadRequest({ message: `Invalid JSON body: ${reason.message}` })
+    if (reason instanceof Error) return new BadRequest({ message: `Unreadable request body: ${reason.message}` })
+  }
+  return InternalError.generic
+}
+
+const toEnvelopeError = (limit: number) => (cause: Cause.Cause<unknown>): Effect.Effect<never, unknown> => {
+  if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure)) {
+    const error = failure.value
+    if (error instanceof HttpApiError.HttpApiDecodeError) return Effect.fail(fromDecodeError(error))
+    if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
+      return Effect.fail(new NotFound({ message: "Not found" }))
+    }
+    // Declared errors encode themselves through the API's schemas.
+    return Effect.failCause(cause)
+  }
+  const mapped = fromDefect(Cause.squash(cause), limit)
+  return mapped === InternalError.generic
+    ? Effect.zipRight(Effect.logError("Unhandled defect", cause), Effect.fail(mapped))
+    : Effect.fail(mapped)
+}
+
+// Every body this API accepts is JSON; a form-encoded one would otherwise be decoded as url parameters.
+const hasNonJsonBody = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const type = request.headers["content-type"]
+  return type !== undefined && !/^application\/([\w.+-]*\+)?json\b/i.test(type) &&
+    (request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0)
+}
+
+/**
+ * The one place where failures the API did not declare become envelopes: decode errors, unknown routes,
+ * unreadable or oversized bodies and defects (logged; the client sees only "Internal server error").
+ * It also rejects bodies that are not JSON or are over the limit.
+ */
+export const ErrorMappingLive = (bodyLimit: number) =>
+  HttpApiBuilder.middleware(ServiceApi, (app) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      if (hasNonJsonBody(request)) {
+        return yield* new BadRequest({ message: "Request body must be JSON (content-type: application/json)" })
+      }
+      return yield* limitBody(app, bodyLimit)
+    }).pipe(Effect.catchAllCause(toEnvelopeError(bodyLimit))) as HttpApp.Default<MappedError>)

@@ -1,0 +1,46 @@
+import { HttpServer } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { createServer } from "node:http"
+import { StartupError } from "../config/cli.js"
+
+const SHUTDOWN_GRACE_MS = 3000
+
+const describeListenError = (cause: unknown): string => {
+  const code = (cause as { code?: string } | undefined)?.code
+  if (code === "EADDRINUSE") return "address already in use"
+  if (code === "EACCES") return "permission denied"
+  if (code === "EADDRNOTAVAIL") return "address not available"
+  return cause instanceof Error ? cause.message : String(cause)
+}
+
+/**
+ * A node:http server on host:port. A busy port is a StartupError (no fallback port). On shutdown idle
+ * keep-alive connections close at once and open streams get a short grace before they are cut, so
+ * SIGTERM never waits on a client.
+ */
+export const NodeServerLive = (options: { readonly port: number; readonly host: string }) => {
+  const server = createServer()
+  // A client reset during a WebSocket handshake must not crash the process.
+  server.on("upgrade", (_request, socket) => socket.on("error", () => {}))
+  const listening = NodeHttpServer.layer(() => server, { port: options.port, host: options.host }).pipe(
+    Layer.mapError((error) =>
+      new StartupError({
+        message: `Cannot listen on ${options.host}:${options.port}: ${describeListenError(error.cause)}`,
+        exitCode: 1
+      })
+    )
+  )
+  const closeConnectionsOnShutdown = Layer.scopedDiscard(
+    Effect.zipRight(
+      HttpServer.HttpServer,
+      Effect.addFinalizer(() =>
+        Effect.sync(() => {
+          server.closeIdleConnections()
+          setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS).unref()
+        })
+      )
+    )
+  )
+  return Layer.provideMerge(closeConnectionsOnShutdown, listening)
+}

@@ -1,0 +1,73 @@
+import { Ajv2020 } from "ajv/dist/2020.js"
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
+import addFormatsModule from "ajv-formats"
+import { Either } from "effect"
+import type { Issue } from "../errors.js"
+
+/** Validates values against client- or author-supplied JSON Schemas with Ajv; compiled validators are cached. */
+
+export type JsonSchema = Record<string, unknown>
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv | Ajv2020) => void
+const options = { allErrors: true, strict: false, validateFormats: true } as const
+const draft2020 = new Ajv2020(options)
+const draft07 = new Ajv(options)
+addFormats(draft2020)
+addFormats(draft07)
+
+const engineFor = (schema: JsonSchema): Ajv | Ajv2020 =>
+  typeof schema.$schema === "string" && /draft-0[4-7]/.test(schema.$schema) ? draft07 : draft2020
+
+const CACHE_LIMIT = 500
+const cache = new Map<string, ValidateFunction>()
+
+const compile = (schema: JsonSchema): ValidateFunction => {
+  const key = JSON.stringify(schema)
+  const hit = cache.get(key)
+  if (hit !== undefined) {
+    cache.delete(key)
+    cache.set(key, hit)
+    return hit
+  }
+  const validate = engineFor(schema).compile(schema)
+  if (cache.size >= CACHE_LIMIT) cache.delete(cache.keys().next().value!)
+  cache.set(key, validate)
+  return validate
+}
+
+const toIssue = (error: ErrorObject): Issue => {
+  const path: Array<PropertyKey> = error.instancePath
+    .split("/")
+    .slice(1)
+    .map((segment) => segment.replace(/~1/g, "/").replace(/~0/g, "~"))
+    .map((segment) => (/^\d+$/.test(segment) ? Number(segment) : segment))
+  if (error.keyword === "required") {
+    return { path: [...path, String(error.params.missingProperty)], message: "is missing" }
+  }
+  if (error.keyword === "additionalProperties") {
+    return { path: [...path, String(error.params.additionalProperty)], message: "is not allowed" }
+  }
+  return { path, message: error.message ?? "is invalid" }
+}
+
+/** Whether `schema` is itself a valid JSON Schema; the issues say why not. */
+export const checkSchema = (schema: unknown): Either.Either<JsonSchema, ReadonlyArray<Issue>> => {
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
+    return Either.left([{ path: [], message: "must be a JSON Schema object" }])
+  }
+  const engine = engineFor(schema as JsonSchema)
+  if (!engine.validateSchema(schema)) {
+    return Either.left((engine.errors ?? []).map(toIssue))
+  }
+  try {
+    compile(schema as JsonSchema)
+  } catch (error) {
+    return Either.left([{ path: [], message: error instanceof Error ? error.message : String(error) }])
+  }
+  return Either.right(schema as JsonSchema)
+}
+
+export const validate = (schema: JsonSchema, value: unknown): Either.Either<unknown, ReadonlyArray<Issue>> => {
+  const validator = compile(schema)
+  return validator(value) ? Either.right(value) : Either.left((validator.errors ?? []).map(toIssue))
+}

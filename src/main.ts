@@ -1,0 +1,24 @@
+#!/usr/bin/env node
+import { NodeRuntime } from "@effect/platform-node"
+import { Cause, Effect, Exit, Layer, Option } from "effect"
+import { loadConfig, StartupError } from "./config/cli.js"
+import { exampleApp } from "./examples/app.js"
+import { ServiceLive } from "./Service.js"
+
+const program = loadConfig(process.argv.slice(2), process.env).pipe(
+  Effect.flatMap((config) => Layer.launch(ServiceLive(exampleApp, config)))
+)
+
+NodeRuntime.runMain(program, {
+  disableErrorReporting: true,
+  teardown: (exit, onExit) => {
+    if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) return onExit(0)
+    const failure = Cause.failureOption(exit.cause).pipe(Option.filter((e) => e instanceof StartupError))
+    if (Option.isSome(failure)) {
+      process.stderr.write(`error: ${failure.value.message}\n`)
+      return onExit(failure.value.exitCode)
+    }
+    process.stderr.write(`error: ${Cause.pretty(exit.cause)}\n`)
+    onExit(1)
+  }
+})

@@ -1,0 +1,59 @@
+import { Migrator, type SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { Effect, Layer, Redacted, Schema } from "effect"
+import { mkdirSync } from "node:fs"
+import { dirname } from "node:path"
+import { migrations } from "./migrations.js"
+
+export const DEFAULT_DATABASE_URL = "file:./.data/service.db"
+
+export class StorageError extends Schema.TaggedError<StorageError>()("StorageError", {
+  message: Schema.String
+}) {}
+
+export type StorageKind = "sqlite" | "postgres"
+
+export const storageKind = (url: string): StorageKind => (/^postgres(ql)?:\/\//.test(url) ? "postgres" : "sqlite")
+
+const sqlitePath = (url: string): string => url.replace(/^file:(\/\/)?/, "").replace(/^sqlite:(\/\/)?/, "")
+
+const clientLayer = (url: string): Layer.Layer<SqlClient.SqlClient, unknown> => {
+  if (storageKind(url) === "postgres") {
+    return PgClient.layer({ url: Redacted.make(url), maxConnections: 10 })
+  }
+  const filename = sqlitePath(url)
+  return Layer.unwrapEffect(
+    Effect.try({
+      try: () => {
+        if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
+        return SqliteClient.layer({ filename })
+      },
+      catch: (error) => new StorageError({ message: `Cannot open SQLite database ${filename}: ${String(error)}` })
+    })
+  )
+}
+
+const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
+
+/**
+ * The service's SQL store: SQLite (`file:path`, the default) or Postgres (`postgres://...`), migrated
+ * before anything uses it.
+ */
+export const SqlLive = (url: string = DEFAULT_DATABASE_URL): Layer.Layer<SqlClient.SqlClient, StorageError> =>
+  Layer.effectDiscard(migrate).pipe(
+    Layer.provideMerge(clientLayer(url)),
+    Layer.mapError((error) =>
+      error instanceof StorageError ? error : new StorageError({ message: `Storage unavailable: ${describe(error)}` })
+    )
+  )
+
+const describe = (error: unknown): string => {
+  if (typeof error === "object" && error !== null) {
+    const cause = (error as { cause?: unknown }).cause
+    const message = (error as { message?: unknown }).message
+    if (cause instanceof Error) return cause.message
+    if (typeof message === "string" && message !== "") return message
+  }
+  return String(error)
+}

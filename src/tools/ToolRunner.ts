@@ -1,0 +1,97 @@
+import { Cause, Context, Effect, Layer } from "effect"
+import { ExecutionFailed, NotFound, ValidationError } from "../errors.js"
+import type { Tool, ToolContext } from "./Tool.js"
+
+export interface AgentRef {
+  readonly id: string
+  readonly name: string
+}
+
+/** A registered tool and the agents that own it (none for a tool registered on its own). */
+export interface ToolEntry {
+  readonly tool: Tool
+  readonly agents: ReadonlyArray<AgentRef>
+}
+
+export interface ToolExecution {
+  readonly toolName: string
+  readonly result: unknown
+  readonly executionTime: number
+  readonly timestamp: string
+}
+
+export type CallerContext = Omit<ToolContext, "signal">
+
+export class ToolRunner extends Context.Tag("ToolRunner")<ToolRunner, {
+  readonly list: Effect.Effect<ReadonlyArray<ToolEntry>>
+  readonly get: (name: string) => Effect.Effect<Tool, NotFound>
+  /** Validates `input` against the tool's parameters, then runs it. */
+  readonly execute: (
+    name: string,
+    input: unknown,
+    caller: CallerContext
+  ) => Effect.Effect<ToolExecution, NotFound | ValidationError | ExecutionFailed>
+}>() {}
+
+const failureMessage = (cause: Cause.Cause<unknown>): string => {
+  const error = Cause.squash(cause)
+  if (error instanceof Error) return error.message
+  if (typeof error === "object" && error !== null && typeof (error as { message?: unknown }).message === "string") {
+    return (error as { message: string }).message
+  }
+  return String(error)
+}
+
+/** Runs a decoded input through the tool with an abort signal tied to this fiber. */
+export const runTool = (tool: Tool, input: unknown, caller: CallerContext): Effect.Effect<unknown, ExecutionFailed> =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => new AbortController()),
+    (controller) => tool.run(input, { ...caller, signal: controller.signal }),
+    (controller) => Effect.sync(() => controller.abort())
+  ).pipe(
+    Effect.catchAllCause((cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Effect.failCause(cause as Cause.Cause<never>)
+        : Effect.fail(new ExecutionFailed({ message: `Tool ${tool.name} failed: ${failureMessage(cause)}` }))
+    )
+  )
+
+export const makeToolRunner = (entries: ReadonlyArray<ToolEntry>) => {
+  const byName = new Map<string, ToolEntry>()
+  for (const entry of entries) {
+    const existing = byName.get(entry.tool.name)
+    if (existing !== undefined && existing.tool !== entry.tool) {
+      throw new Error(`Two different tools are named "${entry.tool.name}"`)
+    }
+    byName.set(entry.tool.name, {
+      tool: entry.tool,
+      agents: [...(existing?.agents ?? []), ...entry.agents]
+    })
+  }
+  const list = Effect.succeed([...byName.values()])
+  const get = (name: string) =>
+    Effect.suspend(() => {
+      const entry = byName.get(name)
+      return entry === undefined ? Effect.fail(NotFound.of("Tool", name)) : Effect.succeed(entry.tool)
+    })
+  const execute = (name: string, input: unknown, caller: CallerContext) =>
+    Effect.gen(function*() {
+      const tool = yield* get(name)
+      const decoded = tool.decode(input)
+      if (decoded._tag === "Left") {
+        return yield* ValidationError.fromIssues(decoded.left, ["input"])
+      }
+      const started = Date.now()
+      const result = yield* runTool(tool, decoded.right, caller)
+      return {
+        toolName: tool.name,
+        result,
+        executionTime: Date.now() - started,
+        timestamp: new Date(started).toISOString()
+      }
+    }).pipe(Effect.withSpan("ToolRunner.execute", { attributes: { "tool.name": name } }))
+  return ToolRunner.of({ list, get, execute })
+}
+
+export const ToolRunnerLive = (entries: ReadonlyArray<ToolEntry>): Layer.Layer<ToolRunner> =>
+  Layer.sync(ToolRunner, () => makeToolRunner(entries))
