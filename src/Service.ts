@@ -14,10 +14,16 @@ export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
     SqlLive(config.databaseUrl)
   )
 
-/** The whole service listening on config.host:config.port. `Layer.launch` it to run. */
-export const ServiceLive = (app: ServiceApp, config: ServerConfigShape) =>
+/**
+ * The HTTP service over the given services, listening on config.host:config.port (0 picks a free
+ * port; read it from the HttpServer this layer provides). `Layer.launch` it to run until interrupted.
+ */
+export const serveWith = <E>(config: ServerConfigShape, services: Layer.Layer<Layer.Layer.Success<ReturnType<typeof ServicesLive>>, E>) =>
   HttpLive(config).pipe(
-    Layer.provide(ServicesLive(app, config)),
-    Layer.provide(NodeServerLive(config)),
+    Layer.provide(services),
+    Layer.provideMerge(NodeServerLive(config)),
     Layer.provide(Logger.minimumLogLevel(config.logLevel))
   )
+
+/** The whole service for an app: its services and the HTTP server. */
+export const ServiceLive = (app: ServiceApp, config: ServerConfigShape) => serveWith(config, ServicesLive(app, config))

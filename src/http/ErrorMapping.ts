@@ -1,6 +1,7 @@
 import { HttpApiBuilder, HttpApiError, type HttpApp, HttpServerError, HttpServerRequest } from "@effect/platform"
 import { Cause, Effect, Option } from "effect"
 import { BadRequest, InternalError, NotFound, PayloadTooLarge, ValidationError } from "../errors.js"
+import { isDeclaredError } from "./Errors.js"
 import { ServiceApi } from "./Api.js"
 import { limitBody } from "./BodyLimit.js"
 
@@ -22,6 +23,10 @@ const fromDecodeError = (error: HttpApiError.HttpApiDecodeError) =>
       .map((issue) => ({ path: issue.path, message: issueMessage(issue) }))
   )
 
+// The builder reports a response it cannot serialise as a decode error; it is the server's fault.
+const isResponseEncodingFailure = (error: HttpApiError.HttpApiDecodeError) =>
+  error.issues.some((issue) => issue.message === "Could not encode to JSON")
+
 const fromDefect = (defect: unknown, limit: number): MappedError => {
   if (HttpServerError.isServerError(defect) && defect._tag === "RequestError") {
     const reason = defect.cause
@@ -37,16 +42,18 @@ const toEnvelopeError = (limit: number) => (cause: Cause.Cause<unknown>): Effect
   const failure = Cause.failureOption(cause)
   if (Option.isSome(failure)) {
     const error = failure.value
-    if (error instanceof HttpApiError.HttpApiDecodeError) return Effect.fail(fromDecodeError(error))
+    if (error instanceof HttpApiError.HttpApiDecodeError && !isResponseEncodingFailure(error)) {
+      return Effect.fail(fromDecodeError(error))
+    }
     if (HttpServerError.isServerError(error) && error._tag === "RouteNotFound") {
       return Effect.fail(new NotFound({ message: "Not found" }))
     }
-    // Declared errors encode themselves through the API's schemas.
-    return Effect.failCause(cause)
+    // Declared errors encode themselves through the API's schemas; anything else is a bug.
+    if (isDeclaredError(error)) return Effect.failCause(cause)
   }
-  const mapped = fromDefect(Cause.squash(cause), limit)
+  const mapped = Option.isSome(failure) ? InternalError.generic : fromDefect(Cause.squash(cause), limit)
   return mapped === InternalError.generic
-    ? Effect.zipRight(Effect.logError("Unhandled defect", cause), Effect.fail(mapped))
+    ? Effect.zipRight(Effect.logError("Unhandled failure", cause), Effect.fail(mapped))
     : Effect.fail(mapped)
 }
 

@@ -56,6 +56,17 @@ export const runTool = (tool: Tool, input: unknown, caller: CallerContext): Effe
     )
   )
 
+// A result is sent as JSON; one that cannot be is the tool's failure, not the server's.
+const ensureJson = (tool: Tool, value: unknown): Effect.Effect<unknown, ExecutionFailed> =>
+  Effect.try({
+    try: () => {
+      JSON.stringify(value)
+      return value === undefined ? null : value
+    },
+    catch: (error) =>
+      new ExecutionFailed({ message: `Tool ${tool.name} failed: its result is not JSON (${failureMessage(Cause.fail(error))})` })
+  })
+
 export const makeToolRunner = (entries: ReadonlyArray<ToolEntry>) => {
   const byName = new Map<string, ToolEntry>()
   for (const entry of entries) {
@@ -82,7 +93,7 @@ export const makeToolRunner = (entries: ReadonlyArray<ToolEntry>) => {
         return yield* ValidationError.fromIssues(decoded.left, ["input"])
       }
       const started = Date.now()
-      const result = yield* runTool(tool, decoded.right, caller)
+      const result = yield* runTool(tool, decoded.right, caller).pipe(Effect.flatMap((value) => ensureJson(tool, value)))
       return {
         toolName: tool.name,
         result,

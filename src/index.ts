@@ -1,0 +1,22 @@
+/**
+ * Embedding surface: define tools and an app, configure, and run the service's layers inside your own
+ * Effect program (see README "Embedding").
+ */
+export { defineApp, type ServiceApp } from "./App.js"
+export { loadConfig, StartupError } from "./config/cli.js"
+export {
+  ConfigFile,
+  DEFAULT_BODY_LIMIT,
+  DEFAULT_PORT,
+  resolveServerConfig,
+  ServerConfig,
+  type ServerConfigShape
+} from "./config/ServerConfig.js"
+export * as Errors from "./errors.js"
+export { ServiceApi } from "./http/Api.js"
+export { HttpLive } from "./http/Server.js"
+export { serveWith, ServiceLive, ServicesLive } from "./Service.js"
+export { DEFAULT_DATABASE_URL, SqlLive, StorageError } from "./storage/Sql.js"
+export { defineTool, type Tool, type ToolContext } from "./tools/Tool.js"
+export { type ToolEntry, type ToolExecution, ToolRunner, ToolRunnerLive } from "./tools/ToolRunner.js"
+export { exampleApp } from "./examples/app.js"

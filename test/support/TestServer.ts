@@ -1,0 +1,88 @@
+import { FetchHttpClient, HttpApiClient, HttpServer } from "@effect/platform"
+import { Context, Effect, Layer, Logger, LogLevel } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import type { ServiceApp } from "../../src/App.js"
+import { resolveServerConfig, type ServerConfigShape } from "../../src/config/ServerConfig.js"
+import { exampleApp } from "../../src/examples/app.js"
+import { ServiceApi } from "../../src/http/Api.js"
+import { serveWith, ServicesLive } from "../../src/Service.js"
+
+
+export class TestServer extends Context.Tag("test/TestServer")<TestServer, {
+  readonly url: string
+  readonly config: ServerConfigShape
+  readonly logs: ReadonlyArray<string>
+}>() {}
+
+/** A temporary directory removed when the scope closes. */
+export const tempDir = Effect.acquireRelease(
+  Effect.sync(() => mkdtempSync(join(tmpdir(), "service-test-"))),
+  (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+)
+
+/**
+ * The real service on a free port of 127.0.0.1, with its own SQLite file. Logs are captured in memory
+ * instead of printed.
+ */
+export const TestServerLive = (
+  options: {
+    readonly app?: ServiceApp
+    readonly config?: Partial<ServerConfigShape>
+    /** Replaces services of the app (for example a ToolRunner that misbehaves). */
+    readonly override?: Layer.Layer<any>
+  } = {}
+) =>
+  Layer.scoped(
+    TestServer,
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const config: ServerConfigShape = {
+        ...resolveServerConfig({}, {}),
+        port: 0,
+        databaseUrl: `file:${join(dir, "service.db")}`,
+        logLevel: LogLevel.Info,
+        ...options.config
+      }
+      const logs: Array<string> = []
+      const capture = Logger.make(({ cause, message }) => {
+        logs.push([message].flat().map(String).join(" ") + (cause._tag === "Empty" ? "" : ` ${String(cause)}`))
+      })
+      const services = ServicesLive(options.app ?? exampleApp, config)
+      const context = yield* Layer.build(
+        serveWith(config, options.override ? Layer.merge(services, options.override) : services)
+      ).pipe(
+        Effect.provide(Logger.replace(Logger.defaultLogger, capture))
+      )
+      const address = Context.get(context, HttpServer.HttpServer).address
+      const port = address._tag === "TcpAddress" ? address.port : 0
+      return { url: `http://127.0.0.1:${port}`, config, logs }
+    })
+  )
+
+/** The client derived from the API, pointed at the test server. */
+export const makeClient = Effect.gen(function*() {
+  const { url } = yield* TestServer
+  return yield* HttpApiClient.make(ServiceApi, { baseUrl: url })
+}).pipe(Effect.provide(FetchHttpClient.layer))
+
+export const json = (body: unknown): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": "application/json" },
+  body: JSON.stringify(body)
+})
+
+/** fetch + parsed JSON body, for wire-format assertions. */
+export const fetchJson = (url: string, init?: RequestInit) =>
+  Effect.promise(async () => {
+    const response = await fetch(url, init)
+    const text = await response.text()
+    let body: any
+    try {
+      body = JSON.parse(text)
+    } catch {
+      body = text
+    }
+    return { status: response.status, headers: response.headers, body }
+  })
