@@ -6,7 +6,7 @@ const escape = (text: string) =>
 /** Links to the documentation and to every list (a GET without path parameters) the API has. */
 export const landingPage = (spec: OpenAPISpec, options: { readonly swaggerUI: boolean }): string => {
   const lists = Object.entries(spec.paths)
-    .filter(([path, item]) => item.get !== undefined && !path.includes("{") && path !== "/" && path !== "/doc")
+    .filter(([path, item]) => item.get !== undefined && !path.includes("{") && !["/", "/doc", "/ui"].includes(path))
     .map(([path, item]) => `<li><a href="${escape(path)}">GET ${escape(path)}</a> — ${escape(item.get?.summary ?? "")}</li>`)
   const docs = [
     `<li><a href="/doc">/doc</a> — OpenAPI 3.1 document</li>`,

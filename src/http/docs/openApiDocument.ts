@@ -1,7 +1,8 @@
 /**
  * Adjusts the generated OpenAPI document to what is actually sent. HttpApi always declares its own
  * HttpApiDecodeError, but ErrorMapping turns every decode failure into the ValidationError envelope,
- * so the document must not promise the former. /ui is served beside the API, so it is added here.
+ * so the document must not promise the former. Effect marks `unknown` with `$id: "/schemas/unknown"`,
+ * which OpenAPI 3.1 rejects when repeated. /ui is served beside the API, so it is added here.
  */
 const DECODE_ERROR_REF = "#/components/schemas/HttpApiDecodeError"
 const VALIDATION_ERROR_REF = "#/components/schemas/ValidationError"
@@ -11,6 +12,7 @@ const rewrite = (node: unknown): unknown => {
   if (typeof node !== "object" || node === null) return node
   const out: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(node)) {
+    if (key === "$id" && typeof value === "string" && value.startsWith("/schemas/")) continue
     if (key === "$ref" && value === DECODE_ERROR_REF) out[key] = VALIDATION_ERROR_REF
     else if (key === "anyOf" && Array.isArray(value)) {
       const members = value.filter((member) => (member as { $ref?: string }).$ref !== DECODE_ERROR_REF)
