@@ -1,0 +1,152 @@
+import { afterEach, describe, expect, it } from "@effect/vitest"
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { createServer, type Server } from "node:net"
+import { Agent, request } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { resolveServerConfig } from "../src/config/ServerConfig.js"
+import { freePort, killed, type Spawned, spawnMain, waitForHttp } from "./support/process.js"
+
+const running: Array<Spawned> = []
+const dirs: Array<string> = []
+const start = (args: ReadonlyArray<string>, options: Parameters<typeof spawnMain>[1] = {}) => {
+  const dir = mkdtempSync(join(tmpdir(), "service-cli-"))
+  dirs.push(dir)
+  const spawned = spawnMain(args, { cwd: dir, ...options })
+  running.push(spawned)
+  return { ...spawned, dir }
+}
+const writeConfig = (content: unknown) => {
+  const dir = mkdtempSync(join(tmpdir(), "service-config-"))
+  dirs.push(dir)
+  const path = join(dir, "config.json")
+  writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content))
+  return path
+}
+
+afterEach(() => {
+  running.splice(0).forEach(killed)
+  dirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true }))
+})
+
+describe("node dist/main.js", () => {
+  it("serves on --port with SQLite at ./.data/service.db by default, ignoring PORT", async () => {
+    const [port, decoy] = [await freePort(), await freePort()]
+    const server = start(["--port", String(port)], { env: { PORT: String(decoy) } })
+    await waitForHttp(port)
+    const tools = await fetch(`http://127.0.0.1:${port}/tools`).then((r) => r.json())
+    expect(tools.data.map((t: { name: string }) => t.name)).toEqual(["get_weather", "add"])
+    await expect(fetch(`http://127.0.0.1:${decoy}/tools`)).rejects.toThrow()
+    expect(existsSync(join(server.dir, ".data", "service.db"))).toBe(true)
+    expect(server.stdout()).toContain(`Listening on http://127.0.0.1:${port}`)
+    expect(resolveServerConfig({}, { PORT: "1234" }).port).toBe(3141)
+  })
+
+  it("a busy port exits non-zero with a one-line reason", async () => {
+    const port = await freePort()
+    const blocker: Server = createServer()
+    await new Promise<void>((resolve) => blocker.listen(port, "127.0.0.1", resolve))
+    try {
+      const server = start(["--port", String(port)])
+      const { code } = await server.exit
+      expect(code).toBe(1)
+      expect(server.stderr().trim()).toBe(`error: Cannot listen on 127.0.0.1:${port}: address already in use`)
+    } finally {
+      blocker.close()
+    }
+  })
+
+  it("a bad config file exits 2 naming the field", async () => {
+    const badPort = start(["--config", writeConfig({ port: "abc" })])
+    expect((await badPort.exit).code).toBe(2)
+    expect(badPort.stderr()).toMatch(/Invalid config file .*config\.json: port: Expected number, actual "abc"/)
+
+    const unknown = start(["--config", writeConfig({ port: 1, colour: "blue" })])
+    expect((await unknown.exit).code).toBe(2)
+    expect(unknown.stderr()).toMatch(/colour: is unexpected/)
+
+    const notJson = start(["--config", writeConfig("{port:")])
+    expect((await notJson.exit).code).toBe(2)
+    expect(notJson.stderr()).toMatch(/Invalid config file .*config\.json: /)
+
+    const missing = start(["--config", "/nonexistent/config.json"])
+    expect((await missing.exit).code).toBe(2)
+    expect(missing.stderr()).toMatch(/Invalid config file \/nonexistent\/config\.json: .*ENOENT/)
+  })
+
+  it("bad flags exit 2 with the usage line", async () => {
+    const unknownFlag = start(["--prot", "1"])
+    expect((await unknownFlag.exit).code).toBe(2)
+    expect(unknownFlag.stderr()).toMatch(/usage: node dist\/main\.js/)
+    const badPort = start(["--port", "http"])
+    expect((await badPort.exit).code).toBe(2)
+    expect(badPort.stderr()).toContain("--port: must be an integer from 0 to 65535")
+  })
+
+  it("the config file sets port, host, bodyLimit, Swagger UI and storage; flags win over it", async () => {
+    const [port, flagPort] = [await freePort(), await freePort()]
+    const dir = mkdtempSync(join(tmpdir(), "service-db-"))
+    dirs.push(dir)
+    const config = writeConfig({
+      port,
+      host: "127.0.0.1",
+      bodyLimit: 100,
+      enableSwaggerUI: false,
+      storage: { url: `file:${join(dir, "configured.db")}` }
+    })
+    start(["--config", config])
+    await waitForHttp(port)
+    const big = await fetch(`http://127.0.0.1:${port}/tools/add/execute`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ input: { a: 1, b: 2, pad: "x".repeat(200) } })
+    })
+    expect(big.status).toBe(413)
+    expect((await fetch(`http://127.0.0.1:${port}/ui`)).status).toBe(404)
+    expect(existsSync(join(dir, "configured.db"))).toBe(true)
+
+    start(["--config", config, "--port", String(flagPort)])
+    await waitForHttp(flagPort)
+  })
+
+  it("DATABASE_URL selects the SQLite file; LOG_LEVEL=error silences info logs", async () => {
+    const port = await freePort()
+    const dir = mkdtempSync(join(tmpdir(), "service-db-"))
+    dirs.push(dir)
+    const server = start(["--port", String(port)], {
+      env: { DATABASE_URL: `file:${join(dir, "env.db")}`, LOG_LEVEL: "error" }
+    })
+    await waitForHttp(port)
+    expect(existsSync(join(dir, "env.db"))).toBe(true)
+    expect(server.stdout()).not.toContain("Listening on")
+  })
+
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    it(`${signal} with an open keep-alive connection and a request in flight exits 0 within 5 s`, async () => {
+      const port = await freePort()
+      const server = start(["--port", String(port)])
+      await waitForHttp(port)
+      const agent = new Agent({ keepAlive: true })
+      await new Promise<void>((resolve, reject) =>
+        request(`http://127.0.0.1:${port}/tools`, { agent }, (res) => {
+          res.resume()
+          res.on("end", resolve)
+        }).on("error", reject).end()
+      )
+      // A request whose body never finishes keeps its connection busy.
+      const hanging = request(`http://127.0.0.1:${port}/tools/add/execute`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": "1000" }
+      })
+      hanging.on("error", () => {})
+      hanging.write("{")
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      const started = Date.now()
+      server.child.kill(signal)
+      const { code } = await server.exit
+      expect(code).toBe(0)
+      expect(Date.now() - started).toBeLessThan(5000)
+      agent.destroy()
+    })
+  }
+})

@@ -1,0 +1,61 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import { once } from "node:events"
+import { createServer } from "node:net"
+import { fileURLToPath } from "node:url"
+
+export const MAIN = fileURLToPath(new URL("../../dist/main.js", import.meta.url))
+
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+
+export interface Spawned {
+  readonly child: ChildProcess
+  readonly stdout: () => string
+  readonly stderr: () => string
+  readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
+}
+
+/** Runs `node dist/main.js ...args` with the given environment (PORT and friends removed unless given). */
+export const spawnMain = (
+  args: ReadonlyArray<string>,
+  options: { readonly env?: Record<string, string>; readonly cwd?: string } = {}
+): Spawned => {
+  const { DATABASE_URL: _db, PORT: _port, NODE_ENV: _env, LOG_LEVEL: _level, ...inherited } = process.env
+  const child = spawn(process.execPath, [MAIN, ...args], {
+    cwd: options.cwd,
+    env: { ...inherited, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let out = ""
+  let err = ""
+  child.stdout!.on("data", (chunk) => (out += chunk))
+  child.stderr!.on("data", (chunk) => (err += chunk))
+  const exit = once(child, "exit").then(([code, signal]) => ({ code, signal }))
+  return { child, stdout: () => out, stderr: () => err, exit }
+}
+
+/** Resolves once something accepts HTTP on the port, or rejects after `ms`. */
+export const waitForHttp = async (port: number, ms = 15_000): Promise<void> => {
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    try {
+      await fetch(`http://127.0.0.1:${port}/doc`)
+      return
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+  throw new Error(`nothing listening on ${port} after ${ms} ms`)
+}
+
+export const killed = (spawned: Spawned) => {
+  if (spawned.child.exitCode === null) spawned.child.kill("SIGKILL")
+}
