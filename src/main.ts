@@ -6,7 +6,8 @@ import { exampleApp } from "./examples/app.js"
 import { ServiceLive } from "./Service.js"
 
 const program = loadConfig(process.argv.slice(2), process.env).pipe(
-  Effect.flatMap((config) => Layer.launch(ServiceLive(exampleApp, config)))
+  Effect.flatMap((config) => Layer.launch(ServiceLive(exampleApp, config))),
+  Effect.catchTag("StorageError", (error) => new StartupError({ message: error.message, exitCode: 1 }))
 )
 
 NodeRuntime.runMain(program, {
