@@ -1,0 +1,48 @@
+import type { LanguageModelV3 } from "@ai-sdk/provider"
+import type { Tool } from "../tools/Tool.js"
+import type { GenerationOptions } from "./AgentsSchemas.js"
+
+/** What an agent knows of the call it is answering. */
+export interface AgentCallContext {
+  /** The caller's `options.context` (empty when none was sent). */
+  readonly context: Readonly<Record<string, unknown>>
+  /** The authenticated user, or null. */
+  readonly user: unknown
+  readonly userId?: string | undefined
+  readonly conversationId?: string | undefined
+}
+
+/** A value, or a function of the call that computes it. */
+export type Dynamic<A> = A | ((call: AgentCallContext) => A | PromiseLike<A>)
+
+export type AgentDefaults = Pick<
+  GenerationOptions,
+  "maxSteps" | "temperature" | "maxOutputTokens" | "topP" | "frequencyPenalty" | "presencePenalty" | "contextLimit"
+>
+
+export interface AgentDefinition {
+  readonly id: string
+  readonly name: string
+  /** What the agent is for; shown as its description. */
+  readonly purpose: string
+  readonly instructions: Dynamic<string>
+  /** Defaults to the service's model (AI_PROVIDER / AI_MODEL). */
+  readonly model?: Dynamic<LanguageModelV3> | undefined
+  readonly tools?: ReadonlyArray<Tool> | undefined
+  /** Narrows `tools` per call, by name (for example by the caller's tier). */
+  readonly activeTools?: ((call: AgentCallContext) => ReadonlyArray<string>) | undefined
+  readonly subAgents?: ReadonlyArray<AgentDefinition> | undefined
+  /** Keep conversation memory in the SQL store (used when a call names a conversationId). */
+  readonly memory?: boolean | undefined
+  readonly defaults?: AgentDefaults | undefined
+}
+
+const ID = /^[a-zA-Z0-9_-]{1,64}$/
+
+export const defineAgent = (definition: AgentDefinition): AgentDefinition => {
+  if (!ID.test(definition.id)) throw new Error(`Agent id "${definition.id}" must match ${ID}`)
+  return definition
+}
+
+export const resolveDynamic = <A>(value: Dynamic<A>, call: AgentCallContext): Promise<A> =>
+  Promise.resolve(typeof value === "function" ? (value as (call: AgentCallContext) => A | PromiseLike<A>)(call) : value)

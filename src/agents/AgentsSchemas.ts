@@ -1,0 +1,167 @@
+import { Schema } from "effect"
+import { JsonSchemaObject } from "../tools/ToolsApi.js"
+
+const Probability = Schema.Number.pipe(Schema.between(0, 1, { message: () => "must be a number from 0 to 1" }))
+const Penalty = Schema.Number.pipe(Schema.between(0, 2, { message: () => "must be a number from 0 to 2" }))
+const PositiveInt = Schema.Int.pipe(Schema.positive({ message: () => "must be a positive integer" }))
+const Record = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+export const ExperimentalOutput = Schema.Union(
+  Schema.Struct({ type: Schema.Literal("object"), schema: JsonSchemaObject }),
+  Schema.Struct({ type: Schema.Literal("text") })
+).annotations({ identifier: "ExperimentalOutput" })
+
+export const GenerationOptions = Schema.Struct({
+  userId: Schema.optional(Schema.String),
+  conversationId: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+  contextLimit: Schema.optional(Schema.Int.pipe(Schema.between(0, 1000))),
+  maxSteps: Schema.optional(PositiveInt.pipe(Schema.lessThanOrEqualTo(100))),
+  temperature: Schema.optional(Probability),
+  maxOutputTokens: Schema.optional(PositiveInt),
+  topP: Schema.optional(Probability),
+  frequencyPenalty: Schema.optional(Penalty),
+  presencePenalty: Schema.optional(Penalty),
+  seed: Schema.optional(Schema.Int),
+  stopSequences: Schema.optional(Schema.Array(Schema.String)),
+  providerOptions: Schema.optional(Schema.Record({ key: Schema.String, value: Record })),
+  context: Schema.optional(Record),
+  experimental_output: Schema.optional(ExperimentalOutput)
+}).annotations({ identifier: "GenerationOptions" })
+export type GenerationOptions = typeof GenerationOptions.Type
+
+const TextPart = Schema.Struct({ type: Schema.String, text: Schema.optional(Schema.String) })
+
+export const UIMessageInput = Schema.Struct({
+  id: Schema.optional(Schema.String),
+  role: Schema.Literal("system", "user", "assistant"),
+  parts: Schema.Array(Schema.Struct({ type: Schema.String }, { key: Schema.String, value: Schema.Unknown }).pipe(
+    Schema.extend(Schema.partial(TextPart))
+  )),
+  metadata: Schema.optional(Schema.Unknown)
+}).annotations({ identifier: "UIMessage" })
+
+export const ModelMessageInput = Schema.Struct({
+  role: Schema.Literal("system", "user", "assistant", "tool"),
+  content: Schema.Union(
+    Schema.String,
+    Schema.Array(Schema.Struct({ type: Schema.String }, { key: Schema.String, value: Schema.Unknown }))
+  )
+}).annotations({ identifier: "ModelMessage" })
+
+export const AgentInput = Schema.Union(
+  Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
+  Schema.NonEmptyArray(UIMessageInput),
+  Schema.NonEmptyArray(ModelMessageInput)
+).annotations({
+  identifier: "AgentInput",
+  description: "a string, an array of UI messages ({role, parts}) or an array of model messages ({role, content})"
+})
+export type AgentInput = typeof AgentInput.Type
+
+export const GenerateRequest = Schema.Struct({
+  input: AgentInput,
+  options: Schema.optional(GenerationOptions)
+})
+
+export const ObjectRequest = Schema.Struct({
+  input: AgentInput,
+  schema: JsonSchemaObject,
+  options: Schema.optional(GenerationOptions)
+})
+
+export const Usage = Schema.Struct({
+  promptTokens: Schema.Number,
+  completionTokens: Schema.Number,
+  totalTokens: Schema.Number,
+  cachedInputTokens: Schema.Number,
+  reasoningTokens: Schema.Number
+}).annotations({ identifier: "Usage" })
+export type Usage = typeof Usage.Type
+
+export const ToolCallRecord = Schema.Struct({
+  toolCallId: Schema.String,
+  toolName: Schema.String,
+  args: Schema.Unknown
+})
+export const ToolResultRecord = Schema.Struct({
+  toolCallId: Schema.String,
+  toolName: Schema.String,
+  result: Schema.Unknown
+})
+
+export const TextResult = Schema.Struct({
+  text: Schema.String,
+  usage: Usage,
+  finishReason: Schema.String,
+  toolCalls: Schema.Array(ToolCallRecord),
+  toolResults: Schema.Array(ToolResultRecord),
+  experimental_output: Schema.optional(Schema.Unknown)
+}).annotations({ identifier: "TextGenerationResult" })
+export type TextResult = typeof TextResult.Type
+
+const ToolSummary = Schema.Struct({ name: Schema.String, description: Schema.String, parameters: JsonSchemaObject })
+
+const summaryFields = {
+  id: Schema.String,
+  name: Schema.String,
+  description: Schema.String,
+  status: Schema.Literal("idle"),
+  model: Schema.String,
+  memory: Schema.NullOr(Schema.Struct({ config: Schema.Struct({ storage: Schema.String, contextLimit: Schema.Number }) })),
+  isTelemetryEnabled: Schema.Boolean
+}
+
+export interface AgentSummary extends Schema.Struct.Type<typeof summaryFields> {
+  readonly tools: ReadonlyArray<typeof ToolSummary.Type>
+  readonly subAgents: ReadonlyArray<AgentSummary>
+}
+
+export const AgentSummary: Schema.Schema<AgentSummary> = Schema.Struct({
+  ...summaryFields,
+  tools: Schema.Array(ToolSummary),
+  subAgents: Schema.Array(Schema.suspend((): Schema.Schema<AgentSummary> => AgentSummary))
+}).annotations({ identifier: "AgentSummary" })
+
+export const AgentDetails = Schema.Struct({
+  ...summaryFields,
+  tools: Schema.Array(Schema.String),
+  subAgents: Schema.Array(AgentSummary),
+  instructions: Schema.String
+}).annotations({ identifier: "AgentDetails" })
+export type AgentDetails = typeof AgentDetails.Type
+
+export const HistoryEntry = Schema.Struct({
+  id: Schema.String,
+  conversationId: Schema.NullOr(Schema.String),
+  userId: Schema.NullOr(Schema.String),
+  input: Schema.Unknown,
+  output: Schema.NullOr(Schema.String),
+  status: Schema.Literal("completed", "error", "cancelled"),
+  startTime: Schema.String,
+  endTime: Schema.String,
+  usage: Schema.NullOr(Usage),
+  toolCalls: Schema.Array(ToolCallRecord)
+}).annotations({ identifier: "AgentHistoryEntry" })
+export type HistoryEntry = typeof HistoryEntry.Type
+
+export const HistoryPage = Schema.Struct({
+  entries: Schema.Array(HistoryEntry),
+  pagination: Schema.Struct({ page: Schema.Number, limit: Schema.Number, total: Schema.Number, totalPages: Schema.Number })
+}).annotations({ identifier: "AgentHistory" })
+
+export const AgentCard = Schema.Struct({
+  protocolVersion: Schema.String,
+  name: Schema.String,
+  description: Schema.String,
+  url: Schema.String,
+  version: Schema.String,
+  capabilities: Schema.Struct({ streaming: Schema.Boolean }),
+  defaultInputModes: Schema.Array(Schema.String),
+  defaultOutputModes: Schema.Array(Schema.String),
+  skills: Schema.Array(Schema.Struct({
+    id: Schema.String,
+    name: Schema.String,
+    description: Schema.String,
+    tags: Schema.Array(Schema.String)
+  }))
+}).annotations({ identifier: "AgentCard" })

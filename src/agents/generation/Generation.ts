@@ -1,0 +1,352 @@
+import type { LanguageModelV3 } from "@ai-sdk/provider"
+import { InvalidPromptError } from "@ai-sdk/provider"
+import {
+  generateText,
+  JsonToSseTransformStream,
+  type ModelMessage,
+  Output,
+  stepCountIs,
+  streamText,
+  type ToolSet
+} from "ai"
+import { Effect, Either, Runtime, Stream } from "effect"
+import { ExecutionFailed, ValidationError } from "../../errors.js"
+import * as JsonSchemaValidator from "../../json-schema/JsonSchemaValidator.js"
+import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
+import type { Tool } from "../../tools/Tool.js"
+import { type AgentCallContext, type AgentDefinition, resolveDynamic } from "../Agent.js"
+import type { AgentInput, GenerationOptions, HistoryEntry, TextResult, Usage } from "../AgentsSchemas.js"
+import type { MemoryStore } from "../memory/MemoryStore.js"
+import { toAiTools, validatedJsonSchema } from "./aiTools.js"
+import { textOf, toModelMessages } from "./messages.js"
+import { collectTools, toUsage } from "./results.js"
+import { type CallSettings, resolveSettings } from "./settings.js"
+
+export interface CallRequest {
+  readonly input: AgentInput
+  readonly options?: GenerationOptions | undefined
+  readonly user?: unknown
+}
+
+/** What generation needs from the registry around it. */
+export interface GenerationEnv {
+  readonly defaultModel: LanguageModelV3
+  readonly memory: MemoryStore["Type"]
+  readonly runtime: Runtime.Runtime<never>
+  /** Tools the registry adds for this agent (delegate_task for one with sub-agents). */
+  readonly extraTools: (agent: AgentDefinition, call: AgentCallContext) => ReadonlyArray<Tool>
+}
+
+interface PreparedCall {
+  readonly model: LanguageModelV3
+  readonly system: string
+  readonly messages: Array<ModelMessage>
+  readonly newMessages: Array<ModelMessage>
+  readonly tools: ToolSet
+  readonly settings: CallSettings
+  readonly maxSteps: number
+  readonly call: AgentCallContext
+  readonly remember: boolean
+}
+
+export type StreamEvent =
+  | { readonly type: "text-delta"; readonly delta: string }
+  | { readonly type: "reasoning-delta"; readonly delta: string }
+  | { readonly type: "tool-call"; readonly toolCallId: string; readonly toolName: string; readonly args: unknown }
+  | { readonly type: "tool-result"; readonly toolCallId: string; readonly toolName: string; readonly result: unknown }
+  | { readonly type: "finish"; readonly finishReason: string; readonly usage: Usage }
+  | { readonly type: "error"; readonly error: string }
+
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
+
+const failed = (agent: AgentDefinition) => (error: unknown) =>
+  InvalidPromptError.isInstance(error)
+    ? new ValidationError({ message: `Input validation failed: input: ${error.message}` })
+    : new ExecutionFailed({ message: `Agent ${agent.id} failed: ${messageOf(error)}` })
+
+/** A client-supplied output schema: a valid JSON Schema whose root is an object. */
+export const checkOutputSchema = (schema: unknown, path: string): Effect.Effect<JsonSchema, ValidationError> =>
+  Either.match(JsonSchemaValidator.checkSchema(schema), {
+    onLeft: (issues) => Effect.fail(ValidationError.fromIssues(issues, [path])),
+    onRight: (valid) =>
+      valid.type === "object"
+        ? Effect.succeed(valid)
+        : Effect.fail(ValidationError.fromIssues([{ path: ["type"], message: "the root must be \"type\": \"object\"" }], [path]))
+  })
+
+const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest, withTools: boolean) =>
+  Effect.gen(function*() {
+    const options = request.options ?? {}
+    const call: AgentCallContext = {
+      context: options.context ?? {},
+      user: request.user ?? null,
+      userId: options.userId,
+      conversationId: options.conversationId
+    }
+    const { contextLimit, maxSteps, settings } = resolveSettings(options, agent.defaults)
+    const [system, model, newMessages] = yield* Effect.tryPromise({
+      try: () =>
+        Promise.all([
+          resolveDynamic(agent.instructions, call),
+          agent.model === undefined ? env.defaultModel : resolveDynamic(agent.model, call),
+          toModelMessages(request.input)
+        ]),
+      catch: failed(agent)
+    })
+    const remember = agent.memory === true && call.conversationId !== undefined
+    const past = remember && contextLimit > 0
+      ? yield* env.memory.load(agent.id, call.conversationId!, contextLimit)
+      : []
+    const active = agent.activeTools?.(call)
+    const tools = withTools
+      ? [...(agent.tools ?? []), ...env.extraTools(agent, call)].filter((t) => active === undefined || active.includes(t.name))
+      : []
+    return {
+      model,
+      system,
+      messages: [...past, ...newMessages],
+      newMessages,
+      tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime),
+      settings,
+      maxSteps,
+      call,
+      remember
+    } satisfies PreparedCall
+  })
+
+const outputFor = (options: GenerationOptions | undefined) =>
+  Effect.gen(function*() {
+    const requested = options?.experimental_output
+    if (requested === undefined) return undefined
+    if (requested.type === "text") return Output.text()
+    const schema = yield* checkOutputSchema(requested.schema, "options.experimental_output.schema")
+    return Output.object({ schema: validatedJsonSchema(schema) })
+  })
+
+const callArguments = (prepared: PreparedCall) => ({
+  model: prepared.model,
+  system: prepared.system,
+  messages: prepared.messages,
+  tools: prepared.tools,
+  stopWhen: stepCountIs(prepared.maxSteps),
+  ...prepared.settings
+})
+
+interface Outcome {
+  readonly status: HistoryEntry["status"]
+  readonly output?: string | undefined
+  readonly usage?: Usage | undefined
+  readonly toolCalls?: TextResult["toolCalls"] | undefined
+}
+
+/** Writes the history entry and, when the call completed with memory on, the exchange. */
+const finish = (
+  env: GenerationEnv,
+  agent: AgentDefinition,
+  request: CallRequest,
+  prepared: PreparedCall,
+  started: Date,
+  outcome: Outcome
+) =>
+  Effect.gen(function*() {
+    if (outcome.status === "completed" && prepared.remember) {
+      const answer: Array<ModelMessage> = outcome.output ? [{ role: "assistant", content: outcome.output }] : []
+      const said = prepared.newMessages.filter((m) => m.role === "user" && textOf(m) !== "")
+        .map((m): ModelMessage => ({ role: "user", content: textOf(m) }))
+      yield* env.memory.append(agent.id, prepared.call.conversationId!, prepared.call.userId, [...said, ...answer])
+    }
+    yield* env.memory.record(agent.id, {
+      id: crypto.randomUUID(),
+      conversationId: prepared.call.conversationId ?? null,
+      userId: prepared.call.userId ?? null,
+      input: request.input,
+      output: outcome.output ?? null,
+      status: outcome.status,
+      startTime: started.toISOString(),
+      endTime: new Date().toISOString(),
+      usage: outcome.usage ?? null,
+      toolCalls: outcome.toolCalls ?? []
+    })
+    yield* Effect.logInfo(`agent call ${outcome.status}`).pipe(
+      Effect.annotateLogs({
+        agentId: agent.id,
+        ...(prepared.call.conversationId ? { conversationId: prepared.call.conversationId } : {})
+      })
+    )
+  })
+
+/** Records the outcome of a one-shot call whatever its exit. */
+const tracked = <A extends { readonly outcome: Outcome }, E>(
+  env: GenerationEnv,
+  agent: AgentDefinition,
+  request: CallRequest,
+  prepared: PreparedCall,
+  effect: Effect.Effect<A, E>
+) =>
+  Effect.suspend(() => {
+    const started = new Date()
+    return effect.pipe(
+      Effect.onExit((exit) =>
+        finish(env, agent, request, prepared, started, exit._tag === "Success"
+          ? exit.value.outcome
+          : { status: exit.cause._tag === "Interrupt" ? "cancelled" : "error" })
+      )
+    )
+  })
+
+export const text = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest) =>
+  Effect.gen(function*() {
+    const output = yield* outputFor(request.options)
+    const prepared = yield* prepare(env, agent, request, true)
+    const { result } = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
+      try: async (abortSignal) => {
+        const result = await generateText({ ...callArguments(prepared), abortSignal, ...(output ? { output } : {}) })
+        const usage = toUsage(result.totalUsage)
+        const tools = collectTools(result.steps)
+        const data: TextResult = {
+          text: result.text,
+          usage,
+          finishReason: result.finishReason,
+          ...tools,
+          ...(output ? { experimental_output: result.output } : {})
+        }
+        return { result: data, outcome: { status: "completed" as const, output: result.text, usage, toolCalls: tools.toolCalls } }
+      },
+      catch: failed(agent)
+    }))
+    return result
+  }).pipe(Effect.withSpan("AgentRegistry.text", { attributes: { "entity.type": "agent", "entity.id": agent.id } }))
+
+export const object = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest & { readonly schema: unknown }) =>
+  Effect.gen(function*() {
+    const schema = yield* checkOutputSchema(request.schema, "schema")
+    const prepared = yield* prepare(env, agent, request, false)
+    const { result } = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
+      try: async (abortSignal) => {
+        const result = await generateText({
+          ...callArguments(prepared),
+          abortSignal,
+          output: Output.object({ schema: validatedJsonSchema(schema) })
+        })
+        const usage = toUsage(result.totalUsage)
+        return { result: result.output, outcome: { status: "completed" as const, output: JSON.stringify(result.output), usage } }
+      },
+      catch: failed(agent)
+    }))
+    return result
+  }).pipe(Effect.withSpan("AgentRegistry.object", { attributes: { "entity.type": "agent", "entity.id": agent.id } }))
+
+type StreamTextResult = ReturnType<typeof streamText>
+
+/**
+ * Starts the model call when the stream is pulled, with an AbortController owned by the stream's scope:
+ * when the client goes away the stream is interrupted and the model request is aborted. The outcome
+ * is recorded from the SDK's own finish / error / abort callbacks.
+ */
+const streamed = <A, E>(
+  env: GenerationEnv,
+  agent: AgentDefinition,
+  request: CallRequest,
+  prepared: PreparedCall,
+  extra: Record<string, unknown>,
+  read: (result: StreamTextResult) => Stream.Stream<A, E>
+) =>
+  Stream.unwrapScoped(Effect.gen(function*() {
+    const controller = yield* Effect.acquireRelease(
+      Effect.sync(() => new AbortController()),
+      (controller) => Effect.sync(() => controller.abort())
+    )
+    const started = new Date()
+    const record = (outcome: Outcome) =>
+      Runtime.runPromise(env.runtime)(finish(env, agent, request, prepared, started, outcome))
+    const result = streamText({
+      ...callArguments(prepared),
+      ...extra,
+      abortSignal: controller.signal,
+      onFinish: (event) =>
+        record({
+          status: "completed",
+          output: event.text,
+          usage: toUsage(event.totalUsage),
+          toolCalls: collectTools(event.steps).toolCalls
+        }),
+      onError: () => record({ status: "error" }),
+      onAbort: () => record({ status: "cancelled" })
+    })
+    return read(result)
+  }))
+
+const toStreamEvent = (part: StreamTextResult extends { fullStream: AsyncIterable<infer P> } ? P : never): Array<StreamEvent> => {
+  switch (part.type) {
+    case "text-delta":
+      return [{ type: "text-delta", delta: part.text }]
+    case "reasoning-delta":
+      return [{ type: "reasoning-delta", delta: part.text }]
+    case "tool-call":
+      return [{ type: "tool-call", toolCallId: part.toolCallId, toolName: part.toolName, args: part.input }]
+    case "tool-result":
+      return [{ type: "tool-result", toolCallId: part.toolCallId, toolName: part.toolName, result: part.output }]
+    case "tool-error":
+      return [{ type: "tool-result", toolCallId: part.toolCallId, toolName: part.toolName, result: { error: messageOf(part.error) } }]
+    case "finish":
+      return [{ type: "finish", finishReason: part.finishReason, usage: toUsage(part.totalUsage) }]
+    case "error":
+      return [{ type: "error", error: messageOf(part.error) }]
+    default:
+      // start, step boundaries, raw provider data and the like are never sent: they can reveal the prompt.
+      return []
+  }
+}
+
+export const stream = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest) =>
+  Effect.gen(function*() {
+    const output = yield* outputFor(request.options)
+    const prepared = yield* prepare(env, agent, request, true)
+    return streamed(env, agent, request, prepared, output ? { output } : {}, (result) =>
+      Stream.fromAsyncIterable(result.fullStream, failed(agent)).pipe(Stream.mapConcat(toStreamEvent)))
+  }).pipe(Effect.withSpan("AgentRegistry.stream", { attributes: { "entity.type": "agent", "entity.id": agent.id } }))
+
+/** The AI SDK's UI message stream, already in its SSE wire form (ending with `data: [DONE]`). */
+export const chat = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest) =>
+  Effect.gen(function*() {
+    const output = yield* outputFor(request.options)
+    const prepared = yield* prepare(env, agent, request, true)
+    return streamed(env, agent, request, prepared, output ? { output } : {}, (result) =>
+      Stream.fromReadableStream({
+        evaluate: () =>
+          result.toUIMessageStream({ onError: messageOf })
+            .pipeThrough(new JsonToSseTransformStream())
+            .pipeThrough(new TextEncoderStream()),
+        onError: failed(agent)
+      }))
+  }).pipe(Effect.withSpan("AgentRegistry.chat", { attributes: { "entity.type": "agent", "entity.id": agent.id } }))
+
+export type ObjectEvent =
+  | { readonly type: "partial"; readonly object: unknown }
+  | { readonly type: "finish"; readonly object: unknown; readonly finishReason: string; readonly usage: Usage }
+
+export const streamObject = (
+  env: GenerationEnv,
+  agent: AgentDefinition,
+  request: CallRequest & { readonly schema: unknown }
+) =>
+  Effect.gen(function*() {
+    const schema = yield* checkOutputSchema(request.schema, "schema")
+    const prepared = yield* prepare(env, agent, request, false)
+    const output = Output.object({ schema: validatedJsonSchema(schema) })
+    return streamed(env, agent, request, prepared, { output }, (result): Stream.Stream<ObjectEvent, ExecutionFailed | ValidationError> =>
+      Stream.concat(
+        Stream.fromAsyncIterable(result.partialOutputStream, failed(agent)).pipe(
+          Stream.map((partial): ObjectEvent => ({ type: "partial", object: partial }))
+        ),
+        Stream.fromEffect(Effect.tryPromise({
+          try: async (): Promise<ObjectEvent> => ({
+            type: "finish",
+            object: await result.output,
+            finishReason: await result.finishReason,
+            usage: toUsage(await result.totalUsage)
+          }),
+          catch: failed(agent)
+        }))
+      ))
+  }).pipe(Effect.withSpan("AgentRegistry.streamObject", { attributes: { "entity.type": "agent", "entity.id": agent.id } }))

@@ -1,0 +1,42 @@
+import { jsonSchema, tool, type ToolSet } from "ai"
+import { Effect, Either, Runtime } from "effect"
+import { ValidationError, type Issue } from "../../errors.js"
+import * as JsonSchemaValidator from "../../json-schema/JsonSchemaValidator.js"
+import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
+import type { Tool } from "../../tools/Tool.js"
+import { type CallerContext, runTool } from "../../tools/ToolRunner.js"
+
+const asValidation = <A>(result: Either.Either<A, ReadonlyArray<Issue>>, prefix: string) =>
+  Either.match(result, {
+    onRight: (value) => ({ success: true as const, value }),
+    onLeft: (issues) => ({ success: false as const, error: new Error(ValidationError.fromIssues(issues, [prefix]).message) })
+  })
+
+/** An SDK schema validated by Ajv, for structured output. */
+export const validatedJsonSchema = (schema: JsonSchema) =>
+  jsonSchema<Record<string, unknown>>(schema as any, {
+    validate: (value) => asValidation(JsonSchemaValidator.validate(schema, value), "output") as any
+  })
+
+/**
+ * The agent's tools as the SDK wants them: inputs decoded by the tool's own schema, execution through
+ * the same runner as POST /tools/:name/execute, with the caller's context and the step's abort signal.
+ * A failing tool reaches the model as a tool error, as the SDK does for a throwing tool.
+ */
+export const toAiTools = (
+  tools: ReadonlyArray<Tool>,
+  caller: CallerContext,
+  runtime: Runtime.Runtime<never>
+): ToolSet =>
+  Object.fromEntries(tools.map((t) => [
+    t.name,
+    tool<unknown, unknown>({
+      description: t.description,
+      inputSchema: jsonSchema<unknown>(t.parameters as any, { validate: (value) => asValidation(t.decode(value), "input") }),
+      execute: async (input, { abortSignal }) => {
+        const result = await Runtime.runPromise(runtime)(Effect.either(runTool(t, input, caller)), { signal: abortSignal })
+        if (Either.isLeft(result)) throw new Error(result.left.message)
+        return result.right
+      }
+    })
+  ]))

@@ -1,0 +1,29 @@
+import type { LanguageModelUsage, StepResult, ToolSet } from "ai"
+import type { TextResult, Usage } from "../AgentsSchemas.js"
+
+/** The spec's usage object from the SDK's (summed over steps by the caller); 0 where nothing was reported. */
+export const toUsage = (usage: LanguageModelUsage | undefined): Usage => {
+  const promptTokens = usage?.inputTokens ?? 0
+  const completionTokens = usage?.outputTokens ?? 0
+  return {
+    promptTokens,
+    completionTokens,
+    totalTokens: usage?.totalTokens ?? promptTokens + completionTokens,
+    cachedInputTokens: usage?.inputTokenDetails?.cacheReadTokens ?? usage?.cachedInputTokens ?? 0,
+    reasoningTokens: usage?.outputTokenDetails?.reasoningTokens ?? usage?.reasoningTokens ?? 0
+  }
+}
+
+/** Tool calls and results of every step, not only the last one's. */
+export const collectTools = (steps: ReadonlyArray<StepResult<ToolSet>>): Pick<TextResult, "toolCalls" | "toolResults"> => ({
+  toolCalls: steps.flatMap((step) =>
+    step.toolCalls.map((call) => ({ toolCallId: call.toolCallId, toolName: call.toolName, args: call.input }))
+  ),
+  toolResults: steps.flatMap((step) =>
+    step.toolResults.map((result) => ({
+      toolCallId: result.toolCallId,
+      toolName: result.toolName,
+      result: result.output
+    }))
+  )
+})

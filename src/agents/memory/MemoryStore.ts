@@ -1,0 +1,119 @@
+import { SqlClient } from "@effect/sql"
+import type { ModelMessage } from "ai"
+import { Context, Effect, Layer } from "effect"
+import type { HistoryEntry } from "../AgentsSchemas.js"
+
+export interface HistoryQuery {
+  readonly page: number
+  readonly limit: number
+  readonly userId?: string | undefined
+  readonly conversationId?: string | undefined
+}
+
+export class MemoryStore extends Context.Tag("MemoryStore")<MemoryStore, {
+  /** The last `limit` messages of a conversation, oldest first. */
+  readonly load: (agentId: string, conversationId: string, limit: number) => Effect.Effect<Array<ModelMessage>>
+  readonly append: (
+    agentId: string,
+    conversationId: string,
+    userId: string | undefined,
+    messages: ReadonlyArray<ModelMessage>
+  ) => Effect.Effect<void>
+  readonly record: (agentId: string, entry: HistoryEntry) => Effect.Effect<void>
+  /** Newest first. */
+  readonly history: (
+    agentId: string,
+    query: HistoryQuery
+  ) => Effect.Effect<{ readonly entries: ReadonlyArray<HistoryEntry>; readonly total: number }>
+}>() {}
+
+interface HistoryRow {
+  readonly id: string
+  readonly conversation_id: string | null
+  readonly user_id: string | null
+  readonly input: string
+  readonly output: string | null
+  readonly status: HistoryEntry["status"]
+  readonly start_time: string
+  readonly end_time: string
+  readonly usage: string | null
+  readonly tool_calls: string
+}
+
+const fromRow = (row: HistoryRow): HistoryEntry => ({
+  id: row.id,
+  conversationId: row.conversation_id,
+  userId: row.user_id,
+  input: JSON.parse(row.input),
+  output: row.output,
+  status: row.status,
+  startTime: row.start_time,
+  endTime: row.end_time,
+  usage: row.usage === null ? null : JSON.parse(row.usage),
+  toolCalls: JSON.parse(row.tool_calls)
+})
+
+export const MemoryStoreLive = Layer.effect(
+  MemoryStore,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const load = (agentId: string, conversationId: string, limit: number) =>
+      sql<{ message: string }>`SELECT message FROM agent_messages
+        WHERE agent_id = ${agentId} AND conversation_id = ${conversationId}
+        ORDER BY id DESC LIMIT ${limit}`.pipe(
+        Effect.map((rows) => rows.map((row) => JSON.parse(row.message) as ModelMessage).reverse()),
+        Effect.orDie,
+        Effect.withSpan("MemoryStore.load", { attributes: { "agent.id": agentId, conversationId } })
+      )
+
+    const append = (
+      agentId: string,
+      conversationId: string,
+      userId: string | undefined,
+      messages: ReadonlyArray<ModelMessage>
+    ) =>
+      messages.length === 0 ? Effect.void : sql`INSERT INTO agent_messages ${
+        sql.insert(messages.map((message) => ({
+          agent_id: agentId,
+          conversation_id: conversationId,
+          user_id: userId ?? null,
+          message: JSON.stringify(message),
+          created_at: new Date().toISOString()
+        })))
+      }`.pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("MemoryStore.append", { attributes: { "agent.id": agentId } }))
+
+    const record = (agentId: string, entry: HistoryEntry) =>
+      sql`INSERT INTO agent_history ${
+        sql.insert({
+          id: entry.id,
+          agent_id: agentId,
+          conversation_id: entry.conversationId,
+          user_id: entry.userId,
+          input: JSON.stringify(entry.input),
+          output: entry.output,
+          status: entry.status,
+          start_time: entry.startTime,
+          end_time: entry.endTime,
+          usage: entry.usage === null ? null : JSON.stringify(entry.usage),
+          tool_calls: JSON.stringify(entry.toolCalls)
+        })
+      }`.pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("MemoryStore.record", { attributes: { "agent.id": agentId } }))
+
+    const history = (agentId: string, query: HistoryQuery) =>
+      Effect.gen(function*() {
+        const filters = [
+          sql`agent_id = ${agentId}`,
+          ...(query.userId === undefined ? [] : [sql`user_id = ${query.userId}`]),
+          ...(query.conversationId === undefined ? [] : [sql`conversation_id = ${query.conversationId}`])
+        ]
+        const where = sql.and(filters)
+        const [count] = yield* sql<{ total: number | string }>`SELECT COUNT(*) AS total FROM agent_history WHERE ${where}`
+        const rows = yield* sql<HistoryRow>`SELECT * FROM agent_history WHERE ${where}
+          ORDER BY start_time DESC, id DESC LIMIT ${query.limit} OFFSET ${query.page * query.limit}`
+        return { entries: rows.map(fromRow), total: Number(count.total) }
+      }).pipe(Effect.orDie, Effect.withSpan("MemoryStore.history", { attributes: { "agent.id": agentId } }))
+
+    return MemoryStore.of({ load, append, record, history })
+  })
+)

@@ -1,0 +1,36 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+/** Conversation messages and the per-agent call history. JSON is stored as text on both dialects. */
+export const createAgentTables = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const serial = sql.onDialectOrElse({
+    pg: () => sql.literal("BIGSERIAL PRIMARY KEY"),
+    orElse: () => sql.literal("INTEGER PRIMARY KEY AUTOINCREMENT")
+  })
+  yield* sql`CREATE TABLE agent_messages (
+    id ${serial},
+    agent_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    user_id TEXT,
+    message TEXT NOT NULL,
+    created_at TEXT NOT NULL
+  )`
+  yield* sql`CREATE INDEX agent_messages_conversation ON agent_messages (agent_id, conversation_id, id)`
+  yield* sql`CREATE TABLE agent_history (
+    id TEXT PRIMARY KEY,
+    agent_id TEXT NOT NULL,
+    conversation_id TEXT,
+    user_id TEXT,
+    input TEXT NOT NULL,
+    output TEXT,
+    status TEXT NOT NULL,
+    start_time TEXT NOT NULL,
+    end_time TEXT NOT NULL,
+    usage TEXT,
+    tool_calls TEXT NOT NULL
+  )`
+  yield* sql`CREATE INDEX agent_history_by_agent ON agent_history (agent_id, start_time)`
+  yield* sql`CREATE INDEX agent_history_by_user ON agent_history (agent_id, user_id, start_time)`
+  yield* sql`CREATE INDEX agent_history_by_conversation ON agent_history (agent_id, conversation_id, start_time)`
+})

@@ -1,0 +1,377 @@
+import { randomUUID } from "node:crypto"
+import type {
+  JSONValue,
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3Content,
+  LanguageModelV3FinishReason,
+  LanguageModelV3FunctionTool,
+  LanguageModelV3Message,
+  LanguageModelV3Prompt,
+  LanguageModelV3ResponseMetadata,
+  LanguageModelV3StreamPart,
+  LanguageModelV3ToolCall,
+  LanguageModelV3ToolResultOutput,
+  LanguageModelV3Usage
+} from "@ai-sdk/provider"
+
+/**
+ * A deterministic, offline language model so the service works without any API key.
+ * It echoes the user, calls a tool whose name the user mentions, reports tool results
+ * and fills JSON schemas for structured output.
+ */
+
+export const BUILTIN_MODEL_ID = "builtin/echo"
+const PROVIDER = "builtin"
+const MODEL_NAME = "echo"
+const LABEL = `[${BUILTIN_MODEL_ID}]`
+const DEFAULT_WORD_DELAY_MS = 15
+
+export const builtinEchoModel = (options: { wordDelayMs?: number } = {}): LanguageModelV3 => {
+  const wordDelayMs = options.wordDelayMs ?? DEFAULT_WORD_DELAY_MS
+  return {
+    specificationVersion: "v3",
+    provider: PROVIDER,
+    modelId: MODEL_NAME,
+    supportedUrls: {},
+    doGenerate: async (call) => {
+      call.abortSignal?.throwIfAborted()
+      const answer = decideAnswer(call)
+      return {
+        content: [answerContent(answer)],
+        finishReason: finishReasonOf(answer),
+        usage: usageOf(call.prompt, answer),
+        warnings: [],
+        response: responseMetadata()
+      }
+    },
+    doStream: async (call) => {
+      call.abortSignal?.throwIfAborted()
+      const answer = decideAnswer(call)
+      const parts: Array<LanguageModelV3StreamPart> = [
+        { type: "stream-start", warnings: [] },
+        { type: "response-metadata", ...responseMetadata() },
+        ...answerStreamParts(answer),
+        { type: "finish", usage: usageOf(call.prompt, answer), finishReason: finishReasonOf(answer) }
+      ]
+      return { stream: pacedStream(parts, wordDelayMs, call.abortSignal) }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Deciding what to answer
+
+type ToolCallAnswer = {
+  readonly kind: "tool-call"
+  readonly toolCallId: string
+  readonly toolName: string
+  readonly input: string
+}
+type Answer = { readonly kind: "text"; readonly text: string } | ToolCallAnswer
+
+const textAnswer = (text: string): Answer => ({ kind: "text", text })
+
+const decideAnswer = (call: LanguageModelV3CallOptions): Answer => {
+  const toolResults = lastToolResults(call.prompt)
+  if (toolResults.length > 0) {
+    const reports = toolResults.map((result) => `${result.toolName} returned ${JSON.stringify(toolOutputValue(result.output))}`)
+    return textAnswer(`${LABEL} ${reports.join("; ")}`)
+  }
+  const userText = lastUserText(call.prompt)
+  const tool = chooseTool(call, userText)
+  if (tool !== undefined) {
+    return {
+      kind: "tool-call",
+      toolCallId: `echo-call-${countToolCalls(call.prompt) + 1}`,
+      toolName: tool.name,
+      input: JSON.stringify(fillSchema(tool.inputSchema, toolArgumentStyle(userText, tool.inputSchema)))
+    }
+  }
+  if (call.responseFormat?.type === "json") {
+    const schema: unknown = call.responseFormat.schema
+    return textAnswer(schema === undefined ? "{}" : JSON.stringify(fillSchema(schema, structuredOutputStyle(schema))))
+  }
+  return textAnswer(`${LABEL} You said: ${userText}`)
+}
+
+type PromptPart = Exclude<LanguageModelV3Message, { role: "system" }>["content"][number]
+type ToolResultPart = Extract<PromptPart, { type: "tool-result" }>
+
+const partsOf = (message: LanguageModelV3Message): ReadonlyArray<PromptPart> =>
+  message.role === "system" ? [] : message.content
+
+const lastToolResults = (prompt: LanguageModelV3Prompt): ReadonlyArray<ToolResultPart> => {
+  const last = prompt.at(-1)
+  if (last?.role !== "tool") return []
+  return partsOf(last).filter((part): part is ToolResultPart => part.type === "tool-result")
+}
+
+const toolOutputValue = (output: LanguageModelV3ToolResultOutput): unknown =>
+  output.type === "execution-denied" ? { executionDenied: true, reason: output.reason ?? null } : output.value
+
+const textParts = (message: LanguageModelV3Message): ReadonlyArray<string> =>
+  partsOf(message).flatMap((part) => (part.type === "text" ? [part.text] : []))
+
+const lastUserText = (prompt: LanguageModelV3Prompt): string => {
+  const lastUser = [...prompt].reverse().find((message) => message.role === "user")
+  return lastUser === undefined ? "" : textParts(lastUser).join(" ")
+}
+
+const countToolCalls = (prompt: LanguageModelV3Prompt): number =>
+  prompt.flatMap(partsOf).filter((part) => part.type === "tool-call").length
+
+const chooseTool = (call: LanguageModelV3CallOptions, userText: string): LanguageModelV3FunctionTool | undefined => {
+  const choice = call.toolChoice
+  const tools = (call.tools ?? []).filter((tool): tool is LanguageModelV3FunctionTool => tool.type === "function")
+  if (choice?.type === "none") return undefined
+  if (choice?.type === "tool") return tools.find((tool) => tool.name === choice.toolName)
+  const mentioned = tools.find((tool) => mentionsToolName(userText, tool.name))
+  return mentioned ?? (choice?.type === "required" ? tools[0] : undefined)
+}
+
+/** "get_weather" is mentioned by "get_weather" or "get weather", as whole words, in any case. */
+const mentionsToolName = (text: string, name: string): boolean =>
+  [name, name.replace(/[_-]+/g, " ")].some((spelling) =>
+    new RegExp(`(^|[^\\p{L}\\p{N}_])${escapeRegExp(spelling)}($|[^\\p{L}\\p{N}_])`, "iu").test(text)
+  )
+
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+
+// ---------------------------------------------------------------------------
+// Filling a JSON Schema with a deterministic value
+
+type Schema = { readonly [keyword: string]: unknown }
+
+/** How to pick leaf values: tool arguments come from the user's words, structured output uses fixed examples. */
+interface FillStyle {
+  readonly root: unknown
+  readonly nextNumber: () => number
+  readonly stringFor: (propertyName: string | undefined) => string | undefined
+  readonly minArrayItems: number
+}
+
+const toolArgumentStyle = (text: string, root: unknown): FillStyle => {
+  const numbers = (text.match(/-?\d+(\.\d+)?/g) ?? []).map(Number)
+  const place = wordAfterIn(text) ?? "Paris"
+  return {
+    root,
+    nextNumber: () => numbers.shift() ?? 0,
+    stringFor: (name) => (name !== undefined && /location|city|place/i.test(name) ? place : undefined),
+    minArrayItems: 0
+  }
+}
+
+const structuredOutputStyle = (root: unknown): FillStyle => ({
+  root,
+  nextNumber: () => 42,
+  stringFor: () => undefined,
+  minArrayItems: 1
+})
+
+const wordAfterIn = (text: string): string | undefined => {
+  const word = /\sin\s+(\S+)/i.exec(` ${text}`)?.[1]?.replace(/[^\p{L}\p{N}'-]/gu, "")
+  return word === undefined || word === "" ? undefined : word
+}
+
+const FORMAT_EXAMPLES: Readonly<Record<string, string>> = {
+  "date-time": "2024-01-01T00:00:00.000Z",
+  date: "2024-01-01",
+  time: "00:00:00Z",
+  email: "user@example.com",
+  uri: "https://example.com/",
+  uuid: "00000000-0000-4000-8000-000000000000"
+}
+
+/** Beyond this nesting depth only what the schema requires is filled, so recursive schemas terminate. */
+const SHALLOW_DEPTH = 6
+const MAX_DEPTH = 32
+
+const fillSchema = (schema: unknown, style: FillStyle, propertyName?: string, depth = 0): JSONValue => {
+  if (!isSchema(schema) || depth > MAX_DEPTH) return null
+  if (typeof schema.$ref === "string") return fillSchema(resolveRef(style.root, schema.$ref), style, propertyName, depth + 1)
+  if ("const" in schema) return schema.const as JSONValue
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0] as JSONValue
+  const alternatives = schema.anyOf ?? schema.oneOf
+  if (Array.isArray(alternatives) && alternatives.length > 0) return fillSchema(alternatives[0], style, propertyName, depth)
+  switch (typeOf(schema)) {
+    case "object":
+      return fillObject(schema, style, depth)
+    case "array":
+      return fillArray(schema, style, propertyName, depth)
+    case "string":
+      return fitLength(style.stringFor(propertyName) ?? FORMAT_EXAMPLES[String(schema.format)] ?? "example", schema)
+    case "number":
+      return clampToBounds(style.nextNumber(), schema)
+    case "integer":
+      return clampToBounds(Math.round(style.nextNumber()), schema)
+    case "boolean":
+      return true
+    default:
+      return null
+  }
+}
+
+const fillObject = (schema: Schema, style: FillStyle, depth: number): JSONValue => {
+  const properties = isSchema(schema.properties) ? schema.properties : {}
+  const required = Array.isArray(schema.required) ? schema.required : []
+  const names = Object.keys(properties).filter((name) => depth < SHALLOW_DEPTH || required.includes(name))
+  return Object.fromEntries(names.map((name) => [name, fillSchema(properties[name], style, name, depth + 1)]))
+}
+
+const fillArray = (schema: Schema, style: FillStyle, propertyName: string | undefined, depth: number): JSONValue => {
+  const minItems = typeof schema.minItems === "number" ? schema.minItems : 0
+  const count = Math.max(minItems, depth < SHALLOW_DEPTH ? style.minArrayItems : 0)
+  return Array.from({ length: count }, () => fillSchema(schema.items ?? {}, style, propertyName, depth + 1))
+}
+
+const typeOf = (schema: Schema): unknown => {
+  if (Array.isArray(schema.type)) return schema.type.find((type) => type !== "null") ?? schema.type[0]
+  if (schema.type !== undefined) return schema.type
+  if (schema.properties !== undefined) return "object"
+  if (schema.items !== undefined) return "array"
+  return undefined
+}
+
+const clampToBounds = (value: number, schema: Schema): number => {
+  let result = value
+  if (typeof schema.minimum === "number") result = Math.max(result, schema.minimum)
+  if (typeof schema.maximum === "number") result = Math.min(result, schema.maximum)
+  if (typeof schema.exclusiveMinimum === "number" && result <= schema.exclusiveMinimum) result = schema.exclusiveMinimum + 1
+  if (typeof schema.exclusiveMaximum === "number" && result >= schema.exclusiveMaximum) result = schema.exclusiveMaximum - 1
+  return result
+}
+
+const fitLength = (value: string, schema: Schema): string => {
+  const padded = typeof schema.minLength === "number" ? value.padEnd(schema.minLength, "x") : value
+  return typeof schema.maxLength === "number" ? padded.slice(0, schema.maxLength) : padded
+}
+
+/** Resolves a local JSON pointer such as `#/$defs/Address` or `#/definitions/Address` against the root schema. */
+const resolveRef = (root: unknown, ref: string): unknown => {
+  if (!ref.startsWith("#")) return undefined
+  const keys = ref.slice(1).split("/").filter(Boolean).map((key) => key.replace(/~1/g, "/").replace(/~0/g, "~"))
+  return keys.reduce<unknown>((node, key) => (isSchema(node) ? node[key] : undefined), root)
+}
+
+const isSchema = (value: unknown): value is Schema => typeof value === "object" && value !== null && !Array.isArray(value)
+
+// ---------------------------------------------------------------------------
+// Shaping the answer for the V3 specification
+
+const toolCallPart = ({ toolCallId, toolName, input }: ToolCallAnswer): LanguageModelV3ToolCall => ({
+  type: "tool-call",
+  toolCallId,
+  toolName,
+  input
+})
+
+const answerContent = (answer: Answer): LanguageModelV3Content =>
+  answer.kind === "text" ? { type: "text", text: answer.text } : toolCallPart(answer)
+
+const TEXT_ID = "echo-text"
+
+const answerStreamParts = (answer: Answer): Array<LanguageModelV3StreamPart> => {
+  if (answer.kind === "text") {
+    return [
+      { type: "text-start", id: TEXT_ID },
+      ...splitWords(answer.text).map((word): LanguageModelV3StreamPart => ({ type: "text-delta", id: TEXT_ID, delta: word })),
+      { type: "text-end", id: TEXT_ID }
+    ]
+  }
+  const id = answer.toolCallId
+  return [
+    { type: "tool-input-start", id, toolName: answer.toolName },
+    { type: "tool-input-delta", id, delta: answer.input },
+    { type: "tool-input-end", id },
+    toolCallPart(answer)
+  ]
+}
+
+/** Each word keeps its surrounding whitespace, so the pieces concatenate back to the exact text. */
+const splitWords = (text: string): Array<string> => text.match(/\s*\S+\s*|\s+/g) ?? []
+
+const countWords = (text: string): number => text.split(/\s+/).filter((word) => word !== "").length
+
+const promptTexts = (message: LanguageModelV3Message): ReadonlyArray<string> =>
+  message.role === "system"
+    ? [message.content]
+    : partsOf(message).flatMap((part) =>
+        part.type === "text" ? [part.text] : part.type === "tool-result" ? [JSON.stringify(toolOutputValue(part.output))] : []
+      )
+
+const usageOf = (prompt: LanguageModelV3Prompt, answer: Answer): LanguageModelV3Usage => {
+  const input = prompt.flatMap(promptTexts).reduce((sum, text) => sum + countWords(text), 0)
+  const output = answer.kind === "text" ? countWords(answer.text) : 1
+  return {
+    inputTokens: { total: input, noCache: input, cacheRead: 0, cacheWrite: 0 },
+    outputTokens: { total: output, text: output, reasoning: 0 }
+  }
+}
+
+const finishReasonOf = (answer: Answer): LanguageModelV3FinishReason => {
+  const unified = answer.kind === "text" ? "stop" : "tool-calls"
+  return { unified, raw: unified }
+}
+
+// The SDK reports `response.modelId` when given (falling back to the bare `modelId`, "echo"), so name ourselves fully.
+const responseMetadata = (): Required<LanguageModelV3ResponseMetadata> => ({
+  id: `echo-${randomUUID()}`,
+  modelId: BUILTIN_MODEL_ID,
+  timestamp: new Date()
+})
+
+// ---------------------------------------------------------------------------
+// Streaming with a pause between words
+
+/** Resolves after `ms`, or at once when `stop` fires; never leaves a timer behind. */
+const pause = (ms: number, stop: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    if (stop.aborted) return resolve()
+    const finish = () => {
+      clearTimeout(timer)
+      stop.removeEventListener("abort", finish)
+      resolve()
+    }
+    const timer = setTimeout(finish, ms)
+    stop.addEventListener("abort", finish, { once: true })
+  })
+
+/**
+ * Emits `parts`, pausing before every word after the first. Aborting `abortSignal` errors the stream
+ * with the abort reason (as `fetch` would), which the SDK turns into an orderly `abort`;
+ * a consumer's cancel simply stops the emission.
+ */
+const pacedStream = (
+  parts: ReadonlyArray<LanguageModelV3StreamPart>,
+  wordDelayMs: number,
+  abortSignal: AbortSignal | undefined
+): ReadableStream<LanguageModelV3StreamPart> => {
+  const halt = new AbortController()
+  const haltOnAbort = () => halt.abort()
+  const firstWord = parts.findIndex((part) => part.type === "text-delta")
+  let cancelled = false
+
+  const emit = async (controller: ReadableStreamDefaultController<LanguageModelV3StreamPart>) => {
+    for (const [index, part] of parts.entries()) {
+      if (part.type === "text-delta" && index > firstWord) await pause(wordDelayMs, halt.signal)
+      if (halt.signal.aborted) break
+      controller.enqueue(part)
+    }
+    abortSignal?.removeEventListener("abort", haltOnAbort)
+    if (cancelled) return
+    if (abortSignal?.aborted) controller.error(abortSignal.reason)
+    else controller.close()
+  }
+
+  return new ReadableStream({
+    start(controller) {
+      abortSignal?.addEventListener("abort", haltOnAbort, { once: true })
+      void emit(controller)
+    },
+    cancel() {
+      cancelled = true
+      halt.abort()
+    }
+  })
+}

@@ -1,0 +1,8 @@
+import type { LanguageModelV3 } from "@ai-sdk/provider"
+import { Context, Layer } from "effect"
+import { makeModel, type ModelSettings } from "./ModelSettings.js"
+
+/** The model agents use unless they name their own. */
+export class DefaultModel extends Context.Tag("DefaultModel")<DefaultModel, LanguageModelV3>() {}
+
+export const DefaultModelLive = (settings: ModelSettings) => Layer.sync(DefaultModel, () => makeModel(settings))
