@@ -1,17 +1,25 @@
 import { Layer, Logger } from "effect"
+import { agentToolEntries, AgentRegistryLive } from "./agents/AgentRegistry.js"
+import { MemoryStoreLive } from "./agents/memory/MemoryStore.js"
+import { DefaultModelLive } from "./agents/models/DefaultModel.js"
 import type { ServiceApp } from "./App.js"
 import { ServerConfig, type ServerConfigShape } from "./config/ServerConfig.js"
 import { NodeServerLive } from "./http/NodeServer.js"
 import { HttpLive } from "./http/Server.js"
-import { SqlLive } from "./storage/Sql.js"
+import { ShutdownLive } from "./http/Shutdown.js"
+import { SqlLive, storageKind } from "./storage/Sql.js"
 import { ToolRunnerLive } from "./tools/ToolRunner.js"
 
 /** Every service of the app, without the HTTP server: for embedding or for tests. */
 export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
   Layer.mergeAll(
     Layer.succeed(ServerConfig, config),
-    ToolRunnerLive(app.tools.map((tool) => ({ tool, agents: [] }))),
-    SqlLive(config.databaseUrl)
+    ToolRunnerLive([...agentToolEntries(app.agents), ...app.tools.map((tool) => ({ tool, agents: [] }))]),
+    AgentRegistryLive(app.agents, { storage: storageKind(config.databaseUrl), telemetry: false }),
+    ShutdownLive
+  ).pipe(
+    Layer.provideMerge(Layer.mergeAll(MemoryStoreLive, DefaultModelLive(config.model))),
+    Layer.provideMerge(SqlLive(config.databaseUrl))
   )
 
 /**

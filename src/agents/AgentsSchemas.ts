@@ -29,14 +29,12 @@ export const GenerationOptions = Schema.Struct({
 }).annotations({ identifier: "GenerationOptions" })
 export type GenerationOptions = typeof GenerationOptions.Type
 
-const TextPart = Schema.Struct({ type: Schema.String, text: Schema.optional(Schema.String) })
-
 export const UIMessageInput = Schema.Struct({
   id: Schema.optional(Schema.String),
   role: Schema.Literal("system", "user", "assistant"),
-  parts: Schema.Array(Schema.Struct({ type: Schema.String }, { key: Schema.String, value: Schema.Unknown }).pipe(
-    Schema.extend(Schema.partial(TextPart))
-  )),
+  parts: Schema.Array(
+    Schema.Struct({ type: Schema.String, text: Schema.optional(Schema.String) }, { key: Schema.String, value: Schema.Unknown })
+  ),
   metadata: Schema.optional(Schema.Unknown)
 }).annotations({ identifier: "UIMessage" })
 

@@ -1,4 +1,5 @@
-import { Context, LogLevel, Schema } from "effect"
+import { Context, Either, LogLevel, Schema } from "effect"
+import { type ModelSettings, resolveModelSettings } from "../agents/models/ModelSettings.js"
 import { DEFAULT_DATABASE_URL } from "../storage/Sql.js"
 
 export const DEFAULT_PORT = 3141
@@ -33,11 +34,16 @@ export interface ServerConfigShape {
   readonly databaseUrl: string
   readonly production: boolean
   readonly logLevel: LogLevel.LogLevel
+  /** The model agents use unless they name their own (AI_PROVIDER, AI_MODEL, AI_BASE_URL, AI_API_KEY). */
+  readonly model: ModelSettings
 }
 
 export class ServerConfig extends Context.Tag("ServerConfig")<ServerConfig, ServerConfigShape>() {}
 
-/** Fills in the defaults; `production` follows NODE_ENV and turns Swagger UI off unless asked for. */
+/**
+ * Fills in the defaults; `production` follows NODE_ENV and turns Swagger UI off unless asked for.
+ * Throws when the model variables are wrong (the command line reports that as a StartupError first).
+ */
 export const resolveServerConfig = (
   file: ConfigFile = {},
   env: Readonly<Record<string, string | undefined>> = {}
@@ -51,7 +57,8 @@ export const resolveServerConfig = (
     cors: file.cors ?? {},
     databaseUrl: env.DATABASE_URL ?? file.storage?.url ?? DEFAULT_DATABASE_URL,
     production,
-    logLevel: parseLogLevel(env.LOG_LEVEL)
+    logLevel: parseLogLevel(env.LOG_LEVEL),
+    model: Either.getOrThrowWith(resolveModelSettings(env), (message) => new Error(message))
   }
 }
 

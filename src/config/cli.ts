@@ -1,6 +1,7 @@
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { readFileSync } from "node:fs"
 import { parseArgs } from "node:util"
+import { resolveModelSettings } from "../agents/models/ModelSettings.js"
 import { ConfigFile, resolveServerConfig, type ServerConfigShape } from "./ServerConfig.js"
 
 /** A start-up failure that ends the process with `exitCode` and a one-line reason. */
@@ -57,5 +58,7 @@ export const loadConfig = (
         return yield* invalid(`--port: must be an integer from 0 to 65535, got "${values.port}"`)
       }
     }
+    const model = resolveModelSettings(env)
+    if (Either.isLeft(model)) return yield* invalid(model.left)
     return resolveServerConfig({ ...file, port, host: values.host ?? file.host }, env)
   })

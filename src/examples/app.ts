@@ -1,7 +1,9 @@
 import { defineApp } from "../App.js"
-import { add, getWeather } from "./tools.js"
+import { assistant } from "./agents.js"
+import { whoami } from "./tools.js"
 
-/** The app `node dist/main.js` serves by default. */
+/** The app `node dist/main.js` serves by default; its model comes from the environment (builtin by default). */
 export const exampleApp = defineApp({
-  tools: [getWeather, add]
+  agents: [assistant],
+  tools: [whoami]
 })

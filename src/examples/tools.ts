@@ -21,3 +21,12 @@ export const add = defineTool({
   }),
   execute: ({ a, b }) => ({ sum: a + b })
 })
+
+/** Shows from outside how the caller's context and the authenticated user reach a tool. */
+export const whoami = defineTool({
+  name: "whoami",
+  description: "Who is calling, and with what context",
+  tags: ["diagnostics"],
+  parameters: Schema.Struct({}),
+  execute: (_input, { context, user }) => ({ user: user ?? null, context })
+})

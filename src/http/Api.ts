@@ -1,4 +1,5 @@
 import { HttpApi, OpenApi } from "@effect/platform"
+import { AgentsApi } from "../agents/AgentsApi.js"
 import { ToolsApi } from "../tools/ToolsApi.js"
 import { DocsApi } from "./docs/DocsApi.js"
 import { BadRequest, InternalError, NotFound, PayloadTooLarge, ValidationError } from "./Errors.js"
@@ -7,6 +8,7 @@ import { describeOpenApi } from "./docs/openApiDocument.js"
 /** The whole HTTP contract: validation, the OpenAPI document and the typed client all derive from it. */
 export class ServiceApi extends HttpApi.make("service")
   .add(DocsApi)
+  .add(AgentsApi)
   .add(ToolsApi)
   // Any request can meet these, whichever endpoint it addresses.
   .addError(ValidationError)

@@ -62,3 +62,11 @@ export const sseResponse = <E>(
       headers: { "cache-control": "no-cache", "x-accel-buffering": "no", ...options.headers }
     })
   })
+
+/** Bytes already in SSE form (a library's own encoding), sent as produced; ends on shutdown. */
+export const sseBytesResponse = <E>(bytes: Stream.Stream<Uint8Array, E>, headers: Record<string, string> = {}) =>
+  Effect.map(Shutdown, (shutdown) =>
+    HttpServerResponse.stream(Stream.interruptWhen(bytes, Deferred.await(shutdown)), {
+      contentType: "text/event-stream",
+      headers: { "cache-control": "no-cache", "x-accel-buffering": "no", ...headers }
+    }))

@@ -1,0 +1,182 @@
+import { Context, Effect, JSONSchema, Layer, Schema, type Stream } from "effect"
+import { type ExecutionFailed, NotFound, type ValidationError } from "../errors.js"
+import type { StorageKind } from "../storage/Sql.js"
+import { defineTool, type Tool } from "../tools/Tool.js"
+import type { ToolEntry } from "../tools/ToolRunner.js"
+import type { AgentCallContext, AgentDefinition } from "./Agent.js"
+import type { AgentCard, AgentDetails, AgentSummary, HistoryPage, TextResult } from "./AgentsSchemas.js"
+import * as Generation from "./generation/Generation.js"
+import { DEFAULTS } from "./generation/settings.js"
+import { MemoryStore } from "./memory/MemoryStore.js"
+import { DefaultModel } from "./models/DefaultModel.js"
+import { modelName } from "./models/ModelSettings.js"
+
+export type { CallRequest, ObjectEvent, StreamEvent } from "./generation/Generation.js"
+
+type ObjectRequest = Generation.CallRequest & { readonly schema: unknown }
+type CallError = NotFound | ValidationError | ExecutionFailed
+
+export class AgentRegistry extends Context.Tag("AgentRegistry")<AgentRegistry, {
+  readonly list: Effect.Effect<ReadonlyArray<AgentSummary>>
+  readonly details: (id: string) => Effect.Effect<AgentDetails, NotFound>
+  readonly card: (id: string, baseUrl: string) => Effect.Effect<typeof AgentCard.Type, NotFound>
+  readonly history: (
+    id: string,
+    query: { readonly page: number; readonly limit: number; readonly userId?: string; readonly conversationId?: string }
+  ) => Effect.Effect<typeof HistoryPage.Type, NotFound>
+  readonly text: (id: string, request: Generation.CallRequest) => Effect.Effect<TextResult, CallError>
+  readonly stream: (
+    id: string,
+    request: Generation.CallRequest
+  ) => Effect.Effect<Stream.Stream<Generation.StreamEvent, CallError>, CallError>
+  /** SSE bytes in the AI SDK's UI message stream format. */
+  readonly chat: (id: string, request: Generation.CallRequest) => Effect.Effect<Stream.Stream<Uint8Array, CallError>, CallError>
+  readonly object: (id: string, request: ObjectRequest) => Effect.Effect<unknown, CallError>
+  readonly streamObject: (
+    id: string,
+    request: ObjectRequest
+  ) => Effect.Effect<Stream.Stream<Generation.ObjectEvent, CallError>, CallError>
+}>() {}
+
+/** Every agent reachable from the given ones (sub-agents included), each once. */
+export const allAgents = (agents: ReadonlyArray<AgentDefinition>): ReadonlyArray<AgentDefinition> => {
+  const byId = new Map<string, AgentDefinition>()
+  const visit = (agent: AgentDefinition) => {
+    const existing = byId.get(agent.id)
+    if (existing === agent) return
+    if (existing !== undefined) throw new Error(`Two different agents have the id "${agent.id}"`)
+    byId.set(agent.id, agent)
+    agent.subAgents?.forEach(visit)
+  }
+  agents.forEach(visit)
+  return [...byId.values()]
+}
+
+/** The tools of the agents, with their owners, for the ToolRunner. */
+export const agentToolEntries = (agents: ReadonlyArray<AgentDefinition>): ReadonlyArray<ToolEntry> =>
+  allAgents(agents).flatMap((agent) =>
+    (agent.tools ?? []).map((tool) => ({ tool, agents: [{ id: agent.id, name: agent.name }] }))
+  )
+
+const DelegateInput = Schema.Struct({
+  task: Schema.String.pipe(Schema.minLength(1)),
+  targetAgents: Schema.Array(Schema.String).pipe(Schema.minItems(1)),
+  context: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+})
+
+const delegateParameters = JSONSchema.make(DelegateInput) as unknown as Record<string, unknown>
+
+export const AgentRegistryLive = (
+  agents: ReadonlyArray<AgentDefinition>,
+  options: { readonly storage: StorageKind; readonly telemetry: boolean }
+) =>
+  Layer.effect(
+    AgentRegistry,
+    Effect.gen(function*() {
+      const registered = allAgents(agents)
+      const byId = new Map(registered.map((agent) => [agent.id, agent]))
+      const defaultModel = yield* DefaultModel
+      const memory = yield* MemoryStore
+      const runtime = yield* Effect.runtime<never>()
+
+      const find = (id: string) =>
+        Effect.suspend(() => {
+          const agent = byId.get(id)
+          return agent === undefined ? Effect.fail(NotFound.of("Agent", id)) : Effect.succeed(agent)
+        })
+
+      const delegateTool = (agent: AgentDefinition, call: AgentCallContext): Tool =>
+        defineTool({
+          name: "delegate_task",
+          description: "Hand a task to sub-agents and get their answers. Sub-agents: " +
+            (agent.subAgents ?? []).map((sub) => `${sub.id} (${sub.purpose})`).join(", "),
+          parameters: DelegateInput,
+          execute: ({ context, targetAgents, task }) =>
+            Effect.forEach(targetAgents, (targetId) => {
+              const target = agent.subAgents?.find((sub) => sub.id === targetId)
+              if (target === undefined) {
+                return Effect.succeed({ agentId: targetId, error: `${targetId} is not a sub-agent of ${agent.id}` })
+              }
+              return Generation.text(env, target, {
+                input: task,
+                options: { context: { ...call.context, ...context } },
+                user: call.user
+              }).pipe(
+                Effect.map((result) => ({ agentId: target.id, agentName: target.name, response: result.text })),
+                Effect.catchAll((error) => Effect.succeed({ agentId: target.id, error: error.message }))
+              )
+            }, { concurrency: "unbounded" })
+        })
+
+      const env: Generation.GenerationEnv = {
+        defaultModel,
+        memory,
+        runtime,
+        extraTools: (agent, call) => (agent.subAgents?.length ? [delegateTool(agent, call)] : [])
+      }
+
+      const toolSummaries = (agent: AgentDefinition) => [
+        ...(agent.tools ?? []).map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters })),
+        ...(agent.subAgents?.length
+          ? [{ name: "delegate_task", description: "Hand a task to sub-agents", parameters: delegateParameters }]
+          : [])
+      ]
+
+      const summary = (agent: AgentDefinition): AgentSummary => ({
+        id: agent.id,
+        name: agent.name,
+        description: agent.purpose,
+        status: "idle",
+        model: agent.model === undefined ? modelName(defaultModel) : typeof agent.model === "function" ? "(dynamic)" : modelName(agent.model),
+        tools: toolSummaries(agent),
+        subAgents: (agent.subAgents ?? []).map(summary),
+        memory: agent.memory
+          ? { config: { storage: options.storage, contextLimit: agent.defaults?.contextLimit ?? DEFAULTS.contextLimit } }
+          : null,
+        isTelemetryEnabled: options.telemetry
+      })
+
+      const summaries = registered.map(summary)
+
+      return AgentRegistry.of({
+        list: Effect.succeed(summaries),
+        details: (id) =>
+          Effect.map(find(id), (agent) => ({
+            ...summary(agent),
+            tools: toolSummaries(agent).map((tool) => tool.name),
+            instructions: typeof agent.instructions === "function" ? "(dynamic)" : agent.instructions
+          })),
+        card: (id, baseUrl) =>
+          Effect.map(find(id), (agent) => ({
+            protocolVersion: "0.3.0",
+            name: agent.name,
+            description: agent.purpose,
+            url: `${baseUrl}/agents/${agent.id}`,
+            version: "1.0.0",
+            capabilities: { streaming: true },
+            defaultInputModes: ["text"],
+            defaultOutputModes: ["text"],
+            skills: (agent.tools ?? []).map((tool) => ({
+              id: tool.name,
+              name: tool.name,
+              description: tool.description,
+              tags: [...tool.tags]
+            }))
+          })),
+        history: (id, query) =>
+          Effect.gen(function*() {
+            yield* find(id)
+            const { entries, total } = yield* memory.history(id, query)
+            return {
+              entries,
+              pagination: { page: query.page, limit: query.limit, total, totalPages: Math.ceil(total / query.limit) }
+            }
+          }),
+        text: (id, request) => Effect.flatMap(find(id), (agent) => Generation.text(env, agent, request)),
+        stream: (id, request) => Effect.flatMap(find(id), (agent) => Generation.stream(env, agent, request)),
+        chat: (id, request) => Effect.flatMap(find(id), (agent) => Generation.chat(env, agent, request)),
+        object: (id, request) => Effect.flatMap(find(id), (agent) => Generation.object(env, agent, request)),
+        streamObject: (id, request) => Effect.flatMap(find(id), (agent) => Generation.streamObject(env, agent, request))
+      })
+    })
+  )

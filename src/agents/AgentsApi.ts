@@ -1,0 +1,72 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Success } from "../http/Envelope.js"
+import { ExecutionFailed, NotFound, ValidationError } from "../http/Errors.js"
+import { QueryInt } from "../http/Query.js"
+import {
+  AgentCard,
+  AgentDetails,
+  AgentSummary,
+  GenerateRequest,
+  HistoryPage,
+  ObjectRequest,
+  TextResult
+} from "./AgentsSchemas.js"
+
+const IdPath = Schema.Struct({ id: Schema.String })
+
+export const EventStream = Schema.String.pipe(
+  HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })
+).annotations({ description: "Server-Sent Events" })
+
+const call = <const Name extends string, const Path extends HttpApiEndpoint.PathSegment>(name: Name, path: Path) =>
+  HttpApiEndpoint.post(name, path).setPath(IdPath).addError(ValidationError).addError(NotFound).addError(ExecutionFailed)
+
+export class AgentsApi extends HttpApiGroup.make("agents")
+  .add(HttpApiEndpoint.get("listAgents", "/agents").addSuccess(Success(Schema.Array(AgentSummary))).annotate(
+    OpenApi.Summary,
+    "List the registered agents"
+  ))
+  .add(
+    HttpApiEndpoint.get("getAgent", "/agents/:id").setPath(IdPath).addSuccess(Success(AgentDetails)).addError(NotFound)
+      .annotate(OpenApi.Summary, "An agent's details")
+  )
+  .add(
+    call("generateText", "/agents/:id/text").setPayload(GenerateRequest).addSuccess(Success(TextResult))
+      .annotate(OpenApi.Summary, "Generate text (tools run as needed)")
+  )
+  .add(
+    call("streamText", "/agents/:id/stream").setPayload(GenerateRequest).addSuccess(EventStream)
+      .annotate(OpenApi.Summary, "Stream text as SSE: text-delta, reasoning-delta, tool-call, tool-result, finish, error")
+  )
+  .add(
+    call("chat", "/agents/:id/chat").setPayload(GenerateRequest).addSuccess(EventStream)
+      .annotate(OpenApi.Summary, "AI SDK UI message stream (v1), for useChat")
+  )
+  .add(
+    call("generateObject", "/agents/:id/object").setPayload(ObjectRequest).addSuccess(Success(Schema.Unknown))
+      .annotate(OpenApi.Summary, "Generate an object matching the given JSON Schema")
+  )
+  .add(
+    call("streamObject", "/agents/:id/stream-object").setPayload(ObjectRequest).addSuccess(EventStream)
+      .annotate(OpenApi.Summary, "Stream a growing object as SSE: partial frames, then finish")
+  )
+  .add(
+    HttpApiEndpoint.get("agentHistory", "/agents/:id/history")
+      .setPath(IdPath)
+      .setUrlParams(Schema.Struct({
+        page: Schema.optional(QueryInt),
+        limit: Schema.optional(QueryInt),
+        userId: Schema.optional(Schema.String),
+        conversationId: Schema.optional(Schema.String)
+      }))
+      .addSuccess(Success(HistoryPage))
+      .addError(NotFound)
+      .annotate(OpenApi.Summary, "The agent's past calls, newest first (limit 1..100, default 10)")
+  )
+  .add(
+    HttpApiEndpoint.get("agentCard", "/agents/:id/card").setPath(IdPath).addSuccess(Success(AgentCard)).addError(NotFound)
+      .annotate(OpenApi.Summary, "A2A agent card for discovery")
+  )
+  .annotate(OpenApi.Title, "Agents")
+{}
