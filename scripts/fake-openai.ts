@@ -110,6 +110,10 @@ const decideAnswer = (request: ChatRequestRecord): Answer => {
   const toolNames = new Set((request.tools ?? []).map((tool) => tool.function.name))
   const addition = /add\s+(-?\d+(?:\.\d+)?)\s+and\s+(-?\d+(?:\.\d+)?)/i.exec(userText)
 
+  const delegation = /delegate\s+"([^"]+)"\s+to\s+([\w-]+)/i.exec(userText)
+  if (delegation !== null && toolNames.has("delegate_task")) {
+    return { kind: "tool", name: "delegate_task", args: { task: delegation[1], targetAgents: [delegation[2]] } }
+  }
   if (/weather/i.test(userText) && toolNames.has("get_weather")) {
     return { kind: "tool", name: "get_weather", args: { location: weatherLocation(userText) } }
   }

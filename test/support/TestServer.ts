@@ -1,5 +1,5 @@
 import { FetchHttpClient, HttpApiClient, HttpServer } from "@effect/platform"
-import { Context, Effect, Layer, Logger, LogLevel } from "effect"
+import { Context, Effect, HashMap, Layer, Logger, LogLevel } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -46,8 +46,9 @@ export const TestServerLive = (
         ...options.config
       }
       const logs: Array<string> = []
-      const capture = Logger.make(({ cause, message }) => {
-        logs.push([message].flat().map(String).join(" ") + (cause._tag === "Empty" ? "" : ` ${String(cause)}`))
+      const capture = Logger.make(({ annotations, cause, message }) => {
+        const annotated = [...HashMap.toEntries(annotations)].map(([key, value]) => ` ${key}=${String(value)}`).join("")
+        logs.push([message].flat().map(String).join(" ") + annotated + (cause._tag === "Empty" ? "" : ` ${String(cause)}`))
       })
       const services = ServicesLive(options.app ?? exampleApp, config)
       const context = yield* Layer.build(
