@@ -1,0 +1,77 @@
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { join } from "node:path"
+import type { HistoryEntry } from "../src/agents/AgentsSchemas.js"
+import { MemoryStore, MemoryStoreLive } from "../src/agents/memory/MemoryStore.js"
+import { SqlLive } from "../src/storage/Sql.js"
+import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
+import { fetchJson, json, tempDir, TestServer, TestServerLive } from "./support/TestServer.js"
+
+const entry = (id: string, startTime: string, userId: string | null, conversationId: string | null): HistoryEntry => ({
+  id,
+  conversationId,
+  userId,
+  input: [{ role: "user", content: `input ${id}` }],
+  output: `output ${id}`,
+  status: "completed",
+  startTime,
+  endTime: startTime,
+  usage: { promptTokens: 1, completionTokens: 2, totalTokens: 3, cachedInputTokens: 0, reasoningTokens: 0 },
+  toolCalls: [{ toolCallId: "c1", toolName: "add", args: { a: 1, b: 2 } }]
+})
+
+/** The same checks on whichever SQL store the URL names. */
+const exercise = (url: string) =>
+  Effect.gen(function*() {
+    const store = yield* MemoryStore
+    for (let i = 1; i <= 5; i++) {
+      yield* store.append("agent-a", "conv", "ada", [
+        { role: "user", content: `question ${i}` },
+        { role: "assistant", content: `answer ${i}` }
+      ])
+    }
+    yield* store.append("agent-b", "conv", "ada", [{ role: "user", content: "other agent" }])
+    const last3 = yield* store.load("agent-a", "conv", 3)
+    expect(last3.map((m) => m.content)).toEqual(["answer 4", "question 5", "answer 5"])
+    expect(yield* store.load("agent-a", "nothing", 10)).toEqual([])
+
+    yield* store.record("agent-a", entry("h1", "2026-01-01T00:00:01.000Z", "ada", "conv"))
+    yield* store.record("agent-a", entry("h2", "2026-01-01T00:00:02.000Z", "bob", null))
+    yield* store.record("agent-a", entry("h3", "2026-01-01T00:00:03.000Z", "ada", null))
+    yield* store.record("agent-b", entry("h4", "2026-01-01T00:00:04.000Z", "ada", null))
+    const all = yield* store.history("agent-a", { page: 0, limit: 10 })
+    expect(all.total).toBe(3)
+    expect(all.entries.map((e) => e.id)).toEqual(["h3", "h2", "h1"])
+    expect(all.entries[2]).toEqual(entry("h1", "2026-01-01T00:00:01.000Z", "ada", "conv"))
+    const page = yield* store.history("agent-a", { page: 1, limit: 2 })
+    expect(page.entries.map((e) => e.id)).toEqual(["h1"])
+    expect((yield* store.history("agent-a", { page: 0, limit: 10, userId: "ada" })).entries.map((e) => e.id)).toEqual(["h3", "h1"])
+    expect((yield* store.history("agent-a", { page: 0, limit: 10, conversationId: "conv" })).total).toBe(1)
+  }).pipe(Effect.provide(MemoryStoreLive.pipe(Layer.provide(SqlLive(url)))))
+
+describe("MemoryStore", () => {
+  it.scoped("on SQLite", () => Effect.flatMap(tempDir, (dir) => exercise(`file:${join(dir, "memory.db")}`)))
+  it.scoped.skipIf(!postgresAvailable)("on Postgres", () => Effect.flatMap(freshPostgresDatabase, exercise))
+})
+
+const PostgresServer = Layer.unwrapScoped(
+  Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ config: { databaseUrl } }))
+)
+
+describe.skipIf(!postgresAvailable)("the service on Postgres", () => {
+  layer(PostgresServer, { excludeTestServices: true })("DATABASE_URL=postgres://...", (it) => {
+    it.effect("keeps conversation memory and history", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const ask = (input: string) =>
+          fetchJson(`${url}/agents/assistant/text`, json({ input, options: { conversationId: "pg", userId: "ada" } }))
+        yield* ask("first words")
+        const second = yield* ask("second words")
+        expect(second.body.data.text).toBe("[builtin/echo] You said: second words")
+        const agents = yield* fetchJson(`${url}/agents`)
+        expect(agents.body.data[0].memory.config.storage).toBe("postgres")
+        const history = yield* fetchJson(`${url}/agents/assistant/history?conversationId=pg`)
+        expect(history.body.data.entries.map((e: any) => e.input)).toEqual(["second words", "first words"])
+      }))
+  })
+})
