@@ -74,6 +74,12 @@ describe("node dist/main.js", () => {
     expect(missing.stderr()).toMatch(/Invalid config file \/nonexistent\/config\.json: .*ENOENT/)
   })
 
+  it("a wrong model setting exits 2 naming the variable", async () => {
+    const server = start(["--port", String(await freePort())], { env: { AI_PROVIDER: "skynet" } })
+    expect((await server.exit).code).toBe(2)
+    expect(server.stderr()).toContain("AI_PROVIDER: must be one of builtin, openai, anthropic, openai-compatible")
+  })
+
   it("bad flags exit 2 with the usage line", async () => {
     const unknownFlag = start(["--prot", "1"])
     expect((await unknownFlag.exit).code).toBe(2)

@@ -28,7 +28,19 @@ export const spawnMain = (
   args: ReadonlyArray<string>,
   options: { readonly env?: Record<string, string>; readonly cwd?: string } = {}
 ): Spawned => {
-  const { DATABASE_URL: _db, PORT: _port, NODE_ENV: _env, LOG_LEVEL: _level, ...inherited } = process.env
+  const {
+    AI_API_KEY: _key,
+    AI_BASE_URL: _base,
+    AI_MODEL: _model,
+    AI_PROVIDER: _provider,
+    ANTHROPIC_API_KEY: _anthropic,
+    DATABASE_URL: _db,
+    LOG_LEVEL: _level,
+    NODE_ENV: _env,
+    OPENAI_API_KEY: _openai,
+    PORT: _port,
+    ...inherited
+  } = process.env
   const child = spawn(process.execPath, [MAIN, ...args], {
     cwd: options.cwd,
     env: { ...inherited, ...options.env },
