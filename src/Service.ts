@@ -7,17 +7,19 @@ import { ServerConfig, type ServerConfigShape } from "./config/ServerConfig.js"
 import { NodeServerLive } from "./http/NodeServer.js"
 import { HttpLive } from "./http/Server.js"
 import { ShutdownLive } from "./http/Shutdown.js"
+import { McpExposureLive } from "./mcp/McpExposure.js"
 import { SqlLive, storageKind } from "./storage/Sql.js"
 import { ToolRunnerLive } from "./tools/ToolRunner.js"
 
 /** Every service of the app, without the HTTP server: for embedding or for tests. */
 export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
-  Layer.mergeAll(
-    Layer.succeed(ServerConfig, config),
-    ToolRunnerLive([...agentToolEntries(app.agents), ...app.tools.map((tool) => ({ tool, agents: [] }))]),
-    AgentRegistryLive(app.agents, { storage: storageKind(config.databaseUrl), telemetry: false }),
-    ShutdownLive
-  ).pipe(
+  McpExposureLive.pipe(
+    Layer.provideMerge(Layer.mergeAll(
+      Layer.succeed(ServerConfig, config),
+      ToolRunnerLive([...agentToolEntries(app.agents), ...app.tools.map((tool) => ({ tool, agents: [] }))]),
+      AgentRegistryLive(app.agents, { storage: storageKind(config.databaseUrl), telemetry: false }),
+      ShutdownLive
+    )),
     Layer.provideMerge(Layer.mergeAll(MemoryStoreLive, DefaultModelLive(config.model))),
     Layer.provideMerge(SqlLive(config.databaseUrl))
   )

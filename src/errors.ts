@@ -55,3 +55,9 @@ export class InternalError extends Schema.TaggedError<InternalError>()("Internal
 }) {
   static readonly generic = new InternalError({ message: "Internal server error" })
 }
+
+/** A workflow execution that ended in error; the client gets the execution id to inspect it. */
+export class WorkflowFailed extends Schema.TaggedError<WorkflowFailed>()("WorkflowFailed", {
+  message: Schema.String,
+  executionId: Schema.String
+}) {}

@@ -35,7 +35,7 @@ describe("node dist/main.js", () => {
     const server = start(["--port", String(port)], { env: { PORT: String(decoy) } })
     await waitForHttp(port)
     const tools = await fetch(`http://127.0.0.1:${port}/tools`).then((r) => r.json())
-    expect(tools.data.map((t: { name: string }) => t.name)).toEqual(["get_weather", "add"])
+    expect(tools.data.map((t: { name: string }) => t.name)).toEqual(["get_weather", "add", "whoami"])
     await expect(fetch(`http://127.0.0.1:${decoy}/tools`)).rejects.toThrow()
     expect(existsSync(join(server.dir, ".data", "service.db"))).toBe(true)
     expect(server.stdout()).toContain(`Listening on http://127.0.0.1:${port}`)

@@ -1,5 +1,6 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AgentsApi } from "../agents/AgentsApi.js"
+import { McpApi } from "../mcp/McpApi.js"
 import { ToolsApi } from "../tools/ToolsApi.js"
 import { DocsApi } from "./docs/DocsApi.js"
 import { BadRequest, InternalError, NotFound, PayloadTooLarge, ValidationError } from "./Errors.js"
@@ -10,6 +11,7 @@ export class ServiceApi extends HttpApi.make("service")
   .add(DocsApi)
   .add(AgentsApi)
   .add(ToolsApi)
+  .add(McpApi)
   // Any request can meet these, whichever endpoint it addresses.
   .addError(ValidationError)
   .addError(BadRequest)

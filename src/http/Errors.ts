@@ -1,3 +1,5 @@
+import { HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
 import * as Errors from "../errors.js"
 import { Failure } from "./Envelope.js"
 
@@ -9,13 +11,25 @@ export const PayloadTooLarge = Failure(Errors.PayloadTooLarge, 413)
 export const ExecutionFailed = Failure(Errors.ExecutionFailed, 500)
 export const InternalError = Failure(Errors.InternalError, 500)
 
+/** 500 with the envelope plus the execution's id (contract §4). */
+export const WorkflowFailed = Schema.transform(
+  Schema.Struct({ success: Schema.Literal(false), error: Schema.String, executionId: Schema.String }),
+  Schema.typeSchema(Errors.WorkflowFailed),
+  {
+    strict: false,
+    decode: (body) => new Errors.WorkflowFailed({ message: body.error, executionId: body.executionId }),
+    encode: (error) => ({ success: false as const, error: error.message, executionId: error.executionId })
+  }
+).annotations(HttpApiSchema.annotations({ status: 500 }))
+
 const declared = [
   Errors.ValidationError,
   Errors.BadRequest,
   Errors.NotFound,
   Errors.PayloadTooLarge,
   Errors.ExecutionFailed,
-  Errors.InternalError
+  Errors.InternalError,
+  Errors.WorkflowFailed
 ]
 
 /** Whether the API has a wire form for this error (anything else reaching the edge is a bug). */

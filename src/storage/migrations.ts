@@ -1,11 +1,13 @@
 import type { SqlClient } from "@effect/sql"
 import type { Effect } from "effect"
 import { createAgentTables } from "../agents/memory/migration.js"
+import { createWorkflowTables } from "../workflows/migration.js"
 
 /**
  * Every schema change, in order. Each migration runs once per database and must work on SQLite and
  * Postgres (branch with `sql.onDialectOrElse` where they differ). Never edit a released one: add another.
  */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
-  "0001_agent_memory": createAgentTables
+  "0001_agent_memory": createAgentTables,
+  "0002_workflow_executions": createWorkflowTables
 }

@@ -1,0 +1,53 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Success } from "../http/Envelope.js"
+import { NotFound } from "../http/Errors.js"
+
+export const McpServerInfo = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  version: Schema.String,
+  description: Schema.String,
+  transport: Schema.Struct({
+    type: Schema.Literal("streamable-http"),
+    endpoint: Schema.String.annotations({ description: "path of the MCP endpoint on this service" })
+  }),
+  toolCount: Schema.Number
+}).annotations({ identifier: "McpServer" })
+export type McpServerInfo = typeof McpServerInfo.Type
+
+const IdPath = Schema.Struct({ id: Schema.String })
+
+const JsonRpc = Schema.Unknown.annotations({ identifier: "JsonRpcMessage", description: "JSON-RPC 2.0 message(s)" })
+const MethodNotAllowed = Schema.Unknown.annotations({ description: "A JSON-RPC error: method not allowed" })
+
+// No payload schema: the MCP transport reads the body itself, so the builder must not.
+const transport = <const Name extends string, const Method extends "POST" | "GET" | "DELETE">(name: Name, method: Method) =>
+  HttpApiEndpoint.make(method)(name, "/mcp/:id/mcp").setPath(IdPath).addError(NotFound)
+
+export class McpApi extends HttpApiGroup.make("mcp")
+  .add(
+    HttpApiEndpoint.get("listMcpServers", "/mcp/servers").addSuccess(Success(Schema.Array(McpServerInfo)))
+      .annotate(OpenApi.Summary, "The MCP servers this service exposes")
+  )
+  .add(
+    HttpApiEndpoint.get("getMcpServer", "/mcp/servers/:id").setPath(IdPath).addSuccess(Success(McpServerInfo))
+      .addError(NotFound)
+      .annotate(OpenApi.Summary, "One MCP server")
+  )
+  .add(
+    transport("mcpPost", "POST").addSuccess(JsonRpc)
+      .annotate(OpenApi.Summary, "MCP streamable HTTP (stateless): a JSON-RPC request body, its JSON-RPC response")
+      .annotate(OpenApi.Description, "Tools are this service's tools and its agents as `agent_<id>`. " +
+        "The body is a JSON-RPC message or batch; notifications only get 202 with no body.")
+  )
+  .add(
+    transport("mcpGet", "GET").addSuccess(MethodNotAllowed, { status: 405 })
+      .annotate(OpenApi.Summary, "Always 405: the server is stateless and opens no SSE stream")
+  )
+  .add(
+    transport("mcpDelete", "DELETE").addSuccess(MethodNotAllowed, { status: 405 })
+      .annotate(OpenApi.Summary, "Always 405: the server is stateless and has no session to end")
+  )
+  .annotate(OpenApi.Title, "MCP")
+{}

@@ -1,0 +1,84 @@
+import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js"
+import { Effect, Either, ParseResult, Schema } from "effect"
+import type { AgentRegistry } from "../agents/AgentRegistry.js"
+import type { AgentSummary } from "../agents/AgentsSchemas.js"
+import { type ExecutionFailed, type NotFound, ValidationError } from "../errors.js"
+import type { JsonSchema } from "../json-schema/JsonSchemaValidator.js"
+import type { ToolEntry, ToolRunner } from "../tools/ToolRunner.js"
+
+export type CallFailure = ValidationError | ExecutionFailed | NotFound
+
+/** A tool as MCP clients see it, and how to call it. */
+export interface McpToolEntry {
+  readonly definition: McpTool
+  readonly call: (args: Record<string, unknown>) => Effect.Effect<CallToolResult, CallFailure>
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const jsonResult = (value: unknown): CallToolResult => ({
+  content: [{ type: "text", text: JSON.stringify(value) }],
+  ...(isRecord(value) ? { structuredContent: value } : {})
+})
+
+// MCP arguments are always an object and clients reject a listing with a non-object input schema:
+// a root without a type (a union of objects) gets one, a tool taking anything else is left out.
+const objectSchema = (parameters: JsonSchema): McpTool["inputSchema"] | undefined =>
+  parameters.type === "object"
+    ? (parameters as McpTool["inputSchema"])
+    : parameters.type === undefined
+    ? { ...parameters, type: "object" }
+    : undefined
+
+const toolEntry = (runner: ToolRunner["Type"]) => ({ tool }: ToolEntry): Array<McpToolEntry> => {
+  const inputSchema = objectSchema(tool.parameters)
+  if (inputSchema === undefined) return []
+  return [{
+    definition: { name: tool.name, description: tool.description, inputSchema },
+    call: (args) =>
+      Effect.map(runner.execute(tool.name, args, { context: {}, user: null }), (execution) => jsonResult(execution.result))
+  }]
+}
+
+const AgentArguments = Schema.Struct({
+  input: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
+  conversationId: Schema.optional(Schema.String)
+})
+const decodeAgentArguments = Schema.decodeUnknownEither(AgentArguments, { errors: "all" })
+
+const agentInputSchema: McpTool["inputSchema"] = {
+  type: "object",
+  properties: { input: { type: "string" }, conversationId: { type: "string" } },
+  required: ["input"]
+}
+
+const agentEntry = (agents: AgentRegistry["Type"]) => (agent: AgentSummary): McpToolEntry => ({
+  definition: {
+    name: `agent_${agent.id}`,
+    description: `Ask the agent ${agent.name}: ${agent.description}`,
+    inputSchema: agentInputSchema
+  },
+  call: (args) =>
+    Either.match(decodeAgentArguments(args), {
+      onLeft: (error) => Effect.fail(ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error))),
+      onRight: ({ conversationId, input }) =>
+        Effect.map(
+          agents.text(agent.id, { input, options: conversationId ? { conversationId } : {} }),
+          (result): CallToolResult => ({ content: [{ type: "text", text: result.text }] })
+        )
+    })
+})
+
+/** The runner's tools, then one `agent_<id>` tool per agent; on a name clash the first one wins. */
+export const mcpTools = (
+  runner: ToolRunner["Type"],
+  agents: AgentRegistry["Type"]
+): Effect.Effect<ReadonlyArray<McpToolEntry>> =>
+  Effect.map(Effect.all([runner.list, agents.list]), ([tools, summaries]) => {
+    const byName = new Map<string, McpToolEntry>()
+    for (const entry of [...tools.flatMap(toolEntry(runner)), ...summaries.map(agentEntry(agents))]) {
+      if (!byName.has(entry.definition.name)) byName.set(entry.definition.name, entry)
+    }
+    return [...byName.values()]
+  })

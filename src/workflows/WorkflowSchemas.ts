@@ -1,0 +1,161 @@
+import { Schema } from "effect"
+import { JsonSchemaObject } from "../tools/ToolsApi.js"
+
+export const ExecutionStatus = Schema.Literal("running", "suspended", "completed", "error", "cancelled")
+export type ExecutionStatus = typeof ExecutionStatus.Type
+
+export const WorkflowEventType = Schema.Literal(
+  "workflow-start",
+  "step-start",
+  "step-complete",
+  "workflow-suspended",
+  "workflow-complete",
+  "workflow-error",
+  "workflow-cancelled"
+)
+
+/** One entry of an execution's event log, as stored and as streamed. */
+export const WorkflowEvent = Schema.Struct({
+  type: WorkflowEventType,
+  executionId: Schema.String,
+  from: Schema.String,
+  timestamp: Schema.String,
+  status: Schema.String,
+  stepIndex: Schema.optional(Schema.Number),
+  stepType: Schema.optional(Schema.String),
+  input: Schema.optional(Schema.Unknown),
+  output: Schema.optional(Schema.Unknown),
+  error: Schema.optional(Schema.String),
+  reason: Schema.optional(Schema.String)
+}).annotations({ identifier: "WorkflowEvent" })
+export type WorkflowEvent = typeof WorkflowEvent.Type
+
+const SchemaOrNull = Schema.NullOr(JsonSchemaObject)
+
+export const WorkflowSummary = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  purpose: Schema.String,
+  stepsCount: Schema.Number,
+  status: Schema.Literal("idle", "running")
+}).annotations({ identifier: "WorkflowSummary" })
+
+export const StepDescription = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  type: Schema.String,
+  purpose: Schema.String,
+  inputSchema: Schema.optional(JsonSchemaObject),
+  outputSchema: Schema.optional(JsonSchemaObject),
+  suspendSchema: Schema.optional(JsonSchemaObject),
+  resumeSchema: Schema.optional(JsonSchemaObject)
+}).annotations({ identifier: "WorkflowStep" })
+
+export const WorkflowDetails = Schema.Struct({
+  ...WorkflowSummary.fields,
+  steps: Schema.Array(StepDescription),
+  inputSchema: JsonSchemaObject,
+  suspendSchema: SchemaOrNull,
+  resumeSchema: SchemaOrNull
+}).annotations({ identifier: "WorkflowDetails" })
+
+export const ExecuteOptions = Schema.Struct({
+  userId: Schema.optional(Schema.String),
+  conversationId: Schema.optional(Schema.String),
+  executionId: Schema.optional(Schema.String.pipe(
+    Schema.pattern(/^[a-zA-Z0-9_.:-]{1,128}$/, { message: () => "must be 1 to 128 letters, digits or _.:-" })
+  )),
+  context: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+})
+
+export const ExecuteRequest = Schema.Struct({
+  input: Schema.optionalWith(Schema.Unknown, { default: () => ({}) }).annotations({
+    description: "matching the workflow's inputSchema"
+  }),
+  options: Schema.optional(ExecuteOptions)
+})
+export type ExecuteRequest = typeof ExecuteRequest.Type
+
+export const ExecutionResult = Schema.Struct({
+  executionId: Schema.String,
+  startAt: Schema.String,
+  endAt: Schema.NullOr(Schema.String),
+  status: ExecutionStatus,
+  result: Schema.Unknown,
+  suspension: Schema.optional(Schema.Struct({
+    suspendedAt: Schema.String,
+    reason: Schema.String,
+    suspendedStepIndex: Schema.Number
+  }))
+}).annotations({ identifier: "ExecutionResult" })
+export type ExecutionResult = typeof ExecutionResult.Type
+
+export const RunStarted = Schema.Struct({
+  executionId: Schema.String,
+  workflowId: Schema.String,
+  status: Schema.Literal("running"),
+  startAt: Schema.String
+}).annotations({ identifier: "ExecutionStarted" })
+
+export const SuspendRequest = Schema.Struct({ reason: Schema.optional(Schema.String) })
+export const SuspendResult = Schema.Struct({
+  executionId: Schema.String,
+  status: Schema.Literal("suspended"),
+  suspension: Schema.Struct({ suspendedAt: Schema.String, reason: Schema.String })
+}).annotations({ identifier: "SuspendResult" })
+
+export const ResumeRequest = Schema.Struct({
+  resumeData: Schema.optional(Schema.Unknown),
+  options: Schema.optional(Schema.Struct({ stepId: Schema.optional(Schema.String) }))
+})
+
+export const CancelRequest = Schema.Struct({ reason: Schema.optional(Schema.String) })
+export const CancelResult = Schema.Struct({
+  executionId: Schema.String,
+  status: Schema.Literal("cancelled"),
+  cancelledAt: Schema.String,
+  reason: Schema.String
+}).annotations({ identifier: "CancelResult" })
+
+export const ExecutionState = Schema.Struct({
+  executionId: Schema.String,
+  workflowId: Schema.String,
+  status: ExecutionStatus,
+  startAt: Schema.String,
+  suspension: Schema.optional(Schema.Struct({
+    suspendedAt: Schema.String,
+    reason: Schema.String,
+    stepIndex: Schema.Number,
+    stepId: Schema.String
+  })),
+  input: Schema.Unknown,
+  context: Schema.Unknown,
+  endAt: Schema.optional(Schema.String),
+  result: Schema.optional(Schema.Unknown),
+  error: Schema.optional(Schema.String)
+}).annotations({ identifier: "ExecutionState" })
+
+export const ExecutionEventRecord = Schema.Struct({
+  id: Schema.String,
+  type: Schema.String,
+  name: Schema.String,
+  from: Schema.String,
+  startTime: Schema.String,
+  endTime: Schema.String,
+  status: Schema.String,
+  input: Schema.optional(Schema.Unknown),
+  output: Schema.optional(Schema.Unknown)
+})
+
+export const ExecutionRecord = Schema.Struct({
+  id: Schema.String,
+  workflowId: Schema.String,
+  workflowName: Schema.String,
+  status: ExecutionStatus,
+  input: Schema.Unknown,
+  metadata: Schema.Struct({ traceId: Schema.String, spanId: Schema.String }),
+  events: Schema.Array(ExecutionEventRecord),
+  output: Schema.optional(Schema.Unknown),
+  createdAt: Schema.String,
+  updatedAt: Schema.String
+}).annotations({ identifier: "ExecutionRecord" })

@@ -1,0 +1,41 @@
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+/**
+ * Executions (the checkpoint: next step, its input, every step's output) and their event log, numbered
+ * per execution. JSON is stored as text on both dialects; timestamps as ISO 8601 text.
+ */
+export const createWorkflowTables = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE workflow_executions (
+    id TEXT PRIMARY KEY,
+    workflow_id TEXT NOT NULL,
+    workflow_name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    input TEXT NOT NULL,
+    context TEXT NOT NULL,
+    user_json TEXT,
+    step_index INTEGER NOT NULL,
+    step_data TEXT NOT NULL,
+    current_data TEXT,
+    output TEXT,
+    error TEXT,
+    suspension TEXT,
+    resume_data TEXT,
+    metadata TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    ended_at TEXT
+  )`
+  yield* sql`CREATE INDEX workflow_executions_by_created ON workflow_executions (created_at)`
+  yield* sql`CREATE INDEX workflow_executions_by_workflow ON workflow_executions (workflow_id, created_at)`
+  yield* sql`CREATE INDEX workflow_executions_by_status ON workflow_executions (status, created_at)`
+  yield* sql`CREATE TABLE workflow_events (
+    execution_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (execution_id, seq)
+  )`
+})

@@ -1,0 +1,163 @@
+import { Cause, Effect, Either, ParseResult, Schema } from "effect"
+import type { AgentRegistry } from "../agents/AgentRegistry.js"
+import { ValidationError } from "../errors.js"
+import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
+
+/** A step that failed (not a suspension, not an interruption). */
+export class StepFailed {
+  readonly _tag = "StepFailed"
+  constructor(readonly stepId: string, readonly message: string) {}
+}
+
+export type StepOutcome = SuspendSignal | StepFailed
+
+/** What running steps needs from outside. */
+export interface StepEnv {
+  readonly agents: AgentRegistry["Type"]
+  readonly executionId: string
+  readonly input: unknown
+  readonly context: Readonly<Record<string, unknown>>
+  readonly user: unknown
+  readonly stepData: Record<string, unknown>
+}
+
+const messageOf = (error: unknown): string =>
+  error instanceof Error
+    ? error.message
+    : typeof error === "object" && error !== null && typeof (error as { message?: unknown }).message === "string"
+    ? (error as { message: string }).message
+    : String(error)
+
+const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
+  typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function"
+
+const suspendHere = (reason: string, data?: unknown): never => {
+  throw new SuspendSignal(reason, data)
+}
+
+/** Runs user code (value, Promise or Effect) with an abort signal owned by this fiber. */
+const runUserCode = <A>(
+  stepId: string,
+  code: (signal: AbortSignal) => A | PromiseLike<A> | Effect.Effect<A, unknown>
+): Effect.Effect<A, StepOutcome> =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => new AbortController()),
+    (controller) =>
+      Effect.suspend((): Effect.Effect<A, unknown> => {
+        const out = code(controller.signal)
+        if (Effect.isEffect(out)) return out as Effect.Effect<A, unknown>
+        if (isPromiseLike(out)) return Effect.tryPromise({ try: () => Promise.resolve(out), catch: (error) => error })
+        return Effect.succeed(out as A)
+      }),
+    (controller) => Effect.sync(() => controller.abort())
+  ).pipe(
+    Effect.catchAllCause((cause): Effect.Effect<never, StepOutcome> => {
+      if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+      const error = Cause.squash(cause)
+      if (isSuspendSignal(error)) return Effect.fail(error)
+      return Effect.fail(error instanceof StepFailed ? error : new StepFailed(stepId, messageOf(error)))
+    })
+  )
+
+const contextFor = (env: StepEnv, data: unknown, resumeData: unknown, signal: AbortSignal): StepContext => ({
+  data,
+  input: env.input,
+  context: env.context,
+  user: env.user,
+  executionId: env.executionId,
+  getStepData: (stepId) => env.stepData[stepId],
+  suspend: suspendHere,
+  resumeData,
+  signal
+})
+
+const runFn = (env: StepEnv, stepId: string, fn: StepFn, data: unknown, resumeData: unknown) =>
+  runUserCode(stepId, (signal) => fn(contextFor(env, data, resumeData, signal)))
+
+const checkOutput = (step: { readonly id: string; readonly outputSchema?: Schema.Schema.Any | undefined }, value: unknown) => {
+  if (step.outputSchema === undefined) return Effect.succeed(value)
+  return Either.match(Schema.decodeUnknownEither(step.outputSchema as Schema.Schema<unknown>)(value), {
+    onLeft: (error) =>
+      Effect.fail(new StepFailed(step.id, `output does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}`)),
+    onRight: () => Effect.succeed(value)
+  })
+}
+
+/** Decodes a workflow's input; the message is the API's validation message. */
+export const decodeInput = (definition: WorkflowDefinition, input: unknown, path = "input") =>
+  Either.mapLeft(
+    Schema.decodeUnknownEither(definition.input as Schema.Schema<unknown>, { errors: "all" })(input),
+    (error) => ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error), [path])
+  )
+
+/**
+ * One step's output for its input. Suspension, failure and interruption come out of the error
+ * channel / cause; andTap and a false andWhen pass their input through.
+ */
+export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unknown): Effect.Effect<unknown, StepOutcome> => {
+  switch (step.type) {
+    case "andThen":
+      return Effect.flatMap(runFn(env, step.id, step.execute, data, resumeData), (out) => checkOutput(step, out))
+    case "andTap":
+      return runFn(env, step.id, step.execute, data, resumeData).pipe(
+        Effect.catchIf(
+          (outcome): outcome is StepFailed => outcome instanceof StepFailed,
+          (failure) => Effect.logWarning(`tap step ${step.id} failed: ${failure.message}`)
+        ),
+        Effect.as(data)
+      )
+    case "andWhen":
+      return runUserCode(step.id, (signal) => step.condition(contextFor(env, data, resumeData, signal))).pipe(
+        Effect.flatMap((holds) => (holds ? runFn(env, step.step.id, step.step.execute, data, resumeData) : Effect.succeed(data)))
+      )
+    case "andAll":
+      return Effect.all(
+        step.steps.map((inner) => Effect.tap(runFn(env, inner.id, inner.execute, data, resumeData), (out) => {
+          env.stepData[inner.id] = out
+        })),
+        { concurrency: "unbounded" }
+      )
+    case "andRace":
+      return Effect.raceAll(
+        step.steps.map((inner) => Effect.tap(runFn(env, inner.id, inner.execute, data, resumeData), (out) => {
+          env.stepData[inner.id] = out
+        }))
+      )
+    case "andAgent":
+      return runUserCode(step.id, (signal) => step.prompt(contextFor(env, data, resumeData, signal))).pipe(
+        Effect.flatMap((prompt) => {
+          const request = { input: prompt, options: { context: { ...env.context } }, user: env.user }
+          return step.output === undefined
+            ? Effect.map(env.agents.text(step.agent, request), (result) => result.text)
+            : env.agents.object(step.agent, { ...request, schema: step.output })
+        }),
+        Effect.catchIf(
+          (error): error is Exclude<typeof error, StepOutcome> => !(error instanceof StepFailed) && !isSuspendSignal(error),
+          (error) => Effect.fail(new StepFailed(step.id, error.message))
+        )
+      )
+    case "andWorkflow":
+      return runUserCode(step.id, (signal) =>
+        step.input ? step.input(contextFor(env, data, resumeData, signal)) : data).pipe(
+          Effect.flatMap((childInput) =>
+            Either.match(decodeInput(step.workflow, childInput), {
+              onLeft: (error) => Effect.fail(new StepFailed(step.id, `sub-workflow ${step.workflow.id}: ${error.message}`)),
+              onRight: (decoded) => runChild(env, step.workflow, decoded, resumeData)
+            })
+          )
+        )
+  }
+}
+
+/** A sub-workflow runs inline: its steps in order, its suspension suspending the parent step. */
+const runChild = (env: StepEnv, child: WorkflowDefinition, input: unknown, resumeData: unknown) =>
+  Effect.gen(function*() {
+    const childEnv: StepEnv = { ...env, input, stepData: {} }
+    let data = input
+    for (const step of child.steps) {
+      const out = yield* runStep(childEnv, step, data, resumeData)
+      childEnv.stepData[step.id] = out
+      data = out
+    }
+    return data
+  })
