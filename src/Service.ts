@@ -10,17 +10,19 @@ import { ShutdownLive } from "./http/Shutdown.js"
 import { McpExposureLive } from "./mcp/McpExposure.js"
 import { SqlLive, storageKind } from "./storage/Sql.js"
 import { ToolRunnerLive } from "./tools/ToolRunner.js"
+import { ExecutionStoreLive } from "./workflows/ExecutionStore.js"
+import { WorkflowEngineLive } from "./workflows/WorkflowEngine.js"
 
 /** Every service of the app, without the HTTP server: for embedding or for tests. */
 export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
-  McpExposureLive.pipe(
+  Layer.mergeAll(McpExposureLive, WorkflowEngineLive(app.workflows)).pipe(
     Layer.provideMerge(Layer.mergeAll(
       Layer.succeed(ServerConfig, config),
       ToolRunnerLive([...agentToolEntries(app.agents), ...app.tools.map((tool) => ({ tool, agents: [] }))]),
       AgentRegistryLive(app.agents, { storage: storageKind(config.databaseUrl), telemetry: false }),
       ShutdownLive
     )),
-    Layer.provideMerge(Layer.mergeAll(MemoryStoreLive, DefaultModelLive(config.model))),
+    Layer.provideMerge(Layer.mergeAll(MemoryStoreLive, ExecutionStoreLive, DefaultModelLive(config.model))),
     Layer.provideMerge(SqlLive(config.databaseUrl))
   )
 

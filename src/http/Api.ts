@@ -2,6 +2,7 @@ import { HttpApi, OpenApi } from "@effect/platform"
 import { AgentsApi } from "../agents/AgentsApi.js"
 import { McpApi } from "../mcp/McpApi.js"
 import { ToolsApi } from "../tools/ToolsApi.js"
+import { WorkflowsApi } from "../workflows/WorkflowsApi.js"
 import { DocsApi } from "./docs/DocsApi.js"
 import { BadRequest, InternalError, NotFound, PayloadTooLarge, ValidationError } from "./Errors.js"
 import { describeOpenApi } from "./docs/openApiDocument.js"
@@ -11,6 +12,7 @@ export class ServiceApi extends HttpApi.make("service")
   .add(DocsApi)
   .add(AgentsApi)
   .add(ToolsApi)
+  .add(WorkflowsApi)
   .add(McpApi)
   // Any request can meet these, whichever endpoint it addresses.
   .addError(ValidationError)

@@ -4,11 +4,12 @@ import { AgentsHandlers } from "../agents/handlers.js"
 import type { ServerConfigShape } from "../config/ServerConfig.js"
 import { McpHandlers } from "../mcp/handlers.js"
 import { ToolsHandlers } from "../tools/handlers.js"
+import { WorkflowsHandlers } from "../workflows/handlers.js"
 import { ServiceApi } from "./Api.js"
 import { DocsHandlers } from "./docs/handlers.js"
 import { ErrorMappingLive } from "./ErrorMapping.js"
 
-const ApiLive = HttpApiBuilder.api(ServiceApi).pipe(Layer.provide([DocsHandlers, AgentsHandlers, ToolsHandlers, McpHandlers]))
+const ApiLive = HttpApiBuilder.api(ServiceApi).pipe(Layer.provide([DocsHandlers, AgentsHandlers, ToolsHandlers, WorkflowsHandlers, McpHandlers]))
 
 const corsLayer = (config: ServerConfigShape) =>
   config.cors === false

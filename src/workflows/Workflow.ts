@@ -50,20 +50,20 @@ export interface StepSpec extends StepMeta {
 export type Step =
   | (StepSpec & { readonly type: "andThen" })
   | (StepSpec & { readonly type: "andTap" })
-  | (StepMeta & { readonly type: "andWhen"; readonly condition: (context: StepContext) => boolean | PromiseLike<boolean>; readonly step: StepSpec })
+  | (StepMeta & { readonly type: "andWhen"; readonly condition: (context: StepContext<any, any>) => boolean | PromiseLike<boolean>; readonly step: StepSpec })
   | (StepMeta & { readonly type: "andAll"; readonly steps: ReadonlyArray<StepSpec> })
   | (StepMeta & { readonly type: "andRace"; readonly steps: ReadonlyArray<StepSpec> })
   | (StepMeta & {
     readonly type: "andAgent"
     readonly agent: string
-    readonly prompt: (context: StepContext) => string | PromiseLike<string>
+    readonly prompt: (context: StepContext<any, any>) => string | PromiseLike<string>
     /** JSON Schema of the object the agent must answer with; text when absent. */
     readonly output?: Record<string, unknown> | undefined
   })
   | (StepMeta & {
     readonly type: "andWorkflow"
     readonly workflow: WorkflowDefinition
-    readonly input?: ((context: StepContext) => unknown) | undefined
+    readonly input?: ((context: StepContext<any, any>) => unknown) | undefined
   })
 
 export type StepType = Step["type"]
@@ -83,11 +83,11 @@ export interface WorkflowDefinition {
 export interface WorkflowBuilder extends WorkflowDefinition {
   readonly andThen: (step: StepSpec) => WorkflowBuilder
   readonly andTap: (step: StepSpec) => WorkflowBuilder
-  readonly andWhen: (step: StepMeta & { condition: (context: StepContext) => boolean | PromiseLike<boolean>; step: StepSpec }) => WorkflowBuilder
+  readonly andWhen: (step: StepMeta & { condition: (context: StepContext<any, any>) => boolean | PromiseLike<boolean>; step: StepSpec }) => WorkflowBuilder
   readonly andAll: (step: StepMeta & { steps: ReadonlyArray<StepSpec> }) => WorkflowBuilder
   readonly andRace: (step: StepMeta & { steps: ReadonlyArray<StepSpec> }) => WorkflowBuilder
-  readonly andAgent: (step: StepMeta & { agent: string; prompt: (context: StepContext) => string | PromiseLike<string>; output?: Record<string, unknown> }) => WorkflowBuilder
-  readonly andWorkflow: (step: StepMeta & { workflow: WorkflowDefinition; input?: (context: StepContext) => unknown }) => WorkflowBuilder
+  readonly andAgent: (step: StepMeta & { agent: string; prompt: (context: StepContext<any, any>) => string | PromiseLike<string>; output?: Record<string, unknown> }) => WorkflowBuilder
+  readonly andWorkflow: (step: StepMeta & { workflow: WorkflowDefinition; input?: (context: StepContext<any, any>) => unknown }) => WorkflowBuilder
 }
 
 const ID = /^[a-zA-Z0-9_-]{1,64}$/

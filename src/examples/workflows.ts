@@ -1,0 +1,90 @@
+import { Effect, Schema } from "effect"
+import { workflow } from "../workflows/Workflow.js"
+
+/** Amounts over 100 wait for a manager. */
+export const approval = workflow({
+  id: "approval",
+  name: "Approval",
+  purpose: "Approve an expense, asking a manager when the amount is over 100",
+  input: Schema.Struct({ amount: Schema.Number }),
+  result: Schema.Struct({ approved: Schema.Boolean, amount: Schema.Number })
+})
+  .andThen({
+    id: "check",
+    purpose: "Decide whether a manager must approve",
+    execute: ({ data }) => ({ amount: data.amount, needsApproval: data.amount > 100 })
+  })
+  .andThen({
+    id: "manager-approval",
+    purpose: "Wait for the manager's decision when needed",
+    resumeSchema: Schema.Struct({ approved: Schema.Boolean }),
+    execute: ({ data, resumeData, suspend }) => {
+      if (!data.needsApproval) return { approved: true, amount: data.amount }
+      if (resumeData === undefined) return suspend("manager approval required")
+      return { approved: (resumeData as { approved: boolean }).approved, amount: data.amount }
+    }
+  })
+
+/** Every step type but andAgent and andWorkflow, in one run. */
+export const pipeline = workflow({
+  id: "pipeline",
+  name: "Pipeline",
+  purpose: "Normalise text, measure it in parallel, double n when large, race two finishers",
+  input: Schema.Struct({ text: Schema.String, n: Schema.Number }),
+  result: Schema.Struct({
+    text: Schema.String,
+    upper: Schema.String,
+    length: Schema.Number,
+    doubled: Schema.Number,
+    winner: Schema.String
+  })
+})
+  .andThen({ id: "normalize", execute: ({ data }) => ({ text: data.text.trim(), n: data.n }) })
+  .andAll({
+    id: "measure",
+    steps: [
+      { id: "upper", execute: ({ data }) => data.text.toUpperCase() },
+      { id: "length", execute: ({ data }) => data.text.length }
+    ]
+  })
+  .andThen({
+    id: "merge",
+    execute: ({ data, getStepData }) => {
+      const { n, text } = getStepData("normalize") as { text: string; n: number }
+      const [upper, length] = data as [string, number]
+      return { text, upper, length, doubled: n, n }
+    }
+  })
+  .andWhen({
+    id: "double-if-large",
+    condition: ({ data }) => data.n > 10,
+    step: { id: "double", execute: ({ data }) => ({ ...data, doubled: data.n * 2 }) }
+  })
+  .andTap({ id: "audit", execute: ({ data }) => Effect.logInfo(`pipeline audit: ${JSON.stringify(data)}`) })
+  .andRace({
+    id: "finishers",
+    steps: [
+      { id: "fast", execute: ({ data }) => ({ ...data, winner: "fast" }) },
+      { id: "slow", execute: ({ data }) => Effect.as(Effect.sleep("10 millis"), { ...data, winner: "slow" }) }
+    ]
+  })
+  .andThen({
+    id: "finish",
+    execute: ({ data }) => ({
+      text: data.text,
+      upper: data.upper,
+      length: data.length,
+      doubled: data.doubled,
+      winner: data.winner
+    })
+  })
+
+/** Waits `ms` milliseconds (interruptibly). */
+export const slow = workflow({
+  id: "slow",
+  name: "Slow",
+  purpose: "Wait for the given number of milliseconds",
+  input: Schema.Struct({ ms: Schema.Number.pipe(Schema.nonNegative()) }),
+  result: Schema.Struct({ waitedMs: Schema.Number })
+})
+  .andThen({ id: "wait", execute: ({ data }) => Effect.as(Effect.sleep(data.ms), { waitedMs: data.ms }) })

@@ -1,0 +1,96 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { EventStream } from "../agents/AgentsApi.js"
+import { Success } from "../http/Envelope.js"
+import { BadRequest, NotFound, ValidationError, WorkflowFailed } from "../http/Errors.js"
+import { QueryInt } from "../http/Query.js"
+import {
+  CancelRequest,
+  CancelResult,
+  ExecuteRequest,
+  ExecutionRecord,
+  ExecutionResult,
+  ExecutionState,
+  ExecutionStatus,
+  ResumeRequest,
+  RunStarted,
+  SuspendRequest,
+  SuspendResult,
+  WorkflowDetails,
+  WorkflowSummary
+} from "./WorkflowSchemas.js"
+
+const IdPath = Schema.Struct({ id: Schema.String })
+const ExecutionPath = Schema.Struct({ id: Schema.String, executionId: Schema.String })
+const Timestamp = Schema.String.pipe(
+  Schema.filter((text) => !Number.isNaN(Date.parse(text)), { message: () => "must be an ISO 8601 timestamp" })
+)
+
+export class WorkflowsApi extends HttpApiGroup.make("workflows")
+  .add(
+    HttpApiEndpoint.get("listWorkflows", "/workflows").addSuccess(Success(Schema.Array(WorkflowSummary)))
+      .annotate(OpenApi.Summary, "List the registered workflows")
+  )
+  .add(
+    HttpApiEndpoint.get("listExecutions", "/workflows/executions")
+      .setUrlParams(Schema.Struct({
+        workflowId: Schema.optional(Schema.String),
+        status: Schema.optional(ExecutionStatus),
+        from: Schema.optional(Timestamp),
+        to: Schema.optional(Timestamp),
+        limit: Schema.optional(QueryInt),
+        offset: Schema.optional(QueryInt)
+      }))
+      .addSuccess(Success(Schema.Array(ExecutionRecord)))
+      .addError(NotFound)
+      .annotate(OpenApi.Summary, "Past and present executions, newest first (limit default 50, at most 500)")
+  )
+  .add(
+    HttpApiEndpoint.get("getWorkflow", "/workflows/:id").setPath(IdPath).addSuccess(Success(WorkflowDetails)).addError(NotFound)
+      .annotate(OpenApi.Summary, "A workflow's steps and schemas")
+  )
+  .add(
+    HttpApiEndpoint.post("executeWorkflow", "/workflows/:id/execute").setPath(IdPath).setPayload(ExecuteRequest)
+      .addSuccess(Success(ExecutionResult)).addError(ValidationError).addError(BadRequest).addError(NotFound)
+      .addError(WorkflowFailed)
+      .annotate(OpenApi.Summary, "Run to completion or to the first suspension")
+  )
+  .add(
+    HttpApiEndpoint.post("runWorkflow", "/workflows/:id/run").setPath(IdPath).setPayload(ExecuteRequest)
+      .addSuccess(Success(RunStarted, { status: 201 })).addError(ValidationError).addError(BadRequest).addError(NotFound)
+      .annotate(OpenApi.Summary, "Start in the background")
+  )
+  .add(
+    HttpApiEndpoint.post("streamWorkflow", "/workflows/:id/stream").setPath(IdPath).setPayload(ExecuteRequest)
+      .addSuccess(EventStream).addError(ValidationError).addError(BadRequest).addError(NotFound)
+      .annotate(OpenApi.Summary, "Start and stream the execution's events; ends with workflow-result")
+  )
+  .add(
+    HttpApiEndpoint.post("suspendExecution", "/workflows/:id/executions/:executionId/suspend").setPath(ExecutionPath)
+      .setPayload(SuspendRequest).addSuccess(Success(SuspendResult)).addError(BadRequest).addError(NotFound)
+      .annotate(OpenApi.Summary, "Suspend a running execution at its current step")
+  )
+  .add(
+    HttpApiEndpoint.post("resumeExecution", "/workflows/:id/executions/:executionId/resume").setPath(ExecutionPath)
+      .setPayload(ResumeRequest).addSuccess(Success(ExecutionResult)).addError(ValidationError).addError(BadRequest)
+      .addError(NotFound).addError(WorkflowFailed)
+      .annotate(OpenApi.Summary, "Resume a suspended execution (optionally from another step)")
+  )
+  .add(
+    HttpApiEndpoint.post("cancelExecution", "/workflows/:id/executions/:executionId/cancel").setPath(ExecutionPath)
+      .setPayload(CancelRequest).addSuccess(Success(CancelResult)).addError(BadRequest).addError(NotFound)
+      .annotate(OpenApi.Summary, "Cancel a running or suspended execution")
+  )
+  .add(
+    HttpApiEndpoint.get("executionState", "/workflows/:id/executions/:executionId/state").setPath(ExecutionPath)
+      .addSuccess(Success(ExecutionState)).addError(NotFound)
+      .annotate(OpenApi.Summary, "An execution's state")
+  )
+  .add(
+    HttpApiEndpoint.get("attachExecution", "/workflows/:id/executions/:executionId/stream").setPath(ExecutionPath)
+      .setUrlParams(Schema.Struct({ after: Schema.optional(QueryInt) }))
+      .addSuccess(EventStream).addError(NotFound)
+      .annotate(OpenApi.Summary, "Replay events after Last-Event-ID (or ?after=) and follow live ones")
+  )
+  .annotate(OpenApi.Title, "Workflows")
+{}

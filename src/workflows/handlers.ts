@@ -1,0 +1,45 @@
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { Effect } from "effect"
+import { ServiceApi } from "../http/Api.js"
+import { sseResponse } from "../http/sse.js"
+import { WorkflowEngine } from "./WorkflowEngine.js"
+
+const LIST_DEFAULT = 50
+const LIST_MAX = 500
+
+const lastEventId = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
+  const header = Number(request.headers["last-event-id"])
+  return Number.isInteger(header) && header >= 0 ? header : 0
+})
+
+export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (handlers) =>
+  Effect.gen(function*() {
+    const engine = yield* WorkflowEngine
+    return handlers
+      .handle("listWorkflows", () => engine.list)
+      .handle("listExecutions", ({ urlParams }) =>
+        engine.executions({
+          workflowId: urlParams.workflowId,
+          status: urlParams.status,
+          from: urlParams.from === undefined ? undefined : new Date(urlParams.from).toISOString(),
+          to: urlParams.to === undefined ? undefined : new Date(urlParams.to).toISOString(),
+          limit: Math.min(urlParams.limit ?? LIST_DEFAULT, LIST_MAX),
+          offset: urlParams.offset ?? 0
+        }))
+      .handle("getWorkflow", ({ path }) => engine.details(path.id))
+      .handle("executeWorkflow", ({ path, payload }) => engine.execute(path.id, payload))
+      .handle("runWorkflow", ({ path, payload }) => engine.run(path.id, payload))
+      .handle("streamWorkflow", ({ path, payload }) => Effect.flatMap(engine.stream(path.id, payload), sseResponse))
+      .handle("suspendExecution", ({ path, payload }) =>
+        engine.suspend(path.id, path.executionId, payload.reason ?? "Suspended by request"))
+      .handle("resumeExecution", ({ path, payload }) =>
+        engine.resume(path.id, path.executionId, payload.resumeData, payload.options?.stepId))
+      .handle("cancelExecution", ({ path, payload }) =>
+        engine.cancel(path.id, path.executionId, payload.reason ?? "Cancelled by request"))
+      .handle("executionState", ({ path }) => engine.state(path.id, path.executionId))
+      .handle("attachExecution", ({ path, urlParams }) =>
+        Effect.gen(function*() {
+          const after = urlParams.after ?? (yield* lastEventId)
+          return yield* Effect.flatMap(engine.attach(path.id, path.executionId, after), sseResponse)
+        }))
+  }))
