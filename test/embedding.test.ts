@@ -2,7 +2,7 @@ import { FetchHttpClient, HttpApiClient, HttpServer } from "@effect/platform"
 import { expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, LogLevel, Schema } from "effect"
 import { join } from "node:path"
-import { defineApp, defineTool, resolveServerConfig, ServiceApi, ServiceLive } from "../src/index.js"
+import { defineAgent, defineApp, defineTool, resolveServerConfig, ServiceApi, ServiceLive, workflow } from "../src/index.js"
 import { tempDir } from "./support/TestServer.js"
 
 // What an embedding program writes: its own tool, its own config, the service's layers.
@@ -13,7 +13,23 @@ const shout = defineTool({
   execute: ({ word }) => Effect.succeed({ loud: word.toUpperCase() })
 })
 
-it.scoped("another Effect program embeds the service with its own tools and config", () =>
+const herald = defineAgent({
+  id: "herald",
+  name: "Herald",
+  purpose: "Announces things",
+  instructions: "Announce.",
+  tools: [shout]
+})
+
+const announce = workflow({
+  id: "announce",
+  name: "Announce",
+  purpose: "Shout a word",
+  input: Schema.Struct({ word: Schema.String }),
+  result: Schema.Struct({ loud: Schema.String })
+}).andThen({ id: "shout", execute: ({ data }) => ({ loud: data.word.toUpperCase() }) })
+
+it.scoped("another Effect program embeds the service with its own agents, tools, workflows and config", () =>
   Effect.gen(function*() {
     const dir = yield* tempDir
     const config = {
@@ -21,7 +37,8 @@ it.scoped("another Effect program embeds the service with its own tools and conf
       databaseUrl: `file:${join(dir, "embedded.db")}`,
       logLevel: LogLevel.Warning
     }
-    const context = yield* Layer.build(ServiceLive(defineApp({ tools: [shout] }), config))
+    const app = defineApp({ agents: [herald], workflows: [announce] })
+    const context = yield* Layer.build(ServiceLive(app, config))
     const address = Context.get(context, HttpServer.HttpServer).address
     const baseUrl = `http://127.0.0.1:${address._tag === "TcpAddress" ? address.port : 0}`
 
@@ -32,4 +49,8 @@ it.scoped("another Effect program embeds the service with its own tools and conf
     expect(run.result).toEqual({ loud: "EFFECT" })
     const ui = yield* Effect.promise(() => fetch(`${baseUrl}/ui`))
     expect(ui.status).toBe(404)
+    const answer = yield* client.agents.generateText({ path: { id: "herald" }, payload: { input: "please shout hello" } })
+    expect(answer.toolResults).toEqual([{ toolCallId: expect.any(String), toolName: "shout", result: { loud: "EXAMPLE" } }])
+    const execution = yield* client.workflows.executeWorkflow({ path: { id: "announce" }, payload: { input: { word: "hi" } } })
+    expect(execution).toMatchObject({ status: "completed", result: { loud: "HI" } })
   }))
