@@ -3,6 +3,7 @@ import { agentToolEntries, AgentRegistryLive } from "./agents/AgentRegistry.js"
 import { MemoryStoreLive } from "./agents/memory/MemoryStore.js"
 import { DefaultModelLive } from "./agents/models/DefaultModel.js"
 import type { ServiceApp } from "./App.js"
+import { AuthPolicyLive } from "./auth/AuthPolicy.js"
 import { ServerConfig, type ServerConfigShape } from "./config/ServerConfig.js"
 import { NodeServerLive } from "./http/NodeServer.js"
 import { HttpLive } from "./http/Server.js"
@@ -20,7 +21,8 @@ export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
       Layer.succeed(ServerConfig, config),
       ToolRunnerLive([...agentToolEntries(app.agents), ...app.tools.map((tool) => ({ tool, agents: [] }))]),
       AgentRegistryLive(app.agents, { storage: storageKind(config.databaseUrl), telemetry: false }),
-      ShutdownLive
+      ShutdownLive,
+      AuthPolicyLive(config.auth)
     )),
     Layer.provideMerge(Layer.mergeAll(MemoryStoreLive, ExecutionStoreLive, DefaultModelLive(config.model))),
     Layer.provideMerge(SqlLive(config.databaseUrl))

@@ -61,3 +61,9 @@ export class WorkflowFailed extends Schema.TaggedError<WorkflowFailed>()("Workfl
   message: Schema.String,
   executionId: Schema.String
 }) {}
+
+export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {
+  message: Schema.String
+}) {
+  static readonly required = new Unauthorized({ message: "Authentication required" })
+}

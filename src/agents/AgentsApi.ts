@@ -1,4 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Authentication } from "../auth/Authentication.js"
+import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Schema } from "effect"
 import { Success } from "../http/Envelope.js"
 import { ExecutionFailed, NotFound, ValidationError } from "../http/Errors.js"
@@ -21,6 +23,7 @@ export const EventStream = Schema.String.pipe(
 
 const call = <const Name extends string, const Path extends HttpApiEndpoint.PathSegment>(name: Name, path: Path) =>
   HttpApiEndpoint.post(name, path).setPath(IdPath).addError(ValidationError).addError(NotFound).addError(ExecutionFailed)
+    .annotate(RouteClassAnnotation, "execution")
 
 export class AgentsApi extends HttpApiGroup.make("agents")
   .add(HttpApiEndpoint.get("listAgents", "/agents").addSuccess(Success(Schema.Array(AgentSummary))).annotate(
@@ -66,7 +69,10 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     HttpApiEndpoint.get("agentCard", "/agents/:id/card").setPath(IdPath).addSuccess(Success(AgentCard)).addError(NotFound)
+      .annotate(RouteClassAnnotation, "discovery")
       .annotate(OpenApi.Summary, "A2A agent card for discovery")
   )
   .annotate(OpenApi.Title, "Agents")
+  .annotate(RouteClassAnnotation, "management")
+  .middleware(Authentication)
 {}

@@ -1,5 +1,6 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
+import { CurrentUser } from "../auth/Authentication.js"
 import { ServiceApi } from "../http/Api.js"
 import { numbered, sseBytesResponse, sseResponse } from "../http/sse.js"
 import { AgentRegistry } from "./AgentRegistry.js"
@@ -12,21 +13,32 @@ const baseUrl = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
   return `${proto}://${host}`
 })
 
+/** The request with the authenticated user (null when anonymous), which reaches instructions and tools. */
+const withUser = <A extends object>(payload: A) => Effect.map(CurrentUser, (user) => ({ ...payload, user }))
+
 export const AgentsHandlers = HttpApiBuilder.group(ServiceApi, "agents", (handlers) =>
   Effect.gen(function*() {
     const agents = yield* AgentRegistry
     return handlers
       .handle("listAgents", () => agents.list)
       .handle("getAgent", ({ path }) => agents.details(path.id))
-      .handle("generateText", ({ path, payload }) => agents.text(path.id, payload))
+      .handle("generateText", ({ path, payload }) => Effect.flatMap(withUser(payload), (request) => agents.text(path.id, request)))
       .handle("streamText", ({ path, payload }) =>
-        Effect.flatMap(agents.stream(path.id, payload), (events) => sseResponse(numbered(events))))
+        withUser(payload).pipe(
+          Effect.flatMap((request) => agents.stream(path.id, request)),
+          Effect.flatMap((events) => sseResponse(numbered(events)))
+        ))
       .handle("chat", ({ path, payload }) =>
-        Effect.flatMap(agents.chat(path.id, payload), (bytes) =>
-          sseBytesResponse(bytes, { "x-vercel-ai-ui-message-stream": "v1" })))
-      .handle("generateObject", ({ path, payload }) => agents.object(path.id, payload))
+        withUser(payload).pipe(
+          Effect.flatMap((request) => agents.chat(path.id, request)),
+          Effect.flatMap((bytes) => sseBytesResponse(bytes, { "x-vercel-ai-ui-message-stream": "v1" }))
+        ))
+      .handle("generateObject", ({ path, payload }) => Effect.flatMap(withUser(payload), (request) => agents.object(path.id, request)))
       .handle("streamObject", ({ path, payload }) =>
-        Effect.flatMap(agents.streamObject(path.id, payload), (events) => sseResponse(numbered(events))))
+        withUser(payload).pipe(
+          Effect.flatMap((request) => agents.streamObject(path.id, request)),
+          Effect.flatMap((events) => sseResponse(numbered(events)))
+        ))
       .handle("agentHistory", ({ path, urlParams }) =>
         agents.history(path.id, {
           page: urlParams.page ?? 0,

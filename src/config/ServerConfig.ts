@@ -1,5 +1,7 @@
 import { Context, Either, LogLevel, Schema } from "effect"
+import { readFileSync } from "node:fs"
 import { type ModelSettings, resolveModelSettings } from "../agents/models/ModelSettings.js"
+import { AuthConfigFile, type AuthSettings } from "../auth/AuthSettings.js"
 import { DEFAULT_DATABASE_URL } from "../storage/Sql.js"
 
 export const DEFAULT_PORT = 3141
@@ -21,7 +23,8 @@ export const ConfigFile = Schema.Struct({
   bodyLimit: Schema.optional(Schema.Int.pipe(Schema.positive())),
   enableSwaggerUI: Schema.optional(Schema.Boolean),
   cors: Schema.optional(Schema.Union(Schema.Literal(false), CorsConfig)),
-  storage: Schema.optional(Schema.Struct({ url: Schema.String.pipe(Schema.minLength(1)) }))
+  storage: Schema.optional(Schema.Struct({ url: Schema.String.pipe(Schema.minLength(1)) })),
+  auth: Schema.optional(AuthConfigFile)
 })
 export type ConfigFile = typeof ConfigFile.Type
 
@@ -36,6 +39,7 @@ export interface ServerConfigShape {
   readonly logLevel: LogLevel.LogLevel
   /** The model agents use unless they name their own (AI_PROVIDER, AI_MODEL, AI_BASE_URL, AI_API_KEY). */
   readonly model: ModelSettings
+  readonly auth: AuthSettings
 }
 
 export class ServerConfig extends Context.Tag("ServerConfig")<ServerConfig, ServerConfigShape>() {}
@@ -58,7 +62,37 @@ export const resolveServerConfig = (
     databaseUrl: env.DATABASE_URL ?? file.storage?.url ?? DEFAULT_DATABASE_URL,
     production,
     logLevel: parseLogLevel(env.LOG_LEVEL),
-    model: Either.getOrThrowWith(resolveModelSettings(env), (message) => new Error(message))
+    model: Either.getOrThrowWith(resolveModelSettings(env), (message) => new Error(message)),
+    auth: resolveAuth(file.auth, env, production)
+  }
+}
+
+/**
+ * JWT from the config file's `auth` (secret or publicKeyFile) or JWT_SECRET; the console key from
+ * SERVICE_CONSOLE_ACCESS_KEY. Throws when `auth` names no key or the key file cannot be read.
+ */
+const resolveAuth = (
+  auth: ConfigFile["auth"],
+  env: Readonly<Record<string, string | undefined>>,
+  production: boolean
+): AuthSettings => {
+  const secret = auth?.publicKeyFile !== undefined
+    ? readFileSync(auth.publicKeyFile, "utf8")
+    : auth?.secret ?? env.JWT_SECRET
+  if (auth !== undefined && secret === undefined) throw new Error("auth: needs secret or publicKeyFile (or JWT_SECRET)")
+  const consoleKey = env.SERVICE_CONSOLE_ACCESS_KEY || undefined
+  if (secret === undefined) return { production, consoleKey }
+  return {
+    production,
+    consoleKey,
+    jwt: {
+      secret,
+      defaultPrivate: auth?.defaultPrivate ?? false,
+      publicRoutes: auth?.publicRoutes ?? [],
+      algorithms: auth?.verifyOptions?.algorithms,
+      audience: auth?.verifyOptions?.audience,
+      issuer: auth?.verifyOptions?.issuer
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { readFileSync } from "node:fs"
 import { parseArgs } from "node:util"
-import { resolveModelSettings } from "../agents/models/ModelSettings.js"
+import { makeJwtVerifier } from "../auth/Jwt.js"
 import { ConfigFile, resolveServerConfig, type ServerConfigShape } from "./ServerConfig.js"
 
 /** A start-up failure that ends the process with `exitCode` and a one-line reason. */
@@ -58,7 +58,16 @@ export const loadConfig = (
         return yield* invalid(`--port: must be an integer from 0 to 65535, got "${values.port}"`)
       }
     }
-    const model = resolveModelSettings(env)
-    if (Either.isLeft(model)) return yield* invalid(model.left)
-    return resolveServerConfig({ ...file, port, host: values.host ?? file.host }, env)
+    const config = yield* Effect.try({
+      try: () => resolveServerConfig({ ...file, port, host: values.host ?? file.host }, env),
+      catch: (error) => invalid(error instanceof Error ? error.message : String(error))
+    })
+    if (config.auth.jwt !== undefined) {
+      const jwt = config.auth.jwt
+      yield* Effect.try({
+        try: () => makeJwtVerifier(jwt),
+        catch: (error) => invalid(`auth: ${error instanceof Error ? error.message : String(error)}`)
+      })
+    }
+    return config
   })

@@ -4,7 +4,7 @@ import { McpApi } from "../mcp/McpApi.js"
 import { ToolsApi } from "../tools/ToolsApi.js"
 import { WorkflowsApi } from "../workflows/WorkflowsApi.js"
 import { DocsApi } from "./docs/DocsApi.js"
-import { BadRequest, InternalError, NotFound, PayloadTooLarge, ValidationError } from "./Errors.js"
+import { BadRequest, InternalError, NotFound, PayloadTooLarge, Unauthorized, ValidationError } from "./Errors.js"
 import { describeOpenApi } from "./docs/openApiDocument.js"
 
 /** The whole HTTP contract: validation, the OpenAPI document and the typed client all derive from it. */
@@ -20,6 +20,7 @@ export class ServiceApi extends HttpApi.make("service")
   .addError(NotFound)
   .addError(PayloadTooLarge)
   .addError(InternalError)
+  .addError(Unauthorized)
   .annotateContext(OpenApi.annotations({
     title: "Agent and Workflow Service",
     version: "1.0.0",

@@ -10,6 +10,7 @@ export const NotFound = Failure(Errors.NotFound, 404)
 export const PayloadTooLarge = Failure(Errors.PayloadTooLarge, 413)
 export const ExecutionFailed = Failure(Errors.ExecutionFailed, 500)
 export const InternalError = Failure(Errors.InternalError, 500)
+export const Unauthorized = Failure(Errors.Unauthorized, 401)
 
 /** 500 with the envelope plus the execution's id (contract §4). */
 export const WorkflowFailed = Schema.transform(
@@ -29,7 +30,8 @@ const declared = [
   Errors.PayloadTooLarge,
   Errors.ExecutionFailed,
   Errors.InternalError,
-  Errors.WorkflowFailed
+  Errors.WorkflowFailed,
+  Errors.Unauthorized
 ]
 
 /** Whether the API has a wire form for this error (anything else reaching the edge is a bug). */

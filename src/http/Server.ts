@@ -1,15 +1,32 @@
-import { HttpApiBuilder, HttpApiSwagger, HttpServer } from "@effect/platform"
-import { Layer } from "effect"
+import { HttpApiBuilder, HttpApiSwagger, HttpServer, OpenApi } from "@effect/platform"
+import { Effect, Layer } from "effect"
 import { AgentsHandlers } from "../agents/handlers.js"
+import { AuthenticationLive } from "../auth/Authentication.js"
+import { AuthPolicy } from "../auth/AuthPolicy.js"
+import { withSecurity } from "../auth/openApiSecurity.js"
+import { routeTable } from "../auth/RouteClass.js"
 import type { ServerConfigShape } from "../config/ServerConfig.js"
 import { McpHandlers } from "../mcp/handlers.js"
 import { ToolsHandlers } from "../tools/handlers.js"
 import { WorkflowsHandlers } from "../workflows/handlers.js"
 import { ServiceApi } from "./Api.js"
+import { describeOpenApi } from "./docs/openApiDocument.js"
 import { DocsHandlers } from "./docs/handlers.js"
 import { ErrorMappingLive } from "./ErrorMapping.js"
+import { SwaggerUiAuthenticationLive } from "./SwaggerUiAuthentication.js"
 
-const ApiLive = HttpApiBuilder.api(ServiceApi).pipe(Layer.provide([DocsHandlers, AgentsHandlers, ToolsHandlers, WorkflowsHandlers, McpHandlers]))
+const routes = routeTable(ServiceApi)
+
+/** The API as served: its OpenAPI document marks the security each route has under this configuration. */
+const ApiLive = (config: ServerConfigShape) =>
+  Layer.unwrapEffect(Effect.map(AuthPolicy, (policy) => {
+    const secure = withSecurity(policy, routes, { production: config.production })
+    const api = ServiceApi.annotateContext(OpenApi.annotations({ transform: (spec) => secure(describeOpenApi(spec)) }))
+    return HttpApiBuilder.api(api).pipe(Layer.provide(DocsHandlers(api)))
+  })).pipe(
+    Layer.provide([AgentsHandlers, ToolsHandlers, WorkflowsHandlers, McpHandlers]),
+    Layer.provide(AuthenticationLive(routes))
+  )
 
 const corsLayer = (config: ServerConfigShape) =>
   config.cors === false
@@ -21,8 +38,9 @@ const corsLayer = (config: ServerConfigShape) =>
 export const HttpLive = (config: ServerConfigShape) =>
   HttpApiBuilder.serve().pipe(
     Layer.provide(config.enableSwaggerUI ? HttpApiSwagger.layer({ path: "/ui" }) : Layer.empty),
+    Layer.provide(SwaggerUiAuthenticationLive),
     Layer.provide(ErrorMappingLive(config.bodyLimit)),
     Layer.provide(corsLayer(config)),
-    Layer.provide(ApiLive),
+    Layer.provide(ApiLive(config)),
     HttpServer.withLogAddress
   )

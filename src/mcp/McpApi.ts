@@ -1,5 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
+import { Authentication } from "../auth/Authentication.js"
+import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Success } from "../http/Envelope.js"
 import { NotFound } from "../http/Errors.js"
 
@@ -24,6 +26,7 @@ const MethodNotAllowed = Schema.Unknown.annotations({ description: "A JSON-RPC e
 // No payload schema: the MCP transport reads the body itself, so the builder must not.
 const transport = <const Name extends string, const Method extends "POST" | "GET" | "DELETE">(name: Name, method: Method) =>
   HttpApiEndpoint.make(method)(name, "/mcp/:id/mcp").setPath(IdPath).addError(NotFound)
+    .annotate(RouteClassAnnotation, "execution")
 
 export class McpApi extends HttpApiGroup.make("mcp")
   .add(
@@ -50,4 +53,6 @@ export class McpApi extends HttpApiGroup.make("mcp")
       .annotate(OpenApi.Summary, "Always 405: the server is stateless and has no session to end")
   )
   .annotate(OpenApi.Title, "MCP")
+  .annotate(RouteClassAnnotation, "discovery")
+  .middleware(Authentication)
 {}

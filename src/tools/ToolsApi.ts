@@ -1,4 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Authentication } from "../auth/Authentication.js"
+import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Schema } from "effect"
 import { Success } from "../http/Envelope.js"
 import { ExecutionFailed, NotFound, ValidationError } from "../http/Errors.js"
@@ -47,7 +49,10 @@ export class ToolsApi extends HttpApiGroup.make("tools")
       .addError(ValidationError)
       .addError(NotFound)
       .addError(ExecutionFailed)
+      .annotate(RouteClassAnnotation, "execution")
       .annotate(OpenApi.Summary, "Execute a tool directly, without an agent")
   )
   .annotate(OpenApi.Title, "Tools")
+  .annotate(RouteClassAnnotation, "management")
+  .middleware(Authentication)
 {}

@@ -1,5 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
+import { CurrentUser } from "../auth/Authentication.js"
 import { ServiceApi } from "../http/Api.js"
 import { ToolRunner } from "./ToolRunner.js"
 
@@ -19,5 +20,5 @@ export const ToolsHandlers = HttpApiBuilder.group(ServiceApi, "tools", (handlers
           }))
         ))
       .handle("executeTool", ({ path, payload }) =>
-        runner.execute(path.name, payload.input, { context: payload.context ?? {}, user: null }))
+        Effect.flatMap(CurrentUser, (user) => runner.execute(path.name, payload.input, { context: payload.context ?? {}, user })))
   }))

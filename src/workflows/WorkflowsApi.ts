@@ -1,4 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Authentication } from "../auth/Authentication.js"
+import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Schema } from "effect"
 import { EventStream } from "../agents/AgentsApi.js"
 import { Success } from "../http/Envelope.js"
@@ -50,34 +52,34 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
       .annotate(OpenApi.Summary, "A workflow's steps and schemas")
   )
   .add(
-    HttpApiEndpoint.post("executeWorkflow", "/workflows/:id/execute").setPath(IdPath).setPayload(ExecuteRequest)
+    HttpApiEndpoint.post("executeWorkflow", "/workflows/:id/execute").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)
       .addSuccess(Success(ExecutionResult)).addError(ValidationError).addError(BadRequest).addError(NotFound)
       .addError(WorkflowFailed)
       .annotate(OpenApi.Summary, "Run to completion or to the first suspension")
   )
   .add(
-    HttpApiEndpoint.post("runWorkflow", "/workflows/:id/run").setPath(IdPath).setPayload(ExecuteRequest)
+    HttpApiEndpoint.post("runWorkflow", "/workflows/:id/run").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)
       .addSuccess(Success(RunStarted, { status: 201 })).addError(ValidationError).addError(BadRequest).addError(NotFound)
       .annotate(OpenApi.Summary, "Start in the background")
   )
   .add(
-    HttpApiEndpoint.post("streamWorkflow", "/workflows/:id/stream").setPath(IdPath).setPayload(ExecuteRequest)
+    HttpApiEndpoint.post("streamWorkflow", "/workflows/:id/stream").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)
       .addSuccess(EventStream).addError(ValidationError).addError(BadRequest).addError(NotFound)
       .annotate(OpenApi.Summary, "Start and stream the execution's events; ends with workflow-result")
   )
   .add(
-    HttpApiEndpoint.post("suspendExecution", "/workflows/:id/executions/:executionId/suspend").setPath(ExecutionPath)
+    HttpApiEndpoint.post("suspendExecution", "/workflows/:id/executions/:executionId/suspend").annotate(RouteClassAnnotation, "execution").setPath(ExecutionPath)
       .setPayload(SuspendRequest).addSuccess(Success(SuspendResult)).addError(BadRequest).addError(NotFound)
       .annotate(OpenApi.Summary, "Suspend a running execution at its current step")
   )
   .add(
-    HttpApiEndpoint.post("resumeExecution", "/workflows/:id/executions/:executionId/resume").setPath(ExecutionPath)
+    HttpApiEndpoint.post("resumeExecution", "/workflows/:id/executions/:executionId/resume").annotate(RouteClassAnnotation, "execution").setPath(ExecutionPath)
       .setPayload(ResumeRequest).addSuccess(Success(ExecutionResult)).addError(ValidationError).addError(BadRequest)
       .addError(NotFound).addError(WorkflowFailed)
       .annotate(OpenApi.Summary, "Resume a suspended execution (optionally from another step)")
   )
   .add(
-    HttpApiEndpoint.post("cancelExecution", "/workflows/:id/executions/:executionId/cancel").setPath(ExecutionPath)
+    HttpApiEndpoint.post("cancelExecution", "/workflows/:id/executions/:executionId/cancel").annotate(RouteClassAnnotation, "execution").setPath(ExecutionPath)
       .setPayload(CancelRequest).addSuccess(Success(CancelResult)).addError(BadRequest).addError(NotFound)
       .annotate(OpenApi.Summary, "Cancel a running or suspended execution")
   )
@@ -93,4 +95,6 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
       .annotate(OpenApi.Summary, "Replay events after Last-Event-ID (or ?after=) and follow live ones")
   )
   .annotate(OpenApi.Title, "Workflows")
+  .annotate(RouteClassAnnotation, "management")
+  .middleware(Authentication)
 {}

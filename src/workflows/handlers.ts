@@ -1,5 +1,6 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
+import { CurrentUser } from "../auth/Authentication.js"
 import { ServiceApi } from "../http/Api.js"
 import { sseResponse } from "../http/sse.js"
 import { WorkflowEngine } from "./WorkflowEngine.js"
@@ -27,9 +28,13 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
           offset: urlParams.offset ?? 0
         }))
       .handle("getWorkflow", ({ path }) => engine.details(path.id))
-      .handle("executeWorkflow", ({ path, payload }) => engine.execute(path.id, payload))
-      .handle("runWorkflow", ({ path, payload }) => engine.run(path.id, payload))
-      .handle("streamWorkflow", ({ path, payload }) => Effect.flatMap(engine.stream(path.id, payload), sseResponse))
+      .handle("executeWorkflow", ({ path, payload }) => Effect.flatMap(CurrentUser, (user) => engine.execute(path.id, payload, { user })))
+      .handle("runWorkflow", ({ path, payload }) => Effect.flatMap(CurrentUser, (user) => engine.run(path.id, payload, { user })))
+      .handle("streamWorkflow", ({ path, payload }) =>
+        CurrentUser.pipe(
+          Effect.flatMap((user) => engine.stream(path.id, payload, { user })),
+          Effect.flatMap(sseResponse)
+        ))
       .handle("suspendExecution", ({ path, payload }) =>
         engine.suspend(path.id, path.executionId, payload.reason ?? "Suspended by request"))
       .handle("resumeExecution", ({ path, payload }) =>

@@ -1,4 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Authentication } from "../../auth/Authentication.js"
+import { RouteClassAnnotation } from "../../auth/RouteClass.js"
 import { Schema } from "effect"
 
 const Html = Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/html" }))
@@ -18,4 +20,6 @@ export class DocsApi extends HttpApiGroup.make("docs")
       .annotate(OpenApi.Summary, "The OpenAPI 3.1 description of this service")
   )
   .annotate(OpenApi.Title, "Documentation")
+  .annotate(RouteClassAnnotation, "documentation")
+  .middleware(Authentication)
 {}

@@ -4,10 +4,12 @@ import { ServiceApi } from "../Api.js"
 import { ServerConfig } from "../../config/ServerConfig.js"
 import { landingPage } from "./landingPage.js"
 
-export const DocsHandlers = HttpApiBuilder.group(ServiceApi, "docs", (handlers) =>
+/** `api` is the API as served (its OpenAPI annotations reflect the active configuration). */
+export const DocsHandlers = (api: typeof ServiceApi) =>
+  HttpApiBuilder.group(ServiceApi, "docs", (handlers) =>
   Effect.gen(function*() {
     const config = yield* ServerConfig
-    const spec = OpenApi.fromApi(ServiceApi)
+    const spec = OpenApi.fromApi(api)
     const document = HttpServerResponse.unsafeJson(spec)
     const landing = HttpServerResponse.html(landingPage(spec, { swaggerUI: config.enableSwaggerUI }))
     return handlers

@@ -1,0 +1,87 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { createHash, timingSafeEqual } from "node:crypto"
+import { Unauthorized } from "../errors.js"
+import type { AuthSettings } from "./AuthSettings.js"
+import { makeJwtVerifier } from "./Jwt.js"
+import { compilePublicRoutes } from "./publicRoutes.js"
+import type { RouteClass } from "./RouteClass.js"
+
+export interface AuthRequest {
+  readonly routeClass: RouteClass
+  readonly method: string
+  readonly path: string
+  /** The bearer token, when the request carried one. */
+  readonly token: Option.Option<string>
+  /** The console access key, when the request carried one. */
+  readonly consoleKey: Option.Option<string>
+}
+
+export class AuthPolicy extends Context.Tag("AuthPolicy")<AuthPolicy, {
+  /** Whether a route of this class and path needs a token under the active configuration. */
+  readonly requiresToken: (routeClass: RouteClass, method: string, path: string) => boolean
+  /** The user of the request (null when anonymous), or why it may not proceed. */
+  readonly authorize: (request: AuthRequest) => Effect.Effect<unknown, Unauthorized>
+  readonly jwtEnabled: boolean
+}>() {}
+
+const digest = (text: string) => createHash("sha256").update(text).digest()
+
+/** Compares in constant time (over fixed-length digests, so the length does not leak either). */
+const sameKey = (given: string, expected: string) => timingSafeEqual(digest(given), digest(expected))
+
+export const bearerToken = (authorization: string | undefined): Option.Option<string> => {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "")
+  return match === null ? Option.none() : Option.some(match[1])
+}
+
+export const makeAuthPolicy = (settings: AuthSettings) => {
+  const jwt = settings.jwt
+  const verifier = jwt === undefined ? undefined : makeJwtVerifier(jwt)
+  const isPublic = compilePublicRoutes(jwt?.publicRoutes ?? [])
+  const mapUser = jwt?.mapUser ?? ((claims: Record<string, unknown>) => claims)
+
+  const requiresToken = (routeClass: RouteClass, method: string, path: string) => {
+    if (jwt === undefined || routeClass === "console" || isPublic(method, path)) return false
+    return routeClass === "execution" || jwt.defaultPrivate
+  }
+
+  const consoleAccess = (key: Option.Option<string>) => {
+    if (!settings.production) return Effect.succeed(null)
+    if (settings.consoleKey === undefined) {
+      return Effect.fail(new Unauthorized({ message: "Console access is disabled: SERVICE_CONSOLE_ACCESS_KEY is not set" }))
+    }
+    if (Option.isNone(key)) return Effect.fail(new Unauthorized({ message: "Console access key required" }))
+    return sameKey(key.value, settings.consoleKey)
+      ? Effect.succeed(null)
+      : Effect.fail(new Unauthorized({ message: "Invalid console access key" }))
+  }
+
+  const userOf = (token: string) =>
+    Effect.flatMap(verifier!.verify(token), (claims) =>
+      Effect.tryPromise({
+        try: () => Promise.resolve(mapUser(claims)),
+        catch: (error) => new Unauthorized({ message: `Invalid token: ${error instanceof Error ? error.message : String(error)}` })
+      }))
+
+  const authorize = (request: AuthRequest): Effect.Effect<unknown, Unauthorized> => {
+    if (request.routeClass === "console") return consoleAccess(request.consoleKey)
+    if (verifier === undefined) return Effect.succeed(null)
+    if (requiresToken(request.routeClass, request.method, request.path)) {
+      return Option.match(request.token, { onNone: () => Effect.fail(Unauthorized.required), onSome: userOf })
+    }
+    // A public route still knows its caller when a valid token comes along.
+    return Option.match(request.token, {
+      onNone: () => Effect.succeed(null),
+      onSome: (token) => Effect.orElseSucceed(userOf(token), () => null)
+    })
+  }
+
+  return AuthPolicy.of({
+    requiresToken,
+    authorize: (request) =>
+      authorize(request).pipe(Effect.withSpan("AuthPolicy.authorize", { attributes: { "route.class": request.routeClass } })),
+    jwtEnabled: verifier !== undefined
+  })
+}
+
+export const AuthPolicyLive = (settings: AuthSettings) => Layer.sync(AuthPolicy, () => makeAuthPolicy(settings))

@@ -1,0 +1,36 @@
+import { Schema } from "effect"
+
+/** The `auth` section of the config file. */
+export const AuthConfigFile = Schema.Struct({
+  secret: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+  publicKeyFile: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
+  defaultPrivate: Schema.optional(Schema.Boolean),
+  publicRoutes: Schema.optional(Schema.Array(Schema.String.pipe(
+    Schema.pattern(/^(\*|[A-Z]+) \/\S*$/, { message: () => "must look like \"METHOD /path\" (e.g. \"GET /agents/:id\")" })
+  ))),
+  verifyOptions: Schema.optional(Schema.Struct({
+    algorithms: Schema.optional(Schema.Array(Schema.String)),
+    audience: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))),
+    issuer: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String)))
+  }))
+})
+export type AuthConfigFile = typeof AuthConfigFile.Type
+
+/** JWT authentication as configured; `secret` is a shared secret or a PEM public key. */
+export interface JwtSettings {
+  readonly secret: string
+  readonly defaultPrivate: boolean
+  readonly publicRoutes: ReadonlyArray<string>
+  readonly algorithms?: ReadonlyArray<string> | undefined
+  readonly audience?: string | ReadonlyArray<string> | undefined
+  readonly issuer?: string | ReadonlyArray<string> | undefined
+  /** Builds the user from the verified claims (default: the claims). Embedding programs set it in code. */
+  readonly mapUser?: ((claims: Record<string, unknown>) => unknown) | undefined
+}
+
+export interface AuthSettings {
+  /** None: every route is public (except console routes in production). */
+  readonly jwt?: JwtSettings | undefined
+  readonly production: boolean
+  readonly consoleKey?: string | undefined
+}

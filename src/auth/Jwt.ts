@@ -1,0 +1,63 @@
+import { Effect } from "effect"
+import { errors, jwtVerify } from "jose"
+import { createPublicKey, type KeyObject } from "node:crypto"
+import { Unauthorized } from "../errors.js"
+import type { JwtSettings } from "./AuthSettings.js"
+
+const HMAC = ["HS256", "HS384", "HS512"]
+const RSA = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512"]
+const CURVES: Record<string, string> = { prime256v1: "ES256", secp384r1: "ES384", secp521r1: "ES512" }
+
+const isPem = (secret: string) => /-----BEGIN [A-Z ]*PUBLIC KEY-----/.test(secret)
+
+/** The algorithms a public key can verify: its own family only. */
+const familyOf = (key: KeyObject): ReadonlyArray<string> => {
+  switch (key.asymmetricKeyType) {
+    case "rsa":
+      return RSA
+    case "rsa-pss":
+      return RSA.filter((alg) => alg.startsWith("PS"))
+    case "ec":
+      return [CURVES[key.asymmetricKeyDetails?.namedCurve ?? ""] ?? "ES256"]
+    case "ed25519":
+    case "ed448":
+      return ["EdDSA"]
+    default:
+      return []
+  }
+}
+
+export interface JwtVerifier {
+  readonly verify: (token: string) => Effect.Effect<Record<string, unknown>, Unauthorized>
+}
+
+/**
+ * A verifier for the configured secret. A PEM public key is a key, never an HMAC secret, so a token
+ * signed with HS256 using the public key's text is refused; `alg: none` is never accepted by jose.
+ * Throws at start-up when the key cannot be read.
+ */
+export const makeJwtVerifier = (settings: JwtSettings): JwtVerifier => {
+  const key = isPem(settings.secret) ? createPublicKey(settings.secret) : new TextEncoder().encode(settings.secret)
+  const defaults = key instanceof Uint8Array ? ["HS256"] : familyOf(key)
+  const algorithms = [...(settings.algorithms ?? defaults)].filter((alg) =>
+    key instanceof Uint8Array ? HMAC.includes(alg) : familyOf(key).includes(alg)
+  )
+  if (algorithms.length === 0) {
+    throw new Error(`auth.verifyOptions.algorithms: none of ${settings.algorithms?.join(", ")} fits the configured key`)
+  }
+  const options = {
+    algorithms,
+    ...(settings.audience === undefined ? {} : { audience: settings.audience as string | Array<string> }),
+    ...(settings.issuer === undefined ? {} : { issuer: settings.issuer as string | Array<string> })
+  }
+  return {
+    verify: (token) =>
+      Effect.tryPromise({
+        try: () => jwtVerify(token, key, options).then((result) => result.payload as Record<string, unknown>),
+        catch: (error) =>
+          error instanceof errors.JWTExpired
+            ? new Unauthorized({ message: "Token expired" })
+            : new Unauthorized({ message: `Invalid token: ${error instanceof Error ? error.message : String(error)}` })
+      }).pipe(Effect.withSpan("Jwt.verify"))
+  }
+}
