@@ -80,6 +80,28 @@ describe("node dist/main.js", () => {
     expect(server.stderr()).toContain("AI_PROVIDER: must be one of builtin, openai, anthropic, openai-compatible")
   })
 
+  it("JWT_SECRET or the config file's auth section turns JWT on; a bad auth section exits 2", async () => {
+    const port = await freePort()
+    start(["--port", String(port)], { env: { JWT_SECRET: "cli-secret-of-enough-length" } })
+    await waitForHttp(port)
+    const anonymous = await fetch(`http://127.0.0.1:${port}/tools/add/execute`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ input: { a: 1, b: 2 } })
+    })
+    expect(anonymous.status).toBe(401)
+    expect((await fetch(`http://127.0.0.1:${port}/agents`)).status).toBe(200)
+
+    const keyless = start(["--config", writeConfig({ auth: { defaultPrivate: true } })])
+    expect((await keyless.exit).code).toBe(2)
+    expect(keyless.stderr()).toContain("auth: needs secret or publicKeyFile")
+    const missingKey = start(["--config", writeConfig({ auth: { publicKeyFile: "/nonexistent.pem" } })])
+    expect((await missingKey.exit).code).toBe(2)
+    const badKey = start(["--config", writeConfig({ auth: { secret: "-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----" } })])
+    expect((await badKey.exit).code).toBe(2)
+    expect(badKey.stderr()).toContain("auth:")
+  })
+
   it("bad flags exit 2 with the usage line", async () => {
     const unknownFlag = start(["--prot", "1"])
     expect((await unknownFlag.exit).code).toBe(2)

@@ -35,6 +35,8 @@ export const spawnMain = (
     AI_PROVIDER: _provider,
     ANTHROPIC_API_KEY: _anthropic,
     DATABASE_URL: _db,
+    JWT_SECRET: _jwt,
+    SERVICE_CONSOLE_ACCESS_KEY: _console,
     LOG_LEVEL: _level,
     NODE_ENV: _env,
     OPENAI_API_KEY: _openai,

@@ -1,0 +1,279 @@
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Effect, Option, Schema } from "effect"
+import { exportSPKI, generateKeyPair, SignJWT } from "jose"
+import { defineAgent } from "../src/agents/Agent.js"
+import { defineApp } from "../src/App.js"
+import { makeAuthPolicy } from "../src/auth/AuthPolicy.js"
+import type { AuthSettings, JwtSettings } from "../src/auth/AuthSettings.js"
+import { compilePublicRoutes } from "../src/auth/publicRoutes.js"
+import { add, getWeather, whoami } from "../src/examples/tools.js"
+import { approval } from "../src/examples/workflows.js"
+import { workflow } from "../src/workflows/Workflow.js"
+import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
+
+const SECRET = "a-long-shared-secret-for-tests-only"
+const rsa = await generateKeyPair("RS256", { extractable: true })
+const RSA_PEM = await exportSPKI(rsa.publicKey)
+const secretKey = (secret: string) => new TextEncoder().encode(secret)
+const now = () => Math.floor(Date.now() / 1000)
+
+const sign = (claims: Record<string, unknown>, options: { secret?: string; alg?: string; exp?: number; nbf?: number } = {}) => {
+  const jwt = new SignJWT({ sub: "ada", role: "admin", ...claims })
+    .setProtectedHeader({ alg: options.alg ?? "HS256" })
+    .setIssuedAt()
+    .setExpirationTime(options.exp ?? now() + 3600)
+  if (options.nbf !== undefined) jwt.setNotBefore(options.nbf)
+  return jwt.sign(secretKey(options.secret ?? SECRET))
+}
+const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString("base64url")
+
+const tokens = {
+  valid: await sign({}),
+  expired: await sign({}, { exp: now() - 60 }),
+  notYet: await sign({}, { nbf: now() + 3600 }),
+  badSignature: await sign({}, { secret: "another-secret-of-sufficient-length" }),
+  none: `${b64({ alg: "none", typ: "JWT" })}.${b64({ sub: "ada", exp: now() + 3600 })}.`,
+  rs256: await new SignJWT({ sub: "rsa-user" }).setProtectedHeader({ alg: "RS256" }).setExpirationTime(now() + 3600).sign(rsa.privateKey),
+  hmacWithPublicKey: await sign({}, { secret: RSA_PEM }),
+  wrongAudience: await sign({ aud: "someone-else", iss: "issuer" }),
+  wrongIssuer: await sign({ aud: "service", iss: "impostor" }),
+  rightAudience: await sign({ aud: "service", iss: "issuer" })
+}
+
+const seen: Array<unknown> = []
+const spy = defineAgent({
+  id: "spy",
+  name: "Spy",
+  purpose: "Records the user its instructions see",
+  instructions: ({ user }) => {
+    seen.push(user)
+    return "Be brief."
+  },
+  tools: [getWeather, add]
+})
+const userStep = workflow({ id: "who", name: "Who", purpose: "Returns the user", input: Schema.Struct({}), result: Schema.Unknown })
+  .andThen({ id: "user", execute: ({ user }) => ({ user }) })
+const app = defineApp({ agents: [spy], tools: [whoami], workflows: [approval, userStep] })
+
+const jwt = (settings: Partial<JwtSettings> = {}): AuthSettings => ({
+  production: false,
+  jwt: { secret: SECRET, defaultPrivate: false, publicRoutes: [], ...settings }
+})
+
+const bearer = (token?: string): Record<string, string> => (token === undefined ? {} : { authorization: `Bearer ${token}` })
+
+/** One representative route per class. */
+const routes = {
+  execution: { method: "POST", path: "/tools/add/execute", body: { input: { a: 1, b: 2 } } },
+  management: { method: "GET", path: "/agents" },
+  documentation: { method: "GET", path: "/doc" },
+  discovery: { method: "GET", path: "/agents/spy/card" }
+} as const
+
+const call = (url: string, route: { method: string; path: string; body?: unknown }, token?: string, extra: Record<string, string> = {}) =>
+  fetchJson(`${url}${route.path}`, {
+    method: route.method,
+    headers: { "content-type": "application/json", ...bearer(token), ...extra },
+    ...(route.body === undefined ? {} : { body: JSON.stringify(route.body) })
+  })
+
+const statuses = (url: string, token?: string) =>
+  Effect.all(Object.fromEntries(Object.entries(routes).map(([name, route]) => [name, Effect.map(call(url, route, token), (r) => r.status)])))
+
+layer(TestServerLive({ app }), { excludeTestServices: true })("no authentication configured", (it) => {
+  it.effect("every route class is public; a token is not needed", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      expect(yield* statuses(url)).toEqual({ execution: 200, management: 200, documentation: 200, discovery: 200 })
+      const doc = (yield* fetchJson(`${url}/doc`)).body
+      expect(doc.components.securitySchemes ?? {}).toEqual({})
+    }))
+})
+
+layer(TestServerLive({ app, config: { auth: jwt() } }), { excludeTestServices: true })("JWT, defaultPrivate false", (it) => {
+  it.effect("execution routes need a token; the others stay public", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      expect(yield* statuses(url)).toEqual({ execution: 401, management: 200, documentation: 200, discovery: 200 })
+      expect(yield* statuses(url, tokens.valid)).toEqual({ execution: 200, management: 200, documentation: 200, discovery: 200 })
+      const missing = yield* call(url, routes.execution)
+      expect(missing.body).toEqual({ success: false, error: "Authentication required" })
+      for (const path of ["suspend", "resume", "cancel"]) {
+        const anonymous = yield* fetchJson(`${url}/workflows/approval/executions/x/${path}`, json({}))
+        expect(anonymous.status).toBe(401)
+        const authenticated = yield* fetchJson(`${url}/workflows/approval/executions/x/${path}`, {
+          ...json({}),
+          headers: { "content-type": "application/json", ...bearer(tokens.valid) }
+        })
+        expect(authenticated.status).toBe(404)
+      }
+    }))
+
+  it.effect("bad tokens: expired, not yet valid, bad signature, alg none", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const expired = yield* call(url, routes.execution, tokens.expired)
+      expect(expired).toMatchObject({ status: 401, body: { success: false, error: "Token expired" } })
+      const notYet = yield* call(url, routes.execution, tokens.notYet)
+      expect(notYet.status).toBe(401)
+      expect(notYet.body.error).toMatch(/^Invalid token: .*nbf/)
+      const forged = yield* call(url, routes.execution, tokens.badSignature)
+      expect(forged.body.error).toBe("Invalid token: signature verification failed")
+      const none = yield* call(url, routes.execution, tokens.none)
+      expect(none.status).toBe(401)
+      expect(none.body.error).toMatch(/^Invalid token: /)
+      const rs = yield* call(url, routes.execution, tokens.rs256)
+      expect(rs.status).toBe(401)
+      const garbage = yield* call(url, routes.execution, "not.a.jwt")
+      expect(garbage.body.error).toMatch(/^Invalid token: /)
+    }))
+
+  it.effect("authentication is checked before the body; the dev header never bypasses JWT; unknown routes stay 404", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const badBody = yield* fetchJson(`${url}/tools/add/execute`, json([1]))
+      expect(badBody.status).toBe(401)
+      const dev = yield* call(url, routes.execution, undefined, { "x-service-dev": "true" })
+      expect(dev.status).toBe(401)
+      expect((yield* fetchJson(`${url}/nowhere`)).status).toBe(404)
+    }))
+
+  it.effect("the user reaches tools, agents' dynamic instructions and workflow steps", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const headers = { "content-type": "application/json", ...bearer(tokens.valid) }
+      const who = yield* fetchJson(`${url}/tools/whoami/execute`, { method: "POST", headers, body: JSON.stringify({ context: { tier: "gold" } }) })
+      expect(who.body.data.result).toMatchObject({ user: { sub: "ada", role: "admin" }, context: { tier: "gold" } })
+      seen.length = 0
+      yield* fetchJson(`${url}/agents/spy/text`, { method: "POST", headers, body: JSON.stringify({ input: "hi" }) })
+      expect(seen).toEqual([expect.objectContaining({ sub: "ada" })])
+      const step = yield* fetchJson(`${url}/workflows/who/execute`, { method: "POST", headers, body: JSON.stringify({ input: {} }) })
+      expect(step.body.data.result).toEqual({ user: expect.objectContaining({ sub: "ada", role: "admin" }) })
+    }))
+
+  it.effect("/doc marks exactly the execution routes with bearer security", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const doc = (yield* fetchJson(`${url}/doc`)).body
+      expect(doc.components.securitySchemes.bearerAuth).toEqual({ type: "http", scheme: "bearer", bearerFormat: "JWT" })
+      expect(doc.paths["/tools/{name}/execute"].post.security).toEqual([{ bearerAuth: [] }])
+      expect(doc.paths["/workflows/{id}/executions/{executionId}/resume"].post.security).toEqual([{ bearerAuth: [] }])
+      expect(doc.paths["/agents"].get.security).toEqual([])
+      expect(doc.paths["/doc"].get.security).toEqual([])
+    }))
+})
+
+layer(TestServerLive({ app, config: { auth: jwt({ defaultPrivate: true }) } }), { excludeTestServices: true })("JWT, defaultPrivate true", (it) => {
+  it.effect("every class needs a token; unknown routes are still 404", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      expect(yield* statuses(url)).toEqual({ execution: 401, management: 401, documentation: 401, discovery: 401 })
+      expect(yield* statuses(url, tokens.valid)).toEqual({ execution: 200, management: 200, documentation: 200, discovery: 200 })
+      expect((yield* fetchJson(`${url}/ui`)).status).toBe(401)
+      expect((yield* fetchJson(`${url}/ui`, { headers: bearer(tokens.valid) })).status).toBe(200)
+      expect((yield* fetchJson(`${url}/nowhere`)).status).toBe(404)
+      const doc = (yield* fetchJson(`${url}/doc`, { headers: bearer(tokens.valid) })).body
+      expect(doc.paths["/agents"].get.security).toEqual([{ bearerAuth: [] }])
+    }))
+})
+
+layer(
+  TestServerLive({ app, config: { auth: jwt({ defaultPrivate: true, publicRoutes: ["GET /agents", "POST /tools/:name/execute", "GET /workflows*"] }) } }),
+  { excludeTestServices: true }
+)("JWT with publicRoutes", (it) => {
+  it.effect("patterns with :param and a trailing * open exactly those routes", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      expect(yield* statuses(url)).toEqual({ execution: 200, management: 200, documentation: 401, discovery: 401 })
+      expect((yield* fetchJson(`${url}/workflows/approval`)).status).toBe(200)
+      expect((yield* fetchJson(`${url}/workflows/executions`)).status).toBe(200)
+      expect((yield* fetchJson(`${url}/workflows/approval/execute`, json({ input: { amount: 1 } }))).status).toBe(401)
+      expect((yield* fetchJson(`${url}/agents/spy`)).status).toBe(401)
+      const doc = (yield* fetchJson(`${url}/doc`, { headers: bearer(tokens.valid) })).body
+      expect(doc.paths["/tools/{name}/execute"].post.security).toEqual([])
+    }))
+})
+
+layer(
+  TestServerLive({ app, config: { auth: jwt({ secret: RSA_PEM }) } }),
+  { excludeTestServices: true }
+)("JWT verified with an RSA public key", (it) => {
+  it.effect("RS256 tokens pass; an HS256 token signed with the public key as HMAC secret is refused", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      expect((yield* call(url, routes.execution, tokens.rs256)).status).toBe(200)
+      const confused = yield* call(url, routes.execution, tokens.hmacWithPublicKey)
+      expect(confused.status).toBe(401)
+      expect(confused.body.error).toMatch(/^Invalid token: .*alg/)
+      expect((yield* call(url, routes.execution, tokens.valid)).status).toBe(401)
+    }))
+})
+
+layer(
+  TestServerLive({ app, config: { auth: jwt({ audience: "service", issuer: "issuer" }) } }),
+  { excludeTestServices: true }
+)("JWT with audience and issuer", (it) => {
+  it.effect("wrong audience and wrong issuer are refused", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      expect((yield* call(url, routes.execution, tokens.rightAudience)).status).toBe(200)
+      const aud = yield* call(url, routes.execution, tokens.wrongAudience)
+      expect(aud.body.error).toMatch(/^Invalid token: .*"aud"/)
+      const iss = yield* call(url, routes.execution, tokens.wrongIssuer)
+      expect(iss.body.error).toMatch(/^Invalid token: .*"iss"/)
+      expect((yield* call(url, routes.execution, tokens.valid)).status).toBe(401)
+    }))
+})
+
+layer(
+  TestServerLive({
+    app,
+    config: { auth: jwt({ mapUser: (claims) => ({ id: claims.sub, admin: claims.role === "admin" }) }) }
+  }),
+  { excludeTestServices: true }
+)("mapUser", (it) => {
+  it.effect("builds the user object tools see", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const who = yield* fetchJson(`${url}/tools/whoami/execute`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...bearer(tokens.valid) },
+        body: "{}"
+      })
+      expect(who.body.data.result.user).toEqual({ id: "ada", admin: true })
+    }))
+})
+
+describe("console access policy", () => {
+  const consoleRequest = (key?: string) => ({
+    routeClass: "console" as const,
+    method: "GET",
+    path: "/observability/status",
+    token: Option.none<string>(),
+    consoleKey: Option.fromNullable(key)
+  })
+  const outcome = (settings: AuthSettings, key?: string) =>
+    Effect.runPromise(Effect.either(makeAuthPolicy(settings).authorize(consoleRequest(key)))).then((e) =>
+      e._tag === "Right" ? "ok" : e.left.message
+    )
+
+  it("is open outside production, keyed in production, closed in production without a key", async () => {
+    expect(await outcome({ production: false })).toBe("ok")
+    expect(await outcome({ production: false, jwt: jwt().jwt })).toBe("ok")
+    expect(await outcome({ production: true, consoleKey: "k3y" }, "k3y")).toBe("ok")
+    expect(await outcome({ production: true, consoleKey: "k3y" })).toBe("Console access key required")
+    expect(await outcome({ production: true, consoleKey: "k3y" }, "wrong")).toBe("Invalid console access key")
+    expect(await outcome({ production: true }, "anything")).toMatch(/^Console access is disabled/)
+  })
+})
+
+describe("publicRoutes patterns", () => {
+  it("match method, :param segments and a trailing *", () => {
+    const isPublic = compilePublicRoutes(["GET /agents/:id", "POST /tools/*", "* /health"])
+    expect(isPublic("GET", "/agents/a1")).toBe(true)
+    expect(isPublic("GET", "/agents/a1/card")).toBe(false)
+    expect(isPublic("POST", "/agents/a1")).toBe(false)
+    expect(isPublic("POST", "/tools/add/execute")).toBe(true)
+    expect(isPublic("DELETE", "/health")).toBe(true)
+  })
+})
