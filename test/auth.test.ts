@@ -1,3 +1,5 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
 import { exportSPKI, generateKeyPair, SignJWT } from "jose"
@@ -149,6 +151,24 @@ layer(TestServerLive({ app, config: { auth: jwt() } }), { excludeTestServices: t
       expect(seen).toEqual([expect.objectContaining({ sub: "ada" })])
       const step = yield* fetchJson(`${url}/workflows/who/execute`, { method: "POST", headers, body: JSON.stringify({ input: {} }) })
       expect(step.body.data.result).toEqual({ user: expect.objectContaining({ sub: "ada", role: "admin" }) })
+    }))
+
+  it.effect("MCP calls need the token too, and run as its user", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const anonymous = yield* fetchJson(`${url}/mcp/default/mcp`, json({ jsonrpc: "2.0", id: 1, method: "tools/list" }))
+      expect(anonymous.status).toBe(401)
+      const result = yield* Effect.promise(async () => {
+        const client = new Client({ name: "auth-test", version: "1.0.0" })
+        await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp/default/mcp`), {
+          requestInit: { headers: bearer(tokens.valid) }
+        }))
+        const called = await client.callTool({ name: "whoami", arguments: {} })
+        await client.close()
+        return called
+      })
+      const text = (result.content as Array<{ type: string; text: string }>)[0].text
+      expect(JSON.parse(text).user).toMatchObject({ sub: "ada" })
     }))
 
   it.effect("/doc marks exactly the execution routes with bearer security", () =>

@@ -21,7 +21,8 @@ export class McpExposure extends Context.Tag("McpExposure")<McpExposure, {
   readonly servers: Effect.Effect<ReadonlyArray<McpServerInfo>>
   readonly server: (id: string) => Effect.Effect<McpServerInfo, NotFound>
   /** Answers one request to the server's streamable HTTP endpoint. */
-  readonly handle: (id: string, request: Request) => Effect.Effect<Response, NotFound>
+  /** `user` is the authenticated caller; tools and agents run as them. */
+  readonly handle: (id: string, request: Request, user: unknown) => Effect.Effect<Response, NotFound>
 }>() {}
 
 const SERVER_ID = "default"
@@ -60,11 +61,11 @@ export const McpExposureLive = Layer.effect(
     })).pipe(Effect.withSpan("McpExposure.listTools"))
 
     // A tool's failure is a tool result the model can read; an unknown tool is a protocol error.
-    const callTool = (name: string, args: Record<string, unknown>): Effect.Effect<CallToolResult, McpError> =>
+    const callTool = (name: string, args: Record<string, unknown>, user: unknown): Effect.Effect<CallToolResult, McpError> =>
       Effect.gen(function*() {
         const entry = (yield* tools).find((candidate) => candidate.definition.name === name)
         if (entry === undefined) return yield* Effect.fail(new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`))
-        return yield* entry.call(args).pipe(
+        return yield* entry.call(args, user).pipe(
           Effect.catchAll((error) => Effect.succeed(errorResult(error.message))),
           Effect.catchAllCause((cause) =>
             Cause.isInterruptedOnly(cause)
@@ -75,22 +76,22 @@ export const McpExposureLive = Layer.effect(
       }).pipe(Effect.withSpan("McpExposure.callTool", { attributes: { "mcp.tool.name": name } }))
 
     // A fresh MCP server per request; its handlers run in the request's runtime, so their spans nest.
-    const mcpServer = (runtime: Runtime.Runtime<never>) => {
+    const mcpServer = (runtime: Runtime.Runtime<never>, user: unknown) => {
       const run = <A>(effect: Effect.Effect<A, McpError>, signal: AbortSignal): Promise<A> =>
         Runtime.runPromise(runtime, Effect.either(effect), { signal }).then(Either.getOrThrowWith(identity))
       const server = new Server(implementation, { capabilities: { tools: {} } })
       server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => run(listTools, extra.signal))
       server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-        run(callTool(request.params.name, request.params.arguments ?? {}), extra.signal))
+        run(callTool(request.params.name, request.params.arguments ?? {}, user), extra.signal))
       server.onerror = (error) => Runtime.runSync(runtime, Effect.logDebug("MCP request refused", error.message))
       return server
     }
 
-    const serve = (request: Request) =>
+    const serve = (request: Request, user: unknown) =>
       Effect.acquireUseRelease(
         Effect.flatMap(Effect.runtime<never>(), (runtime) =>
           Effect.promise(async () => {
-            const server = mcpServer(runtime)
+            const server = mcpServer(runtime, user)
             const transport = new WebStandardStreamableHTTPServerTransport({
               sessionIdGenerator: undefined,
               enableJsonResponse: true
@@ -109,8 +110,8 @@ export const McpExposureLive = Layer.effect(
         Effect.zipRight(find(id), info).pipe(
           Effect.withSpan("McpExposure.server", { attributes: { "mcp.server.id": id } })
         ),
-      handle: (id, request) =>
-        Effect.zipRight(find(id), request.method === "POST" ? serve(request) : Effect.sync(methodNotAllowed)).pipe(
+      handle: (id, request, user) =>
+        Effect.zipRight(find(id), request.method === "POST" ? serve(request, user) : Effect.sync(methodNotAllowed)).pipe(
           Effect.withSpan("McpExposure.handle", { attributes: { "mcp.server.id": id, "http.method": request.method } })
         )
     })

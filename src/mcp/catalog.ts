@@ -11,7 +11,7 @@ export type CallFailure = ValidationError | ExecutionFailed | NotFound
 /** A tool as MCP clients see it, and how to call it. */
 export interface McpToolEntry {
   readonly definition: McpTool
-  readonly call: (args: Record<string, unknown>) => Effect.Effect<CallToolResult, CallFailure>
+  readonly call: (args: Record<string, unknown>, user: unknown) => Effect.Effect<CallToolResult, CallFailure>
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -36,8 +36,8 @@ const toolEntry = (runner: ToolRunner["Type"]) => ({ tool }: ToolEntry): Array<M
   if (inputSchema === undefined) return []
   return [{
     definition: { name: tool.name, description: tool.description, inputSchema },
-    call: (args) =>
-      Effect.map(runner.execute(tool.name, args, { context: {}, user: null }), (execution) => jsonResult(execution.result))
+    call: (args, user) =>
+      Effect.map(runner.execute(tool.name, args, { context: {}, user }), (execution) => jsonResult(execution.result))
   }]
 }
 
@@ -59,12 +59,12 @@ const agentEntry = (agents: AgentRegistry["Type"]) => (agent: AgentSummary): Mcp
     description: `Ask the agent ${agent.name}: ${agent.description}`,
     inputSchema: agentInputSchema
   },
-  call: (args) =>
+  call: (args, user) =>
     Either.match(decodeAgentArguments(args), {
       onLeft: (error) => Effect.fail(ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error))),
       onRight: ({ conversationId, input }) =>
         Effect.map(
-          agents.text(agent.id, { input, options: conversationId ? { conversationId } : {} }),
+          agents.text(agent.id, { input, options: conversationId ? { conversationId } : {}, user }),
           (result): CallToolResult => ({ content: [{ type: "text", text: result.text }] })
         )
     })
