@@ -9,10 +9,19 @@ import { NodeServerLive } from "./http/NodeServer.js"
 import { HttpLive } from "./http/Server.js"
 import { ShutdownLive } from "./http/Shutdown.js"
 import { McpExposureLive } from "./mcp/McpExposure.js"
+import { ObservabilitySetupLive } from "./ops/ObservabilitySetup.js"
+import { UpdatesLive } from "./ops/Updates.js"
+import { LogCaptureLive, LogStoreLive } from "./observability/LogStore.js"
+import { TraceStoreLive } from "./observability/TraceStore.js"
+import { TracingLive } from "./observability/Tracing.js"
 import { SqlLive, storageKind } from "./storage/Sql.js"
 import { ToolRunnerLive } from "./tools/ToolRunner.js"
 import { ExecutionStoreLive } from "./workflows/ExecutionStore.js"
 import { WorkflowEngineLive } from "./workflows/WorkflowEngine.js"
+
+const SERVICE_NAME = "agent-workflow-service"
+const RETENTION = { maxTraces: 10_000, maxAgeMs: 7 * 24 * 3600 * 1000 }
+const LOG_CAPACITY = 5_000
 
 /** Every service of the app, without the HTTP server: for embedding or for tests. */
 export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
@@ -20,11 +29,16 @@ export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
     Layer.provideMerge(Layer.mergeAll(
       Layer.succeed(ServerConfig, config),
       ToolRunnerLive([...agentToolEntries(app.agents), ...app.tools.map((tool) => ({ tool, agents: [] }))]),
-      AgentRegistryLive(app.agents, { storage: storageKind(config.databaseUrl), telemetry: false }),
+      AgentRegistryLive(app.agents, { storage: storageKind(config.databaseUrl), telemetry: true }),
       ShutdownLive,
-      AuthPolicyLive(config.auth)
+      AuthPolicyLive(config.auth),
+      UpdatesLive(),
+      ObservabilitySetupLive()
     )),
     Layer.provideMerge(Layer.mergeAll(MemoryStoreLive, ExecutionStoreLive, DefaultModelLive(config.model))),
+    // Tracing and log capture come first, so everything built after them is traced and logged.
+    Layer.provideMerge(Layer.mergeAll(TracingLive({ serviceName: SERVICE_NAME, otlpEndpoint: config.otlpEndpoint }), LogCaptureLive)),
+    Layer.provideMerge(Layer.mergeAll(TraceStoreLive(RETENTION), LogStoreLive(LOG_CAPACITY))),
     Layer.provideMerge(SqlLive(config.databaseUrl))
   )
 

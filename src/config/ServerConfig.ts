@@ -40,6 +40,8 @@ export interface ServerConfigShape {
   /** The model agents use unless they name their own (AI_PROVIDER, AI_MODEL, AI_BASE_URL, AI_API_KEY). */
   readonly model: ModelSettings
   readonly auth: AuthSettings
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: also export spans there over OTLP/HTTP. */
+  readonly otlpEndpoint?: string | undefined
 }
 
 export class ServerConfig extends Context.Tag("ServerConfig")<ServerConfig, ServerConfigShape>() {}
@@ -63,7 +65,8 @@ export const resolveServerConfig = (
     production,
     logLevel: parseLogLevel(env.LOG_LEVEL),
     model: Either.getOrThrowWith(resolveModelSettings(env), (message) => new Error(message)),
-    auth: resolveAuth(file.auth, env, production)
+    auth: resolveAuth(file.auth, env, production),
+    otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined
   }
 }
 

@@ -1,8 +1,11 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AgentsApi } from "../agents/AgentsApi.js"
 import { McpApi } from "../mcp/McpApi.js"
+import { ObservabilityApi } from "../observability/ObservabilityApi.js"
+import { OpsApi } from "../ops/OpsApi.js"
 import { ToolsApi } from "../tools/ToolsApi.js"
 import { WorkflowsApi } from "../workflows/WorkflowsApi.js"
+import { WebSocketsApi } from "../ws/WebSocketsApi.js"
 import { DocsApi } from "./docs/DocsApi.js"
 import { BadRequest, InternalError, NotFound, PayloadTooLarge, Unauthorized, ValidationError } from "./Errors.js"
 import { describeOpenApi } from "./docs/openApiDocument.js"
@@ -14,6 +17,9 @@ export class ServiceApi extends HttpApi.make("service")
   .add(ToolsApi)
   .add(WorkflowsApi)
   .add(McpApi)
+  .add(OpsApi)
+  .add(ObservabilityApi)
+  .add(WebSocketsApi)
   // Any request can meet these, whichever endpoint it addresses.
   .addError(ValidationError)
   .addError(BadRequest)

@@ -7,8 +7,12 @@ import { withSecurity } from "../auth/openApiSecurity.js"
 import { routeTable } from "../auth/RouteClass.js"
 import type { ServerConfigShape } from "../config/ServerConfig.js"
 import { McpHandlers } from "../mcp/handlers.js"
+import { ObservabilityHandlers } from "../observability/handlers.js"
+import { OpsHandlers } from "../ops/handlers.js"
+import { storageKind } from "../storage/Sql.js"
 import { ToolsHandlers } from "../tools/handlers.js"
 import { WorkflowsHandlers } from "../workflows/handlers.js"
+import { WebSocketsHandlers } from "../ws/handlers.js"
 import { ServiceApi } from "./Api.js"
 import { describeOpenApi } from "./docs/openApiDocument.js"
 import { DocsHandlers } from "./docs/handlers.js"
@@ -24,7 +28,15 @@ const ApiLive = (config: ServerConfigShape) =>
     const api = ServiceApi.annotateContext(OpenApi.annotations({ transform: (spec) => secure(describeOpenApi(spec)) }))
     return HttpApiBuilder.api(api).pipe(Layer.provide(DocsHandlers(api)))
   })).pipe(
-    Layer.provide([AgentsHandlers, ToolsHandlers, WorkflowsHandlers, McpHandlers]),
+    Layer.provide([
+      AgentsHandlers,
+      ToolsHandlers,
+      WorkflowsHandlers,
+      McpHandlers,
+      OpsHandlers,
+      ObservabilityHandlers(storageKind(config.databaseUrl)),
+      WebSocketsHandlers
+    ]),
     Layer.provide(AuthenticationLive(routes))
   )
 

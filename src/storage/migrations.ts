@@ -1,6 +1,7 @@
 import type { SqlClient } from "@effect/sql"
 import type { Effect } from "effect"
 import { createAgentTables } from "../agents/memory/migration.js"
+import { createSpanTable } from "../observability/migration.js"
 import { createWorkflowTables } from "../workflows/migration.js"
 
 /**
@@ -9,5 +10,6 @@ import { createWorkflowTables } from "../workflows/migration.js"
  */
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_agent_memory": createAgentTables,
-  "0002_workflow_executions": createWorkflowTables
+  "0002_workflow_executions": createWorkflowTables,
+  "0003_observability_spans": createSpanTable
 }

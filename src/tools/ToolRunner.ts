@@ -53,7 +53,8 @@ export const runTool = (tool: Tool, input: unknown, caller: CallerContext): Effe
       Cause.isInterruptedOnly(cause)
         ? Effect.failCause(cause as Cause.Cause<never>)
         : Effect.fail(new ExecutionFailed({ message: `Tool ${tool.name} failed: ${failureMessage(cause)}` }))
-    )
+    ),
+    Effect.withSpan("tool.call", { attributes: { "tool.name": tool.name } })
   )
 
 // A result is sent as JSON; one that cannot be is the tool's failure, not the server's.

@@ -171,7 +171,18 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
           while (index < definition.steps.length) {
             const step = definition.steps[index]
             yield* emit(execution.id, event(execution, "step-start", step.id, "running", { stepIndex: index, stepType: step.type, input: data }))
-            const outcome = yield* Effect.either(runStep(env, step, data, resumeData))
+            const outcome = yield* Effect.either(runStep(env, step, data, resumeData)).pipe(
+              Effect.withSpan("workflow.step", {
+                attributes: {
+                  "entity.type": "workflow",
+                  "entity.id": definition.id,
+                  "execution.id": execution.id,
+                  "step.id": step.id,
+                  "step.type": step.type,
+                  "step.index": index
+                }
+              })
+            )
             if (Either.isLeft(outcome)) {
               const failure = outcome.left
               if (failure instanceof StepFailed) {

@@ -20,6 +20,7 @@ import type { MemoryStore } from "../memory/MemoryStore.js"
 import { toAiTools, validatedJsonSchema } from "./aiTools.js"
 import { textOf, toModelMessages } from "./messages.js"
 import { collectTools, toUsage } from "./results.js"
+import { tracedModel } from "./tracedModel.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
 
 export interface CallRequest {
@@ -93,6 +94,7 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
         ]),
       catch: failed(agent)
     })
+    const parent = yield* Effect.option(Effect.currentSpan)
     const remember = agent.memory === true && call.conversationId !== undefined
     const past = remember && contextLimit > 0
       ? yield* env.memory.load(agent.id, call.conversationId!, contextLimit)
@@ -102,11 +104,11 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
       ? [...(agent.tools ?? []), ...env.extraTools(agent, call)].filter((t) => active === undefined || active.includes(t.name))
       : []
     return {
-      model,
+      model: tracedModel(model, agent.id, parent, env.runtime),
       system,
       messages: [...past, ...newMessages],
       newMessages,
-      tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime),
+      tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime, parent),
       settings,
       maxSteps,
       call,

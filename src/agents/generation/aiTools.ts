@@ -1,5 +1,5 @@
 import { jsonSchema, tool, type ToolSet } from "ai"
-import { Effect, Either, Runtime } from "effect"
+import { Effect, Either, Option, Runtime, type Tracer } from "effect"
 import { ValidationError, type Issue } from "../../errors.js"
 import * as JsonSchemaValidator from "../../json-schema/JsonSchemaValidator.js"
 import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
@@ -26,7 +26,8 @@ export const validatedJsonSchema = (schema: JsonSchema) =>
 export const toAiTools = (
   tools: ReadonlyArray<Tool>,
   caller: CallerContext,
-  runtime: Runtime.Runtime<never>
+  runtime: Runtime.Runtime<never>,
+  parent: Option.Option<Tracer.AnySpan>
 ): ToolSet =>
   Object.fromEntries(tools.map((t) => [
     t.name,
@@ -34,7 +35,8 @@ export const toAiTools = (
       description: t.description,
       inputSchema: jsonSchema<unknown>(t.parameters as any, { validate: (value) => asValidation(t.decode(value), "input") }),
       execute: async (input, { abortSignal }) => {
-        const result = await Runtime.runPromise(runtime)(Effect.either(runTool(t, input, caller)), { signal: abortSignal })
+        const call = Option.match(parent, { onNone: () => runTool(t, input, caller), onSome: (span) => Effect.withParentSpan(runTool(t, input, caller), span) })
+        const result = await Runtime.runPromise(runtime)(Effect.either(call), { signal: abortSignal })
         if (Either.isLeft(result)) throw new Error(result.left.message)
         return result.right
       }

@@ -1,0 +1,54 @@
+import { Context, Effect, Layer } from "effect"
+import { resolve } from "node:path"
+import { ExecutionFailed, ValidationError } from "../errors.js"
+import { writeEnvValues } from "./EnvFile.js"
+
+export const PUBLIC_KEY_VARIABLE = "SERVICE_PUBLIC_KEY"
+export const SECRET_KEY_VARIABLE = "SERVICE_SECRET_KEY"
+
+export interface ObservabilityKeys {
+  readonly publicKey: string
+  readonly secretKey: string
+}
+
+export interface SetupResult {
+  /** The env file written. */
+  readonly file: string
+  readonly keys: ReadonlyArray<string>
+}
+
+export class ObservabilitySetup extends Context.Tag("ObservabilitySetup")<ObservabilitySetup, {
+  /** Writes the operations-platform keys into the env file, keeping its other lines. */
+  readonly writeKeys: (keys: ObservabilityKeys) => Effect.Effect<SetupResult, ValidationError | ExecutionFailed>
+}>() {}
+
+// The API validates too; this guard keeps an embedding caller from injecting lines into the file.
+const keyIssues = (keys: ObservabilityKeys) =>
+  (["publicKey", "secretKey"] as const).flatMap((field) =>
+    keys[field] === "" ? [{ path: [field], message: "must not be empty" }]
+      : /[\r\n]/.test(keys[field]) ? [{ path: [field], message: "must not contain a newline" }]
+      : []
+  )
+
+/** `envFile` defaults to `.env` in the working directory at start-up. */
+export const ObservabilitySetupLive = (options: { readonly envFile?: string } = {}): Layer.Layer<ObservabilitySetup> =>
+  Layer.effect(
+    ObservabilitySetup,
+    Effect.gen(function*() {
+      const file = resolve(options.envFile ?? ".env")
+      // Read-modify-write: two concurrent calls must not lose each other's lines.
+      const lock = yield* Effect.makeSemaphore(1)
+      const writeKeys = (keys: ObservabilityKeys) =>
+        Effect.gen(function*() {
+          const issues = keyIssues(keys)
+          if (issues.length > 0) return yield* ValidationError.fromIssues(issues)
+          const values = [[PUBLIC_KEY_VARIABLE, keys.publicKey], [SECRET_KEY_VARIABLE, keys.secretKey]] as const
+          yield* lock.withPermits(1)(writeEnvValues(file, values)).pipe(
+            Effect.mapError((error) => new ExecutionFailed({ message: `Could not write ${file}: ${error.message}` }))
+          )
+          yield* Effect.logInfo(`Wrote ${PUBLIC_KEY_VARIABLE} and ${SECRET_KEY_VARIABLE} to ${file}`)
+          return { file, keys: values.map(([key]) => key) }
+        }).pipe(Effect.withSpan("ObservabilitySetup.writeKeys"))
+      return ObservabilitySetup.of({ writeKeys })
+    })
+  )

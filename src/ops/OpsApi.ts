@@ -1,0 +1,65 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Authentication } from "../auth/Authentication.js"
+import { RouteClassAnnotation } from "../auth/RouteClass.js"
+import { Success } from "../http/Envelope.js"
+import { BadRequest, ExecutionFailed, ValidationError } from "../http/Errors.js"
+
+export const DependencyUpdate = Schema.Struct({
+  name: Schema.String,
+  installed: Schema.String,
+  latest: Schema.String.annotations({ description: "the registry's dist-tags.latest" }),
+  type: Schema.Literal("major", "minor", "patch")
+}).annotations({ identifier: "DependencyUpdate" })
+
+export const UpdateReport = Schema.Struct({
+  hasUpdates: Schema.Boolean,
+  updates: Schema.Array(DependencyUpdate).annotations({ description: "only the outdated direct dependencies" }),
+  count: Schema.Number,
+  message: Schema.String
+}).annotations({ identifier: "UpdateReport" })
+
+export const InstallRequest = Schema.Struct({
+  packageName: Schema.optional(Schema.String).annotations({
+    description: "one of the service's dependencies; without it, every outdated one"
+  })
+})
+
+export const InstallReport = Schema.Struct({
+  packageName: Schema.String.annotations({ description: "the package asked for, or \"all\"" }),
+  installed: Schema.Array(Schema.Struct({ name: Schema.String, version: Schema.NullOr(Schema.String) })),
+  message: Schema.String,
+  output: Schema.String.annotations({ description: "the last 64 KiB of npm's output" })
+}).annotations({ identifier: "InstallReport" })
+
+const Key = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.filter((text) => !/[\r\n]/.test(text), { message: () => "must not contain a newline" })
+)
+
+export const SetupRequest = Schema.Struct({ publicKey: Key, secretKey: Key })
+
+export const SetupResult = Schema.Struct({
+  file: Schema.String.annotations({ description: "the env file written" }),
+  keys: Schema.Array(Schema.String)
+}).annotations({ identifier: "ObservabilitySetupResult" })
+
+export class OpsApi extends HttpApiGroup.make("ops")
+  .add(
+    HttpApiEndpoint.get("getUpdates", "/updates").addSuccess(Success(UpdateReport)).addError(ExecutionFailed)
+      .annotate(OpenApi.Summary, "Outdated direct dependencies, from the registry npm is configured for (cached)")
+  )
+  .add(
+    HttpApiEndpoint.post("installUpdates", "/updates").setPayload(InstallRequest).addSuccess(Success(InstallReport))
+      .addError(ValidationError).addError(BadRequest).addError(ExecutionFailed)
+      .annotate(OpenApi.Summary, "Install the latest version of one dependency, or of every outdated one (npm, one at a time)")
+  )
+  .add(
+    HttpApiEndpoint.post("setupObservability", "/setup-observability").setPayload(SetupRequest)
+      .addSuccess(Success(SetupResult)).addError(ValidationError).addError(ExecutionFailed)
+      .annotate(OpenApi.Summary, "Write SERVICE_PUBLIC_KEY and SERVICE_SECRET_KEY into .env (mode 0600), keeping its other lines")
+  )
+  .annotate(OpenApi.Title, "Updates and setup")
+  .annotate(RouteClassAnnotation, "console")
+  .middleware(Authentication)
+{}

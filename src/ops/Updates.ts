@@ -1,0 +1,137 @@
+import { Clock, Context, Effect, Fiber, Layer, Ref } from "effect"
+import { sep } from "node:path"
+import { fileURLToPath } from "node:url"
+import { BadRequest, ExecutionFailed } from "../errors.js"
+import { installedVersion, readDependencies } from "./dependencies.js"
+import { type InstallTarget, npmInstall } from "./npmInstall.js"
+import { fetchLatest, resolveRegistry } from "./npmRegistry.js"
+import { type Survey, survey, toReport, unreachableMessage, type UpdateReport } from "./survey.js"
+
+export type { UpdateInfo, UpdateReport } from "./survey.js"
+
+export interface InstallReport {
+  /** The package asked for, or "all". */
+  readonly packageName: string
+  readonly installed: ReadonlyArray<{ readonly name: string; readonly version: string | null }>
+  readonly message: string
+  /** The last 64 KiB of npm's output. */
+  readonly output: string
+}
+
+export class Updates extends Context.Tag("Updates")<Updates, {
+  /** The outdated direct dependencies (cached). */
+  readonly check: Effect.Effect<UpdateReport, ExecutionFailed>
+  /** Installs the latest version of one dependency, or of every outdated one when no name is given. */
+  readonly install: (packageName: string | undefined) => Effect.Effect<InstallReport, BadRequest | ExecutionFailed>
+}>() {}
+
+export interface UpdatesOptions {
+  /** Holds package.json and node_modules; default: this package's root. */
+  readonly projectDir?: string
+  /** Default: the registry npm is configured for. */
+  readonly registry?: string
+  /** Per registry request; default 5 s. */
+  readonly timeoutMs?: number
+  /** How long a check is reused; default 10 min. */
+  readonly cacheMs?: number
+  /** Default 5 min. */
+  readonly installTimeoutMs?: number
+}
+
+/** The package root, from src/ops (tests) as from dist/ops (the built service). */
+export const PACKAGE_ROOT = fileURLToPath(new URL("../../", import.meta.url))
+
+const failed = (message: string) => new ExecutionFailed({ message })
+
+const notADependency = (name: string) =>
+  new BadRequest({ message: `Package ${name} is not a dependency of this service` })
+
+export const UpdatesLive = (options: UpdatesOptions = {}): Layer.Layer<Updates> =>
+  Layer.scoped(
+    Updates,
+    Effect.gen(function*() {
+      const projectDir = options.projectDir ?? PACKAGE_ROOT
+      const timeoutMs = options.timeoutMs ?? 5_000
+      const cacheMs = options.cacheMs ?? 10 * 60_000
+      const installTimeoutMs = options.installTimeoutMs ?? 5 * 60_000
+      const scope = yield* Effect.scope
+      const registry = yield* Effect.cached(resolveRegistry({ registry: options.registry, projectDir, timeoutMs }))
+      const dependencies = readDependencies(projectDir).pipe(Effect.mapError((error) => failed(error.message)))
+
+      // One entry; a check that found the registry unreachable is not kept, so its recovery shows at once.
+      const cache = yield* Ref.make<{ readonly expires: number; readonly survey: Survey } | undefined>(undefined)
+      const cacheLock = yield* Effect.makeSemaphore(1)
+      const invalidate = Ref.set(cache, undefined)
+      const currentSurvey = cacheLock.withPermits(1)(Effect.gen(function*() {
+        const now = yield* Clock.currentTimeMillis
+        const cached = yield* Ref.get(cache)
+        if (cached !== undefined && now < cached.expires) return cached.survey
+        const fresh = yield* survey(projectDir, yield* registry, yield* dependencies, timeoutMs)
+        if (fresh.unreachable === undefined) yield* Ref.set(cache, { expires: now + cacheMs, survey: fresh })
+        return fresh
+      }))
+
+      const check = currentSurvey.pipe(Effect.map(toReport), Effect.withSpan("Updates.check"))
+
+      const targetsOf = (packageName: string | undefined) =>
+        Effect.gen(function*() {
+          if (packageName === undefined) {
+            yield* invalidate
+            const found = yield* currentSurvey
+            if (found.unreachable !== undefined) return yield* failed(unreachableMessage(found))
+            return found.outdated
+          }
+          const dep = (yield* dependencies).find((candidate) => candidate.name === packageName)
+          if (dep === undefined) return yield* notADependency(packageName)
+          // Unknown latest: npm resolves `@latest` itself and reports what went wrong.
+          const latest = yield* Effect.orElseSucceed(fetchLatest(yield* registry, dep.name, timeoutMs), () => undefined)
+          return [{ ...dep, latest }]
+        })
+
+      const runInstall = (packageName: string | undefined, targets: ReadonlyArray<InstallTarget>) =>
+        Effect.gen(function*() {
+          const names = targets.map(({ name }) => name).join(" ")
+          yield* Effect.logInfo(`Installing the latest ${names}`)
+          const output = yield* npmInstall(targets, { projectDir, registry: yield* registry, timeoutMs: installTimeoutMs })
+            .pipe(Effect.ensuring(invalidate))
+          const installed = yield* Effect.forEach(targets, ({ name }) =>
+            Effect.map(installedVersion(projectDir, name), (version) => ({ name, version: version ?? null })))
+          const list = installed.map(({ name, version }) => `${name}@${version}`).join(", ")
+          yield* Effect.logInfo(`Installed ${list}`)
+          return { packageName: packageName ?? "all", installed, message: `Installed ${list}`, output }
+        })
+
+      // The install runs in the service's scope: a client that goes away does not stop npm half-way.
+      const running = yield* Ref.make(false)
+      const exclusive = <A, E>(effect: Effect.Effect<A, E>) =>
+        Effect.uninterruptibleMask((restore) =>
+          Effect.gen(function*() {
+            if (yield* Ref.getAndSet(running, true)) return yield* new BadRequest({ message: "An update is already running" })
+            // The fork would inherit this uninterruptible region: the time-out and shutdown must reach npm.
+            const fiber = yield* Effect.forkIn(Effect.ensuring(Effect.interruptible(effect), Ref.set(running, false)), scope)
+            return yield* restore(Fiber.join(fiber))
+          }))
+
+      const install = (packageName: string | undefined) =>
+        Effect.gen(function*() {
+          if (projectDir.split(sep).includes("node_modules")) {
+            return yield* new BadRequest({
+              message: "This service is installed as a dependency of another project; update it from that project"
+            })
+          }
+          // Checked before the one-at-a-time guard, so a wrong name is always told so.
+          if (packageName !== undefined && !(yield* dependencies).some((dep) => dep.name === packageName)) {
+            return yield* notADependency(packageName)
+          }
+          return yield* exclusive(Effect.gen(function*() {
+            const targets = yield* targetsOf(packageName)
+            if (targets.length === 0) {
+              return { packageName: "all", installed: [], message: "All dependencies are up to date; nothing to install", output: "" }
+            }
+            return yield* runInstall(packageName, targets)
+          }))
+        }).pipe(Effect.withSpan("Updates.install", { attributes: { "package.name": packageName ?? "all" } }))
+
+      return Updates.of({ check, install })
+    })
+  )

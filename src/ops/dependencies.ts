@@ -1,0 +1,42 @@
+import { Effect } from "effect"
+import { readFile } from "node:fs/promises"
+import { dirname, join } from "node:path"
+
+export interface Dependency {
+  readonly name: string
+  /** The range package.json asks for, e.g. `^1.2.3`. */
+  readonly range: string
+}
+
+const readJson = (path: string) => Effect.tryPromise(() => readFile(path, "utf8").then((text) => JSON.parse(text) as unknown))
+
+// Aliases (npm:), git, file, link, workspace and URL specs do not name a registry package of that name.
+const fromRegistry = (range: string) => !/[:/]/.test(range)
+
+/** The project's runtime `dependencies` that come from the registry (devDependencies are not the service's). */
+export const readDependencies = (projectDir: string): Effect.Effect<ReadonlyArray<Dependency>, Error> =>
+  readJson(join(projectDir, "package.json")).pipe(
+    Effect.map((manifest) => {
+      const deps = (manifest as { dependencies?: Record<string, unknown> }).dependencies ?? {}
+      return Object.entries(deps).flatMap(([name, range]) =>
+        typeof range === "string" && fromRegistry(range) ? [{ name, range }] : []
+      )
+    }),
+    Effect.mapError((error) => {
+      const reason = error.cause instanceof Error ? error.cause.message : String(error.cause)
+      return new Error(`Could not read ${join(projectDir, "package.json")}: ${reason}`)
+    })
+  )
+
+/** The installed version, found the way Node resolves packages: node_modules here, then in each parent. */
+export const installedVersion = (projectDir: string, name: string): Effect.Effect<string | undefined> =>
+  Effect.gen(function*() {
+    for (let dir = projectDir; ; dir = dirname(dir)) {
+      const manifest = yield* Effect.option(readJson(join(dir, "node_modules", name, "package.json")))
+      if (manifest._tag === "Some") {
+        const version = (manifest.value as { version?: unknown }).version
+        return typeof version === "string" ? version : undefined
+      }
+      if (dirname(dir) === dir) return undefined
+    }
+  })

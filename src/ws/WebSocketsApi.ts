@@ -1,0 +1,52 @@
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { RouteClassAnnotation } from "../auth/RouteClass.js"
+import { Unauthorized } from "../http/Errors.js"
+import { LogFilters } from "../observability/ObservabilityApi.js"
+
+const Upgrade = Schema.Unknown.annotations({ description: "101 Switching Protocols: a WebSocket" })
+
+/**
+ * WebSocket handshakes cannot carry headers, so credentials come as query parameters and each
+ * handler checks them itself before upgrading (these routes have no Authentication middleware).
+ */
+export class WebSocketsApi extends HttpApiGroup.make("websockets")
+  .add(
+    HttpApiEndpoint.get("echoSocket", "/ws")
+      .setUrlParams(Schema.Struct({ token: Schema.optional(Schema.String) }))
+      .addSuccess(Upgrade, { status: 101 })
+      .addError(Unauthorized)
+      .annotate(RouteClassAnnotation, "management")
+      .annotate(OpenApi.Summary, "Connection test: echoes JSON messages (?token=<JWT>)")
+  )
+  .add(
+    HttpApiEndpoint.get("logsSocket", "/ws/logs")
+      .setUrlParams(Schema.Struct({
+        ...LogFilters,
+        agentId: Schema.optional(Schema.String),
+        workflowId: Schema.optional(Schema.String),
+        executionId: Schema.optional(Schema.String),
+        conversationId: Schema.optional(Schema.String),
+        key: Schema.optional(Schema.String),
+        dev: Schema.optional(Schema.String)
+      }))
+      .addSuccess(Upgrade, { status: 101 })
+      .addError(Unauthorized)
+      .annotate(RouteClassAnnotation, "console")
+      .annotate(OpenApi.Summary, "Live logs: an initial batch, then each new matching entry (?key= in production)")
+  )
+  .add(
+    HttpApiEndpoint.get("observabilitySocket", "/ws/observability")
+      .setUrlParams(Schema.Struct({
+        entityType: Schema.optional(Schema.Literal("agent", "workflow")),
+        entityId: Schema.optional(Schema.String),
+        key: Schema.optional(Schema.String),
+        dev: Schema.optional(Schema.String)
+      }))
+      .addSuccess(Upgrade, { status: 101 })
+      .addError(Unauthorized)
+      .annotate(RouteClassAnnotation, "console")
+      .annotate(OpenApi.Summary, "Live span starts and ends and logs of one entity (?key= in production)")
+  )
+  .annotate(OpenApi.Title, "WebSockets")
+{}
