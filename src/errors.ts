@@ -5,6 +5,14 @@ import { Schema } from "effect"
  * attached where the API declares them (src/http/Errors.ts), not here.
  */
 
+/** The message of anything thrown or failed with: an Error's, an object's `message`, else its text. */
+export const messageOf = (error: unknown): string =>
+  error instanceof Error
+    ? error.message
+    : typeof error === "object" && error !== null && typeof (error as { message?: unknown }).message === "string"
+    ? (error as { message: string }).message
+    : String(error)
+
 export interface Issue {
   readonly path: ReadonlyArray<PropertyKey>
   readonly message: string

@@ -1,5 +1,6 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Cause, Deferred, Effect, Schedule, Stream } from "effect"
+import { messageOf } from "../errors.js"
 import { Shutdown } from "./Shutdown.js"
 
 export interface SseFrame {
@@ -17,13 +18,6 @@ const encodeFrame = (frame: SseFrame): Uint8Array =>
       (frame.event === undefined ? "" : `event: ${frame.event}\n`) +
       `data: ${JSON.stringify(frame.data)}\n\n`
   )
-
-export const messageOf = (error: unknown): string =>
-  error instanceof Error
-    ? error.message
-    : typeof error === "object" && error !== null && typeof (error as { message?: unknown }).message === "string"
-    ? (error as { message: string }).message
-    : String(error)
 
 /** Numbers the frames of a stream 0, 1, 2, ... */
 export const numbered = <E, R>(events: Stream.Stream<unknown, E, R>): Stream.Stream<SseFrame, E, R> =>

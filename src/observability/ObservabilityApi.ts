@@ -4,14 +4,11 @@ import { Authentication } from "../auth/Authentication.js"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Success } from "../http/Envelope.js"
 import { NotFound } from "../http/Errors.js"
-import { QueryInt } from "../http/Query.js"
+import { QueryInt, Timestamp } from "../http/Query.js"
 import { LEVELS } from "./LogStore.js"
 import { SpanRecord } from "./Span.js"
 
 export const Level = Schema.Literal(...LEVELS)
-export const Timestamp = Schema.String.pipe(
-  Schema.filter((text) => !Number.isNaN(Date.parse(text)), { message: () => "must be an ISO 8601 timestamp" })
-)
 
 export const LogEntrySchema = Schema.Struct({
   timestamp: Schema.String,

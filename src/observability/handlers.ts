@@ -2,6 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { NotFound } from "../errors.js"
 import { ServiceApi } from "../http/Api.js"
+import { toIso } from "../http/Query.js"
 import type { StorageKind } from "../storage/Sql.js"
 import { LogStore } from "./LogStore.js"
 import { TraceStore } from "./TraceStore.js"
@@ -12,7 +13,6 @@ const TRACES_DEFAULT = 50
 const TRACES_MAX = 500
 
 export const logLimit = (limit: number | undefined) => Math.min(limit ?? LOGS_DEFAULT, LOGS_MAX)
-const iso = (text: string | undefined) => (text === undefined ? undefined : new Date(text).toISOString())
 
 export const ObservabilityHandlers = (storage: StorageKind) =>
   HttpApiBuilder.group(ServiceApi, "observability", (handlers) =>
@@ -52,7 +52,7 @@ export const ObservabilityHandlers = (storage: StorageKind) =>
         .handle("traceLogs", ({ path }) => logList({ traceId: path.traceId }))
         .handle("spanLogs", ({ path }) => logList({ spanId: path.spanId }))
         .handle("observabilityLogs", ({ urlParams }) =>
-          logs.query({ ...urlParams, since: iso(urlParams.since), until: iso(urlParams.until), limit: logLimit(urlParams.limit) }))
+          logs.query({ ...urlParams, since: toIso(urlParams.since), until: toIso(urlParams.until), limit: logLimit(urlParams.limit) }))
         .handle("systemLogs", ({ urlParams }) =>
-          logs.query({ ...urlParams, since: iso(urlParams.since), until: iso(urlParams.until), limit: logLimit(urlParams.limit) }))
+          logs.query({ ...urlParams, since: toIso(urlParams.since), until: toIso(urlParams.until), limit: logLimit(urlParams.limit) }))
     }))

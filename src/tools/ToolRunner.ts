@@ -1,5 +1,5 @@
 import { Cause, Context, Effect, Layer } from "effect"
-import { ExecutionFailed, NotFound, ValidationError } from "../errors.js"
+import { ExecutionFailed, messageOf, NotFound, ValidationError } from "../errors.js"
 import type { Tool, ToolContext } from "./Tool.js"
 
 export interface AgentRef {
@@ -33,15 +33,6 @@ export class ToolRunner extends Context.Tag("ToolRunner")<ToolRunner, {
   ) => Effect.Effect<ToolExecution, NotFound | ValidationError | ExecutionFailed>
 }>() {}
 
-const failureMessage = (cause: Cause.Cause<unknown>): string => {
-  const error = Cause.squash(cause)
-  if (error instanceof Error) return error.message
-  if (typeof error === "object" && error !== null && typeof (error as { message?: unknown }).message === "string") {
-    return (error as { message: string }).message
-  }
-  return String(error)
-}
-
 /** Runs a decoded input through the tool with an abort signal tied to this fiber. */
 export const runTool = (tool: Tool, input: unknown, caller: CallerContext): Effect.Effect<unknown, ExecutionFailed> =>
   Effect.acquireUseRelease(
@@ -52,7 +43,7 @@ export const runTool = (tool: Tool, input: unknown, caller: CallerContext): Effe
     Effect.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause)
         ? Effect.failCause(cause as Cause.Cause<never>)
-        : Effect.fail(new ExecutionFailed({ message: `Tool ${tool.name} failed: ${failureMessage(cause)}` }))
+        : Effect.fail(new ExecutionFailed({ message: `Tool ${tool.name} failed: ${messageOf(Cause.squash(cause))}` }))
     ),
     Effect.withSpan("tool.call", { attributes: { "tool.name": tool.name } })
   )
@@ -65,7 +56,7 @@ const ensureJson = (tool: Tool, value: unknown): Effect.Effect<unknown, Executio
       return value === undefined ? null : value
     },
     catch: (error) =>
-      new ExecutionFailed({ message: `Tool ${tool.name} failed: its result is not JSON (${failureMessage(Cause.fail(error))})` })
+      new ExecutionFailed({ message: `Tool ${tool.name} failed: its result is not JSON (${messageOf(error)})` })
   })
 
 export const makeToolRunner = (entries: ReadonlyArray<ToolEntry>) => {

@@ -5,7 +5,7 @@ import { Schema } from "effect"
 import { EventStream } from "../agents/AgentsApi.js"
 import { Success } from "../http/Envelope.js"
 import { BadRequest, NotFound, ValidationError, WorkflowFailed } from "../http/Errors.js"
-import { QueryInt } from "../http/Query.js"
+import { QueryInt, Timestamp } from "../http/Query.js"
 import {
   CancelRequest,
   CancelResult,
@@ -24,9 +24,6 @@ import {
 
 const IdPath = Schema.Struct({ id: Schema.String })
 const ExecutionPath = Schema.Struct({ id: Schema.String, executionId: Schema.String })
-const Timestamp = Schema.String.pipe(
-  Schema.filter((text) => !Number.isNaN(Date.parse(text)), { message: () => "must be an ISO 8601 timestamp" })
-)
 
 export class WorkflowsApi extends HttpApiGroup.make("workflows")
   .add(

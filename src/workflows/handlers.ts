@@ -2,6 +2,7 @@ import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
 import { CurrentUser } from "../auth/Authentication.js"
 import { ServiceApi } from "../http/Api.js"
+import { toIso } from "../http/Query.js"
 import { sseResponse } from "../http/sse.js"
 import { WorkflowEngine } from "./WorkflowEngine.js"
 
@@ -22,8 +23,8 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
         engine.executions({
           workflowId: urlParams.workflowId,
           status: urlParams.status,
-          from: urlParams.from === undefined ? undefined : new Date(urlParams.from).toISOString(),
-          to: urlParams.to === undefined ? undefined : new Date(urlParams.to).toISOString(),
+          from: toIso(urlParams.from),
+          to: toIso(urlParams.to),
           limit: Math.min(urlParams.limit ?? LIST_DEFAULT, LIST_MAX),
           offset: urlParams.offset ?? 0
         }))

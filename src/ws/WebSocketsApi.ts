@@ -2,7 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Unauthorized } from "../http/Errors.js"
-import { LogFilters } from "../observability/ObservabilityApi.js"
+import { SystemLogFilters } from "../observability/ObservabilityApi.js"
 
 const Upgrade = Schema.Unknown.annotations({ description: "101 Switching Protocols: a WebSocket" })
 
@@ -22,11 +22,7 @@ export class WebSocketsApi extends HttpApiGroup.make("websockets")
   .add(
     HttpApiEndpoint.get("logsSocket", "/ws/logs")
       .setUrlParams(Schema.Struct({
-        ...LogFilters,
-        agentId: Schema.optional(Schema.String),
-        workflowId: Schema.optional(Schema.String),
-        executionId: Schema.optional(Schema.String),
-        conversationId: Schema.optional(Schema.String),
+        ...SystemLogFilters.fields,
         key: Schema.optional(Schema.String),
         dev: Schema.optional(Schema.String)
       }))

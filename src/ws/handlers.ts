@@ -2,6 +2,7 @@ import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse, type Socket
 import { Effect, Option, PubSub, Queue, Scope } from "effect"
 import { AuthPolicy } from "../auth/AuthPolicy.js"
 import { ServiceApi } from "../http/Api.js"
+import { toIso } from "../http/Query.js"
 import { type LogEntry, LogStore, matches } from "../observability/LogStore.js"
 import { logLimit } from "../observability/handlers.js"
 import { entityOf } from "../observability/Span.js"
@@ -47,7 +48,6 @@ const forward = <A>(live: PubSub.PubSub<A>, keep: (item: A) => boolean, toMessag
     )
   })
 
-const iso = (text: string | undefined) => (text === undefined ? undefined : new Date(text).toISOString())
 
 export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets", (handlers) =>
   Effect.gen(function*() {
@@ -98,7 +98,7 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
       .handle("logsSocket", ({ request, urlParams }) =>
         Effect.gen(function*() {
           yield* console(urlParams.key)
-          const filter = { ...urlParams, since: iso(urlParams.since), until: iso(urlParams.until) }
+          const filter = { ...urlParams, since: toIso(urlParams.since), until: toIso(urlParams.until) }
           return yield* serve(request, {
             onOpen: (send) =>
               Effect.gen(function*() {

@@ -10,7 +10,7 @@ import {
   type ToolSet
 } from "ai"
 import { Effect, Either, Runtime, Stream } from "effect"
-import { ExecutionFailed, ValidationError } from "../../errors.js"
+import { ExecutionFailed, messageOf, ValidationError } from "../../errors.js"
 import * as JsonSchemaValidator from "../../json-schema/JsonSchemaValidator.js"
 import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
 import type { Tool } from "../../tools/Tool.js"
@@ -57,8 +57,6 @@ export type StreamEvent =
   | { readonly type: "tool-result"; readonly toolCallId: string; readonly toolName: string; readonly result: unknown }
   | { readonly type: "finish"; readonly finishReason: string; readonly usage: Usage }
   | { readonly type: "error"; readonly error: string }
-
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error))
 
 const failed = (agent: AgentDefinition) => (error: unknown) =>
   InvalidPromptError.isInstance(error)
