@@ -176,6 +176,31 @@ layer(TestServerLive(), { excludeTestServices: true })("observability", (it) => 
       socket.close()
     }))
 
+  it.effect("a client that disconnects releases its subscriptions", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const live = () => fetchJson(`${url}/observability/status`).pipe(Effect.map((r) => r.body.data.liveSubscribers))
+      const sockets = yield* Effect.promise(() =>
+        Promise.all([
+          opened(`${wsUrl(url)}/ws/logs`),
+          opened(`${wsUrl(url)}/ws/logs?level=error`),
+          opened(`${wsUrl(url)}/ws/observability?entityType=agent`)
+        ])
+      )
+      yield* Effect.promise(() => Promise.all(sockets.map((s) => s.next((m) => m.type === "initial" || m.type === "CONNECTION_SUCCESS"))))
+      expect(yield* live()).toEqual({ logs: 3, spans: 1 })
+      sockets.forEach((s) => s.socket.close())
+      const released = yield* Effect.promise(async () => {
+        for (let i = 0; i < 100; i++) {
+          const now = await fetch(`${url}/observability/status`).then((r) => r.json())
+          if (now.data.liveSubscribers.logs === 0 && now.data.liveSubscribers.spans === 0) return now.data.liveSubscribers
+          await new Promise((r) => setTimeout(r, 20))
+        }
+        return "still subscribed"
+      })
+      expect(released).toEqual({ logs: 0, spans: 0 })
+    }))
+
   it.effect("no token or key from a query string appears in any stored span or log", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer

@@ -1,4 +1,5 @@
-import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, type LogLevel, Option, PubSub, Tracer } from "effect"
+import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, type LogLevel, Option, PubSub, type Queue, type Scope, Tracer } from "effect"
+import { countedSubscription } from "./liveFeed.js"
 import { scrub } from "./Span.js"
 
 export interface LogEntry {
@@ -56,7 +57,10 @@ const KNOWN = ["agentId", "workflowId", "executionId", "conversationId"] as cons
  */
 export class LogStore extends Context.Tag("LogStore")<LogStore, {
   readonly logger: Logger.Logger<unknown, void>
-  readonly live: PubSub.PubSub<LogEntry>
+  /** A live feed of new entries for as long as the scope lasts (bounded: a slow reader loses the oldest). */
+  readonly subscribe: Effect.Effect<Queue.Dequeue<LogEntry>, never, Scope.Scope>
+  /** How many live feeds are open. */
+  readonly subscribers: Effect.Effect<number>
   readonly count: Effect.Effect<number>
   /** Matching entries, oldest first, the newest `limit` of them. */
   readonly query: (query: LogQuery) => Effect.Effect<ReadonlyArray<LogEntry>>
@@ -107,7 +111,8 @@ export const LogStoreLive = (capacity: number) =>
           return out.reverse()
         }).pipe(Effect.withSpan("LogStore.query"))
 
-      return LogStore.of({ logger, live, count: Effect.sync(() => size), query })
+      const feed = countedSubscription(live)
+      return LogStore.of({ logger, ...feed, count: Effect.sync(() => size), query })
     })
   )
 

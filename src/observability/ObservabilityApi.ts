@@ -63,7 +63,10 @@ export class ObservabilityApi extends HttpApiGroup.make("observability")
         storage: Schema.String,
         traceCount: Schema.Number,
         spanCount: Schema.Number,
-        logCount: Schema.Number
+        logCount: Schema.Number,
+        liveSubscribers: Schema.Struct({ logs: Schema.Number, spans: Schema.Number }).annotations({
+          description: "open live feeds (WebSocket subscriptions)"
+        })
       })))
       .annotate(OpenApi.Summary, "Whether tracing is on, where it is stored, and how much is kept")
   )

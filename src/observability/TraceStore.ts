@@ -1,7 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import type { Context as OtelContext } from "@opentelemetry/api"
 import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace-base"
-import { Context, Effect, Layer, Option, PubSub, Queue, Schedule } from "effect"
+import { Context, Effect, Layer, Option, PubSub, Queue, Schedule, type Scope } from "effect"
+import { countedSubscription } from "./liveFeed.js"
 import { entityOf, type SpanRecord, toSpanRecord } from "./Span.js"
 
 export interface SpanEvent {
@@ -41,7 +42,9 @@ export interface RetentionOptions {
  */
 export class TraceStore extends Context.Tag("TraceStore")<TraceStore, {
   readonly processor: SpanProcessor
-  readonly live: PubSub.PubSub<SpanEvent>
+  /** A live feed of span starts and ends for as long as the scope lasts (bounded). */
+  readonly subscribe: Effect.Effect<Queue.Dequeue<SpanEvent>, never, Scope.Scope>
+  readonly subscribers: Effect.Effect<number>
   readonly counts: Effect.Effect<{ readonly traceCount: number; readonly spanCount: number }>
   readonly traces: (query: TraceQuery) => Effect.Effect<{ readonly traces: ReadonlyArray<TraceSummary>; readonly total: number }>
   readonly trace: (traceId: string) => Effect.Effect<ReadonlyArray<SpanRecord>>
@@ -207,7 +210,7 @@ export const TraceStoreLive = (retention: RetentionOptions) =>
 
       return TraceStore.of({
         processor,
-        live,
+        ...countedSubscription(live),
         counts: sql<{ traces: number | string; spans: number | string }>`
           SELECT COUNT(DISTINCT trace_id) AS traces, COUNT(*) AS spans FROM observability_spans`.pipe(
           Effect.map(([row]) => ({ traceCount: Number(row.traces), spanCount: Number(row.spans) })),

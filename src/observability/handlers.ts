@@ -26,7 +26,13 @@ export const ObservabilityHandlers = (storage: StorageKind) =>
           Effect.gen(function*() {
             yield* traces.flush
             const counts = yield* traces.counts
-            return { enabled: true, storage, ...counts, logCount: yield* logs.count }
+            return {
+              enabled: true,
+              storage,
+              ...counts,
+              logCount: yield* logs.count,
+              liveSubscribers: { logs: yield* logs.subscribers, spans: yield* traces.subscribers }
+            }
           }))
         .handle("listTraces", ({ urlParams }) =>
           Effect.zipRight(traces.flush, traces.traces({

@@ -1,5 +1,5 @@
 import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse, type Socket } from "@effect/platform"
-import { Effect, Option, PubSub, Queue, Scope } from "effect"
+import { Effect, Option, Queue, Scope } from "effect"
 import { AuthPolicy } from "../auth/AuthPolicy.js"
 import { ServiceApi } from "../http/Api.js"
 import { toIso } from "../http/Query.js"
@@ -38,9 +38,14 @@ const serve = (
   })
 
 /** Forwards a live feed to the socket, keeping only what passes `keep`. */
-const forward = <A>(live: PubSub.PubSub<A>, keep: (item: A) => boolean, toMessage: (item: A) => unknown, send: Send) =>
+const forward = <A>(
+  subscribe: Effect.Effect<Queue.Dequeue<A>, never, Scope.Scope>,
+  keep: (item: A) => boolean,
+  toMessage: (item: A) => unknown,
+  send: Send
+) =>
   Effect.gen(function*() {
-    const subscription = yield* PubSub.subscribe(live)
+    const subscription = yield* subscribe
     yield* Queue.take(subscription).pipe(
       Effect.flatMap((item) => (keep(item) ? send(toMessage(item)) : Effect.void)),
       Effect.forever,
@@ -102,7 +107,7 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
           return yield* serve(request, {
             onOpen: (send) =>
               Effect.gen(function*() {
-                const subscription = yield* PubSub.subscribe(logs.live)
+                const subscription = yield* logs.subscribe
                 const initial = yield* logs.query({ ...filter, limit: logLimit(urlParams.limit) })
                 const seen = new Set<LogEntry>(initial)
                 yield* send({ type: "initial", logs: initial })
@@ -127,11 +132,11 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
           return yield* serve(request, {
             onOpen: (send) =>
               Effect.gen(function*() {
-                yield* forward(traces.live, (event) => {
+                yield* forward(traces.subscribe, (event) => {
                   const entity = entityOf(event.span)
                   return entity !== undefined && wanted(entity.type, entity.id)
                 }, (event) => ({ type: "OBSERVABILITY_EVENT", data: event }), send)
-                yield* forward(logs.live, (entry) => {
+                yield* forward(logs.subscribe, (entry) => {
                   const entity = logEntity(entry)
                   return entity !== undefined && wanted(entity.type, entity.id)
                 }, (entry) => ({ type: "OBSERVABILITY_LOG", data: entry }), send)
