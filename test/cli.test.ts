@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:net"
+import WebSocket from "ws"
 import { Agent, request } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -147,6 +148,29 @@ describe("node dist/main.js", () => {
     await waitForHttp(port)
     expect(existsSync(join(dir, "env.db"))).toBe(true)
     expect(server.stdout()).not.toContain("Listening on")
+  })
+
+  it("SIGTERM ends open SSE streams and WebSockets and exits 0 within 5 s", async () => {
+    const port = await freePort()
+    const server = start(["--port", String(port)])
+    await waitForHttp(port)
+    const words = Array.from({ length: 2000 }, (_, i) => `word${i}`).join(" ")
+    const stream = await fetch(`http://127.0.0.1:${port}/agents/assistant/stream`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ input: words })
+    })
+    const reader = stream.body!.getReader()
+    await reader.read()
+    const socket = new WebSocket(`ws://127.0.0.1:${port}/ws`)
+    await new Promise((resolve) => socket.once("message", resolve))
+    const started = Date.now()
+    server.child.kill("SIGTERM")
+    const { code } = await server.exit
+    expect(server.stderr()).toBe("")
+    expect(code).toBe(0)
+    expect(Date.now() - started).toBeLessThan(5000)
+    socket.terminate()
   })
 
   for (const signal of ["SIGTERM", "SIGINT"] as const) {

@@ -257,8 +257,13 @@ const streamed = <A, E>(
       (controller) => Effect.sync(() => controller.abort())
     )
     const started = new Date()
+    // Called by the SDK from its own promises, possibly while the service shuts down: never throws.
     const record = (outcome: Outcome) =>
-      Runtime.runPromise(env.runtime)(finish(env, agent, request, prepared, started, outcome))
+      Runtime.runPromise(env.runtime)(
+        finish(env, agent, request, prepared, started, outcome).pipe(
+          Effect.catchAllCause((cause) => Effect.logWarning("could not record the agent call", cause))
+        )
+      ).catch(() => undefined)
     const result = streamText({
       ...callArguments(prepared),
       ...extra,
