@@ -79,7 +79,7 @@ export const makeAuthPolicy = (settings: AuthSettings) => {
   return AuthPolicy.of({
     requiresToken,
     authorize: (request) =>
-      authorize(request).pipe(Effect.withSpan("AuthPolicy.authorize", { attributes: { "route.class": request.routeClass } })),
+      authorize(request).pipe(Effect.withSpan("AuthPolicy.authorize", { captureStackTrace: false, attributes: { "route.class": request.routeClass } })),
     jwtEnabled: verifier !== undefined
   })
 }

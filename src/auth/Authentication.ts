@@ -28,7 +28,7 @@ export const AuthenticationLive = (routes: ReadonlyArray<RouteEntry>) =>
         return yield* policy.authorize({
           routeClass,
           method: request.method,
-          path: new URL(request.url, "http://service").pathname,
+          path: request.url.split("?", 1)[0],
           token: bearerToken(request.headers["authorization"]),
           consoleKey: Option.fromNullable(request.headers[CONSOLE_KEY_HEADER])
         })

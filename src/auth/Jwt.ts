@@ -58,6 +58,6 @@ export const makeJwtVerifier = (settings: JwtSettings): JwtVerifier => {
           error instanceof errors.JWTExpired
             ? new Unauthorized({ message: "Token expired" })
             : new Unauthorized({ message: `Invalid token: ${error instanceof Error ? error.message : String(error)}` })
-      }).pipe(Effect.withSpan("Jwt.verify"))
+      }).pipe(Effect.withSpan("Jwt.verify", { captureStackTrace: false }))
   }
 }

@@ -11,7 +11,7 @@ export const SwaggerUiAuthenticationLive = HttpApiBuilder.middleware(
     return (app: HttpApp.Default) =>
       Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
-        const path = new URL(request.url, "http://service").pathname
+        const path = request.url.split("?", 1)[0]
         if (path === "/ui" || path === "/ui/") {
           yield* policy.authorize({
             routeClass: "documentation",

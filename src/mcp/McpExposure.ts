@@ -58,7 +58,7 @@ export const McpExposureLive = Layer.effect(
 
     const listTools: Effect.Effect<ListToolsResult> = Effect.map(tools, (entries) => ({
       tools: entries.map((entry) => entry.definition)
-    })).pipe(Effect.withSpan("McpExposure.listTools"))
+    })).pipe(Effect.withSpan("McpExposure.listTools", { captureStackTrace: false }))
 
     // A tool's failure is a tool result the model can read; an unknown tool is a protocol error.
     const callTool = (name: string, args: Record<string, unknown>, user: unknown): Effect.Effect<CallToolResult, McpError> =>
@@ -73,7 +73,7 @@ export const McpExposureLive = Layer.effect(
               : Effect.as(Effect.logError("MCP tool call failed", cause), errorResult("Internal server error"))
           )
         )
-      }).pipe(Effect.withSpan("McpExposure.callTool", { attributes: { "mcp.tool.name": name } }))
+      }).pipe(Effect.withSpan("McpExposure.callTool", { captureStackTrace: false, attributes: { "mcp.tool.name": name } }))
 
     // A fresh MCP server per request; its handlers run in the request's runtime, so their spans nest.
     const mcpServer = (runtime: Runtime.Runtime<never>, user: unknown) => {
@@ -105,14 +105,14 @@ export const McpExposureLive = Layer.effect(
       )
 
     return McpExposure.of({
-      servers: Effect.map(info, (server) => [server]).pipe(Effect.withSpan("McpExposure.servers")),
+      servers: Effect.map(info, (server) => [server]).pipe(Effect.withSpan("McpExposure.servers", { captureStackTrace: false })),
       server: (id) =>
         Effect.zipRight(find(id), info).pipe(
-          Effect.withSpan("McpExposure.server", { attributes: { "mcp.server.id": id } })
+          Effect.withSpan("McpExposure.server", { captureStackTrace: false, attributes: { "mcp.server.id": id } })
         ),
       handle: (id, request, user) =>
         Effect.zipRight(find(id), request.method === "POST" ? serve(request, user) : Effect.sync(methodNotAllowed)).pipe(
-          Effect.withSpan("McpExposure.handle", { attributes: { "mcp.server.id": id, "http.method": request.method } })
+          Effect.withSpan("McpExposure.handle", { captureStackTrace: false, attributes: { "mcp.server.id": id, "http.method": request.method } })
         )
     })
   })

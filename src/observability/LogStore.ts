@@ -109,7 +109,7 @@ export const LogStoreLive = (capacity: number) =>
             if (matches(entry, q)) out.push(entry)
           }
           return out.reverse()
-        }).pipe(Effect.withSpan("LogStore.query"))
+        }).pipe(Effect.withSpan("LogStore.query", { captureStackTrace: false }))
 
       const feed = countedSubscription(live)
       return LogStore.of({ logger, ...feed, count: Effect.sync(() => size), query })

@@ -153,13 +153,19 @@ export const TraceStoreLive = (retention: RetentionOptions) =>
           const spans = [...chunk]
           return sql.withTransaction(insert(spans)).pipe(Effect.ensuring(Effect.sync(() => (written += spans.length))))
         }),
-        Effect.zipRight(Effect.when(prune, () => Math.random() < 0.05)),
+        // Gather the spans of the next moment into one transaction instead of writing them one by one.
+        Effect.zipRight(Effect.sleep("100 millis")),
         Effect.catchAllCause((cause) => Effect.logWarning("could not store spans", cause)),
         Effect.forever,
         Effect.withTracerEnabled(false),
         Effect.forkScoped
       )
-      yield* prune.pipe(Effect.repeat(Schedule.spaced("1 minute")), Effect.withTracerEnabled(false), Effect.ignore, Effect.forkScoped)
+      yield* prune.pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("could not prune spans", cause)),
+        Effect.repeat(Schedule.spaced("30 seconds")),
+        Effect.withTracerEnabled(false),
+        Effect.forkScoped
+      )
 
       const flush = Effect.gen(function*() {
         const target = offered
@@ -206,7 +212,7 @@ export const TraceStoreLive = (retention: RetentionOptions) =>
               }
             })
           }
-        }).pipe(Effect.orDie, Effect.withSpan("TraceStore.traces"))
+        }).pipe(Effect.orDie, Effect.withSpan("TraceStore.traces", { captureStackTrace: false }))
 
       return TraceStore.of({
         processor,
@@ -215,20 +221,20 @@ export const TraceStoreLive = (retention: RetentionOptions) =>
           SELECT COUNT(DISTINCT trace_id) AS traces, COUNT(*) AS spans FROM observability_spans`.pipe(
           Effect.map(([row]) => ({ traceCount: Number(row.traces), spanCount: Number(row.spans) })),
           Effect.orDie,
-          Effect.withSpan("TraceStore.counts")
+          Effect.withSpan("TraceStore.counts", { captureStackTrace: false })
         ),
         traces,
         trace: (traceId) =>
           sql<SpanRow>`SELECT * FROM observability_spans WHERE trace_id = ${traceId} ORDER BY start_time`.pipe(
             Effect.map((rows) => rows.map(fromRow)),
             Effect.orDie,
-            Effect.withSpan("TraceStore.trace")
+            Effect.withSpan("TraceStore.trace", { captureStackTrace: false })
           ),
         span: (spanId) =>
           sql<SpanRow>`SELECT * FROM observability_spans WHERE span_id = ${spanId}`.pipe(
             Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), fromRow)),
             Effect.orDie,
-            Effect.withSpan("TraceStore.span")
+            Effect.withSpan("TraceStore.span", { captureStackTrace: false })
           ),
         flush
       })

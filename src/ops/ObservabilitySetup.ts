@@ -48,7 +48,7 @@ export const ObservabilitySetupLive = (options: { readonly envFile?: string } = 
           )
           yield* Effect.logInfo(`Wrote ${PUBLIC_KEY_VARIABLE} and ${SECRET_KEY_VARIABLE} to ${file}`)
           return { file, keys: values.map(([key]) => key) }
-        }).pipe(Effect.withSpan("ObservabilitySetup.writeKeys"))
+        }).pipe(Effect.withSpan("ObservabilitySetup.writeKeys", { captureStackTrace: false }))
       return ObservabilitySetup.of({ writeKeys })
     })
   )

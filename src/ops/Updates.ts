@@ -71,7 +71,7 @@ export const UpdatesLive = (options: UpdatesOptions = {}): Layer.Layer<Updates> 
         return fresh
       }))
 
-      const check = currentSurvey.pipe(Effect.map(toReport), Effect.withSpan("Updates.check"))
+      const check = currentSurvey.pipe(Effect.map(toReport), Effect.withSpan("Updates.check", { captureStackTrace: false }))
 
       const targetsOf = (packageName: string | undefined) =>
         Effect.gen(function*() {
@@ -130,7 +130,7 @@ export const UpdatesLive = (options: UpdatesOptions = {}): Layer.Layer<Updates> 
             }
             return yield* runInstall(packageName, targets)
           }))
-        }).pipe(Effect.withSpan("Updates.install", { attributes: { "package.name": packageName ?? "all" } }))
+        }).pipe(Effect.withSpan("Updates.install", { captureStackTrace: false, attributes: { "package.name": packageName ?? "all" } }))
 
       return Updates.of({ check, install })
     })

@@ -79,5 +79,5 @@ export const fetchLatest = (
         ? Effect.succeed(latest)
         : Effect.fail(new LookupFailed({ reason: "no dist-tags.latest" }))
     }),
-    Effect.withSpan("Updates.fetchLatest", { attributes: { "package.name": name } })
+    Effect.withSpan("Updates.fetchLatest", { captureStackTrace: false, attributes: { "package.name": name } })
   )

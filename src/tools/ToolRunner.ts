@@ -45,7 +45,7 @@ export const runTool = (tool: Tool, input: unknown, caller: CallerContext): Effe
         ? Effect.failCause(cause as Cause.Cause<never>)
         : Effect.fail(new ExecutionFailed({ message: `Tool ${tool.name} failed: ${messageOf(Cause.squash(cause))}` }))
     ),
-    Effect.withSpan("tool.call", { attributes: { "tool.name": tool.name } })
+    Effect.withSpan("tool.call", { captureStackTrace: false, attributes: { "tool.name": tool.name } })
   )
 
 // A result is sent as JSON; one that cannot be is the tool's failure, not the server's.
@@ -92,7 +92,7 @@ export const makeToolRunner = (entries: ReadonlyArray<ToolEntry>) => {
         executionTime: Date.now() - started,
         timestamp: new Date(started).toISOString()
       }
-    }).pipe(Effect.withSpan("ToolRunner.execute", { attributes: { "tool.name": name } }))
+    }).pipe(Effect.withSpan("ToolRunner.execute", { captureStackTrace: false, attributes: { "tool.name": name } }))
   return ToolRunner.of({ list, get, execute })
 }
 

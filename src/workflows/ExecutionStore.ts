@@ -140,7 +140,7 @@ export const ExecutionStoreLive = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const span = (name: string, id?: string) =>
       <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        effect.pipe(Effect.orDie, Effect.withSpan(`ExecutionStore.${name}`, { attributes: id ? { "execution.id": id } : {} }))
+        effect.pipe(Effect.orDie, Effect.withSpan(`ExecutionStore.${name}`, { captureStackTrace: false, attributes: id ? { "execution.id": id } : {} }))
 
     const create = (e: Execution) =>
       sql`INSERT INTO workflow_executions ${

@@ -172,7 +172,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
             const step = definition.steps[index]
             yield* emit(execution.id, event(execution, "step-start", step.id, "running", { stepIndex: index, stepType: step.type, input: data }))
             const outcome = yield* Effect.either(runStep(env, step, data, resumeData)).pipe(
-              Effect.withSpan("workflow.step", {
+              Effect.withSpan("workflow.step", { captureStackTrace: false,
                 attributes: {
                   "entity.type": "workflow",
                   "entity.id": definition.id,
@@ -217,7 +217,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
             Effect.zipRight(Effect.logError("workflow execution crashed", defect), fail(execution, "Internal error"))
           ),
           Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id }),
-          Effect.withSpan("WorkflowEngine.drive", {
+          Effect.withSpan("WorkflowEngine.drive", { captureStackTrace: false,
             attributes: { "entity.type": "workflow", "entity.id": definition.id, "execution.id": execution.id }
           })
         )
@@ -369,7 +369,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
 
       const span = (name: string, workflowId: string) =>
         <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-          Effect.withSpan(effect, `WorkflowEngine.${name}`, { attributes: { "entity.type": "workflow", "entity.id": workflowId } })
+          Effect.withSpan(effect, `WorkflowEngine.${name}`, { captureStackTrace: false, attributes: { "entity.type": "workflow", "entity.id": workflowId } })
 
       const notRunning = (execution: Execution) =>
         new BadRequest({ message: `Execution ${execution.id} is ${execution.status}` })
@@ -532,7 +532,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
               createdAt: execution.createdAt,
               updatedAt: execution.updatedAt
             }))
-          }).pipe(Effect.withSpan("WorkflowEngine.executions"))
+          }).pipe(Effect.withSpan("WorkflowEngine.executions", { captureStackTrace: false }))
       })
     })
   )

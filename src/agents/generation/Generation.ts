@@ -215,7 +215,7 @@ export const text = (env: GenerationEnv, agent: AgentDefinition, request: CallRe
       catch: failed(agent)
     }))
     return result
-  }).pipe(Effect.withSpan("AgentRegistry.text", { attributes: { "entity.type": "agent", "entity.id": agent.id } }))
+  }).pipe(Effect.withSpan("AgentRegistry.text", { captureStackTrace: false, attributes: { "entity.type": "agent", "entity.id": agent.id } }))
 
 export const object = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest & { readonly schema: unknown }) =>
   Effect.gen(function*() {
@@ -234,7 +234,7 @@ export const object = (env: GenerationEnv, agent: AgentDefinition, request: Call
       catch: failed(agent)
     }))
     return result
-  }).pipe(Effect.withSpan("AgentRegistry.object", { attributes: { "entity.type": "agent", "entity.id": agent.id } }))
+  }).pipe(Effect.withSpan("AgentRegistry.object", { captureStackTrace: false, attributes: { "entity.type": "agent", "entity.id": agent.id } }))
 
 type StreamTextResult = ReturnType<typeof streamText>
 
@@ -309,7 +309,7 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, request: Call
     const prepared = yield* prepare(env, agent, request, true)
     return streamed(env, agent, request, prepared, output ? { output } : {}, (result) =>
       Stream.fromAsyncIterable(result.fullStream, failed(agent)).pipe(Stream.mapConcat(toStreamEvent)))
-  }).pipe(Effect.withSpan("AgentRegistry.stream", { attributes: { "entity.type": "agent", "entity.id": agent.id } }))
+  }).pipe(Effect.withSpan("AgentRegistry.stream", { captureStackTrace: false, attributes: { "entity.type": "agent", "entity.id": agent.id } }))
 
 /** The AI SDK's UI message stream, already in its SSE wire form (ending with `data: [DONE]`). */
 export const chat = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest) =>
@@ -324,7 +324,7 @@ export const chat = (env: GenerationEnv, agent: AgentDefinition, request: CallRe
             .pipeThrough(new TextEncoderStream()),
         onError: failed(agent)
       }))
-  }).pipe(Effect.withSpan("AgentRegistry.chat", { attributes: { "entity.type": "agent", "entity.id": agent.id } }))
+  }).pipe(Effect.withSpan("AgentRegistry.chat", { captureStackTrace: false, attributes: { "entity.type": "agent", "entity.id": agent.id } }))
 
 export type ObjectEvent =
   | { readonly type: "partial"; readonly object: unknown }
@@ -354,4 +354,4 @@ export const streamObject = (
           catch: failed(agent)
         }))
       ))
-  }).pipe(Effect.withSpan("AgentRegistry.streamObject", { attributes: { "entity.type": "agent", "entity.id": agent.id } }))
+  }).pipe(Effect.withSpan("AgentRegistry.streamObject", { captureStackTrace: false, attributes: { "entity.type": "agent", "entity.id": agent.id } }))

@@ -22,6 +22,7 @@ export const tracedModel = (
     const effect = Effect.tryPromise({ try: call, catch: (error) => error }).pipe(
       Effect.tap((result) => Effect.annotateCurrentSpan(annotate(result))),
       Effect.withSpan(name, {
+        captureStackTrace: false,
         attributes: {
           "entity.type": "agent",
           "entity.id": agentId,

@@ -64,7 +64,7 @@ export const MemoryStoreLive = Layer.effect(
         ORDER BY id DESC LIMIT ${limit}`.pipe(
         Effect.map((rows) => rows.map((row) => JSON.parse(row.message) as ModelMessage).reverse()),
         Effect.orDie,
-        Effect.withSpan("MemoryStore.load", { attributes: { "agent.id": agentId, conversationId } })
+        Effect.withSpan("MemoryStore.load", { captureStackTrace: false, attributes: { "agent.id": agentId, conversationId } })
       )
 
     const append = (
@@ -81,7 +81,7 @@ export const MemoryStoreLive = Layer.effect(
           message: JSON.stringify(message),
           created_at: new Date().toISOString()
         })))
-      }`.pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("MemoryStore.append", { attributes: { "agent.id": agentId } }))
+      }`.pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("MemoryStore.append", { captureStackTrace: false, attributes: { "agent.id": agentId } }))
 
     const record = (agentId: string, entry: HistoryEntry) =>
       sql`INSERT INTO agent_history ${
@@ -98,7 +98,7 @@ export const MemoryStoreLive = Layer.effect(
           usage: entry.usage === null ? null : JSON.stringify(entry.usage),
           tool_calls: JSON.stringify(entry.toolCalls)
         })
-      }`.pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("MemoryStore.record", { attributes: { "agent.id": agentId } }))
+      }`.pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("MemoryStore.record", { captureStackTrace: false, attributes: { "agent.id": agentId } }))
 
     const history = (agentId: string, query: HistoryQuery) =>
       Effect.gen(function*() {
@@ -112,7 +112,7 @@ export const MemoryStoreLive = Layer.effect(
         const rows = yield* sql<HistoryRow>`SELECT * FROM agent_history WHERE ${where}
           ORDER BY start_time DESC, id DESC LIMIT ${query.limit} OFFSET ${query.page * query.limit}`
         return { entries: rows.map(fromRow), total: Number(count.total) }
-      }).pipe(Effect.orDie, Effect.withSpan("MemoryStore.history", { attributes: { "agent.id": agentId } }))
+      }).pipe(Effect.orDie, Effect.withSpan("MemoryStore.history", { captureStackTrace: false, attributes: { "agent.id": agentId } }))
 
     return MemoryStore.of({ load, append, record, history })
   })
