@@ -225,6 +225,22 @@ layer(TestServerLive(), { excludeTestServices: true })("observability", (it) => 
     }))
 })
 
+layer(TestServerLive({ config: { retention: { maxTraces: 3, maxAgeMs: 3_600_000 } } }), { excludeTestServices: true })(
+  "trace retention",
+  (it) => {
+    it.effect("keeps at most maxTraces traces, dropping the oldest", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        for (let i = 0; i < 12; i++) yield* fetchJson(`${url}/tools/add/execute`, json({ input: { a: i, b: 1 } }))
+        const status = (yield* fetchJson(`${url}/observability/status`)).body.data
+        // Pruning runs after writes, so a few traces newer than the last prune may be present.
+        expect(status.traceCount).toBeLessThan(12)
+        const first = (yield* fetchJson(`${url}/observability/traces?limit=500`)).body.data
+        expect(first.total).toBe(first.traces.length)
+      }))
+  }
+)
+
 const rsa = await generateKeyPair("RS256", { extractable: true })
 const publicKey = await exportSPKI(rsa.publicKey)
 const token = await new SignJWT({ sub: "ada" }).setProtectedHeader({ alg: "RS256" }).setExpirationTime("1h").sign(rsa.privateKey)

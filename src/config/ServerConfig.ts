@@ -24,7 +24,11 @@ export const ConfigFile = Schema.Struct({
   enableSwaggerUI: Schema.optional(Schema.Boolean),
   cors: Schema.optional(Schema.Union(Schema.Literal(false), CorsConfig)),
   storage: Schema.optional(Schema.Struct({ url: Schema.String.pipe(Schema.minLength(1)) })),
-  auth: Schema.optional(AuthConfigFile)
+  auth: Schema.optional(AuthConfigFile),
+  observability: Schema.optional(Schema.Struct({
+    maxTraces: Schema.optional(Schema.Int.pipe(Schema.positive())),
+    maxAgeHours: Schema.optional(Schema.Number.pipe(Schema.positive()))
+  }))
 })
 export type ConfigFile = typeof ConfigFile.Type
 
@@ -40,6 +44,8 @@ export interface ServerConfigShape {
   /** The model agents use unless they name their own (AI_PROVIDER, AI_MODEL, AI_BASE_URL, AI_API_KEY). */
   readonly model: ModelSettings
   readonly auth: AuthSettings
+  /** How many traces, and how old, the TraceStore keeps. */
+  readonly retention: { readonly maxTraces: number; readonly maxAgeMs: number }
   /** OTEL_EXPORTER_OTLP_ENDPOINT: also export spans there over OTLP/HTTP. */
   readonly otlpEndpoint?: string | undefined
 }
@@ -66,7 +72,11 @@ export const resolveServerConfig = (
     logLevel: parseLogLevel(env.LOG_LEVEL),
     model: Either.getOrThrowWith(resolveModelSettings(env), (message) => new Error(message)),
     auth: resolveAuth(file.auth, env, production),
-    otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined
+    otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
+    retention: {
+      maxTraces: file.observability?.maxTraces ?? 10_000,
+      maxAgeMs: (file.observability?.maxAgeHours ?? 7 * 24) * 3600 * 1000
+    }
   }
 }
 

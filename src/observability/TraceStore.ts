@@ -148,10 +148,16 @@ export const TraceStoreLive = (retention: RetentionOptions) =>
       })
 
       // The writer's own SQL must not be traced, or every batch would produce the next one.
+      // Pruning counts distinct traces, so it runs once per `maxTraces` spans written (and on a schedule for age).
+      let sincePrune = 0
       yield* Queue.takeBetween(pending, 1, BATCH).pipe(
         Effect.flatMap((chunk) => {
           const spans = [...chunk]
-          return sql.withTransaction(insert(spans)).pipe(Effect.ensuring(Effect.sync(() => (written += spans.length))))
+          sincePrune += spans.length
+          return sql.withTransaction(insert(spans)).pipe(
+            Effect.zipRight(sincePrune >= retention.maxTraces ? Effect.zipRight(prune, Effect.sync(() => (sincePrune = 0))) : Effect.void),
+            Effect.ensuring(Effect.sync(() => (written += spans.length)))
+          )
         }),
         // Gather the spans of the next moment into one transaction instead of writing them one by one.
         Effect.zipRight(Effect.sleep("100 millis")),
