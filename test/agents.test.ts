@@ -311,7 +311,7 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("agents over HTTP
       })
       expect(firstFrame).toContain("text-delta")
       const closed = yield* Effect.promise(async () => {
-        for (let i = 0; i < 40 && fake.closedEarly() === 0; i++) await new Promise((r) => setTimeout(r, 50))
+        for (let i = 0; i < 200 && fake.closedEarly() === 0; i++) await new Promise((r) => setTimeout(r, 50))
         return fake.closedEarly()
       })
       expect(closed).toBe(1)

@@ -46,7 +46,7 @@ it("SIGKILL during `slow` and while `approval` is suspended: after a restart on 
 
   await start(port, databaseUrl)
   let slowState = await state(base, "slow", "crash-slow")
-  for (let i = 0; i < 100 && slowState.status === "running"; i++) {
+  for (let i = 0; i < 300 && slowState.status === "running"; i++) {
     await new Promise((resolve) => setTimeout(resolve, 50))
     slowState = await state(base, "slow", "crash-slow")
   }
