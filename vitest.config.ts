@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config"
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
-    testTimeout: 30_000,
+    testTimeout: 120_000,
     hookTimeout: 60_000,
     pool: "forks",
     reporters: ["default", "./test/support/summaryReporter.ts"]

@@ -1,5 +1,4 @@
 import { Migrator, type SqlClient } from "@effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Effect, Layer, Redacted, Schema } from "effect"
 import { mkdirSync } from "node:fs"
@@ -20,7 +19,11 @@ const sqlitePath = (url: string): string => url.replace(/^file:(\/\/)?/, "").rep
 
 const clientLayer = (url: string): Layer.Layer<SqlClient.SqlClient, unknown> => {
   if (storageKind(url) === "postgres") {
-    return PgClient.layer({ url: Redacted.make(url), maxConnections: 10 })
+    // Loaded only when used: the Postgres driver is a noticeable part of start-up time.
+    return Layer.unwrapEffect(
+      Effect.map(Effect.promise(() => import("@effect/sql-pg")), ({ PgClient }) =>
+        PgClient.layer({ url: Redacted.make(url), maxConnections: 10 }))
+    )
   }
   const filename = sqlitePath(url)
   return Layer.unwrapEffect(

@@ -57,7 +57,7 @@ export const spawnMain = (
 }
 
 /** Resolves once something accepts HTTP on the port, or rejects after `ms`. */
-export const waitForHttp = async (port: number, ms = 15_000): Promise<void> => {
+export const waitForHttp = async (port: number, ms = 60_000): Promise<void> => {
   const deadline = Date.now() + ms
   while (Date.now() < deadline) {
     try {
