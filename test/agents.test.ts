@@ -388,7 +388,7 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("agents over HTTP
       const card = yield* fetchJson(`${url}/agents/assistant/card`)
       expect(card.body.data).toMatchObject({
         name: "Assistant",
-        url: `${url.replace("127.0.0.1", "127.0.0.1")}/agents/assistant`,
+        url: `${url}/agents/assistant`,
         capabilities: { streaming: true },
         defaultInputModes: ["text"],
         defaultOutputModes: ["text"],

@@ -23,40 +23,6 @@ const encodeFrame = (frame: SseFrame): Uint8Array =>
 export const numbered = <E, R>(events: Stream.Stream<unknown, E, R>): Stream.Stream<SseFrame, E, R> =>
   Stream.mapAccum(events, 0, (id, data) => [id + 1, { id, data }])
 
-/**
- * An SSE response written frame by frame as the stream produces them, with a `: ping` comment every
- * 15 s. A failure after the start becomes a final `{"type":"error","error"}` frame (logged), since
- * the status line is already sent; the stream also ends when the service shuts down.
- */
-export const sseResponse = <E>(
-  frames: Stream.Stream<SseFrame, E>,
-  options: { readonly headers?: Record<string, string> } = {}
-) =>
-  Effect.gen(function*() {
-    const shutdown = yield* Shutdown
-    const body = frames.pipe(
-      Stream.map(encodeFrame),
-      Stream.catchAllCause((cause) =>
-        Cause.isInterruptedOnly(cause)
-          ? Stream.failCause(cause)
-          : Stream.fromEffect(
-            Effect.as(
-              Effect.logWarning("Stream failed after it started", cause),
-              encodeFrame({ data: { type: "error", error: messageOf(Cause.squash(cause)) } })
-            )
-          )
-      ),
-      Stream.merge(Stream.fromSchedule(Schedule.spaced("15 seconds")).pipe(Stream.as(HEARTBEAT)), {
-        haltStrategy: "left"
-      }),
-      Stream.interruptWhen(Deferred.await(shutdown))
-    )
-    return HttpServerResponse.stream(body, {
-      contentType: "text/event-stream",
-      headers: { "cache-control": "no-cache", "x-accel-buffering": "no", ...options.headers }
-    })
-  })
-
 /** Bytes already in SSE form (a library's own encoding), sent as produced; ends on shutdown. */
 export const sseBytesResponse = <E>(bytes: Stream.Stream<Uint8Array, E>, headers: Record<string, string> = {}) =>
   Effect.map(Shutdown, (shutdown) =>
@@ -64,3 +30,26 @@ export const sseBytesResponse = <E>(bytes: Stream.Stream<Uint8Array, E>, headers
       contentType: "text/event-stream",
       headers: { "cache-control": "no-cache", "x-accel-buffering": "no", ...headers }
     }))
+
+/**
+ * An SSE response written frame by frame as the stream produces them, with a `: ping` comment every
+ * 15 s. A failure after the start becomes a final `{"type":"error","error"}` frame (logged), since
+ * the status line is already sent; the stream also ends when the service shuts down.
+ */
+export const sseResponse = <E>(frames: Stream.Stream<SseFrame, E>) =>
+  sseBytesResponse(frames.pipe(
+    Stream.map(encodeFrame),
+    Stream.catchAllCause((cause) =>
+      Cause.isInterruptedOnly(cause)
+        ? Stream.failCause(cause)
+        : Stream.fromEffect(
+          Effect.as(
+            Effect.logWarning("Stream failed after it started", cause),
+            encodeFrame({ data: { type: "error", error: messageOf(Cause.squash(cause)) } })
+          )
+        )
+    ),
+    Stream.merge(Stream.fromSchedule(Schedule.spaced("15 seconds")).pipe(Stream.as(HEARTBEAT)), {
+      haltStrategy: "left"
+    })
+  ))
