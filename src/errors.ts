@@ -18,18 +18,44 @@ export interface Issue {
   readonly message: string
 }
 
+/** Client values quoted in messages are cut to this many characters. */
+const EXCERPT_CHARS = 120
+/** At most this many issues are spelled out in one message. */
+const LISTED_ISSUES = 10
+
+/** `text` when short; else its start, an ellipsis and its full length, so a huge input is never echoed whole. */
+export const excerpt = (text: string, max = EXCERPT_CHARS): string =>
+  text.length <= max ? text : `${text.slice(0, max)}… (${text.length} chars)`
+
+// Effect's messages end with `actual <the value as JSON>`; a quoted string keeps its quotes around the excerpt.
+const boundedMessage = (message: string): string => {
+  const at = message.indexOf(", actual ")
+  if (at === -1) return excerpt(message, 3 * EXCERPT_CHARS)
+  const actual = message.slice(at + ", actual ".length)
+  const quoted = actual.length > EXCERPT_CHARS + 2 && actual.startsWith("\"") && actual.endsWith("\"")
+  const shown = quoted
+    ? `"${actual.slice(1, EXCERPT_CHARS + 1)}…" (${actual.length - 2} chars)`
+    : excerpt(actual)
+  return `${excerpt(message.slice(0, at), 3 * EXCERPT_CHARS)}, actual ${shown}`
+}
+
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.reduce<string>(
-    (out, key) => (typeof key === "number" ? `${out}[${key}]` : out === "" ? String(key) : `${out}.${String(key)}`),
+    (out, key) =>
+      typeof key === "number" ? `${out}[${key}]` : out === "" ? excerpt(String(key), 40) : `${out}.${excerpt(String(key), 40)}`,
     ""
   ) || "body"
 
 export class ValidationError extends Schema.TaggedError<ValidationError>()("ValidationError", {
   message: Schema.String
 }) {
+  /** `Input validation failed: <path>: <message>; ...`, with client values and the number of issues bounded. */
   static fromIssues(issues: ReadonlyArray<Issue>, prefix: ReadonlyArray<PropertyKey> = []): ValidationError {
-    const detail = issues.map((issue) => `${formatPath([...prefix, ...issue.path])}: ${issue.message}`).join("; ")
-    return new ValidationError({ message: `Input validation failed: ${detail}` })
+    const listed = issues.slice(0, LISTED_ISSUES).map((issue) =>
+      `${formatPath([...prefix, ...issue.path])}: ${boundedMessage(issue.message)}`
+    )
+    const more = issues.length > LISTED_ISSUES ? `; and ${issues.length - LISTED_ISSUES} more` : ""
+    return new ValidationError({ message: `Input validation failed: ${listed.join("; ")}${more}` })
   }
 }
 
@@ -41,7 +67,7 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
   message: Schema.String
 }) {
   static of(kind: string, id: string): NotFound {
-    return new NotFound({ message: `${kind} ${id} not found` })
+    return new NotFound({ message: `${kind} ${excerpt(id)} not found` })
   }
 }
 

@@ -4,6 +4,7 @@ import { BadRequest, InternalError, NotFound, PayloadTooLarge, ValidationError }
 import { isDeclaredError } from "./Errors.js"
 import { ServiceApi } from "./Api.js"
 import { limitBody } from "./BodyLimit.js"
+import { nulInUrl, RefusedJsonValue, withCheckedJsonBody } from "./JsonInput.js"
 
 type Issue = typeof HttpApiError.Issue.Type
 type MappedError = ValidationError | BadRequest | NotFound | PayloadTooLarge | InternalError
@@ -31,6 +32,7 @@ const fromDefect = (defect: unknown, limit: number): MappedError => {
   if (HttpServerError.isServerError(defect) && defect._tag === "RequestError") {
     const reason = defect.cause
     if (reason instanceof Error && reason.message === "maxBytes exceeded") return PayloadTooLarge.of(limit)
+    if (reason instanceof RefusedJsonValue) return ValidationError.fromIssues([reason.issue])
     if (reason instanceof SyntaxError) return new BadRequest({ message: `Invalid JSON body: ${reason.message}` })
     if (reason instanceof Error) return new BadRequest({ message: `Unreadable request body: ${reason.message}` })
   }
@@ -64,10 +66,15 @@ const hasNonJsonBody = (request: HttpServerRequest.HttpServerRequest): boolean =
     (request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0)
 }
 
+const checkedJson = <E, R>(app: HttpApp.Default<E, R>) =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    Effect.provideService(app, HttpServerRequest.HttpServerRequest, withCheckedJsonBody(request)))
+
 /**
  * The one place where failures the API did not declare become envelopes: decode errors, unknown routes,
  * unreadable or oversized bodies and defects (logged; the client sees only "Internal server error").
- * It also rejects bodies that are not JSON or are over the limit.
+ * It also rejects bodies that are not JSON or are over the limit, and JSON or URLs that fail the checks of
+ * JsonInput (nesting, non-finite numbers, NUL characters).
  */
 export const ErrorMappingLive = (bodyLimit: number) =>
   HttpApiBuilder.middleware(ServiceApi, (app) =>
@@ -76,5 +83,7 @@ export const ErrorMappingLive = (bodyLimit: number) =>
       if (hasNonJsonBody(request)) {
         return yield* new BadRequest({ message: "Request body must be JSON (content-type: application/json)" })
       }
-      return yield* limitBody(app, bodyLimit)
+      const nul = nulInUrl(request.url)
+      if (nul !== undefined) return yield* ValidationError.fromIssues([nul])
+      return yield* limitBody(checkedJson(app), bodyLimit)
     }).pipe(Effect.catchAllCause(toEnvelopeError(bodyLimit))) as HttpApp.Default<MappedError>)
