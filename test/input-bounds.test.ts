@@ -52,7 +52,7 @@ layer(TestServerLive(), { excludeTestServices: true })("bounds on client input",
       const started = Date.now()
       for (const schema of huge) {
         const object = yield* fetchJson(`${url}/agents/assistant/object`, json({ input: "fill it", schema }))
-        expectRefused(object, /^Input validation failed: schema: .*at least .* characters of JSON.*at most 100000/)
+        expectRefused(object, /^Input validation failed: schema: requires values of more than 100000 characters of JSON/)
         const streamed = yield* fetchJson(`${url}/agents/assistant/stream-object`, json({ input: "fill it", schema }))
         expectRefused(streamed, /^Input validation failed: schema: /)
         const text = yield* fetchJson(
@@ -76,8 +76,8 @@ layer(TestServerLive(), { excludeTestServices: true })("bounds on client input",
       }
       const object = yield* fetchJson(`${url}/agents/assistant/object`, json({ input: "fill it", schema }))
       expect(object.status).toBe(200)
-      expect(object.body.data.object.list).toHaveLength(500)
-      expect(Object.keys(object.body.data.object).length).toBeGreaterThanOrEqual(3)
+      expect(object.body.data.list).toHaveLength(500)
+      expect(Object.keys(object.body.data).length).toBeGreaterThanOrEqual(3)
     }))
 
   it.effect("a schema whose optional parts multiply is answered with a smaller valid object, not a hang", () =>
@@ -97,7 +97,7 @@ layer(TestServerLive(), { excludeTestServices: true })("bounds on client input",
       }
       const object = yield* fetchJson(`${url}/agents/assistant/object`, json({ input: "fill it", schema }))
       expect(object.status).toBe(200)
-      expect(object.body.data.object).toHaveProperty("root")
+      expect(object.body.data).toHaveProperty("root")
       expect(JSON.stringify(object.body).length).toBeLessThan(2_000_000)
     }))
 

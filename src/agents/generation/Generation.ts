@@ -13,6 +13,7 @@ import { Effect, Either, Runtime, Stream } from "effect"
 import { ExecutionFailed, messageOf, ValidationError } from "../../errors.js"
 import * as JsonSchemaValidator from "../../json-schema/JsonSchemaValidator.js"
 import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
+import { minimumInstanceSize } from "../../json-schema/instanceSize.js"
 import type { Tool } from "../../tools/Tool.js"
 import { type AgentCallContext, type AgentDefinition, resolveDynamic } from "../Agent.js"
 import type { AgentInput, GenerationOptions, HistoryEntry, TextResult, Usage } from "../AgentsSchemas.js"
@@ -63,14 +64,22 @@ const failed = (agent: AgentDefinition) => (error: unknown) =>
     ? new ValidationError({ message: `Input validation failed: input: ${error.message}` })
     : new ExecutionFailed({ message: `Agent ${agent.id} failed: ${messageOf(error)}` })
 
-/** A client-supplied output schema: a valid JSON Schema whose root is an object. */
+/** The largest value, in characters of JSON, that a client's output schema may require a model to produce. */
+export const MAX_REQUIRED_OUTPUT = 100_000
+
+const tooLarge = `requires values of more than ${MAX_REQUIRED_OUTPUT} characters of JSON (through minItems, minLength, ` +
+  `minProperties or required parts), more than a model is asked to generate; at most ${MAX_REQUIRED_OUTPUT} is allowed`
+
+/** A client-supplied output schema: a valid JSON Schema whose root is an object, whose values a model can produce. */
 export const checkOutputSchema = (schema: unknown, path: string): Effect.Effect<JsonSchema, ValidationError> =>
   Either.match(JsonSchemaValidator.checkSchema(schema), {
     onLeft: (issues) => Effect.fail(ValidationError.fromIssues(issues, [path])),
     onRight: (valid) =>
-      valid.type === "object"
-        ? Effect.succeed(valid)
-        : Effect.fail(ValidationError.fromIssues([{ path: ["type"], message: "the root must be \"type\": \"object\"" }], [path]))
+      valid.type !== "object"
+        ? Effect.fail(ValidationError.fromIssues([{ path: ["type"], message: "the root must be \"type\": \"object\"" }], [path]))
+        : minimumInstanceSize(valid, MAX_REQUIRED_OUTPUT + 1) > MAX_REQUIRED_OUTPUT
+        ? Effect.fail(ValidationError.fromIssues([{ path: [], message: tooLarge }], [path]))
+        : Effect.succeed(valid)
   })
 
 const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest, withTools: boolean) =>

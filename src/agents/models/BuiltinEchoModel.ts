@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto"
 import type {
-  JSONValue,
   LanguageModelV3,
   LanguageModelV3CallOptions,
   LanguageModelV3Content,
@@ -14,6 +13,7 @@ import type {
   LanguageModelV3ToolResultOutput,
   LanguageModelV3Usage
 } from "@ai-sdk/provider"
+import { fillSchema, type FillStyle } from "./schemaFill.js"
 
 /**
  * A deterministic, offline language model so the service works without any API key.
@@ -139,17 +139,7 @@ const mentionsToolName = (text: string, name: string): boolean =>
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
 // ---------------------------------------------------------------------------
-// Filling a JSON Schema with a deterministic value
-
-type Schema = { readonly [keyword: string]: unknown }
-
-/** How to pick leaf values: tool arguments come from the user's words, structured output uses fixed examples. */
-interface FillStyle {
-  readonly root: unknown
-  readonly nextNumber: () => number
-  readonly stringFor: (propertyName: string | undefined) => string | undefined
-  readonly minArrayItems: number
-}
+// Styles of filling a JSON Schema
 
 const toolArgumentStyle = (text: string, root: unknown): FillStyle => {
   const numbers = (text.match(/-?\d+(\.\d+)?/g) ?? []).map(Number)
@@ -173,88 +163,6 @@ const wordAfterIn = (text: string): string | undefined => {
   const word = /\sin\s+(\S+)/i.exec(` ${text}`)?.[1]?.replace(/[^\p{L}\p{N}'-]/gu, "")
   return word === undefined || word === "" ? undefined : word
 }
-
-const FORMAT_EXAMPLES: Readonly<Record<string, string>> = {
-  "date-time": "2024-01-01T00:00:00.000Z",
-  date: "2024-01-01",
-  time: "00:00:00Z",
-  email: "user@example.com",
-  uri: "https://example.com/",
-  uuid: "00000000-0000-4000-8000-000000000000"
-}
-
-/** Beyond this nesting depth only what the schema requires is filled, so recursive schemas terminate. */
-const SHALLOW_DEPTH = 6
-const MAX_DEPTH = 32
-
-const fillSchema = (schema: unknown, style: FillStyle, propertyName?: string, depth = 0): JSONValue => {
-  if (!isSchema(schema) || depth > MAX_DEPTH) return null
-  if (typeof schema.$ref === "string") return fillSchema(resolveRef(style.root, schema.$ref), style, propertyName, depth + 1)
-  if ("const" in schema) return schema.const as JSONValue
-  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0] as JSONValue
-  const alternatives = schema.anyOf ?? schema.oneOf
-  if (Array.isArray(alternatives) && alternatives.length > 0) return fillSchema(alternatives[0], style, propertyName, depth)
-  switch (typeOf(schema)) {
-    case "object":
-      return fillObject(schema, style, depth)
-    case "array":
-      return fillArray(schema, style, propertyName, depth)
-    case "string":
-      return fitLength(style.stringFor(propertyName) ?? FORMAT_EXAMPLES[String(schema.format)] ?? "example", schema)
-    case "number":
-      return clampToBounds(style.nextNumber(), schema)
-    case "integer":
-      return clampToBounds(Math.round(style.nextNumber()), schema)
-    case "boolean":
-      return true
-    default:
-      return null
-  }
-}
-
-const fillObject = (schema: Schema, style: FillStyle, depth: number): JSONValue => {
-  const properties = isSchema(schema.properties) ? schema.properties : {}
-  const required = Array.isArray(schema.required) ? schema.required : []
-  const names = Object.keys(properties).filter((name) => depth < SHALLOW_DEPTH || required.includes(name))
-  return Object.fromEntries(names.map((name) => [name, fillSchema(properties[name], style, name, depth + 1)]))
-}
-
-const fillArray = (schema: Schema, style: FillStyle, propertyName: string | undefined, depth: number): JSONValue => {
-  const minItems = typeof schema.minItems === "number" ? schema.minItems : 0
-  const count = Math.max(minItems, depth < SHALLOW_DEPTH ? style.minArrayItems : 0)
-  return Array.from({ length: count }, () => fillSchema(schema.items ?? {}, style, propertyName, depth + 1))
-}
-
-const typeOf = (schema: Schema): unknown => {
-  if (Array.isArray(schema.type)) return schema.type.find((type) => type !== "null") ?? schema.type[0]
-  if (schema.type !== undefined) return schema.type
-  if (schema.properties !== undefined) return "object"
-  if (schema.items !== undefined) return "array"
-  return undefined
-}
-
-const clampToBounds = (value: number, schema: Schema): number => {
-  let result = value
-  if (typeof schema.minimum === "number") result = Math.max(result, schema.minimum)
-  if (typeof schema.maximum === "number") result = Math.min(result, schema.maximum)
-  if (typeof schema.exclusiveMinimum === "number" && result <= schema.exclusiveMinimum) result = schema.exclusiveMinimum + 1
-  if (typeof schema.exclusiveMaximum === "number" && result >= schema.exclusiveMaximum) result = schema.exclusiveMaximum - 1
-  return result
-}
-
-const fitLength = (value: string, schema: Schema): string => {
-  const padded = typeof schema.minLength === "number" ? value.padEnd(schema.minLength, "x") : value
-  return typeof schema.maxLength === "number" ? padded.slice(0, schema.maxLength) : padded
-}
-
-/** Resolves a local JSON pointer such as `#/$defs/Address` or `#/definitions/Address` against the root schema. */
-const resolveRef = (root: unknown, ref: string): unknown => {
-  if (!ref.startsWith("#")) return undefined
-  const keys = ref.slice(1).split("/").filter(Boolean).map((key) => key.replace(/~1/g, "/").replace(/~0/g, "~"))
-  return keys.reduce<unknown>((node, key) => (isSchema(node) ? node[key] : undefined), root)
-}
-
-const isSchema = (value: unknown): value is Schema => typeof value === "object" && value !== null && !Array.isArray(value)
 
 // ---------------------------------------------------------------------------
 // Shaping the answer for the V3 specification
