@@ -47,6 +47,19 @@ layer(TestServerLive(), { excludeTestServices: true })("bounds on client input",
           $defs: { row: { type: "array", minItems: 100000, items: { type: "integer" } } },
           properties: { rows: { $ref: "#/$defs/row" } },
           required: ["rows"]
+        },
+        // Each node requires two more: no finite value fits.
+        {
+          type: "object",
+          $defs: {
+            node: {
+              type: "object",
+              properties: { left: { $ref: "#/$defs/node" }, right: { $ref: "#/$defs/node" } },
+              required: ["left", "right"]
+            }
+          },
+          properties: { tree: { $ref: "#/$defs/node" } },
+          required: ["tree"]
         }
       ]
       const started = Date.now()
@@ -83,13 +96,13 @@ layer(TestServerLive(), { excludeTestServices: true })("bounds on client input",
   it.effect("a schema whose optional parts multiply is answered with a smaller valid object, not a hang", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      // Every node has ten optional children of the same kind: filled generously that is 10^6 objects.
+      // Every node has a thousand optional children of the same kind: filled generously that is 10^9 objects.
       const schema = {
         type: "object",
         $defs: {
           node: {
             type: "object",
-            properties: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`c${i}`, { $ref: "#/$defs/node" }]))
+            properties: Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`c${i}`, { $ref: "#/$defs/node" }]))
           }
         },
         properties: { root: { $ref: "#/$defs/node" } },

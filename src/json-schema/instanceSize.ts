@@ -4,8 +4,9 @@
  *
  * Only constraints that force size count (`minItems`, `minLength`, `minProperties`, `required`, `type`,
  * `const`/`enum`, through `$ref`, `allOf`, `anyOf`/`oneOf`, `items`/`prefixItems`); anything else is
- * assumed free, so the bound never overestimates. Sums saturate at `cap`, and each schema node is measured
- * once (a node met again while it is being measured counts as 1), so the work is linear in the schema.
+ * assumed free, so the bound never overestimates. Sums saturate at `cap`; a recursive schema is unrolled
+ * `MAX_REF_DEPTH` `$ref`s deep (what lies beyond counts as free), and each schema node is measured once per
+ * `$ref` depth, so the work stays linear in the schema.
  */
 
 type Schema = { readonly [keyword: string]: unknown }
@@ -35,78 +36,88 @@ const count = (value: unknown): number => (typeof value === "number" && value > 
 const smallest = (sizes: ReadonlyArray<number>): number => sizes.reduce((min, size) => Math.min(min, size), Infinity)
 const largest = (sizes: ReadonlyArray<number>): number => sizes.reduce((max, size) => Math.max(max, size), 0)
 
-/** Deeper `$ref` chains than this are assumed free, so measuring cannot overflow the stack. */
+/** `$ref`s are followed this many times along one path; a recursive schema is unrolled that far. */
+const MAX_REF_DEPTH = 32
+/** Deeper nesting of measurements is assumed free, so measuring cannot overflow the stack. */
 const MAX_NESTING = 200
 
 /** A measure of schemas within `root` (for `$ref`s), sharing what it has measured between calls. */
 export const instanceSizer = (root: unknown, cap: number): (schema: unknown) => number => {
-  const measured = new Map<Schema, number>()
+  // Keyed by schema node, then by how many `$ref`s led to it (a recursive one is smaller when cut off earlier).
+  const measured = new Map<Schema, Map<number, number>>()
   const sum = (parts: ReadonlyArray<number>) => parts.reduce((total, part) => Math.min(cap, total + part), 0)
   const times = (n: number, each: number) => Math.min(cap, n * each)
   let nesting = 0
 
-  const sizeOf = (schema: unknown): number => {
+  const sizeOf = (schema: unknown, refs: number): number => {
     if (!isSchema(schema) || nesting >= MAX_NESTING) return 1
-    const known = measured.get(schema)
+    const byDepth = measured.get(schema) ?? new Map<number, number>()
+    measured.set(schema, byDepth)
+    const known = byDepth.get(refs)
     if (known !== undefined) return known
-    measured.set(schema, 1)
     nesting++
-    const size = Math.min(cap, measure(schema))
+    const size = Math.min(cap, measure(schema, refs))
     nesting--
-    measured.set(schema, size)
+    byDepth.set(refs, size)
     return size
   }
 
-  const measure = (schema: Schema): number => {
+  const measure = (schema: Schema, refs: number): number => {
     if ("const" in schema) return jsonLength(schema.const)
     if (Array.isArray(schema.enum) && schema.enum.length > 0) return smallest(schema.enum.map(jsonLength))
-    let size = typeSize(schema)
-    if (typeof schema.$ref === "string") size = Math.max(size, sizeOf(resolveLocalRef(root, schema.$ref)))
-    if (Array.isArray(schema.allOf)) size = Math.max(size, largest(schema.allOf.map(sizeOf)))
+    const sub = (child: unknown) => sizeOf(child, refs)
+    let size = typeSize(schema, sub)
+    if (typeof schema.$ref === "string" && refs < MAX_REF_DEPTH) {
+      size = Math.max(size, sizeOf(resolveLocalRef(root, schema.$ref), refs + 1))
+    }
+    if (Array.isArray(schema.allOf)) size = Math.max(size, largest(schema.allOf.map(sub)))
     for (const alternatives of [schema.anyOf, schema.oneOf]) {
-      if (Array.isArray(alternatives) && alternatives.length > 0) size = Math.max(size, smallest(alternatives.map(sizeOf)))
+      if (Array.isArray(alternatives) && alternatives.length > 0) size = Math.max(size, smallest(alternatives.map(sub)))
     }
     return size
   }
 
-  // The smallest over the types the schema allows; without `type` every type is allowed, and `null` is 4.
-  const typeSize = (schema: Schema): number => {
+  type Sub = (child: unknown) => number
+
+  // The smallest over the types the schema allows; without `type` every type is allowed.
+  const typeSize = (schema: Schema, sub: Sub): number => {
     const types = Array.isArray(schema.type) ? schema.type : typeof schema.type === "string" ? [schema.type] : []
     if (types.length === 0) return 1
-    return smallest(types.map((type) => sizeForType(schema, String(type))))
+    return smallest(types.map((type) => sizeForType(schema, String(type), sub)))
   }
 
-  const sizeForType = (schema: Schema, type: string): number => {
+  const sizeForType = (schema: Schema, type: string, sub: Sub): number => {
     switch (type) {
       case "string":
         return sum([2, count(schema.minLength)])
       case "array":
-        return arraySize(schema)
+        return arraySize(schema, sub)
       case "object":
-        return objectSize(schema)
+        return objectSize(schema, sub)
       default:
         return 1
     }
   }
 
-  const arraySize = (schema: Schema): number => {
+  const arraySize = (schema: Schema, sub: Sub): number => {
     const minItems = count(schema.minItems)
     const tuple = Array.isArray(schema.prefixItems) ? schema.prefixItems : Array.isArray(schema.items) ? schema.items : []
     const rest = Array.isArray(schema.items) ? schema.additionalItems : schema.items
-    const leading = tuple.slice(0, minItems).map((item) => sizeOf(item) + 1)
-    return sum([2, ...leading, times(Math.max(0, minItems - tuple.length), sizeOf(rest) + 1)])
+    const leading = tuple.slice(0, minItems).map((item) => sub(item) + 1)
+    const further = Math.max(0, minItems - tuple.length)
+    return sum([2, ...leading, further === 0 ? 0 : times(further, sub(rest) + 1)])
   }
 
-  const objectSize = (schema: Schema): number => {
+  const objectSize = (schema: Schema, sub: Sub): number => {
     const properties = isSchema(schema.properties) ? schema.properties : {}
     const required = Array.isArray(schema.required) ? schema.required.map(String) : []
-    const members = required.map((name) => name.length + 4 + sizeOf(properties[name]))
+    const members = required.map((name) => name.length + 4 + sub(properties[name]))
     // Each further member is at least `"":0,`.
     const further = times(Math.max(0, count(schema.minProperties) - required.length), 5)
     return sum([2, ...members, further])
   }
 
-  return sizeOf
+  return (schema) => sizeOf(schema, 0)
 }
 
 export const minimumInstanceSize = (root: unknown, cap: number): number => instanceSizer(root, cap)(root)

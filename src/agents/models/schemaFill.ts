@@ -94,18 +94,20 @@ const smallestOf = (alternatives: ReadonlyArray<unknown>, fill: Fill): unknown =
 
 const fillObject = (schema: Schema, fill: Fill, depth: number): JSONValue => {
   const properties = isSchema(schema.properties) ? schema.properties : {}
-  const required = new Set(Array.isArray(schema.required) ? schema.required : [])
+  const required = Array.isArray(schema.required) ? schema.required.map(String) : []
   const generous = !fill.minimal && depth < SHALLOW_DEPTH
-  const names = new Set(Object.keys(properties).filter((name) => generous || required.has(name)))
+  // Only what is required is looked at past the generous depth: a wide schema costs nothing there.
+  const names = new Set(generous ? Object.keys(properties) : required.filter((name) => Object.hasOwn(properties, name)))
   const minProperties = typeof schema.minProperties === "number" ? schema.minProperties : 0
-  for (const name of Object.keys(properties)) {
-    if (names.size >= minProperties) break
-    names.add(name)
+  if (names.size < minProperties) {
+    for (const name of Object.keys(properties)) {
+      if (names.size >= minProperties) break
+      names.add(name)
+    }
   }
-  const entries = [...names].map((name): [string, JSONValue] => {
-    spend(fill, name.length + 4)
-    return [name, fillNode(properties[name], fill, name, depth + 1)]
-  })
+  // Keys are paid for before any value is filled, so a wide schema runs out of budget early.
+  for (const name of names) spend(fill, name.length + 4)
+  const entries = [...names].map((name): [string, JSONValue] => [name, fillNode(properties[name], fill, name, depth + 1)])
   // Filler members satisfy `minProperties` where the schema allows properties it does not name.
   if (schema.additionalProperties !== false) {
     for (let index = 1; entries.length < minProperties; index++) {
