@@ -132,7 +132,13 @@ layer(TestServerLive(), { excludeTestServices: true })("bounds on client input",
           `{"input":[{"role":"user","content":[{"type":"text","text":"hi","extra":${deep}}]}]}`,
           /^Input validation failed: input\[0\]\.content\[0\]\.extra(\.a)+: /
         ],
-        [`${url}/workflows/pipeline/execute`, `{"input":${deep}}`, /^Input validation failed: input(\.a)+: /]
+        [`${url}/workflows/pipeline/execute`, `{"input":${deep}}`, /^Input validation failed: input(\.a)+: /],
+        // MCP reads the body as text and parses it itself: the same check applies.
+        [
+          `${url}/mcp/default/mcp`,
+          `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":${deep}}}`,
+          /^Input validation failed: params\.arguments(\.a)+: /
+        ]
       ]
       for (const [target, body, pattern] of cases) {
         const response = yield* postRaw(target, body)
