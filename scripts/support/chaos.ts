@@ -106,11 +106,15 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
 
   await server.start()
   try {
-    const loadEnds = Date.now() + options.seconds * 1000
+    // The load lasts `seconds` of time with the service up: restarts do not eat into it.
+    const loadStarted = Date.now()
+    let downtime = 0
+    const loadMs = options.seconds * 1000
+    const upTime = () => Date.now() - loadStarted - downtime
     const client = async () => {
-      while (Date.now() < loadEnds) {
-        await server.whileDown(loadEnds)
-        if (Date.now() >= loadEnds) break
+      while (upTime() < loadMs) {
+        await server.whileDown(Date.now() + 120_000)
+        if (upTime() >= loadMs) break
         await randomAction()()
       }
     }
@@ -118,11 +122,11 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
       // One kill at a random moment in each of `kills` equal parts of the middle 80% of the load.
       const slots = Array.from({ length: options.kills }, (_, i) => 0.1 + (0.8 * (i + Math.random())) / options.kills)
       for (const slot of slots) {
-        const at = loadEnds - options.seconds * 1000 * (1 - slot)
-        while (Date.now() < at) await sleep(Math.min(100, at - Date.now()))
-        if (Date.now() >= loadEnds) break
+        while (upTime() < slot * loadMs) await sleep(Math.min(100, slot * loadMs - upTime()))
         log(`SIGKILL ${server.kills + 1}/${options.kills} (${created.size} executions created so far)`)
+        const killedAt = Date.now()
         await server.killAndRestart()
+        downtime += Date.now() - killedAt
       }
     }
     log(`load: ${options.clients} clients for ${options.seconds} s with ${options.kills} kills on ${redact(options.databaseUrl)}`)

@@ -36,6 +36,9 @@ export class Supervisor {
       this.down = true
       this.generation++
       this.violations.add("service exited by itself", `code ${code}, signal ${signal}:\n${service.output().slice(-4_000)}`)
+      if (this.service === service) {
+        this.start().catch((error) => this.violations.add("restart failed", String(error)))
+      }
     })
     await waitUntilReady(service, this.port)
     this.down = false
@@ -54,8 +57,9 @@ export class Supervisor {
     await this.start()
   }
 
-  /** Restarts the service if it is not running (after it exited by itself). */
+  /** Restarts the service if it is not up (after it exited by itself and could not restart). */
   async ensureUp() {
+    await this.whileDown(Date.now() + 90_000)
     if (this.down) await this.killAndRestart()
   }
 
@@ -90,7 +94,8 @@ export class Supervisor {
       return undefined
     }
     if (reply.status >= 500) {
-      this.violations.add(`HTTP ${reply.status}`, `${method} ${path} ${JSON.stringify(body ?? null)} -> ${JSON.stringify(reply.body)}`)
+      const log = this.service?.output().slice(-1_500) ?? ""
+      this.violations.add(`HTTP ${reply.status}`, `${method} ${path} ${JSON.stringify(body ?? null)} -> ${JSON.stringify(reply.body)}\nservice log tail:\n${log}`)
     }
     return reply
   }
