@@ -3,13 +3,12 @@
  * Usage: npm run bench [-- --seconds 5 --connections 32]
  * Every loop is bounded in time; the service runs as `node dist/main.js` on a temporary SQLite file.
  */
-import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { Agent, createServer, request } from "node:http"
-import { createServer as createNetServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
+import { freePort, startService, stopService, waitUntilReady } from "./support/service.js"
 
 const { values } = parseArgs({ options: { seconds: { type: "string" }, connections: { type: "string" } } })
 const SECONDS = Number(values.seconds ?? 5)
@@ -22,14 +21,6 @@ interface Target {
   readonly path: string
   readonly body?: unknown
 }
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createNetServer().listen(0, "127.0.0.1", () => {
-      const port = (server.address() as { port: number }).port
-      server.close(() => resolve(port))
-    })
-  })
 
 const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0
 
@@ -90,16 +81,9 @@ const main = async () => {
 
   const dir = mkdtempSync(join(tmpdir(), "bench-"))
   const servicePort = await freePort()
-  const service = spawn(process.execPath, ["dist/main.js", "--port", String(servicePort)], {
-    env: { ...process.env, LOG_LEVEL: "warn", DATABASE_URL: `file:${join(dir, "bench.db")}`, AI_PROVIDER: "builtin" },
-    stdio: "inherit"
-  })
+  const service = startService({ port: servicePort, databaseUrl: `file:${join(dir, "bench.db")}`, output: "inherit" })
   try {
-    for (let i = 0; i < 200; i++) {
-      const up = await fetch(`http://127.0.0.1:${servicePort}/doc`).then(() => true, () => false)
-      if (up) break
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    }
+    await waitUntilReady(service, servicePort)
     const targets: Array<Target> = [
       { name: "raw node:http", port: () => rawPort, method: "GET", path: "/tools" },
       { name: "GET /tools", port: () => servicePort, method: "GET", path: "/tools" },
@@ -111,7 +95,7 @@ const main = async () => {
     for (const target of targets) results.push(await load(target))
     console.table(results)
   } finally {
-    service.kill("SIGTERM")
+    await stopService(service)
     raw.close()
     rmSync(dir, { recursive: true, force: true })
   }

@@ -1,0 +1,87 @@
+/**
+ * Chaos: workflow load while the service is SIGKILLed and restarted on the same database, races of
+ * resume against cancel, then the invariants. Exits 1 on any violation.
+ * Usage: npm run chaos [-- --seconds 60 --kills 10 --clients 6 --races 1000 --store sqlite|postgres --postgres URL]
+ * `--postgres URL` (implies `--store postgres`) is the server to create a fresh database on (dropped at
+ * the end); by default postgres://postgres@127.0.0.1:5432/postgres.
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { parseArgs } from "node:util"
+import { redact, runChaos } from "./support/chaos.js"
+import { createPostgresDatabase, DEFAULT_POSTGRES_ADMIN_URL } from "./support/database.js"
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: "string" },
+    kills: { type: "string" },
+    clients: { type: "string" },
+    races: { type: "string" },
+    store: { type: "string" },
+    postgres: { type: "string" }
+  }
+})
+
+const count = (name: string, value: string | undefined, fallback: number) => {
+  const parsed = Number(value ?? fallback)
+  if (!Number.isInteger(parsed) || parsed < 0) {
+    console.error(`--${name} must be a whole number, got ${value}`)
+    process.exit(2)
+  }
+  return parsed
+}
+
+const seconds = Math.max(1, count("seconds", values.seconds, 60))
+const kills = count("kills", values.kills, Math.max(1, Math.floor(seconds / 6)))
+const clients = Math.max(1, count("clients", values.clients, 6))
+const races = count("races", values.races, 1000)
+const store = values.postgres !== undefined ? "postgres" : values.store ?? "sqlite"
+if (store !== "sqlite" && store !== "postgres") {
+  console.error(`--store must be sqlite or postgres, got ${store}`)
+  process.exit(2)
+}
+
+const database = async () => {
+  if (store === "postgres") return createPostgresDatabase(values.postgres ?? DEFAULT_POSTGRES_ADMIN_URL)
+  const dir = mkdtempSync(join(tmpdir(), "chaos-"))
+  return { url: `file:${join(dir, "chaos.db")}`, drop: async () => rmSync(dir, { recursive: true, force: true }) }
+}
+
+const main = async () => {
+  const { url, drop } = await database()
+  const startedAt = Date.now()
+  try {
+    const report = await runChaos({
+      databaseUrl: url,
+      seconds,
+      kills,
+      clients,
+      races,
+      log: (line) => console.log(`[chaos ${((Date.now() - startedAt) / 1000).toFixed(1)}s] ${line}`)
+    })
+    console.log(`\nchaos on ${store} (${redact(url)})`)
+    console.table([{
+      seconds,
+      kills: report.kills,
+      requests: report.requests,
+      "cut by a kill": report.interrupted,
+      "executions created": report.created,
+      "executions checked": report.executionsChecked,
+      races: report.races.trials,
+      "resume won": report.races.resumeWon,
+      "cancel won": report.races.cancelWon
+    }])
+    if (report.violations.length === 0) {
+      console.log("no violations")
+      return 0
+    }
+    console.log(`VIOLATIONS (${report.violations.reduce((sum, v) => sum + v.count, 0)}):`)
+    for (const { kind, count, example } of report.violations) console.log(`- ${kind}: ${count}\n    e.g. ${example.replace(/\n/g, "\n    ")}`)
+    return 1
+  } finally {
+    await drop()
+  }
+}
+
+process.exitCode = await main()

@@ -1,0 +1,173 @@
+/**
+ * Soak: a steady, fixed-rate mixed load (agents, tools, workflows with suspend/resume, observability
+ * queries, two WebSocket feed readers) on the built service for N minutes, printing per minute the
+ * requests, errors and the service's RSS. Exits 1 when any request errored, a feed closed, or the RSS at
+ * the end is more than 10% above the RSS after the first minute.
+ * Usage: npm run soak [-- --minutes 10 --rate 60 --store sqlite|postgres --postgres URL]
+ */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { parseArgs } from "node:util"
+import WebSocket from "ws"
+import { createPostgresDatabase, DEFAULT_POSTGRES_ADMIN_URL } from "./support/database.js"
+import { call, freePort, isAlive, residentBytes, sleep, startService, stopService, waitUntilReady } from "./support/service.js"
+
+const { values } = parseArgs({
+  options: { minutes: { type: "string" }, rate: { type: "string" }, store: { type: "string" }, postgres: { type: "string" } }
+})
+const MINUTES = Number(values.minutes ?? 10)
+const RATE = Number(values.rate ?? 60)
+const STORE = values.postgres !== undefined ? "postgres" : values.store ?? "sqlite"
+if (!(MINUTES > 0) || !(RATE > 0 && RATE <= 500) || (STORE !== "sqlite" && STORE !== "postgres")) {
+  console.error("usage: soak [--minutes N>0] [--rate 1..500] [--store sqlite|postgres] [--postgres URL]")
+  process.exit(2)
+}
+/** Requests in flight at most; a due request past this is skipped and counted (the load must not pile up). */
+const MAX_IN_FLIGHT = 64
+const RSS_GROWTH_ALLOWED = 1.1
+
+interface Minute {
+  requests: number
+  errors: number
+  skipped: number
+  feedMessages: number
+}
+
+const database = async () => {
+  if (STORE === "postgres") return createPostgresDatabase(values.postgres ?? DEFAULT_POSTGRES_ADMIN_URL)
+  const dir = mkdtempSync(join(tmpdir(), "soak-"))
+  return { url: `file:${join(dir, "soak.db")}`, drop: async () => rmSync(dir, { recursive: true, force: true }) }
+}
+
+const main = async (): Promise<number> => {
+  const { url, drop } = await database()
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const service = startService({ port, databaseUrl: url, logLevel: "info" })
+  let minute: Minute = { requests: 0, errors: 0, skipped: 0, feedMessages: 0 }
+  /** Errors by request and reason, with the first example of each. */
+  const errorKinds = new Map<string, { count: number; example: string }>()
+  let feedsClosed = 0
+  const error = (kind: string, example = kind) => {
+    minute.errors++
+    const entry = errorKinds.get(kind)
+    if (entry) entry.count++
+    else errorKinds.set(kind, { count: 1, example })
+  }
+
+  /** One request that must answer `expected`; its parsed body, or undefined after counting an error. */
+  const expect = async (method: "GET" | "POST", path: string, body: unknown, expected: number) => {
+    minute.requests++
+    const reply = await call(base, method, path, body, 30_000)
+    const route = `${method} ${path.replace(/\/executions\/[^/]+\//, "/executions/:id/")}`
+    if (reply.kind === "down") return error(`${route}: no answer (${reply.reason})`)
+    if (reply.status !== expected) return error(`${route}: ${reply.status}`, JSON.stringify(reply.body).slice(0, 500))
+    return reply.body
+  }
+
+  const approval = async () => {
+    const suspended = await expect("POST", "/workflows/approval/execute", { input: { amount: 500 } }, 200)
+    const id = suspended?.data?.executionId
+    if (id === undefined) return
+    const resumed = await expect("POST", `/workflows/approval/executions/${id}/resume`, { resumeData: { approved: true } }, 200)
+    if (resumed !== undefined && resumed.data?.status !== "completed") error(`approval resumed to ${resumed.data?.status}`, id)
+  }
+
+  const mix: ReadonlyArray<() => Promise<unknown>> = [
+    () => expect("GET", "/tools", undefined, 200),
+    () => expect("POST", "/tools/add/execute", { input: { a: 2, b: 3 } }, 200),
+    () => expect("POST", "/agents/assistant/text", { input: "please add 2 and 40" }, 200),
+    () => expect("POST", "/agents/assistant/text", { input: "hello", options: { conversationId: "soak", userId: "soak" } }, 200),
+    () => expect("POST", "/workflows/pipeline/execute", { input: { text: " soak ", n: 21 } }, 200),
+    approval,
+    () => expect("GET", "/workflows/executions?limit=10", undefined, 200),
+    () => expect("GET", "/observability/status", undefined, 200),
+    () => expect("GET", "/observability/traces?limit=10", undefined, 200),
+    () => expect("GET", "/api/logs?limit=50", undefined, 200),
+    () => expect("GET", "/agents/assistant/history?limit=5", undefined, 200)
+  ]
+
+  const feed = (path: string) => {
+    const socket = new WebSocket(`ws://127.0.0.1:${port}${path}`)
+    let ending = false
+    socket.on("message", () => minute.feedMessages++)
+    socket.on("error", (cause) => error(`${path}: socket error`, cause.message))
+    socket.on("close", () => {
+      if (!ending) feedsClosed++
+    })
+    return () => {
+      ending = true
+      socket.close()
+    }
+  }
+
+  try {
+    await waitUntilReady(service, port)
+    const closeFeeds = [feed("/ws/logs"), feed("/ws/observability?entityType=workflow")]
+    console.log(`soak: ${RATE} req/s for ${MINUTES} min on ${STORE}, service pid ${service.pid}`)
+    console.log("minute  requests  errors  skipped  feed msgs  RSS MB")
+    const samples: Array<number> = []
+    let inFlight = 0
+    let issued = 0
+    const started = Date.now()
+    const ends = started + MINUTES * 60_000
+    for (let m = 1; m <= Math.ceil(MINUTES); m++) {
+      const minuteEnds = Math.min(ends, started + m * 60_000)
+      while (Date.now() < minuteEnds) {
+        const due = Math.floor(((Date.now() - started) / 1000) * RATE)
+        for (; issued < due; issued++) {
+          if (inFlight >= MAX_IN_FLIGHT) {
+            minute.skipped++
+            continue
+          }
+          inFlight++
+          void mix[issued % mix.length]().finally(() => inFlight--)
+        }
+        await sleep(10)
+      }
+      if (!isAlive(service)) {
+        error("the service exited")
+        break
+      }
+      const rss = await residentBytes(service.pid)
+      samples.push(rss)
+      const { requests, errors, skipped, feedMessages } = minute
+      console.log(`${String(m).padStart(6)}  ${String(requests).padStart(8)}  ${String(errors).padStart(6)}  ${String(skipped).padStart(7)}  ${String(feedMessages).padStart(9)}  ${(rss / 2 ** 20).toFixed(1).padStart(6)}`)
+      minute = { requests: 0, errors: 0, skipped: 0, feedMessages: 0 }
+    }
+    const drainBy = Date.now() + 30_000
+    while (inFlight > 0 && Date.now() < drainBy) await sleep(50)
+    closeFeeds.forEach((close) => close())
+    return verdict(samples, errorKinds, feedsClosed, inFlight)
+  } finally {
+    await stopService(service)
+    await drop()
+  }
+}
+
+const verdict = (
+  samples: ReadonlyArray<number>,
+  errorKinds: ReadonlyMap<string, { readonly count: number; readonly example: string }>,
+  feedsClosed: number,
+  stuck: number
+) => {
+  const problems: Array<string> = []
+  for (const [kind, { count, example }] of errorKinds) problems.push(`${count} x ${kind}${example === kind ? "" : ` (e.g. ${example})`}`)
+  if (feedsClosed > 0) problems.push(`${feedsClosed} WebSocket feed(s) closed by the service`)
+  if (stuck > 0) problems.push(`${stuck} requests still unanswered 30 s after the load`)
+  const [afterFirst, last] = [samples[0], samples.at(-1)]
+  if (afterFirst !== undefined && last !== undefined) {
+    const growth = last / afterFirst
+    console.log(`RSS: ${(afterFirst / 2 ** 20).toFixed(1)} MB after minute 1, ${(last / 2 ** 20).toFixed(1)} MB at the end (x${growth.toFixed(3)})`)
+    if (growth > RSS_GROWTH_ALLOWED) problems.push(`RSS grew x${growth.toFixed(3)} (allowed x${RSS_GROWTH_ALLOWED})`)
+  }
+  if (problems.length === 0) {
+    console.log("soak passed")
+    return 0
+  }
+  console.log(`SOAK FAILED:\n- ${problems.join("\n- ")}`)
+  return 1
+}
+
+process.exitCode = await main()

@@ -1,0 +1,53 @@
+/**
+ * The databases the load scripts run the service on, and what they read back from them directly
+ * (what the HTTP API cannot show: the stored event rows themselves).
+ */
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { Effect, type Layer, Redacted } from "effect"
+
+export const DEFAULT_POSTGRES_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
+
+const isPostgres = (url: string) => /^postgres(ql)?:\/\//.test(url)
+
+const clientFor = (url: string): Layer.Layer<SqlClient.SqlClient, unknown> =>
+  isPostgres(url)
+    ? PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })
+    : SqliteClient.layer({ filename: url.replace(/^file:(\/\/)?/, ""), readonly: true })
+
+const withClient = <A>(url: string, use: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown>) =>
+  Effect.runPromise(Effect.scoped(Effect.flatMap(SqlClient.SqlClient, use).pipe(Effect.provide(clientFor(url)))))
+
+/** A new, empty Postgres database next to `adminUrl`'s; resolves to its URL and a function that drops it. */
+export const createPostgresDatabase = async (adminUrl: string) => {
+  const name = `svc_load_${process.pid}_${Math.random().toString(36).slice(2, 10)}`
+  await withClient(adminUrl, (sql) => sql.unsafe(`CREATE DATABASE ${name}`))
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  return {
+    url: url.toString(),
+    drop: () => withClient(adminUrl, (sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined)
+  }
+}
+
+export interface StoredRows {
+  readonly executions: ReadonlyArray<{ readonly id: string; readonly status: string }>
+  /** Every event row's sequence number, per execution, in stored order (by seq). */
+  readonly seqs: ReadonlyMap<string, ReadonlyArray<number>>
+}
+
+/** Reads the execution and event tables (SQLite opened read-only). */
+export const readStoredRows = (databaseUrl: string): Promise<StoredRows> =>
+  withClient(databaseUrl, (sql) =>
+    Effect.gen(function*() {
+      const executions = yield* sql<{ id: string; status: string }>`SELECT id, status FROM workflow_executions`
+      const events = yield* sql<{ execution_id: string; seq: number }>`SELECT execution_id, seq FROM workflow_events ORDER BY execution_id, seq`
+      const seqs = new Map<string, Array<number>>()
+      for (const row of events) {
+        const list = seqs.get(row.execution_id) ?? []
+        list.push(Number(row.seq))
+        seqs.set(row.execution_id, list)
+      }
+      return { executions: executions.map((row) => ({ id: row.id, status: row.status })), seqs }
+    }))

@@ -1,0 +1,116 @@
+/**
+ * The invariants after a chaos run, read over HTTP and, for the event rows themselves, from the database:
+ * no execution lost, none left running once recovery settled, every suspended one resumable to completion,
+ * per execution event seqs 1..n without duplicates, no event after a final one, and a final status that
+ * agrees with the last event.
+ */
+import { readStoredRows } from "./database.js"
+import { sleep } from "./service.js"
+import type { Supervisor } from "./supervisor.js"
+import type { Violations } from "./violations.js"
+
+const FINAL_EVENT_OF: Record<string, string> = {
+  completed: "workflow-complete",
+  error: "workflow-error",
+  cancelled: "workflow-cancelled"
+}
+const FINAL_EVENTS = new Set(Object.values(FINAL_EVENT_OF))
+const PAGE = 500
+const SETTLE_MS = 90_000
+
+interface Listed {
+  readonly id: string
+  readonly workflowId: string
+  readonly status: string
+  readonly events: ReadonlyArray<{ readonly id: string; readonly type: string }>
+}
+
+/** Every execution, paging through GET /workflows/executions. */
+const listAll = async (server: Supervisor, status?: string): Promise<Array<Listed>> => {
+  const all: Array<Listed> = []
+  for (let offset = 0; ; offset += PAGE) {
+    const filter = status === undefined ? "" : `&status=${status}`
+    const reply = await server.request("GET", `/workflows/executions?limit=${PAGE}&offset=${offset}${filter}`, undefined, 60_000)
+    if (reply?.status !== 200) throw new Error(`listing executions failed: ${JSON.stringify(reply?.body ?? "no answer")}`)
+    const page = reply.body.data as Array<Listed>
+    all.push(...page)
+    if (page.length < PAGE) return all
+  }
+}
+
+/** `seqs` must be exactly 1, 2, ..., n. */
+const describeSeqProblem = (seqs: ReadonlyArray<number>): string | undefined => {
+  for (let i = 0; i < seqs.length; i++) {
+    if (seqs[i] !== i + 1) return `seqs ${JSON.stringify(seqs)}`
+  }
+  return undefined
+}
+
+export const checkInvariants = async (
+  server: Supervisor,
+  databaseUrl: string,
+  created: ReadonlyMap<string, { readonly workflowId: string }>,
+  violations: Violations,
+  log: (line: string) => void
+): Promise<number> => {
+  // Recovery re-runs what the kills left running: wait for it to settle.
+  const settleBy = Date.now() + SETTLE_MS
+  let running = await listAll(server, "running")
+  while (running.length > 0 && Date.now() < settleBy) {
+    await sleep(250)
+    running = await listAll(server, "running")
+  }
+  for (const execution of running) violations.add("left running", `${execution.workflowId} ${execution.id}`)
+
+  const suspended = await listAll(server, "suspended")
+  log(`resuming the ${suspended.length} suspended executions`)
+  let next = 0
+  const resumeWorker = async () => {
+    while (next < suspended.length) {
+      const execution = suspended[next++]
+      const reply = await server.request("POST", `/workflows/${execution.workflowId}/executions/${execution.id}/resume`, {
+        resumeData: { approved: true }
+      })
+      if (reply?.status !== 200 || reply.body?.data?.status !== "completed") {
+        violations.add("suspended execution did not resume to completion", `${execution.workflowId} ${execution.id}: ${reply?.status} ${JSON.stringify(reply?.body ?? "no answer")}`)
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: 4 }, resumeWorker))
+
+  const all = await listAll(server)
+  const listed = new Map(all.map((execution) => [execution.id, execution]))
+  for (const [id, known] of created) {
+    if (!listed.has(id)) violations.add("execution lost", `${known.workflowId} ${id} was answered as created but is not listed`)
+  }
+  for (const execution of all) {
+    const where = `${execution.workflowId} ${execution.id} (${execution.status})`
+    const types = execution.events.map((event) => event.type)
+    const seqProblem = describeSeqProblem(execution.events.map((event) => Number(event.id)))
+    if (seqProblem) violations.add("event seqs are not 1..n (API)", `${where}: ${seqProblem}`)
+    const firstFinal = types.findIndex((type) => FINAL_EVENTS.has(type))
+    if (firstFinal >= 0 && firstFinal < types.length - 1) {
+      violations.add("event after a final event", `${where}: ${types.slice(firstFinal).join(", ")}`)
+    }
+    const expectedLast = FINAL_EVENT_OF[execution.status]
+    if (execution.status === "running") violations.add("running at the end", where)
+    else if (execution.status === "suspended") violations.add("suspended at the end", where)
+    else if (expectedLast !== undefined && types.at(-1) !== expectedLast) {
+      violations.add("final status without its final event", `${where}: last events ${types.slice(-3).join(", ")}`)
+    }
+    if (execution.status === "error") violations.add("execution failed", `${where}: ${types.slice(-2).join(", ")}`)
+  }
+
+  log(`${all.length} executions listed; reading the event rows from the database`)
+  const stored = await readStoredRows(databaseUrl)
+  if (stored.executions.length !== all.length) {
+    violations.add("database and API disagree", `${stored.executions.length} rows stored, ${all.length} listed`)
+  }
+  const storedIds = new Set(stored.executions.map((row) => row.id))
+  for (const [id, seqs] of stored.seqs) {
+    if (!storedIds.has(id)) violations.add("events of an unknown execution", `${id}: ${seqs.length} events`)
+    const seqProblem = describeSeqProblem(seqs)
+    if (seqProblem) violations.add("event seqs are not 1..n (database)", `${id}: ${seqProblem}`)
+  }
+  return all.length
+}

@@ -1,0 +1,33 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { type ChaosOptions, runChaos } from "../scripts/support/chaos.js"
+import { MAIN } from "./support/process.js"
+import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
+
+/** The bounded form of `npm run chaos`: a short load with two SIGKILLs, then 20 resume/cancel races. */
+const BOUNDED: Omit<ChaosOptions, "databaseUrl"> = { seconds: 8, kills: 2, clients: 4, races: 20, main: MAIN }
+
+const expectNoViolations = async (databaseUrl: string) => {
+  const report = await runChaos({ ...BOUNDED, databaseUrl })
+  expect(report.kills).toBe(2)
+  expect(report.created).toBeGreaterThan(20)
+  expect(report.executionsChecked).toBeGreaterThanOrEqual(report.created)
+  expect(report.violations).toEqual([])
+}
+
+describe("chaos: SIGKILL under workflow load, restart on the same database", () => {
+  it("SQLite: nothing lost, nothing left running, suspended ones resume, events numbered 1..n and none after a final one", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "chaos-test-"))
+    try {
+      await expectNoViolations(`file:${join(dir, "chaos.db")}`)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 120_000)
+
+  it.scoped.skipIf(!postgresAvailable)("Postgres: the same invariants", () =>
+    Effect.flatMap(freshPostgresDatabase, (databaseUrl) => Effect.promise(() => expectNoViolations(databaseUrl))), 120_000)
+})
