@@ -92,4 +92,23 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("live feeds and sl
       }
       for (const client of [...stalled, ...readers]) client.socket.close()
     }), { timeout: 90_000 })
+
+  it.effect("an /ws client that sends but never reads is closed with 1013 once 4 MB wait for it", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const client = yield* Effect.promise(() => connect(`${url.replace(/^http/, "ws")}/ws`, { paused: true }))
+      let echoes = 0
+      client.socket.on("message", (data) => {
+        if (data.toString().startsWith(`{"type":"ECHO"`)) echoes++
+      })
+      const payload = JSON.stringify({ pad: "p".repeat(100_000) })
+      for (let i = 0; i < 400; i++) client.socket.send(payload)
+      // Once the client has sent all 40 MB the server has read most of it (TCP flow control), so its
+      // answers exceed the bound before the client reads anything.
+      yield* Effect.promise(() => until(() => client.socket.bufferedAmount === 0, 60_000))
+      ;(client.socket as any)._socket.resume()
+      expect(yield* Effect.promise(() => until(() => client.closeCode !== undefined, 30_000))).toBe(true)
+      expect(client.closeCode).toBe(1013)
+      expect(echoes).toBeLessThan(400)
+    }), { timeout: 90_000 })
 })
