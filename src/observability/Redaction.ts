@@ -28,10 +28,12 @@ const RECORDED_QUERY_KEYS: ReadonlySet<string> = new Set([
   "offset", "page", "since", "spanId", "status", "to", "traceId", "until", "userId", "workflowId"
 ])
 
-const HEADER_ATTRIBUTE = /^http\.(?:request|response)\.header\.(.+)$/
+const REQUEST_HEADER = "http.request.header."
+const RESPONSE_HEADER = "http.response.header."
 const QUERY_PAIR = /([?&])([^=&#\s?]+)=([^&#\s]*)/g
 
 const decodedKey = (key: string): string => {
+  if (!key.includes("%")) return key
   try {
     return decodeURIComponent(key)
   } catch {
@@ -51,21 +53,26 @@ const redactDeep = (value: unknown): unknown =>
 
 /** An attribute's value as it may be recorded (before size caps). */
 export const redactAttribute = (key: string, value: unknown): unknown => {
-  const header = HEADER_ATTRIBUTE.exec(key)
-  if (header !== null) return RECORDED_HEADERS.has(header[1]!.toLowerCase()) ? value : REDACTED
+  const header = key.startsWith(REQUEST_HEADER) ? key.slice(REQUEST_HEADER.length)
+    : key.startsWith(RESPONSE_HEADER) ? key.slice(RESPONSE_HEADER.length)
+    : undefined
+  if (header !== undefined) return RECORDED_HEADERS.has(header.toLowerCase()) ? value : REDACTED
   // `url.query` holds a bare query string, without the leading "?".
   if (key === "url.query" && typeof value === "string") return redactQueries(`?${value}`).slice(1)
   return redactDeep(value)
 }
 
-const encodedSize = (text: string): number => Buffer.byteLength(text)
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/
 
 /** UTF-8 bytes of a value's JSON encoding (what the store and the sockets carry). */
 export const jsonSize = (value: unknown): number => {
+  // Spans are mostly short ASCII strings and numbers: measure those without encoding them.
+  if (typeof value === "string" && value.length < 1024 && PLAIN.test(value)) return value.length + 2
+  if (typeof value === "number" || typeof value === "boolean") return String(value).length
   try {
-    return encodedSize(JSON.stringify(value) ?? "null")
+    return Buffer.byteLength(JSON.stringify(value) ?? "null")
   } catch {
-    return encodedSize(String(value))
+    return Buffer.byteLength(String(value))
   }
 }
 

@@ -101,7 +101,9 @@ export const TraceStoreLive = (retention: RetentionOptions) =>
       const processor: SpanProcessor = {
         // Effect sets a span's attributes right after starting it, so its start is published a tick later.
         onStart: (span: Span, _context: OtelContext) => {
-          queueMicrotask(() => live.publish({ type: "span:start", span: toSpanRecord(span as unknown as ReadableSpan, false) }))
+          if (live.isWatched()) {
+            queueMicrotask(() => live.publish({ type: "span:start", span: toSpanRecord(span as unknown as ReadableSpan, false) }))
+          }
         },
         onEnd: (span: ReadableSpan) => {
           const record = toSpanRecord(span, true)

@@ -7,6 +7,8 @@ export interface LiveFeed<A> {
   readonly subscribe: Effect.Effect<Queue.Dequeue<A>, never, Scope.Scope>
   /** How many subscriptions are open. */
   readonly subscribers: Effect.Effect<number>
+  /** Whether anyone is subscribed (to skip building items nobody reads). */
+  readonly isWatched: () => boolean
 }
 
 /**
@@ -26,6 +28,7 @@ export const makeLiveFeed = <A>(capacity: number): Effect.Effect<LiveFeed<A>> =>
         Effect.tap(PubSub.subscribe(live), () => Effect.sync(() => open++)),
         () => Effect.sync(() => open--)
       ),
-      subscribers: Effect.sync(() => open)
+      subscribers: Effect.sync(() => open),
+      isWatched: () => open > 0
     }
   })
