@@ -22,7 +22,7 @@ export const makeLiveFeed = <A>(capacity: number): Effect.Effect<LiveFeed<A>> =>
       // `unsafeOffer` bypasses the sliding strategy (when the slowest subscriber is full it drops the new
       // item for everyone), so a full window goes through `publish`, which slides (synchronously).
       publish: (item) => {
-        if (!live.unsafeOffer(item)) Effect.runSync(PubSub.publish(live, item))
+        if (!live.unsafeOffer(item)) Effect.runSyncExit(PubSub.publish(live, item))
       },
       subscribe: Effect.acquireRelease(
         Effect.tap(PubSub.subscribe(live), () => Effect.sync(() => open++)),
