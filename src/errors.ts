@@ -101,3 +101,8 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthoriz
 }) {
   static readonly required = new Unauthorized({ message: "Authentication required" })
 }
+
+/** A WebSocket endpoint reached without a WebSocket handshake. */
+export class UpgradeRequired extends Schema.TaggedError<UpgradeRequired>()("UpgradeRequired", {
+  message: Schema.String
+}) {}

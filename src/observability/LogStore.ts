@@ -1,6 +1,6 @@
-import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, type LogLevel, Option, PubSub, type Queue, type Scope, Tracer } from "effect"
-import { countedSubscription } from "./liveFeed.js"
-import { scrub } from "./Span.js"
+import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, type LogLevel, Option, type Queue, type Scope, Tracer } from "effect"
+import { makeLiveFeed } from "./liveFeed.js"
+import { type Budget, capString, jsonSize, LOG_ENTRY_CAP, recordedAttributes, redactQueries } from "./Redaction.js"
 
 export interface LogEntry {
   readonly timestamp: string
@@ -75,22 +75,26 @@ export const LogStoreLive = (capacity: number) =>
       const ring: Array<LogEntry | undefined> = new Array(capacity)
       let next = 0
       let size = 0
-      const live = yield* PubSub.sliding<LogEntry>(LIVE_BUFFER)
+      const live = yield* makeLiveFeed<LogEntry>(LIVE_BUFFER)
 
       const logger = Logger.make<unknown, void>(({ annotations, cause, context, date, logLevel, message }) => {
         const span = Context.getOption(FiberRefs.getOrDefault(context, FiberRef.currentContext), Tracer.ParentSpan)
-        const attributes: Record<string, unknown> = {}
+        const annotated: Record<string, unknown> = {}
         const known: Record<string, string> = {}
         for (const [key, value] of HashMap.toEntries(annotations)) {
-          if ((KNOWN as ReadonlyArray<string>).includes(key)) known[key] = String(value)
-          else attributes[key] = scrub(value)
+          if ((KNOWN as ReadonlyArray<string>).includes(key)) known[key] = capString(String(value))
+          else annotated[key] = value
         }
-        if (!Cause.isEmpty(cause)) attributes.cause = Cause.pretty(cause)
+        if (!Cause.isEmpty(cause)) annotated.cause = Cause.pretty(cause)
         const text = List.isList(message) ? [...message].map(String).join(" ") : Array.isArray(message) ? message.map(String).join(" ") : String(message)
+        // Entries are redacted and capped like spans: they are kept, served and pushed to sockets too.
+        const recordedMessage = capString(redactQueries(text))
+        const budget: Budget = { left: LOG_ENTRY_CAP - jsonSize(recordedMessage) }
+        const { attributes } = recordedAttributes(annotated, budget)
         const entry: LogEntry = {
           timestamp: date.toISOString(),
           level: levelName(logLevel),
-          message: scrub(text) as string,
+          message: recordedMessage,
           ...Option.match(span, { onNone: () => ({}), onSome: (s) => ({ traceId: s.traceId, spanId: s.spanId }) }),
           ...known,
           attributes
@@ -98,7 +102,7 @@ export const LogStoreLive = (capacity: number) =>
         ring[next] = entry
         next = (next + 1) % capacity
         size = Math.min(size + 1, capacity)
-        live.unsafeOffer(entry)
+        live.publish(entry)
       })
 
       const query = (q: LogQuery) =>
@@ -111,8 +115,7 @@ export const LogStoreLive = (capacity: number) =>
           return out.reverse()
         }).pipe(Effect.withSpan("LogStore.query", { captureStackTrace: false }))
 
-      const feed = countedSubscription(live)
-      return LogStore.of({ logger, ...feed, count: Effect.sync(() => size), query })
+      return LogStore.of({ logger, subscribe: live.subscribe, subscribers: live.subscribers, count: Effect.sync(() => size), query })
     })
   )
 

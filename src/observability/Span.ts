@@ -26,15 +26,10 @@ const STATUS = ["unset", "ok", "error"]
 const isoOf = (time: readonly [number, number]) => new Date(time[0] * 1000 + time[1] / 1e6).toISOString()
 const msOf = (time: readonly [number, number]) => time[0] * 1000 + time[1] / 1e6
 
-// Credentials may travel in query strings (WebSocket handshakes); they must never be stored.
-const SECRET_PARAMS = /(^|[?&])(token|key|access_token|api_key)=[^&#\s]*/gi
-export const scrub = (value: unknown): unknown =>
-  typeof value === "string" ? value.replace(SECRET_PARAMS, "$1$2=[redacted]") : value
-
-const scrubbed = (attributes: Record<string, unknown>): Record<string, unknown> =>
-  Object.fromEntries(Object.entries(attributes).map(([key, value]) => [key, scrub(value)]))
-
-/** An OpenTelemetry span as stored and served (times ISO 8601, secrets in URLs redacted). */
+/**
+ * An OpenTelemetry span as stored and served (times ISO 8601). Processors receive spans already
+ * redacted and capped (SanitizingSpanProcessor), so this only changes the shape.
+ */
 export const toSpanRecord = (span: ReadableSpan, ended: boolean): SpanRecord => ({
   traceId: span.spanContext().traceId,
   spanId: span.spanContext().spanId,
@@ -48,11 +43,11 @@ export const toSpanRecord = (span: ReadableSpan, ended: boolean): SpanRecord => 
     code: STATUS[span.status.code] ?? "unset",
     ...(span.status.message ? { message: span.status.message } : {})
   },
-  attributes: scrubbed(span.attributes as Record<string, unknown>),
+  attributes: span.attributes as Record<string, unknown>,
   events: span.events.map((event) => ({
     name: event.name,
     time: isoOf(event.time),
-    attributes: scrubbed((event.attributes ?? {}) as Record<string, unknown>)
+    attributes: (event.attributes ?? {}) as Record<string, unknown>
   }))
 })
 

@@ -1,8 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import type { Context as OtelContext } from "@opentelemetry/api"
 import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace-base"
-import { Context, Effect, Layer, Option, PubSub, Queue, Schedule, type Scope } from "effect"
-import { countedSubscription } from "./liveFeed.js"
+import { Context, Effect, Layer, Option, Queue, Schedule, type Scope } from "effect"
+import { makeLiveFeed } from "./liveFeed.js"
 import { entityOf, type SpanRecord, toSpanRecord } from "./Span.js"
 
 export interface SpanEvent {
@@ -94,20 +94,22 @@ export const TraceStoreLive = (retention: RetentionOptions) =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const pending = yield* Queue.sliding<SpanRecord>(BUFFER)
-      const live = yield* PubSub.sliding<SpanEvent>(LIVE_BUFFER)
+      const live = yield* makeLiveFeed<SpanEvent>(LIVE_BUFFER)
       let offered = 0
       let written = 0
 
       const processor: SpanProcessor = {
         // Effect sets a span's attributes right after starting it, so its start is published a tick later.
         onStart: (span: Span, _context: OtelContext) => {
-          queueMicrotask(() => live.unsafeOffer({ type: "span:start", span: toSpanRecord(span as unknown as ReadableSpan, false) }))
+          if (live.isWatched()) {
+            queueMicrotask(() => live.publish({ type: "span:start", span: toSpanRecord(span as unknown as ReadableSpan, false) }))
+          }
         },
         onEnd: (span: ReadableSpan) => {
           const record = toSpanRecord(span, true)
           offered++
           if (!pending.unsafeOffer(record)) written++
-          live.unsafeOffer({ type: "span:end", span: record })
+          live.publish({ type: "span:end", span: record })
         },
         forceFlush: () => Promise.resolve(),
         shutdown: () => Promise.resolve()
@@ -222,7 +224,8 @@ export const TraceStoreLive = (retention: RetentionOptions) =>
 
       return TraceStore.of({
         processor,
-        ...countedSubscription(live),
+        subscribe: live.subscribe,
+        subscribers: live.subscribers,
         counts: sql<{ traces: number | string; spans: number | string }>`
           SELECT COUNT(DISTINCT trace_id) AS traces, COUNT(*) AS spans FROM observability_spans`.pipe(
           Effect.map(([row]) => ({ traceCount: Number(row.traces), spanCount: Number(row.spans) })),

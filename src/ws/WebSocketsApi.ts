@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
-import { Unauthorized } from "../http/Errors.js"
+import { Unauthorized, UpgradeRequired } from "../http/Errors.js"
 import { SystemLogFilters } from "../observability/ObservabilityApi.js"
 
 const Upgrade = Schema.Unknown.annotations({ description: "101 Switching Protocols: a WebSocket" })
@@ -16,6 +16,7 @@ export class WebSocketsApi extends HttpApiGroup.make("websockets")
       .setUrlParams(Schema.Struct({ token: Schema.optional(Schema.String) }))
       .addSuccess(Upgrade, { status: 101 })
       .addError(Unauthorized)
+      .addError(UpgradeRequired)
       .annotate(RouteClassAnnotation, "management")
       .annotate(OpenApi.Summary, "Connection test: echoes JSON messages (?token=<JWT>)")
   )
@@ -28,6 +29,7 @@ export class WebSocketsApi extends HttpApiGroup.make("websockets")
       }))
       .addSuccess(Upgrade, { status: 101 })
       .addError(Unauthorized)
+      .addError(UpgradeRequired)
       .annotate(RouteClassAnnotation, "console")
       .annotate(OpenApi.Summary, "Live logs: an initial batch, then each new matching entry (?key= in production)")
   )
@@ -41,6 +43,7 @@ export class WebSocketsApi extends HttpApiGroup.make("websockets")
       }))
       .addSuccess(Upgrade, { status: 101 })
       .addError(Unauthorized)
+      .addError(UpgradeRequired)
       .annotate(RouteClassAnnotation, "console")
       .annotate(OpenApi.Summary, "Live span starts and ends and logs of one entity (?key= in production)")
   )

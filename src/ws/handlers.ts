@@ -1,58 +1,24 @@
-import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse, type Socket } from "@effect/platform"
-import { Effect, Option, Queue, Scope } from "effect"
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Option } from "effect"
 import { AuthPolicy } from "../auth/AuthPolicy.js"
 import { ServiceApi } from "../http/Api.js"
 import { toIso } from "../http/Query.js"
 import { type LogEntry, LogStore, matches } from "../observability/LogStore.js"
 import { logLimit } from "../observability/handlers.js"
+import { jsonSize } from "../observability/Redaction.js"
 import { entityOf } from "../observability/Span.js"
 import { TraceStore } from "../observability/TraceStore.js"
+import { forward, serve } from "./connection.js"
 
-type Send = (message: unknown) => Effect.Effect<void>
+/** The initial batch of /ws/logs is the newest entries that fit in this many bytes of JSON. */
+const INITIAL_BYTES = 1024 * 1024
 
-const decoder = new TextDecoder()
-
-/**
- * Upgrades, then runs the connection: `onOpen` may start feeds (scoped to the connection, so a client
- * that leaves releases its subscriptions), `onMessage` answers what the client sends.
- */
-const serve = (
-  request: HttpServerRequest.HttpServerRequest,
-  handlers: {
-    readonly onOpen: (send: Send) => Effect.Effect<void, never, Scope.Scope>
-    readonly onMessage?: (text: string, send: Send) => Effect.Effect<void>
-  }
-) =>
-  Effect.gen(function*() {
-    const socket: Socket.Socket = yield* Effect.orDie(request.upgrade)
-    yield* Effect.scoped(Effect.gen(function*() {
-      const write = yield* socket.writer
-      const send: Send = (message) => Effect.ignore(write(JSON.stringify(message)))
-      const scope = yield* Effect.scope
-      yield* socket.runRaw(
-        (data) => handlers.onMessage?.(typeof data === "string" ? data : decoder.decode(data), send) ?? Effect.void,
-        { onOpen: Scope.extend(handlers.onOpen(send), scope) }
-      ).pipe(Effect.catchAll(() => Effect.void))
-    }))
-    return HttpServerResponse.empty()
-  })
-
-/** Forwards a live feed to the socket, keeping only what passes `keep`. */
-const forward = <A>(
-  subscribe: Effect.Effect<Queue.Dequeue<A>, never, Scope.Scope>,
-  keep: (item: A) => boolean,
-  toMessage: (item: A) => unknown,
-  send: Send
-) =>
-  Effect.gen(function*() {
-    const subscription = yield* subscribe
-    yield* Queue.take(subscription).pipe(
-      Effect.flatMap((item) => (keep(item) ? send(toMessage(item)) : Effect.void)),
-      Effect.forever,
-      Effect.forkScoped
-    )
-  })
-
+const newestWithin = (entries: ReadonlyArray<LogEntry>, bytes: number): ReadonlyArray<LogEntry> => {
+  let left = bytes
+  let first = entries.length
+  while (first > 0 && (left -= jsonSize(entries[first - 1]) + 1) >= 0) first--
+  return entries.slice(first)
+}
 
 export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets", (handlers) =>
   Effect.gen(function*() {
@@ -78,7 +44,7 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
           }
           const claims = (user ?? null) as { sub?: unknown; id?: unknown } | null
           return yield* serve(request, {
-            onOpen: (send) =>
+            onOpen: ({ send }) =>
               send({
                 type: "CONNECTION_TEST",
                 success: true,
@@ -89,7 +55,7 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
                   userId: claims === null ? null : String(claims.sub ?? claims.id ?? "") || null
                 }
               }),
-            onMessage: (text, send) => {
+            onMessage: (text, { send }) => {
               let parsed: unknown
               try {
                 parsed = JSON.parse(text)
@@ -105,17 +71,17 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
           yield* console(urlParams.key)
           const filter = { ...urlParams, since: toIso(urlParams.since), until: toIso(urlParams.until) }
           return yield* serve(request, {
-            onOpen: (send) =>
+            onOpen: (connection) =>
               Effect.gen(function*() {
                 const subscription = yield* logs.subscribe
-                const initial = yield* logs.query({ ...filter, limit: logLimit(urlParams.limit) })
+                const initial = newestWithin(yield* logs.query({ ...filter, limit: logLimit(urlParams.limit) }), INITIAL_BYTES)
                 const seen = new Set<LogEntry>(initial)
-                yield* send({ type: "initial", logs: initial })
-                yield* Queue.take(subscription).pipe(
-                  Effect.flatMap((entry) =>
-                    !seen.has(entry) && matches(entry, filter) ? send({ type: "update", logs: [entry] }) : Effect.void),
-                  Effect.forever,
-                  Effect.forkScoped
+                yield* connection.send({ type: "initial", logs: initial })
+                yield* forward(
+                  subscription,
+                  (entry) => !seen.has(entry) && matches(entry, filter),
+                  (entry) => ({ type: "update", logs: [entry] }),
+                  connection
                 )
               })
           })
@@ -130,17 +96,17 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
             entry.workflowId !== undefined ? { type: "workflow", id: entry.workflowId } :
             entry.agentId !== undefined ? { type: "agent", id: entry.agentId } : undefined
           return yield* serve(request, {
-            onOpen: (send) =>
+            onOpen: (connection) =>
               Effect.gen(function*() {
-                yield* forward(traces.subscribe, (event) => {
+                yield* forward(yield* traces.subscribe, (event) => {
                   const entity = entityOf(event.span)
                   return entity !== undefined && wanted(entity.type, entity.id)
-                }, (event) => ({ type: "OBSERVABILITY_EVENT", data: event }), send)
-                yield* forward(logs.subscribe, (entry) => {
+                }, (event) => ({ type: "OBSERVABILITY_EVENT", data: event }), connection)
+                yield* forward(yield* logs.subscribe, (entry) => {
                   const entity = logEntity(entry)
                   return entity !== undefined && wanted(entity.type, entity.id)
-                }, (entry) => ({ type: "OBSERVABILITY_LOG", data: entry }), send)
-                yield* send({
+                }, (entry) => ({ type: "OBSERVABILITY_LOG", data: entry }), connection)
+                yield* connection.send({
                   type: "CONNECTION_SUCCESS",
                   success: true,
                   data: {
