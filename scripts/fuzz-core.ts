@@ -97,6 +97,22 @@ const withoutRealPackages = (root: string) => {
   }
 }
 
+const isTransportError = (reason: string) => /^(no answer within|connection error|answer cut)/.test(reason)
+
+/** Requests that got no answer because the service was dying are one violation: its death. */
+const foldIntoDeath = (violations: Array<Violation>) => {
+  const death = violations.findIndex((violation) => violation.reason.startsWith("the service exited"))
+  if (death < 0) return
+  const [first] = violations.splice(death, 1)
+  const kept = violations.filter((violation) => !isTransportError(violation.reason))
+  const unanswered = violations.filter((violation) => isTransportError(violation.reason))
+  const suspect = unanswered.sort((a, b) => a.index - b.index)[0]
+  violations.splice(0, violations.length, ...kept, suspect === undefined ? first! : {
+    ...suspect,
+    reason: `${first!.reason}\n(${unanswered.length} requests got no answer; the first of them is shown)`
+  })
+}
+
 /** Small generated values (fast-check's "xsmall" size): many cheap requests rather than a few large ones. */
 const sample = <A>(arbitrary: fc.Arbitrary<A>, seed: number, numRuns: number): Array<A> => {
   const global = fc.readConfigureGlobal()
@@ -183,6 +199,7 @@ export const fuzz = async <Id extends string, Groups extends HttpApiGroup.HttpAp
       if (dead()) died(cases.length, undefined)
       else await alive(cases.length)
     }
+    if (dead()) foldIntoDeath(violations)
   } finally {
     await service.stop()
   }
