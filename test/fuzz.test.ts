@@ -1,0 +1,26 @@
+import { describe, expect, it } from "vitest"
+import { fileURLToPath } from "node:url"
+import { formatReport, fuzz } from "../scripts/fuzz-core.js"
+import { ServiceApi } from "../src/http/Api.js"
+
+const ROOT = fileURLToPath(new URL("..", import.meta.url))
+/** A fixed seed per day: reproducible from the printed report, yet not the same cases forever. */
+const SEED = Number(process.env.FUZZ_SEED ?? Math.floor(Date.now() / 86_400_000))
+const CASES_PER_MODE = 1_000
+
+describe("schema-derived fuzz of every POST route (node dist/main.js)", () => {
+  it(`${2 * CASES_PER_MODE} generated requests, open and with JWT: envelopes, 2xx/4xx or a declared 500, the process alive`, async () => {
+    const reports = await Promise.all([false, true].map((jwt) =>
+      fuzz({ api: ServiceApi, root: ROOT, cases: CASES_PER_MODE, seed: SEED, jwt, concurrency: 4, timeoutMs: 20_000 })
+    ))
+    const summary = reports.map(formatReport).join("\n")
+    for (const report of reports) {
+      expect(report.ran, summary).toBe(CASES_PER_MODE)
+      // Every POST route was reached, and some requests ran to success (the fuzz is not only refused).
+      expect(Object.entries(report.routes).filter(([, n]) => n === 0).map(([route]) => route), summary).toEqual([])
+      expect(report.statuses["200"] ?? 0, summary).toBeGreaterThan(CASES_PER_MODE / 20)
+    }
+    expect(reports.flatMap((report) => report.violations).length, `${summary}\nreplay: FUZZ_SEED=${SEED} npx vitest run test/fuzz.test.ts`).toBe(0)
+    console.log(reports.map((report) => formatReport(report).split("\n")[0]).join("\n"))
+  })
+})
