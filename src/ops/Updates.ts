@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Fiber, Layer, Ref } from "effect"
 import { sep } from "node:path"
 import { fileURLToPath } from "node:url"
-import { BadRequest, ExecutionFailed } from "../errors.js"
+import { BadRequest, ExecutionFailed, excerpt } from "../errors.js"
 import { installedVersion, readDependencies } from "./dependencies.js"
 import { type InstallTarget, npmInstall } from "./npmInstall.js"
 import { fetchLatest, resolveRegistry } from "./npmRegistry.js"
@@ -44,7 +44,7 @@ export const PACKAGE_ROOT = fileURLToPath(new URL("../../", import.meta.url))
 const failed = (message: string) => new ExecutionFailed({ message })
 
 const notADependency = (name: string) =>
-  new BadRequest({ message: `Package ${name} is not a dependency of this service` })
+  new BadRequest({ message: `Package ${excerpt(name)} is not a dependency of this service` })
 
 export const UpdatesLive = (options: UpdatesOptions = {}): Layer.Layer<Updates> =>
   Layer.scoped(
