@@ -75,3 +75,8 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthoriz
 }) {
   static readonly required = new Unauthorized({ message: "Authentication required" })
 }
+
+/** The request may not proceed whoever makes it (e.g. a console route called from another origin). */
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
+  message: Schema.String
+}) {}

@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { Authentication } from "../auth/Authentication.js"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Success } from "../http/Envelope.js"
-import { BadRequest, ExecutionFailed, ValidationError } from "../http/Errors.js"
+import { BadRequest, ExecutionFailed, Forbidden, ValidationError } from "../http/Errors.js"
 
 export const DependencyUpdate = Schema.Struct({
   name: Schema.String,
@@ -61,5 +61,6 @@ export class OpsApi extends HttpApiGroup.make("ops")
   )
   .annotate(OpenApi.Title, "Updates and setup")
   .annotate(RouteClassAnnotation, "console")
+  .addError(Forbidden)
   .middleware(Authentication)
 {}

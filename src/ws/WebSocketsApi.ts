@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
-import { Unauthorized } from "../http/Errors.js"
+import { Forbidden, Unauthorized } from "../http/Errors.js"
 import { SystemLogFilters } from "../observability/ObservabilityApi.js"
 
 const Upgrade = Schema.Unknown.annotations({ description: "101 Switching Protocols: a WebSocket" })
@@ -28,6 +28,7 @@ export class WebSocketsApi extends HttpApiGroup.make("websockets")
       }))
       .addSuccess(Upgrade, { status: 101 })
       .addError(Unauthorized)
+      .addError(Forbidden)
       .annotate(RouteClassAnnotation, "console")
       .annotate(OpenApi.Summary, "Live logs: an initial batch, then each new matching entry (?key= in production)")
   )
@@ -41,6 +42,7 @@ export class WebSocketsApi extends HttpApiGroup.make("websockets")
       }))
       .addSuccess(Upgrade, { status: 101 })
       .addError(Unauthorized)
+      .addError(Forbidden)
       .annotate(RouteClassAnnotation, "console")
       .annotate(OpenApi.Summary, "Live span starts and ends and logs of one entity (?key= in production)")
   )
