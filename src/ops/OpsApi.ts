@@ -4,6 +4,7 @@ import { Authentication } from "../auth/Authentication.js"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Success } from "../http/Envelope.js"
 import { BadRequest, ExecutionFailed, Forbidden, ValidationError } from "../http/Errors.js"
+import { envValueProblem } from "./EnvFile.js"
 
 export const DependencyUpdate = Schema.Struct({
   name: Schema.String,
@@ -34,7 +35,7 @@ export const InstallReport = Schema.Struct({
 
 const Key = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
-  Schema.filter((text) => !/[\r\n]/.test(text), { message: () => "must not contain a newline" })
+  Schema.filter((text) => envValueProblem(text) ?? true)
 )
 
 export const SetupRequest = Schema.Struct({ publicKey: Key, secretKey: Key })
