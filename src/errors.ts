@@ -106,3 +106,8 @@ export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthoriz
 export class UpgradeRequired extends Schema.TaggedError<UpgradeRequired>()("UpgradeRequired", {
   message: Schema.String
 }) {}
+
+/** The request may not proceed whoever makes it (e.g. a console route called from another origin). */
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
+  message: Schema.String
+}) {}

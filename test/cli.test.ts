@@ -81,6 +81,13 @@ describe("node dist/main.js", () => {
     expect(server.stderr()).toContain("AI_PROVIDER: must be one of builtin, openai, anthropic, openai-compatible")
   })
 
+  it("an empty JWT_SECRET exits 2 with a one-line reason instead of refusing every token", async () => {
+    const server = start(["--port", String(await freePort())], { env: { JWT_SECRET: "" } })
+    expect((await server.exit).code).toBe(2)
+    expect(server.stderr().trim())
+      .toBe("error: JWT_SECRET is empty: unset it to run without authentication, or give it a secret")
+  })
+
   it("JWT_SECRET or the config file's auth section turns JWT on; a bad auth section exits 2", async () => {
     const port = await freePort()
     start(["--port", String(port)], { env: { JWT_SECRET: "cli-secret-of-enough-length" } })

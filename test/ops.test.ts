@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
+import { parseEnv } from "node:util"
 import { join } from "node:path"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { setEnvValues } from "../src/ops/EnvFile.js"
@@ -10,7 +11,7 @@ import { updateType } from "../src/ops/semver.js"
 import { UpdatesLive, type UpdatesOptions } from "../src/ops/Updates.js"
 import { type FakePackage, startFakeRegistry, startSilentServer } from "./support/fakeRegistry.js"
 import { freePort } from "./support/process.js"
-import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
+import { consoleJson, fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
 
 const root = mkdtempSync(join(tmpdir(), "ops-test-"))
 // npm's cache too stays inside the test's directory (the service's npm inherits the environment).
@@ -112,13 +113,13 @@ layer(TestServerLive({ override: opsLayer({ projectDir: project, registry: regis
     it.effect("POST /updates refuses names that are not runtime dependencies, and bad bodies", () =>
       Effect.gen(function*() {
         const { url } = yield* TestServer
-        expect(yield* fetchJson(`${url}/updates`, json({ packageName: "left-pad" }))).toMatchObject({
+        expect(yield* fetchJson(`${url}/updates`, consoleJson({ packageName: "left-pad" }))).toMatchObject({
           status: 400,
           body: { success: false, error: "Package left-pad is not a dependency of this service" }
         })
-        expect((yield* fetchJson(`${url}/updates`, json({ packageName: "dev-pkg" }))).body.error)
+        expect((yield* fetchJson(`${url}/updates`, consoleJson({ packageName: "dev-pkg" }))).body.error)
           .toBe("Package dev-pkg is not a dependency of this service")
-        expect(yield* fetchJson(`${url}/updates`, json({ packageName: 5 }))).toMatchObject({
+        expect(yield* fetchJson(`${url}/updates`, consoleJson({ packageName: 5 }))).toMatchObject({
           status: 400,
           body: { success: false, error: "Input validation failed: packageName: Expected string, actual 5" }
         })
@@ -129,7 +130,7 @@ layer(TestServerLive({ override: opsLayer({ projectDir: project, registry: regis
         const { url } = yield* TestServer
         registry.slow.set("minor-pkg-1.2.0.tgz", 1_500)
         let settled = false
-        const install = fetchJson(`${url}/updates`, json({ packageName: "minor-pkg" })).pipe(
+        const install = fetchJson(`${url}/updates`, consoleJson({ packageName: "minor-pkg" })).pipe(
           Effect.ensuring(Effect.sync(() => (settled = true))),
           Effect.runPromise
         )
@@ -139,7 +140,7 @@ layer(TestServerLive({ override: opsLayer({ projectDir: project, registry: regis
         const other = yield* fetchJson(`${url}/updates`)
         expect(other.status).toBe(200)
         expect(Date.now() - started).toBeLessThan(500)
-        expect(yield* fetchJson(`${url}/updates`, json({}))).toMatchObject({
+        expect(yield* fetchJson(`${url}/updates`, consoleJson({}))).toMatchObject({
           status: 400,
           body: { success: false, error: "An update is already running" }
         })
@@ -161,7 +162,7 @@ layer(TestServerLive({ override: opsLayer({ projectDir: project, registry: regis
       Effect.gen(function*() {
         const { url } = yield* TestServer
         registry.failing.add("broken-pkg")
-        const response = yield* fetchJson(`${url}/updates`, json({ packageName: "broken-pkg" }))
+        const response = yield* fetchJson(`${url}/updates`, consoleJson({ packageName: "broken-pkg" }))
         registry.failing.delete("broken-pkg")
         expect(response.status).toBe(500)
         expect(response.body.success).toBe(false)
@@ -179,7 +180,7 @@ layer(TestServerLive({ override: opsLayer({ projectDir: project, registry: regis
         expect(report.body.data.updates.map((update: { name: string }) => update.name))
           .toEqual(["@scope/major-pkg", "broken-pkg", "patch-pkg"])
 
-        const response = yield* fetchJson(`${url}/updates`, json({}))
+        const response = yield* fetchJson(`${url}/updates`, consoleJson({}))
         expect(response.status).toBe(200)
         expect(response.body.data).toMatchObject({
           packageName: "all",
@@ -197,7 +198,7 @@ layer(TestServerLive({ override: opsLayer({ projectDir: project, registry: regis
           count: 0,
           message: "All dependencies are up to date"
         })
-        expect((yield* fetchJson(`${url}/updates`, json({}))).body.data).toEqual({
+        expect((yield* fetchJson(`${url}/updates`, consoleJson({}))).body.data).toEqual({
           packageName: "all",
           installed: [],
           message: "All dependencies are up to date; nothing to install",
@@ -218,7 +219,7 @@ layer(
       const { url } = yield* TestServer
       registry.slow.set("slow-pkg-1.1.0.tgz", 30_000)
       const started = Date.now()
-      const response = yield* fetchJson(`${url}/updates`, json({ packageName: "slow-pkg" }))
+      const response = yield* fetchJson(`${url}/updates`, consoleJson({ packageName: "slow-pkg" }))
       registry.slow.delete("slow-pkg-1.1.0.tgz")
       expect(Date.now() - started).toBeLessThan(14_000)
       expect(response).toMatchObject({
@@ -226,7 +227,7 @@ layer(
         body: { success: false, error: "npm install did not finish within 8000 ms and was stopped" }
       })
       // npm, killed mid-install, may have moved the old version aside already: installing again repairs it.
-      const again = yield* fetchJson(`${url}/updates`, json({ packageName: "slow-pkg" }))
+      const again = yield* fetchJson(`${url}/updates`, consoleJson({ packageName: "slow-pkg" }))
       expect(again.status).toBe(200)
       expect(installedVersion(slowProject, "slow-pkg")).toBe("1.1.0")
     }), 60_000)
@@ -247,7 +248,7 @@ layer(
       expect(response.body.data.message).toBe(
         `Could not reach the npm registry at http://127.0.0.1:${closedPort}/: connect ECONNREFUSED 127.0.0.1:${closedPort}`
       )
-      const install = yield* fetchJson(`${url}/updates`, json({}))
+      const install = yield* fetchJson(`${url}/updates`, consoleJson({}))
       expect(install.status).toBe(500)
       expect(install.body.error).toBe(response.body.data.message)
     }))
@@ -285,7 +286,7 @@ layer(
         status: 401,
         body: { success: false, error: "Console access key required" }
       })
-      expect((yield* fetchJson(`${url}/setup-observability`, json({ publicKey: "a", secretKey: "b" }))).status).toBe(401)
+      expect((yield* fetchJson(`${url}/setup-observability`, consoleJson({ publicKey: "a", secretKey: "b" }))).status).toBe(401)
       const allowed = yield* fetchJson(`${url}/updates`, { headers: { "x-console-access-key": "k3y" } })
       expect(allowed).toMatchObject({
         status: 200,
@@ -298,7 +299,7 @@ layer(TestServerLive({ override: opsLayer({ projectDir: empty, registry: registr
   "POST /setup-observability",
   (it) => {
     const mode = () => statSync(envFile).mode & 0o777
-    const setup = (body: unknown) => Effect.flatMap(TestServer, ({ url }) => fetchJson(`${url}/setup-observability`, json(body)))
+    const setup = (body: unknown) => Effect.flatMap(TestServer, ({ url }) => fetchJson(`${url}/setup-observability`, consoleJson(body)))
 
     it.effect("creates .env with mode 0600 when there is none", () =>
       Effect.gen(function*() {
@@ -331,7 +332,13 @@ layer(TestServerLive({ override: opsLayer({ projectDir: empty, registry: registr
         expect(readdirSync(envDir)).toEqual([".env"])
       }))
 
-    it.effect("a missing, empty or multi-line key is 400 and the file is untouched", () =>
+    it.effect("a key with every kind of quote is written so that Node reads it back unchanged", () =>
+      Effect.gen(function*() {
+        expect((yield* setup({ publicKey: "a'b\"c`d", secretKey: "it's \"x\" #1" })).status).toBe(200)
+        expect(parseEnv(readFileSync(envFile, "utf8"))).toMatchObject({ SERVICE_PUBLIC_KEY: "a'b\"c`d", SERVICE_SECRET_KEY: "it's \"x\" #1" })
+      }))
+
+    it.effect("a missing, empty, multi-line, NUL or unwritable key is 400 and the file is untouched", () =>
       Effect.gen(function*() {
         const before = readFileSync(envFile, "utf8")
         expect(yield* setup({ publicKey: "pk" })).toMatchObject({
@@ -346,6 +353,10 @@ layer(TestServerLive({ override: opsLayer({ projectDir: empty, registry: registr
           .toBe("Input validation failed: secretKey: must not contain a newline")
         expect((yield* setup({ publicKey: "", secretKey: "sk" })).body.error)
           .toBe("Input validation failed: publicKey: must not be empty")
+        expect((yield* setup({ publicKey: "pk\u0000", secretKey: "sk" })).body.error)
+          .toBe("Input validation failed: publicKey: must not contain a NUL character")
+        expect((yield* setup({ publicKey: "pk", secretKey: "'a\"b`c" })))
+          .toMatchObject({ status: 400, body: { error: expect.stringMatching(/^Input validation failed: secretKey: cannot be written to \.env unchanged/) } })
         expect(readFileSync(envFile, "utf8")).toBe(before)
         expect(readdirSync(envDir)).toEqual([".env"])
       }))

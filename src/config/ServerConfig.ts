@@ -93,6 +93,8 @@ const resolveAuth = (
     ? readFileSync(auth.publicKeyFile, "utf8")
     : auth?.secret ?? env.JWT_SECRET
   if (auth !== undefined && secret === undefined) throw new Error("auth: needs secret or publicKeyFile (or JWT_SECRET)")
+  // An empty secret would turn authentication on and then refuse every token.
+  if (secret === "") throw new Error("JWT_SECRET is empty: unset it to run without authentication, or give it a secret")
   const consoleKey = env.SERVICE_CONSOLE_ACCESS_KEY || undefined
   if (secret === undefined) return { production, consoleKey }
   return {

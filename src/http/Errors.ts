@@ -12,6 +12,7 @@ export const ExecutionFailed = Failure(Errors.ExecutionFailed, 500)
 export const InternalError = Failure(Errors.InternalError, 500)
 export const Unauthorized = Failure(Errors.Unauthorized, 401)
 export const UpgradeRequired = Failure(Errors.UpgradeRequired, 426)
+export const Forbidden = Failure(Errors.Forbidden, 403)
 
 /** 500 with the envelope plus the execution's id (contract §4). */
 export const WorkflowFailed = Schema.transform(
@@ -33,7 +34,8 @@ const declared = [
   Errors.InternalError,
   Errors.WorkflowFailed,
   Errors.Unauthorized,
-  Errors.UpgradeRequired
+  Errors.UpgradeRequired,
+  Errors.Forbidden
 ]
 
 /** Whether the API has a wire form for this error (anything else reaching the edge is a bug). */

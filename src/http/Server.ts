@@ -16,6 +16,7 @@ import { WebSocketsHandlers } from "../ws/handlers.js"
 import { ServiceApi } from "./Api.js"
 import { describeOpenApi } from "./docs/openApiDocument.js"
 import { DocsHandlers } from "./docs/handlers.js"
+import { CrossOriginLive } from "./CrossOrigin.js"
 import { ErrorMappingLive } from "./ErrorMapping.js"
 import { SwaggerUiAuthenticationLive } from "./SwaggerUiAuthentication.js"
 
@@ -40,19 +41,13 @@ const ApiLive = (config: ServerConfigShape) =>
     Layer.provide(AuthenticationLive(routes))
   )
 
-const corsLayer = (config: ServerConfigShape) =>
-  config.cors === false
-    ? Layer.empty
-    // Absent fields must be left out, not set to undefined: the CORS middleware reads them as given.
-    : HttpApiBuilder.middlewareCors(JSON.parse(JSON.stringify(config.cors)))
-
-/** The HTTP application: the API, its error mapping, CORS and (when enabled) Swagger UI at /ui. */
+/** The HTTP application: the API, its error mapping, CORS (none on console routes, which are guarded) and (when enabled) Swagger UI at /ui. */
 export const HttpLive = (config: ServerConfigShape) =>
   HttpApiBuilder.serve().pipe(
     Layer.provide(config.enableSwaggerUI ? HttpApiSwagger.layer({ path: "/ui" }) : Layer.empty),
     Layer.provide(SwaggerUiAuthenticationLive),
     Layer.provide(ErrorMappingLive(config.bodyLimit)),
-    Layer.provide(corsLayer(config)),
+    Layer.provide(CrossOriginLive(config, routes)),
     Layer.provide(ApiLive(config)),
     HttpServer.withLogAddress
   )

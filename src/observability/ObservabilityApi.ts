@@ -3,7 +3,7 @@ import { Schema } from "effect"
 import { Authentication } from "../auth/Authentication.js"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Success } from "../http/Envelope.js"
-import { NotFound } from "../http/Errors.js"
+import { Forbidden, NotFound } from "../http/Errors.js"
 import { QueryInt, Timestamp } from "../http/Query.js"
 import { LEVELS } from "./LogStore.js"
 import { SpanRecord } from "./Span.js"
@@ -113,5 +113,6 @@ export class ObservabilityApi extends HttpApiGroup.make("observability")
   )
   .annotate(OpenApi.Title, "Observability")
   .annotate(RouteClassAnnotation, "console")
+  .addError(Forbidden)
   .middleware(Authentication)
 {}

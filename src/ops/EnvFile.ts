@@ -5,11 +5,47 @@ import { basename, dirname, join } from "node:path"
 
 const ASSIGNMENT = /^(\s*(?:export\s+)?)([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*)$/
 
-// dotenv reads single quotes literally; double quotes and backticks are the fallbacks.
+/**
+ * How a value is written so that Node's reader (`process.loadEnvFile`, `util.parseEnv`) and dotenv read
+ * it back unchanged, in order of preference:
+ * - bare when plain (`[A-Za-z0-9_.,:@+=/~-]`);
+ * - in single quotes when it has no `'` (both read them literally);
+ * - in double quotes when it has no `"` and no `\` (both expand `\n` there, and neither unescapes `\"`);
+ * - in backticks when it has no backtick (read literally);
+ * - bare when it has all three quotes but no `#` (a comment when bare), does not start with a quote
+ *   and has no space at either end (bare values are trimmed).
+ * Anything else (and NUL, CR, LF, which no reader keeps) cannot round-trip: `envValueProblem` says why.
+ */
+const encodings: ReadonlyArray<(value: string) => string | undefined> = [
+  (value) => (/^[A-Za-z0-9_.,:@+=\/~-]*$/.test(value) ? value : undefined),
+  (value) => (value.includes("'") ? undefined : `'${value}'`),
+  (value) => (/["\\]/.test(value) ? undefined : `"${value}"`),
+  (value) => (value.includes("`") ? undefined : `\`${value}\``),
+  (value) => (/^[^\s'"`#][^#]*$/.test(value) && !/\s$/.test(value) ? value : undefined)
+]
+
+const encodeValue = (value: string): string | undefined => {
+  if (/[\0\r\n]/.test(value)) return undefined
+  for (const encode of encodings) {
+    const encoded = encode(value)
+    if (encoded !== undefined) return encoded
+  }
+  return undefined
+}
+
+/** Why the value cannot be written to an env file so that it reads back unchanged, if it cannot. */
+export const envValueProblem = (value: string): string | undefined => {
+  if (value.includes("\0")) return "must not contain a NUL character"
+  if (/[\r\n]/.test(value)) return "must not contain a newline"
+  return encodeValue(value) === undefined
+    ? "cannot be written to .env unchanged: it has ', \" and ` and would need quoting (or has # or spaces at an end)"
+    : undefined
+}
+
 const formatValue = (value: string): string => {
-  if (/^[A-Za-z0-9_.,:@+=\/~-]*$/.test(value)) return value
-  const quote = ["'", "\"", "`"].find((q) => !value.includes(q)) ?? "\""
-  return `${quote}${quote === "\"" ? value.replaceAll("\"", "\\\"") : value}${quote}`
+  const encoded = encodeValue(value)
+  if (encoded === undefined) throw new Error(`a value ${envValueProblem(value)}`)
+  return encoded
 }
 
 // A quoted value left open on its line continues on the next ones (dotenv's multi-line values).

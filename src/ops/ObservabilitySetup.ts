@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { resolve } from "node:path"
 import { ExecutionFailed, ValidationError } from "../errors.js"
-import { writeEnvValues } from "./EnvFile.js"
+import { envValueProblem, writeEnvValues } from "./EnvFile.js"
 
 export const PUBLIC_KEY_VARIABLE = "SERVICE_PUBLIC_KEY"
 export const SECRET_KEY_VARIABLE = "SERVICE_SECRET_KEY"
@@ -24,11 +24,10 @@ export class ObservabilitySetup extends Context.Tag("ObservabilitySetup")<Observ
 
 // The API validates too; this guard keeps an embedding caller from injecting lines into the file.
 const keyIssues = (keys: ObservabilityKeys) =>
-  (["publicKey", "secretKey"] as const).flatMap((field) =>
-    keys[field] === "" ? [{ path: [field], message: "must not be empty" }]
-      : /[\r\n]/.test(keys[field]) ? [{ path: [field], message: "must not contain a newline" }]
-      : []
-  )
+  (["publicKey", "secretKey"] as const).flatMap((field) => {
+    const problem = keys[field] === "" ? "must not be empty" : envValueProblem(keys[field])
+    return problem === undefined ? [] : [{ path: [field], message: problem }]
+  })
 
 /** `envFile` defaults to `.env` in the working directory at start-up. */
 export const ObservabilitySetupLive = (options: { readonly envFile?: string } = {}): Layer.Layer<ObservabilitySetup> =>

@@ -3,7 +3,8 @@ import { Schema } from "effect"
 import { Authentication } from "../auth/Authentication.js"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Success } from "../http/Envelope.js"
-import { BadRequest, ExecutionFailed, ValidationError } from "../http/Errors.js"
+import { BadRequest, ExecutionFailed, Forbidden, ValidationError } from "../http/Errors.js"
+import { envValueProblem } from "./EnvFile.js"
 
 export const DependencyUpdate = Schema.Struct({
   name: Schema.String,
@@ -34,8 +35,15 @@ export const InstallReport = Schema.Struct({
 
 const Key = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
-  Schema.filter((text) => !/[\r\n]/.test(text), { message: () => "must not contain a newline" })
+  Schema.filter((text) => envValueProblem(text) ?? true)
 )
+
+/** Documents the header console writes need outside production (the console guard checks it). */
+const ConsoleWriteHeaders = Schema.Struct({
+  "x-service-dev": Schema.optional(Schema.String).annotations({
+    description: "\"true\": required outside production, so that a cross-site form cannot call this route"
+  })
+})
 
 export const SetupRequest = Schema.Struct({ publicKey: Key, secretKey: Key })
 
@@ -50,16 +58,17 @@ export class OpsApi extends HttpApiGroup.make("ops")
       .annotate(OpenApi.Summary, "Outdated direct dependencies, from the registry npm is configured for (cached)")
   )
   .add(
-    HttpApiEndpoint.post("installUpdates", "/updates").setPayload(InstallRequest).addSuccess(Success(InstallReport))
+    HttpApiEndpoint.post("installUpdates", "/updates").setPayload(InstallRequest).setHeaders(ConsoleWriteHeaders).addSuccess(Success(InstallReport))
       .addError(ValidationError).addError(BadRequest).addError(ExecutionFailed)
       .annotate(OpenApi.Summary, "Install the latest version of one dependency, or of every outdated one (npm, one at a time)")
   )
   .add(
-    HttpApiEndpoint.post("setupObservability", "/setup-observability").setPayload(SetupRequest)
+    HttpApiEndpoint.post("setupObservability", "/setup-observability").setPayload(SetupRequest).setHeaders(ConsoleWriteHeaders)
       .addSuccess(Success(SetupResult)).addError(ValidationError).addError(ExecutionFailed)
       .annotate(OpenApi.Summary, "Write SERVICE_PUBLIC_KEY and SERVICE_SECRET_KEY into .env (mode 0600), keeping its other lines")
   )
   .annotate(OpenApi.Title, "Updates and setup")
   .annotate(RouteClassAnnotation, "console")
+  .addError(Forbidden)
   .middleware(Authentication)
 {}

@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
-import { Unauthorized, UpgradeRequired } from "../http/Errors.js"
+import { Forbidden, Unauthorized, UpgradeRequired } from "../http/Errors.js"
 import { SystemLogFilters } from "../observability/ObservabilityApi.js"
 
 const Upgrade = Schema.Unknown.annotations({ description: "101 Switching Protocols: a WebSocket" })
@@ -30,6 +30,7 @@ export class WebSocketsApi extends HttpApiGroup.make("websockets")
       .addSuccess(Upgrade, { status: 101 })
       .addError(Unauthorized)
       .addError(UpgradeRequired)
+      .addError(Forbidden)
       .annotate(RouteClassAnnotation, "console")
       .annotate(OpenApi.Summary, "Live logs: an initial batch, then each new matching entry (?key= in production)")
   )
@@ -44,6 +45,7 @@ export class WebSocketsApi extends HttpApiGroup.make("websockets")
       .addSuccess(Upgrade, { status: 101 })
       .addError(Unauthorized)
       .addError(UpgradeRequired)
+      .addError(Forbidden)
       .annotate(RouteClassAnnotation, "console")
       .annotate(OpenApi.Summary, "Live span starts and ends and logs of one entity (?key= in production)")
   )

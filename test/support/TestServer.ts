@@ -74,6 +74,13 @@ export const json = (body: unknown): RequestInit => ({
   body: JSON.stringify(body)
 })
 
+/** A JSON POST as the console sends it outside production (console writes need `x-service-dev: true`). */
+export const consoleJson = (body: unknown): RequestInit => ({
+  method: "POST",
+  headers: { "content-type": "application/json", "x-service-dev": "true" },
+  body: JSON.stringify(body)
+})
+
 /** fetch + parsed JSON body, for wire-format assertions. */
 export const fetchJson = (url: string, init?: RequestInit) =>
   Effect.promise(async () => {

@@ -148,7 +148,7 @@ interface Outcome {
   readonly toolCalls?: TextResult["toolCalls"] | undefined
 }
 
-/** Writes the history entry and, when the call completed with memory on, the exchange. */
+/** Writes the history entry and, when the call completed with memory on, the exchange (all or nothing). */
 const finish = (
   env: GenerationEnv,
   agent: AgentDefinition,
@@ -158,13 +158,18 @@ const finish = (
   outcome: Outcome
 ) =>
   Effect.gen(function*() {
-    if (outcome.status === "completed" && prepared.remember) {
-      const answer: Array<ModelMessage> = outcome.output ? [{ role: "assistant", content: outcome.output }] : []
-      const said = prepared.newMessages.filter((m) => m.role === "user" && textOf(m) !== "")
-        .map((m): ModelMessage => ({ role: "user", content: textOf(m) }))
-      yield* env.memory.append(agent.id, prepared.call.conversationId!, prepared.call.userId, [...said, ...answer])
-    }
-    yield* env.memory.record(agent.id, {
+    const remembered = outcome.status === "completed" && prepared.remember
+      ? {
+        conversationId: prepared.call.conversationId!,
+        userId: prepared.call.userId,
+        messages: [
+          ...prepared.newMessages.filter((m) => m.role === "user" && textOf(m) !== "")
+            .map((m): ModelMessage => ({ role: "user", content: textOf(m) })),
+          ...(outcome.output ? [{ role: "assistant", content: outcome.output } satisfies ModelMessage] : [])
+        ]
+      }
+      : undefined
+    yield* env.memory.saveCall(agent.id, {
       id: crypto.randomUUID(),
       conversationId: prepared.call.conversationId ?? null,
       userId: prepared.call.userId ?? null,
@@ -175,7 +180,7 @@ const finish = (
       endTime: new Date().toISOString(),
       usage: outcome.usage ?? null,
       toolCalls: outcome.toolCalls ?? []
-    })
+    }, remembered)
     yield* Effect.logInfo(`agent call ${outcome.status}`).pipe(
       Effect.annotateLogs({
         agentId: agent.id,

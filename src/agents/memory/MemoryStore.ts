@@ -10,6 +10,12 @@ export interface HistoryQuery {
   readonly conversationId?: string | undefined
 }
 
+export interface RememberedExchange {
+  readonly conversationId: string
+  readonly userId: string | undefined
+  readonly messages: ReadonlyArray<ModelMessage>
+}
+
 export class MemoryStore extends Context.Tag("MemoryStore")<MemoryStore, {
   /** The last `limit` messages of a conversation, oldest first. */
   readonly load: (agentId: string, conversationId: string, limit: number) => Effect.Effect<Array<ModelMessage>>
@@ -20,6 +26,11 @@ export class MemoryStore extends Context.Tag("MemoryStore")<MemoryStore, {
     messages: ReadonlyArray<ModelMessage>
   ) => Effect.Effect<void>
   readonly record: (agentId: string, entry: HistoryEntry) => Effect.Effect<void>
+  /**
+   * A finished call: its history entry and, when memory is on, the messages to remember, in one
+   * transaction (neither is stored without the other).
+   */
+  readonly saveCall: (agentId: string, entry: HistoryEntry, remembered?: RememberedExchange) => Effect.Effect<void>
   /** Newest first. */
   readonly history: (
     agentId: string,
@@ -67,7 +78,7 @@ export const MemoryStoreLive = Layer.effect(
         Effect.withSpan("MemoryStore.load", { captureStackTrace: false, attributes: { "agent.id": agentId, conversationId } })
       )
 
-    const append = (
+    const insertMessages = (
       agentId: string,
       conversationId: string,
       userId: string | undefined,
@@ -81,9 +92,9 @@ export const MemoryStoreLive = Layer.effect(
           message: JSON.stringify(message),
           created_at: new Date().toISOString()
         })))
-      }`.pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("MemoryStore.append", { captureStackTrace: false, attributes: { "agent.id": agentId } }))
+      }`.pipe(Effect.asVoid)
 
-    const record = (agentId: string, entry: HistoryEntry) =>
+    const insertHistory = (agentId: string, entry: HistoryEntry) =>
       sql`INSERT INTO agent_history ${
         sql.insert({
           id: entry.id,
@@ -98,7 +109,23 @@ export const MemoryStoreLive = Layer.effect(
           usage: entry.usage === null ? null : JSON.stringify(entry.usage),
           tool_calls: JSON.stringify(entry.toolCalls)
         })
-      }`.pipe(Effect.asVoid, Effect.orDie, Effect.withSpan("MemoryStore.record", { captureStackTrace: false, attributes: { "agent.id": agentId } }))
+      }`.pipe(Effect.asVoid)
+
+    const span = (name: string, agentId: string) =>
+      Effect.withSpan(`MemoryStore.${name}`, { captureStackTrace: false, attributes: { "agent.id": agentId } })
+
+    const append = (agentId: string, conversationId: string, userId: string | undefined, messages: ReadonlyArray<ModelMessage>) =>
+      insertMessages(agentId, conversationId, userId, messages).pipe(Effect.orDie, span("append", agentId))
+
+    const record = (agentId: string, entry: HistoryEntry) => insertHistory(agentId, entry).pipe(Effect.orDie, span("record", agentId))
+
+    const saveCall = (agentId: string, entry: HistoryEntry, remembered?: RememberedExchange) =>
+      (remembered === undefined
+        ? insertHistory(agentId, entry)
+        : sql.withTransaction(Effect.zipRight(
+          insertMessages(agentId, remembered.conversationId, remembered.userId, remembered.messages),
+          insertHistory(agentId, entry)
+        ))).pipe(Effect.orDie, span("saveCall", agentId))
 
     const history = (agentId: string, query: HistoryQuery) =>
       Effect.gen(function*() {
@@ -114,6 +141,6 @@ export const MemoryStoreLive = Layer.effect(
         return { entries: rows.map(fromRow), total: Number(count.total) }
       }).pipe(Effect.orDie, Effect.withSpan("MemoryStore.history", { captureStackTrace: false, attributes: { "agent.id": agentId } }))
 
-    return MemoryStore.of({ load, append, record, history })
+    return MemoryStore.of({ load, append, record, saveCall, history })
   })
 )

@@ -1,0 +1,53 @@
+import {
+  HttpApiBuilder,
+  type HttpApp,
+  HttpMiddleware,
+  HttpRouter,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
+import { Effect, Function } from "effect"
+import { consoleRefusal } from "../auth/ConsoleGuard.js"
+import type { RouteEntry } from "../auth/RouteClass.js"
+import type { ServerConfigShape } from "../config/ServerConfig.js"
+import { ServiceApi } from "./Api.js"
+
+/**
+ * Whether a request addresses a console route, with any method (a CORS preflight is an OPTIONS). It is
+ * decided by a router of the console routes, so paths match exactly as the API's router matches them
+ * (case, trailing and duplicate slashes, percent-encoding).
+ */
+const consoleRouteMatcher = (routes: ReadonlyArray<RouteEntry>) => {
+  const consolePaths = new Set(routes.filter((route) => route.routeClass === "console").map((route) => route.path))
+  const router = [...consolePaths].reduce(
+    (router, path) => HttpRouter.all(router, path as HttpRouter.PathInput, HttpServerResponse.empty()),
+    HttpRouter.empty
+  )
+  return Effect.map(HttpRouter.toHttpApp(router), (app) =>
+    app.pipe(Effect.as(true), Effect.catchTag("RouteNotFound", () => Effect.succeed(false))))
+}
+
+/**
+ * The configured CORS for every route except console routes, which answer no CORS at all and go through
+ * the console guard (own origin, own Host, a non-form header on writes) before anything else.
+ */
+export const CrossOriginLive = (config: ServerConfigShape, routes: ReadonlyArray<RouteEntry>) =>
+  HttpApiBuilder.middleware(
+    ServiceApi,
+    Effect.gen(function*() {
+      const isConsoleRoute = yield* consoleRouteMatcher(routes)
+      const refusal = consoleRefusal({ host: config.host, production: config.production })
+      const cors: HttpMiddleware.HttpMiddleware = config.cors === false
+        ? Function.identity
+        // Absent fields must be left out, not set to undefined: the CORS middleware reads them as given.
+        : HttpMiddleware.cors(JSON.parse(JSON.stringify(config.cors)))
+      return (app: HttpApp.Default) =>
+        Effect.gen(function*() {
+          if (!(yield* isConsoleRoute)) return yield* cors(app)
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const refused = refusal({ method: request.method, headers: request.headers })
+          if (refused !== undefined) return yield* refused
+          return yield* app
+        })
+    })
+  )
