@@ -172,7 +172,8 @@ export const fuzz = async <Id extends string, Groups extends HttpApiGroup.HttpAp
           path: fuzzed.path,
           body: bodyText(fuzzed.body),
           authorization: service.authorization(fuzzed.auth),
-          chunked: fuzzed.chunked
+          chunked: fuzzed.chunked,
+          console: fuzzed.route.routeClass === "console"
         }, timeoutMs)
         ran++
         const ms = Date.now() - sentAt

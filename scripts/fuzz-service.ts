@@ -119,6 +119,8 @@ export interface Sent {
   readonly body?: string | undefined
   readonly authorization?: string | undefined
   readonly chunked?: boolean
+  /** Sends the console's `x-service-dev: true` (console writes need it outside production). */
+  readonly console?: boolean
 }
 
 const MAX_BODY = 32 * 1024 * 1024
@@ -145,6 +147,7 @@ export const send = (port: number, sent: Sent, timeoutMs: number): Promise<Outco
       if (!sent.chunked) headers["content-length"] = Buffer.byteLength(sent.body)
     }
     if (sent.authorization !== undefined) headers.authorization = sent.authorization
+    if (sent.console) headers["x-service-dev"] = "true"
     const req = request({ host: "127.0.0.1", port, method: sent.method ?? "POST", path: sent.path, agent, headers })
     const timer = setTimeout(() => {
       settle({ error: `no answer within ${timeoutMs} ms` })
