@@ -73,7 +73,7 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflow races on
           `${executionId} suspended`
         )
       }
-      expect(yield* engine.liveEventHubs).toBe(0)
+      yield* eventually(engine.liveEventHubs, (n) => n === 0, "no hub left once every execution is suspended")
 
       // A listener that is there while the execution runs, then leaves (the client goes away).
       yield* post(`${url}/workflows/slow/run`, { input: { ms: 60_000 }, options: { executionId: "hubs-slow" } })
@@ -82,6 +82,7 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflow races on
       expect(attached.status).toBe(200)
       yield* eventually(engine.liveEventHubs, (n) => n === 1, "one hub while a client follows")
       controller.abort()
+      yield* eventually(engine.liveEventHubs, (n) => n === 0, "no hub once the client has gone")
       yield* post(`${url}/workflows/slow/executions/hubs-slow/cancel`)
 
       // Resumed to completion (the resume listens meanwhile) and one cancelled while suspended.
