@@ -35,8 +35,6 @@ export const makeExecutionDriver = (hubs: ExecutionHubs) =>
     const agents = yield* AgentRegistry
     const fibers = yield* FiberMap.make<string, void, never>()
     const parked = new Map<string, Deferred.Deferred<ResumeSignal>>()
-    const event = workflowEvent
-
     /**
      * Runs a conditional store write and, when it applied, publishes its event. Uninterruptible, so an
      * event that is stored is also published (followers wait for the settling one).
@@ -104,7 +102,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs) =>
           let resumeData = execution.resumeData
           while (index < definition.steps.length) {
             const step = definition.steps[index]
-            const started = event(execution, "step-start", step.id, "running", { stepIndex: index, stepType: step.type, input: data })
+            const started = workflowEvent(execution, "step-start", step.id, "running", { stepIndex: index, stepType: step.type, input: data })
             if (Option.isNone(yield* record(id, started, store.stepStarted(claim, started)))) return
             const outcome = yield* Effect.either(runStep(env, step, data, resumeData)).pipe(
               Effect.withSpan("workflow.step", { captureStackTrace: false,
@@ -124,7 +122,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs) =>
                 return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`)
               }
               const suspension = { suspendedAt: now(), reason: failure.reason, stepIndex: index, stepId: step.id, data: failure.data }
-              const suspended = event(execution, "workflow-suspended", step.id, "suspended", { stepIndex: index, reason: failure.reason })
+              const suspended = workflowEvent(execution, "workflow-suspended", step.id, "suspended", { stepIndex: index, reason: failure.reason })
               if (Option.isNone(yield* record(id, suspended, store.suspend({ ...claim, atStep: index }, suspension, suspended)))) return
               yield* Effect.logInfo(`workflow suspended at ${step.id}: ${failure.reason}`)
               const signal = yield* park(id)
@@ -136,13 +134,13 @@ export const makeExecutionDriver = (hubs: ExecutionHubs) =>
             data = outcome.right
             resumeData = undefined
             index++
-            const completed = event(execution, "step-complete", step.id, "success", { stepIndex: index - 1, stepType: step.type, output: data })
+            const completed = workflowEvent(execution, "step-complete", step.id, "success", { stepIndex: index - 1, stepType: step.type, output: data })
             const checkpoint = { stepIndex: index, currentData: data, stepData: env.stepData }
             if (Option.isNone(yield* record(id, completed, store.checkpoint(claim, checkpoint, completed)))) return
           }
           const result = checkResult(definition, data)
           if (Either.isLeft(result)) return yield* fail(claim, execution, result.left)
-          const done = event(execution, "workflow-complete", definition.name, "success", { output: data })
+          const done = workflowEvent(execution, "workflow-complete", definition.name, "success", { output: data })
           if (Option.isSome(yield* record(id, done, store.finish(claim, { status: "completed", output: data }, done)))) {
             yield* Effect.logInfo("workflow completed")
           }
@@ -161,7 +159,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs) =>
 
     const fail = (claim: Claim, execution: Execution, message: string) =>
       Effect.gen(function*() {
-        const failed = event(execution, "workflow-error", execution.workflowName, "error", { error: message })
+        const failed = workflowEvent(execution, "workflow-error", execution.workflowName, "error", { error: message })
         if (Option.isSome(yield* record(execution.id, failed, store.finish(claim, { status: "error", error: message }, failed)))) {
           yield* Effect.logWarning(`workflow failed: ${message}`)
         }

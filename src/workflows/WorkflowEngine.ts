@@ -10,6 +10,7 @@ import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
 
 const SETTLING = new Set(["workflow-suspended", "workflow-complete", "workflow-error", "workflow-cancelled"])
+
 export interface StartOptions {
   readonly user?: unknown
 }
@@ -82,8 +83,6 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
         })
 
       const reload = (id: string) => Effect.map(store.get(id), Option.getOrThrow)
-
-      const event = workflowEvent
 
       // --- waiting for an execution -------------------------------------------------------------------
 
@@ -189,7 +188,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
       /** Stores the execution with its first event and launches its fiber; uninterruptible, so never one without the other. */
       const start = (definition: WorkflowDefinition, execution: Execution) =>
         Effect.uninterruptible(Effect.gen(function*() {
-          const started = event(execution, "workflow-start", definition.name, "running", { input: execution.input })
+          const started = workflowEvent(execution, "workflow-start", definition.name, "running", { input: execution.input })
           if (Option.isNone(yield* record(execution.id, started, store.create(execution, started)))) {
             return yield* alreadyExists(execution.id)
           }
@@ -282,7 +281,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
             while (execution.status === "running") {
               const stepIndex = Math.min(execution.stepIndex, steps.length - 1)
               const suspension = { suspendedAt: now(), reason, stepIndex, stepId: steps[stepIndex].id }
-              const suspended = event(execution, "workflow-suspended", suspension.stepId, "suspended", { stepIndex, reason })
+              const suspended = workflowEvent(execution, "workflow-suspended", suspension.stepId, "suspended", { stepIndex, reason })
               const claim = { id: executionId, version: execution.version, atStep: execution.stepIndex }
               const stored = yield* Effect.uninterruptible(Effect.tap(
                 record(executionId, suspended, store.suspend(claim, suspension, suspended)),
@@ -324,7 +323,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
           Effect.gen(function*() {
             const { execution } = yield* findExecution(id, executionId)
             if (execution.status !== "running" && execution.status !== "suspended") return yield* notRunning(execution)
-            const cancelled = event(execution, "workflow-cancelled", execution.workflowName, "cancelled", { reason })
+            const cancelled = workflowEvent(execution, "workflow-cancelled", execution.workflowName, "cancelled", { reason })
             // Stored first, then the fiber is interrupted: a fiber launched meanwhile has its first write refused.
             const stored = yield* Effect.uninterruptible(Effect.tap(
               record(executionId, cancelled, store.cancel(executionId, cancelled)),
