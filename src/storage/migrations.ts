@@ -2,7 +2,7 @@ import type { SqlClient } from "@effect/sql"
 import type { Effect } from "effect"
 import { createAgentTables } from "../agents/memory/migration.js"
 import { createSpanTable } from "../observability/migration.js"
-import { createWorkflowTables } from "../workflows/migration.js"
+import { addWorkflowEventCounter, createWorkflowTables } from "../workflows/migration.js"
 
 /**
  * Every schema change, in order. Each migration runs once per database and must work on SQLite and
@@ -11,5 +11,6 @@ import { createWorkflowTables } from "../workflows/migration.js"
 export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.SqlClient>> = {
   "0001_agent_memory": createAgentTables,
   "0002_workflow_executions": createWorkflowTables,
-  "0003_observability_spans": createSpanTable
+  "0003_observability_spans": createSpanTable,
+  "0004_workflow_event_counter": addWorkflowEventCounter
 }

@@ -28,6 +28,8 @@ export interface Execution {
   readonly resumeData?: unknown
   readonly metadata: { readonly traceId: string; readonly spanId: string }
   readonly version: number
+  /** The number of the execution's last event. */
+  readonly lastSeq: number
   readonly createdAt: string
   readonly updatedAt: string
   readonly endedAt?: string | undefined
@@ -64,6 +66,7 @@ interface Row {
   readonly resume_data: string | null
   readonly metadata: string
   readonly version: number
+  readonly last_seq: number
   readonly created_at: string
   readonly updated_at: string
   readonly ended_at: string | null
@@ -89,6 +92,7 @@ const fromRow = (row: Row): Execution => ({
   resumeData: parse(row.resume_data),
   metadata: parse(row.metadata) as Execution["metadata"],
   version: Number(row.version),
+  lastSeq: Number(row.last_seq),
   createdAt: row.created_at,
   updatedAt: row.updated_at,
   endedAt: row.ended_at ?? undefined
@@ -97,36 +101,57 @@ const fromRow = (row: Row): Execution => ({
 const now = () => new Date().toISOString()
 
 /**
- * The source of truth for executions. Transitions that race (resume, suspend, cancel) are conditional
- * updates: they report whether they won, so exactly one caller proceeds on every backend. A transition
- * and its event are written in one transaction, so a reader never sees one without the other.
+ * A drive fiber's hold on an execution: its writes apply only while the row is `running` at this
+ * version. Every transition from outside (suspend, resume, cancel) bumps the version, so a fiber that
+ * has lost the execution has each of its writes refused and stops.
+ */
+export interface Claim {
+  readonly id: string
+  readonly version: number
+}
+
+/**
+ * The source of truth for executions. Every write is conditional on the status (and, for a drive
+ * fiber, the version) it expects and reports whether it applied, so exactly one of racing callers
+ * proceeds on every backend. A write and its event are one transaction: the event's number comes from
+ * the row's `last_seq`, bumped by the same UPDATE, so the row lock (Postgres) or the write lock (SQLite)
+ * orders writers and numbers never collide.
  */
 export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore, {
-  readonly create: (execution: Execution) => Effect.Effect<void>
+  /** Inserts the execution with its first event (number 1); none when the id is taken. */
+  readonly create: (execution: Execution, event: WorkflowEvent) => Effect.Effect<Option.Option<number>>
   readonly get: (id: string) => Effect.Effect<Option.Option<Execution>>
   readonly exists: (id: string) => Effect.Effect<boolean>
+  /** Records that a step starts; none when the claim is lost (the step must not run). */
+  readonly stepStarted: (claim: Claim, event: WorkflowEvent) => Effect.Effect<Option.Option<number>>
   /** After a step, with its step-complete event: the next step, its input and the outputs so far. */
   readonly checkpoint: (
-    id: string,
+    claim: Claim,
     checkpoint: { readonly stepIndex: number; readonly currentData: unknown; readonly stepData: Record<string, unknown> },
     event: WorkflowEvent
-  ) => Effect.Effect<number>
-  /** running → completed or error, with the event; none when it was not running any more. */
+  ) => Effect.Effect<Option.Option<number>>
+  /** running → completed or error, with the event. */
   readonly finish: (
-    id: string,
+    claim: Claim,
     outcome: { readonly status: "completed" | "error"; readonly output?: unknown; readonly error?: string },
     event: WorkflowEvent
   ) => Effect.Effect<Option.Option<number>>
-  /** running → suspended, with the event; none when it was not running any more. */
-  readonly suspend: (id: string, suspension: Suspension, event: WorkflowEvent) => Effect.Effect<Option.Option<number>>
-  /** suspended → running at `stepIndex` with `resumeData`, only from the version the caller read. */
+  /**
+   * running at `atStep` → suspended at `suspension.stepIndex`, with the event; the version moves on,
+   * so the claim is spent. Gives the event's number.
+   */
+  readonly suspend: (
+    claim: Claim & { readonly atStep: number },
+    suspension: Suspension,
+    event: WorkflowEvent
+  ) => Effect.Effect<Option.Option<number>>
+  /** suspended → running at `stepIndex` with `resumeData`, only from the version the caller read; the claimed row. */
   readonly claimResume: (
     execution: Execution,
     resume: { readonly stepIndex: number; readonly resumeData: unknown }
-  ) => Effect.Effect<boolean>
+  ) => Effect.Effect<Option.Option<Execution>>
   /** running or suspended → cancelled, with the event; none when it had already ended. */
   readonly cancel: (id: string, event: WorkflowEvent) => Effect.Effect<Option.Option<number>>
-  readonly appendEvent: (id: string, event: WorkflowEvent) => Effect.Effect<number>
   readonly events: (id: string, afterSeq: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
   readonly eventsOf: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<StoredEvent>>>
   readonly list: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<Execution>>
@@ -144,30 +169,52 @@ export const ExecutionStoreLive = Layer.effect(
       <A, E, R>(effect: Effect.Effect<A, E, R>) =>
         effect.pipe(Effect.orDie, Effect.withTracerEnabled(false), Effect.withSpan(`ExecutionStore.${name}`, { captureStackTrace: false, attributes: id ? { "execution.id": id } : {} }))
 
-    const create = (e: Execution) =>
-      sql`INSERT INTO workflow_executions ${
-        sql.insert({
-          id: e.id,
-          workflow_id: e.workflowId,
-          workflow_name: e.workflowName,
-          status: e.status,
-          input: JSON.stringify(e.input),
-          context: JSON.stringify(e.context),
-          user_json: json(e.user),
-          step_index: e.stepIndex,
-          step_data: JSON.stringify(e.stepData),
-          current_data: json(e.currentData),
-          output: null,
-          error: null,
-          suspension: null,
-          resume_data: null,
-          metadata: JSON.stringify(e.metadata),
-          version: e.version,
-          created_at: e.createdAt,
-          updated_at: e.updatedAt,
-          ended_at: null
-        })
-      }`.pipe(Effect.asVoid, span("create", e.id))
+    const insertEvent = (id: string, seq: number, event: WorkflowEvent) =>
+      sql`INSERT INTO workflow_events ${
+        sql.insert({ execution_id: id, seq, event: JSON.stringify(event), created_at: event.timestamp })
+      }`.pipe(Effect.as(seq))
+
+    /**
+     * Runs a conditional UPDATE that bumps `last_seq` and returns it; when it changed the row, appends
+     * the event with that number in the same transaction.
+     */
+    const transition = (id: string, update: Effect.Effect<ReadonlyArray<{ readonly last_seq: number }>, unknown>, event: WorkflowEvent) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const changed = yield* update
+        return changed.length === 0 ? Option.none() : Option.some(yield* insertEvent(id, Number(changed[0].last_seq), event))
+      }))
+
+    /** The rows a drive fiber may still write: running, at the version it holds. */
+    const held = (claim: Claim) => sql`id = ${claim.id} AND status = 'running' AND version = ${claim.version}`
+
+    const create = (e: Execution, event: WorkflowEvent) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const inserted = yield* sql<{ id: string }>`INSERT INTO workflow_executions ${
+          sql.insert({
+            id: e.id,
+            workflow_id: e.workflowId,
+            workflow_name: e.workflowName,
+            status: e.status,
+            input: JSON.stringify(e.input),
+            context: JSON.stringify(e.context),
+            user_json: json(e.user),
+            step_index: e.stepIndex,
+            step_data: JSON.stringify(e.stepData),
+            current_data: json(e.currentData),
+            output: null,
+            error: null,
+            suspension: null,
+            resume_data: null,
+            metadata: JSON.stringify(e.metadata),
+            version: e.version,
+            last_seq: 1,
+            created_at: e.createdAt,
+            updated_at: e.updatedAt,
+            ended_at: null
+          })
+        } ON CONFLICT (id) DO NOTHING RETURNING id`
+        return inserted.length === 0 ? Option.none() : Option.some(yield* insertEvent(e.id, 1, event))
+      })).pipe(span("create", e.id))
 
     const get = (id: string) =>
       sql<Row>`SELECT * FROM workflow_executions WHERE id = ${id}`.pipe(
@@ -181,62 +228,58 @@ export const ExecutionStoreLive = Layer.effect(
         span("exists", id)
       )
 
-    // The next number is computed in the insert itself; the primary key turns a race into an error, never a duplicate.
-    const insertEvent = (id: string, event: WorkflowEvent) =>
-      sql<{ seq: number }>`INSERT INTO workflow_events (execution_id, seq, event, created_at)
-        SELECT ${id}, COALESCE(MAX(seq), 0) + 1, ${JSON.stringify(event)}, ${event.timestamp}
-        FROM workflow_events WHERE execution_id = ${id} RETURNING seq`.pipe(Effect.map((rows) => Number(rows[0].seq)))
+    const stepStarted: ExecutionStore["Type"]["stepStarted"] = (claim, event) =>
+      transition(
+        claim.id,
+        sql`UPDATE workflow_executions SET last_seq = last_seq + 1, updated_at = ${event.timestamp}
+          WHERE ${held(claim)} RETURNING last_seq`,
+        event
+      ).pipe(span("stepStarted", claim.id))
 
-    /** Runs a conditional update; when it changed the row, appends the event in the same transaction. */
-    const transition = (id: string, update: Effect.Effect<ReadonlyArray<unknown>, unknown>, event: WorkflowEvent) =>
-      sql.withTransaction(Effect.gen(function*() {
-        const changed = yield* update
-        return changed.length === 0 ? Option.none() : Option.some(yield* insertEvent(id, event))
-      }))
-
-    const checkpoint: ExecutionStore["Type"]["checkpoint"] = (id, c, event) =>
-      sql.withTransaction(
+    const checkpoint: ExecutionStore["Type"]["checkpoint"] = (claim, c, event) =>
+      transition(
+        claim.id,
         sql`UPDATE workflow_executions SET step_index = ${c.stepIndex}, current_data = ${json(c.currentData)},
-          step_data = ${JSON.stringify(c.stepData)}, resume_data = NULL, updated_at = ${now()} WHERE id = ${id}`.pipe(
-          Effect.zipRight(insertEvent(id, event))
-        )
-      ).pipe(span("checkpoint", id))
+          step_data = ${JSON.stringify(c.stepData)}, resume_data = NULL, last_seq = last_seq + 1, updated_at = ${now()}
+          WHERE ${held(claim)} RETURNING last_seq`,
+        event
+      ).pipe(span("checkpoint", claim.id))
 
-    const finish: ExecutionStore["Type"]["finish"] = (id, outcome, event) =>
+    const finish: ExecutionStore["Type"]["finish"] = (claim, outcome, event) =>
       transition(
-        id,
+        claim.id,
         sql`UPDATE workflow_executions SET status = ${outcome.status}, output = ${json(outcome.output)},
-          error = ${outcome.error ?? null}, updated_at = ${event.timestamp}, ended_at = ${event.timestamp}
-          WHERE id = ${id} AND status = 'running' RETURNING id`,
+          error = ${outcome.error ?? null}, last_seq = last_seq + 1, updated_at = ${event.timestamp}, ended_at = ${event.timestamp}
+          WHERE ${held(claim)} RETURNING last_seq`,
         event
-      ).pipe(span("finish", id))
+      ).pipe(span("finish", claim.id))
 
-    const suspend = (id: string, suspension: Suspension, event: WorkflowEvent) =>
+    const suspend: ExecutionStore["Type"]["suspend"] = (claim, suspension, event) =>
       transition(
-        id,
+        claim.id,
         sql`UPDATE workflow_executions SET status = 'suspended', suspension = ${JSON.stringify(suspension)},
-          step_index = ${suspension.stepIndex}, version = version + 1, updated_at = ${suspension.suspendedAt}
-          WHERE id = ${id} AND status = 'running' RETURNING id`,
+          step_index = ${suspension.stepIndex}, version = version + 1, last_seq = last_seq + 1, updated_at = ${suspension.suspendedAt}
+          WHERE ${held(claim)} AND step_index = ${claim.atStep} RETURNING last_seq`,
         event
-      ).pipe(span("suspend", id))
+      ).pipe(span("suspend", claim.id))
 
     const claimResume: ExecutionStore["Type"]["claimResume"] = (execution, resume) =>
-      sql`UPDATE workflow_executions SET status = 'running', step_index = ${resume.stepIndex},
+      sql<Row>`UPDATE workflow_executions SET status = 'running', step_index = ${resume.stepIndex},
         resume_data = ${json(resume.resumeData) ?? "null"}, version = version + 1, updated_at = ${now()}
-        WHERE id = ${execution.id} AND status = 'suspended' AND version = ${execution.version} RETURNING id`.pipe(
-        Effect.map((rows) => rows.length > 0),
+        WHERE id = ${execution.id} AND status = 'suspended' AND version = ${execution.version} RETURNING *`.pipe(
+        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), fromRow)),
         span("claimResume", execution.id)
       )
 
     const cancel = (id: string, event: WorkflowEvent) =>
       transition(
         id,
-        sql`UPDATE workflow_executions SET status = 'cancelled', version = version + 1, updated_at = ${event.timestamp},
-          ended_at = ${event.timestamp} WHERE id = ${id} AND status IN ('running', 'suspended') RETURNING id`,
+        sql`UPDATE workflow_executions SET status = 'cancelled', version = version + 1, last_seq = last_seq + 1,
+          updated_at = ${event.timestamp}, ended_at = ${event.timestamp}
+          WHERE id = ${id} AND status IN ('running', 'suspended') RETURNING last_seq`,
         event
       ).pipe(span("cancel", id))
 
-    const appendEvent = (id: string, event: WorkflowEvent) => insertEvent(id, event).pipe(span("appendEvent", id))
     const toStored = (row: { seq: number; event: string }): StoredEvent => ({
       seq: Number(row.seq),
       event: JSON.parse(row.event)
@@ -290,12 +333,12 @@ export const ExecutionStoreLive = Layer.effect(
       create,
       get,
       exists,
+      stepStarted,
       checkpoint,
       finish,
       suspend,
       claimResume,
       cancel,
-      appendEvent,
       events,
       eventsOf,
       list,

@@ -39,3 +39,14 @@ export const createWorkflowTables = Effect.gen(function*() {
     PRIMARY KEY (execution_id, seq)
   )`
 })
+
+/**
+ * Events are numbered from a counter on the execution row, bumped by the same conditional UPDATE that
+ * changes the row (see ExecutionStore), instead of `MAX(seq) + 1`, which two writers could both compute.
+ */
+export const addWorkflowEventCounter = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0`
+  yield* sql`UPDATE workflow_executions SET last_seq = COALESCE(
+    (SELECT MAX(seq) FROM workflow_events WHERE workflow_events.execution_id = workflow_executions.id), 0)`
+})

@@ -14,6 +14,8 @@ export class TestServer extends Context.Tag("test/TestServer")<TestServer, {
   readonly url: string
   readonly config: ServerConfigShape
   readonly logs: ReadonlyArray<string>
+  /** The running services (for example the WorkflowEngine), to inspect what HTTP does not show. */
+  readonly services: Context.Context<Layer.Layer.Success<ReturnType<typeof ServicesLive>>>
 }>() {}
 
 /** A temporary directory removed when the scope closes. */
@@ -51,14 +53,14 @@ export const TestServerLive = (
         logs.push([message].flat().map(String).join(" ") + annotated + (cause._tag === "Empty" ? "" : ` ${String(cause)}`))
       })
       const services = ServicesLive(options.app ?? exampleApp, config)
-      const context = yield* Layer.build(
-        serveWith(config, options.override ? Layer.merge(services, options.override) : services)
-      ).pipe(
+      const withOverride = options.override ? Layer.merge(services, options.override) : services
+      // `services` is built once (layers are shared by reference within a build) and also kept.
+      const context = yield* Layer.build(Layer.merge(serveWith(config, withOverride), services)).pipe(
         Effect.provide(Logger.replace(Logger.defaultLogger, capture))
       )
       const address = Context.get(context, HttpServer.HttpServer).address
       const port = address._tag === "TcpAddress" ? address.port : 0
-      return { url: `http://127.0.0.1:${port}`, config, logs }
+      return { url: `http://127.0.0.1:${port}`, config, logs, services: context }
     })
   )
 

@@ -1,0 +1,107 @@
+import { Either, JSONSchema, type Schema } from "effect"
+import { WorkflowFailed } from "../errors.js"
+import type { SseFrame } from "../http/sse.js"
+import type { Execution, StoredEvent } from "./ExecutionStore.js"
+import type { Step } from "./Workflow.js"
+import type * as S from "./WorkflowSchemas.js"
+
+/** What the API shows of workflows and executions: pure functions of the definitions and stored rows. */
+
+type Json = Record<string, unknown>
+
+export const toJsonSchema = (schema: Schema.Schema.Any | undefined): Json | undefined =>
+  schema === undefined ? undefined : (JSONSchema.make(schema) as unknown as Json)
+
+export const describeStep = (step: Step): typeof S.StepDescription.Type => ({
+  id: step.id,
+  name: step.name ?? step.id,
+  type: step.type,
+  purpose: step.purpose ?? "",
+  ...(step.inputSchema ? { inputSchema: toJsonSchema(step.inputSchema)! } : {}),
+  ...(step.outputSchema ? { outputSchema: toJsonSchema(step.outputSchema)! } : {}),
+  ...(step.suspendSchema ? { suspendSchema: toJsonSchema(step.suspendSchema)! } : {}),
+  ...(step.resumeSchema ? { resumeSchema: toJsonSchema(step.resumeSchema)! } : {})
+})
+
+/** The answer of execute and resume: the settled execution, or its failure. */
+export const resultOf = (execution: Execution): Either.Either<S.ExecutionResult, WorkflowFailed> => {
+  if (execution.status === "error") {
+    return Either.left(new WorkflowFailed({
+      message: `Failed to execute workflow: ${execution.error ?? "unknown error"}`,
+      executionId: execution.id
+    }))
+  }
+  const suspension = execution.status === "suspended" ? execution.suspension : undefined
+  return Either.right({
+    executionId: execution.id,
+    startAt: execution.createdAt,
+    endAt: execution.endedAt ?? null,
+    status: execution.status,
+    result: execution.status === "completed" ? execution.output ?? null : null,
+    ...(suspension
+      ? { suspension: { suspendedAt: suspension.suspendedAt, reason: suspension.reason, suspendedStepIndex: suspension.stepIndex } }
+      : {})
+  })
+}
+
+/** The last frame of every workflow stream, numbered after the execution's last event. */
+export const resultFrame = (execution: Execution): SseFrame => {
+  const result = resultOf(execution)
+  return {
+    id: execution.lastSeq + 1,
+    data: {
+      type: "workflow-result",
+      executionId: execution.id,
+      status: execution.status,
+      result: Either.isRight(result) ? result.right.result : null,
+      endAt: execution.endedAt ?? null,
+      ...(Either.isRight(result) && result.right.suspension ? { suspension: result.right.suspension } : {}),
+      ...(execution.error ? { error: execution.error } : {})
+    }
+  }
+}
+
+export const stateOf = (workflowId: string, execution: Execution): typeof S.ExecutionState.Type => ({
+  executionId: execution.id,
+  workflowId,
+  status: execution.status,
+  startAt: execution.createdAt,
+  ...(execution.status === "suspended" && execution.suspension
+    ? {
+      suspension: {
+        suspendedAt: execution.suspension.suspendedAt,
+        reason: execution.suspension.reason,
+        stepIndex: execution.suspension.stepIndex,
+        stepId: execution.suspension.stepId
+      }
+    }
+    : {}),
+  input: execution.input,
+  context: execution.context,
+  ...(execution.endedAt ? { endAt: execution.endedAt } : {}),
+  ...(execution.status === "completed" ? { result: execution.output ?? null } : {}),
+  ...(execution.error ? { error: execution.error } : {})
+})
+
+export const recordOf = (execution: Execution, events: ReadonlyArray<StoredEvent>): typeof S.ExecutionRecord.Type => ({
+  id: execution.id,
+  workflowId: execution.workflowId,
+  workflowName: execution.workflowName,
+  status: execution.status,
+  input: execution.input,
+  metadata: execution.metadata,
+  events: events.map(({ event: e, seq }) => ({
+    id: String(seq),
+    type: e.type,
+    name: e.from,
+    from: e.from,
+    startTime: e.timestamp,
+    endTime: e.timestamp,
+    status: e.status,
+    ...(e.input !== undefined ? { input: e.input } : {}),
+    ...(e.output !== undefined ? { output: e.output } : {})
+  })),
+  ...(execution.status === "completed" ? { output: execution.output ?? null } : {}),
+  createdAt: execution.createdAt,
+  updatedAt: execution.updatedAt
+})
