@@ -169,6 +169,15 @@ layer(TestServerLive(), { excludeTestServices: true })("bounds on client input",
       }
       const excerpt = yield* fetchJson(`${url}/tools/add/execute`, json({ input: { a: big, b: 1 } }))
       expect(excerpt.body.error).toMatch(/"xxxx+…" \(5242880 chars\)/)
+      // A message built by a service (not by validation) quotes the value as an excerpt too.
+      const update = yield* fetchJson(`${url}/updates`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-service-dev": "true" },
+        body: JSON.stringify({ packageName: big })
+      })
+      expect(update.status).toBe(400)
+      expect(update.body.error).toMatch(/^Package x+… \(5242880 chars\) is not a dependency/)
+      expect(JSON.stringify(update.body).length).toBeLessThan(2048)
     }))
 
   it.effect("numbers that overflow to Infinity are a 400, for tools and workflows", () =>

@@ -354,7 +354,7 @@ layer(TestServerLive({ override: opsLayer({ projectDir: empty, registry: registr
         expect((yield* setup({ publicKey: "", secretKey: "sk" })).body.error)
           .toBe("Input validation failed: publicKey: must not be empty")
         expect((yield* setup({ publicKey: "pk\u0000", secretKey: "sk" })).body.error)
-          .toBe("Input validation failed: publicKey: must not contain a NUL character")
+          .toBe("Input validation failed: publicKey: must not contain NUL characters (\\u0000)")
         expect((yield* setup({ publicKey: "pk", secretKey: "'a\"b`c" })))
           .toMatchObject({ status: 400, body: { error: expect.stringMatching(/^Input validation failed: secretKey: cannot be written to \.env unchanged/) } })
         expect(readFileSync(envFile, "utf8")).toBe(before)

@@ -1,20 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { once } from "node:events"
-import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
 
 export const MAIN = fileURLToPath(new URL("../../dist/main.js", import.meta.url))
 
-export const freePort = (): Promise<number> =>
-  new Promise((resolve, reject) => {
-    const server = createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      const port = typeof address === "object" && address !== null ? address.port : 0
-      server.close(() => resolve(port))
-    })
-  })
+export { freePort } from "../../scripts/support/service.js"
 
 export interface Spawned {
   readonly child: ChildProcess
