@@ -4,36 +4,13 @@ import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace
 import { Context, Effect, Layer, Option, Queue, Schedule, type Scope } from "effect"
 import { makeLiveFeed } from "./liveFeed.js"
 import { entityOf, type SpanRecord, toSpanRecord } from "./Span.js"
+import { indexSpans, listTraces, pruneTraces, type RetentionOptions, traceCounts, type TraceQuery, type TraceSummary } from "./traceIndex.js"
+
+export type { RetentionOptions, TraceQuery, TraceSummary } from "./traceIndex.js"
 
 export interface SpanEvent {
   readonly type: "span:start" | "span:end"
   readonly span: SpanRecord
-}
-
-export interface TraceSummary {
-  readonly traceId: string
-  readonly name: string
-  readonly entityType: string | null
-  readonly entityId: string | null
-  readonly startTime: string
-  readonly endTime: string
-  readonly durationMs: number
-  readonly status: "ok" | "error"
-  readonly spanCount: number
-}
-
-export interface TraceQuery {
-  readonly entityType?: string | undefined
-  readonly entityId?: string | undefined
-  readonly limit: number
-  readonly offset: number
-}
-
-export interface RetentionOptions {
-  /** Traces kept at most; the oldest go first. */
-  readonly maxTraces: number
-  /** Spans older than this are dropped. */
-  readonly maxAgeMs: number
 }
 
 /**
@@ -138,25 +115,16 @@ export const TraceStoreLive = (retention: RetentionOptions) =>
           }))
         } ON CONFLICT (span_id) DO NOTHING`
 
-      const prune = Effect.gen(function*() {
-        const cutoff = new Date(Date.now() - retention.maxAgeMs).toISOString()
-        yield* sql`DELETE FROM observability_spans WHERE start_time < ${cutoff}`
-        const [{ count }] = yield* sql<{ count: number | string }>`SELECT COUNT(DISTINCT trace_id) AS count FROM observability_spans`
-        const excess = Number(count) - retention.maxTraces
-        if (excess > 0) {
-          yield* sql`DELETE FROM observability_spans WHERE trace_id IN (
-            SELECT trace_id FROM observability_spans GROUP BY trace_id ORDER BY MIN(start_time) ASC LIMIT ${excess})`
-        }
-      })
+      const prune = pruneTraces(sql, retention)
 
       // The writer's own SQL must not be traced, or every batch would produce the next one.
-      // Pruning counts distinct traces, so it runs once per `maxTraces` spans written (and on a schedule for age).
+      // Pruning runs once per `maxTraces` spans written (and on a schedule, for age).
       let sincePrune = 0
       yield* Queue.takeBetween(pending, 1, BATCH).pipe(
         Effect.flatMap((chunk) => {
           const spans = [...chunk]
           sincePrune += spans.length
-          return sql.withTransaction(insert(spans)).pipe(
+          return sql.withTransaction(Effect.zipRight(insert(spans), indexSpans(sql, spans))).pipe(
             Effect.zipRight(sincePrune >= retention.maxTraces ? Effect.zipRight(prune, Effect.sync(() => (sincePrune = 0))) : Effect.void),
             Effect.ensuring(Effect.sync(() => (written += spans.length)))
           )
@@ -181,57 +149,13 @@ export const TraceStoreLive = (retention: RetentionOptions) =>
       }).pipe(Effect.timeoutOption("5 seconds"), Effect.asVoid)
 
       const traces = (query: TraceQuery) =>
-        Effect.gen(function*() {
-          const entityFilter = query.entityType !== undefined || query.entityId !== undefined
-            ? sql`WHERE trace_id IN (SELECT trace_id FROM observability_spans WHERE ${
-              sql.and([
-                ...(query.entityType !== undefined ? [sql`entity_type = ${query.entityType}`] : []),
-                ...(query.entityId !== undefined ? [sql`entity_id = ${query.entityId}`] : [])
-              ])
-            })`
-            : sql``
-          const [{ total }] = yield* sql<{ total: number | string }>`
-            SELECT COUNT(DISTINCT trace_id) AS total FROM observability_spans ${entityFilter}`
-          const groups = yield* sql<{ trace_id: string; start_time: string; end_time: string; span_count: number | string; errors: number | string }>`
-            SELECT trace_id, MIN(start_time) AS start_time, MAX(end_time) AS end_time, COUNT(*) AS span_count,
-              SUM(CASE WHEN status_code = 'error' THEN 1 ELSE 0 END) AS errors
-            FROM observability_spans ${entityFilter}
-            GROUP BY trace_id ORDER BY MIN(start_time) DESC LIMIT ${query.limit} OFFSET ${query.offset}`
-          const ids = groups.map((group) => group.trace_id)
-          const members = ids.length === 0 ? [] : yield* sql<Pick<SpanRow, "trace_id" | "name" | "parent_span_id" | "start_time" | "entity_type" | "entity_id">>`
-            SELECT trace_id, name, parent_span_id, start_time, entity_type, entity_id FROM observability_spans
-            WHERE ${sql.in("trace_id", ids)} ORDER BY start_time`
-          return {
-            total: Number(total),
-            traces: groups.map((group): TraceSummary => {
-              const spans = members.filter((member) => member.trace_id === group.trace_id)
-              const root = spans.find((member) => member.parent_span_id === null) ?? spans[0]
-              const entity = spans.find((member) => member.entity_type !== null)
-              return {
-                traceId: group.trace_id,
-                name: root?.name ?? "",
-                entityType: entity?.entity_type ?? null,
-                entityId: entity?.entity_id ?? null,
-                startTime: group.start_time,
-                endTime: group.end_time,
-                durationMs: Date.parse(group.end_time) - Date.parse(group.start_time),
-                status: Number(group.errors) > 0 ? "error" : "ok",
-                spanCount: Number(group.span_count)
-              }
-            })
-          }
-        }).pipe(Effect.orDie, Effect.withSpan("TraceStore.traces", { captureStackTrace: false }))
+        listTraces(sql, query).pipe(Effect.orDie, Effect.withSpan("TraceStore.traces", { captureStackTrace: false }))
 
       return TraceStore.of({
         processor,
         subscribe: live.subscribe,
         subscribers: live.subscribers,
-        counts: sql<{ traces: number | string; spans: number | string }>`
-          SELECT COUNT(DISTINCT trace_id) AS traces, COUNT(*) AS spans FROM observability_spans`.pipe(
-          Effect.map(([row]) => ({ traceCount: Number(row.traces), spanCount: Number(row.spans) })),
-          Effect.orDie,
-          Effect.withSpan("TraceStore.counts", { captureStackTrace: false })
-        ),
+        counts: traceCounts(sql).pipe(Effect.orDie, Effect.withSpan("TraceStore.counts", { captureStackTrace: false })),
         traces,
         trace: (traceId) =>
           sql<SpanRow>`SELECT * FROM observability_spans WHERE trace_id = ${traceId} ORDER BY start_time`.pipe(
