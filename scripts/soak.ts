@@ -1,9 +1,10 @@
 /**
  * Soak: a steady, fixed-rate mixed load (agents, tools, workflows with suspend/resume, observability
  * queries, two WebSocket feed readers) on the built service for N minutes, printing per minute the
- * requests, errors and the service's RSS. Exits 1 when any request errored, a feed closed, or the RSS at
- * the end is more than 10% above the RSS after the first minute.
- * Usage: npm run soak [-- --minutes 10 --rate 60 --store sqlite|postgres --postgres URL]
+ * requests, errors and the service's RSS (lowest and highest of a sample every 5 s). Exits 1 when any request
+ * errored, a feed closed, or the RSS of the last minute is more than 10% above that of the first minute
+ * after the warm-up (default 3 minutes).
+ * Usage: npm run soak [-- --minutes 10 --warmup 3 --rate 60 --store sqlite|postgres --postgres URL]
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -14,18 +15,34 @@ import { createPostgresDatabase, DEFAULT_POSTGRES_ADMIN_URL } from "./support/da
 import { call, freePort, isAlive, residentBytes, sleep, startService, stopService, waitUntilReady } from "./support/service.js"
 
 const { values } = parseArgs({
-  options: { minutes: { type: "string" }, rate: { type: "string" }, store: { type: "string" }, postgres: { type: "string" } }
+  options: {
+    minutes: { type: "string" },
+    warmup: { type: "string" },
+    rate: { type: "string" },
+    store: { type: "string" },
+    postgres: { type: "string" }
+  }
 })
 const MINUTES = Number(values.minutes ?? 10)
+// The service's bounded stores fill during the first minutes of load (the log ring in one minute, trace
+// retention of 10,000 traces in about three at 60 req/s, SQLite's page cache): growth by design, not a
+// leak. Those minutes run and count errors like the others but are not the RSS baseline.
+const WARMUP = Number(values.warmup ?? 3)
 const RATE = Number(values.rate ?? 60)
 const STORE = values.postgres !== undefined ? "postgres" : values.store ?? "sqlite"
-if (!(MINUTES > 0) || !(RATE > 0 && RATE <= 500) || (STORE !== "sqlite" && STORE !== "postgres")) {
-  console.error("usage: soak [--minutes N>0] [--rate 1..500] [--store sqlite|postgres] [--postgres URL]")
+if (!(MINUTES > 0) || !(WARMUP >= 0) || !(RATE > 0 && RATE <= 500) || (STORE !== "sqlite" && STORE !== "postgres")) {
+  console.error("usage: soak [--minutes N>0] [--warmup N>=0] [--rate 1..500] [--store sqlite|postgres] [--postgres URL]")
   process.exit(2)
 }
 /** Requests in flight at most; a due request past this is skipped and counted (the load must not pile up). */
 const MAX_IN_FLIGHT = 64
 const RSS_GROWTH_ALLOWED = 1.1
+// RSS is sampled every few seconds and each minute judged by its lowest reading. Under steady load V8
+// lets garbage pile up between major collections: heapTotal (and with it RSS) saws between about 160 and
+// 330 MB while the live heap stays at 85-90 MB (process.memoryUsage() and heap snapshots), so a single
+// reading says more about the collector's phase than about leaks. A leak raises the floor.
+const RSS_SAMPLE_MS = 5_000
+const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(1)
 
 interface Minute {
   requests: number
@@ -105,14 +122,16 @@ const main = async (): Promise<number> => {
   try {
     await waitUntilReady(service, port)
     const closeFeeds = [feed("/ws/logs"), feed("/ws/observability?entityType=workflow")]
-    console.log(`soak: ${RATE} req/s for ${MINUTES} min on ${STORE}, service pid ${service.pid}`)
-    console.log("minute  requests  errors  skipped  feed msgs  RSS MB")
+    console.log(`soak: ${RATE} req/s for ${WARMUP} min of warm-up and ${MINUTES} min on ${STORE}, service pid ${service.pid}`)
+    console.log("   minute  requests  errors  skipped  feed msgs  RSS MB (min)  RSS MB (max)")
     const samples: Array<number> = []
+    let minuteSamples: Array<number> = []
+    let nextSample = Date.now() + RSS_SAMPLE_MS
     let inFlight = 0
     let issued = 0
     const started = Date.now()
-    const ends = started + MINUTES * 60_000
-    for (let m = 1; m <= Math.ceil(MINUTES); m++) {
+    const ends = started + (WARMUP + MINUTES) * 60_000
+    for (let m = 1; m <= WARMUP + Math.ceil(MINUTES); m++) {
       const minuteEnds = Math.min(ends, started + m * 60_000)
       while (Date.now() < minuteEnds) {
         const due = Math.floor(((Date.now() - started) / 1000) * RATE)
@@ -124,17 +143,24 @@ const main = async (): Promise<number> => {
           inFlight++
           void mix[issued % mix.length]().finally(() => inFlight--)
         }
+        if (Date.now() >= nextSample) {
+          nextSample += RSS_SAMPLE_MS
+          if (isAlive(service)) minuteSamples.push(await residentBytes(service.pid))
+        }
         await sleep(10)
       }
       if (!isAlive(service)) {
         error("the service exited")
         break
       }
-      const rss = await residentBytes(service.pid)
-      samples.push(rss)
+      minuteSamples.push(await residentBytes(service.pid))
+      const rss = Math.min(...minuteSamples)
+      if (m > WARMUP) samples.push(rss)
+      const label = m <= WARMUP ? `warm-up ${m}` : String(m - WARMUP)
       const { requests, errors, skipped, feedMessages } = minute
-      console.log(`${String(m).padStart(6)}  ${String(requests).padStart(8)}  ${String(errors).padStart(6)}  ${String(skipped).padStart(7)}  ${String(feedMessages).padStart(9)}  ${(rss / 2 ** 20).toFixed(1).padStart(6)}`)
+      console.log(`${label.padStart(9)}  ${String(requests).padStart(8)}  ${String(errors).padStart(6)}  ${String(skipped).padStart(7)}  ${String(feedMessages).padStart(9)}  ${mb(rss).padStart(12)}  ${mb(Math.max(...minuteSamples)).padStart(12)}`)
       minute = { requests: 0, errors: 0, skipped: 0, feedMessages: 0 }
+      minuteSamples = []
     }
     const drainBy = Date.now() + 30_000
     while (inFlight > 0 && Date.now() < drainBy) await sleep(50)
@@ -159,7 +185,7 @@ const verdict = (
   const [afterFirst, last] = [samples[0], samples.at(-1)]
   if (afterFirst !== undefined && last !== undefined) {
     const growth = last / afterFirst
-    console.log(`RSS: ${(afterFirst / 2 ** 20).toFixed(1)} MB after minute 1, ${(last / 2 ** 20).toFixed(1)} MB at the end (x${growth.toFixed(3)})`)
+    console.log(`RSS (lowest of the minute): ${mb(afterFirst)} MB in minute 1, ${mb(last)} MB in the last (x${growth.toFixed(3)})`)
     if (growth > RSS_GROWTH_ALLOWED) problems.push(`RSS grew x${growth.toFixed(3)} (allowed x${RSS_GROWTH_ALLOWED})`)
   }
   if (problems.length === 0) {
