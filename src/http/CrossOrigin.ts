@@ -23,8 +23,26 @@ const consoleRouteMatcher = (routes: ReadonlyArray<RouteEntry>) => {
     (router, path) => HttpRouter.all(router, path as HttpRouter.PathInput, HttpServerResponse.empty()),
     HttpRouter.empty
   )
-  return Effect.map(HttpRouter.toHttpApp(router), (app) =>
-    app.pipe(Effect.as(true), Effect.catchTag("RouteNotFound", () => Effect.succeed(false))))
+  const firstSegments = new Set([...consolePaths].map(firstSegment))
+  return Effect.map(HttpRouter.toHttpApp(router), (app) => {
+    const matches = app.pipe(Effect.as(true), Effect.catchTag("RouteNotFound", () => Effect.succeed(false)))
+    // Most requests are not for the console: a cheap look at the first segment spares them the router's
+    // RouteNotFound (an error object with a stack, per request).
+    return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const first = firstSegment(request.url)
+      return first !== undefined && !firstSegments.has(first) ? Effect.succeed(false) : matches
+    })
+  })
+}
+
+/** The first path segment as the router compares it (decoded, lower-cased); undefined when undecodable. */
+const firstSegment = (url: string): string | undefined => {
+  const path = url.split("?", 1)[0]
+  try {
+    return decodeURIComponent(path).toLowerCase().split("/").find((segment) => segment !== "") ?? ""
+  } catch {
+    return undefined
+  }
 }
 
 /**
