@@ -37,16 +37,17 @@ const readChunked = (incoming: IncomingMessage, limit: number): Effect.Effect<st
   })
 
 // The request as the platform's own, but with the body already read (it can be read only once).
-const withBodyText = (request: HttpServerRequest.HttpServerRequest, text: string) =>
-  Object.create(request, {
-    text: { value: Effect.succeed(text) },
-    json: {
-      value: Effect.try({
-        try: () => (text === "" ? null : JSON.parse(text)),
-        catch: (cause) => new HttpServerError.RequestError({ request, reason: "Decode", cause })
-      })
-    }
-  }) as HttpServerRequest.HttpServerRequest
+const withBodyText = (request: HttpServerRequest.HttpServerRequest, text: string) => {
+  const body = Effect.succeed(text)
+  const json = Effect.try({
+    try: () => (text === "" ? null : JSON.parse(text)),
+    catch: (cause) => new HttpServerError.RequestError({ request, reason: "Decode", cause })
+  })
+  // A proxy, not `Object.create(request)`, for the reason given in JsonInput.withCheckedJsonBody.
+  return new Proxy(request, {
+    get: (target, key) => key === "text" ? body : key === "json" ? json : Reflect.get(target, key, target)
+  })
+}
 
 /**
  * Bounds every request body. With content-length the check happens before reading. A chunked body is
