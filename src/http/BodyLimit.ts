@@ -1,4 +1,4 @@
-import { type HttpApp, HttpServerError, HttpServerRequest } from "@effect/platform"
+import { type HttpApp, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Option } from "effect"
 import type { IncomingMessage } from "node:http"
@@ -36,17 +36,12 @@ const readChunked = (incoming: IncomingMessage, limit: number): Effect.Effect<st
     })
   })
 
-// The request as the platform's own, but with the body already read (it can be read only once).
+// The request as the platform's own, but with its body already read (it can be read only once). Only
+// `text` is replaced: `json` is always read through JsonInput.withCheckedJsonBody, which parses `text`.
+// A proxy, not `Object.create(request)`, for the reason given there.
 const withBodyText = (request: HttpServerRequest.HttpServerRequest, text: string) => {
   const body = Effect.succeed(text)
-  const json = Effect.try({
-    try: () => (text === "" ? null : JSON.parse(text)),
-    catch: (cause) => new HttpServerError.RequestError({ request, reason: "Decode", cause })
-  })
-  // A proxy, not `Object.create(request)`, for the reason given in JsonInput.withCheckedJsonBody.
-  return new Proxy(request, {
-    get: (target, key) => key === "text" ? body : key === "json" ? json : Reflect.get(target, key, target)
-  })
+  return new Proxy(request, { get: (target, key) => (key === "text" ? body : Reflect.get(target, key, target)) })
 }
 
 /**
