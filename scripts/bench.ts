@@ -1,103 +1,133 @@
 /**
- * Throughput and latency of the service against raw node:http on this machine, over loopback only.
- * Usage: npm run bench [-- --seconds 5 --connections 32]
- * Every loop is bounded in time; the service runs as `node dist/main.js` on a temporary SQLite file.
+ * Issue #10's table in one run, over loopback only: `node dist/main.js` with its default configuration
+ * (tracing on, nothing sampled) on temporary SQLite files, its agents pointed at the fake model over
+ * HTTP, beside raw node:http and a minimal Effect HttpApi app, each in its own process.
+ *
+ *   npm run bench [-- --seconds 10 --runs 3 --only 1,2,7 --json results.json]
+ *
+ * Every loop is bounded in count and time; child processes and temporary directories are removed on
+ * exit, even on error. What each row measures: docs/benchmarks.md, "Bench".
  */
-import { mkdtempSync, rmSync } from "node:fs"
-import { Agent, createServer, request } from "node:http"
-import { tmpdir } from "node:os"
+import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { freePort, startService, stopService, waitUntilReady } from "./support/service.js"
+import { describeEnvironment } from "./bench/environment.js"
+import { type BenchOptions, type Lab, makeLab } from "./bench/lab.js"
+import { installCleanup, temporaryDirectory } from "./bench/processes.js"
+import { agentStreamsRow, reattachRow, suspendedRow } from "./bench/rows-memory.js"
+import { getAgentsRow, pipelineRow, streamFirstDeltaRow, textLatencyRow, textThroughputRow } from "./bench/rows-http.js"
+import { listingRow, seededFile, startupRow } from "./bench/rows-service.js"
+import { type Durability, readDurability } from "./bench/store.js"
+import { formatTable, medianOfRuns, type RowId, type RowResult, selectRows } from "./bench/table.js"
 
-const { values } = parseArgs({ options: { seconds: { type: "string" }, connections: { type: "string" } } })
-const SECONDS = Number(values.seconds ?? 5)
-const CONNECTIONS = Number(values.connections ?? 32)
+const POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 
-interface Target {
-  readonly name: string
-  readonly port: () => number
-  readonly method: "GET" | "POST"
-  readonly path: string
-  readonly body?: unknown
+const { values } = parseArgs({
+  options: {
+    seconds: { type: "string" },
+    runs: { type: "string" },
+    only: { type: "string" },
+    json: { type: "string" },
+    connections: { type: "string" },
+    stored: { type: "string" },
+    suspended: { type: "string" },
+    "reattach-executions": { type: "string" },
+    "streams-per-execution": { type: "string" },
+    "agent-streams": { type: "string" },
+    startups: { type: "string" }
+  }
+})
+
+const positive = (name: string, value: string | undefined, fallback: number, max: number) => {
+  const parsed = value === undefined ? fallback : Number(value)
+  if (!Number.isInteger(parsed) || parsed < 1 || parsed > max) throw new Error(`--${name}: an integer from 1 to ${max}`)
+  return parsed
 }
 
-const percentile = (sorted: ReadonlyArray<number>, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0
-
-/** Keeps CONNECTIONS requests in flight for SECONDS; returns requests per second and latency percentiles. */
-const load = async (target: Target) => {
-  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS })
-  const payload = target.body === undefined ? undefined : JSON.stringify(target.body)
-  const latencies: Array<number> = []
-  let errors = 0
-  const deadline = Date.now() + SECONDS * 1000
-  const one = () =>
-    new Promise<void>((resolve) => {
-      const started = performance.now()
-      const req = request({
-        host: "127.0.0.1",
-        port: target.port(),
-        method: target.method,
-        path: target.path,
-        agent,
-        headers: payload === undefined ? {} : { "content-type": "application/json", "content-length": Buffer.byteLength(payload) }
-      }, (res) => {
-        res.resume()
-        res.on("end", () => {
-          if (res.statusCode !== 200) errors++
-          latencies.push(performance.now() - started)
-          resolve()
-        })
-      })
-      req.on("error", () => {
-        errors++
-        resolve()
-      })
-      req.end(payload)
-    })
-  const worker = async () => {
-    while (Date.now() < deadline) await one()
-  }
-  await Promise.all(Array.from({ length: CONNECTIONS }, worker))
-  agent.destroy()
-  latencies.sort((a, b) => a - b)
-  return {
-    target: target.name,
-    "req/s": Math.round(latencies.length / SECONDS),
-    "p50 ms": Number(percentile(latencies, 0.5).toFixed(2)),
-    "p99 ms": Number(percentile(latencies, 0.99).toFixed(2)),
-    errors
-  }
+const options: BenchOptions = {
+  seconds: positive("seconds", values.seconds, 10, 600),
+  connections: positive("connections", values.connections, 50, 1_000),
+  storedExecutions: positive("stored", values.stored, 100_000, 1_000_000),
+  suspendedExecutions: positive("suspended", values.suspended, 100_000, 1_000_000),
+  reattachExecutions: positive("reattach-executions", values["reattach-executions"], 1_000, 10_000),
+  streamsPerExecution: positive("streams-per-execution", values["streams-per-execution"], 10, 100),
+  agentStreams: positive("agent-streams", values["agent-streams"], 2_000, 8_000),
+  startups: positive("startups", values.startups, 10, 100)
 }
+const runs = positive("runs", values.runs, 1, 10)
+const rows = selectRows(values.only)
+if (options.reattachExecutions * options.streamsPerExecution > 15_000) {
+  throw new Error("row 7a: at most 15,000 streams (one socket each; the machine allows 20,000 open files per process)")
+}
+
+const RUNNERS: Readonly<Record<RowId, (lab: Lab) => Promise<RowResult>>> = {
+  "1": getAgentsRow,
+  "2": textLatencyRow,
+  "3": textThroughputRow,
+  "4": streamFirstDeltaRow,
+  "5": pipelineRow,
+  "6": listingRow,
+  "7a": reattachRow,
+  "7b": agentStreamsRow,
+  "7c": suspendedRow,
+  "8": startupRow
+}
+
+const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`)
+
+/** One run of the selected rows; a row that fails is reported as such and the run goes on. */
+const runOnce = async (run: number): Promise<{ readonly results: Array<RowResult>; readonly databaseFile?: string }> => {
+  const lab = makeLab(options)
+  const results: Array<RowResult> = []
+  try {
+    for (const id of rows) {
+      log(`run ${run}: row ${id}`)
+      const started = Date.now()
+      const result = await RUNNERS[id](lab).catch((error: unknown): RowResult => ({
+        id,
+        cells: {},
+        notes: [`failed: ${error instanceof Error ? error.message.slice(0, 500) : String(error)}`]
+      }))
+      results.push(result)
+      log(`run ${run}: row ${id} done in ${((Date.now() - started) / 1000).toFixed(1)} s: ${JSON.stringify(result.cells)}`)
+    }
+  } finally {
+    await lab.close()
+  }
+  return { results, databaseFile: await lab.serviceDatabase() }
+}
+
+const durabilityOf = async (databaseFile: string | undefined): Promise<Durability> =>
+  readDurability(databaseFile ?? (await seededFile()) ?? join(temporaryDirectory("bench-durability-"), "fresh.db"), POSTGRES_URL)
 
 const main = async () => {
-  const toolsBody = JSON.stringify({ success: true, data: [{ name: "add", description: "Add two numbers", tags: [], status: "ready" }] })
-  const raw = createServer((req, res) => {
-    req.resume()
-    req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(toolsBody))
-  })
-  const rawPort = await freePort()
-  await new Promise<void>((resolve) => raw.listen(rawPort, "127.0.0.1", resolve))
-
-  const dir = mkdtempSync(join(tmpdir(), "bench-"))
-  const servicePort = await freePort()
-  const service = startService({ port: servicePort, databaseUrl: `file:${join(dir, "bench.db")}`, output: "inherit" })
-  try {
-    await waitUntilReady(service, servicePort)
-    const targets: Array<Target> = [
-      { name: "raw node:http", port: () => rawPort, method: "GET", path: "/tools" },
-      { name: "GET /tools", port: () => servicePort, method: "GET", path: "/tools" },
-      { name: "POST /tools/add/execute", port: () => servicePort, method: "POST", path: "/tools/add/execute", body: { input: { a: 1, b: 2 } } },
-      { name: "POST /agents/assistant/text (builtin)", port: () => servicePort, method: "POST", path: "/agents/assistant/text", body: { input: "hi" } },
-      { name: "POST /workflows/pipeline/execute", port: () => servicePort, method: "POST", path: "/workflows/pipeline/execute", body: { input: { text: " hi ", n: 21 } } }
-    ]
-    const results = []
-    for (const target of targets) results.push(await load(target))
-    console.table(results)
-  } finally {
-    await stopService(service)
-    raw.close()
-    rmSync(dir, { recursive: true, force: true })
+  installCleanup()
+  const environment = describeEnvironment()
+  log(`rows ${rows.join(", ")}; ${runs} run(s); ${JSON.stringify(options)}`)
+  const allRuns: Array<Array<RowResult>> = []
+  let databaseFile: string | undefined
+  for (let run = 1; run <= runs; run++) {
+    const outcome = await runOnce(run)
+    allRuns.push(outcome.results)
+    databaseFile ??= outcome.databaseFile
+    if (runs > 1) console.log(`\nRun ${run}:\n\n${formatTable(outcome.results)}\n`)
+  }
+  const durability = await durabilityOf(databaseFile)
+  const final = medianOfRuns(allRuns)
+  console.log([
+    "",
+    `${runs > 1 ? `Median of ${runs} runs` : "One run"}, ${environment.date}, commit ${environment.commit}`,
+    `Machine: ${environment.cpu}, ${environment.cores} cores, ${environment.memoryGiB} GiB, Node ${environment.node}, open files ${environment.openFilesLimit}`,
+    `Durability: SQLite journal_mode ${durability.sqliteJournalMode}, synchronous ${durability.sqliteSynchronous} ` +
+    `(as the service's own SQL layer opens it); Postgres synchronous_commit ${durability.postgresSynchronousCommit}`,
+    `Load: autocannon, ${options.connections} connections, ${options.seconds} s per throughput measurement (after a warm-up), loopback`,
+    "",
+    formatTable(final),
+    ""
+  ].join("\n"))
+  if (values.json !== undefined) {
+    writeFileSync(values.json, JSON.stringify({ environment, durability, options, runs: allRuns, median: final }, null, 2))
+    log(`results written to ${values.json}`)
   }
 }
 

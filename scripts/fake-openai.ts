@@ -61,6 +61,8 @@ export interface FakeOpenAIOptions {
   readonly port?: number
   readonly host?: string
   readonly wordDelayMs?: number
+  /** Keep every request for `requests` (the default); off for a process no one can ask, so long loads do not grow it. */
+  readonly recordRequests?: boolean
 }
 
 export type JsonSchema = { readonly [key: string]: unknown }
@@ -342,7 +344,7 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
     }
     const request = parseChatRequest(await readBody(req))
     if (typeof request === "string") return sendJson(res, 400, { error: { message: request } })
-    requests.push(request)
+    if (options.recordRequests !== false) requests.push(request)
     respond(res, request)
   }
 
@@ -381,6 +383,6 @@ const portArgument = (argv: ReadonlyArray<string>): number => {
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const fake = await startFakeOpenAI({ port: portArgument(process.argv) })
+  const fake = await startFakeOpenAI({ port: portArgument(process.argv), recordRequests: false })
   console.log(`fake-openai listening on ${fake.url}`)
 }

@@ -34,6 +34,8 @@ export interface ServiceOptions {
   readonly logLevel?: string
   /** Where the service's output goes: kept (the last 64 KiB, for reports) or inherited. */
   readonly output?: "keep" | "inherit"
+  /** Variables set last (e.g. the model: AI_PROVIDER, AI_BASE_URL); the built-in model otherwise. */
+  readonly env?: Readonly<Record<string, string>>
 }
 
 export interface ServiceProcess {
@@ -50,7 +52,7 @@ export const startService = (options: ServiceOptions): ServiceProcess => {
   const inherited = { ...process.env }
   for (const name of SERVICE_VARIABLES) delete inherited[name]
   const child = spawn(process.execPath, [options.main ?? join(process.cwd(), "dist/main.js"), "--port", String(options.port)], {
-    env: { ...inherited, DATABASE_URL: options.databaseUrl, LOG_LEVEL: options.logLevel ?? "warn", AI_PROVIDER: "builtin" },
+    env: { ...inherited, DATABASE_URL: options.databaseUrl, LOG_LEVEL: options.logLevel ?? "warn", AI_PROVIDER: "builtin", ...options.env },
     stdio: options.output === "inherit" ? ["ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"]
   })
   let output = ""

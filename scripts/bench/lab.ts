@@ -1,0 +1,100 @@
+/**
+ * What the rows of one bench run share: the options, the fake model and the service they load (started
+ * on first use and stopped at the end of the run), and the seeded database (made once per invocation).
+ */
+import { type RunningService, type Server, fakeModelEnv, startBenchService, startFake } from "./processes.js"
+
+export interface BenchOptions {
+  readonly seconds: number
+  readonly connections: number
+  /** Suspended executions whose re-attach streams row 7a opens, and streams per execution. */
+  readonly reattachExecutions: number
+  readonly streamsPerExecution: number
+  /** Agent streams row 7b holds open. */
+  readonly agentStreams: number
+  /** Suspended executions row 7c creates over HTTP. */
+  readonly suspendedExecutions: number
+  /** Executions row 6 stores before it lists them. */
+  readonly storedExecutions: number
+  readonly startups: number
+}
+
+export interface Lab {
+  readonly options: BenchOptions
+  /** The fake model (one process for the whole run). */
+  readonly fake: () => Promise<Server>
+  /** The service pointed at the fake, shared by rows 1 to 5. */
+  readonly service: () => Promise<RunningService>
+  /** The env that points a service at the fake. */
+  readonly modelEnv: () => Promise<Record<string, string>>
+  /** The database file of the shared service, when it was started. */
+  readonly serviceDatabase: () => Promise<string | undefined>
+  readonly close: () => Promise<void>
+}
+
+const once = <A>(make: () => Promise<A>) => {
+  let made: Promise<A> | undefined
+  return {
+    get: () => (made ??= make()),
+    started: () => made
+  }
+}
+
+export const makeLab = (options: BenchOptions): Lab => {
+  const fake = once(startFake)
+  const modelEnv = async () => ({ ...fakeModelEnv(await fake.get()), LOG_LEVEL: "info" })
+  const service = once(async () => startBenchService({ env: await modelEnv() }))
+  return {
+    options,
+    fake: fake.get,
+    service: service.get,
+    modelEnv,
+    serviceDatabase: async () => service.started()?.then((running) => running.databaseFile, () => undefined),
+    close: async () => {
+      await service.started()?.then((running) => running.stop(), () => undefined)
+      await fake.started()?.then((running) => running.stop(), () => undefined)
+    }
+  }
+}
+
+/** The agent every agent row calls, and the chat request the service sends the fake for it (as near as the bench can say). */
+export const AGENT_ID = "assistant"
+
+export const chatRequest = (input: string, stream: boolean) => ({
+  model: "fake-model",
+  messages: [
+    {
+      role: "system",
+      content: "You are a helpful assistant. Use the get_weather tool for weather questions and the add tool for sums. Answer briefly."
+    },
+    { role: "user", content: input }
+  ],
+  tools: [
+    {
+      type: "function",
+      function: {
+        name: "get_weather",
+        description: "Current weather for a location",
+        parameters: { type: "object", properties: { location: { type: "string" } }, required: ["location"] }
+      }
+    },
+    {
+      type: "function",
+      function: {
+        name: "add",
+        description: "Add two numbers",
+        parameters: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] }
+      }
+    }
+  ],
+  temperature: 0.7,
+  max_tokens: 4000,
+  stream,
+  ...(stream ? { stream_options: { include_usage: true } } : {})
+})
+
+/** The service's first SSE frame carrying text (frames are `data: {"type":"text-delta",...}`). */
+export const serviceTextDelta = (received: string) => received.includes(`"type":"text-delta"`)
+
+/** The fake's first chunk with non-empty content (its first chunk only carries the role). */
+export const fakeTextDelta = (received: string) => /"delta":\{"content":"[^"]/.test(received)

@@ -1,0 +1,157 @@
+/**
+ * The bench's rows as data: what each row measured (named numeric cells), its target, and the table
+ * printed from them. Pure: no I/O, so it can be tested and used on runs read back from JSON.
+ */
+
+/** One row's measurements in one run: named numbers (milliseconds, requests per second, bytes, ratios). */
+export type Cells = Readonly<Record<string, number>>
+
+export interface RowResult {
+  readonly id: RowId
+  readonly cells: Cells
+  /** What a reader must know about this measurement (errors, a partial count). */
+  readonly notes: ReadonlyArray<string>
+}
+
+export const ROW_IDS = ["1", "2", "3", "4", "5", "6", "7a", "7b", "7c", "8"] as const
+export type RowId = (typeof ROW_IDS)[number]
+
+interface RowSpec {
+  readonly title: string
+  readonly target: string
+  readonly show: (cells: Cells) => string
+  /** Undefined when a cell it needs is missing (the row failed). */
+  readonly met: (cells: Cells) => boolean | undefined
+}
+
+const MB = 1024 * 1024
+
+const has = (cells: Cells, ...keys: ReadonlyArray<string>) => keys.every((key) => Number.isFinite(cells[key]))
+
+const when = (cells: Cells, keys: ReadonlyArray<string>, check: () => boolean) => (has(cells, ...keys) ? check() : undefined)
+
+export const formatNumber = (value: number | undefined, digits = 0): string =>
+  value === undefined || !Number.isFinite(value)
+    ? "–"
+    : value.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
+
+const ms = (value: number | undefined) => `${formatNumber(value, 2)} ms`
+const signedMs = (value: number | undefined) =>
+  value === undefined || !Number.isFinite(value) ? "–" : `${value >= 0 ? "+" : ""}${formatNumber(value, 2)} ms`
+const megabytes = (bytes: number | undefined) => (bytes === undefined ? "–" : `${formatNumber(bytes / MB)} MB`)
+
+const memoryRow = (title: string): RowSpec => ({
+  title,
+  target: "peak ≤ 1 GB; after ≤ 1.1 × idle",
+  show: (c) =>
+    `${formatNumber(c.count)} open; idle ${megabytes(c.idle)}, peak ${megabytes(c.peak)}, after ${megabytes(c.after)}` +
+    ` (after/idle ${formatNumber(c.afterOverIdle, 2)})`,
+  met: (c) => when(c, ["peak", "afterOverIdle"], () => c.peak <= 1024 * MB && c.afterOverIdle <= 1.1)
+})
+
+export const ROWS: Readonly<Record<RowId, RowSpec>> = {
+  "1": {
+    title: "GET /agents req/s (50 connections)",
+    target: "ours ≥ 0.8 × minimal",
+    show: (c) =>
+      `raw ${formatNumber(c.raw)}, minimal ${formatNumber(c.minimal)}, ours ${formatNumber(c.ours)}; ` +
+      `minimal/raw ${formatNumber(c.minimalOverRaw, 3)}, ours/raw ${formatNumber(c.oursOverRaw, 3)}, ` +
+      `ours/minimal ${formatNumber(c.oursOverMinimal, 2)}`,
+    met: (c) => when(c, ["oursOverMinimal"], () => c.oursOverMinimal >= 0.8)
+  },
+  "2": {
+    title: "POST /agents/:id/text added latency over the fake, 1 connection, p50 / p99",
+    target: "≤ +1.5 / ≤ +5 ms",
+    show: (c) =>
+      `${signedMs(c.addedP50)} / ${signedMs(c.addedP99)} (ours ${ms(c.oursP50)} / ${ms(c.oursP99)}, ` +
+      `fake ${ms(c.fakeP50)} / ${ms(c.fakeP99)})`,
+    met: (c) => when(c, ["addedP50", "addedP99"], () => c.addedP50 <= 1.5 && c.addedP99 <= 5)
+  },
+  "3": {
+    title: "POST /agents/:id/text req/s ÷ the fake's req/s (50 connections)",
+    target: "≥ 0.03 (2 × the peer's 0.015)",
+    show: (c) => `${formatNumber(c.ratio, 4)} (ours ${formatNumber(c.ours)}/s, fake ${formatNumber(c.fake)}/s)`,
+    met: (c) => when(c, ["ratio"], () => c.ratio >= 0.03)
+  },
+  "4": {
+    title: "/agents/:id/stream first text-delta added over the fake's, median",
+    target: "≤ +1.5 ms",
+    show: (c) => `${signedMs(c.added)} (ours ${ms(c.ours)}, fake ${ms(c.fake)})`,
+    met: (c) => when(c, ["added"], () => c.added <= 1.5)
+  },
+  "5": {
+    title: "POST /workflows/pipeline/execute req/s (50 connections, durable)",
+    target: "≥ 452/s (2 × the peer's 226/s)",
+    show: (c) => `${formatNumber(c.ours)}/s`,
+    met: (c) => when(c, ["ours"], () => c.ours >= 452)
+  },
+  "6": {
+    title: "GET /workflows/executions filtered page of 50, p99, 100,000 stored",
+    target: "p99 ≤ 20 ms at any depth",
+    show: (c) =>
+      `offset 0: ${ms(c.p99Start)}; offset ${formatNumber(c.deepOffset)}: ${ms(c.p99Deep)} ` +
+      `(p50 ${formatNumber(c.p50Start, 2)} / ${formatNumber(c.p50Deep, 2)} ms; ${formatNumber(c.stored)} stored)`,
+    met: (c) => when(c, ["p99Start", "p99Deep"], () => c.p99Start <= 20 && c.p99Deep <= 20)
+  },
+  "7a": memoryRow("RSS: open re-attach streams of suspended executions"),
+  "7b": memoryRow("RSS: open agent streams against a slow fake"),
+  "7c": memoryRow("RSS: creating suspended executions"),
+  "8": {
+    title: "`node dist/main.js` start to the first 200, empty database, median of 10",
+    target: "≤ 0.8 s",
+    show: (c) => `${formatNumber(c.median / 1000, 3)} s (min ${formatNumber(c.min / 1000, 3)}, max ${formatNumber(c.max / 1000, 3)})`,
+    met: (c) => when(c, ["median"], () => c.median <= 800)
+  }
+}
+
+export const median = (values: ReadonlyArray<number>): number => {
+  const sorted = values.filter(Number.isFinite).sort((a, b) => a - b)
+  if (sorted.length === 0) return Number.NaN
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}
+
+/** The value at quantile `q` (0..1) of the values, nearest rank. */
+export const percentile = (values: ReadonlyArray<number>, q: number): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  if (sorted.length === 0) return Number.NaN
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(sorted.length * q) - 1))]
+}
+
+/**
+ * One result per row from several runs: each cell is the median of that cell over the runs that
+ * measured it (error counts take the largest); notes are kept once each.
+ */
+export const medianOfRuns = (runs: ReadonlyArray<ReadonlyArray<RowResult>>): Array<RowResult> =>
+  ROW_IDS.flatMap((id) => {
+    const results = runs.flatMap((run) => run.filter((row) => row.id === id))
+    if (results.length === 0) return []
+    const keys = [...new Set(results.flatMap((row) => Object.keys(row.cells)))]
+    const cells = Object.fromEntries(keys.map((key) => {
+      const values = results.map((row) => row.cells[key]).filter((value) => value !== undefined)
+      return [key, key.startsWith("errors") ? Math.max(...values) : median(values)]
+    }))
+    return [{ id, cells, notes: [...new Set(results.flatMap((row) => row.notes))] }]
+  })
+
+const verdict = (met: boolean | undefined) => (met === undefined ? "no result" : met ? "met" : "NOT met")
+
+/** The table as Markdown: row, what was measured, the target and whether it is met. */
+export const formatTable = (results: ReadonlyArray<RowResult>): string => {
+  const lines = ["| # | measure | result | target | |", "|---|---|---|---|---|"]
+  for (const result of results) {
+    const spec = ROWS[result.id]
+    lines.push(`| ${result.id} | ${spec.title} | ${spec.show(result.cells)} | ${spec.target} | ${verdict(spec.met(result.cells))} |`)
+  }
+  const notes = results.flatMap((result) => result.notes.map((note) => `- row ${result.id}: ${note}`))
+  return [...lines, ...(notes.length > 0 ? ["", ...notes] : [])].join("\n")
+}
+
+/** The rows `--only` selects: "7" means 7a, 7b and 7c. */
+export const selectRows = (only: string | undefined): ReadonlyArray<RowId> => {
+  if (only === undefined || only.trim() === "") return ROW_IDS
+  const wanted = only.split(",").map((part) => part.trim()).filter((part) => part !== "")
+  const unknown = wanted.filter((part) => !ROW_IDS.some((id) => id === part || id.startsWith(part)))
+  if (unknown.length > 0) throw new Error(`--only: unknown row ${unknown.join(", ")} (rows: ${ROW_IDS.join(", ")})`)
+  return ROW_IDS.filter((id) => wanted.some((part) => id === part || (part.length === 1 && id.startsWith(part))))
+}
