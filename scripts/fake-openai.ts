@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url"
 /**
  * A deterministic, OpenAI-compatible Chat Completions server for tests and benchmarks.
  * Answers are derived from the request alone (see `decideAnswer`), so runs are reproducible.
+ * As a process: `node .build/scripts/fake-openai.js --port 4010 [--slow-words 50]`.
  */
 
 export interface TextPart {
@@ -61,6 +62,8 @@ export interface FakeOpenAIOptions {
   readonly port?: number
   readonly host?: string
   readonly wordDelayMs?: number
+  /** Words of a slow answer at least (50 by default); a word every 200 ms. */
+  readonly slowMinWords?: number
   /** Keep every request for `requests` (the default); off for a process no one can ask, so long loads do not grow it. */
   readonly recordRequests?: boolean
 }
@@ -98,13 +101,13 @@ const weatherLocation = (text: string): string => {
   return word || "Paris"
 }
 
-const padToMinWords = (text: string): string => {
+const padToMinWords = (text: string, minWords: number): string => {
   let padded = text
-  while (countWords(padded) < SLOW_MIN_WORDS) padded += " and so on"
+  while (countWords(padded) < minWords) padded += " and so on"
   return padded
 }
 
-const decideAnswer = (request: ChatRequestRecord): Answer => {
+const decideAnswer = (request: ChatRequestRecord, slowMinWords: number): Answer => {
   const last = request.messages.at(-1)
   if (last?.role === "tool") return { kind: "text", text: `The tool said: ${contentText(last.content)}` }
 
@@ -128,7 +131,7 @@ const decideAnswer = (request: ChatRequestRecord): Answer => {
   }
   if (request.response_format?.type === "json_object") return { kind: "text", text: "{}" }
   if (/\bslowly\b/i.test(userText)) {
-    return { kind: "text", text: padToMinWords(`You said: ${userText}`), wordDelayMs: SLOW_WORD_DELAY_MS }
+    return { kind: "text", text: padToMinWords(`You said: ${userText}`, slowMinWords), wordDelayMs: SLOW_WORD_DELAY_MS }
   }
   return { kind: "text", text: `You said: ${userText}` }
 }
@@ -269,7 +272,7 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
   const defaultWordDelayMs = options.wordDelayMs ?? 0
 
   const respond = (res: ServerResponse, request: ChatRequestRecord): void => {
-    const answer = decideAnswer(request)
+    const answer = decideAnswer(request, options.slowMinWords ?? SLOW_MIN_WORDS)
     const header = {
       id: `chatcmpl-${++completionCounter}`,
       created: Math.floor(Date.now() / 1000),
@@ -377,12 +380,16 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
   }
 }
 
-const portArgument = (argv: ReadonlyArray<string>): number => {
-  const index = argv.indexOf("--port")
-  return index >= 0 ? Number(argv[index + 1]) : 4010
+const numberArgument = (argv: ReadonlyArray<string>, name: string, fallback: number): number => {
+  const index = argv.indexOf(name)
+  return index >= 0 ? Number(argv[index + 1]) : fallback
 }
 
 if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const fake = await startFakeOpenAI({ port: portArgument(process.argv), recordRequests: false })
+  const fake = await startFakeOpenAI({
+    port: numberArgument(process.argv, "--port", 4010),
+    slowMinWords: numberArgument(process.argv, "--slow-words", SLOW_MIN_WORDS),
+    recordRequests: false
+  })
   console.log(`fake-openai listening on ${fake.url}`)
 }

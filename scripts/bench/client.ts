@@ -186,20 +186,27 @@ export const openStream = (target: Target, ready: (received: string) => boolean,
     req.end(payload)
   })
 
-/** Runs `task` on `count` indexes with at most `concurrency` at once, until `deadlineMs`; gives the results that succeeded. */
+/**
+ * Runs `task` on `count` indexes with at most `concurrency` at once, until `deadlineMs`; gives the
+ * results that succeeded, how many failed and the first failure's message.
+ */
 export const pool = async <A>(count: number, concurrency: number, task: (index: number) => Promise<A>, deadlineMs: number) => {
   const results: Array<A> = []
   const deadline = Date.now() + deadlineMs
   let next = 0
   let failed = 0
+  let firstError: string | undefined
   const worker = async () => {
     while (next < count && Date.now() < deadline) {
       const index = next++
-      await task(index).then((result) => results.push(result), () => failed++)
+      await task(index).then((result) => results.push(result), (error: unknown) => {
+        failed++
+        firstError ??= error instanceof Error ? error.message : String(error)
+      })
     }
   }
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker))
-  return { results, failed }
+  return { results, failed, firstError }
 }
 
 /** A JSON request's parsed body (any status); rejects on no answer. */

@@ -105,7 +105,9 @@ export const startScript = async (name: string, script: string, readyPath: strin
   }
 }
 
-export const startFake = () => startScript("fake model", "fake-openai.js", "/v1/models")
+/** The fake model; a "slowly" request gets at least SLOW_ANSWER_WORDS words, one every 200 ms (about two minutes). */
+export const SLOW_ANSWER_WORDS = 600
+export const startFake = () => startScript("fake model", "fake-openai.js", "/v1/models", ["--slow-words", String(SLOW_ANSWER_WORDS)])
 export const startRawServer = () => startScript("raw node:http", "bench/raw-server.js", "/agents")
 export const startMinimalApp = () => startScript("minimal HttpApi app", "bench/minimal-httpapi.js", "/agents")
 

@@ -86,7 +86,7 @@ export const ROWS: Readonly<Record<RowId, RowSpec>> = {
     met: (c) => when(c, ["ours"], () => c.ours >= 452)
   },
   "6": {
-    title: "GET /workflows/executions filtered page of 50, p99, 100,000 stored",
+    title: "GET /workflows/executions, a filtered page of 50 at offset 0 and at the last page, p99",
     target: "p99 ≤ 20 ms at any depth",
     show: (c) =>
       `offset 0: ${ms(c.p99Start)}; offset ${formatNumber(c.deepOffset)}: ${ms(c.p99Deep)} ` +
@@ -97,9 +97,9 @@ export const ROWS: Readonly<Record<RowId, RowSpec>> = {
   "7b": memoryRow("RSS: open agent streams against a slow fake"),
   "7c": memoryRow("RSS: creating suspended executions"),
   "8": {
-    title: "`node dist/main.js` start to the first 200, empty database, median of 10",
+    title: "`node dist/main.js` start to the first 200, empty database, median",
     target: "≤ 0.8 s",
-    show: (c) => `${formatNumber(c.median / 1000, 3)} s (min ${formatNumber(c.min / 1000, 3)}, max ${formatNumber(c.max / 1000, 3)})`,
+    show: (c) => `${formatNumber(c.median / 1000, 3)} s over ${formatNumber(c.count)} starts (min ${formatNumber(c.min / 1000, 3)}, max ${formatNumber(c.max / 1000, 3)})`,
     met: (c) => when(c, ["median"], () => c.median <= 800)
   }
 }
