@@ -1,0 +1,67 @@
+import { describe, expect, it } from "vitest"
+import { formatTable, median, medianOfRuns, percentile, type RowResult, selectRows } from "../scripts/bench/table.js"
+
+describe("bench table", () => {
+  it("takes the median of odd and even counts and ignores missing values", () => {
+    expect(median([3, 1, 2])).toBe(2)
+    expect(median([4, 1, 3, 2])).toBe(2.5)
+    expect(median([Number.NaN, 5])).toBe(5)
+    expect(median([])).toBeNaN()
+  })
+
+  it("takes percentiles by nearest rank", () => {
+    const values = Array.from({ length: 200 }, (_, index) => index + 1)
+    expect(percentile(values, 0.5)).toBe(100)
+    expect(percentile(values, 0.99)).toBe(198)
+    expect(percentile([7], 0.99)).toBe(7)
+  })
+
+  it("gives each cell's median over the runs, error counts their largest, notes once", () => {
+    const run = (ours: number, errors: number, notes: Array<string> = []): Array<RowResult> => [
+      { id: "5", cells: { ours, errors }, notes }
+    ]
+    const [row] = medianOfRuns([run(100, 0, ["slow"]), run(300, 2, ["slow"]), run(200, 1)])
+    expect(row).toEqual({ id: "5", cells: { ours: 200, errors: 2 }, notes: ["slow"] })
+  })
+
+  it("keeps rows in table order and leaves out rows no run measured", () => {
+    const runs: Array<Array<RowResult>> = [[
+      { id: "8", cells: { median: 700, min: 650, max: 900, count: 10 }, notes: [] },
+      { id: "1", cells: { oursOverMinimal: 0.9 }, notes: [] }
+    ]]
+    expect(medianOfRuns(runs).map((row) => row.id)).toEqual(["1", "8"])
+  })
+
+  it("marks each row met, not met, or without a result", () => {
+    const table = formatTable([
+      { id: "5", cells: { ours: 500 }, notes: [] },
+      { id: "8", cells: { median: 900, min: 800, max: 1000, count: 10 }, notes: [] },
+      { id: "2", cells: {}, notes: ["failed: no answer"] }
+    ])
+    const lines = table.split("\n")
+    expect(lines.find((line) => line.startsWith("| 5 "))).toMatch(/\| met \|$/)
+    expect(lines.find((line) => line.startsWith("| 8 "))).toMatch(/\| NOT met \|$/)
+    expect(lines.find((line) => line.startsWith("| 2 "))).toMatch(/\| no result \|$/)
+    expect(table).toContain("- row 2: failed: no answer")
+  })
+
+  it("checks the memory rows against 1 GB and 1.1 × idle", () => {
+    const MB = 1024 * 1024
+    const row = (peak: number, after: number): RowResult => ({
+      id: "7a",
+      cells: { count: 10_000, idle: 200 * MB, peak, after, afterOverIdle: after / (200 * MB) },
+      notes: []
+    })
+    expect(formatTable([row(900 * MB, 215 * MB)])).toMatch(/\| met \|$/m)
+    expect(formatTable([row(1100 * MB, 215 * MB)])).toMatch(/\| NOT met \|$/m)
+    expect(formatTable([row(900 * MB, 230 * MB)])).toMatch(/\| NOT met \|$/m)
+  })
+
+  it("selects rows, 7 meaning all of 7a to 7c, and refuses unknown ones", () => {
+    expect(selectRows(undefined)).toHaveLength(10)
+    expect(selectRows("1, 7")).toEqual(["1", "7a", "7b", "7c"])
+    expect(selectRows("7b,8")).toEqual(["7b", "8"])
+    expect(() => selectRows("9")).toThrow(/unknown row 9/)
+    expect(() => selectRows("7d")).toThrow(/unknown row 7d/)
+  })
+})
