@@ -188,7 +188,7 @@ export const openStream = (target: Target, ready: (received: string) => boolean,
 
 /**
  * Runs `task` on `count` indexes with at most `concurrency` at once, until `deadlineMs`; gives the
- * results that succeeded, how many failed and the first failure's message.
+ * results that succeeded, how many failed, the first failure's message and how many the deadline left unstarted.
  */
 export const pool = async <A>(count: number, concurrency: number, task: (index: number) => Promise<A>, deadlineMs: number) => {
   const results: Array<A> = []
@@ -206,7 +206,7 @@ export const pool = async <A>(count: number, concurrency: number, task: (index: 
     }
   }
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker))
-  return { results, failed, firstError }
+  return { results, failed, firstError, unstarted: count - Math.min(next, count) }
 }
 
 /** A JSON request's parsed body (any status); rejects on no answer. */

@@ -10,7 +10,7 @@ import { median, type RowId, type RowResult } from "./table.js"
 
 const SAMPLE_EVERY_MS = 100
 const SETTLE_DEADLINE_MS = 30_000
-const OPEN_DEADLINE_MS = 5 * 60_000
+const OPEN_DEADLINE_MS = 10 * 60_000
 const CREATE_DEADLINE_MS = 30 * 60_000
 
 /** Samples a process's RSS until stopped; gives the highest reading. */
@@ -88,8 +88,13 @@ const closeAll = async (streams: ReadonlyArray<OpenStream>) => {
   await sleep(500)
 }
 
-const failures = (outcome: { readonly failed: number; readonly firstError?: string | undefined }, what: string) =>
-  outcome.failed > 0 ? [`${outcome.failed} ${what} failed (the first: ${outcome.firstError})`] : []
+const failures = (
+  outcome: { readonly failed: number; readonly firstError?: string | undefined; readonly unstarted: number },
+  what: string
+) => [
+  ...(outcome.failed > 0 ? [`${outcome.failed} ${what} failed (the first: ${outcome.firstError})`] : []),
+  ...(outcome.unstarted > 0 ? [`${outcome.unstarted} ${what} not tried: the ${OPEN_DEADLINE_MS / 60_000}-minute deadline passed`] : [])
+]
 
 /** Row 7a: suspended `approval` executions, each followed by several re-attach streams at once. */
 export const reattachRow = (lab: Lab) =>
