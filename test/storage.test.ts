@@ -32,6 +32,21 @@ describe("SQL store", () => {
     expect(storageKind("postgresql://u@h/db")).toBe("postgres")
   })
 
+  it.scoped("SQLite: runs in WAL with synchronous = FULL, so an acknowledged commit is on disk", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const read = Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const [journal] = yield* sql<{ journal_mode: string }>`PRAGMA journal_mode`
+        const [sync] = yield* sql<{ synchronous: number }>`PRAGMA synchronous`
+        return { journal: journal.journal_mode, sync: sync.synchronous }
+      })
+      const settings = yield* Effect.scoped(
+        Layer.build(SqlLive(`file:${join(dir, "durable.db")}`)).pipe(Effect.flatMap((ctx) => Effect.provide(read, ctx)))
+      )
+      expect(settings).toEqual({ journal: "wal", sync: 2 })
+    }))
+
   it.scoped("SQLite: creates the file and its folder, migrates, and keeps data across restarts", () =>
     Effect.gen(function*() {
       const dir = yield* tempDir

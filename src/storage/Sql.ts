@@ -30,12 +30,19 @@ const clientLayer = (url: string): Layer.Layer<SqlClient.SqlClient, unknown> => 
     Effect.try({
       try: () => {
         if (filename !== ":memory:") mkdirSync(dirname(filename), { recursive: true })
-        return SqliteClient.layer({ filename })
+        return Layer.effectDiscard(fullSync).pipe(Layer.provideMerge(SqliteClient.layer({ filename })))
       },
       catch: (error) => new StorageError({ message: `Cannot open SQLite database ${filename}: ${String(error)}` })
     })
   )
 }
+
+/**
+ * Every commit reaches the disk before it is acknowledged. better-sqlite3 is compiled with
+ * `SQLITE_DEFAULT_WAL_SYNCHRONOUS=1`, so a WAL database would otherwise run at NORMAL, where the last
+ * commits can be lost on power failure. The client holds one connection, so once is enough.
+ */
+const fullSync = Effect.flatMap(SqliteClient.SqliteClient, (sql) => sql.unsafe("PRAGMA synchronous = FULL"))
 
 const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
 
