@@ -1,10 +1,10 @@
 /**
  * The agent relay measured against the OpenAI-compatible fake (issue #10 rows 2, 3, 4 and 7b), on loopback.
  * Usage: node .build/scripts/agent-relay.js [--rows latency,throughput,first-delta,streams] [--requests 400]
- *   [--seconds 5] [--connections 50] [--streams 2000] [--main dist/main.js]
+ *   [--seconds 5] [--connections 50] [--streams 2000] [--rounds 1] [--main dist/main.js]
  *
  * The fake runs as its own process; the service is `node dist/main.js` in its default configuration
- * (tracing on) with AI_PROVIDER=openai-compatible pointed at the fake, on a temporary SQLite file.
+ * (tracing on, LOG_LEVEL unset) with AI_PROVIDER=openai-compatible pointed at the fake, on a temporary SQLite file.
  * Direct calls send the fake the chat request the service sends for the same input (the `assistant`
  * agent: its instructions, its two tools, the default settings). Besides wall times it reports the
  * service's CPU per request (utime + stime from /proc over the row).
@@ -25,7 +25,8 @@ const { values } = parseArgs({
     seconds: { type: "string" },
     connections: { type: "string" },
     streams: { type: "string" },
-    main: { type: "string" }
+    main: { type: "string" },
+    rounds: { type: "string" }
   }
 })
 const ROWS = new Set((values.rows ?? "latency,throughput,first-delta,streams").split(","))
@@ -33,6 +34,8 @@ const REQUESTS = Number(values.requests ?? 400)
 const SECONDS = Number(values.seconds ?? 5)
 const CONNECTIONS = Number(values.connections ?? 50)
 const STREAMS = Number(values.streams ?? 2000)
+/** Rounds of the streams row in the same service: a leak grows from round to round. */
+const ROUNDS = Number(values.rounds ?? 1)
 const autocannon = createRequire(import.meta.url)("autocannon") as (options: object) => Promise<any>
 
 const INSTRUCTIONS = "You are a helpful assistant. Use the get_weather tool for weather questions and the add tool " +
@@ -126,18 +129,20 @@ const startFake = async (port: number) => {
 
 const startRelay = async (port: number, fakePort: number, databaseUrl: string) => {
   const env: Record<string, string | undefined> = { ...process.env }
-  for (const name of ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "JWT_SECRET", "SERVICE_CONSOLE_ACCESS_KEY", "OTEL_EXPORTER_OTLP_ENDPOINT", "NODE_ENV"]) delete env[name]
+  for (const name of ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "JWT_SECRET", "SERVICE_CONSOLE_ACCESS_KEY", "OTEL_EXPORTER_OTLP_ENDPOINT", "NODE_ENV", "LOG_LEVEL"]) {
+    delete env[name]
+  }
   const child = spawn(process.execPath, [...(process.env.RELAY_NODE_ARGS?.split(" ").filter(Boolean) ?? []), values.main ?? join(process.cwd(), "dist/main.js"), "--port", String(port)], {
     env: {
       ...env,
       DATABASE_URL: databaseUrl,
-      LOG_LEVEL: "warn",
       AI_PROVIDER: "openai-compatible",
       AI_BASE_URL: `http://127.0.0.1:${fakePort}/v1`,
       AI_MODEL: "fake-model",
       AI_API_KEY: "bench"
     },
-    stdio: ["ignore", "inherit", "inherit"]
+    // Default configuration (LOG_LEVEL info): the per-call log lines are written, to nowhere.
+    stdio: ["ignore", process.env.RELAY_STDOUT === "inherit" ? "inherit" : "ignore", "inherit"]
   })
   const deadline = Date.now() + 60_000
   while (Date.now() < deadline) {
@@ -269,6 +274,10 @@ const openStreams = async (port: number) => {
   agent.destroy()
   await sleep(3_000)
   const after = await idleLowest(10_000)
+  if (process.env.RELAY_REPORT) {
+    process.kill(servicePid, "SIGUSR2")
+    await sleep(3_000)
+  }
   return {
     row: `${STREAMS} open agent streams (slow fake)`,
     "streams with a first frame": open,
@@ -294,7 +303,7 @@ const main = async () => {
     if (ROWS.has("first-delta")) results.push(await latency(fakePort, port, true))
     if (ROWS.has("throughput")) results.push(await throughput(fakePort, port))
     for (const result of results) console.table([result])
-    if (ROWS.has("streams")) console.table([await openStreams(port)])
+    if (ROWS.has("streams")) for (let round = 0; round < ROUNDS; round++) console.table([await openStreams(port)])
   } finally {
     await stop(service)
     await stop(fake)

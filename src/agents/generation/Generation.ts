@@ -89,15 +89,20 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
       conversationId: options.conversationId
     }
     const { contextLimit, maxSteps, settings } = resolveSettings(options, agent.defaults)
-    const [system, model, newMessages] = yield* Effect.tryPromise({
-      try: () =>
-        Promise.all([
-          resolveDynamic(agent.instructions, call),
-          agent.model === undefined ? env.defaultModel : resolveDynamic(agent.model, call),
-          toModelMessages(request.input)
-        ]),
-      catch: failed(agent)
-    })
+    const { instructions, model: agentModel } = agent
+    // The common case (fixed instructions and model, a text input) needs no promise, so no async hop.
+    const [system, model, newMessages] = typeof instructions === "string" && typeof agentModel !== "function" &&
+        typeof request.input === "string"
+      ? [instructions, agentModel ?? env.defaultModel, [{ role: "user", content: request.input } satisfies ModelMessage]]
+      : yield* Effect.tryPromise({
+        try: () =>
+          Promise.all([
+            resolveDynamic(instructions, call),
+            agentModel === undefined ? env.defaultModel : resolveDynamic(agentModel, call),
+            toModelMessages(request.input)
+          ]),
+        catch: failed(agent)
+      })
     const parent = yield* Effect.option(Effect.currentSpan)
     const remember = agent.memory === true && call.conversationId !== undefined
     const past = remember && contextLimit > 0
