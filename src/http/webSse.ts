@@ -44,7 +44,10 @@ export const webSseResponse = (events: ReadableStream<unknown>, headers: Record<
       }
     })
     // Suspended until shutdown (no work per frame); ends the response so that shutdown never waits on it.
-    const watcher = yield* Effect.forkDaemon(Effect.andThen(Deferred.await(shutdown), () => push(null)))
+    const watcher = yield* Effect.forkDaemon(Effect.andThen(Deferred.await(shutdown), () => {
+      push(null)
+      reader.cancel().catch(() => undefined)
+    }))
     const heartbeat = setInterval(() => push(PING), HEARTBEAT_MS)
     heartbeat.unref()
     const stopWatching = () => {
