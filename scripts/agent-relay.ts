@@ -1,7 +1,7 @@
 /**
  * The agent relay measured against the OpenAI-compatible fake (issue #10 rows 2, 3, 4 and 7b), on loopback.
  * Usage: node .build/scripts/agent-relay.js [--rows latency,throughput,first-delta,streams] [--requests 400]
- *   [--seconds 5] [--connections 50] [--streams 2000] [--rounds 1] [--main dist/main.js]
+ *   [--seconds 5] [--connections 50] [--streams 2000] [--rounds 1] [--settle 10] [--main dist/main.js]
  *
  * The fake runs as its own process; the service is `node dist/main.js` in its default configuration
  * (tracing on, LOG_LEVEL unset) with AI_PROVIDER=openai-compatible pointed at the fake, on a temporary SQLite file.
@@ -26,7 +26,8 @@ const { values } = parseArgs({
     connections: { type: "string" },
     streams: { type: "string" },
     main: { type: "string" },
-    rounds: { type: "string" }
+    rounds: { type: "string" },
+    settle: { type: "string" }
   }
 })
 const ROWS = new Set((values.rows ?? "latency,throughput,first-delta,streams").split(","))
@@ -36,6 +37,8 @@ const CONNECTIONS = Number(values.connections ?? 50)
 const STREAMS = Number(values.streams ?? 2000)
 /** Rounds of the streams row in the same service: a leak grows from round to round. */
 const ROUNDS = Number(values.rounds ?? 1)
+/** Seconds over which the lowest RSS after the streams is taken. */
+const SETTLE = Number(values.settle ?? 10)
 const autocannon = createRequire(import.meta.url)("autocannon") as (options: object) => Promise<any>
 
 const INSTRUCTIONS = "You are a helpful assistant. Use the get_weather tool for weather questions and the add tool " +
@@ -273,7 +276,7 @@ const openStreams = async (port: number) => {
   await Promise.all(ended)
   agent.destroy()
   await sleep(3_000)
-  const after = await idleLowest(10_000)
+  const after = await idleLowest(SETTLE * 1000)
   if (process.env.RELAY_REPORT) {
     process.kill(servicePid, "SIGUSR2")
     await sleep(3_000)
@@ -283,7 +286,7 @@ const openStreams = async (port: number) => {
     "streams with a first frame": open,
     "idle MB": idle,
     "peak MB while open": peak,
-    "after MB (lowest of 10 s)": after,
+    [`after MB (lowest of ${SETTLE} s)`]: after,
     "after / idle": round(after / idle, 3)
   }
 }
