@@ -25,10 +25,8 @@ export class AgentRegistry extends Context.Tag("AgentRegistry")<AgentRegistry, {
     query: { readonly page: number; readonly limit: number; readonly userId?: string; readonly conversationId?: string }
   ) => Effect.Effect<typeof HistoryPage.Type, NotFound>
   readonly text: (id: string, request: Generation.CallRequest) => Effect.Effect<TextResult, CallError>
-  readonly stream: (
-    id: string,
-    request: Generation.CallRequest
-  ) => Effect.Effect<Stream.Stream<Generation.StreamEvent, CallError>, CallError>
+  /** The events as the model produces them; cancelling the stream aborts the model call. */
+  readonly stream: (id: string, request: Generation.CallRequest) => Effect.Effect<ReadableStream<Generation.StreamEvent>, CallError>
   /** SSE bytes in the AI SDK's UI message stream format. */
   readonly chat: (id: string, request: Generation.CallRequest) => Effect.Effect<Stream.Stream<Uint8Array, CallError>, CallError>
   readonly object: (id: string, request: ObjectRequest) => Effect.Effect<unknown, CallError>

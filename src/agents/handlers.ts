@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { CurrentUser } from "../auth/Authentication.js"
 import { ServiceApi } from "../http/Api.js"
 import { numbered, sseBytesResponse, sseResponse } from "../http/sse.js"
+import { webSseResponse } from "../http/webSse.js"
 import { AgentRegistry } from "./AgentRegistry.js"
 
 const HISTORY_MAX = 100
@@ -26,7 +27,7 @@ export const AgentsHandlers = HttpApiBuilder.group(ServiceApi, "agents", (handle
       .handle("streamText", ({ path, payload }) =>
         withUser(payload).pipe(
           Effect.flatMap((request) => agents.stream(path.id, request)),
-          Effect.flatMap((events) => sseResponse(numbered(events)))
+          Effect.flatMap((events) => webSseResponse(events))
         ))
       .handle("chat", ({ path, payload }) =>
         withUser(payload).pipe(

@@ -9,7 +9,7 @@ import {
   streamText,
   type ToolSet
 } from "ai"
-import { Effect, Either, Runtime, Stream } from "effect"
+import { Effect, Either, Option, Runtime, Stream, type Tracer } from "effect"
 import { ExecutionFailed, messageOf, ValidationError } from "../../errors.js"
 import * as JsonSchemaValidator from "../../json-schema/JsonSchemaValidator.js"
 import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
@@ -22,6 +22,7 @@ import { toAiTools, validatedJsonSchema } from "./aiTools.js"
 import { textOf, toModelMessages } from "./messages.js"
 import { collectTools, toUsage } from "./results.js"
 import { tracedModel } from "./tracedModel.js"
+import { eventStream } from "./eventStream.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
 
 export interface CallRequest {
@@ -49,15 +50,11 @@ interface PreparedCall {
   readonly maxSteps: number
   readonly call: AgentCallContext
   readonly remember: boolean
+  /** The agent call's span: parent of what runs later from the SDK's own promises. */
+  readonly parent: Option.Option<Tracer.AnySpan>
 }
 
-export type StreamEvent =
-  | { readonly type: "text-delta"; readonly delta: string }
-  | { readonly type: "reasoning-delta"; readonly delta: string }
-  | { readonly type: "tool-call"; readonly toolCallId: string; readonly toolName: string; readonly args: unknown }
-  | { readonly type: "tool-result"; readonly toolCallId: string; readonly toolName: string; readonly result: unknown }
-  | { readonly type: "finish"; readonly finishReason: string; readonly usage: Usage }
-  | { readonly type: "error"; readonly error: string }
+export type { StreamEvent } from "./eventStream.js"
 
 const failed = (agent: AgentDefinition) => (error: unknown) =>
   InvalidPromptError.isInstance(error)
@@ -92,15 +89,20 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
       conversationId: options.conversationId
     }
     const { contextLimit, maxSteps, settings } = resolveSettings(options, agent.defaults)
-    const [system, model, newMessages] = yield* Effect.tryPromise({
-      try: () =>
-        Promise.all([
-          resolveDynamic(agent.instructions, call),
-          agent.model === undefined ? env.defaultModel : resolveDynamic(agent.model, call),
-          toModelMessages(request.input)
-        ]),
-      catch: failed(agent)
-    })
+    const { instructions, model: agentModel } = agent
+    // The common case (fixed instructions and model, a text input) needs no promise, so no async hop.
+    const [system, model, newMessages] = typeof instructions === "string" && typeof agentModel !== "function" &&
+        typeof request.input === "string"
+      ? [instructions, agentModel ?? env.defaultModel, [{ role: "user", content: request.input } satisfies ModelMessage]]
+      : yield* Effect.tryPromise({
+        try: () =>
+          Promise.all([
+            resolveDynamic(instructions, call),
+            agentModel === undefined ? env.defaultModel : resolveDynamic(agentModel, call),
+            toModelMessages(request.input)
+          ]),
+        catch: failed(agent)
+      })
     const parent = yield* Effect.option(Effect.currentSpan)
     const remember = agent.memory === true && call.conversationId !== undefined
     const past = remember && contextLimit > 0
@@ -119,7 +121,8 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
       settings,
       maxSteps,
       call,
-      remember
+      remember,
+      parent
     } satisfies PreparedCall
   })
 
@@ -250,6 +253,21 @@ export const object = (env: GenerationEnv, agent: AgentDefinition, request: Call
     return result
   }).pipe(Effect.withSpan("AgentRegistry.object", { captureStackTrace: false, attributes: { "entity.type": "agent", "entity.id": agent.id } }))
 
+/**
+ * Records a streamed call's outcome from the SDK's promises, in the agent call's trace; never throws
+ * (it may run while the service shuts down).
+ */
+const recorder = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest, prepared: PreparedCall) => {
+  const started = new Date()
+  return (outcome: Outcome) =>
+    Runtime.runPromise(env.runtime)(
+      finish(env, agent, request, prepared, started, outcome).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("could not record the agent call", cause)),
+        (effect) => Option.isSome(prepared.parent) ? Effect.withParentSpan(effect, prepared.parent.value) : effect
+      )
+    ).catch(() => undefined)
+}
+
 type StreamTextResult = ReturnType<typeof streamText>
 
 /**
@@ -270,14 +288,7 @@ const streamed = <A, E>(
       Effect.sync(() => new AbortController()),
       (controller) => Effect.sync(() => controller.abort())
     )
-    const started = new Date()
-    // Called by the SDK from its own promises, possibly while the service shuts down: never throws.
-    const record = (outcome: Outcome) =>
-      Runtime.runPromise(env.runtime)(
-        finish(env, agent, request, prepared, started, outcome).pipe(
-          Effect.catchAllCause((cause) => Effect.logWarning("could not record the agent call", cause))
-        )
-      ).catch(() => undefined)
+    const record = recorder(env, agent, request, prepared)
     const result = streamText({
       ...callArguments(prepared),
       ...extra,
@@ -295,34 +306,24 @@ const streamed = <A, E>(
     return read(result)
   }))
 
-const toStreamEvent = (part: StreamTextResult extends { fullStream: AsyncIterable<infer P> } ? P : never): Array<StreamEvent> => {
-  switch (part.type) {
-    case "text-delta":
-      return [{ type: "text-delta", delta: part.text }]
-    case "reasoning-delta":
-      return [{ type: "reasoning-delta", delta: part.text }]
-    case "tool-call":
-      return [{ type: "tool-call", toolCallId: part.toolCallId, toolName: part.toolName, args: part.input }]
-    case "tool-result":
-      return [{ type: "tool-result", toolCallId: part.toolCallId, toolName: part.toolName, result: part.output }]
-    case "tool-error":
-      return [{ type: "tool-result", toolCallId: part.toolCallId, toolName: part.toolName, result: { error: messageOf(part.error) } }]
-    case "finish":
-      return [{ type: "finish", finishReason: part.finishReason, usage: toUsage(part.totalUsage) }]
-    case "error":
-      return [{ type: "error", error: messageOf(part.error) }]
-    default:
-      // start, step boundaries, raw provider data and the like are never sent: they can reveal the prompt.
-      return []
-  }
-}
-
+/**
+ * The events of a streamed call as a web stream, produced as the model answers: the model call starts
+ * here and is aborted when the reader cancels; a completed call is committed before its `finish` event.
+ */
 export const stream = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest) =>
   Effect.gen(function*() {
     const output = yield* outputFor(request.options)
     const prepared = yield* prepare(env, agent, request, true)
-    return streamed(env, agent, request, prepared, output ? { output } : {}, (result) =>
-      Stream.fromAsyncIterable(result.fullStream, failed(agent)).pipe(Stream.mapConcat(toStreamEvent)))
+    const controller = new AbortController()
+    const record = recorder(env, agent, request, prepared)
+    const result = streamText({
+      ...callArguments(prepared),
+      ...(output ? { output } : {}),
+      abortSignal: controller.signal,
+      // Errors reach the reader as an error event (and the history as an error); the SDK would also print them.
+      onError: () => undefined
+    })
+    return eventStream(result.fullStream, record, () => controller.abort())
   }).pipe(Effect.withSpan("AgentRegistry.stream", { captureStackTrace: false, attributes: { "entity.type": "agent", "entity.id": agent.id } }))
 
 /** The AI SDK's UI message stream, already in its SSE wire form (ending with `data: [DONE]`). */

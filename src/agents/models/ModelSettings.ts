@@ -4,6 +4,7 @@ import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
 import type { LanguageModelV3 } from "@ai-sdk/provider"
 import { Either } from "effect"
 import { builtinEchoModel } from "./BuiltinEchoModel.js"
+import { nodeFetch } from "./nodeFetch.js"
 
 export const PROVIDERS = ["builtin", "openai", "anthropic", "openai-compatible"] as const
 export type ProviderName = (typeof PROVIDERS)[number]
@@ -53,16 +54,17 @@ export const makeModel = (settings: ModelSettings): LanguageModelV3 => {
     case "builtin":
       return builtinEchoModel()
     case "openai":
-      return createOpenAI({ apiKey: settings.apiKey, baseURL: settings.baseUrl })(settings.model)
+      return createOpenAI({ apiKey: settings.apiKey, baseURL: settings.baseUrl, fetch: nodeFetch })(settings.model)
     case "anthropic":
-      return createAnthropic({ apiKey: settings.apiKey, baseURL: settings.baseUrl })(settings.model)
+      return createAnthropic({ apiKey: settings.apiKey, baseURL: settings.baseUrl, fetch: nodeFetch })(settings.model)
     case "openai-compatible":
       return createOpenAICompatible({
         name: "openai-compatible",
         baseURL: settings.baseUrl!,
         apiKey: settings.apiKey,
         supportsStructuredOutputs: true,
-        includeUsage: true
+        includeUsage: true,
+        fetch: nodeFetch
       }).chatModel(settings.model)
   }
 }

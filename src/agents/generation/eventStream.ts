@@ -1,0 +1,108 @@
+import type { streamText } from "ai"
+import { messageOf } from "../../errors.js"
+import type { TextResult, Usage } from "../AgentsSchemas.js"
+import { toUsage } from "./results.js"
+
+export type StreamEvent =
+  | { readonly type: "text-delta"; readonly delta: string }
+  | { readonly type: "reasoning-delta"; readonly delta: string }
+  | { readonly type: "tool-call"; readonly toolCallId: string; readonly toolName: string; readonly args: unknown }
+  | { readonly type: "tool-result"; readonly toolCallId: string; readonly toolName: string; readonly result: unknown }
+  | { readonly type: "finish"; readonly finishReason: string; readonly usage: Usage }
+  | { readonly type: "error"; readonly error: string }
+
+type StreamTextResult = ReturnType<typeof streamText>
+type Part = StreamTextResult extends { fullStream: AsyncIterable<infer P> } ? P : never
+
+export type StreamOutcome =
+  | {
+    readonly status: "completed"
+    readonly output: string
+    readonly usage: Usage
+    readonly toolCalls: TextResult["toolCalls"]
+  }
+  | { readonly status: "error" | "cancelled" }
+
+const toStreamEvent = (part: Part): StreamEvent | undefined => {
+  switch (part.type) {
+    case "text-delta":
+      return { type: "text-delta", delta: part.text }
+    case "reasoning-delta":
+      return { type: "reasoning-delta", delta: part.text }
+    case "tool-call":
+      return { type: "tool-call", toolCallId: part.toolCallId, toolName: part.toolName, args: part.input }
+    case "tool-result":
+      return { type: "tool-result", toolCallId: part.toolCallId, toolName: part.toolName, result: part.output }
+    case "tool-error":
+      return { type: "tool-result", toolCallId: part.toolCallId, toolName: part.toolName, result: { error: messageOf(part.error) } }
+    case "finish":
+      return { type: "finish", finishReason: part.finishReason, usage: toUsage(part.totalUsage) }
+    case "error":
+      return { type: "error", error: messageOf(part.error) }
+    default:
+      // start, step boundaries, raw provider data and the like are never sent: they can reveal the prompt.
+      return undefined
+  }
+}
+
+/**
+ * The SDK's full stream as the events of POST /agents/:id/stream, pulled one at a time (nothing is
+ * read ahead or buffered). The outcome is recorded by `record` exactly once: a completed call before
+ * its `finish` event is passed on (so memory and history are committed before the client sees the
+ * end), an error when the model's stream fails, a cancellation when the reader goes away; `abort`
+ * then stops the model call.
+ */
+export const eventStream = (
+  fullStream: ReadableStream<Part>,
+  record: (outcome: StreamOutcome) => Promise<void>,
+  abort: () => void
+): ReadableStream<StreamEvent> => {
+  const reader = fullStream.getReader()
+  let recorded = false
+  let stepText = ""
+  const toolCalls: Array<TextResult["toolCalls"][number]> = []
+  const once = async (outcome: StreamOutcome) => {
+    if (recorded) return
+    recorded = true
+    await record(outcome)
+  }
+  return new ReadableStream<StreamEvent>({
+    async pull(controller) {
+      for (;;) {
+        let next: ReadableStreamReadResult<Part>
+        try {
+          next = await reader.read()
+        } catch (error) {
+          await once({ status: "error" })
+          controller.enqueue({ type: "error", error: messageOf(error) })
+          controller.close()
+          return
+        }
+        if (next.done) {
+          await once({ status: "cancelled" })
+          controller.close()
+          return
+        }
+        const part = next.value
+        if (part.type === "start-step") stepText = ""
+        else if (part.type === "text-delta") stepText += part.text
+        else if (part.type === "tool-call") toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input })
+        else if (part.type === "error") await once({ status: "error" })
+        else if (part.type === "abort") await once({ status: "cancelled" })
+        else if (part.type === "finish") {
+          await once({ status: "completed", output: stepText, usage: toUsage(part.totalUsage), toolCalls })
+        }
+        const event = toStreamEvent(part)
+        if (event !== undefined) {
+          controller.enqueue(event)
+          return
+        }
+      }
+    },
+    async cancel(reason) {
+      abort()
+      await reader.cancel(reason).catch(() => undefined)
+      await once({ status: "cancelled" })
+    }
+  }, { highWaterMark: 0 })
+}
