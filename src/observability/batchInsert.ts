@@ -4,7 +4,7 @@ import { Effect } from "effect"
 type Primitive = string | number | boolean | null
 
 /** The most rows one statement carries (14 columns each stays far below every driver's parameter limit). */
-const MAX_ROWS = 64
+const MAX_ROWS = 128
 
 /**
  * Writes many rows as a few multi-row INSERTs of fixed sizes (powers of two up to MAX_ROWS). A batch of
