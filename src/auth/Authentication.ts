@@ -21,14 +21,26 @@ export const AuthenticationLive = (routes: ReadonlyArray<RouteEntry>) =>
     Effect.gen(function*() {
       const policy = yield* AuthPolicy
       const classes = new Map(routes.map((route) => [`${route.method} ${route.path}`, route.routeClass]))
-      return Effect.gen(function*() {
-        const { route } = yield* HttpRouter.RouteContext
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const routeClass: RouteClass = classes.get(`${route.method} ${route.path}`) ?? "custom"
-        return yield* policy.authorize({
-          routeClass,
+      // Router routes are created once, so each one's class is looked up once.
+      const classOfRoute = new WeakMap<HttpRouter.Route<unknown, unknown>, RouteClass>()
+      const routeClassOf = (route: HttpRouter.Route<unknown, unknown>): RouteClass => {
+        let routeClass = classOfRoute.get(route)
+        if (routeClass === undefined) {
+          routeClass = classes.get(`${route.method} ${route.path}`) ?? "custom"
+          classOfRoute.set(route, routeClass)
+        }
+        return routeClass
+      }
+      // Read straight from the fiber's context: this runs on every request.
+      return Effect.withFiberRuntime((fiber) => {
+        const { route } = Context.unsafeGet(fiber.currentContext, HttpRouter.RouteContext)
+        const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
+        const url = request.url
+        const query = url.indexOf("?")
+        return policy.authorize({
+          routeClass: routeClassOf(route as HttpRouter.Route<unknown, unknown>),
           method: request.method,
-          path: request.url.split("?", 1)[0],
+          path: query === -1 ? url : url.slice(0, query),
           token: bearerToken(request.headers["authorization"]),
           consoleKey: Option.fromNullable(request.headers[CONSOLE_KEY_HEADER])
         })

@@ -6,9 +6,10 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
-import { Effect, Function } from "effect"
+import { Context, Effect, Function } from "effect"
 import { consoleRefusal } from "../auth/ConsoleGuard.js"
 import type { RouteEntry } from "../auth/RouteClass.js"
+import type { Forbidden, Unauthorized } from "../errors.js"
 import type { ServerConfigShape } from "../config/ServerConfig.js"
 import { ServiceApi } from "./Api.js"
 
@@ -28,10 +29,13 @@ const consoleRouteMatcher = (routes: ReadonlyArray<RouteEntry>) => {
     const matches = app.pipe(Effect.as(true), Effect.catchTag("RouteNotFound", () => Effect.succeed(false)))
     // Most requests are not for the console: a cheap look at the first segment spares them the router's
     // RouteNotFound (an error object with a stack, per request).
-    return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-      const first = firstSegment(request.url)
-      return first !== undefined && !firstSegments.has(first) ? Effect.succeed(false) : matches
-    })
+    return {
+      surelyNot: (url: string) => {
+        const first = firstSegment(url)
+        return first !== undefined && !firstSegments.has(first)
+      },
+      matches
+    }
   })
 }
 
@@ -53,19 +57,27 @@ export const CrossOriginLive = (config: ServerConfigShape, routes: ReadonlyArray
   HttpApiBuilder.middleware(
     ServiceApi,
     Effect.gen(function*() {
-      const isConsoleRoute = yield* consoleRouteMatcher(routes)
+      const consoleRoute = yield* consoleRouteMatcher(routes)
       const refusal = consoleRefusal({ host: config.host, production: config.production })
       const cors: HttpMiddleware.HttpMiddleware = config.cors === false
         ? Function.identity
         // Absent fields must be left out, not set to undefined: the CORS middleware reads them as given.
         : HttpMiddleware.cors(JSON.parse(JSON.stringify(config.cors)))
-      return (app: HttpApp.Default) =>
-        Effect.gen(function*() {
-          if (!(yield* isConsoleRoute)) return yield* cors(app)
-          const request = yield* HttpServerRequest.HttpServerRequest
+      const guarded = (app: HttpApp.Default) =>
+        Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
           const refused = refusal({ method: request.method, headers: request.headers })
-          if (refused !== undefined) return yield* refused
-          return yield* app
+          return refused !== undefined ? Effect.fail(refused) : app
         })
+      return (app: HttpApp.Default) => {
+        const withCors = cors(app)
+        const consoleOrNot = Effect.flatMap(consoleRoute.matches, (isConsole) => (isConsole ? guarded(app) : withCors))
+        // Decided from the fiber's context without an effect per check: this runs on every request.
+        return Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, Forbidden | Unauthorized, HttpServerRequest.HttpServerRequest>((fiber) =>
+          consoleRoute.surelyNot(Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest).url)
+            ? withCors
+            : consoleOrNot
+        // Forbidden is declared by the console groups, whose routes alone can meet it.
+        ) as HttpApp.Default<Unauthorized>
+      }
     })
   )

@@ -1,5 +1,5 @@
-import { HttpApiBuilder, HttpApiError, type HttpApp, HttpServerError, HttpServerRequest } from "@effect/platform"
-import { Cause, Effect, Option } from "effect"
+import { HttpApiBuilder, HttpApiError, type HttpApp, HttpServerError, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
+import { Cause, Context, Effect, Option } from "effect"
 import { BadRequest, InternalError, NotFound, PayloadTooLarge, ValidationError } from "../errors.js"
 import { isDeclaredError } from "./Errors.js"
 import { ServiceApi } from "./Api.js"
@@ -68,12 +68,6 @@ const hasNonJsonBody = (request: HttpServerRequest.HttpServerRequest): boolean =
   return type !== undefined && !/^application\/([\w.+-]*\+)?json\b/i.test(type) && hasBody(request)
 }
 
-// Only a request with a body is wrapped: wrapping makes the request a prototype, which V8 pays for on
-// every later read of its fields (a third of GET throughput when every request was wrapped).
-const checkedJson = <E, R>(app: HttpApp.Default<E, R>) =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-    hasBody(request) ? Effect.provideService(app, HttpServerRequest.HttpServerRequest, withCheckedJsonBody(request)) : app)
-
 /**
  * The one place where failures the API did not declare become envelopes: decode errors, unknown routes,
  * unreadable or oversized bodies and defects (logged; the client sees only "Internal server error").
@@ -81,13 +75,22 @@ const checkedJson = <E, R>(app: HttpApp.Default<E, R>) =>
  * JsonInput (nesting, non-finite numbers, NUL characters).
  */
 export const ErrorMappingLive = (bodyLimit: number) =>
-  HttpApiBuilder.middleware(ServiceApi, (app) =>
-    Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
+  HttpApiBuilder.middleware(ServiceApi, (app) => {
+    // Only a request with a body is wrapped: wrapping makes the request a prototype, which V8 pays for on
+    // every later read of its fields (a third of GET throughput when every request was wrapped).
+    const withBody = limitBody(
+      Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+        Effect.provideService(app, HttpServerRequest.HttpServerRequest, withCheckedJsonBody(request))),
+      bodyLimit
+    )
+    // Decided from the fiber's context without an effect per check: this runs on every request.
+    return Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, MappedError, HttpServerRequest.HttpServerRequest>((fiber) => {
+      const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
       if (hasNonJsonBody(request)) {
-        return yield* new BadRequest({ message: "Request body must be JSON (content-type: application/json)" })
+        return Effect.fail(new BadRequest({ message: "Request body must be JSON (content-type: application/json)" }))
       }
       const nul = nulInUrl(request.url)
-      if (nul !== undefined) return yield* ValidationError.fromIssues([nul])
-      return yield* limitBody(checkedJson(app), bodyLimit)
-    }).pipe(Effect.catchAllCause(toEnvelopeError(bodyLimit))) as HttpApp.Default<MappedError>)
+      if (nul !== undefined) return Effect.fail(ValidationError.fromIssues([nul]))
+      return hasBody(request) ? withBody : app
+    }).pipe(Effect.catchAllCause(toEnvelopeError(bodyLimit))) as HttpApp.Default<MappedError>
+  })

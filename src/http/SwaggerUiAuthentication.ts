@@ -1,6 +1,7 @@
-import { HttpApiBuilder, type HttpApp, HttpServerRequest } from "@effect/platform"
-import { Effect, Option } from "effect"
+import { HttpApiBuilder, type HttpApp, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
+import { Context, Effect, Option } from "effect"
 import { AuthPolicy, bearerToken } from "../auth/AuthPolicy.js"
+import type { Unauthorized } from "../errors.js"
 import { ServiceApi } from "./Api.js"
 
 /** Swagger UI is served beside the API groups; it is a documentation route like /doc. */
@@ -8,20 +9,23 @@ export const SwaggerUiAuthenticationLive = HttpApiBuilder.middleware(
   ServiceApi,
   Effect.gen(function*() {
     const policy = yield* AuthPolicy
+    const authorized = (app: HttpApp.Default, request: HttpServerRequest.HttpServerRequest, path: string) =>
+      Effect.zipRight(
+        policy.authorize({
+          routeClass: "documentation",
+          method: request.method,
+          path,
+          token: bearerToken(request.headers["authorization"]),
+          consoleKey: Option.none()
+        }),
+        app
+      )
+    // Decided from the fiber's context without an effect per check: this runs on every request.
     return (app: HttpApp.Default) =>
-      Effect.gen(function*() {
-        const request = yield* HttpServerRequest.HttpServerRequest
+      Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, Unauthorized, HttpServerRequest.HttpServerRequest>((fiber) => {
+        const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
         const path = request.url.split("?", 1)[0]
-        if (path === "/ui" || path === "/ui/") {
-          yield* policy.authorize({
-            routeClass: "documentation",
-            method: request.method,
-            path,
-            token: bearerToken(request.headers["authorization"]),
-            consoleKey: Option.none()
-          })
-        }
-        return yield* app
+        return path === "/ui" || path === "/ui/" ? authorized(app, request, path) : app
       })
   })
 )

@@ -23,7 +23,18 @@ export type SpanRecord = typeof SpanRecord.Type
 const KINDS = ["internal", "server", "client", "producer", "consumer"]
 const STATUS = ["unset", "ok", "error"]
 
-const isoOf = (time: readonly [number, number]) => new Date(time[0] * 1000 + time[1] / 1e6).toISOString()
+// Every span needs two or three of these: the part before the milliseconds is formatted once per second.
+let prefixSecond = Number.NaN
+let prefix = ""
+const isoOf = (time: readonly [number, number]): string => {
+  const [seconds, nanos] = time
+  if (seconds !== prefixSecond) {
+    prefixSecond = seconds
+    prefix = new Date(seconds * 1000).toISOString().slice(0, 20)
+  }
+  const millis = Math.floor(nanos / 1e6)
+  return `${prefix}${millis < 10 ? "00" : millis < 100 ? "0" : ""}${millis}Z`
+}
 const msOf = (time: readonly [number, number]) => time[0] * 1000 + time[1] / 1e6
 
 /**

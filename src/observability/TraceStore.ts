@@ -2,9 +2,10 @@ import { SqlClient } from "@effect/sql"
 import type { Context as OtelContext } from "@opentelemetry/api"
 import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Context, Effect, Layer, Option, Queue, Schedule, type Scope } from "effect"
+import { makeBatchInsert } from "./batchInsert.js"
 import { makeLiveFeed } from "./liveFeed.js"
 import { entityOf, type SpanRecord, toSpanRecord } from "./Span.js"
-import { indexSpans, listTraces, pruneTraces, type RetentionOptions, traceCounts, type TraceQuery, type TraceSummary } from "./traceIndex.js"
+import { listTraces, makeSpanIndexer, pruneTraces, type RetentionOptions, traceCounts, type TraceQuery, type TraceSummary } from "./traceIndex.js"
 
 export type { RetentionOptions, TraceQuery, TraceSummary } from "./traceIndex.js"
 
@@ -61,6 +62,32 @@ const fromRow = (row: SpanRow): SpanRecord => ({
   events: JSON.parse(row.events)
 })
 
+const SPAN_COLUMNS = [
+  "span_id", "trace_id", "parent_span_id", "name", "kind", "start_time", "end_time", "duration_ms", "status_code",
+  "status_message", "attributes", "events", "entity_type", "entity_id"
+]
+
+/** A span as the values of SPAN_COLUMNS, in order. */
+const spanRow = (span: SpanRecord) => {
+  const entity = entityOf(span)
+  return [
+    span.spanId,
+    span.traceId,
+    span.parentSpanId,
+    span.name,
+    span.kind,
+    span.startTime,
+    span.endTime ?? span.startTime,
+    span.durationMs ?? 0,
+    span.status.code,
+    span.status.message ?? null,
+    JSON.stringify(span.attributes),
+    JSON.stringify(span.events),
+    entity?.type ?? null,
+    entity?.id ?? null
+  ]
+}
+
 const BATCH = 500
 const BUFFER = 20_000
 const LIVE_BUFFER = 1_024
@@ -86,34 +113,15 @@ export const TraceStoreLive = (retention: RetentionOptions) =>
           const record = toSpanRecord(span, true)
           offered++
           if (!pending.unsafeOffer(record)) written++
-          live.publish({ type: "span:end", span: record })
+          if (live.isWatched()) live.publish({ type: "span:end", span: record })
         },
         forceFlush: () => Promise.resolve(),
         shutdown: () => Promise.resolve()
       }
 
-      const insert = (spans: ReadonlyArray<SpanRecord>) =>
-        sql`INSERT INTO observability_spans ${
-          sql.insert(spans.map((span) => {
-            const entity = entityOf(span)
-            return {
-              span_id: span.spanId,
-              trace_id: span.traceId,
-              parent_span_id: span.parentSpanId,
-              name: span.name,
-              kind: span.kind,
-              start_time: span.startTime,
-              end_time: span.endTime ?? span.startTime,
-              duration_ms: span.durationMs ?? 0,
-              status_code: span.status.code,
-              status_message: span.status.message ?? null,
-              attributes: JSON.stringify(span.attributes),
-              events: JSON.stringify(span.events),
-              entity_type: entity?.type ?? null,
-              entity_id: entity?.id ?? null
-            }
-          }))
-        } ON CONFLICT (span_id) DO NOTHING`
+      const insertRows = makeBatchInsert(sql, { table: "observability_spans", columns: SPAN_COLUMNS, onConflict: "ON CONFLICT (span_id) DO NOTHING" })
+      const insert = (spans: ReadonlyArray<SpanRecord>) => Effect.suspend(() => insertRows(spans.map(spanRow)))
+      const indexSpans = makeSpanIndexer(sql)
 
       const prune = pruneTraces(sql, retention)
 
@@ -124,13 +132,13 @@ export const TraceStoreLive = (retention: RetentionOptions) =>
         Effect.flatMap((chunk) => {
           const spans = [...chunk]
           sincePrune += spans.length
-          return sql.withTransaction(Effect.zipRight(insert(spans), indexSpans(sql, spans))).pipe(
+          return sql.withTransaction(Effect.zipRight(insert(spans), indexSpans(spans))).pipe(
             Effect.zipRight(sincePrune >= retention.maxTraces ? Effect.zipRight(prune, Effect.sync(() => (sincePrune = 0))) : Effect.void),
             Effect.ensuring(Effect.sync(() => (written += spans.length)))
           )
         }),
         // Gather the spans of the next moment into one transaction instead of writing them one by one.
-        Effect.zipRight(Effect.sleep("100 millis")),
+        Effect.zipRight(Effect.sleep("200 millis")),
         Effect.catchAllCause((cause) => Effect.logWarning("could not store spans", cause)),
         Effect.forever,
         Effect.withTracerEnabled(false),

@@ -1,9 +1,22 @@
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
+import * as OtelResource from "@effect/opentelemetry/Resource"
+import * as OtelTracer from "@effect/opentelemetry/Tracer"
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
-import { Effect } from "effect"
+import { Effect, Layer, Tracer } from "effect"
 import { sanitizingProcessor } from "./SanitizingSpanProcessor.js"
 import { TraceStore } from "./TraceStore.js"
+
+/**
+ * @effect/opentelemetry's tracer without its per-fiber context hook. The hook makes each span the
+ * active OpenTelemetry context around every fiber step, for libraries that read
+ * `context.active()`; the tracer provider is not registered globally and no context manager is
+ * installed, so nothing can read it, and building those contexts cost about a tenth of a simple GET.
+ * Spans are created, parented and processed exactly as before.
+ */
+const effectTracerLive = Layer.unwrapEffect(
+  Effect.map(OtelTracer.make, (tracer) => Layer.setTracer(Tracer.make({ span: tracer.span, context: (execution) => execution() })))
+)
 
 /**
  * Effect's tracer backed by OpenTelemetry: every span goes to the TraceStore and, when
@@ -11,9 +24,8 @@ import { TraceStore } from "./TraceStore.js"
  * the redacted, size-capped span (see Redaction.ts).
  */
 export const TracingLive = (options: { readonly serviceName: string; readonly otlpEndpoint?: string | undefined }) =>
-  NodeSdk.layer(Effect.map(TraceStore, (store) => ({
-    resource: { serviceName: options.serviceName, serviceVersion: "1.0.0" },
-    spanProcessor: sanitizingProcessor([
+  Layer.unwrapEffect(Effect.map(TraceStore, (store) => {
+    const processor = sanitizingProcessor([
       store.processor,
       ...(options.otlpEndpoint
         ? [
@@ -24,4 +36,12 @@ export const TracingLive = (options: { readonly serviceName: string; readonly ot
         ]
         : [])
     ])
-  })))
+    return effectTracerLive.pipe(
+      Layer.provideMerge(OtelTracer.layerTracer),
+      Layer.provideMerge(NodeSdk.layerTracerProvider(processor)),
+      // As NodeSdk.layer builds it: OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES, then ours.
+      Layer.provideMerge(OtelResource.layerFromEnv(
+        OtelResource.configToAttributes({ serviceName: options.serviceName, serviceVersion: "1.0.0" })
+      ))
+    )
+  }))

@@ -1,5 +1,6 @@
 import type { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import { makeBatchInsert } from "./batchInsert.js"
 import { entityOf, type SpanRecord } from "./Span.js"
 
 /**
@@ -91,34 +92,48 @@ const fold = (spans: ReadonlyArray<SpanRecord>) => {
   return { traces: [...traces.values()], entities: [...entities.values()] }
 }
 
+const TRACE_COLUMNS = ["trace_id", "name", "has_root", "start_time", "end_time", "span_count", "error_count"] as const
+const ENTITY_COLUMNS = ["entity_type", "entity_id", "trace_id", "start_time"] as const
+
 /** Adds a batch of spans to the per-trace rows (inside the transaction that stores the spans). */
-export const indexSpans = (sql: SqlClient.SqlClient, spans: ReadonlyArray<SpanRecord>) =>
-  Effect.gen(function*() {
-    const { entities, traces } = fold(spans)
-    if (traces.length > 0) {
-      yield* sql`INSERT INTO observability_traces ${sql.insert(traces)}
-        ON CONFLICT (trace_id) DO UPDATE SET
-          name = CASE
-            WHEN excluded.has_root > observability_traces.has_root THEN excluded.name
-            WHEN excluded.has_root < observability_traces.has_root THEN observability_traces.name
-            WHEN excluded.start_time < observability_traces.start_time THEN excluded.name
-            ELSE observability_traces.name END,
-          has_root = CASE WHEN excluded.has_root > observability_traces.has_root
-            THEN excluded.has_root ELSE observability_traces.has_root END,
-          start_time = CASE WHEN excluded.start_time < observability_traces.start_time
-            THEN excluded.start_time ELSE observability_traces.start_time END,
-          end_time = CASE WHEN excluded.end_time > observability_traces.end_time
-            THEN excluded.end_time ELSE observability_traces.end_time END,
-          span_count = observability_traces.span_count + excluded.span_count,
-          error_count = observability_traces.error_count + excluded.error_count`
-    }
-    if (entities.length > 0) {
-      yield* sql`INSERT INTO observability_trace_entities ${sql.insert(entities)}
-        ON CONFLICT (entity_type, entity_id, trace_id) DO UPDATE SET
-          start_time = CASE WHEN excluded.start_time < observability_trace_entities.start_time
-            THEN excluded.start_time ELSE observability_trace_entities.start_time END`
-    }
+export const makeSpanIndexer = (sql: SqlClient.SqlClient) => {
+  const upsertTraces = makeBatchInsert(sql, {
+    table: "observability_traces",
+    columns: TRACE_COLUMNS,
+    onConflict: `ON CONFLICT (trace_id) DO UPDATE SET
+      name = CASE
+        WHEN excluded.has_root > observability_traces.has_root THEN excluded.name
+        WHEN excluded.has_root < observability_traces.has_root THEN observability_traces.name
+        WHEN excluded.start_time < observability_traces.start_time THEN excluded.name
+        ELSE observability_traces.name END,
+      has_root = CASE WHEN excluded.has_root > observability_traces.has_root
+        THEN excluded.has_root ELSE observability_traces.has_root END,
+      start_time = CASE WHEN excluded.start_time < observability_traces.start_time
+        THEN excluded.start_time ELSE observability_traces.start_time END,
+      end_time = CASE WHEN excluded.end_time > observability_traces.end_time
+        THEN excluded.end_time ELSE observability_traces.end_time END,
+      span_count = observability_traces.span_count + excluded.span_count,
+      error_count = observability_traces.error_count + excluded.error_count`
   })
+  const upsertEntities = makeBatchInsert(sql, {
+    table: "observability_trace_entities",
+    columns: ENTITY_COLUMNS,
+    onConflict: `ON CONFLICT (entity_type, entity_id, trace_id) DO UPDATE SET
+      start_time = CASE WHEN excluded.start_time < observability_trace_entities.start_time
+        THEN excluded.start_time ELSE observability_trace_entities.start_time END`
+  })
+  return (spans: ReadonlyArray<SpanRecord>) =>
+    Effect.suspend(() => {
+      const { entities, traces } = fold(spans)
+      return Effect.zipRight(
+        upsertTraces(traces.map((row) => TRACE_COLUMNS.map((column) => row[column]))),
+        upsertEntities(entities.map((row) => ENTITY_COLUMNS.map((column) => row[column])))
+      )
+    })
+}
+
+/** Adds a batch of spans to the per-trace rows, with an indexer made for this call. */
+export const indexSpans = (sql: SqlClient.SqlClient, spans: ReadonlyArray<SpanRecord>) => makeSpanIndexer(sql)(spans)
 
 /** Traces dropped per statement, so that no single synchronous SQLite statement runs long. */
 const PRUNE_CHUNK = 500
