@@ -63,3 +63,13 @@ export const createTraceIndex = Effect.gen(function*() {
     SELECT entity_type, entity_id, trace_id, MIN(start_time) FROM observability_spans
     WHERE entity_type IS NOT NULL AND entity_id IS NOT NULL GROUP BY entity_type, entity_id, trace_id`
 })
+
+/**
+ * Listing, counting and pruning read the trace index (0005), so these two span indexes are no longer
+ * read by any query; every span insert paid for them.
+ */
+export const dropUnreadSpanIndexes = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`DROP INDEX IF EXISTS observability_spans_by_entity`
+  yield* sql`DROP INDEX IF EXISTS observability_spans_by_start`
+})

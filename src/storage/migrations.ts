@@ -1,7 +1,7 @@
 import type { SqlClient } from "@effect/sql"
 import type { Effect } from "effect"
 import { createAgentTables } from "../agents/memory/migration.js"
-import { createSpanTable, createTraceIndex } from "../observability/migration.js"
+import { createSpanTable, createTraceIndex, dropUnreadSpanIndexes } from "../observability/migration.js"
 import { addWorkflowEventCounter, createWorkflowTables } from "../workflows/migration.js"
 
 /**
@@ -13,5 +13,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0002_workflow_executions": createWorkflowTables,
   "0003_observability_spans": createSpanTable,
   "0004_workflow_event_counter": addWorkflowEventCounter,
-  "0005_observability_trace_index": createTraceIndex
+  "0005_observability_trace_index": createTraceIndex,
+  "0008_observability_unread_span_indexes": dropUnreadSpanIndexes
 }
