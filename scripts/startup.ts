@@ -48,7 +48,7 @@ const once = async (): Promise<{ wallMs: number; cpuMs: number }> => {
   const dir = mkdtempSync(join(tmpdir(), "startup-"))
   const port = await freePort()
   const started = performance.now()
-  const child = spawn(process.execPath, [main, "--port", String(port), "--host", "127.0.0.1"], {
+  const child = spawn(process.execPath, [main, "--port", String(port), "--host", "127.0.0.1", ...(process.env.STARTUP_ARGS ?? "").split(" ").filter(Boolean)], {
     env: { ...process.env, DATABASE_URL: `file:${join(dir, "service.db")}` },
     stdio: ["ignore", "ignore", "inherit"]
   })
