@@ -50,3 +50,19 @@ export const addWorkflowEventCounter = Effect.gen(function*() {
   yield* sql`UPDATE workflow_executions SET last_seq = COALESCE(
     (SELECT MAX(seq) FROM workflow_events WHERE workflow_events.execution_id = workflow_executions.id), 0)`
 })
+
+/**
+ * Indexes that cover the execution listing: each filter (none, workflow, status) with the listing's
+ * order (created_at DESC, id DESC) and the other filter's column, so a page at any offset is read
+ * from the index alone and only its rows are fetched. They replace the indexes of 0002, which lacked
+ * the id tie-break and made a deep page read every row before it.
+ */
+export const createListingIndexes = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE INDEX workflow_executions_listing ON workflow_executions (created_at, id)`
+  yield* sql`CREATE INDEX workflow_executions_listing_by_workflow ON workflow_executions (workflow_id, created_at, id, status)`
+  yield* sql`CREATE INDEX workflow_executions_listing_by_status ON workflow_executions (status, created_at, id, workflow_id)`
+  yield* sql`DROP INDEX workflow_executions_by_created`
+  yield* sql`DROP INDEX workflow_executions_by_workflow`
+  yield* sql`DROP INDEX workflow_executions_by_status`
+})
