@@ -52,16 +52,18 @@ export const addWorkflowEventCounter = Effect.gen(function*() {
 })
 
 /**
- * Indexes that cover the execution listing: each filter (none, workflow, status) with the listing's
- * order (created_at DESC, id DESC) and the other filter's column, so a page at any offset is read
- * from the index alone and only its rows are fetched. They replace the indexes of 0002, which lacked
- * the id tie-break and made a deep page read every row before it.
+ * Indexes that cover the execution listing: one per combination of the equality filters (none,
+ * workflow, status, both), each followed by the listing's order (created_at DESC, id DESC). A page at
+ * any offset is then found by walking one index range with no per-entry test, and only the page's rows
+ * are read. They replace the indexes of 0002, which lacked the id tie-break and the id itself, so a
+ * deep page read every row before it.
  */
 export const createListingIndexes = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`CREATE INDEX workflow_executions_listing ON workflow_executions (created_at, id)`
-  yield* sql`CREATE INDEX workflow_executions_listing_by_workflow ON workflow_executions (workflow_id, created_at, id, status)`
-  yield* sql`CREATE INDEX workflow_executions_listing_by_status ON workflow_executions (status, created_at, id, workflow_id)`
+  yield* sql`CREATE INDEX workflow_executions_listing_by_workflow ON workflow_executions (workflow_id, created_at, id)`
+  yield* sql`CREATE INDEX workflow_executions_listing_by_status ON workflow_executions (status, created_at, id)`
+  yield* sql`CREATE INDEX workflow_executions_listing_by_workflow_status ON workflow_executions (workflow_id, status, created_at, id)`
   yield* sql`DROP INDEX workflow_executions_by_created`
   yield* sql`DROP INDEX workflow_executions_by_workflow`
   yield* sql`DROP INDEX workflow_executions_by_status`
