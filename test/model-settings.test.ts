@@ -1,12 +1,12 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Either } from "effect"
+import { Effect, Either } from "effect"
 import { makeModel, modelName, resolveModelSettings } from "../src/agents/models/ModelSettings.js"
 
 describe("model settings from the environment", () => {
   it("defaults to the built-in model", () => {
     const settings = Either.getOrThrow(resolveModelSettings({}))
     expect(settings).toMatchObject({ provider: "builtin", model: "echo" })
-    expect(modelName(makeModel(settings))).toBe("builtin/echo")
+    expect(modelName(Effect.runSync(makeModel(settings)))).toBe("builtin/echo")
   })
 
   it("detects the provider from AI_BASE_URL, OPENAI_API_KEY, ANTHROPIC_API_KEY", () => {
@@ -36,9 +36,9 @@ describe("model settings from the environment", () => {
     expect(resolveModelSettings({ AI_PROVIDER: "openai" })).toEqual(Either.left("AI_API_KEY: required with AI_PROVIDER=openai"))
   })
 
-  it("builds each provider's model without a network call", () => {
+  it("builds each provider's model without a network call", async () => {
     for (const env of [{ OPENAI_API_KEY: "x" }, { ANTHROPIC_API_KEY: "x" }, { AI_BASE_URL: "http://h/v1", AI_MODEL: "m" }]) {
-      const model = makeModel(Either.getOrThrow(resolveModelSettings(env)))
+      const model = await Effect.runPromise(makeModel(Either.getOrThrow(resolveModelSettings(env))))
       expect(model.specificationVersion).toBe("v3")
     }
   })

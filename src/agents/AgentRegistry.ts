@@ -5,7 +5,7 @@ import { defineTool, type Tool } from "../tools/Tool.js"
 import type { ToolEntry } from "../tools/ToolRunner.js"
 import type { AgentCallContext, AgentDefinition } from "./Agent.js"
 import type { AgentCard, AgentDetails, AgentSummary, HistoryPage, TextResult } from "./AgentsSchemas.js"
-import * as Generation from "./generation/Generation.js"
+import type * as Generation from "./generation/Generation.js"
 import { DEFAULTS } from "./generation/settings.js"
 import { MemoryStore } from "./memory/MemoryStore.js"
 import { DefaultModel } from "./models/DefaultModel.js"
@@ -76,6 +76,9 @@ export const AgentRegistryLive = (
       const defaultModel = yield* DefaultModel
       const memory = yield* MemoryStore
       const runtime = yield* Effect.runtime<never>()
+      // The AI SDK (with the zod schemas it builds at import) is a large share of start-up time that
+      // a process serving no agent call never needs: it is loaded by the first call.
+      const generation = yield* Effect.cached(Effect.promise(() => import("./generation/Generation.js")))
 
       const find = (id: string) =>
         Effect.suspend(() => {
@@ -95,11 +98,12 @@ export const AgentRegistryLive = (
               if (target === undefined) {
                 return Effect.succeed({ agentId: targetId, error: `${targetId} is not a sub-agent of ${agent.id}` })
               }
-              return Generation.text(env, target, {
-                input: task,
-                options: { context: { ...call.context, ...context } },
-                user: call.user
-              }).pipe(
+              return Effect.flatMap(generation, (g) =>
+                g.text(env, target, {
+                  input: task,
+                  options: { context: { ...call.context, ...context } },
+                  user: call.user
+                })).pipe(
                 Effect.map((result) => ({ agentId: target.id, agentName: target.name, response: result.text })),
                 Effect.catchAll((error) => Effect.succeed({ agentId: target.id, error: error.message }))
               )
@@ -170,11 +174,11 @@ export const AgentRegistryLive = (
               pagination: { page: query.page, limit: query.limit, total, totalPages: Math.ceil(total / query.limit) }
             }
           }),
-        text: (id, request) => Effect.flatMap(find(id), (agent) => Generation.text(env, agent, request)),
-        stream: (id, request) => Effect.flatMap(find(id), (agent) => Generation.stream(env, agent, request)),
-        chat: (id, request) => Effect.flatMap(find(id), (agent) => Generation.chat(env, agent, request)),
-        object: (id, request) => Effect.flatMap(find(id), (agent) => Generation.object(env, agent, request)),
-        streamObject: (id, request) => Effect.flatMap(find(id), (agent) => Generation.streamObject(env, agent, request))
+        text: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.text(env, agent, request))),
+        stream: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.stream(env, agent, request))),
+        chat: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.chat(env, agent, request))),
+        object: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.object(env, agent, request))),
+        streamObject: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.streamObject(env, agent, request)))
       })
     })
   )

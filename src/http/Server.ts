@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpApiSwagger, HttpServer, OpenApi } from "@effect/platform"
+import { HttpApiBuilder, HttpServer, OpenApi } from "@effect/platform"
 import { Effect, Layer } from "effect"
 import { AgentsHandlers } from "../agents/handlers.js"
 import { AuthenticationLive } from "../auth/Authentication.js"
@@ -18,6 +18,7 @@ import { describeOpenApi } from "./docs/openApiDocument.js"
 import { DocsHandlers } from "./docs/handlers.js"
 import { CrossOriginLive } from "./CrossOrigin.js"
 import { ErrorMappingLive } from "./ErrorMapping.js"
+import { SwaggerUiLive } from "./docs/swaggerUi.js"
 import { SwaggerUiAuthenticationLive } from "./SwaggerUiAuthentication.js"
 
 const routes = routeTable(ServiceApi)
@@ -44,7 +45,7 @@ const ApiLive = (config: ServerConfigShape) =>
 /** The HTTP application: the API, its error mapping, CORS (none on console routes, which are guarded) and (when enabled) Swagger UI at /ui. */
 export const HttpLive = (config: ServerConfigShape) =>
   HttpApiBuilder.serve().pipe(
-    Layer.provide(config.enableSwaggerUI ? HttpApiSwagger.layer({ path: "/ui" }) : Layer.empty),
+    Layer.provide(config.enableSwaggerUI ? SwaggerUiLive("/ui") : Layer.empty),
     Layer.provide(SwaggerUiAuthenticationLive),
     Layer.provide(ErrorMappingLive(config.bodyLimit)),
     Layer.provide(CrossOriginLive(config, routes)),

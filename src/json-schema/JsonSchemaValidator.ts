@@ -10,13 +10,26 @@ export type JsonSchema = Record<string, unknown>
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv | Ajv2020) => void
 const options = { allErrors: true, strict: false, validateFormats: true } as const
-const draft2020 = new Ajv2020(options)
-const draft07 = new Ajv(options)
-addFormats(draft2020)
-addFormats(draft07)
+
+// Each engine is built when a schema first needs it (building one compiles its meta-schemas: start-up
+// time that a process validating only one draft, or none, would pay for nothing).
+const lazily = <A>(make: () => A): () => A => {
+  let value: A | undefined
+  return () => (value ??= make())
+}
+const draft2020 = lazily(() => {
+  const ajv = new Ajv2020(options)
+  addFormats(ajv)
+  return ajv
+})
+const draft07 = lazily(() => {
+  const ajv = new Ajv(options)
+  addFormats(ajv)
+  return ajv
+})
 
 const engineFor = (schema: JsonSchema): Ajv | Ajv2020 =>
-  typeof schema.$schema === "string" && /draft-0[4-7]/.test(schema.$schema) ? draft07 : draft2020
+  typeof schema.$schema === "string" && /draft-0[4-7]/.test(schema.$schema) ? draft07() : draft2020()
 
 const CACHE_LIMIT = 500
 const cache = new Map<string, ValidateFunction>()

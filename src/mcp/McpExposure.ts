@@ -1,20 +1,8 @@
-import { OpenApi } from "@effect/platform"
-import { Server } from "@modelcontextprotocol/sdk/server/index.js"
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"
-import {
-  CallToolRequestSchema,
-  type CallToolResult,
-  ErrorCode,
-  ListToolsRequestSchema,
-  type ListToolsResult,
-  McpError
-} from "@modelcontextprotocol/sdk/types.js"
-import { Cause, Context, Effect, Either, identity, Layer, Option, Runtime } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { AgentRegistry } from "../agents/AgentRegistry.js"
 import { NotFound } from "../errors.js"
-import { ServiceApi } from "../http/Api.js"
 import { ToolRunner } from "../tools/ToolRunner.js"
-import { mcpTools } from "./catalog.js"
+import { implementation, mcpTools } from "./catalog.js"
 import type { McpServerInfo } from "./McpApi.js"
 
 export class McpExposure extends Context.Tag("McpExposure")<McpExposure, {
@@ -27,14 +15,6 @@ export class McpExposure extends Context.Tag("McpExposure")<McpExposure, {
 
 const SERVER_ID = "default"
 
-const implementation = {
-  name: Option.getOrElse(Context.getOption(ServiceApi.annotations, OpenApi.Title), () => "service"),
-  version: Option.getOrElse(Context.getOption(ServiceApi.annotations, OpenApi.Version), () => "1.0.0"),
-  description: "This service's tools, and each of its agents as a tool named agent_<id>"
-}
-
-const errorResult = (message: string): CallToolResult => ({ content: [{ type: "text", text: message }], isError: true })
-
 // Stateless: there is no SSE stream to open (GET) nor session to end (DELETE); the MCP spec answers 405.
 const methodNotAllowed = () =>
   new Response(
@@ -46,6 +26,8 @@ export const McpExposureLive = Layer.effect(
   McpExposure,
   Effect.gen(function*() {
     const tools = mcpTools(yield* ToolRunner, yield* AgentRegistry)
+    // The MCP SDK (and the zod schemas it builds at import) is loaded by the first MCP request.
+    const sdk = yield* Effect.cached(Effect.promise(() => import("./mcpServer.js")))
 
     const find = (id: string) => (id === SERVER_ID ? Effect.void : Effect.fail(NotFound.of("MCP server", id)))
 
@@ -56,53 +38,7 @@ export const McpExposureLive = Layer.effect(
       toolCount: entries.length
     }))
 
-    const listTools: Effect.Effect<ListToolsResult> = Effect.map(tools, (entries) => ({
-      tools: entries.map((entry) => entry.definition)
-    })).pipe(Effect.withSpan("McpExposure.listTools", { captureStackTrace: false }))
-
-    // A tool's failure is a tool result the model can read; an unknown tool is a protocol error.
-    const callTool = (name: string, args: Record<string, unknown>, user: unknown): Effect.Effect<CallToolResult, McpError> =>
-      Effect.gen(function*() {
-        const entry = (yield* tools).find((candidate) => candidate.definition.name === name)
-        if (entry === undefined) return yield* Effect.fail(new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`))
-        return yield* entry.call(args, user).pipe(
-          Effect.catchAll((error) => Effect.succeed(errorResult(error.message))),
-          Effect.catchAllCause((cause) =>
-            Cause.isInterruptedOnly(cause)
-              ? Effect.failCause(cause)
-              : Effect.as(Effect.logError("MCP tool call failed", cause), errorResult("Internal server error"))
-          )
-        )
-      }).pipe(Effect.withSpan("McpExposure.callTool", { captureStackTrace: false, attributes: { "mcp.tool.name": name } }))
-
-    // A fresh MCP server per request; its handlers run in the request's runtime, so their spans nest.
-    const mcpServer = (runtime: Runtime.Runtime<never>, user: unknown) => {
-      const run = <A>(effect: Effect.Effect<A, McpError>, signal: AbortSignal): Promise<A> =>
-        Runtime.runPromise(runtime, Effect.either(effect), { signal }).then(Either.getOrThrowWith(identity))
-      const server = new Server(implementation, { capabilities: { tools: {} } })
-      server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => run(listTools, extra.signal))
-      server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-        run(callTool(request.params.name, request.params.arguments ?? {}, user), extra.signal))
-      server.onerror = (error) => Runtime.runSync(runtime, Effect.logDebug("MCP request refused", error.message))
-      return server
-    }
-
-    const serve = (request: Request, user: unknown) =>
-      Effect.acquireUseRelease(
-        Effect.flatMap(Effect.runtime<never>(), (runtime) =>
-          Effect.promise(async () => {
-            const server = mcpServer(runtime, user)
-            const transport = new WebStandardStreamableHTTPServerTransport({
-              sessionIdGenerator: undefined,
-              enableJsonResponse: true
-            })
-            await server.connect(transport)
-            return { server, transport }
-          })),
-        ({ transport }) => Effect.promise(() => transport.handleRequest(request)),
-        // Closing the server closes the transport and aborts handlers still running (a client that left).
-        ({ server }) => Effect.ignoreLogged(Effect.tryPromise(() => server.close()))
-      )
+    const serve = (request: Request, user: unknown) => Effect.flatMap(sdk, (mcp) => mcp.serve(tools, request, user))
 
     return McpExposure.of({
       servers: Effect.map(info, (server) => [server]).pipe(Effect.withSpan("McpExposure.servers", { captureStackTrace: false })),

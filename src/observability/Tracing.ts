@@ -1,11 +1,18 @@
 import * as NodeSdk from "@effect/opentelemetry/NodeSdk"
 import * as OtelResource from "@effect/opentelemetry/Resource"
 import * as OtelTracer from "@effect/opentelemetry/Tracer"
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http"
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Effect, Layer, Tracer } from "effect"
 import { sanitizingProcessor } from "./SanitizingSpanProcessor.js"
 import { TraceStore } from "./TraceStore.js"
+
+// The OTLP exporter is loaded only when an endpoint is configured.
+const otlpProcessor = (endpoint: string) =>
+  Effect.map(Effect.promise(() => import("@opentelemetry/exporter-trace-otlp-http")), ({ OTLPTraceExporter }) =>
+    new BatchSpanProcessor(
+      new OTLPTraceExporter({ url: `${endpoint.replace(/\/$/, "")}/v1/traces` }),
+      { scheduledDelayMillis: 500 }
+    ))
 
 /**
  * @effect/opentelemetry's tracer without its per-fiber context hook. The hook makes each span the
@@ -24,18 +31,10 @@ const effectTracerLive = Layer.unwrapEffect(
  * the redacted, size-capped span (see Redaction.ts).
  */
 export const TracingLive = (options: { readonly serviceName: string; readonly otlpEndpoint?: string | undefined }) =>
-  Layer.unwrapEffect(Effect.map(TraceStore, (store) => {
-    const processor = sanitizingProcessor([
-      store.processor,
-      ...(options.otlpEndpoint
-        ? [
-          new BatchSpanProcessor(
-            new OTLPTraceExporter({ url: `${options.otlpEndpoint.replace(/\/$/, "")}/v1/traces` }),
-            { scheduledDelayMillis: 500 }
-          )
-        ]
-        : [])
-    ])
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const store = yield* TraceStore
+    const exporters = options.otlpEndpoint ? [yield* otlpProcessor(options.otlpEndpoint)] : []
+    const processor = sanitizingProcessor([store.processor, ...exporters])
     return effectTracerLive.pipe(
       Layer.provideMerge(OtelTracer.layerTracer),
       Layer.provideMerge(NodeSdk.layerTracerProvider(processor)),

@@ -1,5 +1,6 @@
 import { Clock, Context, Effect, Fiber, Layer, Ref } from "effect"
-import { sep } from "node:path"
+import { existsSync } from "node:fs"
+import { dirname, join, sep } from "node:path"
 import { fileURLToPath } from "node:url"
 import { BadRequest, ExecutionFailed, excerpt } from "../errors.js"
 import { installedVersion, readDependencies } from "./dependencies.js"
@@ -38,8 +39,15 @@ export interface UpdatesOptions {
   readonly installTimeoutMs?: number
 }
 
-/** The package root, from src/ops (tests) as from dist/ops (the built service). */
-export const PACKAGE_ROOT = fileURLToPath(new URL("../../", import.meta.url))
+/**
+ * The package root: the nearest directory above this module with a package.json (src/ops in tests,
+ * dist/ops for embedders, dist/ or dist/chunks/ in the bundled CLI).
+ */
+export const PACKAGE_ROOT = ((): string => {
+  let dir = dirname(fileURLToPath(import.meta.url))
+  while (!existsSync(join(dir, "package.json")) && dirname(dir) !== dir) dir = dirname(dir)
+  return dir + sep
+})()
 
 const failed = (message: string) => new ExecutionFailed({ message })
 

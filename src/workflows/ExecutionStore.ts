@@ -49,6 +49,14 @@ export interface ExecutionQuery {
   readonly offset: number
 }
 
+/** What a listing shows of an execution (GET /workflows/executions): no checkpoint, no step data. */
+export type ExecutionListing = Pick<
+  Execution,
+  "id" | "workflowId" | "workflowName" | "status" | "input" | "metadata" | "output" | "createdAt" | "updatedAt"
+>
+
+type ListingRow = Pick<Row, "id" | "workflow_id" | "workflow_name" | "status" | "input" | "metadata" | "output" | "created_at" | "updated_at">
+
 interface Row {
   readonly id: string
   readonly workflow_id: string
@@ -96,6 +104,18 @@ const fromRow = (row: Row): Execution => ({
   createdAt: row.created_at,
   updatedAt: row.updated_at,
   endedAt: row.ended_at ?? undefined
+})
+
+const listingFromRow = (row: ListingRow): ExecutionListing => ({
+  id: row.id,
+  workflowId: row.workflow_id,
+  workflowName: row.workflow_name,
+  status: row.status,
+  input: parse(row.input),
+  metadata: parse(row.metadata) as Execution["metadata"],
+  output: parse(row.output),
+  createdAt: row.created_at,
+  updatedAt: row.updated_at
 })
 
 const now = () => new Date().toISOString()
@@ -154,10 +174,30 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
   readonly cancel: (id: string, event: WorkflowEvent) => Effect.Effect<Option.Option<number>>
   readonly events: (id: string, afterSeq: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
   readonly eventsOf: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<StoredEvent>>>
-  readonly list: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<Execution>>
+  /** A page, newest first (created_at, then id, descending). */
+  readonly list: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<ExecutionListing>>
   /** Executions left running (for recovery after a restart). */
   readonly running: Effect.Effect<ReadonlyArray<Execution>>
 }>() {}
+
+/**
+ * The listing's statement. The page is found in a covering index (migration 0006), so a deep offset
+ * skips index entries without reading rows; only the page's rows are then read, and only the columns
+ * a listing shows.
+ */
+export const listingQuery = (sql: SqlClient.SqlClient, query: ExecutionQuery) => {
+  const filters = [
+    ...(query.workflowId === undefined ? [] : [sql`workflow_id = ${query.workflowId}`]),
+    ...(query.status === undefined ? [] : [sql`status = ${query.status}`]),
+    ...(query.from === undefined ? [] : [sql`created_at > ${query.from}`]),
+    ...(query.to === undefined ? [] : [sql`created_at < ${query.to}`])
+  ]
+  return sql<ListingRow>`SELECT id, workflow_id, workflow_name, status, input, metadata, output, created_at, updated_at
+    FROM workflow_executions WHERE id IN (
+      SELECT id FROM workflow_executions ${filters.length ? sql`WHERE ${sql.and(filters)}` : sql``}
+      ORDER BY created_at DESC, id DESC LIMIT ${query.limit} OFFSET ${query.offset}
+    ) ORDER BY created_at DESC, id DESC`
+}
 
 export const ExecutionStoreLive = Layer.effect(
   ExecutionStore,
@@ -310,19 +350,11 @@ export const ExecutionStoreLive = Layer.effect(
           span("eventsOf")
         )
 
-    const list = (query: ExecutionQuery) => {
-      const filters = [
-        ...(query.workflowId === undefined ? [] : [sql`workflow_id = ${query.workflowId}`]),
-        ...(query.status === undefined ? [] : [sql`status = ${query.status}`]),
-        ...(query.from === undefined ? [] : [sql`created_at > ${query.from}`]),
-        ...(query.to === undefined ? [] : [sql`created_at < ${query.to}`])
-      ]
-      return sql<Row>`SELECT * FROM workflow_executions ${filters.length ? sql`WHERE ${sql.and(filters)}` : sql``}
-        ORDER BY created_at DESC, id DESC LIMIT ${query.limit} OFFSET ${query.offset}`.pipe(
-        Effect.map((rows) => rows.map(fromRow)),
+    const list = (query: ExecutionQuery) =>
+      listingQuery(sql, query).pipe(
+        Effect.map((rows) => rows.map(listingFromRow)),
         span("list")
       )
-    }
 
     const running = sql<Row>`SELECT * FROM workflow_executions WHERE status = 'running' ORDER BY created_at`.pipe(
       Effect.map((rows) => rows.map(fromRow)),

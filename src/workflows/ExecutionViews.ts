@@ -1,7 +1,7 @@
 import { Either, JSONSchema, type Schema } from "effect"
 import { WorkflowFailed } from "../errors.js"
 import type { SseFrame } from "../http/sse.js"
-import type { Execution, StoredEvent } from "./ExecutionStore.js"
+import type { Execution, ExecutionListing, StoredEvent } from "./ExecutionStore.js"
 import type { Step } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
 
@@ -83,7 +83,7 @@ export const stateOf = (workflowId: string, execution: Execution): typeof S.Exec
   ...(execution.error ? { error: execution.error } : {})
 })
 
-export const recordOf = (execution: Execution, events: ReadonlyArray<StoredEvent>): typeof S.ExecutionRecord.Type => ({
+export const recordOf = (execution: ExecutionListing, events: ReadonlyArray<StoredEvent>): typeof S.ExecutionRecord.Type => ({
   id: execution.id,
   workflowId: execution.workflowId,
   workflowName: execution.workflowName,

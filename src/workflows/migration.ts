@@ -50,3 +50,21 @@ export const addWorkflowEventCounter = Effect.gen(function*() {
   yield* sql`UPDATE workflow_executions SET last_seq = COALESCE(
     (SELECT MAX(seq) FROM workflow_events WHERE workflow_events.execution_id = workflow_executions.id), 0)`
 })
+
+/**
+ * Indexes that cover the execution listing: one per combination of the equality filters (none,
+ * workflow, status, both), each followed by the listing's order (created_at DESC, id DESC). A page at
+ * any offset is then found by walking one index range with no per-entry test, and only the page's rows
+ * are read. They replace the indexes of 0002, which lacked the id tie-break and the id itself, so a
+ * deep page read every row before it.
+ */
+export const createListingIndexes = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE INDEX workflow_executions_listing ON workflow_executions (created_at, id)`
+  yield* sql`CREATE INDEX workflow_executions_listing_by_workflow ON workflow_executions (workflow_id, created_at, id)`
+  yield* sql`CREATE INDEX workflow_executions_listing_by_status ON workflow_executions (status, created_at, id)`
+  yield* sql`CREATE INDEX workflow_executions_listing_by_workflow_status ON workflow_executions (workflow_id, status, created_at, id)`
+  yield* sql`DROP INDEX workflow_executions_by_created`
+  yield* sql`DROP INDEX workflow_executions_by_workflow`
+  yield* sql`DROP INDEX workflow_executions_by_status`
+})

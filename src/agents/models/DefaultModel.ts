@@ -5,4 +5,4 @@ import { makeModel, type ModelSettings } from "./ModelSettings.js"
 /** The model agents use unless they name their own. */
 export class DefaultModel extends Context.Tag("DefaultModel")<DefaultModel, LanguageModelV3>() {}
 
-export const DefaultModelLive = (settings: ModelSettings) => Layer.sync(DefaultModel, () => makeModel(settings))
+export const DefaultModelLive = (settings: ModelSettings) => Layer.effect(DefaultModel, makeModel(settings))

@@ -1,8 +1,5 @@
-import { createAnthropic } from "@ai-sdk/anthropic"
-import { createOpenAI } from "@ai-sdk/openai"
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
 import type { LanguageModelV3 } from "@ai-sdk/provider"
-import { Either } from "effect"
+import { Effect, Either } from "effect"
 import { builtinEchoModel } from "./BuiltinEchoModel.js"
 import { nodeFetch } from "./nodeFetch.js"
 
@@ -49,23 +46,30 @@ export const resolveModelSettings = (env: Env): Either.Either<ModelSettings, str
   return Either.right({ provider, model: env.AI_MODEL ?? DEFAULT_MODELS[provider], baseUrl: env.AI_BASE_URL, apiKey })
 }
 
-export const makeModel = (settings: ModelSettings): LanguageModelV3 => {
+/** The provider packages (and the zod schemas they build at import) are loaded only for the one configured. */
+export const makeModel = (settings: ModelSettings): Effect.Effect<LanguageModelV3> => {
   switch (settings.provider) {
     case "builtin":
-      return builtinEchoModel()
+      return Effect.sync(() => builtinEchoModel())
     case "openai":
-      return createOpenAI({ apiKey: settings.apiKey, baseURL: settings.baseUrl, fetch: nodeFetch })(settings.model)
+      return Effect.promise(() => import("@ai-sdk/openai")).pipe(Effect.map(({ createOpenAI }) =>
+        createOpenAI({ apiKey: settings.apiKey, baseURL: settings.baseUrl, fetch: nodeFetch })(settings.model)
+      ))
     case "anthropic":
-      return createAnthropic({ apiKey: settings.apiKey, baseURL: settings.baseUrl, fetch: nodeFetch })(settings.model)
+      return Effect.promise(() => import("@ai-sdk/anthropic")).pipe(Effect.map(({ createAnthropic }) =>
+        createAnthropic({ apiKey: settings.apiKey, baseURL: settings.baseUrl, fetch: nodeFetch })(settings.model)
+      ))
     case "openai-compatible":
-      return createOpenAICompatible({
-        name: "openai-compatible",
-        baseURL: settings.baseUrl!,
-        apiKey: settings.apiKey,
-        supportsStructuredOutputs: true,
-        includeUsage: true,
-        fetch: nodeFetch
-      }).chatModel(settings.model)
+      return Effect.promise(() => import("@ai-sdk/openai-compatible")).pipe(Effect.map(({ createOpenAICompatible }) =>
+        createOpenAICompatible({
+          name: "openai-compatible",
+          baseURL: settings.baseUrl!,
+          apiKey: settings.apiKey,
+          supportsStructuredOutputs: true,
+          includeUsage: true,
+          fetch: nodeFetch
+        }).chatModel(settings.model)
+      ))
   }
 }
 

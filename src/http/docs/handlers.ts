@@ -9,10 +9,13 @@ export const DocsHandlers = (api: typeof ServiceApi) =>
   HttpApiBuilder.group(ServiceApi, "docs", (handlers) =>
     Effect.gen(function*() {
       const config = yield* ServerConfig
-      const spec = OpenApi.fromApi(api)
-      const document = HttpServerResponse.unsafeJson(spec)
-      const landing = HttpServerResponse.html(landingPage(spec, { swaggerUI: config.enableSwaggerUI }))
+      // Built on the first request that needs it: most processes never serve it, and start-up would pay.
+      const spec = yield* Effect.cached(Effect.sync(() => OpenApi.fromApi(api)))
+      const document = yield* Effect.cached(Effect.map(spec, HttpServerResponse.unsafeJson))
+      const landing = yield* Effect.cached(
+        Effect.map(spec, (spec) => HttpServerResponse.html(landingPage(spec, { swaggerUI: config.enableSwaggerUI })))
+      )
       return handlers
-        .handle("landing", () => Effect.succeed(landing))
-        .handle("openApi", () => Effect.succeed(document))
+        .handle("landing", () => landing)
+        .handle("openApi", () => document)
     }))
