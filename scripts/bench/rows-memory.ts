@@ -140,8 +140,8 @@ export const suspendedRow = (lab: Lab) =>
     })
     const notes = [
       `${Math.round(result.perSecond)} suspended executions/s while creating them`,
-      ...(result.errors > 0 ? [`${result.errors} failed requests`] : []),
-      ...(result.total < lab.options.suspendedExecutions ? [`stopped at the ${CREATE_DEADLINE_MS / 60_000}-minute deadline`] : [])
+      ...(result.errors > 0 ? [`${result.errors} requests failed (a non-2xx answer, an error or a 30 s timeout)`] : []),
+      ...(result.total + result.errors < lab.options.suspendedExecutions ? [`stopped at the ${CREATE_DEADLINE_MS / 60_000}-minute deadline`] : [])
     ]
     return { count: result.total, notes, release: async () => undefined }
   })

@@ -40,11 +40,11 @@ const signedMs = (value: number | undefined) =>
   value === undefined || !Number.isFinite(value) ? "–" : `${value >= 0 ? "+" : ""}${formatNumber(value, 2)} ms`
 const megabytes = (bytes: number | undefined) => (bytes === undefined ? "–" : `${formatNumber(bytes / MB)} MB`)
 
-const memoryRow = (title: string): RowSpec => ({
+const memoryRow = (title: string, counted: string): RowSpec => ({
   title,
   target: "peak ≤ 1 GB; after ≤ 1.1 × idle",
   show: (c) =>
-    `${formatNumber(c.count)} open; idle ${megabytes(c.idle)}, peak ${megabytes(c.peak)}, after ${megabytes(c.after)}` +
+    `${formatNumber(c.count)} ${counted}; idle ${megabytes(c.idle)}, peak ${megabytes(c.peak)}, after ${megabytes(c.after)}` +
     ` (after/idle ${formatNumber(c.afterOverIdle, 2)})`,
   met: (c) => when(c, ["peak", "afterOverIdle"], () => c.peak <= 1024 * MB && c.afterOverIdle <= 1.1)
 })
@@ -93,9 +93,9 @@ export const ROWS: Readonly<Record<RowId, RowSpec>> = {
       `(p50 ${formatNumber(c.p50Start, 2)} / ${formatNumber(c.p50Deep, 2)} ms; ${formatNumber(c.stored)} stored)`,
     met: (c) => when(c, ["p99Start", "p99Deep"], () => c.p99Start <= 20 && c.p99Deep <= 20)
   },
-  "7a": memoryRow("RSS: open re-attach streams of suspended executions"),
-  "7b": memoryRow("RSS: open agent streams against a slow fake"),
-  "7c": memoryRow("RSS: creating suspended executions"),
+  "7a": memoryRow("RSS: open re-attach streams of suspended executions", "open"),
+  "7b": memoryRow("RSS: open agent streams against a slow fake", "open"),
+  "7c": memoryRow("RSS: creating suspended executions", "created"),
   "8": {
     title: "`node dist/main.js` start to the first 200, empty database, median",
     target: "≤ 0.8 s",
