@@ -75,11 +75,9 @@ export const ExecutionStoreLive = Layer.scoped(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const group = yield* makeGroupCommit(sql)
-    // Reads get one span per operation; their SQL statements are not traced separately. Writes run in
-    // the group commit's transactions, under the spans of the steps and requests that make them.
-    const span = (name: string, id?: string) =>
-      <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        effect.pipe(Effect.orDie, Effect.withTracerEnabled(false), Effect.withSpan(`ExecutionStore.${name}`, { captureStackTrace: false, attributes: id ? { "execution.id": id } : {} }))
+    // Store operations are not traced (neither are their SQL statements): they run under the spans
+    // of the requests, executions and steps that make them, and writes share group-commit transactions.
+    const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
     const commit = <A, E>(write: Effect.Effect<A, E>) => Effect.orDie(group.submit(write))
 
     /** Inserts `events` numbered up to `lastSeq`; gives `lastSeq`. */
@@ -150,13 +148,13 @@ export const ExecutionStoreLive = Layer.scoped(
     const get = (id: string) =>
       sql<Row>`SELECT * FROM workflow_executions WHERE id = ${id}`.pipe(
         Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), fromRow)),
-        span("get", id)
+        untraced
       )
 
     const exists = (id: string) =>
       sql<{ id: string }>`SELECT id FROM workflow_executions WHERE id = ${id}`.pipe(
         Effect.map((rows) => rows.length > 0),
-        span("exists", id)
+        untraced
       )
 
     const append: ExecutionStore["Type"]["append"] = (claim, events) =>
@@ -221,7 +219,7 @@ export const ExecutionStoreLive = Layer.scoped(
       sql<{ seq: number; event: string }>`SELECT seq, event FROM workflow_events
         WHERE execution_id = ${id} AND seq > ${afterSeq} ORDER BY seq`.pipe(
         Effect.map((rows) => rows.map(toStored)),
-        span("events", id)
+        untraced
       )
 
     type EventRow = { readonly execution_id: string; readonly seq: number; readonly event: string }
@@ -239,7 +237,7 @@ export const ExecutionStoreLive = Layer.scoped(
             }
             return byId as ReadonlyMap<string, ReadonlyArray<StoredEvent>>
           }),
-          span("eventsOf")
+          untraced
         )
 
     const list = (query: ExecutionQuery) => {
@@ -252,13 +250,13 @@ export const ExecutionStoreLive = Layer.scoped(
       return sql<Row>`SELECT * FROM workflow_executions ${filters.length ? sql`WHERE ${sql.and(filters)}` : sql``}
         ORDER BY created_at DESC, id DESC LIMIT ${query.limit} OFFSET ${query.offset}`.pipe(
         Effect.map((rows) => rows.map(fromRow)),
-        span("list")
+        untraced
       )
     }
 
     const running = sql<Row>`SELECT * FROM workflow_executions WHERE status = 'running' ORDER BY created_at`.pipe(
       Effect.map((rows) => rows.map(fromRow)),
-      span("running")
+      untraced
     )
 
     return ExecutionStore.of({

@@ -94,5 +94,17 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
         )
       }))
 
-    return { reload, settleAfter, follow }
+    /**
+     * The stored events after `afterSeq` and the result of an execution that is not running (`known`,
+     * read before): nothing to follow, so read at once and handed over as a plain list.
+     */
+    const replay = (known: Execution, afterSeq: number): Effect.Effect<Stream.Stream<ExecutionUpdate>> =>
+      Effect.gen(function*() {
+        const stored = yield* store.events(known.id, afterSeq)
+        // Resumed since it was read: the result must come from the row as it is now.
+        const settled = (stored.at(-1)?.seq ?? 0) > known.lastSeq ? yield* reload(known.id) : known
+        return Stream.fromIterable<ExecutionUpdate>([...stored, resultEntry(settled)])
+      })
+
+    return { reload, settleAfter, follow, replay }
   })

@@ -58,7 +58,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
       const hubs = yield* makeExecutionHubs
       const driver = yield* makeExecutionDriver(hubs)
       const { fail, launch, record } = driver
-      const { follow, reload, settleAfter } = yield* makeExecutionWatch(hubs)
+      const { follow, reload, replay, settleAfter } = yield* makeExecutionWatch(hubs)
       const byId = new Map<string, WorkflowDefinition>()
       for (const definition of workflows) {
         if (byId.has(definition.id)) throw new Error(`Two workflows have the id "${definition.id}"`)
@@ -201,8 +201,10 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
           ).pipe(span("stream", id)),
 
         attach: (id, executionId, afterSeq) =>
-          Effect.map(findExecution(id, executionId), ({ execution }) =>
-            follow(execution, afterSeq, Effect.sync(() => driver.fiberOf(executionId)))
+          Effect.flatMap(findExecution(id, executionId), ({ execution }) =>
+            execution.status === "running"
+              ? Effect.succeed(follow(execution, afterSeq, Effect.sync(() => driver.fiberOf(executionId))))
+              : replay(execution, afterSeq)
           ).pipe(span("attach", id)),
 
         suspend: (id, executionId, reason) =>
