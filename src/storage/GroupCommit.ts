@@ -76,13 +76,18 @@ export const makeGroupCommit = (sql: SqlClient.SqlClient): Effect.Effect<GroupCo
       })
 
     const writer = Effect.gen(function*() {
-      const first = yield* Queue.take(queue)
-      // Let every fiber that can run in this turn of the event loop reach its own write (fibers resume
-      // in microtasks), so that they share this commit; an idle process waits one turn, a few µs.
-      yield* nextTurn
-      const rest = yield* Queue.takeUpTo(queue, MAX_BATCH - 1)
-      const batch = [first, ...rest]
-      yield* Effect.onInterrupt(commit(batch), () => Effect.forEach(batch, (pending) => Deferred.interrupt(pending.done)))
+      const batch = [yield* Queue.take(queue)]
+      // Whoever was taken into the batch is told when the writer stops before answering them.
+      yield* Effect.onInterrupt(
+        Effect.gen(function*() {
+          // Let every fiber that can run in this turn of the event loop reach its own write (fibers
+          // resume in microtasks), so that they share this commit; an idle process waits one turn.
+          yield* nextTurn
+          batch.push(...(yield* Queue.takeUpTo(queue, MAX_BATCH - 1)))
+          yield* commit(batch)
+        }),
+        () => Effect.forEach(batch, (pending) => Deferred.interrupt(pending.done), { discard: true })
+      )
     })
 
     // The writer's own statements are not traced: the callers' spans cover their writes.

@@ -166,7 +166,8 @@ export const ExecutionStoreLive = Layer.scoped(
       ))
 
     const advance: ExecutionStore["Type"]["advance"] = (claim, c, events, ending) => {
-      const at = now()
+      // The time of the last event: an ending's `ended_at` is its event's timestamp, as elsewhere.
+      const at = events.at(-1)?.timestamp ?? now()
       return commit(transition(
         claim.id,
         sql`UPDATE workflow_executions SET step_index = ${c.stepIndex}, current_data = ${json(c.currentData)},
