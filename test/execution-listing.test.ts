@@ -80,7 +80,7 @@ const exercise = (url: string) =>
   Effect.gen(function*() {
     const store = yield* ExecutionStore
     for (const e of seeded) {
-      yield* store.create(e, { type: "workflow-start", executionId: e.id, from: "workflow", timestamp: e.createdAt, status: "running" })
+      yield* store.create(e, [{ type: "workflow-start", executionId: e.id, from: "workflow", timestamp: e.createdAt, status: "running" }])
     }
     for (const filter of filters) {
       const total = expected({ ...filter, limit: COUNT, offset: 0 }).length

@@ -54,7 +54,7 @@ export const seedExecutions = async (databaseFile: string, count: number, deadli
           createdAt,
           updatedAt: createdAt
         },
-        { type: "workflow-start", executionId: id, from: "Pipeline", timestamp: createdAt, status: "running", input }
+        [{ type: "workflow-start", executionId: id, from: "Pipeline", timestamp: createdAt, status: "running", input }]
       ),
       store.finish(
         { id, version: 0 },
@@ -65,12 +65,12 @@ export const seedExecutions = async (databaseFile: string, count: number, deadli
   }
   const program = Effect.gen(function*() {
     const store = yield* ExecutionStore
-    const sql = yield* SqlClient.SqlClient
     let stored = 0
     while (stored < count && Date.now() < deadline) {
       const end = Math.min(count, stored + SEED_BATCH)
       const indexes = Array.from({ length: end - stored }, (_, offset) => stored + offset)
-      yield* sql.withTransaction(Effect.forEach(indexes, (index) => seedOne(store, index), { discard: true }))
+      // Concurrent writes share the store's group commits (up to 256 per transaction).
+      yield* Effect.forEach(indexes, (index) => seedOne(store, index), { concurrency: "unbounded", discard: true })
       stored = end
     }
     return stored

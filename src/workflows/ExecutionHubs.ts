@@ -1,54 +1,108 @@
-import { Effect, PubSub, type Queue, type Scope } from "effect"
+import { Deferred, Effect, PubSub, type Queue, type Scope } from "effect"
 import type { StoredEvent } from "./ExecutionStore.js"
+import type { WorkflowEvent } from "./WorkflowSchemas.js"
+
+/** The events after which an execution runs no further without an outside action. */
+const SETTLING: ReadonlySet<WorkflowEvent["type"]> = new Set([
+  "workflow-suspended",
+  "workflow-complete",
+  "workflow-error",
+  "workflow-cancelled"
+])
+
+export const isSettling = (event: WorkflowEvent) => SETTLING.has(event.type)
 
 /**
- * Live events of executions, for the requests that follow one. A hub exists only while someone
- * listens: the first subscriber creates it, the last one to leave removes it, and publishing to an
- * execution nobody follows does nothing. Nothing is kept per execution otherwise, so hubs cannot
- * outlive their listeners (a suspended execution may wait for days).
+ * Live events of executions, for the requests that wait for or follow one. Listeners of an execution
+ * exist only while someone listens: the first one creates them, the last one to leave removes them,
+ * and publishing to an execution nobody listens to does nothing. Nothing is kept per execution
+ * otherwise, so nothing outlives its listeners (a suspended execution may wait for days).
+ *
+ * Two kinds of listener: a follower gets every event (an SSE stream, through a PubSub made on its
+ * first follower); a waiter gets only the next settling event (execute and resume, through a Deferred).
  */
 export interface ExecutionHubs {
   /** The execution's events published from now on, until the scope closes. */
   readonly subscribe: (id: string) => Effect.Effect<Queue.Dequeue<StoredEvent>, never, Scope.Scope>
+  /**
+   * Registers now for the first settling event numbered after `afterSeq` (an older one may still be on
+   * its way from the fiber that stored it); the effect given waits for it, until the scope closes.
+   */
+  readonly nextSettling: (id: string, afterSeq: number) => Effect.Effect<Effect.Effect<StoredEvent>, never, Scope.Scope>
   readonly publish: (id: string, entry: StoredEvent) => Effect.Effect<void>
   /** How many executions have listeners (for tests and diagnostics). */
   readonly size: Effect.Effect<number>
 }
 
-interface Hub {
-  readonly pubsub: PubSub.PubSub<StoredEvent>
-  listeners: number
+interface Listeners {
+  pubsub: PubSub.PubSub<StoredEvent> | undefined
+  followers: number
+  /** Each waiter with the number its settling event must be above. */
+  readonly waiters: Map<Deferred.Deferred<StoredEvent>, number>
 }
 
 export const makeExecutionHubs = Effect.sync((): ExecutionHubs => {
-  const hubs = new Map<string, Hub>()
+  const byId = new Map<string, Listeners>()
 
-  // Both run synchronously, so joining and leaving never interleave. The PubSub is not shut down when
-  // its hub is dropped: a publisher that looked it up just before would be interrupted by the shutdown.
-  const join = (id: string, fresh: PubSub.PubSub<StoredEvent>) =>
-    Effect.sync(() => {
-      const hub = hubs.get(id) ?? { pubsub: fresh, listeners: 0 }
-      hubs.set(id, hub)
-      hub.listeners++
-      return hub
-    })
-  const leave = (id: string, hub: Hub) =>
-    Effect.sync(() => {
-      hub.listeners--
-      if (hub.listeners === 0 && hubs.get(id) === hub) hubs.delete(id)
-    })
+  // Joining and leaving run synchronously, so they never interleave. A PubSub is not shut down when
+  // it is dropped: a publisher that looked it up just before would be interrupted by the shutdown.
+  const listenersOf = (id: string) => {
+    let listeners = byId.get(id)
+    if (listeners === undefined) {
+      listeners = { pubsub: undefined, followers: 0, waiters: new Map() }
+      byId.set(id, listeners)
+    }
+    return listeners
+  }
+  const dropIfUnused = (id: string, listeners: Listeners) => {
+    if (listeners.followers === 0 && listeners.waiters.size === 0 && byId.get(id) === listeners) byId.delete(id)
+  }
+
+  const follow = (id: string) =>
+    Effect.acquireRelease(
+      Effect.map(PubSub.unbounded<StoredEvent>(), (fresh) => {
+        const listeners = listenersOf(id)
+        listeners.pubsub ??= fresh
+        listeners.followers++
+        return listeners
+      }),
+      (listeners) =>
+        Effect.sync(() => {
+          listeners.followers--
+          if (listeners.followers === 0) listeners.pubsub = undefined
+          dropIfUnused(id, listeners)
+        })
+    )
 
   return {
-    subscribe: (id) =>
-      PubSub.unbounded<StoredEvent>().pipe(
-        Effect.flatMap((fresh) => Effect.acquireRelease(join(id, fresh), (hub) => leave(id, hub))),
-        Effect.flatMap((hub) => PubSub.subscribe(hub.pubsub))
+    subscribe: (id) => Effect.flatMap(follow(id), (listeners) => PubSub.subscribe(listeners.pubsub!)),
+    nextSettling: (id, afterSeq) =>
+      Effect.map(
+        Effect.acquireRelease(
+          Effect.map(Deferred.make<StoredEvent>(), (deferred) => {
+            const listeners = listenersOf(id)
+            listeners.waiters.set(deferred, afterSeq)
+            return { listeners, deferred }
+          }),
+          ({ deferred, listeners }) =>
+            Effect.sync(() => {
+              listeners.waiters.delete(deferred)
+              dropIfUnused(id, listeners)
+            })
+        ),
+        ({ deferred }) => Deferred.await(deferred)
       ),
     publish: (id, entry) =>
       Effect.suspend(() => {
-        const hub = hubs.get(id)
-        return hub === undefined ? Effect.void : PubSub.publish(hub.pubsub, entry)
+        const listeners = byId.get(id)
+        if (listeners === undefined) return Effect.void
+        if (isSettling(entry.event)) {
+          for (const [waiter, afterSeq] of listeners.waiters) {
+            if (entry.seq > afterSeq) Deferred.unsafeDone(waiter, Effect.succeed(entry))
+          }
+        }
+        return listeners.pubsub === undefined ? Effect.void : PubSub.publish(listeners.pubsub, entry)
       }),
-    size: Effect.sync(() => hubs.size)
+    size: Effect.sync(() => byId.size)
   }
 })

@@ -1,6 +1,5 @@
 import { Either, JSONSchema, type Schema } from "effect"
 import { WorkflowFailed } from "../errors.js"
-import type { SseFrame } from "../http/sse.js"
 import type { Execution, ExecutionListing, StoredEvent } from "./ExecutionStore.js"
 import type { Step } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
@@ -44,12 +43,52 @@ export const resultOf = (execution: Execution): Either.Either<S.ExecutionResult,
   })
 }
 
-/** The last frame of every workflow stream, numbered after the execution's last event. */
-export const resultFrame = (execution: Execution): SseFrame => {
+/** The execution as it is once `entry`, its settling event, is stored (what the row then holds). */
+export const settledBy = (execution: Execution, { event, seq }: StoredEvent): Execution => {
+  const settled = { ...execution, lastSeq: seq, updatedAt: event.timestamp }
+  switch (event.type) {
+    case "workflow-complete":
+      return { ...settled, status: "completed", output: event.output, endedAt: event.timestamp }
+    case "workflow-error":
+      return { ...settled, status: "error", error: event.error, endedAt: event.timestamp }
+    case "workflow-cancelled":
+      return { ...settled, status: "cancelled", endedAt: event.timestamp }
+    case "workflow-suspended":
+      return {
+        ...settled,
+        status: "suspended",
+        suspension: { suspendedAt: event.timestamp, reason: event.reason ?? "", stepIndex: event.stepIndex ?? 0, stepId: event.from }
+      }
+    default:
+      return settled
+  }
+}
+
+/** The last event of every workflow stream: the execution's result. */
+export interface WorkflowResultEvent {
+  readonly type: "workflow-result"
+  readonly executionId: string
+  readonly status: S.ExecutionStatus
+  readonly result: unknown
+  readonly endAt: string | null
+  readonly suspension?: NonNullable<S.ExecutionResult["suspension"]>
+  readonly error?: string
+}
+
+/** The last entry of every followed execution: its result, numbered after the execution's last event. */
+export interface ResultEntry {
+  readonly seq: number
+  readonly event: WorkflowResultEvent
+}
+
+/** What a workflow stream carries: the execution's events in order, then its result. */
+export type ExecutionUpdate = StoredEvent | ResultEntry
+
+export const resultEntry = (execution: Execution): ResultEntry => {
   const result = resultOf(execution)
   return {
-    id: execution.lastSeq + 1,
-    data: {
+    seq: execution.lastSeq + 1,
+    event: {
       type: "workflow-result",
       executionId: execution.id,
       status: execution.status,

@@ -1,15 +1,13 @@
-import { Context, Effect, Either, Fiber, Layer, Option, ParseResult, Queue, Schema, Stream } from "effect"
-import { BadRequest, InternalError, NotFound, ValidationError, WorkflowFailed } from "../errors.js"
-import type { SseFrame } from "../http/sse.js"
-import { makeExecutionDriver, now, workflowEvent } from "./ExecutionDriver.js"
+import { Context, Effect, Either, Layer, Option, ParseResult, Schema, type Stream } from "effect"
+import { BadRequest, type InternalError, NotFound, ValidationError, type WorkflowFailed } from "../errors.js"
+import { makeExecutionDriver, now, openingEvents, workflowEvent } from "./ExecutionDriver.js"
 import { makeExecutionHubs } from "./ExecutionHubs.js"
-import { type Execution, type ExecutionQuery, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
-import { describeStep, recordOf, resultFrame, resultOf, stateOf, toJsonSchema } from "./ExecutionViews.js"
+import { type Execution, type ExecutionQuery, ExecutionStore } from "./ExecutionStore.js"
+import { describeStep, type ExecutionUpdate, recordOf, stateOf, toJsonSchema } from "./ExecutionViews.js"
+import { makeExecutionWatch } from "./ExecutionWatch.js"
 import { decodeInput } from "./runner.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
-
-const SETTLING = new Set(["workflow-suspended", "workflow-complete", "workflow-error", "workflow-cancelled"])
 
 export interface StartOptions {
   readonly user?: unknown
@@ -35,9 +33,9 @@ export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<Stream.Stream<SseFrame, BadRequest>, NotFound | ValidationError | BadRequest>
-  /** Replays the events after `afterSeq`, then follows live ones until the execution settles. */
-  readonly attach: (id: string, executionId: string, afterSeq: number) => Effect.Effect<Stream.Stream<SseFrame>, NotFound>
+  ) => Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest>, NotFound | ValidationError | BadRequest>
+  /** Replays the events after `afterSeq`, then follows live ones until the execution settles, then its result. */
+  readonly attach: (id: string, executionId: string, afterSeq: number) => Effect.Effect<Stream.Stream<ExecutionUpdate>, NotFound>
   readonly suspend: (id: string, executionId: string, reason: string) => Effect.Effect<typeof S.SuspendResult.Type, NotFound | BadRequest>
   readonly resume: (
     id: string,
@@ -60,6 +58,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
       const hubs = yield* makeExecutionHubs
       const driver = yield* makeExecutionDriver(hubs)
       const { fail, launch, record } = driver
+      const { follow, reload, replay, settleAfter } = yield* makeExecutionWatch(hubs)
       const byId = new Map<string, WorkflowDefinition>()
       for (const definition of workflows) {
         if (byId.has(definition.id)) throw new Error(`Two workflows have the id "${definition.id}"`)
@@ -82,82 +81,18 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
           return { definition, execution: execution.value }
         })
 
-      const reload = (id: string) => Effect.map(store.get(id), Option.getOrThrow)
-
-      // --- waiting for an execution -------------------------------------------------------------------
-
-      const untilSettling = (events: Queue.Dequeue<StoredEvent>) =>
-        Effect.repeat(Queue.take(events), { until: (entry) => SETTLING.has(entry.event.type) })
-
-      /**
-       * Completes when `fiber` has ended while the execution is still running at `version`: it died
-       * (its failure path too, e.g. the store failing) and nobody will publish the settling event.
-       * Cancel and suspend store their transition before they interrupt the fiber, so a fiber they end
-       * leaves the row settled.
-       */
-      const diedUnsettled = (id: string, version: number, fiber: Option.Option<Fiber.RuntimeFiber<void>>) =>
-        Option.match(fiber, {
-          onNone: () => Effect.never,
-          onSome: (running) =>
-            Effect.gen(function*() {
-              yield* Fiber.await(running)
-              const after = yield* reload(id)
-              if (after.status !== "running" || after.version !== version) return yield* Effect.never
-            })
-        })
-
-      /**
-       * Subscribes to the execution's events, runs `action` (which starts or wakes its fiber) and waits
-       * until the execution settles. The row is re-read after acting, so a settle that came first is not
-       * missed; a fiber that dies without settling is a 500, never a hung request.
-       */
-      const settleAfter = <E>(id: string, action: Effect.Effect<Option.Option<Fiber.RuntimeFiber<void>>, E>) =>
-        Effect.scoped(Effect.gen(function*() {
-          const events = yield* hubs.subscribe(id)
-          const fiber = yield* action
-          let current = yield* reload(id)
-          if (current.status === "running") {
-            const died = yield* Effect.raceFirst(
-              Effect.as(untilSettling(events), false),
-              Effect.as(diedUnsettled(id, current.version, fiber), true)
-            )
-            if (died) {
-              yield* Effect.logError("workflow execution ended without settling").pipe(Effect.annotateLogs({ executionId: id }))
-              return yield* InternalError.generic
-            }
-            current = yield* reload(id)
-          }
-          return yield* resultOf(current)
-        }))
-
-      /** The events after `afterSeq` until the execution settles, then the workflow-result frame. */
-      const follow = (id: string, afterSeq: number, events: Queue.Dequeue<StoredEvent>, fiber: Option.Option<Fiber.RuntimeFiber<void>>) =>
-        Stream.unwrap(Effect.gen(function*() {
-          const before = yield* reload(id)
-          const stored = yield* store.events(id, afterSeq)
-          const lastStored = stored.at(-1)?.seq ?? afterSeq
-          const settledSince = stored.some((entry) => entry.seq > before.lastSeq && SETTLING.has(entry.event.type))
-          const live = before.status === "running" && !settledSince
-            ? Stream.fromQueue(events).pipe(
-              Stream.filter((entry) => entry.seq > lastStored),
-              Stream.takeUntil((entry) => SETTLING.has(entry.event.type)),
-              Stream.interruptWhen(diedUnsettled(id, before.version, fiber))
-            )
-            : Stream.empty
-          return Stream.concat(
-            Stream.map(Stream.concat(Stream.fromIterable(stored), live), (entry): SseFrame => ({ id: entry.seq, data: entry.event })),
-            Stream.fromEffect(Effect.map(reload(id), resultFrame))
-          )
-        }))
-
       // --- starting -----------------------------------------------------------------------------------
 
-      const prepare = (workflowId: string, request: S.ExecuteRequest, options: StartOptions = {}) =>
+      /**
+       * The execution a request asks for, not yet stored. `checkTaken`: fail now when its id is taken
+       * (a stream must, before its status line; execute and run learn it from the insert).
+       */
+      const prepare = (workflowId: string, request: S.ExecuteRequest, options: StartOptions = {}, checkTaken = false) =>
         Effect.gen(function*() {
           const definition = yield* findWorkflow(workflowId)
           const input = yield* decodeInput(definition, request.input)
           const id = request.options?.executionId ?? crypto.randomUUID()
-          if (yield* store.exists(id)) return yield* alreadyExists(id)
+          if (checkTaken && (yield* store.exists(id))) return yield* alreadyExists(id)
           const span = yield* Effect.option(Effect.currentSpan)
           const createdAt = now()
           const execution: Execution = {
@@ -176,7 +111,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
               onSome: (s) => ({ traceId: s.traceId, spanId: s.spanId })
             }),
             version: 0,
-            lastSeq: 1,
+            lastSeq: 0,
             createdAt,
             updatedAt: createdAt
           }
@@ -185,17 +120,21 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
 
       const alreadyExists = (id: string) => new BadRequest({ message: `Execution ${id} already exists` })
 
-      /** Stores the execution with its first event and launches its fiber; uninterruptible, so never one without the other. */
+      /**
+       * Stores the execution with its opening events (its first step's step-start among them) and
+       * launches its fiber; uninterruptible, so never one without the other.
+       */
       const start = (definition: WorkflowDefinition, execution: Execution) =>
         Effect.uninterruptible(Effect.gen(function*() {
-          const started = workflowEvent(execution, "workflow-start", definition.name, "running", { input: execution.input })
-          if (Option.isNone(yield* record(execution.id, started, store.create(execution, started)))) {
+          const opening = openingEvents(definition, execution)
+          if (Option.isNone(yield* record(execution.id, opening, store.create(execution, opening)))) {
             return yield* alreadyExists(execution.id)
           }
           yield* Effect.logInfo("workflow started").pipe(
             Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
           )
-          return yield* launch(definition, execution)
+          const fiber = yield* launch(definition, execution, { startRecorded: true })
+          return { execution, fiber }
         }))
 
       // --- recovery: executions a dead process left running continue from their checkpoint -----------
@@ -209,7 +148,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
           yield* Effect.logInfo("recovering workflow execution").pipe(
             Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
           )
-          yield* launch(definition, execution)
+          yield* launch(definition, execution, { startRecorded: false })
         }
       }
 
@@ -246,7 +185,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
         execute: (id, request, options) =>
           Effect.gen(function*() {
             const { definition, execution } = yield* prepare(id, request, options)
-            return yield* settleAfter(execution.id, Effect.map(start(definition, execution), Option.some))
+            return yield* settleAfter(execution.id, 0, start(definition, execution))
           }).pipe(span("execute", id)),
 
         run: (id, request, options) =>
@@ -258,18 +197,15 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
 
         stream: (id, request, options) =>
           Effect.map(prepare(id, request, options), ({ definition, execution }) =>
-            Stream.unwrapScoped(Effect.gen(function*() {
-              const events = yield* hubs.subscribe(execution.id)
-              const fiber = yield* start(definition, execution)
-              return follow(execution.id, 0, events, Option.some(fiber))
-            }))).pipe(span("stream", id)),
+            follow(execution, 0, Effect.map(start(definition, execution), ({ fiber }) => Option.some(fiber)))
+          ).pipe(span("stream", id)),
 
         attach: (id, executionId, afterSeq) =>
-          Effect.map(findExecution(id, executionId), () =>
-            Stream.unwrapScoped(Effect.gen(function*() {
-              const events = yield* hubs.subscribe(executionId)
-              return follow(executionId, afterSeq, events, driver.fiberOf(executionId))
-            }))).pipe(span("attach", id)),
+          Effect.flatMap(findExecution(id, executionId), ({ execution }) =>
+            execution.status === "running"
+              ? Effect.succeed(follow(execution, afterSeq, Effect.sync(() => driver.fiberOf(executionId))))
+              : replay(execution, afterSeq)
+          ).pipe(span("attach", id)),
 
         suspend: (id, executionId, reason) =>
           Effect.gen(function*() {
@@ -280,11 +216,11 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
             // may move on: then read again), then the fiber is interrupted: its later writes are refused.
             while (execution.status === "running") {
               const stepIndex = Math.min(execution.stepIndex, steps.length - 1)
-              const suspension = { suspendedAt: now(), reason, stepIndex, stepId: steps[stepIndex].id }
-              const suspended = workflowEvent(execution, "workflow-suspended", suspension.stepId, "suspended", { stepIndex, reason })
+              const suspended = workflowEvent(execution, "workflow-suspended", steps[stepIndex].id, "suspended", { stepIndex, reason })
+              const suspension = { suspendedAt: suspended.timestamp, reason, stepIndex, stepId: suspended.from }
               const claim = { id: executionId, version: execution.version, atStep: execution.stepIndex }
               const stored = yield* Effect.uninterruptible(Effect.tap(
-                record(executionId, suspended, store.suspend(claim, suspension, suspended)),
+                record(executionId, [suspended], store.suspend(claim, suspension, suspended)),
                 (seq) => Option.isSome(seq) ? driver.stop(executionId) : Effect.void
               ))
               if (Option.isSome(stored)) {
@@ -311,11 +247,12 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
                 Schema.decodeUnknownEither(schema as Schema.Schema<unknown>, { errors: "all" })(resumeData),
                 (error) => ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error), ["resumeData"])
               )
-            // Claim and wake-up are one uninterruptible action: a claimed execution always has a fiber.
-            return yield* settleAfter(executionId, Effect.uninterruptible(Effect.gen(function*() {
+            // Claim and launch are one uninterruptible action: a claimed execution always has a fiber.
+            return yield* settleAfter(executionId, execution.lastSeq, Effect.uninterruptible(Effect.gen(function*() {
               const claimed = yield* store.claimResume(execution, { stepIndex, resumeData: decoded })
               if (Option.isNone(claimed)) return yield* notSuspended
-              return yield* driver.continueClaimed(definition, claimed.value, decoded, execution.suspension!.stepIndex)
+              const fiber = yield* launch(definition, claimed.value, { startRecorded: false })
+              return { execution: claimed.value, fiber }
             })))
           }).pipe(span("resume", id)),
 
@@ -326,7 +263,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
             const cancelled = workflowEvent(execution, "workflow-cancelled", execution.workflowName, "cancelled", { reason })
             // Stored first, then the fiber is interrupted: a fiber launched meanwhile has its first write refused.
             const stored = yield* Effect.uninterruptible(Effect.tap(
-              record(executionId, cancelled, store.cancel(executionId, cancelled)),
+              record(executionId, [cancelled], store.cancel(executionId, cancelled)),
               (seq) => Option.isSome(seq) ? driver.stop(executionId) : Effect.void
             ))
             if (Option.isNone(stored)) return yield* notRunning(yield* reload(executionId))

@@ -1,13 +1,18 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
 import { CurrentUser } from "../auth/Authentication.js"
 import { ServiceApi } from "../http/Api.js"
 import { toIso } from "../http/Query.js"
-import { sseResponse } from "../http/sse.js"
+import { type SseFrame, sseResponse } from "../http/sse.js"
+import type { ExecutionUpdate } from "./ExecutionViews.js"
 import { WorkflowEngine } from "./WorkflowEngine.js"
 
 const LIST_DEFAULT = 50
 const LIST_MAX = 500
+
+/** Each event (and the closing result) of an execution is one SSE frame, its id the event's number. */
+const asSse = <E>(updates: Stream.Stream<ExecutionUpdate, E>) =>
+  sseResponse(Stream.map(updates, (update): SseFrame => ({ id: update.seq, data: update.event })))
 
 const lastEventId = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
   const header = Number(request.headers["last-event-id"])
@@ -34,7 +39,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
       .handle("streamWorkflow", ({ path, payload }) =>
         CurrentUser.pipe(
           Effect.flatMap((user) => engine.stream(path.id, payload, { user })),
-          Effect.flatMap(sseResponse)
+          Effect.flatMap(asSse)
         ))
       .handle("suspendExecution", ({ path, payload }) =>
         engine.suspend(path.id, path.executionId, payload.reason ?? "Suspended by request"))
@@ -46,6 +51,6 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
       .handle("attachExecution", ({ path, urlParams }) =>
         Effect.gen(function*() {
           const after = urlParams.after ?? (yield* lastEventId)
-          return yield* Effect.flatMap(engine.attach(path.id, path.executionId, after), sseResponse)
+          return yield* Effect.flatMap(engine.attach(path.id, path.executionId, after), asSse)
         }))
   }))

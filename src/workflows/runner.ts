@@ -1,4 +1,4 @@
-import { Cause, Effect, Either, ParseResult, Schema } from "effect"
+import { Cause, Effect, Either, Exit, ParseResult, Schema } from "effect"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import { messageOf, ValidationError } from "../errors.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
@@ -28,31 +28,53 @@ const suspendHere = (reason: string, data?: unknown): never => {
   throw new SuspendSignal(reason, data)
 }
 
-/** Runs user code (value, Promise or Effect) with an abort signal owned by this fiber. */
+/**
+ * The abort signal a step sees, made only when the step reads it (most never do), and aborted only
+ * when the step does not succeed (interrupted: suspend, cancel, race lost, shutdown; or failed).
+ */
+class LazySignal {
+  private controller: AbortController | undefined
+  get signal(): AbortSignal {
+    this.controller ??= new AbortController()
+    return this.controller.signal
+  }
+  abort(): void {
+    this.controller?.abort()
+  }
+}
+
+const toStepOutcome = (stepId: string) => (cause: Cause.Cause<unknown>): Effect.Effect<never, StepOutcome> => {
+  if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+  const error = Cause.squash(cause)
+  if (isSuspendSignal(error)) return Effect.fail(error)
+  return Effect.fail(error instanceof StepFailed ? error : new StepFailed(stepId, messageOf(error)))
+}
+
+/** Runs user code (value, Promise or Effect); a plain value costs no more than a function call. */
 const runUserCode = <A>(
   stepId: string,
-  code: (signal: AbortSignal) => A | PromiseLike<A> | Effect.Effect<A, unknown>
+  code: (signal: LazySignal) => A | PromiseLike<A> | Effect.Effect<A, unknown>
 ): Effect.Effect<A, StepOutcome> =>
-  Effect.acquireUseRelease(
-    Effect.sync(() => new AbortController()),
-    (controller) =>
-      Effect.suspend((): Effect.Effect<A, unknown> => {
-        const out = code(controller.signal)
-        if (Effect.isEffect(out)) return out as Effect.Effect<A, unknown>
-        if (isPromiseLike(out)) return Effect.tryPromise({ try: () => Promise.resolve(out), catch: (error) => error })
-        return Effect.succeed(out as A)
-      }),
-    (controller) => Effect.sync(() => controller.abort())
-  ).pipe(
-    Effect.catchAllCause((cause): Effect.Effect<never, StepOutcome> => {
-      if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-      const error = Cause.squash(cause)
-      if (isSuspendSignal(error)) return Effect.fail(error)
-      return Effect.fail(error instanceof StepFailed ? error : new StepFailed(stepId, messageOf(error)))
-    })
-  )
+  Effect.suspend(() => {
+    const signal = new LazySignal()
+    let out: A | PromiseLike<A> | Effect.Effect<A, unknown>
+    try {
+      out = code(signal)
+    } catch (error) {
+      signal.abort()
+      return toStepOutcome(stepId)(Cause.die(error))
+    }
+    if (!Effect.isEffect(out) && !isPromiseLike(out)) return Effect.succeed(out)
+    const running: Effect.Effect<A, unknown> = Effect.isEffect(out)
+      ? out as Effect.Effect<A, unknown>
+      : Effect.tryPromise({ try: () => Promise.resolve(out), catch: (error) => error })
+    return running.pipe(
+      Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => signal.abort()))),
+      Effect.catchAllCause(toStepOutcome(stepId))
+    )
+  })
 
-const contextFor = (env: StepEnv, data: unknown, resumeData: unknown, signal: AbortSignal): StepContext => ({
+const contextFor = (env: StepEnv, data: unknown, resumeData: unknown, lazySignal: LazySignal): StepContext => ({
   data,
   input: env.input,
   context: env.context,
@@ -61,7 +83,9 @@ const contextFor = (env: StepEnv, data: unknown, resumeData: unknown, signal: Ab
   getStepData: (stepId) => env.stepData[stepId],
   suspend: suspendHere,
   resumeData,
-  signal
+  get signal() {
+    return lazySignal.signal
+  }
 })
 
 const runFn = (env: StepEnv, stepId: string, fn: StepFn, data: unknown, resumeData: unknown) =>

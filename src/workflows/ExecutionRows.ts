@@ -1,0 +1,144 @@
+import type { ExecutionStatus, WorkflowEvent } from "./WorkflowSchemas.js"
+
+/** Executions and events as the store keeps them, and the mapping from SQL rows. */
+
+export interface Suspension {
+  readonly suspendedAt: string
+  readonly reason: string
+  readonly stepIndex: number
+  readonly stepId: string
+  readonly data?: unknown
+}
+
+/** An execution as stored: the checkpoint is `stepIndex` (next step), `currentData` (its input) and `stepData`. */
+export interface Execution {
+  readonly id: string
+  readonly workflowId: string
+  readonly workflowName: string
+  readonly status: ExecutionStatus
+  readonly input: unknown
+  readonly context: Record<string, unknown>
+  readonly user: unknown
+  readonly stepIndex: number
+  readonly stepData: Record<string, unknown>
+  readonly currentData: unknown
+  readonly output?: unknown
+  readonly error?: string | undefined
+  readonly suspension?: Suspension | undefined
+  readonly resumeData?: unknown
+  readonly metadata: { readonly traceId: string; readonly spanId: string }
+  readonly version: number
+  /** The number of the execution's last event. */
+  readonly lastSeq: number
+  readonly createdAt: string
+  readonly updatedAt: string
+  readonly endedAt?: string | undefined
+}
+
+export interface StoredEvent {
+  readonly seq: number
+  readonly event: WorkflowEvent
+}
+
+export interface ExecutionQuery {
+  readonly workflowId?: string | undefined
+  readonly status?: ExecutionStatus | undefined
+  readonly from?: string | undefined
+  readonly to?: string | undefined
+  readonly limit: number
+  readonly offset: number
+}
+
+export interface Row {
+  readonly id: string
+  readonly workflow_id: string
+  readonly workflow_name: string
+  readonly status: ExecutionStatus
+  readonly input: string
+  readonly context: string
+  readonly user_json: string | null
+  readonly step_index: number
+  readonly step_data: string
+  readonly current_data: string | null
+  readonly output: string | null
+  readonly error: string | null
+  readonly suspension: string | null
+  readonly resume_data: string | null
+  readonly metadata: string
+  readonly version: number
+  readonly last_seq: number
+  readonly created_at: string
+  readonly updated_at: string
+  readonly ended_at: string | null
+}
+
+export const parse = (text: string | null): unknown => (text === null ? undefined : JSON.parse(text))
+export const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value))
+
+export const fromRow = (row: Row): Execution => ({
+  id: row.id,
+  workflowId: row.workflow_id,
+  workflowName: row.workflow_name,
+  status: row.status,
+  input: parse(row.input),
+  context: parse(row.context) as Record<string, unknown>,
+  user: parse(row.user_json) ?? null,
+  stepIndex: Number(row.step_index),
+  stepData: parse(row.step_data) as Record<string, unknown>,
+  currentData: parse(row.current_data),
+  output: parse(row.output),
+  error: row.error ?? undefined,
+  suspension: parse(row.suspension) as Suspension | undefined,
+  resumeData: parse(row.resume_data),
+  metadata: parse(row.metadata) as Execution["metadata"],
+  version: Number(row.version),
+  lastSeq: Number(row.last_seq),
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+  endedAt: row.ended_at ?? undefined
+})
+
+/**
+ * A drive fiber's hold on an execution: its writes apply only while the row is `running` at this
+ * version. Every transition from outside (suspend, resume, cancel) bumps the version, so a fiber that
+ * has lost the execution has each of its writes refused and stops.
+ */
+/** What a listing shows of an execution (GET /workflows/executions): no checkpoint, no step data. */
+export type ExecutionListing = Pick<
+  Execution,
+  "id" | "workflowId" | "workflowName" | "status" | "input" | "metadata" | "output" | "createdAt" | "updatedAt"
+>
+
+export type ListingRow = Pick<
+  Row,
+  "id" | "workflow_id" | "workflow_name" | "status" | "input" | "metadata" | "output" | "created_at" | "updated_at"
+>
+
+export const listingFromRow = (row: ListingRow): ExecutionListing => ({
+  id: row.id,
+  workflowId: row.workflow_id,
+  workflowName: row.workflow_name,
+  status: row.status,
+  input: parse(row.input),
+  metadata: parse(row.metadata) as Execution["metadata"],
+  output: parse(row.output),
+  createdAt: row.created_at,
+  updatedAt: row.updated_at
+})
+
+export interface Claim {
+  readonly id: string
+  readonly version: number
+}
+
+/** After a step: the next step, its input and every step's output so far. */
+export interface Checkpoint {
+  readonly stepIndex: number
+  readonly currentData: unknown
+  readonly stepData: Record<string, unknown>
+}
+
+/** How a running execution ends by itself. */
+export type Ending =
+  | { readonly status: "completed"; readonly output: unknown }
+  | { readonly status: "error"; readonly error: string }

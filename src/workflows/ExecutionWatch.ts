@@ -1,0 +1,110 @@
+import { Effect, Exit, Fiber, Option, Stream } from "effect"
+import { InternalError, type WorkflowFailed } from "../errors.js"
+import { type ExecutionHubs, isSettling } from "./ExecutionHubs.js"
+import { type Execution, ExecutionStore } from "./ExecutionStore.js"
+import { type ExecutionUpdate, resultEntry, resultOf, settledBy } from "./ExecutionViews.js"
+import type * as S from "./WorkflowSchemas.js"
+
+/** An execution whose fiber was just started or woken, as that fiber holds it. */
+export interface Launched {
+  readonly execution: Execution
+  readonly fiber: Fiber.RuntimeFiber<void>
+}
+
+/**
+ * Waiting for executions (execute, resume) and following them (the SSE streams): what requests do
+ * while an execution runs. The store is the truth; live events only tell that something was stored.
+ */
+export const makeExecutionWatch = (hubs: ExecutionHubs) =>
+  Effect.gen(function*() {
+    const store = yield* ExecutionStore
+    const reload = (id: string) => Effect.map(store.get(id), Option.getOrThrow)
+
+    /**
+     * Completes when `fiber` has ended abnormally (died, or was interrupted) while the execution is
+     * still running at `version`: nobody will publish its settling event. A fiber that returns has
+     * settled the execution or lost it to a cancel or suspend, which publish their own event.
+     */
+    const diedUnsettled = (id: string, version: number, fiber: Option.Option<Fiber.RuntimeFiber<void>>) =>
+      Option.match(fiber, {
+        onNone: () => Effect.never,
+        onSome: (running) =>
+          Effect.gen(function*() {
+            if (Exit.isSuccess(yield* Fiber.await(running))) return yield* Effect.never
+            const after = yield* reload(id)
+            if (after.status !== "running" || after.version !== version) return yield* Effect.never
+          })
+      })
+
+    const diedWithoutSettling = (id: string) =>
+      Effect.zipRight(
+        Effect.logError("workflow execution ended without settling").pipe(Effect.annotateLogs({ executionId: id })),
+        InternalError.generic
+      )
+
+    /**
+     * Registers for the execution's next settling event (numbered after `afterSeq`), runs `action`
+     * (which starts or wakes its fiber) and answers with the settled execution's result. Registering
+     * first means a settle cannot slip past; a fiber that dies without settling is a 500, never a
+     * hung request.
+     */
+    const settleAfter = <E>(
+      id: string,
+      afterSeq: number,
+      action: Effect.Effect<Launched, E>
+    ): Effect.Effect<S.ExecutionResult, E | InternalError | WorkflowFailed> =>
+      Effect.scoped(Effect.gen(function*() {
+        const settling = yield* hubs.nextSettling(id, afterSeq)
+        const launched = yield* action
+        const settled = yield* Effect.raceFirst(
+          Effect.map(settling, Option.some),
+          Effect.as(diedUnsettled(id, launched.execution.version, Option.some(launched.fiber)), Option.none())
+        )
+        if (Option.isNone(settled)) return yield* diedWithoutSettling(id)
+        return yield* resultOf(settledBy(launched.execution, settled.value))
+      }))
+
+    /**
+     * The execution's events after `afterSeq` until it settles, then its result. `known` is the row as
+     * read before: when it was running, live events are followed from before `start` runs (which may
+     * start the fiber), so with the stored ones read after, none is lost or given twice.
+     */
+    const follow = <E>(
+      known: Execution,
+      afterSeq: number,
+      start: Effect.Effect<Option.Option<Fiber.RuntimeFiber<void>>, E>
+    ): Stream.Stream<ExecutionUpdate, E> =>
+      Stream.unwrapScoped(Effect.gen(function*() {
+        const id = known.id
+        const events = known.status === "running" ? Option.some(yield* hubs.subscribe(id)) : Option.none()
+        const fiber = yield* start
+        const stored = yield* store.events(id, afterSeq)
+        const lastStored = stored.at(-1)?.seq ?? afterSeq
+        const settledSince = stored.some((entry) => entry.seq > known.lastSeq && isSettling(entry.event))
+        const live = Option.isSome(events) && !settledSince
+          ? Stream.fromQueue(events.value).pipe(
+            Stream.filter((entry) => entry.seq > lastStored),
+            Stream.takeUntil((entry) => isSettling(entry.event)),
+            Stream.interruptWhen(diedUnsettled(id, known.version, fiber))
+          )
+          : Stream.empty
+        return Stream.concat(
+          Stream.concat(Stream.fromIterable(stored), live),
+          Stream.fromEffect(Effect.map(reload(id), resultEntry))
+        )
+      }))
+
+    /**
+     * The stored events after `afterSeq` and the result of an execution that is not running (`known`,
+     * read before): nothing to follow, so read at once and handed over as a plain list.
+     */
+    const replay = (known: Execution, afterSeq: number): Effect.Effect<Stream.Stream<ExecutionUpdate>> =>
+      Effect.gen(function*() {
+        const stored = yield* store.events(known.id, afterSeq)
+        // Resumed since it was read: the result must come from the row as it is now.
+        const settled = (stored.at(-1)?.seq ?? 0) > known.lastSeq ? yield* reload(known.id) : known
+        return Stream.fromIterable<ExecutionUpdate>([...stored, resultEntry(settled)])
+      })
+
+    return { reload, settleAfter, follow, replay }
+  })
