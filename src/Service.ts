@@ -5,7 +5,7 @@ import { DefaultModelLive } from "./agents/models/DefaultModel.js"
 import type { ServiceApp } from "./App.js"
 import { AuthPolicyLive } from "./auth/AuthPolicy.js"
 import { ServerConfig, type ServerConfigShape } from "./config/ServerConfig.js"
-import { NodeServerLive } from "./http/NodeServer.js"
+import { NodePlatformLive, NodeServerLive } from "./http/NodeServer.js"
 import { HttpLive } from "./http/Server.js"
 import { ShutdownLive } from "./http/Shutdown.js"
 import { McpExposureLive } from "./mcp/McpExposure.js"
@@ -46,9 +46,9 @@ export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
  * port; read it from the HttpServer this layer provides). `Layer.launch` it to run until interrupted.
  */
 export const serveWith = <E>(config: ServerConfigShape, services: Layer.Layer<Layer.Layer.Success<ReturnType<typeof ServicesLive>>, E>) =>
-  HttpLive(config).pipe(
+  HttpLive(config, NodeServerLive(config)).pipe(
     Layer.provide(services),
-    Layer.provideMerge(NodeServerLive(config)),
+    Layer.provide(NodePlatformLive),
     Layer.provide(Logger.minimumLogLevel(config.logLevel))
   )
 

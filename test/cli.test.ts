@@ -43,6 +43,27 @@ describe("node dist/main.js", () => {
     expect(resolveServerConfig({}, { PORT: "1234" }).port).toBe(3141)
   })
 
+  it("a request sent while the service starts is answered, never left hanging", async () => {
+    // A provider loaded at start-up makes building the services asynchronous: a server that listened
+    // before the app was attached accepted requests no handler ever answered.
+    const port = await freePort()
+    start(["--port", String(port)], {
+      env: { AI_PROVIDER: "openai-compatible", AI_BASE_URL: "http://127.0.0.1:9/v1", AI_MODEL: "m", AI_API_KEY: "k" }
+    })
+    const deadline = Date.now() + 60_000
+    let status = 0
+    while (status !== 200 && Date.now() < deadline) {
+      const outcome = await fetch(`http://127.0.0.1:${port}/agents`, { signal: AbortSignal.timeout(20_000) }).then(
+        (response) => response.status,
+        (error: Error) => (error.name === "TimeoutError" ? "hung" : "refused")
+      )
+      expect(outcome, "a request accepted during start-up got no answer within 20 s").not.toBe("hung")
+      if (typeof outcome === "number") status = outcome
+      else await new Promise((resolve) => setTimeout(resolve, 2))
+    }
+    expect(status).toBe(200)
+  })
+
   it("a busy port exits non-zero with a one-line reason", async () => {
     const port = await freePort()
     const blocker: Server = createServer()

@@ -44,3 +44,6 @@ export const NodeServerLive = (options: { readonly port: number; readonly host: 
   )
   return Layer.provideMerge(closeConnectionsOnShutdown, listening)
 }
+
+/** What the HTTP app needs of Node besides a listening server (platform, file system, path, ETags). */
+export const NodePlatformLive = NodeHttpServer.layerContext

@@ -42,13 +42,25 @@ const ApiLive = (config: ServerConfigShape) =>
     Layer.provide(AuthenticationLive(routes))
   )
 
-/** The HTTP application: the API, its error mapping, CORS (none on console routes, which are guarded) and (when enabled) Swagger UI at /ui. */
-export const HttpLive = (config: ServerConfigShape) =>
+/** An HttpServer provided from outside (the embedder's own). */
+const providedServer = Layer.effect(HttpServer.HttpServer, HttpServer.HttpServer)
+
+/**
+ * The HTTP application: the API, its error mapping, CORS (none on console routes, which are guarded) and
+ * (when enabled) Swagger UI at /ui, served on `server`. The server is built after everything else, just
+ * before the app is attached to it: a server listening earlier accepts requests that no handler ever
+ * answers (a health check during start-up would hang).
+ */
+export const HttpLive = <A extends HttpServer.HttpServer = HttpServer.HttpServer, E = never, R = HttpServer.HttpServer>(
+  config: ServerConfigShape,
+  server: Layer.Layer<A, E, R> = providedServer as unknown as Layer.Layer<A, E, R>
+) =>
   HttpApiBuilder.serve().pipe(
+    HttpServer.withLogAddress,
+    Layer.provideMerge(server),
     Layer.provide(config.enableSwaggerUI ? SwaggerUiLive("/ui") : Layer.empty),
     Layer.provide(SwaggerUiAuthenticationLive),
     Layer.provide(ErrorMappingLive(config.bodyLimit)),
     Layer.provide(CrossOriginLive(config, routes)),
-    Layer.provide(ApiLive(config)),
-    HttpServer.withLogAddress
+    Layer.provide(ApiLive(config))
   )
