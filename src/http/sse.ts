@@ -10,9 +10,9 @@ export interface SseFrame {
 }
 
 const encoder = new TextEncoder()
-const HEARTBEAT = encoder.encode(": ping\n\n")
+export const HEARTBEAT = encoder.encode(": ping\n\n")
 
-const encodeFrame = (frame: SseFrame): Uint8Array =>
+export const encodeFrame = (frame: SseFrame): Uint8Array =>
   encoder.encode(
     (frame.id === undefined ? "" : `id: ${frame.id}\n`) +
       (frame.event === undefined ? "" : `event: ${frame.event}\n`) +

@@ -2,12 +2,11 @@ import { HttpServerResponse } from "@effect/platform"
 import { Deferred, Effect, FiberId } from "effect"
 import { Readable } from "node:stream"
 import { messageOf } from "../errors.js"
+import { encodeFrame, HEARTBEAT } from "./sse.js"
 import { Shutdown } from "./Shutdown.js"
 
 const HEARTBEAT_MS = 15_000
-const PING = Buffer.from(": ping\n\n")
-
-const frame = (id: number, data: unknown) => Buffer.from(`id: ${id}\ndata: ${JSON.stringify(data)}\n\n`)
+const frame = (id: number, data: unknown) => encodeFrame({ id, data })
 
 /**
  * A web stream of events as an SSE response, numbered 0, 1, 2, ... and written as each event is
@@ -21,7 +20,7 @@ export const webSseResponse = (events: ReadableStream<unknown>, headers: Record<
     const reader = events.getReader()
     let id = 0
     let ended = false
-    const push = (chunk: Buffer | null) => {
+    const push = (chunk: Uint8Array | null) => {
       if (ended) return
       if (chunk === null) ended = true
       readable.push(chunk)
@@ -48,7 +47,7 @@ export const webSseResponse = (events: ReadableStream<unknown>, headers: Record<
       push(null)
       reader.cancel().catch(() => undefined)
     }))
-    const heartbeat = setInterval(() => push(PING), HEARTBEAT_MS)
+    const heartbeat = setInterval(() => push(HEARTBEAT), HEARTBEAT_MS)
     heartbeat.unref()
     const stopWatching = () => {
       clearInterval(heartbeat)
