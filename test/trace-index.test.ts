@@ -4,7 +4,7 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Effect } from "effect"
 import { join } from "node:path"
 import type { SpanRecord } from "../src/observability/Span.js"
-import { indexSpans, listTraces, pruneTraces, traceCounts } from "../src/observability/traceIndex.js"
+import { listTraces, makeSpanIndexer, pruneTraces, traceCounts } from "../src/observability/traceIndex.js"
 import { migrations } from "../src/storage/migrations.js"
 import { SqlLive } from "../src/storage/Sql.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
@@ -46,7 +46,7 @@ const write = (spans: ReadonlyArray<SpanRecord>) =>
           })
         }`
       }
-      yield* indexSpans(sql, spans)
+      yield* makeSpanIndexer(sql)(spans)
     }))
   })
 

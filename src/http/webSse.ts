@@ -55,7 +55,7 @@ export const webSseResponse = (events: ReadableStream<unknown>, headers: Record<
     }
     readable.once("end", stopWatching)
     return HttpServerResponse.raw(readable, {
-      contentType: "text/event-stream",
+      // A raw body's content type is not written by the Node server: it goes in the headers.
       headers: { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no", ...headers }
     })
   })

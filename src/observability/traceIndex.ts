@@ -132,9 +132,6 @@ export const makeSpanIndexer = (sql: SqlClient.SqlClient) => {
     })
 }
 
-/** Adds a batch of spans to the per-trace rows, with an indexer made for this call. */
-export const indexSpans = (sql: SqlClient.SqlClient, spans: ReadonlyArray<SpanRecord>) => makeSpanIndexer(sql)(spans)
-
 /** Traces dropped per statement, so that no single synchronous SQLite statement runs long. */
 const PRUNE_CHUNK = 500
 
