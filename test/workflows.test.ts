@@ -233,6 +233,12 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
         options: { executionId: "approval-1" }
       }))
       expect(duplicate).toMatchObject({ status: 400, body: { error: "Execution approval-1 already exists" } })
+      // A stream must refuse it before its status line, not in an error frame after a 200.
+      const duplicateStream = yield* Effect.promise(() =>
+        fetch(`${url}/workflows/approval/stream`, json({ input: { amount: 1 }, options: { executionId: "approval-1" } }))
+          .then(async (r) => ({ status: r.status, body: await r.json() }))
+      )
+      expect(duplicateStream).toMatchObject({ status: 400, body: { error: "Execution approval-1 already exists" } })
     }))
 
   it.effect("input failing the schema is 400 and nothing is stored", () =>
@@ -377,6 +383,14 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
         "workflow-complete",
         "workflow-result"
       ])
+      // An id past the last stored event on a running execution still ends with its settling.
+      const ahead = yield* fetchJson(`${url}/workflows/slow/run`, json({ input: { ms: 300 } }))
+      const aheadEvents = parseSse(yield* Effect.promise(() =>
+        fetch(`${url}/workflows/slow/executions/${ahead.body.data.executionId}/stream?after=999`, {
+          signal: AbortSignal.timeout(20_000)
+        }).then((r) => r.text())
+      ))
+      expect(aheadEvents.map((e) => e.data.type).slice(-2)).toEqual(["workflow-complete", "workflow-result"])
       expect((yield* fetchJson(`${url}/workflows/approval/executions/nope/stream`)).status).toBe(404)
     }))
 

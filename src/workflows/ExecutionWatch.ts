@@ -65,9 +65,10 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
       }))
 
     /**
-     * The execution's events after `afterSeq` until it settles, then its result. `known` is the row as
-     * read before: when it was running, live events are followed from before `start` runs (which may
-     * start the fiber), so with the stored ones read after, none is lost or given twice.
+     * The events of a running execution after `afterSeq` until it settles, then its result. `known` is
+     * the row as read before: live events are followed from before `start` runs (which may start the
+     * fiber), so with the stored ones read after, none is lost or given twice. A client's `afterSeq`
+     * past the last stored event counts from that event, or the settling one would be filtered out.
      */
     const follow = <E>(
       known: Execution,
@@ -76,13 +77,14 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
     ): Stream.Stream<ExecutionUpdate, E> =>
       Stream.unwrapScoped(Effect.gen(function*() {
         const id = known.id
-        const events = known.status === "running" ? Option.some(yield* hubs.subscribe(id)) : Option.none()
+        const events = yield* hubs.subscribe(id)
         const fiber = yield* start
-        const stored = yield* store.events(id, afterSeq)
-        const lastStored = stored.at(-1)?.seq ?? afterSeq
+        const after = Math.min(afterSeq, known.lastSeq)
+        const stored = yield* store.events(id, after)
+        const lastStored = stored.at(-1)?.seq ?? after
         const settledSince = stored.some((entry) => entry.seq > known.lastSeq && isSettling(entry.event))
-        const live = Option.isSome(events) && !settledSince
-          ? Stream.fromQueue(events.value).pipe(
+        const live = !settledSince
+          ? Stream.fromQueue(events).pipe(
             Stream.filter((entry) => entry.seq > lastStored),
             Stream.takeUntil((entry) => isSettling(entry.event)),
             Stream.interruptWhen(diedUnsettled(id, known.version, fiber))

@@ -196,7 +196,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
           }).pipe(span("run", id)),
 
         stream: (id, request, options) =>
-          Effect.map(prepare(id, request, options), ({ definition, execution }) =>
+          Effect.map(prepare(id, request, options, true), ({ definition, execution }) =>
             follow(execution, 0, Effect.map(start(definition, execution), ({ fiber }) => Option.some(fiber)))
           ).pipe(span("stream", id)),
 
