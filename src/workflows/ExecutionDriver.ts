@@ -1,12 +1,12 @@
 import { Effect, Either, FiberMap, Option, ParseResult, Schema } from "effect"
 import { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ExecutionHubs } from "./ExecutionHubs.js"
+import { now } from "./ExecutionRows.js"
 import { type Claim, type Ending, type Execution, ExecutionStore } from "./ExecutionStore.js"
 import { runStep, StepFailed, type StepEnv } from "./runner.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
 
-export const now = () => new Date().toISOString()
 
 export const workflowEvent = (
   execution: { readonly id: string },

@@ -72,6 +72,8 @@ export interface Row {
   readonly ended_at: string | null
 }
 
+export const now = () => new Date().toISOString()
+
 export const parse = (text: string | null): unknown => (text === null ? undefined : JSON.parse(text))
 export const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value))
 
@@ -98,11 +100,6 @@ export const fromRow = (row: Row): Execution => ({
   endedAt: row.ended_at ?? undefined
 })
 
-/**
- * A drive fiber's hold on an execution: its writes apply only while the row is `running` at this
- * version. Every transition from outside (suspend, resume, cancel) bumps the version, so a fiber that
- * has lost the execution has each of its writes refused and stops.
- */
 /** What a listing shows of an execution (GET /workflows/executions): no checkpoint, no step data. */
 export type ExecutionListing = Pick<
   Execution,
@@ -126,6 +123,11 @@ export const listingFromRow = (row: ListingRow): ExecutionListing => ({
   updatedAt: row.updated_at
 })
 
+/**
+ * A drive fiber's hold on an execution: its writes apply only while the row is `running` at this
+ * version. Every transition from outside (suspend, resume, cancel) bumps the version, so a fiber that
+ * has lost the execution has each of its writes refused and stops.
+ */
 export interface Claim {
   readonly id: string
   readonly version: number

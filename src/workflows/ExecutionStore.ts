@@ -11,6 +11,7 @@ import {
   fromRow,
   json,
   listingFromRow,
+  now,
   type ListingRow,
   type Row,
   type StoredEvent,
@@ -80,7 +81,6 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
   readonly running: Effect.Effect<ReadonlyArray<Execution>>
 }>() {}
 
-const now = () => new Date().toISOString()
 
 /**
  * The listing's statement. The page is found in a covering index (migration 0006), so a deep offset

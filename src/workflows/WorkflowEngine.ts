@@ -1,6 +1,7 @@
 import { Context, Effect, Either, Layer, Option, ParseResult, Schema, type Stream } from "effect"
 import { BadRequest, type InternalError, NotFound, ValidationError, type WorkflowFailed } from "../errors.js"
-import { makeExecutionDriver, now, openingEvents, workflowEvent } from "./ExecutionDriver.js"
+import { makeExecutionDriver, openingEvents, workflowEvent } from "./ExecutionDriver.js"
+import { now } from "./ExecutionRows.js"
 import { makeExecutionHubs } from "./ExecutionHubs.js"
 import { type Execution, type ExecutionQuery, ExecutionStore } from "./ExecutionStore.js"
 import { describeStep, type ExecutionUpdate, recordOf, stateOf, toJsonSchema } from "./ExecutionViews.js"
