@@ -1,11 +1,16 @@
 import { Context, Either, LogLevel, Schema } from "effect"
 import { readFileSync } from "node:fs"
+import { hostname } from "node:os"
 import { type ModelSettings, resolveModelSettings } from "../agents/models/ModelSettings.js"
 import { AuthConfigFile, type AuthSettings } from "../auth/AuthSettings.js"
 import { DEFAULT_DATABASE_URL } from "../storage/Sql.js"
 
 export const DEFAULT_PORT = 3141
 export const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024
+
+const InstanceId = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9._:-]{1,100}$/, { message: () => "must be 1 to 100 letters, digits or . _ : -" })
+)
 
 const Port = Schema.Int.pipe(Schema.between(0, 65535, { message: () => "must be an integer from 0 to 65535" }))
 
@@ -25,9 +30,18 @@ export const ConfigFile = Schema.Struct({
   cors: Schema.optional(Schema.Union(Schema.Literal(false), CorsConfig)),
   storage: Schema.optional(Schema.Struct({ url: Schema.String.pipe(Schema.minLength(1)) })),
   auth: Schema.optional(AuthConfigFile),
+  instanceId: Schema.optional(InstanceId),
   observability: Schema.optional(Schema.Struct({
     maxTraces: Schema.optional(Schema.Int.pipe(Schema.positive())),
-    maxAgeHours: Schema.optional(Schema.Number.pipe(Schema.positive()))
+    maxAgeHours: Schema.optional(Schema.Number.pipe(Schema.positive())),
+    maxLogs: Schema.optional(Schema.Int.pipe(Schema.positive())),
+    logMaxAgeHours: Schema.optional(Schema.Number.pipe(Schema.positive()))
+  })),
+  workflows: Schema.optional(Schema.Struct({
+    leaseSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
+    pollMs: Schema.optional(Schema.Int.pipe(Schema.positive())),
+    drainSeconds: Schema.optional(Schema.Number.pipe(Schema.nonNegative())),
+    idempotencyKeyHours: Schema.optional(Schema.Number.pipe(Schema.positive()))
   }))
 })
 export type ConfigFile = typeof ConfigFile.Type
@@ -46,8 +60,30 @@ export interface ServerConfigShape {
   readonly auth: AuthSettings
   /** How many traces, and how old, the TraceStore keeps. */
   readonly retention: { readonly maxTraces: number; readonly maxAgeMs: number }
+  /** How many log entries, and how old, the LogStore keeps. */
+  readonly logRetention: { readonly maxEntries: number; readonly maxAgeMs: number }
   /** OTEL_EXPORTER_OTLP_ENDPOINT: also export spans there over OTLP/HTTP. */
   readonly otlpEndpoint?: string | undefined
+  /**
+   * This process among the instances sharing one store (SERVICE_INSTANCE_ID; by default the host name,
+   * the process id and a random suffix): it owns the executions it runs, and names its log entries.
+   */
+  readonly instanceId: string
+  readonly workflows: WorkflowSettings
+}
+
+export interface WorkflowSettings {
+  /** An owner that stops renewing loses its executions after this long (WORKFLOW_LEASE_SECONDS, 15 s). */
+  readonly leaseMs: number
+  /**
+   * How often an instance renews its lease, checks the executions it runs against the store and
+   * claims orphaned ones (WORKFLOW_POLL_MS, 1,000 ms): the bound on a lost notification.
+   */
+  readonly pollMs: number
+  /** On SIGTERM, how long running steps may take to finish before their executions are handed over (SHUTDOWN_GRACE_SECONDS, 10 s). */
+  readonly drainMs: number
+  /** How long an Idempotency-Key is remembered (IDEMPOTENCY_KEY_HOURS, 24 h). */
+  readonly idempotencyTtlMs: number
 }
 
 export class ServerConfig extends Context.Tag("ServerConfig")<ServerConfig, ServerConfigShape>() {}
@@ -76,9 +112,47 @@ export const resolveServerConfig = (
     retention: {
       maxTraces: file.observability?.maxTraces ?? 10_000,
       maxAgeMs: (file.observability?.maxAgeHours ?? 7 * 24) * 3600 * 1000
+    },
+    logRetention: {
+      maxEntries: file.observability?.maxLogs ?? 100_000,
+      maxAgeMs: (file.observability?.logMaxAgeHours ?? 7 * 24) * 3600 * 1000
+    },
+    instanceId: instanceIdFrom(env.SERVICE_INSTANCE_ID) ?? file.instanceId ?? defaultInstanceId(),
+    workflows: {
+      leaseMs: seconds(env, "WORKFLOW_LEASE_SECONDS") ?? (file.workflows?.leaseSeconds ?? 15) * 1000,
+      pollMs: positive(env, "WORKFLOW_POLL_MS") ?? file.workflows?.pollMs ?? 1_000,
+      drainMs: seconds(env, "SHUTDOWN_GRACE_SECONDS", true) ?? (file.workflows?.drainSeconds ?? 10) * 1000,
+      idempotencyTtlMs: (positive(env, "IDEMPOTENCY_KEY_HOURS") ?? file.workflows?.idempotencyKeyHours ?? 24) * 3600 * 1000
     }
   }
 }
+
+/** A positive number from the environment; throws (a start-up error) when set but not one. */
+const positive = (env: Readonly<Record<string, string | undefined>>, name: string, zero = false): number | undefined => {
+  const raw = env[name]
+  if (raw === undefined || raw === "") return undefined
+  const value = Number(raw)
+  if (!Number.isFinite(value) || value < 0 || (!zero && value === 0)) {
+    throw new Error(`${name}: must be a ${zero ? "non-negative" : "positive"} number, got "${raw}"`)
+  }
+  return value
+}
+
+const seconds = (env: Readonly<Record<string, string | undefined>>, name: string, zero = false) => {
+  const value = positive(env, name, zero)
+  return value === undefined ? undefined : value * 1000
+}
+
+const instanceIdFrom = (raw: string | undefined): string | undefined => {
+  if (raw === undefined || raw === "") return undefined
+  return Either.getOrThrowWith(
+    Schema.decodeUnknownEither(InstanceId)(raw),
+    () => new Error(`SERVICE_INSTANCE_ID: must be 1 to 100 letters, digits or . _ : -, got "${raw}"`)
+  )
+}
+
+const defaultInstanceId = () =>
+  `${hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 60)}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
 
 /**
  * JWT from the config file's `auth` (secret or publicKeyFile) or JWT_SECRET; the console key from
