@@ -154,6 +154,10 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
         Effect.withTracerEnabled(false),
         Effect.forkScoped
       )
+      // On shutdown what waits is written (finalizers run last-added first: before the writer stops).
+      yield* Effect.addFinalizer(() =>
+        writeBacklog.pipe(Effect.timeoutOption("2 seconds"), Effect.ignore, Effect.withTracerEnabled(false))
+      )
       yield* prune.pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("could not prune log entries", cause)),
         Effect.repeat(Schedule.spaced("30 seconds")),
