@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Context, Deferred, Effect, Fiber, Layer, Logger } from "effect"
+import { Cause, Context, Deferred, Effect, Fiber, FiberId, HashMap, Layer, List, Logger, LogLevel } from "effect"
 import { join } from "node:path"
 import { type LogEntry, LogStore, LogStoreLive, matches } from "../src/observability/LogStore.js"
 import { pruneLogs } from "../src/observability/logTable.js"
@@ -85,6 +85,38 @@ describe("durable logs", () => {
       expect(newest.at(-1)!.message).toBe("entry 1799")
       expect(yield* store.dropped).toBe(0)
     }))
+
+  it.scopedLive("a burst the writer cannot keep up with drops the oldest entries and counts them; logging never waits", () =>
+    Effect.gen(function*() {
+      const url = `file:${join(yield* tempDir, "burst.db")}`
+      const context = yield* Layer.build(storeOn(url, { maxEntries: 100_000, maxAgeMs: DAY }))
+      const store = Context.get(context, LogStore)
+      const refs = yield* Effect.getFiberRefs
+      // One synchronous loop: the writer cannot run until it ends, so the backlog (20,000) overflows.
+      yield* Effect.sync(() => {
+        for (let i = 0; i < 25_000; i++) {
+          store.logger.log({
+            fiberId: FiberId.none,
+            logLevel: LogLevel.Info,
+            message: `burst ${i}`,
+            cause: Cause.empty,
+            context: refs,
+            spans: List.empty(),
+            annotations: HashMap.empty(),
+            date: new Date()
+          })
+        }
+      })
+      expect(yield* store.dropped).toBe(5_000)
+      const stored = yield* store.query({ limit: 1_000, until: new Date(Date.now() + 60_000).toISOString() })
+      expect(stored.at(-1)!.message).toBe("burst 24999")
+      expect(yield* store.count).toBe(20_000)
+      const [oldest] = yield* Effect.provide(
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ message: string }>`SELECT message FROM observability_logs ORDER BY id LIMIT 1`),
+        context
+      )
+      expect(oldest.message).toBe("burst 5000")
+    }), 60_000)
 })
 
 /** Every filter of /api/logs answers what filtering the whole log in memory answers. */

@@ -39,41 +39,49 @@ export class LogStore extends Context.Tag("LogStore")<LogStore, {
 }>() {}
 
 /**
- * Entries waiting to be written, oldest first. When full, a new entry pushes out the oldest (counted),
- * so a logger never waits for the store.
+ * Entries waiting to be written, oldest first, bounded in count and in bytes. A new entry that would
+ * pass either bound pushes out the oldest (counted), so a logger never waits for the store.
  */
 class Backlog<A> {
   private readonly items: Array<A | undefined>
+  private readonly sizes: Array<number>
   private head = 0
   size = 0
+  bytes = 0
   dropped = 0
-  constructor(private readonly capacity: number) {
+  constructor(private readonly capacity: number, private readonly maxBytes: number) {
     this.items = new Array(capacity)
+    this.sizes = new Array(capacity).fill(0)
   }
-  push(item: A) {
-    if (this.size === this.capacity) {
-      this.items[this.head] = undefined
-      this.head = (this.head + 1) % this.capacity
-      this.size--
+  push(item: A, bytes: number) {
+    while (this.size > 0 && (this.size === this.capacity || this.bytes + bytes > this.maxBytes)) {
+      this.shift()
       this.dropped++
     }
-    this.items[(this.head + this.size) % this.capacity] = item
+    const at = (this.head + this.size) % this.capacity
+    this.items[at] = item
+    this.sizes[at] = bytes
+    this.bytes += bytes
     this.size++
   }
   take(max: number): Array<A> {
     const out: Array<A> = []
-    while (this.size > 0 && out.length < max) {
-      out.push(this.items[this.head]!)
-      this.items[this.head] = undefined
-      this.head = (this.head + 1) % this.capacity
-      this.size--
-    }
+    while (this.size > 0 && out.length < max) out.push(this.shift())
     return out
+  }
+  private shift(): A {
+    const item = this.items[this.head]!
+    this.items[this.head] = undefined
+    this.bytes -= this.sizes[this.head]
+    this.head = (this.head + 1) % this.capacity
+    this.size--
+    return item
   }
 }
 
 const BATCH = 500
 const BACKLOG = 20_000
+const BACKLOG_BYTES = 32 * 1024 * 1024
 const LIVE_BUFFER = 1_024
 /** Entries logged within this long go into one write. */
 const GATHER = "200 millis"
@@ -84,7 +92,7 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const live = yield* makeLiveFeed<LogEntry>(LIVE_BUFFER)
-      const backlog = new Backlog<LogEntry>(BACKLOG)
+      const backlog = new Backlog<LogEntry>(BACKLOG, BACKLOG_BYTES)
       // Offered when the backlog stops being empty, and by `flush`; holds one wake-up at most.
       const wake = yield* Queue.dropping<void>(1)
       let flushWanted = false
@@ -116,7 +124,8 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
         }
         offered++
         const before = backlog.dropped
-        backlog.push(entry)
+        // What the entry's text and attributes took of its cap: its size, near enough.
+        backlog.push(entry, LOG_ENTRY_CAP - budget.left + 256)
         settled += backlog.dropped - before
         if (backlog.size === 1) wake.unsafeOffer(undefined)
         live.publish(entry)
