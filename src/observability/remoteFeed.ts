@@ -75,22 +75,25 @@ export const makeRemoteFeed = <Row extends object>(options: RemoteFeedOptions<Ro
       ORDER BY ${seqColumn} LIMIT ${PAGE + holes.length}`
     const now = Date.now()
     const wanted: Array<number> = []
+    const filled: Array<number> = []
+    const missed: Array<number> = []
     let top = from
-    let expected = from + 1
     for (const row of numbers) {
       const seq = Number(row.seq)
-      if (seq <= from) gaps.delete(seq)
+      if (seq <= from) filled.push(seq)
       else {
-        for (let missing = expected; missing < seq && missing - expected < MAX_GAPS; missing++) gaps.set(missing, now)
-        expected = seq + 1
+        for (let missing = top + 1; missing < seq && missed.length < MAX_GAPS; missing++) missed.push(missing)
         top = seq
       }
       if (row.instance !== instanceId) wanted.push(seq)
     }
+    const rows = wanted.length === 0 ? [] :
+      yield* sql<Row>`SELECT * FROM ${table} WHERE ${sql.in(options.seq, wanted)} ORDER BY ${seqColumn}`
+    // The place moves only once the rows are read: a failed poll is repeated whole.
     cursor = top
+    for (const seq of filled) gaps.delete(seq)
+    for (const seq of missed) gaps.set(seq, now)
     forgetOldGaps(now)
-    if (wanted.length === 0) return
-    const rows = yield* sql<Row>`SELECT * FROM ${table} WHERE ${sql.in(options.seq, wanted)} ORDER BY ${seqColumn}`
     for (const row of rows) options.publish(row)
   })
 
