@@ -35,7 +35,10 @@ export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
     )),
     Layer.provideMerge(Layer.mergeAll(MemoryStoreLive, ExecutionStoreLive, DefaultModelLive(config.model))),
     // Tracing and log capture come first, so everything built after them is traced and logged.
-    Layer.provideMerge(Layer.mergeAll(TracingLive({ serviceName: SERVICE_NAME, instanceId: config.instanceId, otlpEndpoint: config.otlpEndpoint }), LogCaptureLive)),
+    Layer.provideMerge(Layer.mergeAll(
+      TracingLive({ serviceName: SERVICE_NAME, instanceId: config.instanceId, otlpEndpoint: config.otlpEndpoint }),
+      LogCaptureLive
+    )),
     Layer.provideMerge(Layer.mergeAll(
       TraceStoreLive(config.retention, config.instanceId),
       LogStoreLive({ instanceId: config.instanceId, retention: config.logRetention })
