@@ -21,6 +21,24 @@ const logThrough = (count: number, prefix: string) =>
       Effect.provide(Logger.replace(Logger.defaultLogger, store.logger))
     ))
 
+/** Logs `count` entries in one synchronous loop, as a logger is called: the store's writer cannot run meanwhile. */
+const logAtOnce = (store: Context.Tag.Service<typeof LogStore>, count: number, prefix: string) =>
+  Effect.flatMap(Effect.getFiberRefs, (refs) =>
+    Effect.sync(() => {
+      for (let i = 0; i < count; i++) {
+        store.logger.log({
+          fiberId: FiberId.none,
+          logLevel: LogLevel.Info,
+          message: `${prefix}${i}`,
+          cause: Cause.empty,
+          context: refs,
+          spans: List.empty(),
+          annotations: HashMap.empty(),
+          date: new Date()
+        })
+      }
+    }))
+
 const insertAt = (sql: SqlClient.SqlClient, message: string, loggedAt: string) =>
   sql`INSERT INTO observability_logs (instance, logged_at, level, level_rank, message, attributes)
     VALUES ('old-instance', ${loggedAt}, 'info', 2, ${message}, '{}')`
@@ -77,7 +95,8 @@ describe("durable logs", () => {
       const url = `file:${join(yield* tempDir, "self-prune.db")}`
       const context = yield* Layer.build(storeOn(url, { maxEntries: 250, maxAgeMs: DAY }))
       const store = Context.get(context, LogStore)
-      yield* Effect.provide(logThrough(1_800, "entry "), context)
+      // At once, so that one write takes them all and the prune that follows it leaves exactly 250.
+      yield* logAtOnce(store, 1_800, "entry ")
       const count = yield* until(store.count, (n) => n <= 250)
       expect(count).toBe(250)
       const newest = yield* store.query({ limit: 1_000 })
@@ -91,22 +110,8 @@ describe("durable logs", () => {
       const url = `file:${join(yield* tempDir, "burst.db")}`
       const context = yield* Layer.build(storeOn(url, { maxEntries: 100_000, maxAgeMs: DAY }))
       const store = Context.get(context, LogStore)
-      const refs = yield* Effect.getFiberRefs
       // One synchronous loop: the writer cannot run until it ends, so the backlog (20,000) overflows.
-      yield* Effect.sync(() => {
-        for (let i = 0; i < 25_000; i++) {
-          store.logger.log({
-            fiberId: FiberId.none,
-            logLevel: LogLevel.Info,
-            message: `burst ${i}`,
-            cause: Cause.empty,
-            context: refs,
-            spans: List.empty(),
-            annotations: HashMap.empty(),
-            date: new Date()
-          })
-        }
-      })
+      yield* logAtOnce(store, 25_000, "burst ")
       expect(yield* store.dropped).toBe(5_000)
       const stored = yield* store.query({ limit: 1_000, until: new Date(Date.now() + 60_000).toISOString() })
       expect(stored.at(-1)!.message).toBe("burst 24999")
