@@ -24,7 +24,7 @@ const LOG_CAPACITY = 5_000
 
 /** Every service of the app, without the HTTP server: for embedding or for tests. */
 export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
-  Layer.mergeAll(McpExposureLive, WorkflowEngineLive(app.workflows)).pipe(
+  Layer.mergeAll(McpExposureLive, WorkflowEngineLive(app.workflows, { instanceId: config.instanceId, ...config.workflows })).pipe(
     Layer.provideMerge(Layer.mergeAll(
       Layer.succeed(ServerConfig, config),
       ToolRunnerLive([...agentToolEntries(app.agents), ...app.tools.map((tool) => ({ tool, agents: [] }))]),

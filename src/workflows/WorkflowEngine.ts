@@ -1,11 +1,15 @@
 import { Context, Effect, Either, Layer, Option, ParseResult, Schema, type Stream } from "effect"
 import { BadRequest, type InternalError, NotFound, ValidationError, type WorkflowFailed } from "../errors.js"
+import type { WorkflowSettings } from "../config/ServerConfig.js"
 import { makeExecutionDriver, openingEvents, workflowEvent } from "./ExecutionDriver.js"
 import { now } from "./ExecutionRows.js"
 import { makeExecutionHubs } from "./ExecutionHubs.js"
+import { makeExecutionNotices } from "./ExecutionNotices.js"
 import { type Execution, type ExecutionQuery, ExecutionStore } from "./ExecutionStore.js"
 import { describeStep, type ExecutionUpdate, recordOf, stateOf, toJsonSchema } from "./ExecutionViews.js"
+import { startExecutionSupervisor } from "./ExecutionSupervisor.js"
 import { makeExecutionWatch } from "./ExecutionWatch.js"
+import { makeInstanceRegistry } from "./InstanceRegistry.js"
 import { decodeInput } from "./runner.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
@@ -51,20 +55,29 @@ export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine
   readonly liveEventHubs: Effect.Effect<number>
 }>() {}
 
-export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>) =>
+/** How this instance shares the store with others (see ServerConfig); the defaults suit one instance. */
+export interface EngineOptions extends Partial<Pick<WorkflowSettings, "leaseMs" | "pollMs" | "drainMs">> {
+  readonly instanceId?: string
+}
+
+export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>, options: EngineOptions = {}) =>
   Layer.scoped(
     WorkflowEngine,
     Effect.gen(function*() {
+      const instanceId = options.instanceId ?? `instance-${crypto.randomUUID()}`
+      const pollMs = options.pollMs ?? 1_000
       const store = yield* ExecutionStore
-      const hubs = yield* makeExecutionHubs
-      const driver = yield* makeExecutionDriver(hubs)
-      const { fail, launch, record } = driver
-      const { follow, reload, replay, settleAfter } = yield* makeExecutionWatch(hubs)
       const byId = new Map<string, WorkflowDefinition>()
       for (const definition of workflows) {
         if (byId.has(definition.id)) throw new Error(`Two workflows have the id "${definition.id}"`)
         byId.set(definition.id, definition)
       }
+      const registry = yield* makeInstanceRegistry(instanceId, { leaseMs: options.leaseMs ?? 15_000, pollMs })
+      const notices = yield* makeExecutionNotices(instanceId)
+      const hubs = yield* makeExecutionHubs
+      const driver = yield* makeExecutionDriver(hubs, notices, instanceId)
+      const { launch, record } = driver
+      const { follow, reload, replay, settleAfter } = yield* makeExecutionWatch(hubs)
 
       const findWorkflow = (id: string) =>
         Effect.suspend(() => {
@@ -112,6 +125,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
               onSome: (s) => ({ traceId: s.traceId, spanId: s.spanId })
             }),
             version: 0,
+            owner: instanceId,
             lastSeq: 0,
             createdAt,
             updatedAt: createdAt
@@ -138,20 +152,17 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
           return { execution, fiber }
         }))
 
-      // --- recovery: executions a dead process left running continue from their checkpoint -----------
-
-      const recovered = yield* store.running
-      for (const execution of recovered) {
-        const definition = byId.get(execution.workflowId)
-        if (definition === undefined) {
-          yield* fail(execution, execution, `workflow ${execution.workflowId} is not registered`)
-        } else {
-          yield* Effect.logInfo("recovering workflow execution").pipe(
-            Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
-          )
-          yield* launch(definition, execution, { startRecorded: false })
-        }
-      }
+      // Executions a dead process left running continue here from their checkpoint; with several
+      // instances, those of any instance that dies, and streams here follow executions run elsewhere.
+      yield* startExecutionSupervisor({ registry, notices, hubs, driver, workflows: byId, pollMs })
+      // Runs first on shutdown (finalizers run in reverse): steps finish, then executions are handed over.
+      yield* Effect.addFinalizer(() =>
+        Effect.flatMap(driver.drain(options.drainMs ?? 10_000), (released) =>
+          released.length === 0 ? Effect.void : Effect.zipRight(
+            notices.released(released),
+            Effect.logInfo(`shutting down: released ${released.length} running workflow executions to the other instances`)
+          ))
+      )
 
       const span = (name: string, workflowId: string) =>
         <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -250,7 +261,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
               )
             // Claim and launch are one uninterruptible action: a claimed execution always has a fiber.
             return yield* settleAfter(executionId, execution.lastSeq, Effect.uninterruptible(Effect.gen(function*() {
-              const claimed = yield* store.claimResume(execution, { stepIndex, resumeData: decoded })
+              const claimed = yield* store.claimResume(execution, { stepIndex, resumeData: decoded, owner: instanceId })
               if (Option.isNone(claimed)) return yield* notSuspended
               const fiber = yield* launch(definition, claimed.value, { startRecorded: false })
               return { execution: claimed.value, fiber }

@@ -68,3 +68,31 @@ export const createListingIndexes = Effect.gen(function*() {
   yield* sql`DROP INDEX workflow_executions_by_workflow`
   yield* sql`DROP INDEX workflow_executions_by_status`
 })
+
+/**
+ * Ownership of running executions by instances (issue #11): `owner` names the instance whose fiber
+ * runs the execution (NULL when nobody does: suspended, ended, or released on shutdown); `version` is
+ * its epoch, bumped by every claim. `workflow_instances` lists the instances that share the store, each
+ * with the key of the advisory lock it holds while alive and its last heartbeat (the lease).
+ */
+export const addExecutionOwners = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN owner TEXT`
+  yield* sql`CREATE INDEX workflow_executions_running_by_owner ON workflow_executions (owner) WHERE status = 'running'`
+  yield* sql.onDialectOrElse({
+    pg: () =>
+      sql`CREATE TABLE workflow_instances (
+        id TEXT PRIMARY KEY,
+        lock_key INTEGER NOT NULL,
+        started_at TIMESTAMPTZ NOT NULL,
+        heartbeat_at TIMESTAMPTZ NOT NULL
+      )`,
+    orElse: () =>
+      sql`CREATE TABLE workflow_instances (
+        id TEXT PRIMARY KEY,
+        lock_key INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        heartbeat_at TEXT NOT NULL
+      )`
+  })
+})
