@@ -17,7 +17,7 @@ const app = defineApp({ workflows: [approval, pipeline, slow, failing] })
 
 type Route = "execute" | "run" | "stream"
 
-const post = (url: string, body: unknown, headers: Record<string, string> = {}): RequestInit => ({
+const post = (body: unknown, headers: Record<string, string> = {}): RequestInit => ({
   method: "POST",
   headers: { "content-type": "application/json", ...headers },
   body: typeof body === "string" ? body : JSON.stringify(body)
@@ -28,11 +28,11 @@ const keyed = (key: string | undefined, extra: Record<string, string> = {}) =>
 
 /** POST /workflows/:id/:route with an Idempotency-Key (and a raw or JSON body). */
 const start = (url: string, route: Route, workflowId: string, body: unknown, key?: string, headers: Record<string, string> = {}) =>
-  fetchJson(`${url}/workflows/${workflowId}/${route}`, post(url, body, keyed(key, headers)))
+  fetchJson(`${url}/workflows/${workflowId}/${route}`, post(body, keyed(key, headers)))
 
 const stream = (url: string, workflowId: string, body: unknown, key?: string) =>
   Effect.promise(async () => {
-    const response = await fetch(`${url}/workflows/${workflowId}/stream`, post(url, body, keyed(key)))
+    const response = await fetch(`${url}/workflows/${workflowId}/stream`, post(body, keyed(key)))
     const text = await response.text()
     return { status: response.status, events: response.ok ? parseSse(text) : [], text }
   })
@@ -68,6 +68,28 @@ const raceTrials = Effect.gen(function*() {
     expect(new Set(answers.map((a) => a.body.data.executionId)).size).toBe(1)
     expect((yield* executionsOf(url, "pipeline")).length).toBe(before + 1)
   }
+})
+
+/** 10 concurrent /execute, then 10 concurrent /stream, each with one key: one execution each, one answer. */
+const concurrentStarts = Effect.gen(function*() {
+  const { url } = yield* TestServer
+  const executeKey = freshKey()
+  const executed = yield* Effect.all(
+    Array.from({ length: 10 }, () => start(url, "execute", "slow", { input: { ms: 50 } }, executeKey)),
+    { concurrency: "unbounded" }
+  )
+  expect(executed.map((a) => a.status)).toEqual(Array(10).fill(200))
+  expect(new Set(executed.map((a) => JSON.stringify(a.body))).size).toBe(1)
+  const streamKey = freshKey()
+  const streamed = yield* Effect.all(
+    Array.from({ length: 10 }, () => stream(url, "slow", { input: { ms: 51 } }, streamKey)),
+    { concurrency: "unbounded" }
+  )
+  const shapes = streamed.map((s) => JSON.stringify(s.events.map((e) => [e.id, e.data.type, e.data.executionId])))
+  expect(new Set(shapes).size).toBe(1)
+  expect(streamed[0].events.at(-1)!.data).toMatchObject({ type: "workflow-result", status: "completed" })
+  const listed = yield* executionsOf(url, "slow")
+  expect(listed.filter((e) => e.input.ms === 50 || e.input.ms === 51)).toHaveLength(2)
 })
 
 layer(TestServerLive({ app }), { excludeTestServices: true })("Idempotency-Key on workflow starts (SQLite)", (it) => {
@@ -185,6 +207,9 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("Idempotency-Key o
       const streamed = yield* stream(url, "pipeline", body, key)
       const ids = [run.body.data.executionId, execute.body.data.executionId, streamed.events[0].data.executionId]
       expect(new Set(ids).size).toBe(3)
+      // Within its scope the key still holds.
+      expect((yield* start(url, "run", "pipeline", body, key)).body.data.executionId).toBe(ids[0])
+      expect((yield* start(url, "execute", "pipeline", body, key)).body.data.executionId).toBe(ids[1])
       const otherWorkflow = yield* start(url, "run", "approval", { input: { amount: 5 } }, key)
       expect(otherWorkflow.status).toBe(201)
       expect(ids).not.toContain(otherWorkflow.body.data.executionId)
@@ -228,6 +253,8 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("Idempotency-Key o
     }))
 
   it.effect("20 concurrent /run with one key make exactly one execution (20 trials)", () => raceTrials, 120_000)
+
+  it.effect("concurrent /execute and /stream with one key share one execution", () => concurrentStarts)
 
   it.effect("the header is declared on execute, run and stream in the OpenAPI document", () =>
     Effect.gen(function*() {
@@ -300,6 +327,8 @@ const PostgresServer = Layer.unwrapScoped(
 describe.skipIf(!postgresAvailable)("Idempotency-Key on Postgres", () => {
   layer(PostgresServer, { excludeTestServices: true })("DATABASE_URL=postgres://...", (it) => {
     it.effect("20 concurrent /run with one key make exactly one execution (20 trials)", () => raceTrials, 120_000)
+
+    it.effect("concurrent /execute and /stream with one key share one execution", () => concurrentStarts)
 
     it.effect("/execute retry while running, and 422 for another body", () =>
       Effect.gen(function*() {
