@@ -92,6 +92,29 @@ const concurrentStarts = Effect.gen(function*() {
   expect(listed.filter((e) => e.input.ms === 50 || e.input.ms === 51)).toHaveLength(2)
 })
 
+/** Expired keys are deleted in batches (here two: more than one batch of 500), live ones kept. */
+const pruneExpired = Effect.gen(function*() {
+  const { services } = yield* TestServer
+  const sql = Context.get(services, SqlClient.SqlClient)
+  const keys = Context.get(services, IdempotencyKeys)
+  const past = new Date(Date.now() - 1_000).toISOString()
+  const row = (key: string, expiresAt: string) => ({
+    route: "run",
+    workflow_id: "prune-test",
+    caller: "",
+    idempotency_key: key,
+    request_hash: "h",
+    execution_id: key,
+    created_at: past,
+    expires_at: expiresAt
+  })
+  const expired = Array.from({ length: 600 }, (_, i) => row(`expired-${i}`, past))
+  yield* sql`INSERT INTO workflow_idempotency_keys ${sql.insert([...expired, row("live", "9999-01-01T00:00:00.000Z")])}`
+  expect(yield* keys.prune).toBeGreaterThanOrEqual(600)
+  const left = yield* sql<{ idempotency_key: string }>`SELECT idempotency_key FROM workflow_idempotency_keys WHERE workflow_id = 'prune-test'`
+  expect(left.map((r) => r.idempotency_key)).toEqual(["live"])
+})
+
 layer(TestServerLive({ app }), { excludeTestServices: true })("Idempotency-Key on workflow starts (SQLite)", (it) => {
   it.effect("/run: a retry answers 201 with the first execution and its current status; one execution", () =>
     Effect.gen(function*() {
@@ -256,6 +279,8 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("Idempotency-Key o
 
   it.effect("concurrent /execute and /stream with one key share one execution", () => concurrentStarts)
 
+  it.effect("expired keys are pruned in batches; live ones stay", () => pruneExpired)
+
   it.effect("the header is declared on execute, run and stream in the OpenAPI document", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
@@ -329,6 +354,8 @@ describe.skipIf(!postgresAvailable)("Idempotency-Key on Postgres", () => {
     it.effect("20 concurrent /run with one key make exactly one execution (20 trials)", () => raceTrials, 120_000)
 
     it.effect("concurrent /execute and /stream with one key share one execution", () => concurrentStarts)
+
+    it.effect("expired keys are pruned in batches; live ones stay", () => pruneExpired)
 
     it.effect("/execute retry while running, and 422 for another body", () =>
       Effect.gen(function*() {
