@@ -17,6 +17,7 @@ import { TracingLive } from "./observability/Tracing.js"
 import { SqlLive, storageKind } from "./storage/Sql.js"
 import { ToolRunnerLive } from "./tools/ToolRunner.js"
 import { ExecutionStoreLive } from "./workflows/ExecutionStore.js"
+import { IdempotencyKeysLive } from "./workflows/IdempotencyKeys.js"
 import { WorkflowEngineLive } from "./workflows/WorkflowEngine.js"
 
 const SERVICE_NAME = "agent-workflow-service"
@@ -24,7 +25,7 @@ const LOG_CAPACITY = 5_000
 
 /** Every service of the app, without the HTTP server: for embedding or for tests. */
 export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
-  Layer.mergeAll(McpExposureLive, WorkflowEngineLive(app.workflows, { instanceId: config.instanceId, ...config.workflows })).pipe(
+  Layer.mergeAll(McpExposureLive, WorkflowEngineLive(app.workflows, { instanceId: config.instanceId, ...config.workflows }), IdempotencyKeysLive).pipe(
     Layer.provideMerge(Layer.mergeAll(
       Layer.succeed(ServerConfig, config),
       ToolRunnerLive([...agentToolEntries(app.agents), ...app.tools.map((tool) => ({ tool, agents: [] }))]),

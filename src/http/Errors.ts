@@ -7,6 +7,7 @@ import { Failure } from "./Envelope.js"
 export const ValidationError = Failure(Errors.ValidationError, 400)
 export const BadRequest = Failure(Errors.BadRequest, 400)
 export const NotFound = Failure(Errors.NotFound, 404)
+export const UnprocessableEntity = Failure(Errors.UnprocessableEntity, 422)
 export const PayloadTooLarge = Failure(Errors.PayloadTooLarge, 413)
 export const ExecutionFailed = Failure(Errors.ExecutionFailed, 500)
 export const InternalError = Failure(Errors.InternalError, 500)
@@ -29,6 +30,7 @@ const declared = [
   Errors.ValidationError,
   Errors.BadRequest,
   Errors.NotFound,
+  Errors.UnprocessableEntity,
   Errors.PayloadTooLarge,
   Errors.ExecutionFailed,
   Errors.InternalError,

@@ -1,9 +1,10 @@
 import { Context, Effect, Either, Layer, Option, ParseResult, Schema, type Stream } from "effect"
-import { BadRequest, type InternalError, NotFound, ValidationError, type WorkflowFailed } from "../errors.js"
+import { BadRequest, type InternalError, NotFound, type UnprocessableEntity, ValidationError, type WorkflowFailed } from "../errors.js"
 import type { WorkflowSettings } from "../config/ServerConfig.js"
 import { makeExecutionDriver, openingEvents, workflowEvent } from "./ExecutionDriver.js"
 import { now } from "./ExecutionRows.js"
 import { makeExecutionHubs } from "./ExecutionHubs.js"
+import { makeExecutionJoin } from "./ExecutionJoin.js"
 import { makeExecutionNotices } from "./ExecutionNotices.js"
 import { type Execution, type ExecutionQuery, ExecutionStore } from "./ExecutionStore.js"
 import { describeStep, type ExecutionUpdate, recordOf, stateOf, toJsonSchema } from "./ExecutionViews.js"
@@ -16,6 +17,12 @@ import type * as S from "./WorkflowSchemas.js"
 
 export interface StartOptions {
   readonly user?: unknown
+  /**
+   * Under an Idempotency-Key: gives the id to use for the execution the request would start as
+   * `executionId` (once the request is valid). The execution stored under it is then the one asked
+   * for, joined instead of refused.
+   */
+  readonly idempotent?: (executionId: string) => Effect.Effect<string, BadRequest | UnprocessableEntity>
 }
 
 export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine, {
@@ -26,19 +33,19 @@ export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | WorkflowFailed | InternalError>
+  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | UnprocessableEntity | WorkflowFailed | InternalError>
   /** Starts in the background. */
   readonly run: (
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<typeof S.RunStarted.Type, NotFound | ValidationError | BadRequest>
+  ) => Effect.Effect<typeof S.RunStarted.Type, NotFound | ValidationError | BadRequest | UnprocessableEntity>
   /** Starts and follows the execution's events until it settles, then its result. */
   readonly stream: (
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest>, NotFound | ValidationError | BadRequest>
+  ) => Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest>, NotFound | ValidationError | BadRequest | UnprocessableEntity>
   /** Replays the events after `afterSeq`, then follows live ones until the execution settles, then its result. */
   readonly attach: (id: string, executionId: string, afterSeq: number) => Effect.Effect<Stream.Stream<ExecutionUpdate>, NotFound>
   readonly suspend: (id: string, executionId: string, reason: string) => Effect.Effect<typeof S.SuspendResult.Type, NotFound | BadRequest>
@@ -77,7 +84,8 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
       const hubs = yield* makeExecutionHubs
       const driver = yield* makeExecutionDriver(hubs, notices, instanceId)
       const { launch, record } = driver
-      const { follow, reload, replay, settleAfter } = yield* makeExecutionWatch(hubs)
+      const watch = yield* makeExecutionWatch(hubs)
+      const { follow, reload, replay, settleAfter } = watch
 
       const findWorkflow = (id: string) =>
         Effect.suspend(() => {
@@ -105,8 +113,9 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
         Effect.gen(function*() {
           const definition = yield* findWorkflow(workflowId)
           const input = yield* decodeInput(definition, request.input)
-          const id = request.options?.executionId ?? crypto.randomUUID()
-          if (checkTaken && (yield* store.exists(id))) return yield* alreadyExists(id)
+          const chosen = request.options?.executionId ?? crypto.randomUUID()
+          const id = options.idempotent === undefined ? chosen : yield* options.idempotent(chosen)
+          if (checkTaken && options.idempotent === undefined && (yield* store.exists(id))) return yield* alreadyExists(id)
           const span = yield* Effect.option(Effect.currentSpan)
           const createdAt = now()
           const execution: Execution = {
@@ -137,20 +146,24 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
 
       /**
        * Stores the execution with its opening events (its first step's step-start among them) and
-       * launches its fiber; uninterruptible, so never one without the other.
+       * launches its fiber; uninterruptible, so never one without the other. None when the id is taken.
        */
-      const start = (definition: WorkflowDefinition, execution: Execution) =>
+      const startIfNew = (definition: WorkflowDefinition, execution: Execution) =>
         Effect.uninterruptible(Effect.gen(function*() {
           const opening = openingEvents(definition, execution)
-          if (Option.isNone(yield* record(execution.id, opening, store.create(execution, opening)))) {
-            return yield* alreadyExists(execution.id)
-          }
+          if (Option.isNone(yield* record(execution.id, opening, store.create(execution, opening)))) return Option.none()
           yield* Effect.logInfo("workflow started").pipe(
             Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
           )
           const fiber = yield* launch(definition, execution, { startRecorded: true })
-          return { execution, fiber }
+          return Option.some({ execution, fiber })
         }))
+
+      const start = (definition: WorkflowDefinition, execution: Execution) =>
+        Effect.flatMap(startIfNew(definition, execution), (launched) =>
+          Option.isSome(launched) ? Effect.succeed(launched.value) : Effect.fail(alreadyExists(execution.id)))
+
+      const join = makeExecutionJoin({ store, watch, startIfNew, fiberOf: driver.fiberOf })
 
       // Executions a dead process left running continue here from their checkpoint; with several
       // instances, those of any instance that dies, and streams here follow executions run elsewhere.
@@ -197,19 +210,23 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
         execute: (id, request, options) =>
           Effect.gen(function*() {
             const { definition, execution } = yield* prepare(id, request, options)
+            if (options?.idempotent !== undefined) return yield* join.execute(definition, execution)
             return yield* settleAfter(execution.id, 0, start(definition, execution))
           }).pipe(span("execute", id)),
 
         run: (id, request, options) =>
           Effect.gen(function*() {
             const { definition, execution } = yield* prepare(id, request, options)
+            if (options?.idempotent !== undefined) return yield* join.run(definition, execution)
             yield* start(definition, execution)
             return { executionId: execution.id, workflowId: id, status: "running" as const, startAt: execution.createdAt }
           }).pipe(span("run", id)),
 
         stream: (id, request, options) =>
-          Effect.map(prepare(id, request, options, true), ({ definition, execution }) =>
-            follow(execution, 0, Effect.map(start(definition, execution), ({ fiber }) => Option.some(fiber)))
+          Effect.flatMap(prepare(id, request, options, true), ({ definition, execution }) =>
+            options?.idempotent !== undefined
+              ? join.stream(definition, execution)
+              : Effect.succeed(follow(execution, 0, Effect.map(start(definition, execution), ({ fiber }) => Option.some(fiber))))
           ).pipe(span("stream", id)),
 
         attach: (id, executionId, afterSeq) =>

@@ -96,3 +96,25 @@ export const addExecutionOwners = Effect.gen(function*() {
       )`
   })
 })
+
+/**
+ * Idempotency-Keys of workflow starts: one row per key in its scope (route, workflow, caller), with the
+ * hash of the request's body and the id of the execution it stands for, chosen before the execution is
+ * stored (a request that finds the key but no execution creates it under that id). `expires_at` orders
+ * the background pruning.
+ */
+export const createIdempotencyKeys = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE workflow_idempotency_keys (
+    route TEXT NOT NULL,
+    workflow_id TEXT NOT NULL,
+    caller TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    request_hash TEXT NOT NULL,
+    execution_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL,
+    PRIMARY KEY (route, workflow_id, caller, idempotency_key)
+  )`
+  yield* sql`CREATE INDEX workflow_idempotency_keys_by_expiry ON workflow_idempotency_keys (expires_at)`
+})
