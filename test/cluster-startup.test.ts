@@ -71,3 +71,23 @@ describe.skipIf(!postgresAvailable)("several instances starting on one empty Pos
     await expectAllReadyAndMigratedOnce(started, instances)
   }, 120_000)
 })
+
+describe.skipIf(!postgresAvailable)("the cluster harness", () => {
+  it("stops, continues, terminates and kills one instance while the other keeps answering", async () => {
+    const started = await createCluster()
+    cluster = started
+    const [a, b] = await started.startAll(["a", "b"])
+    await started.stop(a)
+    const stopped = await Promise.race([
+      fetch(`${a.url}/health`).then(() => "answered", () => "failed"),
+      new Promise((resolve) => setTimeout(() => resolve("no answer"), 500))
+    ])
+    expect(stopped).toBe("no answer")
+    expect((await started.get(b, "/health")).body.data).toEqual({ status: "up", instanceId: "b" })
+    await started.resume(a)
+    await until(async () => (await started.get(a, "/health")).status === 200, 10_000, "a answering again")
+    expect(await started.terminate(a)).toEqual({ code: 0, signal: null })
+    expect(await started.kill(b)).toEqual({ code: null, signal: "SIGKILL" })
+    expect(() => started.instance("a")).toThrow("no running instance a")
+  }, 120_000)
+})
