@@ -47,8 +47,9 @@ const fullSync = Effect.flatMap(SqliteClient.SqliteClient, (sql) => sql.unsafe("
 const runMigrator = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
 
 /**
- * The advisory lock (two-key form, so it cannot meet a one-key lock such as an instance's own) that
- * instances starting together on one Postgres take around their migrations. Without it both see no
+ * The advisory lock (two-key form, in a namespace of its own apart from the instance locks of
+ * src/workflows/InstanceRegistry.ts) that instances starting together on one Postgres take around their
+ * migrations. Without it both see no
  * migrations table and both create it, and the loser fails to start.
  */
 export const MIGRATION_LOCK = { namespace: 0x5356_4331, key: 1 } as const
