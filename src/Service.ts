@@ -8,6 +8,8 @@ import { ServerConfig, type ServerConfigShape } from "./config/ServerConfig.js"
 import { NodePlatformLive, NodeServerLive } from "./http/NodeServer.js"
 import { HttpLive } from "./http/Server.js"
 import { ShutdownLive } from "./http/Shutdown.js"
+import { LifecycleLive } from "./health/Lifecycle.js"
+import { ReadinessLive } from "./health/Readiness.js"
 import { McpExposureLive } from "./mcp/McpExposure.js"
 import { ObservabilitySetupLive } from "./ops/ObservabilitySetup.js"
 import { UpdatesLive } from "./ops/Updates.js"
@@ -25,12 +27,13 @@ const LOG_CAPACITY = 5_000
 
 /** Every service of the app, without the HTTP server: for embedding or for tests. */
 export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
-  Layer.mergeAll(McpExposureLive, WorkflowEngineLive(app.workflows, { instanceId: config.instanceId, ...config.workflows }), IdempotencyKeysLive).pipe(
+  Layer.mergeAll(McpExposureLive, WorkflowEngineLive(app.workflows, { instanceId: config.instanceId, ...config.workflows }), IdempotencyKeysLive, ReadinessLive).pipe(
     Layer.provideMerge(Layer.mergeAll(
       Layer.succeed(ServerConfig, config),
       ToolRunnerLive([...agentToolEntries(app.agents), ...app.tools.map((tool) => ({ tool, agents: [] }))]),
       AgentRegistryLive(app.agents, { storage: storageKind(config.databaseUrl), telemetry: true }),
       ShutdownLive,
+      LifecycleLive,
       AuthPolicyLive(config.auth),
       UpdatesLive(),
       ObservabilitySetupLive()

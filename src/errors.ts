@@ -116,3 +116,8 @@ export class UpgradeRequired extends Schema.TaggedError<UpgradeRequired>()("Upgr
 export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
   message: Schema.String
 }) {}
+
+/** The instance cannot take work now (draining, or its store does not answer). */
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
+  message: Schema.String
+}) {}

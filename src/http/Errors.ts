@@ -14,6 +14,7 @@ export const InternalError = Failure(Errors.InternalError, 500)
 export const Unauthorized = Failure(Errors.Unauthorized, 401)
 export const UpgradeRequired = Failure(Errors.UpgradeRequired, 426)
 export const Forbidden = Failure(Errors.Forbidden, 403)
+export const ServiceUnavailable = Failure(Errors.ServiceUnavailable, 503)
 
 /** 500 with the envelope plus the execution's id (contract §4). */
 export const WorkflowFailed = Schema.transform(
@@ -37,7 +38,8 @@ const declared = [
   Errors.WorkflowFailed,
   Errors.Unauthorized,
   Errors.UpgradeRequired,
-  Errors.Forbidden
+  Errors.Forbidden,
+  Errors.ServiceUnavailable
 ]
 
 /** Whether the API has a wire form for this error (anything else reaching the edge is a bug). */
