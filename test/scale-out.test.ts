@@ -126,6 +126,15 @@ describe.skipIf(!postgresAvailable)("several instances on one Postgres", () => {
     console.log(`takeover race winners over 50 trials: ${JSON.stringify(winners)}`)
   })
 
+  it("a second live instance with the same SERVICE_INSTANCE_ID is refused at start-up", async () => {
+    const c = (cluster = await createCluster({ ids: ["a"] }))
+    await c.startAll()
+    const twin = await c.spawn("a")
+    const exit = await twin.process.exit
+    expect(exit.code).toBe(1)
+    expect(twin.process.stderr()).toContain("Instance id a is held by a live instance")
+  })
+
   it("a second instance starting while the first runs executions takes none of them", async () => {
     const c = (cluster = await createCluster({ ids: ["a"] }))
     const [a] = await c.startAll()
@@ -140,7 +149,7 @@ describe.skipIf(!postgresAvailable)("several instances on one Postgres", () => {
   })
 
   it("cancel and suspend on B of executions running on A take effect on A within 1 s; resume on B runs it", async () => {
-    const c = (cluster = await createCluster({ ids: ["a", "b"], envOf: (id) => (id === "a" ? { LOG_LEVEL: "info" } : {}) }))
+    const c = (cluster = await createCluster({ ids: ["a", "b"], envOf: (id): Record<string, string> => (id === "a" ? { LOG_LEVEL: "info" } : {}) }))
     const [a, b] = await c.startAll()
     await runSlow(c, a, "cancel-me", 20_000)
     const cancelled = await c.post(b, "/workflows/slow/executions/cancel-me/cancel", { reason: "from b" })
@@ -199,7 +208,7 @@ describe.skipIf(!postgresAvailable)("several instances on one Postgres", () => {
   })
 
   it("SIGTERM hands over: a step that finishes within the grace completes there; one that does not is released and another instance continues at once", async () => {
-    const c = (cluster = await createCluster({ ids: ["a", "b"], envOf: (id) => (id === "a" ? { SHUTDOWN_GRACE_SECONDS: "1" } : {}) }))
+    const c = (cluster = await createCluster({ ids: ["a", "b"], envOf: (id): Record<string, string> => (id === "a" ? { SHUTDOWN_GRACE_SECONDS: "1" } : {}) }))
     const [a, b] = await c.startAll()
     await runSlow(c, a, "short-step", 300)
     await runSlow(c, a, "long-step", 4000)

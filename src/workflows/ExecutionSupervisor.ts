@@ -79,18 +79,21 @@ export const startExecutionSupervisor = (options: {
         }
       })
 
-    /** Publishes events stored since the last one known here, for the executions (among `ids`, or all) listened to here. */
-    const fetchEvents = (ids?: ReadonlyArray<string>) =>
-      Effect.gen(function*() {
-        const watched = hubs.watched()
-        const wanted = ids === undefined ? Array.from(watched.keys()) : ids.filter((id) => watched.has(id))
-        for (const batch of chunks(wanted, CHECK_BATCH)) {
-          for (const holder of yield* store.holders(batch)) {
-            const seen = watched.get(holder.id) ?? holder.lastSeq
-            if (holder.lastSeq > seen) yield* hubs.publishFetched(holder.id, yield* store.events(holder.id, seen))
-          }
-        }
-      })
+    /** Publishes the events stored since the last one known here, for these executions if listened to here. */
+    const fetchEvents = (ids: ReadonlyArray<string>) =>
+      Effect.forEach(ids, (id) => {
+        const seen = hubs.watched().get(id)
+        return seen === undefined ? Effect.void : Effect.flatMap(store.events(id, seen), (events) => hubs.publishFetched(id, events))
+      }, { discard: true })
+
+    /** The same for every execution listened to here, reading events only of those with new ones. */
+    const fetchAllEvents = Effect.gen(function*() {
+      const watched = hubs.watched()
+      for (const batch of chunks(Array.from(watched.keys()), CHECK_BATCH)) {
+        const changed = (yield* store.holders(batch)).filter((holder) => holder.lastSeq > (watched.get(holder.id) ?? holder.lastSeq))
+        yield* fetchEvents(changed.map((holder) => holder.id))
+      }
+    })
 
     const survive = (what: string) => <A>(effect: Effect.Effect<A>) =>
       Effect.catchAllCause(effect, (cause) => Effect.logWarning(`workflow supervisor: ${what} failed; the next poll retries`, cause))
@@ -100,7 +103,7 @@ export const startExecutionSupervisor = (options: {
         ? claimOrphans.pipe(survive("claiming released executions"))
         : Effect.zipRight(stopLost(notice.ids), fetchEvents(notice.ids)).pipe(survive("following a notice"))
 
-    const poll = Effect.all([stopLost(), fetchEvents(), claimOrphans], { discard: true }).pipe(survive("polling"))
+    const poll = Effect.all([stopLost(), fetchAllEvents, claimOrphans], { discard: true }).pipe(survive("polling"))
 
     yield* claimOrphans
     if (registry.shared) {
