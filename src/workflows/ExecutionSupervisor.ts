@@ -32,6 +32,8 @@ export const startExecutionSupervisor = (options: {
   readonly driver: ExecutionDriver
   readonly workflows: ReadonlyMap<string, WorkflowDefinition>
   readonly pollMs: number
+  /** Whether the instance is on its way out (it claims nothing more). */
+  readonly leaving: Effect.Effect<boolean>
 }) =>
   Effect.gen(function*() {
     const { driver, hubs, notices, registry } = options
@@ -48,7 +50,7 @@ export const startExecutionSupervisor = (options: {
     }
 
     const claimOrphans: Effect.Effect<void> = Effect.gen(function*() {
-      while (!driver.isDraining()) {
+      while (!driver.isDraining() && !(yield* options.leaving)) {
         const taken = yield* store.claimOrphans(registry.instanceId, { limit: CLAIM_BATCH, liveOwners: registry.liveOwners })
         // Claim and launch together: a claimed execution always has a fiber.
         yield* Effect.uninterruptible(Effect.forEach(taken, adopt, { discard: true }))

@@ -1,6 +1,7 @@
 import { Context, Effect, Either, Layer, Option, ParseResult, Schema, type Stream } from "effect"
 import { BadRequest, type InternalError, NotFound, type UnprocessableEntity, ValidationError, type WorkflowFailed } from "../errors.js"
 import type { WorkflowSettings } from "../config/ServerConfig.js"
+import { Lifecycle } from "../health/Lifecycle.js"
 import { makeExecutionDriver, openingEvents, workflowEvent } from "./ExecutionDriver.js"
 import { now } from "./ExecutionRows.js"
 import { makeExecutionHubs } from "./ExecutionHubs.js"
@@ -167,7 +168,10 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
 
       // Executions a dead process left running continue here from their checkpoint; with several
       // instances, those of any instance that dies, and streams here follow executions run elsewhere.
-      yield* startExecutionSupervisor({ registry, notices, hubs, driver, workflows: byId, pollMs })
+      // An instance told to drain (Lifecycle, when the service has one) claims nothing more.
+      const lifecycle = yield* Effect.serviceOption(Lifecycle)
+      const leaving = Option.match(lifecycle, { onNone: () => Effect.succeed(false), onSome: (l) => l.draining })
+      yield* startExecutionSupervisor({ registry, notices, hubs, driver, workflows: byId, pollMs, leaving })
       // Runs first on shutdown (finalizers run in reverse): steps finish, then executions are handed over.
       yield* Effect.addFinalizer(() =>
         Effect.flatMap(driver.drain(options.drainMs ?? 10_000), (released) =>
