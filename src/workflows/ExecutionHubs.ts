@@ -38,6 +38,8 @@ export interface ExecutionHubs {
   readonly publishFetched: (id: string, entries: ReadonlyArray<StoredEvent>) => Effect.Effect<void>
   /** The executions someone here listens to, each with the number of the last event published or known. */
   readonly watched: () => ReadonlyMap<string, number>
+  /** That number for one execution; none when nobody here listens to it. */
+  readonly seenOf: (id: string) => number | undefined
   /** How many executions have listeners (for tests and diagnostics). */
   readonly size: Effect.Effect<number>
 }
@@ -122,6 +124,7 @@ export const makeExecutionHubs = Effect.sync((): ExecutionHubs => {
         discard: true
       }),
     watched: () => new Map(Array.from(byId, ([id, listeners]) => [id, listeners.seen])),
+    seenOf: (id) => byId.get(id)?.seen,
     size: Effect.sync(() => byId.size)
   }
 })

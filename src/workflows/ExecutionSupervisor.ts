@@ -84,7 +84,7 @@ export const startExecutionSupervisor = (options: {
     /** Publishes the events stored since the last one known here, for these executions if listened to here. */
     const fetchEvents = (ids: ReadonlyArray<string>) =>
       Effect.forEach(ids, (id) => {
-        const seen = hubs.watched().get(id)
+        const seen = hubs.seenOf(id)
         return seen === undefined ? Effect.void : Effect.flatMap(store.events(id, seen), (events) => hubs.publishFetched(id, events))
       }, { discard: true })
 
