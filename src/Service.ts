@@ -8,6 +8,8 @@ import { ServerConfig, type ServerConfigShape } from "./config/ServerConfig.js"
 import { NodePlatformLive, NodeServerLive } from "./http/NodeServer.js"
 import { HttpLive } from "./http/Server.js"
 import { ShutdownLive } from "./http/Shutdown.js"
+import { LifecycleLive } from "./health/Lifecycle.js"
+import { ReadinessLive } from "./health/Readiness.js"
 import { McpExposureLive } from "./mcp/McpExposure.js"
 import { ObservabilitySetupLive } from "./ops/ObservabilitySetup.js"
 import { UpdatesLive } from "./ops/Updates.js"
@@ -17,18 +19,20 @@ import { TracingLive } from "./observability/Tracing.js"
 import { SqlLive, storageKind } from "./storage/Sql.js"
 import { ToolRunnerLive } from "./tools/ToolRunner.js"
 import { ExecutionStoreLive } from "./workflows/ExecutionStore.js"
+import { IdempotencyKeysLive } from "./workflows/IdempotencyKeys.js"
 import { WorkflowEngineLive } from "./workflows/WorkflowEngine.js"
 
 const SERVICE_NAME = "agent-workflow-service"
 
 /** Every service of the app, without the HTTP server: for embedding or for tests. */
 export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
-  Layer.mergeAll(McpExposureLive, WorkflowEngineLive(app.workflows)).pipe(
+  Layer.mergeAll(McpExposureLive, WorkflowEngineLive(app.workflows, { instanceId: config.instanceId, ...config.workflows }), IdempotencyKeysLive, ReadinessLive).pipe(
     Layer.provideMerge(Layer.mergeAll(
       Layer.succeed(ServerConfig, config),
       ToolRunnerLive([...agentToolEntries(app.agents), ...app.tools.map((tool) => ({ tool, agents: [] }))]),
       AgentRegistryLive(app.agents, { storage: storageKind(config.databaseUrl), telemetry: true }),
       ShutdownLive,
+      LifecycleLive,
       AuthPolicyLive(config.auth),
       UpdatesLive(),
       ObservabilitySetupLive()

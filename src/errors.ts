@@ -71,6 +71,11 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
   }
 }
 
+/** Well-formed but contradicting what is stored (an Idempotency-Key reused with another body). */
+export class UnprocessableEntity extends Schema.TaggedError<UnprocessableEntity>()("UnprocessableEntity", {
+  message: Schema.String
+}) {}
+
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", {
   message: Schema.String
 }) {
@@ -109,5 +114,10 @@ export class UpgradeRequired extends Schema.TaggedError<UpgradeRequired>()("Upgr
 
 /** The request may not proceed whoever makes it (e.g. a console route called from another origin). */
 export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
+  message: Schema.String
+}) {}
+
+/** The instance cannot take work now (draining, or its store does not answer). */
+export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
   message: Schema.String
 }) {}

@@ -42,7 +42,7 @@ export const makeAuthPolicy = (settings: AuthSettings) => {
   const mapUser = jwt?.mapUser ?? ((claims: Record<string, unknown>) => claims)
 
   const requiresToken = (routeClass: RouteClass, method: string, path: string) => {
-    if (jwt === undefined || routeClass === "console" || isPublic(method, path)) return false
+    if (jwt === undefined || routeClass === "console" || routeClass === "probe" || isPublic(method, path)) return false
     return routeClass === "execution" || jwt.defaultPrivate
   }
 

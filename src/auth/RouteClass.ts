@@ -4,9 +4,9 @@ import { Context } from "effect"
 /**
  * How a route is protected (spec "Authentication"): execution routes need a token when JWT is configured;
  * management, documentation, discovery and custom ones only with `defaultPrivate`; console routes use
- * the console key instead.
+ * the console key instead. Probes (`/health`, `/ready`) are always public: a load balancer has no token.
  */
-export type RouteClass = "execution" | "management" | "documentation" | "discovery" | "console" | "custom"
+export type RouteClass = "execution" | "management" | "documentation" | "discovery" | "console" | "probe" | "custom"
 
 /** The annotation every endpoint (or its group) carries. */
 export class RouteClassAnnotation extends Context.Tag("RouteClass")<RouteClassAnnotation, RouteClass>() {}

@@ -1,5 +1,6 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AgentsApi } from "../agents/AgentsApi.js"
+import { HealthApi } from "../health/HealthApi.js"
 import { McpApi } from "../mcp/McpApi.js"
 import { ObservabilityApi } from "../observability/ObservabilityApi.js"
 import { OpsApi } from "../ops/OpsApi.js"
@@ -13,6 +14,7 @@ import { describeOpenApi } from "./docs/openApiDocument.js"
 /** The whole HTTP contract: validation, the OpenAPI document and the typed client all derive from it. */
 export class ServiceApi extends HttpApi.make("service")
   .add(DocsApi)
+  .add(HealthApi)
   .add(AgentsApi)
   .add(ToolsApi)
   .add(WorkflowsApi)

@@ -7,12 +7,14 @@ import { Failure } from "./Envelope.js"
 export const ValidationError = Failure(Errors.ValidationError, 400)
 export const BadRequest = Failure(Errors.BadRequest, 400)
 export const NotFound = Failure(Errors.NotFound, 404)
+export const UnprocessableEntity = Failure(Errors.UnprocessableEntity, 422)
 export const PayloadTooLarge = Failure(Errors.PayloadTooLarge, 413)
 export const ExecutionFailed = Failure(Errors.ExecutionFailed, 500)
 export const InternalError = Failure(Errors.InternalError, 500)
 export const Unauthorized = Failure(Errors.Unauthorized, 401)
 export const UpgradeRequired = Failure(Errors.UpgradeRequired, 426)
 export const Forbidden = Failure(Errors.Forbidden, 403)
+export const ServiceUnavailable = Failure(Errors.ServiceUnavailable, 503)
 
 /** 500 with the envelope plus the execution's id (contract §4). */
 export const WorkflowFailed = Schema.transform(
@@ -29,13 +31,15 @@ const declared = [
   Errors.ValidationError,
   Errors.BadRequest,
   Errors.NotFound,
+  Errors.UnprocessableEntity,
   Errors.PayloadTooLarge,
   Errors.ExecutionFailed,
   Errors.InternalError,
   Errors.WorkflowFailed,
   Errors.Unauthorized,
   Errors.UpgradeRequired,
-  Errors.Forbidden
+  Errors.Forbidden,
+  Errors.ServiceUnavailable
 ]
 
 /** Whether the API has a wire form for this error (anything else reaching the edge is a bug). */

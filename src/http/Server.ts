@@ -6,6 +6,7 @@ import { AuthPolicy } from "../auth/AuthPolicy.js"
 import { withSecurity } from "../auth/openApiSecurity.js"
 import { routeTable } from "../auth/RouteClass.js"
 import type { ServerConfigShape } from "../config/ServerConfig.js"
+import { HealthHandlers } from "../health/handlers.js"
 import { McpHandlers } from "../mcp/handlers.js"
 import { ObservabilityHandlers } from "../observability/handlers.js"
 import { OpsHandlers } from "../ops/handlers.js"
@@ -31,6 +32,7 @@ const ApiLive = (config: ServerConfigShape) =>
     return HttpApiBuilder.api(api).pipe(Layer.provide(DocsHandlers(api)))
   })).pipe(
     Layer.provide([
+      HealthHandlers,
       AgentsHandlers,
       ToolsHandlers,
       WorkflowsHandlers,

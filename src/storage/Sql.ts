@@ -1,4 +1,4 @@
-import { Migrator, type SqlClient } from "@effect/sql"
+import { Migrator, SqlClient } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Effect, Layer, Redacted, Schema } from "effect"
 import { mkdirSync } from "node:fs"
@@ -44,7 +44,42 @@ const clientLayer = (url: string): Layer.Layer<SqlClient.SqlClient, unknown> => 
  */
 const fullSync = Effect.flatMap(SqliteClient.SqliteClient, (sql) => sql.unsafe("PRAGMA synchronous = FULL"))
 
-const migrate = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
+const runMigrator = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
+
+/**
+ * The advisory lock (two-key form, in a namespace of its own apart from the instance locks of
+ * src/workflows/InstanceRegistry.ts) that instances starting together on one Postgres take around their
+ * migrations. Without it both see no
+ * migrations table and both create it, and the loser fails to start.
+ */
+export const MIGRATION_LOCK = { namespace: 0x5356_4331, key: 1 } as const
+
+const lockStatement = (fn: "pg_advisory_lock" | "pg_advisory_unlock") =>
+  `SELECT ${fn}(${MIGRATION_LOCK.namespace}, ${MIGRATION_LOCK.key})`
+
+/**
+ * The migrations, one instance at a time on Postgres. The lock is a session lock on a connection held
+ * apart from the migrator's (the migrator's own transaction cannot hold it: its first statement is
+ * meant to fail on an empty database, which would abort an enclosing transaction); Postgres releases
+ * it by itself if this process dies meanwhile. SQLite has a single writer and one process.
+ */
+const migrate = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql.onDialectOrElse({
+    pg: () =>
+      Effect.scoped(
+        Effect.acquireRelease(
+          Effect.tap(sql.reserve, (connection) => connection.executeUnprepared(lockStatement("pg_advisory_lock"), [], undefined)),
+          (connection) => Effect.ignore(connection.executeUnprepared(lockStatement("pg_advisory_unlock"), [], undefined))
+        ).pipe(Effect.zipRight(runMigrator))
+      ),
+    orElse: () => runMigrator
+  }))
+
+/** The id of the newest migration this build knows (the number its name starts with). */
+export const latestMigrationId = Math.max(...Object.keys(migrations).map((name) => Number.parseInt(name, 10)))
+
+/** The table the migrator records applied migrations in (@effect/sql's default). */
+export const MIGRATIONS_TABLE = "effect_sql_migrations"
 
 /**
  * The service's SQL store: SQLite (`file:path`, the default) or Postgres (`postgres://...`), migrated

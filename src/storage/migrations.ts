@@ -2,7 +2,7 @@ import type { SqlClient } from "@effect/sql"
 import type { Effect } from "effect"
 import { createAgentTables } from "../agents/memory/migration.js"
 import { addSpanInstance, createLogTable, createSpanTable, createTraceIndex, dropUnreadSpanIndexes } from "../observability/migration.js"
-import { addWorkflowEventCounter, createListingIndexes, createWorkflowTables } from "../workflows/migration.js"
+import { addExecutionOwners, addWorkflowEventCounter, createIdempotencyKeys, createListingIndexes, createWorkflowTables } from "../workflows/migration.js"
 
 /**
  * Every schema change, in order. Each migration runs once per database and must work on SQLite and
@@ -16,6 +16,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0005_observability_trace_index": createTraceIndex,
   "0006_workflow_listing_indexes": createListingIndexes,
   "0008_observability_unread_span_indexes": dropUnreadSpanIndexes,
+  "0009_workflow_execution_owners": addExecutionOwners,
+  "0010_workflow_idempotency_keys": createIdempotencyKeys,
   "0011_observability_logs": createLogTable,
   "0012_observability_span_instance": addSpanInstance
 }

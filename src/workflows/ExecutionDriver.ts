@@ -1,6 +1,7 @@
-import { Effect, Either, FiberMap, Option, ParseResult, Schema } from "effect"
+import { Duration, Effect, Either, Fiber, FiberMap, Option, ParseResult, Schema } from "effect"
 import { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ExecutionHubs } from "./ExecutionHubs.js"
+import type { ExecutionNotices } from "./ExecutionNotices.js"
 import { now } from "./ExecutionRows.js"
 import { type Claim, type Ending, type Execution, ExecutionStore } from "./ExecutionStore.js"
 import { runStep, StepFailed, type StepEnv } from "./runner.js"
@@ -29,15 +30,20 @@ const stepStart = (definition: WorkflowDefinition, execution: Execution, index: 
 
 /**
  * Live executions: one fiber each in a FiberMap keyed by execution id (owned by the caller's scope, so
- * a request that goes away does not stop its execution). A fiber runs until its execution settles and
+ * a request that goes away does not stop its execution), each holding its execution's claim (this
+ * instance as owner, at the version it was claimed at). A fiber runs until its execution settles and
  * then ends: a suspended execution holds nothing in memory, and its resume starts a fresh fiber from
  * the stored checkpoint.
  */
-export const makeExecutionDriver = (hubs: ExecutionHubs) =>
+export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotices, instanceId: string) =>
   Effect.gen(function*() {
     const store = yield* ExecutionStore
     const agents = yield* AgentRegistry
     const fibers = yield* FiberMap.make<string, void, never>()
+    const claims = new Map<string, Claim>()
+    /** Set on shutdown: fibers give their executions up between steps instead of starting the next one. */
+    let draining = false
+    const released: Array<string> = []
 
     /**
      * Runs a conditional store write and, when it applied, publishes its events (the last one numbered
@@ -45,11 +51,11 @@ export const makeExecutionDriver = (hubs: ExecutionHubs) =>
      * settling one).
      */
     const record = (id: string, events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) =>
-      Effect.uninterruptible(Effect.tap(write, (lastSeq) =>
-        Option.isNone(lastSeq)
-          ? Effect.void
-          : Effect.forEach(events, (event, i) => hubs.publish(id, { seq: lastSeq.value - events.length + 1 + i, event }), { discard: true })
-      ))
+      Effect.uninterruptible(Effect.tap(write, (lastSeq) => {
+        if (Option.isNone(lastSeq)) return Effect.void
+        notices.changed(id)
+        return Effect.forEach(events, (event, i) => hubs.publish(id, { seq: lastSeq.value - events.length + 1 + i, event }), { discard: true })
+      }))
 
     const checkResult = (definition: WorkflowDefinition, output: unknown): Ending =>
       Either.match(Schema.decodeUnknownEither(definition.result as Schema.Schema<unknown>)(output), {
@@ -76,10 +82,9 @@ export const makeExecutionDriver = (hubs: ExecutionHubs) =>
      * fiber stops at once, runs no further step and publishes nothing. `startRecorded`: the first
      * step's step-start is already stored (a fresh execution's opening write holds it).
      */
-    const drive = (definition: WorkflowDefinition, execution: Execution, startRecorded: boolean): Effect.Effect<void> =>
+    const drive = (definition: WorkflowDefinition, execution: Execution, claim: Claim, startRecorded: boolean): Effect.Effect<void> =>
       Effect.suspend(() => {
         const id = execution.id
-        const claim: Claim = { id, version: execution.version }
         const steps = definition.steps
         return Effect.gen(function*() {
           const env: StepEnv = {
@@ -103,6 +108,11 @@ export const makeExecutionDriver = (hubs: ExecutionHubs) =>
           }
           while (index < steps.length) {
             const step = steps[index]
+            if (draining) {
+              // Shutting down: the step output is committed; another instance continues from here.
+              if (yield* store.release(claim)) released.push(id)
+              return
+            }
             if (!started) {
               const start = stepStart(definition, execution, index, data)
               if (Option.isNone(yield* record(id, [start], store.append(claim, [start])))) return
@@ -166,19 +176,52 @@ export const makeExecutionDriver = (hubs: ExecutionHubs) =>
         if (Option.isSome(yield* record(execution.id, [failed], store.finish(claim, ending, failed)))) yield* logEnding(ending)
       })
 
+    /**
+     * On shutdown: no step starts any more; fibers get `graceMs` to finish the step they run (its output
+     * is committed, then the execution released), then the rest are interrupted and released (their
+     * step runs again wherever they are claimed). Answers the ids released.
+     */
+    const drain = (graceMs: number) =>
+      Effect.gen(function*() {
+        draining = true
+        const running = Array.from(fibers, ([, fiber]) => fiber)
+        // Interruptible: a finalizer runs uninterruptibly, where a timeout could not stop the wait.
+        yield* Effect.timeout(Effect.interruptible(Fiber.awaitAll(running)), Duration.millis(graceMs)).pipe(Effect.ignore)
+        const left = Array.from(claims.values())
+        yield* FiberMap.clear(fibers)
+        for (const claim of left) {
+          if (yield* store.release(claim)) released.push(claim.id)
+        }
+        return released.splice(0)
+      })
+
     return {
       record,
       fail,
       /**
-       * Starts (or replaces) the execution's fiber from its stored checkpoint: a fresh execution whose
-       * opening write holds its first step-start, or one recovered or resumed.
+       * Starts (or replaces) the execution's fiber from its stored checkpoint, holding it as claimed (a
+       * fresh execution whose opening write holds its first step-start, or one recovered or resumed).
        */
       launch: (definition: WorkflowDefinition, execution: Execution, options: { readonly startRecorded: boolean }) =>
-        FiberMap.run(fibers, execution.id, drive(definition, execution, options.startRecorded)),
+        Effect.suspend(() => {
+          const claim: Claim = { id: execution.id, version: execution.version, owner: instanceId }
+          claims.set(execution.id, claim)
+          const forget = Effect.sync(() => {
+            if (claims.get(execution.id) === claim) claims.delete(execution.id)
+          })
+          return FiberMap.run(fibers, execution.id, Effect.ensuring(drive(definition, execution, claim, options.startRecorded), forget))
+        }),
       /** The execution's fiber, if one runs. */
       fiberOf: (id: string) => FiberMap.unsafeGet(fibers, id),
       /** Interrupts the execution's fiber and waits for its end. */
-      stop: (id: string) => FiberMap.remove(fibers, id)
+      stop: (id: string) => FiberMap.remove(fibers, id),
+      /** The claims this instance's fibers hold. */
+      claims: (): ReadonlyMap<string, Claim> => claims,
+      /** Interrupts the execution's fiber if it still holds the claim at `version` (a newer one is left alone). */
+      stopIfHeld: (id: string, version: number) =>
+        Effect.suspend(() => (claims.get(id)?.version === version ? FiberMap.remove(fibers, id) : Effect.void)),
+      isDraining: () => draining,
+      drain
     }
   })
 

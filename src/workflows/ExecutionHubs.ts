@@ -22,14 +22,24 @@ export const isSettling = (event: WorkflowEvent) => SETTLING.has(event.type)
  * first follower); a waiter gets only the next settling event (execute and resume, through a Deferred).
  */
 export interface ExecutionHubs {
-  /** The execution's events published from now on, until the scope closes. */
-  readonly subscribe: (id: string) => Effect.Effect<Queue.Dequeue<StoredEvent>, never, Scope.Scope>
+  /**
+   * The execution's events published from now on, until the scope closes; `knownSeq`: the number of
+   * its last event the caller has read (events stored elsewhere are fetched from there on).
+   */
+  readonly subscribe: (id: string, knownSeq: number) => Effect.Effect<Queue.Dequeue<StoredEvent>, never, Scope.Scope>
   /**
    * Registers now for the first settling event numbered after `afterSeq` (an older one may still be on
    * its way from the fiber that stored it); the effect given waits for it, until the scope closes.
    */
   readonly nextSettling: (id: string, afterSeq: number) => Effect.Effect<Effect.Effect<StoredEvent>, never, Scope.Scope>
+  /** An event this instance stored. */
   readonly publish: (id: string, entry: StoredEvent) => Effect.Effect<void>
+  /** Events read from the store (another instance stored them): those not published yet are. */
+  readonly publishFetched: (id: string, entries: ReadonlyArray<StoredEvent>) => Effect.Effect<void>
+  /** The executions someone here listens to, each with the number of the last event published or known. */
+  readonly watched: () => ReadonlyMap<string, number>
+  /** That number for one execution; none when nobody here listens to it. */
+  readonly seenOf: (id: string) => number | undefined
   /** How many executions have listeners (for tests and diagnostics). */
   readonly size: Effect.Effect<number>
 }
@@ -37,6 +47,8 @@ export interface ExecutionHubs {
 interface Listeners {
   pubsub: PubSub.PubSub<StoredEvent> | undefined
   followers: number
+  /** The number of the last event published or known to a listener: fetching resumes after it. */
+  seen: number
   /** Each waiter with the number its settling event must be above. */
   readonly waiters: Map<Deferred.Deferred<StoredEvent>, number>
 }
@@ -46,22 +58,23 @@ export const makeExecutionHubs = Effect.sync((): ExecutionHubs => {
 
   // Joining and leaving run synchronously, so they never interleave. A PubSub is not shut down when
   // it is dropped: a publisher that looked it up just before would be interrupted by the shutdown.
-  const listenersOf = (id: string) => {
+  const listenersOf = (id: string, knownSeq: number) => {
     let listeners = byId.get(id)
     if (listeners === undefined) {
-      listeners = { pubsub: undefined, followers: 0, waiters: new Map() }
+      listeners = { pubsub: undefined, followers: 0, seen: knownSeq, waiters: new Map() }
       byId.set(id, listeners)
     }
+    listeners.seen = Math.max(listeners.seen, knownSeq)
     return listeners
   }
   const dropIfUnused = (id: string, listeners: Listeners) => {
     if (listeners.followers === 0 && listeners.waiters.size === 0 && byId.get(id) === listeners) byId.delete(id)
   }
 
-  const follow = (id: string) =>
+  const follow = (id: string, knownSeq: number) =>
     Effect.acquireRelease(
       Effect.map(PubSub.unbounded<StoredEvent>(), (fresh) => {
-        const listeners = listenersOf(id)
+        const listeners = listenersOf(id, knownSeq)
         listeners.pubsub ??= fresh
         listeners.followers++
         return listeners
@@ -74,13 +87,26 @@ export const makeExecutionHubs = Effect.sync((): ExecutionHubs => {
         })
     )
 
+  const publish = (id: string, entry: StoredEvent) =>
+    Effect.suspend(() => {
+      const listeners = byId.get(id)
+      if (listeners === undefined) return Effect.void
+      listeners.seen = Math.max(listeners.seen, entry.seq)
+      if (isSettling(entry.event)) {
+        for (const [waiter, afterSeq] of listeners.waiters) {
+          if (entry.seq > afterSeq) Deferred.unsafeDone(waiter, Effect.succeed(entry))
+        }
+      }
+      return listeners.pubsub === undefined ? Effect.void : PubSub.publish(listeners.pubsub, entry)
+    })
+
   return {
-    subscribe: (id) => Effect.flatMap(follow(id), (listeners) => PubSub.subscribe(listeners.pubsub!)),
+    subscribe: (id, knownSeq) => Effect.flatMap(follow(id, knownSeq), (listeners) => PubSub.subscribe(listeners.pubsub!)),
     nextSettling: (id, afterSeq) =>
       Effect.map(
         Effect.acquireRelease(
           Effect.map(Deferred.make<StoredEvent>(), (deferred) => {
-            const listeners = listenersOf(id)
+            const listeners = listenersOf(id, afterSeq)
             listeners.waiters.set(deferred, afterSeq)
             return { listeners, deferred }
           }),
@@ -92,17 +118,13 @@ export const makeExecutionHubs = Effect.sync((): ExecutionHubs => {
         ),
         ({ deferred }) => Deferred.await(deferred)
       ),
-    publish: (id, entry) =>
-      Effect.suspend(() => {
-        const listeners = byId.get(id)
-        if (listeners === undefined) return Effect.void
-        if (isSettling(entry.event)) {
-          for (const [waiter, afterSeq] of listeners.waiters) {
-            if (entry.seq > afterSeq) Deferred.unsafeDone(waiter, Effect.succeed(entry))
-          }
-        }
-        return listeners.pubsub === undefined ? Effect.void : PubSub.publish(listeners.pubsub, entry)
+    publish,
+    publishFetched: (id, entries) =>
+      Effect.forEach(entries, (entry) => (entry.seq > (byId.get(id)?.seen ?? Infinity) ? publish(id, entry) : Effect.void), {
+        discard: true
       }),
+    watched: () => new Map(Array.from(byId, ([id, listeners]) => [id, listeners.seen])),
+    seenOf: (id) => byId.get(id)?.seen,
     size: Effect.sync(() => byId.size)
   }
 })

@@ -28,6 +28,8 @@ export interface Execution {
   readonly resumeData?: unknown
   readonly metadata: { readonly traceId: string; readonly spanId: string }
   readonly version: number
+  /** The instance whose fiber runs it (running executions only; none once released or settled). */
+  readonly owner?: string | undefined
   /** The number of the execution's last event. */
   readonly lastSeq: number
   readonly createdAt: string
@@ -66,6 +68,7 @@ export interface Row {
   readonly resume_data: string | null
   readonly metadata: string
   readonly version: number
+  readonly owner: string | null
   readonly last_seq: number
   readonly created_at: string
   readonly updated_at: string
@@ -94,6 +97,7 @@ export const fromRow = (row: Row): Execution => ({
   resumeData: parse(row.resume_data),
   metadata: parse(row.metadata) as Execution["metadata"],
   version: Number(row.version),
+  owner: row.owner ?? undefined,
   lastSeq: Number(row.last_seq),
   createdAt: row.created_at,
   updatedAt: row.updated_at,
@@ -124,13 +128,24 @@ export const listingFromRow = (row: ListingRow): ExecutionListing => ({
 })
 
 /**
- * A drive fiber's hold on an execution: its writes apply only while the row is `running` at this
- * version. Every transition from outside (suspend, resume, cancel) bumps the version, so a fiber that
- * has lost the execution has each of its writes refused and stops.
+ * A hold on an execution: writes apply only while the row is `running` at this version (its epoch)
+ * and, for a drive fiber, owned by its instance. Every transition from outside (suspend, resume,
+ * cancel) and every claim by an instance bumps the version, so a fiber that has lost the execution
+ * has each of its writes refused and stops. An outside suspend names no owner: the version is enough.
  */
 export interface Claim {
   readonly id: string
   readonly version: number
+  readonly owner?: string | undefined
+}
+
+/** What the supervisor compares a fiber's claim with. */
+export interface Holder {
+  readonly id: string
+  readonly status: ExecutionStatus
+  readonly owner: string | undefined
+  readonly version: number
+  readonly lastSeq: number
 }
 
 /** After a step: the next step, its input and every step's output so far. */

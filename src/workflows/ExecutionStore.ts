@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import { makeGroupCommit } from "../storage/GroupCommit.js"
 import {
@@ -7,6 +7,7 @@ import {
   type Ending,
   type Execution,
   type ExecutionListing,
+  type Holder,
   type ExecutionQuery,
   fromRow,
   json,
@@ -26,6 +27,7 @@ export type {
   Execution,
   ExecutionListing,
   ExecutionQuery,
+  Holder,
   StoredEvent,
   Suspension
 } from "./ExecutionRows.js"
@@ -67,18 +69,33 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
     suspension: Suspension,
     event: WorkflowEvent
   ) => Effect.Effect<Option.Option<number>>
-  /** suspended → running at `stepIndex` with `resumeData`, only from the version the caller read; the claimed row. */
+  /**
+   * suspended → running at `stepIndex` with `resumeData`, owned by `owner`, only from the version the
+   * caller read; the claimed row.
+   */
   readonly claimResume: (
     execution: Execution,
-    resume: { readonly stepIndex: number; readonly resumeData: unknown }
+    resume: { readonly stepIndex: number; readonly resumeData: unknown; readonly owner: string }
   ) => Effect.Effect<Option.Option<Execution>>
+  /**
+   * Running executions nobody runs any more, taken by `owner` (the version moves on, so a previous
+   * owner's writes are refused): those with no owner, or whose owner is not among `liveOwners` (a
+   * query of instance ids); all but `owner`'s own when no such query is given (a single instance
+   * starting). Rows another claimer holds are skipped, so each is taken by exactly one.
+   */
+  readonly claimOrphans: (
+    owner: string,
+    options: { readonly limit: number; readonly liveOwners?: Statement.Fragment | undefined }
+  ) => Effect.Effect<ReadonlyArray<Execution>>
+  /** A held execution given up (shutting down): running with no owner, at a new version, for another instance to take. */
+  readonly release: (claim: Claim) => Effect.Effect<boolean>
+  /** Who holds each of these executions now (those that exist). */
+  readonly holders: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<Holder>>
   /** running or suspended → cancelled, with the event; none when it had already ended. */
   readonly cancel: (id: string, event: WorkflowEvent) => Effect.Effect<Option.Option<number>>
   readonly events: (id: string, afterSeq: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
   readonly eventsOf: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<StoredEvent>>>
   readonly list: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<ExecutionListing>>
-  /** Executions left running (for recovery after a restart). */
-  readonly running: Effect.Effect<ReadonlyArray<Execution>>
 }>() {}
 
 
@@ -138,13 +155,16 @@ export const ExecutionStoreLive = Layer.scoped(
           ? Effect.succeed(Option.none<number>())
           : Effect.map(insertEvents(id, Number(changed[0].last_seq), events), Option.some))
 
-    /** The rows a drive fiber may still write: running, at the version it holds. */
-    const held = (claim: Claim) => sql`id = ${claim.id} AND status = 'running' AND version = ${claim.version}`
+    /** The rows a claim may still write: running, at its version, and its owner's when it names one. */
+    const held = (claim: Claim) =>
+      claim.owner === undefined
+        ? sql`id = ${claim.id} AND status = 'running' AND version = ${claim.version}`
+        : sql`id = ${claim.id} AND status = 'running' AND version = ${claim.version} AND owner = ${claim.owner}`
 
     /** The columns an ending sets, besides the counter. */
     const ended = (ending: Ending, at: string) =>
       sql`status = ${ending.status}, output = ${ending.status === "completed" ? json(ending.output) : null},
-        error = ${ending.status === "error" ? ending.error : null}, ended_at = ${at}`
+        error = ${ending.status === "error" ? ending.error : null}, ended_at = ${at}, owner = NULL`
 
     const create: ExecutionStore["Type"]["create"] = (e, events) =>
       commit(Effect.flatMap(
@@ -166,6 +186,7 @@ export const ExecutionStoreLive = Layer.scoped(
             resume_data: null,
             metadata: JSON.stringify(e.metadata),
             version: e.version,
+            owner: e.owner ?? null,
             last_seq: events.length,
             created_at: e.createdAt,
             updated_at: e.updatedAt,
@@ -220,7 +241,7 @@ export const ExecutionStoreLive = Layer.scoped(
     const suspend: ExecutionStore["Type"]["suspend"] = (claim, suspension, event) =>
       commit(transition(
         claim.id,
-        sql`UPDATE workflow_executions SET status = 'suspended', suspension = ${JSON.stringify(suspension)},
+        sql`UPDATE workflow_executions SET status = 'suspended', suspension = ${JSON.stringify(suspension)}, owner = NULL,
           step_index = ${suspension.stepIndex}, version = version + 1, last_seq = last_seq + 1, updated_at = ${suspension.suspendedAt}
           WHERE ${held(claim)} AND step_index = ${claim.atStep} RETURNING last_seq`,
         [event]
@@ -228,7 +249,7 @@ export const ExecutionStoreLive = Layer.scoped(
 
     const claimResume: ExecutionStore["Type"]["claimResume"] = (execution, resume) =>
       commit(
-        sql<Row>`UPDATE workflow_executions SET status = 'running', step_index = ${resume.stepIndex},
+        sql<Row>`UPDATE workflow_executions SET status = 'running', owner = ${resume.owner}, step_index = ${resume.stepIndex},
           resume_data = ${json(resume.resumeData) ?? "null"}, version = version + 1, updated_at = ${now()}
           WHERE id = ${execution.id} AND status = 'suspended' AND version = ${execution.version} RETURNING *`
       ).pipe(Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), fromRow)))
@@ -236,7 +257,7 @@ export const ExecutionStoreLive = Layer.scoped(
     const cancel: ExecutionStore["Type"]["cancel"] = (id, event) =>
       commit(transition(
         id,
-        sql`UPDATE workflow_executions SET status = 'cancelled', version = version + 1, last_seq = last_seq + 1,
+        sql`UPDATE workflow_executions SET status = 'cancelled', owner = NULL, version = version + 1, last_seq = last_seq + 1,
           updated_at = ${event.timestamp}, ended_at = ${event.timestamp}
           WHERE id = ${id} AND status IN ('running', 'suspended') RETURNING last_seq`,
         [event]
@@ -275,10 +296,36 @@ export const ExecutionStoreLive = Layer.scoped(
     const list = (query: ExecutionQuery) =>
       listingQuery(sql, query).pipe(Effect.map((rows) => rows.map(listingFromRow)), untraced)
 
-    const running = sql<Row>`SELECT * FROM workflow_executions WHERE status = 'running' ORDER BY created_at`.pipe(
-      Effect.map((rows) => rows.map(fromRow)),
-      untraced
-    )
+    const claimOrphans: ExecutionStore["Type"]["claimOrphans"] = (owner, { limit, liveOwners }) =>
+      commit(sql<Row>`UPDATE workflow_executions SET owner = ${owner}, version = version + 1, updated_at = ${now()}
+        WHERE id IN (
+          SELECT id FROM workflow_executions WHERE status = 'running' AND ${
+        liveOwners === undefined
+          ? sql`(owner IS NULL OR owner <> ${owner})`
+          : sql`(owner IS NULL OR owner NOT IN (${liveOwners}))`
+      } ORDER BY created_at LIMIT ${limit}${sql.onDialectOrElse({ pg: () => sql` FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })}
+        ) AND status = 'running' RETURNING *`).pipe(Effect.map((rows) => rows.map(fromRow)))
+
+    const release = (claim: Claim) =>
+      commit(sql<{ id: string }>`UPDATE workflow_executions SET owner = NULL, version = version + 1, updated_at = ${now()}
+        WHERE ${held(claim)} RETURNING id`).pipe(Effect.map((rows) => rows.length > 0))
+
+    type HolderRow = Pick<Row, "id" | "status" | "owner" | "version" | "last_seq">
+    const holders = (ids: ReadonlyArray<string>) =>
+      ids.length === 0
+        ? Effect.succeed<ReadonlyArray<Holder>>([])
+        : sql<HolderRow>`SELECT id, status, owner, version, last_seq FROM workflow_executions WHERE ${sql.in("id", ids)}`.pipe(
+          Effect.map((rows) =>
+            rows.map((row): Holder => ({
+              id: row.id,
+              status: row.status,
+              owner: row.owner ?? undefined,
+              version: Number(row.version),
+              lastSeq: Number(row.last_seq)
+            }))
+          ),
+          untraced
+        )
 
     return ExecutionStore.of({
       create,
@@ -293,7 +340,9 @@ export const ExecutionStoreLive = Layer.scoped(
       events,
       eventsOf,
       list,
-      running
+      claimOrphans,
+      release,
+      holders
     })
   })
 )

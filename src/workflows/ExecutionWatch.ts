@@ -1,7 +1,7 @@
 import { Effect, Exit, Fiber, Option, Stream } from "effect"
 import { InternalError, type WorkflowFailed } from "../errors.js"
 import { type ExecutionHubs, isSettling } from "./ExecutionHubs.js"
-import { type Execution, ExecutionStore } from "./ExecutionStore.js"
+import { type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
 import { type ExecutionUpdate, resultEntry, resultOf, settledBy } from "./ExecutionViews.js"
 import type * as S from "./WorkflowSchemas.js"
 
@@ -65,6 +65,21 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
       }))
 
     /**
+     * Live events in order from `lastSeq`, each once: one seen already is dropped, and one past a gap
+     * (events arrive from this instance's fibers and from the store, written by others) brings the
+     * missing ones from the store first.
+     */
+    const inOrder = (id: string, lastSeq: number) => <E>(live: Stream.Stream<StoredEvent, E>): Stream.Stream<StoredEvent, E> =>
+      live.pipe(
+        Stream.mapAccumEffect(lastSeq, (last, entry): Effect.Effect<readonly [number, ReadonlyArray<StoredEvent>]> => {
+          if (entry.seq <= last) return Effect.succeed([last, []])
+          if (entry.seq === last + 1) return Effect.succeed([entry.seq, [entry]])
+          return Effect.map(store.events(id, last), (missing) => [Math.max(entry.seq, missing.at(-1)?.seq ?? last), missing.length > 0 ? missing : [entry]])
+        }),
+        Stream.flattenIterables
+      )
+
+    /**
      * The events of a running execution after `afterSeq` until it settles, then its result. `known` is
      * the row as read before: live events are followed from before `start` runs (which may start the
      * fiber), so with the stored ones read after, none is lost or given twice. A client's `afterSeq`
@@ -77,7 +92,7 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
     ): Stream.Stream<ExecutionUpdate, E> =>
       Stream.unwrapScoped(Effect.gen(function*() {
         const id = known.id
-        const events = yield* hubs.subscribe(id)
+        const events = yield* hubs.subscribe(id, known.lastSeq)
         const fiber = yield* start
         const after = Math.min(afterSeq, known.lastSeq)
         const stored = yield* store.events(id, after)
@@ -85,7 +100,7 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
         const settledSince = stored.some((entry) => entry.seq > known.lastSeq && isSettling(entry.event))
         const live = !settledSince
           ? Stream.fromQueue(events).pipe(
-            Stream.filter((entry) => entry.seq > lastStored),
+            inOrder(id, lastStored),
             Stream.takeUntil((entry) => isSettling(entry.event)),
             Stream.interruptWhen(diedUnsettled(id, known.version, fiber))
           )

@@ -1,17 +1,29 @@
 import { Context, Effect, Either, Layer, Option, ParseResult, Schema, type Stream } from "effect"
-import { BadRequest, type InternalError, NotFound, ValidationError, type WorkflowFailed } from "../errors.js"
+import { BadRequest, type InternalError, NotFound, type UnprocessableEntity, ValidationError, type WorkflowFailed } from "../errors.js"
+import type { WorkflowSettings } from "../config/ServerConfig.js"
+import { Lifecycle } from "../health/Lifecycle.js"
 import { makeExecutionDriver, openingEvents, workflowEvent } from "./ExecutionDriver.js"
 import { now } from "./ExecutionRows.js"
 import { makeExecutionHubs } from "./ExecutionHubs.js"
+import { makeExecutionJoin } from "./ExecutionJoin.js"
+import { makeExecutionNotices } from "./ExecutionNotices.js"
 import { type Execution, type ExecutionQuery, ExecutionStore } from "./ExecutionStore.js"
 import { describeStep, type ExecutionUpdate, recordOf, stateOf, toJsonSchema } from "./ExecutionViews.js"
+import { startExecutionSupervisor } from "./ExecutionSupervisor.js"
 import { makeExecutionWatch } from "./ExecutionWatch.js"
+import { makeInstanceRegistry } from "./InstanceRegistry.js"
 import { decodeInput } from "./runner.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
 
 export interface StartOptions {
   readonly user?: unknown
+  /**
+   * Under an Idempotency-Key: gives the id to use for the execution the request would start as
+   * `executionId` (once the request is valid). The execution stored under it is then the one asked
+   * for, joined instead of refused.
+   */
+  readonly idempotent?: (executionId: string) => Effect.Effect<string, BadRequest | UnprocessableEntity>
 }
 
 export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine, {
@@ -22,19 +34,19 @@ export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | WorkflowFailed | InternalError>
+  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | UnprocessableEntity | WorkflowFailed | InternalError>
   /** Starts in the background. */
   readonly run: (
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<typeof S.RunStarted.Type, NotFound | ValidationError | BadRequest>
+  ) => Effect.Effect<typeof S.RunStarted.Type, NotFound | ValidationError | BadRequest | UnprocessableEntity>
   /** Starts and follows the execution's events until it settles, then its result. */
   readonly stream: (
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest>, NotFound | ValidationError | BadRequest>
+  ) => Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest>, NotFound | ValidationError | BadRequest | UnprocessableEntity>
   /** Replays the events after `afterSeq`, then follows live ones until the execution settles, then its result. */
   readonly attach: (id: string, executionId: string, afterSeq: number) => Effect.Effect<Stream.Stream<ExecutionUpdate>, NotFound>
   readonly suspend: (id: string, executionId: string, reason: string) => Effect.Effect<typeof S.SuspendResult.Type, NotFound | BadRequest>
@@ -51,20 +63,30 @@ export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine
   readonly liveEventHubs: Effect.Effect<number>
 }>() {}
 
-export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>) =>
+/** How this instance shares the store with others (see ServerConfig); the defaults suit one instance. */
+export interface EngineOptions extends Partial<Pick<WorkflowSettings, "leaseMs" | "pollMs" | "drainMs">> {
+  readonly instanceId?: string
+}
+
+export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>, options: EngineOptions = {}) =>
   Layer.scoped(
     WorkflowEngine,
     Effect.gen(function*() {
+      const instanceId = options.instanceId ?? `instance-${crypto.randomUUID()}`
+      const pollMs = options.pollMs ?? 1_000
       const store = yield* ExecutionStore
-      const hubs = yield* makeExecutionHubs
-      const driver = yield* makeExecutionDriver(hubs)
-      const { fail, launch, record } = driver
-      const { follow, reload, replay, settleAfter } = yield* makeExecutionWatch(hubs)
       const byId = new Map<string, WorkflowDefinition>()
       for (const definition of workflows) {
         if (byId.has(definition.id)) throw new Error(`Two workflows have the id "${definition.id}"`)
         byId.set(definition.id, definition)
       }
+      const registry = yield* makeInstanceRegistry(instanceId, { leaseMs: options.leaseMs ?? 15_000, pollMs })
+      const notices = yield* makeExecutionNotices(instanceId)
+      const hubs = yield* makeExecutionHubs
+      const driver = yield* makeExecutionDriver(hubs, notices, instanceId)
+      const { launch, record } = driver
+      const watch = yield* makeExecutionWatch(hubs)
+      const { follow, reload, replay, settleAfter } = watch
 
       const findWorkflow = (id: string) =>
         Effect.suspend(() => {
@@ -92,8 +114,9 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
         Effect.gen(function*() {
           const definition = yield* findWorkflow(workflowId)
           const input = yield* decodeInput(definition, request.input)
-          const id = request.options?.executionId ?? crypto.randomUUID()
-          if (checkTaken && (yield* store.exists(id))) return yield* alreadyExists(id)
+          const chosen = request.options?.executionId ?? crypto.randomUUID()
+          const id = options.idempotent === undefined ? chosen : yield* options.idempotent(chosen)
+          if (checkTaken && options.idempotent === undefined && (yield* store.exists(id))) return yield* alreadyExists(id)
           const span = yield* Effect.option(Effect.currentSpan)
           const createdAt = now()
           const execution: Execution = {
@@ -112,6 +135,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
               onSome: (s) => ({ traceId: s.traceId, spanId: s.spanId })
             }),
             version: 0,
+            owner: instanceId,
             lastSeq: 0,
             createdAt,
             updatedAt: createdAt
@@ -123,35 +147,39 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
 
       /**
        * Stores the execution with its opening events (its first step's step-start among them) and
-       * launches its fiber; uninterruptible, so never one without the other.
+       * launches its fiber; uninterruptible, so never one without the other. None when the id is taken.
        */
-      const start = (definition: WorkflowDefinition, execution: Execution) =>
+      const startIfNew = (definition: WorkflowDefinition, execution: Execution) =>
         Effect.uninterruptible(Effect.gen(function*() {
           const opening = openingEvents(definition, execution)
-          if (Option.isNone(yield* record(execution.id, opening, store.create(execution, opening)))) {
-            return yield* alreadyExists(execution.id)
-          }
+          if (Option.isNone(yield* record(execution.id, opening, store.create(execution, opening)))) return Option.none()
           yield* Effect.logInfo("workflow started").pipe(
             Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
           )
           const fiber = yield* launch(definition, execution, { startRecorded: true })
-          return { execution, fiber }
+          return Option.some({ execution, fiber })
         }))
 
-      // --- recovery: executions a dead process left running continue from their checkpoint -----------
+      const start = (definition: WorkflowDefinition, execution: Execution) =>
+        Effect.flatMap(startIfNew(definition, execution), (launched) =>
+          Option.isSome(launched) ? Effect.succeed(launched.value) : Effect.fail(alreadyExists(execution.id)))
 
-      const recovered = yield* store.running
-      for (const execution of recovered) {
-        const definition = byId.get(execution.workflowId)
-        if (definition === undefined) {
-          yield* fail(execution, execution, `workflow ${execution.workflowId} is not registered`)
-        } else {
-          yield* Effect.logInfo("recovering workflow execution").pipe(
-            Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
-          )
-          yield* launch(definition, execution, { startRecorded: false })
-        }
-      }
+      const join = makeExecutionJoin({ store, watch, startIfNew, fiberOf: driver.fiberOf })
+
+      // Executions a dead process left running continue here from their checkpoint; with several
+      // instances, those of any instance that dies, and streams here follow executions run elsewhere.
+      // An instance told to drain (Lifecycle, when the service has one) claims nothing more.
+      const lifecycle = yield* Effect.serviceOption(Lifecycle)
+      const leaving = Option.match(lifecycle, { onNone: () => Effect.succeed(false), onSome: (l) => l.draining })
+      yield* startExecutionSupervisor({ registry, notices, hubs, driver, workflows: byId, pollMs, leaving })
+      // Runs first on shutdown (finalizers run in reverse): steps finish, then executions are handed over.
+      yield* Effect.addFinalizer(() =>
+        Effect.flatMap(driver.drain(options.drainMs ?? 10_000), (released) =>
+          released.length === 0 ? Effect.void : Effect.zipRight(
+            notices.released(released),
+            Effect.logInfo(`shutting down: released ${released.length} running workflow executions to the other instances`)
+          ))
+      )
 
       const span = (name: string, workflowId: string) =>
         <A, E, R>(effect: Effect.Effect<A, E, R>) =>
@@ -186,19 +214,23 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
         execute: (id, request, options) =>
           Effect.gen(function*() {
             const { definition, execution } = yield* prepare(id, request, options)
+            if (options?.idempotent !== undefined) return yield* join.execute(definition, execution)
             return yield* settleAfter(execution.id, 0, start(definition, execution))
           }).pipe(span("execute", id)),
 
         run: (id, request, options) =>
           Effect.gen(function*() {
             const { definition, execution } = yield* prepare(id, request, options)
+            if (options?.idempotent !== undefined) return yield* join.run(definition, execution)
             yield* start(definition, execution)
             return { executionId: execution.id, workflowId: id, status: "running" as const, startAt: execution.createdAt }
           }).pipe(span("run", id)),
 
         stream: (id, request, options) =>
-          Effect.map(prepare(id, request, options, true), ({ definition, execution }) =>
-            follow(execution, 0, Effect.map(start(definition, execution), ({ fiber }) => Option.some(fiber)))
+          Effect.flatMap(prepare(id, request, options, true), ({ definition, execution }) =>
+            options?.idempotent !== undefined
+              ? join.stream(definition, execution)
+              : Effect.succeed(follow(execution, 0, Effect.map(start(definition, execution), ({ fiber }) => Option.some(fiber))))
           ).pipe(span("stream", id)),
 
         attach: (id, executionId, afterSeq) =>
@@ -250,7 +282,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>)
               )
             // Claim and launch are one uninterruptible action: a claimed execution always has a fiber.
             return yield* settleAfter(executionId, execution.lastSeq, Effect.uninterruptible(Effect.gen(function*() {
-              const claimed = yield* store.claimResume(execution, { stepIndex, resumeData: decoded })
+              const claimed = yield* store.claimResume(execution, { stepIndex, resumeData: decoded, owner: instanceId })
               if (Option.isNone(claimed)) return yield* notSuspended
               const fiber = yield* launch(definition, claimed.value, { startRecorded: false })
               return { execution: claimed.value, fiber }

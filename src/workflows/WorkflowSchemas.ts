@@ -93,9 +93,24 @@ export type ExecutionResult = typeof ExecutionResult.Type
 export const RunStarted = Schema.Struct({
   executionId: Schema.String,
   workflowId: Schema.String,
-  status: Schema.Literal("running"),
+  status: ExecutionStatus.annotations({
+    description: "running when started; a retry with the same Idempotency-Key shows the execution's current status"
+  }),
   startAt: Schema.String
 }).annotations({ identifier: "ExecutionStarted" })
+
+/** What an Idempotency-Key may be: 1 to 255 printable ASCII characters. */
+export const IdempotencyKey = Schema.String.pipe(
+  Schema.pattern(/^[\x20-\x7E]{1,255}$/, { message: () => "must be 1 to 255 printable ASCII characters" })
+)
+
+/** The headers of a workflow start (execute, run, stream). */
+export const StartHeaders = Schema.Struct({
+  "idempotency-key": Schema.optional(IdempotencyKey.annotations({
+    description: "A retry with the same key (per route, workflow and caller, kept 24 h by default) and the same body " +
+      "answers with the first request's execution instead of starting another; the same key with another body is 422."
+  }))
+})
 
 export const SuspendRequest = Schema.Struct({ reason: Schema.optional(Schema.String) })
 export const SuspendResult = Schema.Struct({

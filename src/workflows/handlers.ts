@@ -5,7 +5,9 @@ import { ServiceApi } from "../http/Api.js"
 import { toIso } from "../http/Query.js"
 import { type SseFrame, sseResponse } from "../http/sse.js"
 import type { ExecutionUpdate } from "./ExecutionViews.js"
-import { WorkflowEngine } from "./WorkflowEngine.js"
+import { callerOf, IdempotencyKeys, type StartRoute } from "./IdempotencyKeys.js"
+import { type StartOptions, WorkflowEngine } from "./WorkflowEngine.js"
+import type { ExecuteRequest } from "./WorkflowSchemas.js"
 
 const LIST_DEFAULT = 50
 const LIST_MAX = 500
@@ -22,6 +24,22 @@ const lastEventId = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
 export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (handlers) =>
   Effect.gen(function*() {
     const engine = yield* WorkflowEngine
+    const keys = yield* IdempotencyKeys
+
+    /** The caller, and the Idempotency-Key's scope when the request has one. */
+    const startOptions = (
+      route: StartRoute,
+      workflowId: string,
+      payload: ExecuteRequest,
+      key: string | undefined
+    ): Effect.Effect<StartOptions, never, CurrentUser> =>
+      Effect.map(CurrentUser, (user) => ({
+        user,
+        ...(key === undefined
+          ? {}
+          : { idempotent: keys.forStart({ route, workflowId, caller: callerOf(user), key }, payload) })
+      }))
+
     return handlers
       .handle("listWorkflows", () => engine.list)
       .handle("listExecutions", ({ urlParams }) =>
@@ -34,11 +52,15 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
           offset: urlParams.offset ?? 0
         }))
       .handle("getWorkflow", ({ path }) => engine.details(path.id))
-      .handle("executeWorkflow", ({ path, payload }) => Effect.flatMap(CurrentUser, (user) => engine.execute(path.id, payload, { user })))
-      .handle("runWorkflow", ({ path, payload }) => Effect.flatMap(CurrentUser, (user) => engine.run(path.id, payload, { user })))
-      .handle("streamWorkflow", ({ path, payload }) =>
-        CurrentUser.pipe(
-          Effect.flatMap((user) => engine.stream(path.id, payload, { user })),
+      .handle("executeWorkflow", ({ headers, path, payload }) =>
+        Effect.flatMap(startOptions("execute", path.id, payload, headers["idempotency-key"]), (options) =>
+          engine.execute(path.id, payload, options)))
+      .handle("runWorkflow", ({ headers, path, payload }) =>
+        Effect.flatMap(startOptions("run", path.id, payload, headers["idempotency-key"]), (options) =>
+          engine.run(path.id, payload, options)))
+      .handle("streamWorkflow", ({ headers, path, payload }) =>
+        startOptions("stream", path.id, payload, headers["idempotency-key"]).pipe(
+          Effect.flatMap((options) => engine.stream(path.id, payload, options)),
           Effect.flatMap(asSse)
         ))
       .handle("suspendExecution", ({ path, payload }) =>

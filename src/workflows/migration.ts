@@ -68,3 +68,53 @@ export const createListingIndexes = Effect.gen(function*() {
   yield* sql`DROP INDEX workflow_executions_by_workflow`
   yield* sql`DROP INDEX workflow_executions_by_status`
 })
+
+/**
+ * Ownership of running executions by instances (issue #11): `owner` names the instance whose fiber
+ * runs the execution (NULL when nobody does: suspended, ended, or released on shutdown); `version` is
+ * its epoch, bumped by every claim. `workflow_instances` lists the instances that share the store, each
+ * with the key of the advisory lock it holds while alive and its last heartbeat (the lease).
+ */
+export const addExecutionOwners = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN owner TEXT`
+  yield* sql`CREATE INDEX workflow_executions_running_by_owner ON workflow_executions (owner) WHERE status = 'running'`
+  yield* sql.onDialectOrElse({
+    pg: () =>
+      sql`CREATE TABLE workflow_instances (
+        id TEXT PRIMARY KEY,
+        lock_key INTEGER NOT NULL,
+        started_at TIMESTAMPTZ NOT NULL,
+        heartbeat_at TIMESTAMPTZ NOT NULL
+      )`,
+    orElse: () =>
+      sql`CREATE TABLE workflow_instances (
+        id TEXT PRIMARY KEY,
+        lock_key INTEGER NOT NULL,
+        started_at TEXT NOT NULL,
+        heartbeat_at TEXT NOT NULL
+      )`
+  })
+})
+
+/**
+ * Idempotency-Keys of workflow starts: one row per key in its scope (route, workflow, caller), with the
+ * hash of the request's body and the id of the execution it stands for, chosen before the execution is
+ * stored (a request that finds the key but no execution creates it under that id). `expires_at` orders
+ * the background pruning.
+ */
+export const createIdempotencyKeys = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE workflow_idempotency_keys (
+    route TEXT NOT NULL,
+    workflow_id TEXT NOT NULL,
+    caller TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    request_hash TEXT NOT NULL,
+    execution_id TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    expires_at TEXT NOT NULL,
+    PRIMARY KEY (route, workflow_id, caller, idempotency_key)
+  )`
+  yield* sql`CREATE INDEX workflow_idempotency_keys_by_expiry ON workflow_idempotency_keys (expires_at)`
+})

@@ -1,0 +1,115 @@
+import { Effect, Schedule, Stream } from "effect"
+import type { ExecutionDriver } from "./ExecutionDriver.js"
+import type { ExecutionHubs } from "./ExecutionHubs.js"
+import type { ExecutionNotices, Notice } from "./ExecutionNotices.js"
+import { type Execution, ExecutionStore } from "./ExecutionStore.js"
+import type { InstanceRegistry } from "./InstanceRegistry.js"
+import type { WorkflowDefinition } from "./Workflow.js"
+
+/** Orphans claimed per statement. */
+const CLAIM_BATCH = 100
+/** Executions checked or fetched per statement. */
+const CHECK_BATCH = 500
+
+const chunks = <A>(items: ReadonlyArray<A>, size: number): ReadonlyArray<ReadonlyArray<A>> =>
+  Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
+
+/**
+ * Keeps this instance's share of the running executions right, with the store as the truth:
+ * - claims orphans (running with no owner, or an owner that is not live) and runs them from their
+ *   checkpoint: at start-up (on SQLite every execution left running, its process being gone), then on
+ *   every poll and whenever another instance releases some;
+ * - stops a fiber whose execution was taken from it (suspended or cancelled elsewhere, or claimed by
+ *   another instance after this one's lease ran out): its writes would be refused anyway;
+ * - brings events stored by other instances to the streams and waiters here.
+ * Notices from the others make this immediate; the poll catches a lost one. On SQLite only the
+ * start-up claim runs: nobody else shares the store.
+ */
+export const startExecutionSupervisor = (options: {
+  readonly registry: InstanceRegistry
+  readonly notices: ExecutionNotices
+  readonly hubs: ExecutionHubs
+  readonly driver: ExecutionDriver
+  readonly workflows: ReadonlyMap<string, WorkflowDefinition>
+  readonly pollMs: number
+  /** Whether the instance is on its way out (it claims nothing more). */
+  readonly leaving: Effect.Effect<boolean>
+}) =>
+  Effect.gen(function*() {
+    const { driver, hubs, notices, registry } = options
+    const store = yield* ExecutionStore
+
+    const adopt = (execution: Execution) => {
+      const annotate = Effect.annotateLogs({ workflowId: execution.workflowId, executionId: execution.id })
+      const definition = options.workflows.get(execution.workflowId)
+      if (definition === undefined) return driver.fail(execution, execution, `workflow ${execution.workflowId} is not registered`)
+      return Effect.zipRight(
+        Effect.logInfo("recovering workflow execution").pipe(annotate),
+        driver.launch(definition, execution, { startRecorded: false })
+      )
+    }
+
+    const claimOrphans: Effect.Effect<void> = Effect.gen(function*() {
+      while (!driver.isDraining() && !(yield* options.leaving)) {
+        const taken = yield* store.claimOrphans(registry.instanceId, { limit: CLAIM_BATCH, liveOwners: registry.liveOwners })
+        // Claim and launch together: a claimed execution always has a fiber.
+        yield* Effect.uninterruptible(Effect.forEach(taken, adopt, { discard: true }))
+        if (taken.length < CLAIM_BATCH) return
+      }
+    })
+
+    /** Stops the fibers (among `ids`, or all) whose execution is no longer held as they hold it. */
+    const stopLost = (ids?: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        const claims = driver.claims()
+        const held = ids === undefined ? Array.from(claims.keys()) : ids.filter((id) => claims.has(id))
+        for (const batch of chunks(held, CHECK_BATCH)) {
+          const holders = new Map((yield* store.holders(batch)).map((holder) => [holder.id, holder]))
+          for (const id of batch) {
+            const claim = claims.get(id)
+            const holder = holders.get(id)
+            if (claim === undefined) continue
+            const kept = holder !== undefined && holder.status === "running" && holder.owner === claim.owner &&
+              holder.version === claim.version
+            if (!kept) {
+              yield* Effect.logInfo("workflow execution taken elsewhere: stopping its fiber here").pipe(
+                Effect.annotateLogs({ executionId: id })
+              )
+              yield* driver.stopIfHeld(id, claim.version)
+            }
+          }
+        }
+      })
+
+    /** Publishes the events stored since the last one known here, for these executions if listened to here. */
+    const fetchEvents = (ids: ReadonlyArray<string>) =>
+      Effect.forEach(ids, (id) => {
+        const seen = hubs.seenOf(id)
+        return seen === undefined ? Effect.void : Effect.flatMap(store.events(id, seen), (events) => hubs.publishFetched(id, events))
+      }, { discard: true })
+
+    /** The same for every execution listened to here, reading events only of those with new ones. */
+    const fetchAllEvents = Effect.gen(function*() {
+      const watched = hubs.watched()
+      for (const batch of chunks(Array.from(watched.keys()), CHECK_BATCH)) {
+        const changed = (yield* store.holders(batch)).filter((holder) => holder.lastSeq > (watched.get(holder.id) ?? holder.lastSeq))
+        yield* fetchEvents(changed.map((holder) => holder.id))
+      }
+    })
+
+    const survive = (what: string) => <A>(effect: Effect.Effect<A>) =>
+      Effect.catchAllCause(effect, (cause) => Effect.logWarning(`workflow supervisor: ${what} failed; the next poll retries`, cause))
+
+    const onNotice = (notice: Notice) =>
+      notice.kind === "released"
+        ? claimOrphans.pipe(survive("claiming released executions"))
+        : Effect.zipRight(stopLost(notice.ids), fetchEvents(notice.ids)).pipe(survive("following a notice"))
+
+    const poll = Effect.all([stopLost(), fetchAllEvents, claimOrphans], { discard: true }).pipe(survive("polling"))
+
+    yield* claimOrphans
+    if (registry.shared) {
+      yield* Stream.runForEach(notices.incoming, onNotice).pipe(Effect.interruptible, Effect.forkScoped)
+      yield* poll.pipe(Effect.repeat(Schedule.spaced(options.pollMs)), Effect.interruptible, Effect.forkScoped)
+    }
+  })
