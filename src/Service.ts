@@ -16,6 +16,7 @@ import { UpdatesLive } from "./ops/Updates.js"
 import { LogCaptureLive, LogStoreLive } from "./observability/LogStore.js"
 import { TraceStoreLive } from "./observability/TraceStore.js"
 import { TracingLive } from "./observability/Tracing.js"
+import { RecordRetentionLive } from "./retention/RecordRetention.js"
 import { SqlLive, storageKind } from "./storage/Sql.js"
 import { ToolRunnerLive } from "./tools/ToolRunner.js"
 import { ExecutionStoreLive } from "./workflows/ExecutionStore.js"
@@ -30,14 +31,14 @@ export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
     Layer.provideMerge(Layer.mergeAll(
       Layer.succeed(ServerConfig, config),
       ToolRunnerLive([...agentToolEntries(app.agents), ...app.tools.map((tool) => ({ tool, agents: [] }))]),
-      AgentRegistryLive(app.agents, { storage: storageKind(config.databaseUrl), telemetry: true }),
+      AgentRegistryLive(app.agents, { storage: storageKind(config.databaseUrl), telemetry: true, recordContent: config.recordContent }),
       ShutdownLive,
       LifecycleLive,
       AuthPolicyLive(config.auth),
       UpdatesLive(),
       ObservabilitySetupLive()
     )),
-    Layer.provideMerge(Layer.mergeAll(MemoryStoreLive, ExecutionStoreLive, DefaultModelLive(config.model))),
+    Layer.provideMerge(Layer.mergeAll(MemoryStoreLive, ExecutionStoreLive, DefaultModelLive(config.model), RecordRetentionLive(config.recordRetention))),
     // Tracing and log capture come first, so everything built after them is traced and logged.
     Layer.provideMerge(Layer.mergeAll(
       TracingLive({ serviceName: SERVICE_NAME, instanceId: config.instanceId, otlpEndpoint: config.otlpEndpoint }),

@@ -4,7 +4,7 @@ import type { StorageKind } from "../storage/Sql.js"
 import { defineTool, type Tool } from "../tools/Tool.js"
 import type { ToolEntry } from "../tools/ToolRunner.js"
 import type { AgentCallContext, AgentDefinition } from "./Agent.js"
-import type { AgentCard, AgentDetails, AgentSummary, HistoryPage, TextResult } from "./AgentsSchemas.js"
+import type { AgentCard, AgentDetails, AgentSummary, ConversationDeleted, HistoryPage, TextResult } from "./AgentsSchemas.js"
 import type * as Generation from "./generation/Generation.js"
 import { DEFAULTS } from "./generation/settings.js"
 import { MemoryStore } from "./memory/MemoryStore.js"
@@ -24,6 +24,8 @@ export class AgentRegistry extends Context.Tag("AgentRegistry")<AgentRegistry, {
     id: string,
     query: { readonly page: number; readonly limit: number; readonly userId?: string; readonly conversationId?: string }
   ) => Effect.Effect<typeof HistoryPage.Type, NotFound>
+  /** Deletes a conversation's memory and history; NotFound when the agent has none under that id. */
+  readonly forgetConversation: (id: string, conversationId: string) => Effect.Effect<typeof ConversationDeleted.Type, NotFound>
   readonly text: (id: string, request: Generation.CallRequest) => Effect.Effect<TextResult, CallError>
   /** The events as the model produces them; cancelling the stream aborts the model call. */
   readonly stream: (id: string, request: Generation.CallRequest) => Effect.Effect<ReadableStream<Generation.StreamEvent>, CallError>
@@ -66,7 +68,7 @@ const delegateParameters = JSONSchema.make(DelegateInput) as unknown as Record<s
 
 export const AgentRegistryLive = (
   agents: ReadonlyArray<AgentDefinition>,
-  options: { readonly storage: StorageKind; readonly telemetry: boolean }
+  options: { readonly storage: StorageKind; readonly telemetry: boolean; readonly recordContent?: boolean }
 ) =>
   Layer.effect(
     AgentRegistry,
@@ -114,6 +116,7 @@ export const AgentRegistryLive = (
         defaultModel,
         memory,
         runtime,
+        recordContent: options.recordContent ?? false,
         extraTools: (agent, call) => (agent.subAgents?.length ? [delegateTool(agent, call)] : [])
       }
 
@@ -174,6 +177,16 @@ export const AgentRegistryLive = (
               pagination: { page: query.page, limit: query.limit, total, totalPages: Math.ceil(total / query.limit) }
             }
           }),
+        forgetConversation: (id, conversationId) =>
+          Effect.gen(function*() {
+            yield* find(id)
+            const deleted = yield* memory.forget(id, conversationId)
+            if (deleted.messages === 0 && deleted.historyEntries === 0) return yield* NotFound.of("Conversation", conversationId)
+            return { agentId: id, conversationId, deletedMessages: deleted.messages, deletedHistoryEntries: deleted.historyEntries }
+          }).pipe(Effect.withSpan("AgentRegistry.forgetConversation", {
+            captureStackTrace: false,
+            attributes: { "entity.type": "agent", "entity.id": id }
+          })),
         text: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.text(env, agent, request))),
         stream: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.stream(env, agent, request))),
         chat: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.chat(env, agent, request))),

@@ -9,6 +9,7 @@ import {
   AgentCard,
   AgentDetails,
   AgentSummary,
+  ConversationDeleted,
   GenerateRequest,
   HistoryPage,
   ObjectRequest,
@@ -66,6 +67,14 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .addSuccess(Success(HistoryPage))
       .addError(NotFound)
       .annotate(OpenApi.Summary, "The agent's past calls, newest first (limit 1..100, default 10)")
+  )
+  .add(
+    HttpApiEndpoint.del("deleteConversation", "/agents/:id/conversations/:conversationId")
+      .annotate(RouteClassAnnotation, "execution")
+      .setPath(Schema.Struct({ id: Schema.String, conversationId: Schema.String }))
+      .addSuccess(Success(ConversationDeleted))
+      .addError(NotFound)
+      .annotate(OpenApi.Summary, "Delete a conversation: its memory (messages) and its history entries")
   )
   .add(
     HttpApiEndpoint.get("agentCard", "/agents/:id/card").setPath(IdPath).addSuccess(Success(AgentCard)).addError(NotFound)

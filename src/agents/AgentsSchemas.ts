@@ -147,6 +147,13 @@ export const HistoryPage = Schema.Struct({
   pagination: Schema.Struct({ page: Schema.Number, limit: Schema.Number, total: Schema.Number, totalPages: Schema.Number })
 }).annotations({ identifier: "AgentHistory" })
 
+export const ConversationDeleted = Schema.Struct({
+  agentId: Schema.String,
+  conversationId: Schema.String,
+  deletedMessages: Schema.Number,
+  deletedHistoryEntries: Schema.Number
+}).annotations({ identifier: "ConversationDeleted" })
+
 export const AgentCard = Schema.Struct({
   protocolVersion: Schema.String,
   name: Schema.String,

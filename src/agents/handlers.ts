@@ -47,5 +47,6 @@ export const AgentsHandlers = HttpApiBuilder.group(ServiceApi, "agents", (handle
           ...(urlParams.userId === undefined ? {} : { userId: urlParams.userId }),
           ...(urlParams.conversationId === undefined ? {} : { conversationId: urlParams.conversationId })
         }))
+      .handle("deleteConversation", ({ path }) => agents.forgetConversation(path.id, path.conversationId))
       .handle("agentCard", ({ path }) => Effect.flatMap(baseUrl, (url) => agents.card(path.id, url)))
   }))

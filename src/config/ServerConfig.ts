@@ -21,6 +21,11 @@ export const CorsConfig = Schema.Struct({
   maxAge: Schema.optional(Schema.Int.pipe(Schema.nonNegative()))
 })
 
+const RetentionLimits = Schema.Struct({
+  maxCount: Schema.optional(Schema.Int.pipe(Schema.positive())),
+  maxAgeHours: Schema.optional(Schema.Number.pipe(Schema.positive()))
+})
+
 /** The config file (`--config file.json`): every field optional, unknown fields rejected. */
 export const ConfigFile = Schema.Struct({
   port: Schema.optional(Port),
@@ -35,7 +40,12 @@ export const ConfigFile = Schema.Struct({
     maxTraces: Schema.optional(Schema.Int.pipe(Schema.positive())),
     maxAgeHours: Schema.optional(Schema.Number.pipe(Schema.positive())),
     maxLogs: Schema.optional(Schema.Int.pipe(Schema.positive())),
-    logMaxAgeHours: Schema.optional(Schema.Number.pipe(Schema.positive()))
+    logMaxAgeHours: Schema.optional(Schema.Number.pipe(Schema.positive())),
+    recordContent: Schema.optional(Schema.Boolean)
+  })),
+  retention: Schema.optional(Schema.Struct({
+    executions: Schema.optional(RetentionLimits),
+    conversations: Schema.optional(RetentionLimits)
   })),
   workflows: Schema.optional(Schema.Struct({
     leaseSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
@@ -62,6 +72,16 @@ export interface ServerConfigShape {
   readonly retention: { readonly maxTraces: number; readonly maxAgeMs: number }
   /** How many log entries, and how old, the LogStore keeps. */
   readonly logRetention: { readonly maxEntries: number; readonly maxAgeMs: number }
+  /**
+   * How long finished workflow executions (with their events) and agent memory and history are kept
+   * (RecordRetention applies it in the background).
+   */
+  readonly recordRetention: RecordRetentionSettings
+  /**
+   * Whether model spans keep prompts and completions (`observability.recordContent` or
+   * OBSERVABILITY_RECORD_CONTENT=true); off, they keep lengths and token counts only.
+   */
+  readonly recordContent: boolean
   /** OTEL_EXPORTER_OTLP_ENDPOINT: also export spans there over OTLP/HTTP. */
   readonly otlpEndpoint?: string | undefined
   /**
@@ -85,6 +105,21 @@ export interface WorkflowSettings {
   /** How long an Idempotency-Key is remembered (IDEMPOTENCY_KEY_HOURS, 24 h). */
   readonly idempotencyTtlMs: number
 }
+
+export interface RetentionLimit {
+  /** Rows kept at most (the oldest go first); no limit when undefined. */
+  readonly maxCount: number | undefined
+  readonly maxAgeMs: number
+}
+
+export interface RecordRetentionSettings {
+  /** Finished executions (completed, error, cancelled) by when they ended; suspended and running ones are never pruned. */
+  readonly executions: RetentionLimit
+  /** Conversation messages and history entries, each by when it was written (maxCount applies to each table). */
+  readonly conversations: RetentionLimit
+}
+
+const HOUR_MS = 3600 * 1000
 
 export class ServerConfig extends Context.Tag("ServerConfig")<ServerConfig, ServerConfigShape>() {}
 
@@ -117,6 +152,17 @@ export const resolveServerConfig = (
       maxEntries: file.observability?.maxLogs ?? 100_000,
       maxAgeMs: (file.observability?.logMaxAgeHours ?? 7 * 24) * 3600 * 1000
     },
+    recordRetention: {
+      executions: {
+        maxCount: file.retention?.executions?.maxCount ?? 100_000,
+        maxAgeMs: (file.retention?.executions?.maxAgeHours ?? 30 * 24) * HOUR_MS
+      },
+      conversations: {
+        maxCount: file.retention?.conversations?.maxCount,
+        maxAgeMs: (file.retention?.conversations?.maxAgeHours ?? 90 * 24) * HOUR_MS
+      }
+    },
+    recordContent: booleanFrom(env, "OBSERVABILITY_RECORD_CONTENT") ?? file.observability?.recordContent ?? false,
     instanceId: instanceIdFrom(env.SERVICE_INSTANCE_ID) ?? file.instanceId ?? defaultInstanceId(),
     workflows: {
       leaseMs: seconds(env, "WORKFLOW_LEASE_SECONDS") ?? (file.workflows?.leaseSeconds ?? 15) * 1000,
@@ -136,6 +182,15 @@ const positive = (env: Readonly<Record<string, string | undefined>>, name: strin
     throw new Error(`${name}: must be a ${zero ? "non-negative" : "positive"} number, got "${raw}"`)
   }
   return value
+}
+
+/** true/false (or 1/0) from the environment; throws (a start-up error) when set to anything else. */
+const booleanFrom = (env: Readonly<Record<string, string | undefined>>, name: string): boolean | undefined => {
+  const raw = env[name]
+  if (raw === undefined || raw === "") return undefined
+  if (raw === "true" || raw === "1") return true
+  if (raw === "false" || raw === "0") return false
+  throw new Error(`${name}: must be true or false, got "${raw}"`)
 }
 
 const seconds = (env: Readonly<Record<string, string | undefined>>, name: string, zero = false) => {

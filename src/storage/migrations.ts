@@ -2,6 +2,7 @@ import type { SqlClient } from "@effect/sql"
 import type { Effect } from "effect"
 import { createAgentTables } from "../agents/memory/migration.js"
 import { addSpanInstance, createLogTable, createSpanTable, createTraceIndex, dropUnreadSpanIndexes } from "../observability/migration.js"
+import { createRetentionIndexes } from "../retention/migration.js"
 import { addExecutionOwners, addWorkflowEventCounter, createIdempotencyKeys, createListingIndexes, createWorkflowTables } from "../workflows/migration.js"
 
 /**
@@ -19,5 +20,6 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0009_workflow_execution_owners": addExecutionOwners,
   "0010_workflow_idempotency_keys": createIdempotencyKeys,
   "0011_observability_logs": createLogTable,
-  "0012_observability_span_instance": addSpanInstance
+  "0012_observability_span_instance": addSpanInstance,
+  "0014_retention_indexes": createRetentionIndexes
 }

@@ -18,6 +18,7 @@ import {
   type StoredEvent,
   type Suspension
 } from "./ExecutionRows.js"
+import { deleteFinishedExecutions } from "./executionDeletion.js"
 import type { WorkflowEvent } from "./WorkflowSchemas.js"
 
 export type {
@@ -93,6 +94,8 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
   readonly holders: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<Holder>>
   /** running or suspended → cancelled, with the event; none when it had already ended. */
   readonly cancel: (id: string, event: WorkflowEvent) => Effect.Effect<Option.Option<number>>
+  /** A finished execution deleted with its events and Idempotency-Keys, in one transaction; false when it is not finished (or gone). */
+  readonly remove: (id: string) => Effect.Effect<boolean>
   readonly events: (id: string, afterSeq: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
   readonly eventsOf: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<StoredEvent>>>
   readonly list: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<ExecutionListing>>
@@ -263,6 +266,9 @@ export const ExecutionStoreLive = Layer.scoped(
         [event]
       ))
 
+    const remove = (id: string) =>
+      commit(deleteFinishedExecutions(sql, [id])).pipe(Effect.map((gone) => gone.length > 0))
+
     const toStored = (row: { seq: number; event: string }): StoredEvent => ({
       seq: Number(row.seq),
       event: JSON.parse(row.event)
@@ -337,6 +343,7 @@ export const ExecutionStoreLive = Layer.scoped(
       suspend,
       claimResume,
       cancel,
+      remove,
       events,
       eventsOf,
       list,

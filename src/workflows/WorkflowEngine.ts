@@ -57,6 +57,8 @@ export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine
     stepId?: string
   ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | WorkflowFailed | InternalError>
   readonly cancel: (id: string, executionId: string, reason: string) => Effect.Effect<typeof S.CancelResult.Type, NotFound | BadRequest>
+  /** Deletes a finished execution with its events; a running or suspended one is refused (BadRequest). */
+  readonly remove: (id: string, executionId: string) => Effect.Effect<typeof S.ExecutionDeleted.Type, NotFound | BadRequest>
   readonly state: (id: string, executionId: string) => Effect.Effect<typeof S.ExecutionState.Type, NotFound>
   readonly executions: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<typeof S.ExecutionRecord.Type>, NotFound>
   /** How many executions have live listeners (event hubs in memory): for tests and diagnostics. */
@@ -303,6 +305,20 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
             yield* Effect.logInfo(`workflow cancelled: ${reason}`).pipe(Effect.annotateLogs({ workflowId: id, executionId }))
             return { executionId, status: "cancelled" as const, cancelledAt: cancelled.timestamp, reason }
           }).pipe(span("cancel", id)),
+
+        remove: (id, executionId) =>
+          Effect.gen(function*() {
+            const { execution } = yield* findExecution(id, executionId)
+            if (execution.status === "running" || execution.status === "suspended") {
+              return yield* new BadRequest({
+                message: `Execution ${executionId} is ${execution.status}: only finished executions (completed, error, cancelled) can be deleted; cancel it first`
+              })
+            }
+            // Only a concurrent delete can make this false: a finished execution never runs again.
+            if (!(yield* store.remove(executionId))) return yield* NotFound.of("Execution", executionId)
+            yield* Effect.logInfo("workflow execution deleted").pipe(Effect.annotateLogs({ workflowId: id, executionId }))
+            return { executionId, workflowId: id, deleted: true as const }
+          }).pipe(span("remove", id)),
 
         state: (id, executionId) =>
           Effect.map(findExecution(id, executionId), ({ execution }) => stateOf(id, execution)).pipe(span("state", id)),

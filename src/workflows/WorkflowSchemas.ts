@@ -132,6 +132,12 @@ export const CancelResult = Schema.Struct({
   reason: Schema.String
 }).annotations({ identifier: "CancelResult" })
 
+export const ExecutionDeleted = Schema.Struct({
+  executionId: Schema.String,
+  workflowId: Schema.String,
+  deleted: Schema.Literal(true)
+}).annotations({ identifier: "ExecutionDeleted" })
+
 export const ExecutionState = Schema.Struct({
   executionId: Schema.String,
   workflowId: Schema.String,

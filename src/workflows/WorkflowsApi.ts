@@ -10,6 +10,7 @@ import {
   CancelRequest,
   CancelResult,
   ExecuteRequest,
+  ExecutionDeleted,
   ExecutionRecord,
   ExecutionResult,
   ExecutionState,
@@ -90,6 +91,12 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.get("executionState", "/workflows/:id/executions/:executionId/state").setPath(ExecutionPath)
       .addSuccess(Success(ExecutionState)).addError(NotFound)
       .annotate(OpenApi.Summary, "An execution's state")
+  )
+  .add(
+    HttpApiEndpoint.del("deleteExecution", "/workflows/:id/executions/:executionId").annotate(RouteClassAnnotation, "execution")
+      .setPath(ExecutionPath)
+      .addSuccess(Success(ExecutionDeleted)).addError(BadRequest).addError(NotFound)
+      .annotate(OpenApi.Summary, "Delete a finished execution (completed, error, cancelled) with its events; 400 while running or suspended")
   )
   .add(
     HttpApiEndpoint.get("attachExecution", "/workflows/:id/executions/:executionId/stream").setPath(ExecutionPath)

@@ -69,6 +69,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
         engine.resume(path.id, path.executionId, payload.resumeData, payload.options?.stepId))
       .handle("cancelExecution", ({ path, payload }) =>
         engine.cancel(path.id, path.executionId, payload.reason ?? "Cancelled by request"))
+      .handle("deleteExecution", ({ path }) => engine.remove(path.id, path.executionId))
       .handle("executionState", ({ path }) => engine.state(path.id, path.executionId))
       .handle("attachExecution", ({ path, urlParams }) =>
         Effect.gen(function*() {

@@ -36,6 +36,8 @@ export interface GenerationEnv {
   readonly defaultModel: LanguageModelV3
   readonly memory: MemoryStore["Type"]
   readonly runtime: Runtime.Runtime<never>
+  /** Whether model spans keep prompts and completions (ServerConfig.recordContent). */
+  readonly recordContent?: boolean
   /** Tools the registry adds for this agent (delegate_task for one with sub-agents). */
   readonly extraTools: (agent: AgentDefinition, call: AgentCallContext) => ReadonlyArray<Tool>
 }
@@ -113,7 +115,7 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
       ? [...(agent.tools ?? []), ...env.extraTools(agent, call)].filter((t) => active === undefined || active.includes(t.name))
       : []
     return {
-      model: tracedModel(model, agent.id, parent, env.runtime),
+      model: tracedModel(model, agent.id, parent, env.runtime, env.recordContent),
       system,
       messages: [...past, ...newMessages],
       newMessages,

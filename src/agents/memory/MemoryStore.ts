@@ -31,6 +31,14 @@ export class MemoryStore extends Context.Tag("MemoryStore")<MemoryStore, {
    * transaction (neither is stored without the other).
    */
   readonly saveCall: (agentId: string, entry: HistoryEntry, remembered?: RememberedExchange) => Effect.Effect<void>
+  /**
+   * A conversation's memory (its messages) and history entries deleted, in one transaction; how many
+   * of each went (both 0: no such conversation).
+   */
+  readonly forget: (
+    agentId: string,
+    conversationId: string
+  ) => Effect.Effect<{ readonly messages: number; readonly historyEntries: number }>
   /** Newest first. */
   readonly history: (
     agentId: string,
@@ -69,9 +77,13 @@ export const MemoryStoreLive = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
+    /** The rows of one conversation, in either table: what reading and deleting it both select. */
+    const inConversation = (agentId: string, conversationId: string) =>
+      sql`agent_id = ${agentId} AND conversation_id = ${conversationId}`
+
     const load = (agentId: string, conversationId: string, limit: number) =>
       sql<{ message: string }>`SELECT message FROM agent_messages
-        WHERE agent_id = ${agentId} AND conversation_id = ${conversationId}
+        WHERE ${inConversation(agentId, conversationId)}
         ORDER BY id DESC LIMIT ${limit}`.pipe(
         Effect.map((rows) => rows.map((row) => JSON.parse(row.message) as ModelMessage).reverse()),
         Effect.orDie,
@@ -127,6 +139,15 @@ export const MemoryStoreLive = Layer.effect(
           insertHistory(agentId, entry)
         ))).pipe(Effect.orDie, span("saveCall", agentId))
 
+    const forget = (agentId: string, conversationId: string) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const messages = yield* sql<{ id: number | string }>`DELETE FROM agent_messages
+          WHERE ${inConversation(agentId, conversationId)} RETURNING id`
+        const entries = yield* sql<{ id: string }>`DELETE FROM agent_history
+          WHERE ${inConversation(agentId, conversationId)} RETURNING id`
+        return { messages: messages.length, historyEntries: entries.length }
+      })).pipe(Effect.orDie, span("forget", agentId))
+
     const history = (agentId: string, query: HistoryQuery) =>
       Effect.gen(function*() {
         const filters = [
@@ -141,6 +162,6 @@ export const MemoryStoreLive = Layer.effect(
         return { entries: rows.map(fromRow), total: Number(count.total) }
       }).pipe(Effect.orDie, Effect.withSpan("MemoryStore.history", { captureStackTrace: false, attributes: { "agent.id": agentId } }))
 
-    return MemoryStore.of({ load, append, record, saveCall, history })
+    return MemoryStore.of({ load, append, record, saveCall, forget, history })
   })
 )

@@ -1,0 +1,87 @@
+import type { SqlClient, Statement } from "@effect/sql"
+import { Effect } from "effect"
+import type { RetentionLimit } from "../config/ServerConfig.js"
+import { deleteFinishedExecutions } from "../workflows/executionDeletion.js"
+
+/** Rows deleted per transaction, so that no statement (synchronous on SQLite) or lock runs long. */
+export const PRUNE_BATCH = 500
+
+/**
+ * A table pruned oldest first by a time column, with the id as tie-break; `candidates` narrows it to
+ * the rows that may go at all (its text must match the partial index's predicate to use it).
+ */
+interface Prunable {
+  readonly table: string
+  readonly time: string
+  readonly id: string
+  readonly candidates: (sql: SqlClient.SqlClient) => Statement.Fragment
+  /** Deletes a batch in one transaction; gives how many went. */
+  readonly remove: (sql: SqlClient.SqlClient, ids: ReadonlyArray<string | number>) => Effect.Effect<number, unknown>
+}
+
+const deleteByIds = (table: string, id: string) => (sql: SqlClient.SqlClient, ids: ReadonlyArray<string | number>) =>
+  Effect.map(sql`DELETE FROM ${sql(table)} WHERE ${sql.in(id, ids)}`, () => ids.length)
+
+export const finishedExecutions: Prunable = {
+  table: "workflow_executions",
+  time: "ended_at",
+  id: "id",
+  candidates: (sql) => sql`status IN ('completed', 'error', 'cancelled') AND ended_at IS NOT NULL`,
+  remove: (sql, ids) =>
+    Effect.map(sql.withTransaction(deleteFinishedExecutions(sql, ids.map(String))), (gone) => gone.length)
+}
+
+export const conversationMessages: Prunable = {
+  table: "agent_messages",
+  time: "created_at",
+  id: "id",
+  candidates: (sql) => sql`created_at IS NOT NULL`,
+  remove: deleteByIds("agent_messages", "id")
+}
+
+export const historyEntries: Prunable = {
+  table: "agent_history",
+  time: "start_time",
+  id: "id",
+  candidates: (sql) => sql`start_time IS NOT NULL`,
+  remove: deleteByIds("agent_history", "id")
+}
+
+type Row = { readonly time: string; readonly id: string | number }
+
+/**
+ * Deletes, a batch per transaction and oldest first, the candidates at or before `last`; between
+ * batches it lets other work run. Gives how many went.
+ */
+const dropThrough = (sql: SqlClient.SqlClient, target: Prunable, last: Row) =>
+  Effect.gen(function*() {
+    const time = sql(target.time)
+    const id = sql(target.id)
+    let deleted = 0
+    while (true) {
+      const batch = yield* sql<{ id: string | number }>`SELECT ${id} AS id FROM ${sql(target.table)}
+        WHERE ${target.candidates(sql)} AND (${time} < ${last.time} OR (${time} = ${last.time} AND ${id} <= ${last.id}))
+        ORDER BY ${time}, ${id} LIMIT ${PRUNE_BATCH}`
+      if (batch.length > 0) deleted += yield* target.remove(sql, batch.map((row) => row.id))
+      if (batch.length < PRUNE_BATCH) return deleted
+      yield* Effect.sleep("5 millis")
+    }
+  })
+
+/** Drops the candidates older than `maxAgeMs`, then the oldest beyond `maxCount`; gives how many went. */
+export const prune = (sql: SqlClient.SqlClient, target: Prunable, limit: RetentionLimit, now = Date.now()) =>
+  Effect.gen(function*() {
+    const time = sql(target.time)
+    const id = sql(target.id)
+    const cutoff = new Date(now - limit.maxAgeMs).toISOString()
+    let deleted = 0
+    const [tooOld] = yield* sql<Row>`SELECT ${time} AS time, ${id} AS id FROM ${sql(target.table)}
+      WHERE ${target.candidates(sql)} AND ${time} < ${cutoff} ORDER BY ${time} DESC, ${id} DESC LIMIT 1`
+    if (tooOld !== undefined) deleted += yield* dropThrough(sql, target, tooOld)
+    if (limit.maxCount !== undefined) {
+      const [beyond] = yield* sql<Row>`SELECT ${time} AS time, ${id} AS id FROM ${sql(target.table)}
+        WHERE ${target.candidates(sql)} ORDER BY ${time} DESC, ${id} DESC LIMIT 1 OFFSET ${limit.maxCount}`
+      if (beyond !== undefined) deleted += yield* dropThrough(sql, target, beyond)
+    }
+    return deleted
+  })
