@@ -34,9 +34,9 @@ export const RecordRetentionLive = (settings: RecordRetentionSettings, options: 
 
       const pruneNow = (now = Date.now()) =>
         Effect.gen(function*() {
-          const executions = yield* prune(sql, finishedExecutions, settings.executions, now)
-          const messages = yield* prune(sql, conversationMessages, settings.conversations, now)
-          const entries = yield* prune(sql, historyEntries, settings.conversations, now)
+          const executions = yield* prune(sql, finishedExecutions, settings.executions, { now })
+          const messages = yield* prune(sql, conversationMessages, settings.conversations, { now })
+          const entries = yield* prune(sql, historyEntries, settings.conversations, { now })
           return { executions, messages, historyEntries: entries }
         }).pipe(Effect.orDie, Effect.withSpan("RecordRetention.prune", { captureStackTrace: false }))
 

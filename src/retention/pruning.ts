@@ -10,7 +10,7 @@ export const PRUNE_BATCH = 500
  * A table pruned oldest first by a time column, with the id as tie-break; `candidates` narrows it to
  * the rows that may go at all (its text must match the partial index's predicate to use it).
  */
-interface Prunable {
+export interface Prunable {
   readonly table: string
   readonly time: string
   readonly id: string
@@ -53,7 +53,7 @@ type Row = { readonly time: string; readonly id: string | number }
  * Deletes, a batch per transaction and oldest first, the candidates at or before `last`; between
  * batches it lets other work run. Gives how many went.
  */
-const dropThrough = (sql: SqlClient.SqlClient, target: Prunable, last: Row) =>
+const dropThrough = (sql: SqlClient.SqlClient, target: Prunable, last: Row, batchSize: number) =>
   Effect.gen(function*() {
     const time = sql(target.time)
     const id = sql(target.id)
@@ -61,27 +61,33 @@ const dropThrough = (sql: SqlClient.SqlClient, target: Prunable, last: Row) =>
     while (true) {
       const batch = yield* sql<{ id: string | number }>`SELECT ${id} AS id FROM ${sql(target.table)}
         WHERE ${target.candidates(sql)} AND (${time} < ${last.time} OR (${time} = ${last.time} AND ${id} <= ${last.id}))
-        ORDER BY ${time}, ${id} LIMIT ${PRUNE_BATCH}`
+        ORDER BY ${time}, ${id} LIMIT ${batchSize}`
       if (batch.length > 0) deleted += yield* target.remove(sql, batch.map((row) => row.id))
-      if (batch.length < PRUNE_BATCH) return deleted
+      if (batch.length < batchSize) return deleted
       yield* Effect.sleep("5 millis")
     }
   })
 
 /** Drops the candidates older than `maxAgeMs`, then the oldest beyond `maxCount`; gives how many went. */
-export const prune = (sql: SqlClient.SqlClient, target: Prunable, limit: RetentionLimit, now = Date.now()) =>
+export const prune = (
+  sql: SqlClient.SqlClient,
+  target: Prunable,
+  limit: RetentionLimit,
+  options: { readonly now?: number; readonly batchSize?: number } = {}
+) =>
   Effect.gen(function*() {
     const time = sql(target.time)
     const id = sql(target.id)
-    const cutoff = new Date(now - limit.maxAgeMs).toISOString()
+    const batchSize = options.batchSize ?? PRUNE_BATCH
+    const cutoff = new Date((options.now ?? Date.now()) - limit.maxAgeMs).toISOString()
     let deleted = 0
     const [tooOld] = yield* sql<Row>`SELECT ${time} AS time, ${id} AS id FROM ${sql(target.table)}
       WHERE ${target.candidates(sql)} AND ${time} < ${cutoff} ORDER BY ${time} DESC, ${id} DESC LIMIT 1`
-    if (tooOld !== undefined) deleted += yield* dropThrough(sql, target, tooOld)
+    if (tooOld !== undefined) deleted += yield* dropThrough(sql, target, tooOld, batchSize)
     if (limit.maxCount !== undefined) {
       const [beyond] = yield* sql<Row>`SELECT ${time} AS time, ${id} AS id FROM ${sql(target.table)}
         WHERE ${target.candidates(sql)} ORDER BY ${time} DESC, ${id} DESC LIMIT 1 OFFSET ${limit.maxCount}`
-      if (beyond !== undefined) deleted += yield* dropThrough(sql, target, beyond)
+      if (beyond !== undefined) deleted += yield* dropThrough(sql, target, beyond, batchSize)
     }
     return deleted
   })
