@@ -1,0 +1,119 @@
+import { SqlClient } from "@effect/sql"
+import { describe, expect, layer, type Vitest } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
+import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
+
+const del = (url: string) => fetchJson(url, { method: "DELETE" })
+
+const rowCount = (sql: SqlClient.SqlClient, table: string, column: string, value: string) =>
+  Effect.map(
+    sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM ${sql(table)} WHERE ${sql(column)} = ${value}`,
+    ([row]) => Number(row.n)
+  ).pipe(Effect.orDie)
+
+const deletionTests = (it: Vitest.MethodsNonLive<TestServer, true>) => {
+  it.effect("DELETE /workflows/:id/executions/:executionId: 404 unknown, 400 running or suspended, finished ones go with events and keys", () =>
+    Effect.gen(function*() {
+      const { services, url } = yield* TestServer
+      const sql = Context.get(services, SqlClient.SqlClient)
+      const execution = (workflowId: string, id: string) => `${url}/workflows/${workflowId}/executions/${id}`
+
+      expect(yield* del(execution("nope", "x"))).toMatchObject({ status: 404, body: { success: false, error: "Workflow nope not found" } })
+      expect(yield* del(execution("pipeline", "nope"))).toMatchObject({ status: 404, body: { success: false, error: "Execution nope not found" } })
+
+      const done = yield* fetchJson(`${url}/workflows/pipeline/execute`, {
+        ...json({ input: { text: "x", n: 1 } }),
+        headers: { "content-type": "application/json", "idempotency-key": "delete-me" }
+      })
+      expect(done.body.data.status).toBe("completed")
+      const doneId: string = done.body.data.executionId
+      expect(yield* rowCount(sql, "workflow_events", "execution_id", doneId)).toBeGreaterThan(0)
+      expect(yield* rowCount(sql, "workflow_idempotency_keys", "execution_id", doneId)).toBe(1)
+
+      const suspended = yield* fetchJson(`${url}/workflows/approval/execute`, json({ input: { amount: 999 } }))
+      expect(suspended.body.data.status).toBe("suspended")
+      const suspendedId: string = suspended.body.data.executionId
+      const running = yield* fetchJson(`${url}/workflows/slow/run`, json({ input: { ms: 60_000 } }))
+      const runningId: string = running.body.data.executionId
+
+      const refusedSuspended = yield* del(execution("approval", suspendedId))
+      expect(refusedSuspended).toMatchObject({ status: 400, body: { success: false } })
+      expect(refusedSuspended.body.error).toMatch(/is suspended: only finished executions/)
+      const refusedRunning = yield* del(execution("slow", runningId))
+      expect(refusedRunning).toMatchObject({ status: 400, body: { success: false } })
+      expect(refusedRunning.body.error).toMatch(/is running/)
+      expect(yield* rowCount(sql, "workflow_events", "execution_id", suspendedId)).toBeGreaterThan(0)
+      expect((yield* fetchJson(`${execution("slow", runningId)}/state`)).status).toBe(200)
+
+      // Under another workflow's path, an execution is not found (and stays).
+      expect((yield* del(execution("approval", doneId))).status).toBe(404)
+
+      const deleted = yield* del(execution("pipeline", doneId))
+      expect(deleted).toMatchObject({ status: 200, body: { success: true, data: { executionId: doneId, workflowId: "pipeline", deleted: true } } })
+      expect((yield* fetchJson(`${execution("pipeline", doneId)}/state`)).status).toBe(404)
+      expect(yield* rowCount(sql, "workflow_executions", "id", doneId)).toBe(0)
+      expect(yield* rowCount(sql, "workflow_events", "execution_id", doneId)).toBe(0)
+      expect(yield* rowCount(sql, "workflow_idempotency_keys", "execution_id", doneId)).toBe(0)
+      const listed = yield* fetchJson(`${url}/workflows/executions?workflowId=pipeline`)
+      expect(listed.body.data.map((e: { executionId: string }) => e.executionId)).not.toContain(doneId)
+      expect((yield* del(execution("pipeline", doneId))).status).toBe(404)
+
+      // Once cancelled (finished), the suspended and the running ones can go.
+      for (const [workflowId, id] of [["approval", suspendedId], ["slow", runningId]] as const) {
+        expect((yield* fetchJson(`${execution(workflowId, id)}/cancel`, json({}))).status).toBe(200)
+        expect((yield* del(execution(workflowId, id))).status).toBe(200)
+        expect(yield* rowCount(sql, "workflow_events", "execution_id", id)).toBe(0)
+      }
+    }), 60_000)
+
+  it.effect("DELETE /agents/:id/conversations/:conversationId: memory and history of that conversation only; 404 unknown", () =>
+    Effect.gen(function*() {
+      const { services, url } = yield* TestServer
+      const sql = Context.get(services, SqlClient.SqlClient)
+      for (const conversationId of ["conv-delete", "conv-delete", "conv-keep"]) {
+        const call = yield* fetchJson(`${url}/agents/assistant/text`, json({ input: "hello there", options: { conversationId } }))
+        expect(call.status).toBe(200)
+      }
+      const history = (conversationId: string) =>
+        Effect.map(fetchJson(`${url}/agents/assistant/history?conversationId=${conversationId}`), (r) => r.body.data.pagination.total)
+      expect(yield* history("conv-delete")).toBe(2)
+      const messages = yield* rowCount(sql, "agent_messages", "conversation_id", "conv-delete")
+      expect(messages).toBeGreaterThanOrEqual(4)
+
+      expect(yield* del(`${url}/agents/nope/conversations/conv-delete`)).toMatchObject({ status: 404, body: { error: "Agent nope not found" } })
+      expect(yield* del(`${url}/agents/assistant/conversations/never`)).toMatchObject({
+        status: 404,
+        body: { success: false, error: "Conversation never not found" }
+      })
+
+      const deleted = yield* del(`${url}/agents/assistant/conversations/conv-delete`)
+      expect(deleted).toMatchObject({
+        status: 200,
+        body: { success: true, data: { agentId: "assistant", conversationId: "conv-delete", deletedMessages: messages, deletedHistoryEntries: 2 } }
+      })
+      expect(yield* history("conv-delete")).toBe(0)
+      expect(yield* rowCount(sql, "agent_messages", "conversation_id", "conv-delete")).toBe(0)
+      expect(yield* history("conv-keep")).toBe(1)
+      expect(yield* rowCount(sql, "agent_messages", "conversation_id", "conv-keep")).toBeGreaterThan(0)
+      expect((yield* del(`${url}/agents/assistant/conversations/conv-delete`)).status).toBe(404)
+    }), 60_000)
+
+  it.effect("both DELETE routes are in the OpenAPI document with their errors", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const { body: spec } = yield* fetchJson(`${url}/doc`)
+      const execution = spec.paths["/workflows/{id}/executions/{executionId}"]?.delete
+      expect(Object.keys(execution?.responses ?? {})).toEqual(expect.arrayContaining(["200", "400", "404"]))
+      const conversation = spec.paths["/agents/{id}/conversations/{conversationId}"]?.delete
+      expect(Object.keys(conversation?.responses ?? {})).toEqual(expect.arrayContaining(["200", "404"]))
+    }))
+}
+
+layer(TestServerLive(), { excludeTestServices: true })("deleting records (SQLite)", deletionTests)
+
+const PostgresServer = Layer.unwrapScoped(Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ config: { databaseUrl } })))
+
+describe.skipIf(!postgresAvailable)("on Postgres", () => {
+  layer(PostgresServer, { excludeTestServices: true })("deleting records (Postgres)", deletionTests)
+})
