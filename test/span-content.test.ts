@@ -7,16 +7,17 @@ import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServe
 const SECRET = "zebra-passphrase-7731"
 
 /** The trace of an agent call in `conversationId` (its memory span names it), once its model span is stored. */
-const modelSpanOf = (url: string, conversationId: string) =>
+const modelSpanOf = (url: string, conversationId: string, route: "text" | "stream" = "text") =>
   Effect.gen(function*() {
-    const call = yield* fetchJson(`${url}/agents/assistant/text`, json({ input: `remember ${SECRET}`, options: { conversationId } }))
+    const call = yield* fetchJson(`${url}/agents/assistant/${route}`, json({ input: `remember ${SECRET}`, options: { conversationId } }))
     expect(call.status).toBe(200)
+    const name = route === "text" ? "model.generate" : "model.stream"
     const deadline = Date.now() + 20_000
     while (true) {
       const traces = (yield* fetchJson(`${url}/observability/traces?entityType=agent&entityId=assistant&limit=50`)).body.data.traces
       for (const summary of traces) {
         const trace = (yield* fetchJson(`${url}/observability/traces/${summary.traceId}`)).body.data
-        const model = trace.spans.find((span: any) => span.name === "model.generate")
+        const model = trace.spans.find((span: any) => span.name === name)
         const memory = trace.spans.find((span: any) => span.attributes?.conversationId === conversationId)
         if (model !== undefined && memory !== undefined) return { trace, model }
       }
@@ -38,6 +39,12 @@ const withoutContent = (it: Vitest.MethodsNonLive<TestServer, true>) =>
       expect(model.attributes).not.toHaveProperty("gen_ai.completion")
       // Nowhere in the trace: not on the model span, nor on any other.
       expect(JSON.stringify(trace)).not.toContain(SECRET)
+
+      const streamed = yield* modelSpanOf(url, "span-default-stream", "stream")
+      expect(streamed.model.attributes["gen_ai.prompt.characters"]).toBeGreaterThanOrEqual(`remember ${SECRET}`.length)
+      expect(streamed.model.attributes["gen_ai.completion.characters"]).toBeGreaterThan(0)
+      expect(streamed.model.attributes["gen_ai.usage.output_tokens"]).toBeGreaterThan(0)
+      expect(JSON.stringify(streamed.trace)).not.toContain(SECRET)
     }), 60_000)
 
 layer(TestServerLive(), { excludeTestServices: true })("prompts in spans (SQLite, default)", withoutContent)
@@ -51,6 +58,9 @@ layer(TestServerLive({ config: { recordContent: true } }), { excludeTestServices
       expect(model.attributes["gen_ai.prompt"]).toContain(SECRET)
       expect(typeof model.attributes["gen_ai.completion"]).toBe("string")
       expect(model.attributes["gen_ai.completion"].length).toBeGreaterThan(0)
+      const streamed = yield* modelSpanOf(url, "span-recorded-stream", "stream")
+      expect(streamed.model.attributes["gen_ai.prompt"]).toContain(SECRET)
+      expect(streamed.model.attributes["gen_ai.completion"].length).toBe(streamed.model.attributes["gen_ai.completion.characters"])
     }), 60_000)
 })
 

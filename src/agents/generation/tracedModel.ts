@@ -1,6 +1,13 @@
-import type { LanguageModelV3, LanguageModelV3Content, LanguageModelV3Prompt, LanguageModelV3Usage } from "@ai-sdk/provider"
+import type {
+  LanguageModelV3,
+  LanguageModelV3Content,
+  LanguageModelV3Prompt,
+  LanguageModelV3StreamPart,
+  LanguageModelV3Usage
+} from "@ai-sdk/provider"
 import { wrapLanguageModel } from "ai"
-import { Effect, Either, Option, Runtime, type Tracer } from "effect"
+import { Clock, Effect, Either, Exit, Option, Runtime, type Tracer } from "effect"
+import { VALUE_CAP } from "../../observability/Redaction.js"
 
 const usageAttributes = (usage: LanguageModelV3Usage) => ({
   "gen_ai.usage.input_tokens": usage.inputTokens.total ?? 0,
@@ -48,6 +55,17 @@ export const tracedModel = (
     "gen_ai.completion.characters": completionCharacters(content),
     ...(recordContent ? { "gen_ai.completion": JSON.stringify(content) } : {})
   })
+  const spanOptions = (prompt: LanguageModelV3Prompt) => ({
+    captureStackTrace: false,
+    attributes: {
+      "entity.type": "agent",
+      "entity.id": agentId,
+      "gen_ai.system": model.provider,
+      "gen_ai.request.model": model.modelId,
+      ...promptAttributes(prompt)
+    },
+    ...(Option.isSome(parent) ? { parent: parent.value } : {})
+  })
   const run = <A>(
     name: string,
     prompt: LanguageModelV3Prompt,
@@ -56,17 +74,7 @@ export const tracedModel = (
   ) => {
     const effect = Effect.tryPromise({ try: call, catch: (error) => error }).pipe(
       Effect.tap((result) => Effect.annotateCurrentSpan(annotate(result))),
-      Effect.withSpan(name, {
-        captureStackTrace: false,
-        attributes: {
-          "entity.type": "agent",
-          "entity.id": agentId,
-          "gen_ai.system": model.provider,
-          "gen_ai.request.model": model.modelId,
-          ...promptAttributes(prompt)
-        },
-        ...(Option.isSome(parent) ? { parent: parent.value } : {})
-      }),
+      Effect.withSpan(name, spanOptions(prompt)),
       Effect.either
     )
     return Runtime.runPromise(runtime)(effect).then(Either.getOrThrowWith((error) => error))
@@ -80,8 +88,69 @@ export const tracedModel = (
           ...usageAttributes(result.usage),
           ...completionAttributes(result.content)
         })),
-      // The span ends when the stream opens: it records the prompt; the completion is not known yet.
-      wrapStream: ({ doStream, params }) => run("model.stream", params.prompt, doStream, () => ({}))
+      wrapStream: async ({ doStream, params }) => {
+        const span = Runtime.runSync(runtime)(Effect.makeSpan("model.stream", spanOptions(params.prompt)))
+        let ended = false
+        const end = (exit: Exit.Exit<unknown, unknown>) => {
+          if (ended) return
+          ended = true
+          span.end(Runtime.runSync(runtime)(Clock.currentTimeNanos), exit)
+        }
+        try {
+          const result = await doStream()
+          return { ...result, stream: tallied(result.stream, span, recordContent, end) }
+        } catch (error) {
+          end(Exit.fail(error))
+          throw error
+        }
+      }
+    }
+  })
+}
+
+/**
+ * The stream passed through, while its span (open until the stream ends, fails or is cancelled)
+ * counts the completion's characters, takes its token counts from the finish part and, with
+ * `recordContent`, keeps its text (up to the value cap: the rest would be cut anyway).
+ */
+const tallied = (
+  stream: ReadableStream<LanguageModelV3StreamPart>,
+  span: Tracer.Span,
+  recordContent: boolean,
+  end: (exit: Exit.Exit<unknown, unknown>) => void
+): ReadableStream<LanguageModelV3StreamPart> => {
+  const reader = stream.getReader()
+  let characters = 0
+  let text = ""
+  const settle = (exit: Exit.Exit<unknown, unknown>) => {
+    span.attribute("gen_ai.completion.characters", characters)
+    if (recordContent) span.attribute("gen_ai.completion", text)
+    end(exit)
+  }
+  return new ReadableStream<LanguageModelV3StreamPart>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read()
+        if (done) {
+          settle(Exit.void)
+          return controller.close()
+        }
+        if (value.type === "text-delta" || value.type === "reasoning-delta" || value.type === "tool-input-delta") {
+          characters += value.delta.length
+          if (recordContent && text.length < VALUE_CAP) text += value.delta
+        } else if (value.type === "finish") {
+          for (const [key, count] of Object.entries(usageAttributes(value.usage))) span.attribute(key, count)
+        }
+        controller.enqueue(value)
+      } catch (error) {
+        settle(Exit.fail(error))
+        controller.error(error)
+      }
+    },
+    cancel(reason) {
+      span.attribute("gen_ai.stream.cancelled", true)
+      settle(Exit.void)
+      return reader.cancel(reason)
     }
   })
 }
