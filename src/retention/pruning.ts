@@ -15,6 +15,11 @@ export interface Prunable {
   readonly time: string
   readonly id: string
   readonly candidates: (sql: SqlClient.SqlClient) => Statement.Fragment
+  /**
+   * The index (migration 0014) that walks the candidates oldest first. SQLite is told to use it: without
+   * statistics its planner prefers the listing's status index and sorts every finished execution.
+   */
+  readonly index: string
   /** Deletes a batch in one transaction; gives how many went. */
   readonly remove: (sql: SqlClient.SqlClient, ids: ReadonlyArray<string | number>) => Effect.Effect<number, unknown>
 }
@@ -27,6 +32,7 @@ export const finishedExecutions: Prunable = {
   time: "ended_at",
   id: "id",
   candidates: (sql) => sql`status IN ('completed', 'error', 'cancelled') AND ended_at IS NOT NULL`,
+  index: "workflow_executions_finished_by_end",
   remove: (sql, ids) =>
     Effect.map(sql.withTransaction(deleteFinishedExecutions(sql, ids.map(String))), (gone) => gone.length)
 }
@@ -36,6 +42,7 @@ export const conversationMessages: Prunable = {
   time: "created_at",
   id: "id",
   candidates: (sql) => sql`created_at IS NOT NULL`,
+  index: "agent_messages_by_created",
   remove: deleteByIds("agent_messages", "id")
 }
 
@@ -44,8 +51,15 @@ export const historyEntries: Prunable = {
   time: "start_time",
   id: "id",
   candidates: (sql) => sql`start_time IS NOT NULL`,
+  index: "agent_history_by_start",
   remove: deleteByIds("agent_history", "id")
 }
+
+const from = (sql: SqlClient.SqlClient, target: Prunable) =>
+  sql.onDialectOrElse({
+    sqlite: () => sql`${sql(target.table)} INDEXED BY ${sql(target.index)}`,
+    orElse: () => sql`${sql(target.table)}`
+  })
 
 type Row = { readonly time: string; readonly id: string | number }
 
@@ -59,7 +73,7 @@ const dropThrough = (sql: SqlClient.SqlClient, target: Prunable, last: Row, batc
     const id = sql(target.id)
     let deleted = 0
     while (true) {
-      const batch = yield* sql<{ id: string | number }>`SELECT ${id} AS id FROM ${sql(target.table)}
+      const batch = yield* sql<{ id: string | number }>`SELECT ${id} AS id FROM ${from(sql, target)}
         WHERE ${target.candidates(sql)} AND (${time} < ${last.time} OR (${time} = ${last.time} AND ${id} <= ${last.id}))
         ORDER BY ${time}, ${id} LIMIT ${batchSize}`
       if (batch.length > 0) deleted += yield* target.remove(sql, batch.map((row) => row.id))
@@ -81,11 +95,11 @@ export const prune = (
     const batchSize = options.batchSize ?? PRUNE_BATCH
     const cutoff = new Date((options.now ?? Date.now()) - limit.maxAgeMs).toISOString()
     let deleted = 0
-    const [tooOld] = yield* sql<Row>`SELECT ${time} AS time, ${id} AS id FROM ${sql(target.table)}
+    const [tooOld] = yield* sql<Row>`SELECT ${time} AS time, ${id} AS id FROM ${from(sql, target)}
       WHERE ${target.candidates(sql)} AND ${time} < ${cutoff} ORDER BY ${time} DESC, ${id} DESC LIMIT 1`
     if (tooOld !== undefined) deleted += yield* dropThrough(sql, target, tooOld, batchSize)
     if (limit.maxCount !== undefined) {
-      const [beyond] = yield* sql<Row>`SELECT ${time} AS time, ${id} AS id FROM ${sql(target.table)}
+      const [beyond] = yield* sql<Row>`SELECT ${time} AS time, ${id} AS id FROM ${from(sql, target)}
         WHERE ${target.candidates(sql)} ORDER BY ${time} DESC, ${id} DESC LIMIT 1 OFFSET ${limit.maxCount}`
       if (beyond !== undefined) deleted += yield* dropThrough(sql, target, beyond, batchSize)
     }
