@@ -32,6 +32,8 @@ export interface Execution {
   readonly owner?: string | undefined
   /** The number of the execution's last event. */
   readonly lastSeq: number
+  /** The hash of the definition it runs under (DefinitionCompatibility); none for rows from before 0016. */
+  readonly definitionHash?: string | undefined
   readonly createdAt: string
   readonly updatedAt: string
   readonly endedAt?: string | undefined
@@ -70,6 +72,7 @@ export interface Row {
   readonly version: number
   readonly owner: string | null
   readonly last_seq: number
+  readonly definition_hash: string | null
   readonly created_at: string
   readonly updated_at: string
   readonly ended_at: string | null
@@ -99,6 +102,7 @@ export const fromRow = (row: Row): Execution => ({
   version: Number(row.version),
   owner: row.owner ?? undefined,
   lastSeq: Number(row.last_seq),
+  definitionHash: row.definition_hash ?? undefined,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
   endedAt: row.ended_at ?? undefined

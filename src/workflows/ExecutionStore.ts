@@ -75,8 +75,13 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
    */
   readonly claimResume: (
     execution: Execution,
-    resume: { readonly stepIndex: number; readonly resumeData: unknown; readonly owner: string }
+    resume: { readonly stepIndex: number; readonly resumeData: unknown; readonly owner: string; readonly definitionHash: string }
   ) => Effect.Effect<Option.Option<Execution>>
+  /**
+   * A held execution moved to the step at `stepIndex` of the definition with `definitionHash` (its
+   * workflow changed: the same step at another index); false when the claim is lost.
+   */
+  readonly rebase: (claim: Claim, to: { readonly stepIndex: number; readonly definitionHash: string }) => Effect.Effect<boolean>
   /**
    * Running executions nobody runs any more, taken by `owner` (the version moves on, so a previous
    * owner's writes are refused): those with no owner, or whose owner is not among `liveOwners` (a
@@ -188,6 +193,7 @@ export const ExecutionStoreLive = Layer.scoped(
             version: e.version,
             owner: e.owner ?? null,
             last_seq: events.length,
+            definition_hash: e.definitionHash ?? null,
             created_at: e.createdAt,
             updated_at: e.updatedAt,
             ended_at: null
@@ -250,9 +256,16 @@ export const ExecutionStoreLive = Layer.scoped(
     const claimResume: ExecutionStore["Type"]["claimResume"] = (execution, resume) =>
       commit(
         sql<Row>`UPDATE workflow_executions SET status = 'running', owner = ${resume.owner}, step_index = ${resume.stepIndex},
-          resume_data = ${json(resume.resumeData) ?? "null"}, version = version + 1, updated_at = ${now()}
+          resume_data = ${json(resume.resumeData) ?? "null"}, definition_hash = ${resume.definitionHash},
+          version = version + 1, updated_at = ${now()}
           WHERE id = ${execution.id} AND status = 'suspended' AND version = ${execution.version} RETURNING *`
       ).pipe(Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), fromRow)))
+
+    const rebase: ExecutionStore["Type"]["rebase"] = (claim, to) =>
+      commit(sql<{ id: string }>`UPDATE workflow_executions SET step_index = ${to.stepIndex},
+        definition_hash = ${to.definitionHash}, updated_at = ${now()} WHERE ${held(claim)} RETURNING id`).pipe(
+          Effect.map((rows) => rows.length > 0)
+        )
 
     const cancel: ExecutionStore["Type"]["cancel"] = (id, event) =>
       commit(transition(
@@ -336,6 +349,7 @@ export const ExecutionStoreLive = Layer.scoped(
       finish,
       suspend,
       claimResume,
+      rebase,
       cancel,
       events,
       eventsOf,

@@ -1,7 +1,8 @@
 import { Context, Effect, Either, Layer, Option, ParseResult, Schema, type Stream } from "effect"
-import { BadRequest, type InternalError, NotFound, type UnprocessableEntity, ValidationError, type WorkflowFailed } from "../errors.js"
+import { BadRequest, Conflict, type InternalError, NotFound, type UnprocessableEntity, ValidationError, type WorkflowFailed } from "../errors.js"
 import type { WorkflowSettings } from "../config/ServerConfig.js"
 import { Lifecycle } from "../health/Lifecycle.js"
+import { continueAt, definitionHash } from "./DefinitionCompatibility.js"
 import { makeExecutionDriver, openingEvents, workflowEvent } from "./ExecutionDriver.js"
 import { now } from "./ExecutionRows.js"
 import { makeExecutionHubs } from "./ExecutionHubs.js"
@@ -55,7 +56,7 @@ export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine
     executionId: string,
     resumeData: unknown,
     stepId?: string
-  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | WorkflowFailed | InternalError>
+  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | Conflict | WorkflowFailed | InternalError>
   readonly cancel: (id: string, executionId: string, reason: string) => Effect.Effect<typeof S.CancelResult.Type, NotFound | BadRequest>
   readonly state: (id: string, executionId: string) => Effect.Effect<typeof S.ExecutionState.Type, NotFound>
   readonly executions: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<typeof S.ExecutionRecord.Type>, NotFound>
@@ -137,6 +138,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
             version: 0,
             owner: instanceId,
             lastSeq: 0,
+            definitionHash: definitionHash(definition),
             createdAt,
             updatedAt: createdAt
           }
@@ -269,8 +271,15 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
             const { definition, execution } = yield* findExecution(id, executionId)
             const notSuspended = new NotFound({ message: `Execution ${executionId} is not suspended` })
             if (execution.status !== "suspended" || execution.suspension === undefined) return yield* notSuspended
+            // Its own step, by id when the workflow changed since (409 when gone); or the one asked for.
             const stepIndex = stepId === undefined
-              ? execution.suspension.stepIndex
+              ? yield* Either.mapLeft(
+                Either.map(continueAt(definition, execution, execution.suspension), (at) => at.stepIndex),
+                (incompatible) =>
+                  new Conflict({
+                    message: `Cannot resume: ${incompatible.message}; resume it at one of the workflow's steps (options.stepId) or cancel it`
+                  })
+              )
               : definition.steps.findIndex((step) => step.id === stepId)
             if (stepIndex < 0) return yield* new BadRequest({ message: `Workflow ${id} has no step ${stepId}` })
             const schema = definition.steps[stepIndex].resumeSchema ?? definition.resumeSchema
@@ -282,7 +291,12 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
               )
             // Claim and launch are one uninterruptible action: a claimed execution always has a fiber.
             return yield* settleAfter(executionId, execution.lastSeq, Effect.uninterruptible(Effect.gen(function*() {
-              const claimed = yield* store.claimResume(execution, { stepIndex, resumeData: decoded, owner: instanceId })
+              const claimed = yield* store.claimResume(execution, {
+                stepIndex,
+                resumeData: decoded,
+                owner: instanceId,
+                definitionHash: definitionHash(definition)
+              })
               if (Option.isNone(claimed)) return yield* notSuspended
               const fiber = yield* launch(definition, claimed.value, { startRecorded: false })
               return { execution: claimed.value, fiber }

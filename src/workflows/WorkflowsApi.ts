@@ -4,7 +4,7 @@ import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Schema } from "effect"
 import { EventStream } from "../agents/AgentsApi.js"
 import { Success } from "../http/Envelope.js"
-import { BadRequest, NotFound, UnprocessableEntity, ValidationError, WorkflowFailed } from "../http/Errors.js"
+import { BadRequest, Conflict, NotFound, UnprocessableEntity, ValidationError, WorkflowFailed } from "../http/Errors.js"
 import { QueryInt, Timestamp } from "../http/Query.js"
 import {
   CancelRequest,
@@ -78,8 +78,8 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
   .add(
     HttpApiEndpoint.post("resumeExecution", "/workflows/:id/executions/:executionId/resume").annotate(RouteClassAnnotation, "execution").setPath(ExecutionPath)
       .setPayload(ResumeRequest).addSuccess(Success(ExecutionResult)).addError(ValidationError).addError(BadRequest)
-      .addError(NotFound).addError(WorkflowFailed)
-      .annotate(OpenApi.Summary, "Resume a suspended execution (optionally from another step)")
+      .addError(NotFound).addError(Conflict).addError(WorkflowFailed)
+      .annotate(OpenApi.Summary, "Resume a suspended execution (optionally from another step); 409 when its workflow no longer has the step it is suspended at")
   )
   .add(
     HttpApiEndpoint.post("cancelExecution", "/workflows/:id/executions/:executionId/cancel").annotate(RouteClassAnnotation, "execution").setPath(ExecutionPath)

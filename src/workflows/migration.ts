@@ -118,3 +118,12 @@ export const createIdempotencyKeys = Effect.gen(function*() {
   )`
   yield* sql`CREATE INDEX workflow_idempotency_keys_by_expiry ON workflow_idempotency_keys (expires_at)`
 })
+
+/**
+ * The hash of the workflow definition (top-level step ids and types) each execution was started or
+ * last continued under (see DefinitionCompatibility). Existing rows keep NULL: unknown.
+ */
+export const addDefinitionHashes = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN definition_hash TEXT`
+})
