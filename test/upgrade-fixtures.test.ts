@@ -93,15 +93,18 @@ const checkUpgraded = async (base: string) => {
   expect(continued.body.data.usage.promptTokens - fresh.body.data.usage.promptTokens).toBe(22)
 }
 
-describe("databases made by the release before 0016 (test/fixtures/upgrade)", () => {
-  it.scopedLive("SQLite: migrated at start-up; executions finish, the conversation reads as before", () =>
+describe("a SQLite file made by the release before 0016 (test/fixtures/upgrade)", () => {
+  it.scopedLive("copied: migrated at start-up; executions finish, the conversation reads as before", () =>
     Effect.gen(function*() {
       const file = join(yield* tempDir, "service.db")
       copyFileSync(join(FIXTURES, "before-0016.sqlite"), file)
       yield* upgradeAndCheck(`file:${file}`)
     }), 90_000)
 
-  it.skipIf(!postgresAvailable).scopedLive("Postgres: the dump restored into a fresh database; the same", () =>
+})
+
+describe.skipIf(!postgresAvailable)("a Postgres dump made by the release before 0016 (test/fixtures/upgrade)", () => {
+  it.scopedLive("restored into a fresh database: migrated at start-up; executions finish, the conversation reads as before", () =>
     Effect.gen(function*() {
       const url = yield* freshPostgresDatabase
       execFileSync("psql", ["-q", "-v", "ON_ERROR_STOP=1", "-f", join(FIXTURES, "before-0016.postgres.sql"), url], { stdio: "pipe" })
