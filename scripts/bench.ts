@@ -1,7 +1,8 @@
 /**
  * Issue #10's table in one run, over loopback only: `node dist/main.js` with its default configuration
  * (tracing on, nothing sampled) on temporary SQLite files, its agents pointed at the fake model over
- * HTTP, beside raw node:http and a minimal Effect HttpApi app, each in its own process.
+ * HTTP, beside raw node:http and a minimal Effect HttpApi app, each in its own process; and row 9
+ * (issue #11): one and three instances on a fresh database of the local Postgres.
  *
  *   npm run bench [-- --seconds 10 --runs 3 --only 1,2,7 --json results.json]
  *
@@ -16,11 +17,11 @@ import { type BenchOptions, type Lab, makeLab } from "./bench/lab.js"
 import { installCleanup, temporaryDirectory } from "./bench/processes.js"
 import { agentStreamsRow, reattachRow, suspendedRow } from "./bench/rows-memory.js"
 import { getAgentsRow, pipelineRow, streamFirstDeltaRow, textLatencyRow, textThroughputRow } from "./bench/rows-http.js"
+import { POSTGRES_ADMIN_URL, scaleOutRow } from "./bench/rows-scale.js"
 import { listingRow, seededFile, startupRow } from "./bench/rows-service.js"
 import { type Durability, readDurability } from "./bench/store.js"
 import { formatTable, medianOfRuns, type RowId, type RowResult, selectRows } from "./bench/table.js"
 
-const POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 
 const { values } = parseArgs({
   options: {
@@ -70,7 +71,8 @@ const RUNNERS: Readonly<Record<RowId, (lab: Lab) => Promise<RowResult>>> = {
   "7a": reattachRow,
   "7b": agentStreamsRow,
   "7c": suspendedRow,
-  "8": startupRow
+  "8": startupRow,
+  "9": scaleOutRow
 }
 
 const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`)
@@ -98,7 +100,7 @@ const runOnce = async (run: number): Promise<{ readonly results: Array<RowResult
 }
 
 const durabilityOf = async (databaseFile: string | undefined): Promise<Durability> =>
-  readDurability(databaseFile ?? (await seededFile()) ?? join(temporaryDirectory("bench-durability-"), "fresh.db"), POSTGRES_URL)
+  readDurability(databaseFile ?? (await seededFile()) ?? join(temporaryDirectory("bench-durability-"), "fresh.db"), POSTGRES_ADMIN_URL)
 
 const main = async () => {
   installCleanup()
@@ -120,7 +122,8 @@ const main = async () => {
     `Machine: ${environment.cpu}, ${environment.cores} cores, ${environment.memoryGiB} GiB, Node ${environment.node}, open files ${environment.openFilesLimit}`,
     `Durability: SQLite journal_mode ${durability.sqliteJournalMode}, synchronous ${durability.sqliteSynchronous} ` +
     `(as the service's own SQL layer opens it); Postgres synchronous_commit ${durability.postgresSynchronousCommit}`,
-    `Load: autocannon, ${options.connections} connections, ${options.seconds} s per throughput measurement (after a warm-up), loopback`,
+    `Load: autocannon, ${options.connections} connections, ${options.seconds} s per throughput measurement (after a warm-up), loopback` +
+    (rows.includes("9") ? "; row 9 splits the connections over its instances, one autocannon each, all at once" : ""),
     "",
     formatTable(final),
     ""
