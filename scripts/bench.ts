@@ -17,9 +17,10 @@ import { type BenchOptions, type Lab, makeLab } from "./bench/lab.js"
 import { installCleanup, temporaryDirectory } from "./bench/processes.js"
 import { agentStreamsRow, reattachRow, suspendedRow } from "./bench/rows-memory.js"
 import { getAgentsRow, pipelineRow, streamFirstDeltaRow, textLatencyRow, textThroughputRow } from "./bench/rows-http.js"
-import { POSTGRES_ADMIN_URL, scaleOutRow } from "./bench/rows-scale.js"
+import { scaleOutRow } from "./bench/rows-scale.js"
 import { listingRow, seededFile, startupRow } from "./bench/rows-service.js"
 import { type Durability, readDurability } from "./bench/store.js"
+import { DEFAULT_POSTGRES_ADMIN_URL } from "./support/database.js"
 import { formatTable, medianOfRuns, type RowId, type RowResult, selectRows } from "./bench/table.js"
 
 
@@ -35,7 +36,8 @@ const { values } = parseArgs({
     "reattach-executions": { type: "string" },
     "streams-per-execution": { type: "string" },
     "agent-streams": { type: "string" },
-    startups: { type: "string" }
+    startups: { type: "string" },
+    postgres: { type: "string" }
   }
 })
 
@@ -53,7 +55,8 @@ const options: BenchOptions = {
   reattachExecutions: positive("reattach-executions", values["reattach-executions"], 1_000, 10_000),
   streamsPerExecution: positive("streams-per-execution", values["streams-per-execution"], 10, 100),
   agentStreams: positive("agent-streams", values["agent-streams"], 2_000, 8_000),
-  startups: positive("startups", values.startups, 10, 100)
+  startups: positive("startups", values.startups, 10, 100),
+  postgresUrl: values.postgres ?? DEFAULT_POSTGRES_ADMIN_URL
 }
 const runs = positive("runs", values.runs, 1, 10)
 const rows = selectRows(values.only)
@@ -100,7 +103,7 @@ const runOnce = async (run: number): Promise<{ readonly results: Array<RowResult
 }
 
 const durabilityOf = async (databaseFile: string | undefined): Promise<Durability> =>
-  readDurability(databaseFile ?? (await seededFile()) ?? join(temporaryDirectory("bench-durability-"), "fresh.db"), POSTGRES_ADMIN_URL)
+  readDurability(databaseFile ?? (await seededFile()) ?? join(temporaryDirectory("bench-durability-"), "fresh.db"), options.postgresUrl)
 
 const main = async () => {
   installCleanup()

@@ -17,6 +17,8 @@ export interface BenchOptions {
   /** Executions row 6 stores before it lists them. */
   readonly storedExecutions: number
   readonly startups: number
+  /** The Postgres server row 9 creates its databases on (an administrative database's URL) and the durability read-out asks. */
+  readonly postgresUrl: string
 }
 
 export interface Lab {

@@ -10,8 +10,6 @@ import type { Lab } from "./lab.js"
 import { type Server, startServiceOn } from "./processes.js"
 import type { RowResult } from "./table.js"
 
-export const POSTGRES_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
-
 const CREATE_DATABASE_DEADLINE_MS = 15_000
 
 const pipelineOn = (server: Server): Target => ({
@@ -26,13 +24,13 @@ export const splitConnections = (total: number, parts: number): Array<number> =>
   Array.from({ length: parts }, (_, index) => Math.floor(total / parts) + (index < total % parts ? 1 : 0))
 
 /** A fresh database on the local server, or why there is none (Postgres not answering in time). */
-const freshDatabase = async () => {
+const freshDatabase = async (adminUrl: string) => {
   let timer: NodeJS.Timeout | undefined
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${CREATE_DATABASE_DEADLINE_MS / 1000} s`)), CREATE_DATABASE_DEADLINE_MS)
   })
   try {
-    return await Promise.race([createPostgresDatabase(POSTGRES_ADMIN_URL), deadline])
+    return await Promise.race([createPostgresDatabase(adminUrl), deadline])
   } finally {
     clearTimeout(timer)
   }
@@ -44,7 +42,7 @@ const freshDatabase = async () => {
  * database dropped, whatever happens.
  */
 const measureInstances = async (lab: Lab, count: number, connections: number): Promise<Array<LoadResult>> => {
-  const database = await freshDatabase()
+  const database = await freshDatabase(lab.options.postgresUrl)
   const started: Array<Server> = []
   try {
     const env = await lab.modelEnv()
@@ -72,10 +70,10 @@ export const scaleOutRow = async (lab: Lab): Promise<RowResult> => {
   const connections = lab.options.connections
   if (connections < 3) return { id: "9", cells: {}, notes: ["needs at least 3 --connections (one per instance)"] }
   try {
-    await (await freshDatabase()).drop()
+    await (await freshDatabase(lab.options.postgresUrl)).drop()
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error)
-    return { id: "9", cells: {}, notes: [`Postgres does not answer at ${POSTGRES_ADMIN_URL}: ${reason.slice(0, 300)}`] }
+    return { id: "9", cells: {}, notes: [`Postgres does not answer at ${lab.options.postgresUrl}: ${reason.slice(0, 300)}`] }
   }
   const [one] = await measureInstances(lab, 1, connections)
   const three = await measureInstances(lab, 3, connections)
