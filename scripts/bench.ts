@@ -13,7 +13,7 @@ import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { describeEnvironment } from "./bench/environment.js"
-import { type BenchOptions, type Lab, makeLab } from "./bench/lab.js"
+import { type BenchOptions, type Lab, makeLab, printableOptions } from "./bench/lab.js"
 import { installCleanup, temporaryDirectory } from "./bench/processes.js"
 import { agentStreamsRow, reattachRow, suspendedRow } from "./bench/rows-memory.js"
 import { getAgentsRow, pipelineRow, streamFirstDeltaRow, textLatencyRow, textThroughputRow } from "./bench/rows-http.js"
@@ -22,7 +22,6 @@ import { listingRow, seededFile, startupRow } from "./bench/rows-service.js"
 import { type Durability, readDurability } from "./bench/store.js"
 import { DEFAULT_POSTGRES_ADMIN_URL } from "./support/database.js"
 import { formatTable, medianOfRuns, type RowId, type RowResult, selectRows } from "./bench/table.js"
-
 
 const { values } = parseArgs({
   options: {
@@ -108,7 +107,7 @@ const durabilityOf = async (databaseFile: string | undefined): Promise<Durabilit
 const main = async () => {
   installCleanup()
   const environment = describeEnvironment()
-  log(`rows ${rows.join(", ")}; ${runs} run(s); ${JSON.stringify(options)}`)
+  log(`rows ${rows.join(", ")}; ${runs} run(s); ${JSON.stringify(printableOptions(options))}`)
   const allRuns: Array<Array<RowResult>> = []
   let databaseFile: string | undefined
   for (let run = 1; run <= runs; run++) {
@@ -132,7 +131,7 @@ const main = async () => {
     ""
   ].join("\n"))
   if (values.json !== undefined) {
-    writeFileSync(values.json, JSON.stringify({ environment, durability, options, runs: allRuns, median: final }, null, 2))
+    writeFileSync(values.json, JSON.stringify({ environment, durability, options: printableOptions(options), runs: allRuns, median: final }, null, 2))
     log(`results written to ${values.json}`)
   }
 }

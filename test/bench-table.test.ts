@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest"
+import { printableUrl } from "../scripts/bench/lab.js"
 import { splitConnections } from "../scripts/bench/rows-scale.js"
 import { formatTable, median, medianOfRuns, percentile, type RowResult, selectRows } from "../scripts/bench/table.js"
 
@@ -85,5 +86,11 @@ describe("bench table", () => {
     expect(splitConnections(50, 3)).toEqual([17, 17, 16])
     expect(splitConnections(50, 1)).toEqual([50])
     expect(splitConnections(3, 3)).toEqual([1, 1, 1])
+  })
+
+  it("prints a --postgres URL without its password", () => {
+    expect(printableUrl("postgres://bench:s3cret@db.example:5432/postgres")).toBe("postgres://bench:***@db.example:5432/postgres")
+    expect(printableUrl("postgres://postgres@127.0.0.1:5432/postgres")).toBe("postgres://postgres@127.0.0.1:5432/postgres")
+    expect(printableUrl("not a url")).not.toContain("not a url")
   })
 })

@@ -21,6 +21,19 @@ export interface BenchOptions {
   readonly postgresUrl: string
 }
 
+/** A database URL fit to print: its password, if it has one, replaced. */
+export const printableUrl = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== "") parsed.password = "***"
+    return parsed.toString()
+  } catch {
+    return "(an unparsable URL)"
+  }
+}
+
+export const printableOptions = (options: BenchOptions): BenchOptions => ({ ...options, postgresUrl: printableUrl(options.postgresUrl) })
+
 export interface Lab {
   readonly options: BenchOptions
   /** The fake model (one process for the whole run). */

@@ -6,7 +6,7 @@
  */
 import { createPostgresDatabase } from "../support/database.js"
 import { type LoadResult, loadTogether, type Target } from "./client.js"
-import type { Lab } from "./lab.js"
+import { type Lab, printableUrl } from "./lab.js"
 import { type Server, startServiceOn } from "./processes.js"
 import type { RowResult } from "./table.js"
 
@@ -59,7 +59,7 @@ const measureInstances = async (lab: Lab, count: number, connections: number): P
     })
   } finally {
     await Promise.all(started.map((server) => server.stop()))
-    await database.drop().catch((error: unknown) => console.error(`row 9: could not drop ${database.url}: ${String(error)}`))
+    await database.drop().catch((error: unknown) => console.error(`row 9: could not drop ${printableUrl(database.url)}: ${String(error)}`))
   }
 }
 
@@ -73,7 +73,7 @@ export const scaleOutRow = async (lab: Lab): Promise<RowResult> => {
     await (await freshDatabase(lab.options.postgresUrl)).drop()
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error)
-    return { id: "9", cells: {}, notes: [`Postgres does not answer at ${lab.options.postgresUrl}: ${reason.slice(0, 300)}`] }
+    return { id: "9", cells: {}, notes: [`Postgres does not answer at ${printableUrl(lab.options.postgresUrl)}: ${reason.slice(0, 300)}`] }
   }
   const [one] = await measureInstances(lab, 1, connections)
   const three = await measureInstances(lab, 3, connections)
