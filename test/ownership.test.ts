@@ -1,3 +1,5 @@
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { LanguageModelV3 } from "@ai-sdk/provider"
 import { describe, expect, it, layer, type Vitest } from "@effect/vitest"
 import { Effect, Layer, Option, Schema } from "effect"
@@ -16,7 +18,8 @@ import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
  * Isolation between users under JWT (issue #12): two users and an admin over every route that reads
  * or changes a record. The routes:
  *   agents     POST /agents/:id/{text,stream,chat,object,stream-object} (with a conversationId: memory),
- *              GET /agents/:id/history (history; memory has no read route of its own)
+ *              GET /agents/:id/history (history; memory has no read route of its own),
+ *              POST /mcp/default/mcp (the agent_<id> tool, with a conversationId)
  *   workflows  POST /workflows/:id/{execute,run,stream}, GET /workflows/executions,
  *              GET /workflows/:id/executions/:executionId/{state,stream},
  *              POST /workflows/:id/executions/:executionId/{suspend,resume,cancel}
@@ -67,6 +70,17 @@ const request = (method: string, body?: unknown, who?: Who): RequestInit => ({
   ...(body === undefined ? {} : { body: JSON.stringify(body) })
 })
 
+const mcpAsk = (url: string, who: Who, args: Record<string, unknown>) =>
+  Effect.promise(async () => {
+    const client = new Client({ name: "ownership-test", version: "1.0.0" })
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp/default/mcp`), {
+      requestInit: { headers: { authorization: `Bearer ${tokens[who]}` } }
+    }))
+    const called = await client.callTool({ name: "agent_notes", arguments: args })
+    await client.close()
+    return called
+  })
+
 const matrix = (it: Vitest.MethodsNonLive<TestServer, true>) => {
   const post = (path: string, body: unknown, who?: Who) =>
     Effect.flatMap(TestServer, ({ url }) => fetchJson(`${url}${path}`, request("POST", body, who)))
@@ -88,13 +102,22 @@ const matrix = (it: Vitest.MethodsNonLive<TestServer, true>) => {
         expect(prompts.at(-1), route).not.toContain("alice-secret")
         expect(calls.at(-1), route).toMatchObject({ userId: "bob", owner: { userId: "bob" } })
       }
+      // The MCP agent tool too: a conversation named there is the caller's.
+      const { url } = yield* TestServer
+      yield* mcpAsk(url, "bob", { input: "bob-mcp", conversationId })
+      expect(prompts.at(-1)).not.toContain("alice-secret")
+      expect(calls.at(-1)).toMatchObject({ userId: "bob", owner: { userId: "bob" } })
+      yield* mcpAsk(url, "alice", { input: "alice-mcp", conversationId })
+      expect(prompts.at(-1)).toContain("alice-secret-1")
+      expect(prompts.at(-1)).not.toContain("bob-")
+
       // Alice still has only her conversation (Bob's calls did not write into it).
       yield* post("/agents/notes/text", said("alice-2"), "alice")
       expect(prompts.at(-1)).toContain("alice-secret-1")
       expect(prompts.at(-1)).not.toContain("bob-")
       // Bob's own memory under that id holds his earlier calls (memory is recorded for completed calls).
       yield* post("/agents/notes/text", said("bob-again"), "bob")
-      expect(prompts.at(-1)).toContain("bob-text")
+      expect(prompts.at(-1)).toContain("bob-mcp")
       expect(prompts.at(-1)).not.toContain("alice-secret")
 
       // options.userId: another user's is 403 on every call route; one's own (or none) is accepted.
@@ -114,14 +137,14 @@ const matrix = (it: Vitest.MethodsNonLive<TestServer, true>) => {
       const history = (who: Who, query = "") =>
         Effect.map(get(`/agents/notes/history?limit=100&conversationId=${conversationId}${query}`, who), (r) => r.body.data)
       const alice = yield* history("alice")
-      expect(alice.pagination.total).toBe(2)
+      expect(alice.pagination.total).toBe(3)
       expect(alice.entries.every((e: { userId: string }) => e.userId === "alice")).toBe(true)
       expect((yield* history("alice", "&userId=bob")).pagination.total).toBe(0)
       const bob = yield* history("bob")
-      expect(bob.pagination.total).toBe(routes.length + 2)
+      expect(bob.pagination.total).toBe(routes.length + 3)
       expect(bob.entries.every((e: { userId: string }) => e.userId === "bob")).toBe(true)
-      expect((yield* history("admin")).pagination.total).toBe(routes.length + 4)
-      expect((yield* history("admin", "&userId=alice")).pagination.total).toBe(2)
+      expect((yield* history("admin")).pagination.total).toBe(routes.length + 6)
+      expect((yield* history("admin", "&userId=alice")).pagination.total).toBe(3)
     }), 60_000)
 
   it.effect("workflows: executions are their starter's; another user's is 404 exactly like a missing one", () =>
