@@ -9,6 +9,7 @@ import { builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
 import { defineApp } from "../src/App.js"
 import { makeAuthPolicy } from "../src/auth/AuthPolicy.js"
 import type { AuthSettings } from "../src/auth/AuthSettings.js"
+import { ConfigFile, resolveServerConfig } from "../src/config/ServerConfig.js"
 import { approval } from "../src/examples/workflows.js"
 import { workflow } from "../src/workflows/Workflow.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
@@ -240,6 +241,15 @@ describe("the admin rule", () => {
       expect((yield* callerFor({ sub: "a", groups: "ops" }, rule)).visibility).toEqual({ all: true })
       expect((yield* callerFor({ sub: "a", role: "admin" }, rule)).visibility).toEqual({ all: false, userId: "a" })
     }))
+})
+
+describe("auth.admin in the config file", () => {
+  it("is read, and an empty claim is refused", () => {
+    const file = Schema.decodeUnknownSync(ConfigFile)({ auth: { secret: "s", admin: { claim: "groups", value: "ops" } } })
+    expect(resolveServerConfig(file, {}).auth.jwt?.admin).toEqual({ claim: "groups", value: "ops" })
+    expect(resolveServerConfig({ auth: { secret: "s" } }, {}).auth.jwt?.admin).toBeUndefined()
+    expect(() => Schema.decodeUnknownSync(ConfigFile)({ auth: { secret: "s", admin: { claim: "", value: "x" } } })).toThrow()
+  })
 })
 
 describe("ownership under JWT (SQLite)", () => {
