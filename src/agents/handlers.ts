@@ -25,7 +25,7 @@ const withUser = <A extends { readonly options?: GenerationOptions | undefined }
   Effect.gen(function*() {
     const caller = yield* CurrentCaller
     const userId = yield* actingUserId(caller, payload.options?.userId)
-    if (!caller.authenticated) return { ...payload, user: caller.user }
+    if (!caller.owned) return { ...payload, user: caller.user }
     const { userId: _, ...options } = payload.options ?? {}
     return {
       ...payload,

@@ -24,14 +24,14 @@ export const EVERYONE: Visibility = { all: true }
 export interface Caller {
   /** The authenticated user (the mapped claims), or null; what tools, agents and steps receive. */
   readonly user: unknown
-  /** Whether authentication is configured: only then are records owned. */
-  readonly authenticated: boolean
+  /** Whether records are owned: authentication is configured (even when this caller is anonymous). */
+  readonly owned: boolean
   /** The id records are stored under: the token's `sub`, or the mapped user's `id`; null when anonymous. */
   readonly userId: string | null
   readonly visibility: Visibility
 }
 
-export const SHARED_CALLER: Caller = { user: null, authenticated: false, userId: null, visibility: EVERYONE }
+export const SHARED_CALLER: Caller = { user: null, owned: false, userId: null, visibility: EVERYONE }
 
 const idText = (value: unknown): string | null =>
   typeof value === "string" && value !== "" ? value : typeof value === "number" ? String(value) : null
@@ -54,14 +54,14 @@ export const authenticatedCaller = (rule: AdminRule, claims: Record<string, unkn
   const userId = userIdOf(claims, user)
   return {
     user,
-    authenticated: true,
+    owned: true,
     userId,
     visibility: isAdmin(rule, claims, user) ? EVERYONE : { all: false, userId }
   }
 }
 
 /** A caller without a token while authentication is configured (a public route). */
-export const anonymousCaller: Caller = { user: null, authenticated: true, userId: null, visibility: { all: false, userId: null } }
+export const anonymousCaller: Caller = { user: null, owned: true, userId: null, visibility: { all: false, userId: null } }
 
 /** Whether a record stored under `recordUserId` is the caller's to see and change. */
 export const canSee = (visibility: Visibility, recordUserId: string | null | undefined): boolean =>
@@ -72,7 +72,7 @@ export const canSee = (visibility: Visibility, recordUserId: string | null | und
  * (absent means the caller); without it, the body's `userId` is taken as given (nothing is owned).
  */
 export const actingUserId = (caller: Caller, bodyUserId: string | undefined): Effect.Effect<string | undefined, Forbidden> => {
-  if (!caller.authenticated) return Effect.succeed(bodyUserId)
+  if (!caller.owned) return Effect.succeed(bodyUserId)
   if (bodyUserId !== undefined && bodyUserId !== caller.userId) {
     return Effect.fail(new Forbidden({ message: "options.userId must be the authenticated caller's id (or be left out): it cannot name another user" }))
   }

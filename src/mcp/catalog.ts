@@ -78,11 +78,11 @@ const agentEntry = (agents: AgentRegistry["Type"]) => (agent: AgentSummary): Mcp
             input,
             options: {
               ...(conversationId ? { conversationId } : {}),
-              ...(caller.authenticated && caller.userId !== null ? { userId: caller.userId } : {})
+              ...(caller.owned && caller.userId !== null ? { userId: caller.userId } : {})
             },
             user: caller.user,
             // Under authentication the conversation is the caller's, as over HTTP.
-            ...(caller.authenticated ? { owner: { userId: caller.userId } } : {})
+            ...(caller.owned ? { owner: { userId: caller.userId } } : {})
           }),
           (result): CallToolResult => ({ content: [{ type: "text", text: result.text }] })
         )
