@@ -23,7 +23,6 @@ import { IdempotencyKeysLive } from "./workflows/IdempotencyKeys.js"
 import { WorkflowEngineLive } from "./workflows/WorkflowEngine.js"
 
 const SERVICE_NAME = "agent-workflow-service"
-const LOG_CAPACITY = 5_000
 
 /** Every service of the app, without the HTTP server: for embedding or for tests. */
 export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
@@ -40,8 +39,14 @@ export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
     )),
     Layer.provideMerge(Layer.mergeAll(MemoryStoreLive, ExecutionStoreLive, DefaultModelLive(config.model))),
     // Tracing and log capture come first, so everything built after them is traced and logged.
-    Layer.provideMerge(Layer.mergeAll(TracingLive({ serviceName: SERVICE_NAME, otlpEndpoint: config.otlpEndpoint }), LogCaptureLive)),
-    Layer.provideMerge(Layer.mergeAll(TraceStoreLive(config.retention), LogStoreLive(LOG_CAPACITY))),
+    Layer.provideMerge(Layer.mergeAll(
+      TracingLive({ serviceName: SERVICE_NAME, instanceId: config.instanceId, otlpEndpoint: config.otlpEndpoint }),
+      LogCaptureLive
+    )),
+    Layer.provideMerge(Layer.mergeAll(
+      TraceStoreLive(config.retention, config.instanceId),
+      LogStoreLive({ instanceId: config.instanceId, retention: config.logRetention })
+    )),
     Layer.provideMerge(SqlLive(config.databaseUrl))
   )
 

@@ -7,7 +7,7 @@ import type { AgentCallContext, AgentDefinition } from "./Agent.js"
 import type { AgentCard, AgentDetails, AgentSummary, HistoryPage, TextResult } from "./AgentsSchemas.js"
 import type * as Generation from "./generation/Generation.js"
 import { DEFAULTS } from "./generation/settings.js"
-import { MemoryStore } from "./memory/MemoryStore.js"
+import { type HistoryQuery, MemoryStore } from "./memory/MemoryStore.js"
 import { DefaultModel } from "./models/DefaultModel.js"
 import { modelName } from "./models/ModelSettings.js"
 
@@ -22,7 +22,7 @@ export class AgentRegistry extends Context.Tag("AgentRegistry")<AgentRegistry, {
   readonly card: (id: string, baseUrl: string) => Effect.Effect<typeof AgentCard.Type, NotFound>
   readonly history: (
     id: string,
-    query: { readonly page: number; readonly limit: number; readonly userId?: string; readonly conversationId?: string }
+    query: HistoryQuery
   ) => Effect.Effect<typeof HistoryPage.Type, NotFound>
   readonly text: (id: string, request: Generation.CallRequest) => Effect.Effect<TextResult, CallError>
   /** The events as the model produces them; cancelling the stream aborts the model call. */
@@ -101,8 +101,9 @@ export const AgentRegistryLive = (
               return Effect.flatMap(generation, (g) =>
                 g.text(env, target, {
                   input: task,
-                  options: { context: { ...call.context, ...context } },
-                  user: call.user
+                  options: { context: { ...call.context, ...context }, ...(call.userId === undefined ? {} : { userId: call.userId }) },
+                  user: call.user,
+                  ...(call.owner === undefined ? {} : { owner: call.owner })
                 })).pipe(
                 Effect.map((result) => ({ agentId: target.id, agentName: target.name, response: result.text })),
                 Effect.catchAll((error) => Effect.succeed({ agentId: target.id, error: error.message }))

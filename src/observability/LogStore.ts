@@ -1,81 +1,103 @@
-import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, type LogLevel, Option, type Queue, type Scope, Tracer } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, type LogLevel, Option, Queue, Schedule, type Scope, Tracer } from "effect"
 import { makeLiveFeed } from "./liveFeed.js"
+import { countLogs, fromLogRow, type LogEntry, type LogQuery, type LogRetention, type LogRow, makeLogWriter, pruneLogs, selectLogs } from "./logTable.js"
 import { type Budget, capString, jsonSize, LOG_ENTRY_CAP, recordedAttributes, redactQueries } from "./Redaction.js"
+import { followRemoteRows } from "./remoteFeed.js"
 
-export interface LogEntry {
-  readonly timestamp: string
-  readonly level: string
-  readonly message: string
-  readonly traceId?: string
-  readonly spanId?: string
-  readonly agentId?: string
-  readonly workflowId?: string
-  readonly executionId?: string
-  readonly conversationId?: string
-  readonly attributes: Record<string, unknown>
-}
-
-export interface LogQuery {
-  readonly level?: string | undefined
-  readonly traceId?: string | undefined
-  readonly spanId?: string | undefined
-  readonly agentId?: string | undefined
-  readonly workflowId?: string | undefined
-  readonly executionId?: string | undefined
-  readonly conversationId?: string | undefined
-  readonly since?: string | undefined
-  readonly until?: string | undefined
-  readonly limit: number
-}
-
-export const LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"] as const
-const rank = (level: string) => LEVELS.indexOf(level as (typeof LEVELS)[number])
+export { LEVELS, type LogEntry, type LogFilter, type LogQuery, type LogRetention, matches } from "./logTable.js"
 
 const levelName = (level: LogLevel.LogLevel): string =>
   ({ All: "trace", Trace: "trace", Debug: "debug", Info: "info", Warning: "warn", Error: "error", Fatal: "fatal", None: "fatal" })[
     level._tag
   ]
 
-/** Whether an entry passes the filters (level is a minimum; since/until are inclusive bounds). */
-export const matches = (entry: LogEntry, query: Omit<LogQuery, "limit">): boolean =>
-  (query.level === undefined || rank(entry.level) >= rank(query.level)) &&
-  (query.traceId === undefined || entry.traceId === query.traceId) &&
-  (query.spanId === undefined || entry.spanId === query.spanId) &&
-  (query.agentId === undefined || entry.agentId === query.agentId) &&
-  (query.workflowId === undefined || entry.workflowId === query.workflowId) &&
-  (query.executionId === undefined || entry.executionId === query.executionId) &&
-  (query.conversationId === undefined || entry.conversationId === query.conversationId) &&
-  (query.since === undefined || entry.timestamp >= query.since) &&
-  (query.until === undefined || entry.timestamp <= query.until)
-
 const KNOWN = ["agentId", "workflowId", "executionId", "conversationId"] as const
 
 /**
- * The service's log: the last `capacity` entries in memory (a ring) and a live feed. Entries carry the
- * trace and span of the fiber that logged, and agent / workflow / execution / conversation ids from log
- * annotations.
+ * The service's log, kept in the SQL store (shared by every instance on it) and bounded by count and
+ * age, plus a live feed. Entries carry the instance that logged them, the trace and span of the fiber
+ * that logged, and agent / workflow / execution / conversation ids from log annotations.
  */
 export class LogStore extends Context.Tag("LogStore")<LogStore, {
   readonly logger: Logger.Logger<unknown, void>
-  /** A live feed of new entries for as long as the scope lasts (bounded: a slow reader loses the oldest). */
+  /**
+   * A live feed of new entries for as long as the scope lasts, this instance's and (on Postgres) the
+   * other instances' (bounded: a slow reader loses the oldest).
+   */
   readonly subscribe: Effect.Effect<Queue.Dequeue<LogEntry>, never, Scope.Scope>
-  /** How many live feeds are open. */
+  /** How many live feeds are open here. */
   readonly subscribers: Effect.Effect<number>
+  /** Entries stored (every instance's). */
   readonly count: Effect.Effect<number>
-  /** Matching entries, oldest first, the newest `limit` of them. */
+  /** Entries this instance dropped because the store could not keep up. */
+  readonly dropped: Effect.Effect<number>
+  /** Matching entries, oldest first, the newest `limit` of them (every instance's, this one's up to now). */
   readonly query: (query: LogQuery) => Effect.Effect<ReadonlyArray<LogEntry>>
+  /** Waits until every entry logged so far is stored. */
+  readonly flush: Effect.Effect<void>
 }>() {}
 
-const LIVE_BUFFER = 1_024
+/**
+ * Entries waiting to be written, oldest first, bounded in count and in bytes. A new entry that would
+ * pass either bound pushes out the oldest (counted), so a logger never waits for the store.
+ */
+class Backlog<A> {
+  private readonly items: Array<A | undefined>
+  private readonly sizes: Array<number>
+  private head = 0
+  size = 0
+  bytes = 0
+  dropped = 0
+  constructor(private readonly capacity: number, private readonly maxBytes: number) {
+    this.items = new Array(capacity)
+    this.sizes = new Array(capacity).fill(0)
+  }
+  push(item: A, bytes: number) {
+    while (this.size > 0 && (this.size === this.capacity || this.bytes + bytes > this.maxBytes)) {
+      this.shift()
+      this.dropped++
+    }
+    const at = (this.head + this.size) % this.capacity
+    this.items[at] = item
+    this.sizes[at] = bytes
+    this.bytes += bytes
+    this.size++
+  }
+  take(max: number): Array<A> {
+    const out: Array<A> = []
+    while (this.size > 0 && out.length < max) out.push(this.shift())
+    return out
+  }
+  private shift(): A {
+    const item = this.items[this.head]!
+    this.items[this.head] = undefined
+    this.bytes -= this.sizes[this.head]
+    this.head = (this.head + 1) % this.capacity
+    this.size--
+    return item
+  }
+}
 
-export const LogStoreLive = (capacity: number) =>
-  Layer.effect(
+const BATCH = 500
+const BACKLOG = 20_000
+const BACKLOG_BYTES = 32 * 1024 * 1024
+const LIVE_BUFFER = 1_024
+/** Entries logged within this long go into one write. */
+const GATHER = "200 millis"
+
+export const LogStoreLive = (options: { readonly instanceId: string; readonly retention: LogRetention }) =>
+  Layer.scoped(
     LogStore,
     Effect.gen(function*() {
-      const ring: Array<LogEntry | undefined> = new Array(capacity)
-      let next = 0
-      let size = 0
+      const sql = yield* SqlClient.SqlClient
       const live = yield* makeLiveFeed<LogEntry>(LIVE_BUFFER)
+      const backlog = new Backlog<LogEntry>(BACKLOG, BACKLOG_BYTES)
+      // Offered when the backlog stops being empty, and by `flush`; holds one wake-up at most.
+      const wake = yield* Queue.dropping<void>(1)
+      let flushWanted = false
+      let offered = 0
+      let settled = 0
 
       const logger = Logger.make<unknown, void>(({ annotations, cause, context, date, logLevel, message }) => {
         const span = Context.getOption(FiberRefs.getOrDefault(context, FiberRef.currentContext), Tracer.ParentSpan)
@@ -95,27 +117,106 @@ export const LogStoreLive = (capacity: number) =>
           timestamp: date.toISOString(),
           level: levelName(logLevel),
           message: recordedMessage,
+          instance: options.instanceId,
           ...Option.match(span, { onNone: () => ({}), onSome: (s) => ({ traceId: s.traceId, spanId: s.spanId }) }),
           ...known,
           attributes
         }
-        ring[next] = entry
-        next = (next + 1) % capacity
-        size = Math.min(size + 1, capacity)
+        offered++
+        const before = backlog.dropped
+        // What the entry's text and attributes took of its cap: its size, near enough.
+        backlog.push(entry, LOG_ENTRY_CAP - budget.left + 256)
+        settled += backlog.dropped - before
+        if (backlog.size === 1) wake.unsafeOffer(undefined)
         live.publish(entry)
       })
 
-      const query = (q: LogQuery) =>
-        Effect.sync(() => {
-          const out: Array<LogEntry> = []
-          for (let i = 0; i < size && out.length < q.limit; i++) {
-            const entry = ring[(next - 1 - i + capacity) % capacity]!
-            if (matches(entry, q)) out.push(entry)
-          }
-          return out.reverse()
-        }).pipe(Effect.withSpan("LogStore.query", { captureStackTrace: false }))
+      const write = makeLogWriter(sql)
+      const prune = pruneLogs(sql, options.retention)
+      let sincePrune = 0
+      /**
+       * Writes what waits now (what arrives meanwhile waits for the next round), a transaction per
+       * batch: one commit (one fsync on SQLite) instead of one per INSERT statement.
+       */
+      const writeBacklog = Effect.gen(function*() {
+        flushWanted = false
+        let left = backlog.size
+        while (left > 0) {
+          const entries = backlog.take(Math.min(left, BATCH))
+          left -= entries.length
+          sincePrune += entries.length
+          yield* sql.withTransaction(write(entries)).pipe(Effect.ensuring(Effect.sync(() => (settled += entries.length))))
+        }
+        if (sincePrune >= options.retention.maxEntries) {
+          sincePrune = 0
+          yield* prune
+        }
+      })
 
-      return LogStore.of({ logger, subscribe: live.subscribe, subscribers: live.subscribers, count: Effect.sync(() => size), query })
+      // The writer's own SQL is not traced, or every write would produce spans, and those more writes.
+      yield* Effect.gen(function*() {
+        if (backlog.size === 0) yield* Queue.take(wake)
+        yield* Queue.takeAll(wake)
+        // Gather what follows for a moment into the same write, unless a query waits for it.
+        if (!flushWanted) yield* Effect.timeoutOption(Queue.take(wake), GATHER)
+        yield* writeBacklog
+      }).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("could not store log entries", cause)),
+        Effect.forever,
+        Effect.withTracerEnabled(false),
+        Effect.forkScoped
+      )
+      // On shutdown what waits is written (finalizers run last-added first: before the writer stops).
+      yield* Effect.addFinalizer(() =>
+        writeBacklog.pipe(Effect.timeoutOption("2 seconds"), Effect.ignore, Effect.withTracerEnabled(false))
+      )
+      yield* prune.pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("could not prune log entries", cause)),
+        Effect.repeat(Schedule.spaced("30 seconds")),
+        Effect.withTracerEnabled(false),
+        Effect.forkScoped
+      )
+
+      const flush = Effect.gen(function*() {
+        const target = offered
+        if (settled >= target) return
+        flushWanted = true
+        wake.unsafeOffer(undefined)
+        while (settled < target) yield* Effect.sleep("2 millis")
+      }).pipe(Effect.timeoutOption("5 seconds"), Effect.asVoid)
+
+      // Other instances' entries, on a store they share (SQLite is one instance's).
+      const remote = yield* sql.onDialectOrElse({
+        pg: () =>
+          Effect.map(
+            followRemoteRows<LogRow>({
+              sql,
+              table: "observability_logs",
+              seq: "id",
+              instanceId: options.instanceId,
+              isWatched: live.isWatched,
+              publish: (row) => live.publish(fromLogRow(row))
+            }),
+            (feed) => feed.start
+          ),
+        orElse: () => Effect.succeed(Effect.void)
+      })
+
+      const query = (q: LogQuery) =>
+        Effect.zipRight(flush, selectLogs(sql, q)).pipe(
+          Effect.orDie,
+          Effect.withSpan("LogStore.query", { captureStackTrace: false })
+        )
+
+      return LogStore.of({
+        logger,
+        subscribe: Effect.tap(live.subscribe, () => remote),
+        subscribers: live.subscribers,
+        count: Effect.zipRight(flush, countLogs(sql)).pipe(Effect.orDie, Effect.withSpan("LogStore.count", { captureStackTrace: false })),
+        dropped: Effect.sync(() => backlog.dropped),
+        query,
+        flush
+      })
     })
   )
 

@@ -14,6 +14,7 @@ export const LogEntrySchema = Schema.Struct({
   timestamp: Schema.String,
   level: Schema.String,
   message: Schema.String,
+  instance: Schema.String.annotations({ description: "the service instance that logged it (SERVICE_INSTANCE_ID)" }),
   traceId: Schema.optional(Schema.String),
   spanId: Schema.optional(Schema.String),
   agentId: Schema.optional(Schema.String),
@@ -63,7 +64,10 @@ export class ObservabilityApi extends HttpApiGroup.make("observability")
         storage: Schema.String,
         traceCount: Schema.Number,
         spanCount: Schema.Number,
-        logCount: Schema.Number,
+        logCount: Schema.Number.annotations({ description: "log entries stored, by every instance on the store" }),
+        droppedLogs: Schema.Number.annotations({
+          description: "log entries this instance dropped since it started because the store could not keep up"
+        }),
         liveSubscribers: Schema.Struct({ logs: Schema.Number, spans: Schema.Number }).annotations({
           description: "open live feeds (WebSocket subscriptions)"
         })

@@ -4,6 +4,7 @@ import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace
 import { Context, Effect, Layer, Option, Queue, Schedule, type Scope } from "effect"
 import { makeBatchInsert } from "./batchInsert.js"
 import { makeLiveFeed } from "./liveFeed.js"
+import { followRemoteRows } from "./remoteFeed.js"
 import { entityOf, type SpanRecord, toSpanRecord } from "./Span.js"
 import { listTraces, makeSpanIndexer, pruneTraces, type RetentionOptions, traceCounts, type TraceQuery, type TraceSummary } from "./traceIndex.js"
 
@@ -16,7 +17,8 @@ export interface SpanEvent {
 
 /**
  * Every finished span, from the tracer's span processor into the SQL store (written in batches off the
- * request path, bounded by trace count and age), plus a live feed of span starts and ends.
+ * request path, bounded by trace count and age), plus a live feed of span starts and ends (and, on
+ * Postgres, the ends of spans other instances store).
  */
 export class TraceStore extends Context.Tag("TraceStore")<TraceStore, {
   readonly processor: SpanProcessor
@@ -64,11 +66,11 @@ const fromRow = (row: SpanRow): SpanRecord => ({
 
 const SPAN_COLUMNS = [
   "span_id", "trace_id", "parent_span_id", "name", "kind", "start_time", "end_time", "duration_ms", "status_code",
-  "status_message", "attributes", "events", "entity_type", "entity_id"
+  "status_message", "attributes", "events", "entity_type", "entity_id", "instance"
 ]
 
 /** A span as the values of SPAN_COLUMNS, in order. */
-const spanRow = (span: SpanRecord) => {
+const spanRow = (span: SpanRecord, instance: string) => {
   const entity = entityOf(span)
   return [
     span.spanId,
@@ -84,7 +86,8 @@ const spanRow = (span: SpanRecord) => {
     JSON.stringify(span.attributes),
     JSON.stringify(span.events),
     entity?.type ?? null,
-    entity?.id ?? null
+    entity?.id ?? null,
+    instance
   ]
 }
 
@@ -92,7 +95,7 @@ const BATCH = 500
 const BUFFER = 20_000
 const LIVE_BUFFER = 1_024
 
-export const TraceStoreLive = (retention: RetentionOptions) =>
+export const TraceStoreLive = (retention: RetentionOptions, instanceId: string) =>
   Layer.scoped(
     TraceStore,
     Effect.gen(function*() {
@@ -120,7 +123,7 @@ export const TraceStoreLive = (retention: RetentionOptions) =>
       }
 
       const insertRows = makeBatchInsert(sql, { table: "observability_spans", columns: SPAN_COLUMNS, onConflict: "ON CONFLICT (span_id) DO NOTHING" })
-      const insert = (spans: ReadonlyArray<SpanRecord>) => Effect.suspend(() => insertRows(spans.map(spanRow)))
+      const insert = (spans: ReadonlyArray<SpanRecord>) => Effect.suspend(() => insertRows(spans.map((span) => spanRow(span, instanceId))))
       const indexSpans = makeSpanIndexer(sql)
 
       const prune = pruneTraces(sql, retention)
@@ -151,6 +154,23 @@ export const TraceStoreLive = (retention: RetentionOptions) =>
         Effect.forkScoped
       )
 
+      // Other instances' spans, on a store they share (SQLite is one instance's): they are stored when they end.
+      const remote = yield* sql.onDialectOrElse({
+        pg: () =>
+          Effect.map(
+            followRemoteRows<SpanRow>({
+              sql,
+              table: "observability_spans",
+              seq: "seq",
+              instanceId,
+              isWatched: live.isWatched,
+              publish: (row) => live.publish({ type: "span:end", span: fromRow(row) })
+            }),
+            (feed) => feed.start
+          ),
+        orElse: () => Effect.succeed(Effect.void)
+      })
+
       const flush = Effect.gen(function*() {
         const target = offered
         while (written < target) yield* Effect.sleep("5 millis")
@@ -161,7 +181,7 @@ export const TraceStoreLive = (retention: RetentionOptions) =>
 
       return TraceStore.of({
         processor,
-        subscribe: live.subscribe,
+        subscribe: Effect.tap(live.subscribe, () => remote),
         subscribers: live.subscribers,
         counts: traceCounts(sql).pipe(Effect.orDie, Effect.withSpan("TraceStore.counts", { captureStackTrace: false })),
         traces,

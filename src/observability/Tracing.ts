@@ -30,7 +30,12 @@ const effectTracerLive = Layer.unwrapEffect(
  * `otlpEndpoint` (OTEL_EXPORTER_OTLP_ENDPOINT) is set, to that OTLP/HTTP collector too. Both see only
  * the redacted, size-capped span (see Redaction.ts).
  */
-export const TracingLive = (options: { readonly serviceName: string; readonly otlpEndpoint?: string | undefined }) =>
+export const TracingLive = (options: {
+  readonly serviceName: string
+  /** The resource's `service.instance.id`: which of the instances sharing a store made the span. */
+  readonly instanceId: string
+  readonly otlpEndpoint?: string | undefined
+}) =>
   Layer.unwrapEffect(Effect.gen(function*() {
     const store = yield* TraceStore
     const exporters = options.otlpEndpoint ? [yield* otlpProcessor(options.otlpEndpoint)] : []
@@ -40,7 +45,11 @@ export const TracingLive = (options: { readonly serviceName: string; readonly ot
       Layer.provideMerge(NodeSdk.layerTracerProvider(processor)),
       // As NodeSdk.layer builds it: OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES, then ours.
       Layer.provideMerge(OtelResource.layerFromEnv(
-        OtelResource.configToAttributes({ serviceName: options.serviceName, serviceVersion: "1.0.0" })
+        OtelResource.configToAttributes({
+          serviceName: options.serviceName,
+          serviceVersion: "1.0.0",
+          attributes: { "service.instance.id": options.instanceId }
+        })
       ))
     )
   }))

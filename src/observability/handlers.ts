@@ -31,6 +31,7 @@ export const ObservabilityHandlers = (storage: StorageKind) =>
               storage,
               ...counts,
               logCount: yield* logs.count,
+              droppedLogs: yield* logs.dropped,
               liveSubscribers: { logs: yield* logs.subscribers, spans: yield* traces.subscribers }
             }
           }))

@@ -1,10 +1,11 @@
 import type { SqlClient } from "@effect/sql"
-import type { Effect } from "effect"
-import { createAgentTables } from "../agents/memory/migration.js"
-import { createSpanTable, createTraceIndex, dropUnreadSpanIndexes } from "../observability/migration.js"
+import { Effect } from "effect"
+import { addConversationOwnerIndexes, createAgentTables } from "../agents/memory/migration.js"
+import { addSpanInstance, createLogTable, createSpanTable, createTraceIndex, dropUnreadSpanIndexes } from "../observability/migration.js"
 import {
   addDefinitionHashes,
   addExecutionOwners,
+  addExecutionUsers,
   addWorkflowEventCounter,
   createIdempotencyKeys,
   createListingIndexes,
@@ -25,5 +26,8 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0008_observability_unread_span_indexes": dropUnreadSpanIndexes,
   "0009_workflow_execution_owners": addExecutionOwners,
   "0010_workflow_idempotency_keys": createIdempotencyKeys,
+  "0011_observability_logs": createLogTable,
+  "0012_observability_span_instance": addSpanInstance,
+  "0013_record_owners": Effect.zipRight(addExecutionUsers, addConversationOwnerIndexes),
   "0016_workflow_definition_hash": addDefinitionHashes
 }

@@ -19,6 +19,8 @@ export interface Execution {
   readonly input: unknown
   readonly context: Record<string, unknown>
   readonly user: unknown
+  /** The user the execution belongs to (under authentication; the body's userId without it), if any. */
+  readonly userId?: string | undefined
   readonly stepIndex: number
   readonly stepData: Record<string, unknown>
   readonly currentData: unknown
@@ -49,6 +51,8 @@ export interface ExecutionQuery {
   readonly status?: ExecutionStatus | undefined
   readonly from?: string | undefined
   readonly to?: string | undefined
+  /** Only executions of this user (null: those without one); everyone's when absent. */
+  readonly userId?: string | null | undefined
   readonly limit: number
   readonly offset: number
 }
@@ -61,6 +65,7 @@ export interface Row {
   readonly input: string
   readonly context: string
   readonly user_json: string | null
+  readonly user_id: string | null
   readonly step_index: number
   readonly step_data: string
   readonly current_data: string | null
@@ -91,6 +96,7 @@ export const fromRow = (row: Row): Execution => ({
   input: parse(row.input),
   context: parse(row.context) as Record<string, unknown>,
   user: parse(row.user_json) ?? null,
+  userId: row.user_id ?? undefined,
   stepIndex: Number(row.step_index),
   stepData: parse(row.step_data) as Record<string, unknown>,
   currentData: parse(row.current_data),

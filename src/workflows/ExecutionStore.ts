@@ -111,6 +111,7 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
  */
 export const listingQuery = (sql: SqlClient.SqlClient, query: ExecutionQuery) => {
   const filters = [
+    ...(query.userId === undefined ? [] : [query.userId === null ? sql`user_id IS NULL` : sql`user_id = ${query.userId}`]),
     ...(query.workflowId === undefined ? [] : [sql`workflow_id = ${query.workflowId}`]),
     ...(query.status === undefined ? [] : [sql`status = ${query.status}`]),
     ...(query.from === undefined ? [] : [sql`created_at > ${query.from}`]),
@@ -182,6 +183,7 @@ export const ExecutionStoreLive = Layer.scoped(
             input: JSON.stringify(e.input),
             context: JSON.stringify(e.context),
             user_json: json(e.user),
+            user_id: e.userId ?? null,
             step_index: e.stepIndex,
             step_data: JSON.stringify(e.stepData),
             current_data: json(e.currentData),

@@ -4,7 +4,7 @@ import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Schema } from "effect"
 import { EventStream } from "../agents/AgentsApi.js"
 import { Success } from "../http/Envelope.js"
-import { BadRequest, Conflict, NotFound, UnprocessableEntity, ValidationError, WorkflowFailed } from "../http/Errors.js"
+import { BadRequest, Conflict, Forbidden, NotFound, UnprocessableEntity, ValidationError, WorkflowFailed } from "../http/Errors.js"
 import { QueryInt, Timestamp } from "../http/Query.js"
 import {
   CancelRequest,
@@ -51,21 +51,21 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
   )
   .add(
     HttpApiEndpoint.post("executeWorkflow", "/workflows/:id/execute").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)
-      .setHeaders(StartHeaders)
+      .setHeaders(StartHeaders).addError(Forbidden)
       .addSuccess(Success(ExecutionResult)).addError(ValidationError).addError(BadRequest).addError(NotFound)
       .addError(UnprocessableEntity).addError(WorkflowFailed)
       .annotate(OpenApi.Summary, "Run to completion or to the first suspension")
   )
   .add(
     HttpApiEndpoint.post("runWorkflow", "/workflows/:id/run").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)
-      .setHeaders(StartHeaders)
+      .setHeaders(StartHeaders).addError(Forbidden)
       .addSuccess(Success(RunStarted, { status: 201 })).addError(ValidationError).addError(BadRequest).addError(NotFound)
       .addError(UnprocessableEntity)
       .annotate(OpenApi.Summary, "Start in the background")
   )
   .add(
     HttpApiEndpoint.post("streamWorkflow", "/workflows/:id/stream").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)
-      .setHeaders(StartHeaders)
+      .setHeaders(StartHeaders).addError(Forbidden)
       .addSuccess(EventStream).addError(ValidationError).addError(BadRequest).addError(NotFound)
       .addError(UnprocessableEntity)
       .annotate(OpenApi.Summary, "Start and stream the execution's events; ends with workflow-result")

@@ -13,6 +13,13 @@ import { forward, serve } from "./connection.js"
 /** The initial batch of /ws/logs is the newest entries that fit in this many bytes of JSON. */
 const INITIAL_BYTES = 1024 * 1024
 
+/**
+ * What tells entries apart once they have been through the store (the initial batch is read from it,
+ * the live feed carries them as logged): an entry equal in all of these is shown once.
+ */
+const entryKey = (entry: LogEntry) =>
+  `${entry.instance}\u0000${entry.timestamp}\u0000${entry.level}\u0000${entry.spanId ?? ""}\u0000${entry.message}`
+
 const newestWithin = (entries: ReadonlyArray<LogEntry>, bytes: number): ReadonlyArray<LogEntry> => {
   let left = bytes
   let first = entries.length
@@ -75,11 +82,12 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
               Effect.gen(function*() {
                 const subscription = yield* logs.subscribe
                 const initial = newestWithin(yield* logs.query({ ...filter, limit: logLimit(urlParams.limit) }), INITIAL_BYTES)
-                const seen = new Set<LogEntry>(initial)
+                // Entries logged between the subscription and the query come both ways: each is sent once.
+                const inInitial = new Set(initial.map(entryKey))
                 yield* connection.send({ type: "initial", logs: initial })
                 yield* forward(
                   subscription,
-                  (entry) => !seen.has(entry) && matches(entry, filter),
+                  (entry) => matches(entry, filter) && !(inInitial.size > 0 && inInitial.delete(entryKey(entry))),
                   (entry) => ({ type: "update", logs: [entry] }),
                   connection
                 )

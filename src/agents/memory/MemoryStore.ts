@@ -8,6 +8,16 @@ export interface HistoryQuery {
   readonly limit: number
   readonly userId?: string | undefined
   readonly conversationId?: string | undefined
+  /** Only this owner's entries (null: those without one); everyone's when absent. */
+  readonly owner?: Owner | undefined
+}
+
+/**
+ * Under authentication, the user a conversation belongs to (null: anonymous callers): its memory is
+ * read by agent, owner and conversation, so one user's conversation id never reaches another's.
+ */
+export interface Owner {
+  readonly userId: string | null
 }
 
 export interface RememberedExchange {
@@ -18,7 +28,7 @@ export interface RememberedExchange {
 
 export class MemoryStore extends Context.Tag("MemoryStore")<MemoryStore, {
   /** The last `limit` messages of a conversation, oldest first. */
-  readonly load: (agentId: string, conversationId: string, limit: number) => Effect.Effect<Array<ModelMessage>>
+  readonly load: (agentId: string, conversationId: string, limit: number, owner?: Owner) => Effect.Effect<Array<ModelMessage>>
   readonly append: (
     agentId: string,
     conversationId: string,
@@ -69,9 +79,11 @@ export const MemoryStoreLive = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const load = (agentId: string, conversationId: string, limit: number) =>
+    const ownedBy = (owner: Owner) => owner.userId === null ? sql`user_id IS NULL` : sql`user_id = ${owner.userId}`
+
+    const load = (agentId: string, conversationId: string, limit: number, owner?: Owner) =>
       sql<{ message: string }>`SELECT message FROM agent_messages
-        WHERE agent_id = ${agentId} AND conversation_id = ${conversationId}
+        WHERE agent_id = ${agentId} AND conversation_id = ${conversationId}${owner === undefined ? sql`` : sql` AND ${ownedBy(owner)}`}
         ORDER BY id DESC LIMIT ${limit}`.pipe(
         Effect.map((rows) => rows.map((row) => JSON.parse(row.message) as ModelMessage).reverse()),
         Effect.orDie,
@@ -131,6 +143,7 @@ export const MemoryStoreLive = Layer.effect(
       Effect.gen(function*() {
         const filters = [
           sql`agent_id = ${agentId}`,
+          ...(query.owner === undefined ? [] : [ownedBy(query.owner)]),
           ...(query.userId === undefined ? [] : [sql`user_id = ${query.userId}`]),
           ...(query.conversationId === undefined ? [] : [sql`conversation_id = ${query.conversationId}`])
         ]

@@ -1,0 +1,160 @@
+import type { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import { makeBatchInsert } from "./batchInsert.js"
+
+/** How log entries are stored (`observability_logs`, migration 0011), queried and pruned. */
+
+export interface LogEntry {
+  readonly timestamp: string
+  readonly level: string
+  readonly message: string
+  /** The instance that logged it (ServerConfig.instanceId). */
+  readonly instance: string
+  readonly traceId?: string
+  readonly spanId?: string
+  readonly agentId?: string
+  readonly workflowId?: string
+  readonly executionId?: string
+  readonly conversationId?: string
+  readonly attributes: Record<string, unknown>
+}
+
+export interface LogFilter {
+  readonly level?: string | undefined
+  readonly traceId?: string | undefined
+  readonly spanId?: string | undefined
+  readonly agentId?: string | undefined
+  readonly workflowId?: string | undefined
+  readonly executionId?: string | undefined
+  readonly conversationId?: string | undefined
+  readonly since?: string | undefined
+  readonly until?: string | undefined
+}
+
+export interface LogQuery extends LogFilter {
+  readonly limit: number
+}
+
+export interface LogRetention {
+  /** Entries kept at most; the oldest go first. */
+  readonly maxEntries: number
+  /** Entries logged longer ago than this are dropped. */
+  readonly maxAgeMs: number
+}
+
+export const LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"] as const
+export const levelRank = (level: string) => LEVELS.indexOf(level as (typeof LEVELS)[number])
+
+/** Whether an entry passes the filters (level is a minimum; since/until are inclusive bounds). */
+export const matches = (entry: LogEntry, query: LogFilter): boolean =>
+  (query.level === undefined || levelRank(entry.level) >= levelRank(query.level)) &&
+  (query.traceId === undefined || entry.traceId === query.traceId) &&
+  (query.spanId === undefined || entry.spanId === query.spanId) &&
+  (query.agentId === undefined || entry.agentId === query.agentId) &&
+  (query.workflowId === undefined || entry.workflowId === query.workflowId) &&
+  (query.executionId === undefined || entry.executionId === query.executionId) &&
+  (query.conversationId === undefined || entry.conversationId === query.conversationId) &&
+  (query.since === undefined || entry.timestamp >= query.since) &&
+  (query.until === undefined || entry.timestamp <= query.until)
+
+export interface LogRow {
+  readonly id: number | string
+  readonly instance: string
+  readonly logged_at: string
+  readonly level: string
+  readonly level_rank: number
+  readonly message: string
+  readonly trace_id: string | null
+  readonly span_id: string | null
+  readonly agent_id: string | null
+  readonly workflow_id: string | null
+  readonly execution_id: string | null
+  readonly conversation_id: string | null
+  readonly attributes: string
+}
+
+/** The optional ids, as entry field and column. */
+const IDS = [
+  ["traceId", "trace_id"],
+  ["spanId", "span_id"],
+  ["agentId", "agent_id"],
+  ["workflowId", "workflow_id"],
+  ["executionId", "execution_id"],
+  ["conversationId", "conversation_id"]
+] as const
+
+export const fromLogRow = (row: LogRow): LogEntry => {
+  const entry: Record<string, unknown> = {
+    timestamp: row.logged_at,
+    level: row.level,
+    message: row.message,
+    instance: row.instance
+  }
+  for (const [field, column] of IDS) if (row[column] !== null) entry[field] = row[column]
+  entry.attributes = JSON.parse(row.attributes)
+  return entry as unknown as LogEntry
+}
+
+const LOG_COLUMNS = [
+  "instance", "logged_at", "level", "level_rank", "message", ...IDS.map(([, column]) => column), "attributes"
+]
+
+const logRow = (entry: LogEntry) => [
+  entry.instance,
+  entry.timestamp,
+  entry.level,
+  levelRank(entry.level),
+  entry.message,
+  ...IDS.map(([field]) => entry[field] ?? null),
+  JSON.stringify(entry.attributes)
+]
+
+export const makeLogWriter = (sql: SqlClient.SqlClient) => {
+  const insert = makeBatchInsert(sql, { table: "observability_logs", columns: LOG_COLUMNS, onConflict: "" })
+  return (entries: ReadonlyArray<LogEntry>) => Effect.suspend(() => insert(entries.map(logRow)))
+}
+
+/** The newest `limit` matching entries, oldest first. */
+export const selectLogs = (sql: SqlClient.SqlClient, query: LogQuery) =>
+  Effect.gen(function*() {
+    const where = sql.and([
+      // A literal (one of six), so that the partial index on warn and worse matches the query.
+      ...(query.level !== undefined ? [sql`level_rank >= ${sql.literal(String(levelRank(query.level)))}`] : []),
+      ...IDS.flatMap(([field, column]) => query[field] !== undefined ? [sql`${sql(column)} = ${query[field]!}`] : []),
+      ...(query.since !== undefined ? [sql`logged_at >= ${query.since}`] : []),
+      ...(query.until !== undefined ? [sql`logged_at <= ${query.until}`] : [])
+    ])
+    const rows = yield* sql<LogRow>`SELECT * FROM observability_logs WHERE ${where}
+      ORDER BY logged_at DESC, id DESC LIMIT ${query.limit}`
+    return rows.map(fromLogRow).reverse()
+  })
+
+export const countLogs = (sql: SqlClient.SqlClient) =>
+  Effect.map(sql<{ count: number | string }>`SELECT COUNT(*) AS count FROM observability_logs`, ([row]) => Number(row.count))
+
+/** Entries deleted per statement, so that no single synchronous SQLite statement runs long. */
+const PRUNE_CHUNK = 500
+
+/** Deletes, a chunk at a time and oldest first, the entries at or before the given one. */
+const dropThrough = (sql: SqlClient.SqlClient, last: { readonly logged_at: string; readonly id: number | string }) =>
+  Effect.gen(function*() {
+    while (true) {
+      const ids = yield* sql<{ id: number | string }>`SELECT id FROM observability_logs
+        WHERE logged_at < ${last.logged_at} OR (logged_at = ${last.logged_at} AND id <= ${last.id})
+        ORDER BY logged_at, id LIMIT ${PRUNE_CHUNK}`
+      if (ids.length > 0) yield* sql`DELETE FROM observability_logs WHERE ${sql.in("id", ids.map((row) => row.id))}`
+      if (ids.length < PRUNE_CHUNK) return
+    }
+  })
+
+/** Drops entries past the age limit, then the oldest beyond `maxEntries`, in chunks. */
+export const pruneLogs = (sql: SqlClient.SqlClient, retention: LogRetention) =>
+  Effect.gen(function*() {
+    const cutoff = new Date(Date.now() - retention.maxAgeMs).toISOString()
+    const [tooOld] = yield* sql<{ logged_at: string; id: number | string }>`SELECT logged_at, id FROM observability_logs
+      WHERE logged_at < ${cutoff} ORDER BY logged_at DESC, id DESC LIMIT 1`
+    if (tooOld !== undefined) yield* dropThrough(sql, tooOld)
+    const [beyond] = yield* sql<{ logged_at: string; id: number | string }>`SELECT logged_at, id FROM observability_logs
+      ORDER BY logged_at DESC, id DESC LIMIT 1 OFFSET ${retention.maxEntries}`
+    if (beyond !== undefined) yield* dropThrough(sql, beyond)
+  })
