@@ -1,7 +1,8 @@
 /**
  * Issue #10's table in one run, over loopback only: `node dist/main.js` with its default configuration
  * (tracing on, nothing sampled) on temporary SQLite files, its agents pointed at the fake model over
- * HTTP, beside raw node:http and a minimal Effect HttpApi app, each in its own process.
+ * HTTP, beside raw node:http and a minimal Effect HttpApi app, each in its own process; and row 9
+ * (issue #11): one and three instances on a fresh database of the local Postgres.
  *
  *   npm run bench [-- --seconds 10 --runs 3 --only 1,2,7 --json results.json]
  *
@@ -12,15 +13,15 @@ import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { describeEnvironment } from "./bench/environment.js"
-import { type BenchOptions, type Lab, makeLab } from "./bench/lab.js"
+import { type BenchOptions, type Lab, makeLab, printableOptions } from "./bench/lab.js"
 import { installCleanup, temporaryDirectory } from "./bench/processes.js"
 import { agentStreamsRow, reattachRow, suspendedRow } from "./bench/rows-memory.js"
 import { getAgentsRow, pipelineRow, streamFirstDeltaRow, textLatencyRow, textThroughputRow } from "./bench/rows-http.js"
+import { scaleOutRow } from "./bench/rows-scale.js"
 import { listingRow, seededFile, startupRow } from "./bench/rows-service.js"
 import { type Durability, readDurability } from "./bench/store.js"
+import { DEFAULT_POSTGRES_ADMIN_URL } from "./support/database.js"
 import { formatTable, medianOfRuns, type RowId, type RowResult, selectRows } from "./bench/table.js"
-
-const POSTGRES_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 
 const { values } = parseArgs({
   options: {
@@ -34,7 +35,8 @@ const { values } = parseArgs({
     "reattach-executions": { type: "string" },
     "streams-per-execution": { type: "string" },
     "agent-streams": { type: "string" },
-    startups: { type: "string" }
+    startups: { type: "string" },
+    postgres: { type: "string" }
   }
 })
 
@@ -52,7 +54,8 @@ const options: BenchOptions = {
   reattachExecutions: positive("reattach-executions", values["reattach-executions"], 1_000, 10_000),
   streamsPerExecution: positive("streams-per-execution", values["streams-per-execution"], 10, 100),
   agentStreams: positive("agent-streams", values["agent-streams"], 2_000, 8_000),
-  startups: positive("startups", values.startups, 10, 100)
+  startups: positive("startups", values.startups, 10, 100),
+  postgresUrl: values.postgres ?? DEFAULT_POSTGRES_ADMIN_URL
 }
 const runs = positive("runs", values.runs, 1, 10)
 const rows = selectRows(values.only)
@@ -70,7 +73,8 @@ const RUNNERS: Readonly<Record<RowId, (lab: Lab) => Promise<RowResult>>> = {
   "7a": reattachRow,
   "7b": agentStreamsRow,
   "7c": suspendedRow,
-  "8": startupRow
+  "8": startupRow,
+  "9": scaleOutRow
 }
 
 const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`)
@@ -98,12 +102,12 @@ const runOnce = async (run: number): Promise<{ readonly results: Array<RowResult
 }
 
 const durabilityOf = async (databaseFile: string | undefined): Promise<Durability> =>
-  readDurability(databaseFile ?? (await seededFile()) ?? join(temporaryDirectory("bench-durability-"), "fresh.db"), POSTGRES_URL)
+  readDurability(databaseFile ?? (await seededFile()) ?? join(temporaryDirectory("bench-durability-"), "fresh.db"), options.postgresUrl)
 
 const main = async () => {
   installCleanup()
   const environment = describeEnvironment()
-  log(`rows ${rows.join(", ")}; ${runs} run(s); ${JSON.stringify(options)}`)
+  log(`rows ${rows.join(", ")}; ${runs} run(s); ${JSON.stringify(printableOptions(options))}`)
   const allRuns: Array<Array<RowResult>> = []
   let databaseFile: string | undefined
   for (let run = 1; run <= runs; run++) {
@@ -120,13 +124,14 @@ const main = async () => {
     `Machine: ${environment.cpu}, ${environment.cores} cores, ${environment.memoryGiB} GiB, Node ${environment.node}, open files ${environment.openFilesLimit}`,
     `Durability: SQLite journal_mode ${durability.sqliteJournalMode}, synchronous ${durability.sqliteSynchronous} ` +
     `(as the service's own SQL layer opens it); Postgres synchronous_commit ${durability.postgresSynchronousCommit}`,
-    `Load: autocannon, ${options.connections} connections, ${options.seconds} s per throughput measurement (after a warm-up), loopback`,
+    `Load: autocannon, ${options.connections} connections, ${options.seconds} s per throughput measurement (after a warm-up), loopback` +
+    (rows.includes("9") ? "; row 9 splits the connections over its instances, one autocannon each, all at once" : ""),
     "",
     formatTable(final),
     ""
   ].join("\n"))
   if (values.json !== undefined) {
-    writeFileSync(values.json, JSON.stringify({ environment, durability, options, runs: allRuns, median: final }, null, 2))
+    writeFileSync(values.json, JSON.stringify({ environment, durability, options: printableOptions(options), runs: allRuns, median: final }, null, 2))
     log(`results written to ${values.json}`)
   }
 }

@@ -76,6 +76,11 @@ export class UnprocessableEntity extends Schema.TaggedError<UnprocessableEntity>
   message: Schema.String
 }) {}
 
+/** The request contradicts the state of what it names (an execution whose workflow changed under it). */
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", {
+  message: Schema.String
+}) {}
+
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", {
   message: Schema.String
 }) {

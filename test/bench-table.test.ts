@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest"
+import { printableUrl } from "../scripts/bench/lab.js"
+import { splitConnections } from "../scripts/bench/rows-scale.js"
 import { formatTable, median, medianOfRuns, percentile, type RowResult, selectRows } from "../scripts/bench/table.js"
 
 describe("bench table", () => {
@@ -58,10 +60,37 @@ describe("bench table", () => {
   })
 
   it("selects rows, 7 meaning all of 7a to 7c, and refuses unknown ones", () => {
-    expect(selectRows(undefined)).toHaveLength(10)
+    expect(selectRows(undefined)).toHaveLength(11)
+    expect(selectRows(undefined)).toContain("9")
     expect(selectRows("1, 7")).toEqual(["1", "7a", "7b", "7c"])
     expect(selectRows("7b,8")).toEqual(["7b", "8"])
-    expect(() => selectRows("9")).toThrow(/unknown row 9/)
+    expect(selectRows("5,9")).toEqual(["5", "9"])
+    expect(() => selectRows("10")).toThrow(/unknown row 10/)
     expect(() => selectRows("7d")).toThrow(/unknown row 7d/)
+  })
+
+  it("reports row 9's one and three instances and their ratio without a verdict, or no result", () => {
+    const cells = {
+      one: 150, three: 210, threeA: 71, threeB: 70, threeC: 69, threeOverOne: 1.4, errorsOne: 0, errorsThree: 2
+    }
+    const table = formatTable([{ id: "9", cells, notes: ["2 failed requests with three instances"] }])
+    const line = table.split("\n").find((row) => row.startsWith("| 9 "))
+    expect(line).toContain("one 150/s, three 210/s (71 + 70 + 69); three/one 1.40; errors 0 / 2")
+    expect(line).toMatch(/\| report \| reported \|$/)
+    expect(table).toContain("- row 9: 2 failed requests with three instances")
+    const failed = formatTable([{ id: "9", cells: {}, notes: ["Postgres does not answer at postgres://x: refused"] }])
+    expect(failed).toMatch(/\| 9 .*\| report \| no result \|$/m)
+  })
+
+  it("splits the connections over the instances as evenly as they go", () => {
+    expect(splitConnections(50, 3)).toEqual([17, 17, 16])
+    expect(splitConnections(50, 1)).toEqual([50])
+    expect(splitConnections(3, 3)).toEqual([1, 1, 1])
+  })
+
+  it("prints a --postgres URL without its password", () => {
+    expect(printableUrl("postgres://bench:s3cret@db.example:5432/postgres")).toBe("postgres://bench:***@db.example:5432/postgres")
+    expect(printableUrl("postgres://postgres@127.0.0.1:5432/postgres")).toBe("postgres://postgres@127.0.0.1:5432/postgres")
+    expect(printableUrl("not a url")).not.toContain("not a url")
   })
 })

@@ -1,6 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer, type Vitest } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
+import { SignJWT } from "jose"
+import { defineAgent } from "../src/agents/Agent.js"
+import { builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
+import { defineApp } from "../src/App.js"
+import { approval } from "../src/examples/workflows.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
@@ -116,4 +121,69 @@ const PostgresServer = Layer.unwrapScoped(Effect.map(freshPostgresDatabase, (dat
 
 describe.skipIf(!postgresAvailable)("on Postgres", () => {
   layer(PostgresServer, { excludeTestServices: true })("deleting records (Postgres)", deletionTests)
+})
+
+// Under JWT, the DELETE routes find records through the owner-scoped lookups: another user's is 404.
+const SECRET = "a-long-shared-secret-for-deletion-tests"
+const sign = (claims: Record<string, unknown>) =>
+  new SignJWT(claims).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h")
+    .sign(new TextEncoder().encode(SECRET))
+const tokens = { alice: await sign({ sub: "alice" }), bob: await sign({ sub: "bob" }), admin: await sign({ sub: "root", role: "admin" }) }
+type Who = keyof typeof tokens
+const notes = defineAgent({
+  id: "notes",
+  name: "Notes",
+  purpose: "Remembers conversations",
+  instructions: "Be brief.",
+  model: builtinEchoModel({ wordDelayMs: 0 }),
+  memory: true
+})
+const ownedApp = defineApp({ agents: [notes], workflows: [approval] })
+const jwtConfig = { auth: { production: false, jwt: { secret: SECRET, defaultPrivate: true, publicRoutes: [] } } }
+const as = (who: Who | undefined, method: string, body?: unknown): RequestInit => ({
+  method,
+  headers: { "content-type": "application/json", ...(who === undefined ? {} : { authorization: `Bearer ${tokens[who]}` }) },
+  ...(body === undefined ? {} : { body: JSON.stringify(body) })
+})
+
+const ownershipTests = (it: Vitest.MethodsNonLive<TestServer, true>) => {
+  it.effect("another user's execution or conversation is 404 to DELETE and stays; the admin deletes anyone's; no token is 401", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const conversationId = `c-${crypto.randomUUID()}`
+      const history = (who: Who) =>
+        Effect.map(fetchJson(`${url}/agents/notes/history?conversationId=${conversationId}`, as(who, "GET")), (r) => r.body.data.pagination.total)
+      expect((yield* fetchJson(`${url}/agents/notes/text`, as("alice", "POST", { input: "alice's", options: { conversationId } }))).status).toBe(200)
+      expect((yield* fetchJson(`${url}/agents/notes/text`, as("bob", "POST", { input: "bob's", options: { conversationId } }))).status).toBe(200)
+      const done = yield* fetchJson(`${url}/workflows/approval/execute`, as("alice", "POST", { input: { amount: 5 } }))
+      expect(done.body.data.status).toBe("completed")
+      const execution = `${url}/workflows/approval/executions/${done.body.data.executionId}`
+      const conversation = `${url}/agents/notes/conversations/${conversationId}`
+
+      expect((yield* fetchJson(execution, as(undefined, "DELETE"))).status).toBe(401)
+      expect(yield* fetchJson(execution, as("bob", "DELETE"))).toMatchObject({
+        status: 404,
+        body: { success: false, error: `Execution ${done.body.data.executionId} not found` }
+      })
+      expect((yield* fetchJson(`${execution}/state`, as("alice", "GET"))).status).toBe(200)
+
+      // Bob's delete under the same conversation id takes his rows only.
+      expect(yield* fetchJson(conversation, as("bob", "DELETE"))).toMatchObject({ status: 200, body: { data: { deletedHistoryEntries: 1 } } })
+      expect(yield* history("alice")).toBe(1)
+      expect((yield* fetchJson(conversation, as("bob", "DELETE"))).status).toBe(404)
+
+      expect(yield* fetchJson(conversation, as("admin", "DELETE"))).toMatchObject({ status: 200, body: { data: { deletedHistoryEntries: 1 } } })
+      expect(yield* history("alice")).toBe(0)
+      expect((yield* fetchJson(execution, as("admin", "DELETE"))).status).toBe(200)
+      expect((yield* fetchJson(`${execution}/state`, as("alice", "GET"))).status).toBe(404)
+    }), 60_000)
+}
+
+layer(TestServerLive({ app: ownedApp, config: jwtConfig }), { excludeTestServices: true })("deleting under ownership (SQLite)", ownershipTests)
+
+describe.skipIf(!postgresAvailable)("ownership on Postgres", () => {
+  const OwnedPostgres = Layer.unwrapScoped(
+    Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ app: ownedApp, config: { ...jwtConfig, databaseUrl } }))
+  )
+  layer(OwnedPostgres, { excludeTestServices: true })("deleting under ownership (Postgres)", ownershipTests)
 })

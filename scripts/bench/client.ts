@@ -23,23 +23,41 @@ export interface LoadResult {
   readonly errors: number
 }
 
-/** autocannon at `connections` for `seconds` (plus a short unmeasured warm-up); counts only 2xx answers. */
-export const load = async (target: Target, options: { readonly connections: number; readonly seconds: number; readonly warmupSeconds?: number }): Promise<LoadResult> => {
+const autocannonFor = (target: Target, connections: number, duration: number) => {
   const payload = target.body === undefined ? undefined : JSON.stringify(target.body)
-  const run = (duration: number) =>
-    autocannon({
-      url: `${target.url}${target.path}`,
-      method: target.method,
-      connections: options.connections,
-      duration,
-      timeout: 30,
-      ...(payload === undefined ? {} : { body: payload, headers: { "content-type": "application/json" } })
-    })
-  const warmup = options.warmupSeconds ?? Math.min(2, options.seconds)
-  if (warmup > 0) await run(warmup)
-  const result = await run(options.seconds)
+  return autocannon({
+    url: `${target.url}${target.path}`,
+    method: target.method,
+    connections,
+    duration,
+    timeout: 30,
+    ...(payload === undefined ? {} : { body: payload, headers: { "content-type": "application/json" } })
+  })
+}
+
+const resultOf = (result: autocannon.Result): LoadResult => {
   const ok = result["2xx"]
   return { perSecond: ok / result.duration, total: ok, errors: result.non2xx + result.errors + result.timeouts }
+}
+
+/** autocannon at `connections` for `seconds` (plus a short unmeasured warm-up); counts only 2xx answers. */
+export const load = async (target: Target, options: { readonly connections: number; readonly seconds: number; readonly warmupSeconds?: number }): Promise<LoadResult> => {
+  const [result] = await loadTogether([{ target, connections: options.connections }], options)
+  return result
+}
+
+/**
+ * One autocannon per target, all at the same time, each with its own connections: first an unmeasured
+ * warm-up on all of them, then the measured `seconds` on all of them; each target's result, in order.
+ */
+export const loadTogether = async (
+  targets: ReadonlyArray<{ readonly target: Target; readonly connections: number }>,
+  options: { readonly seconds: number; readonly warmupSeconds?: number }
+): Promise<Array<LoadResult>> => {
+  const runAll = (duration: number) => Promise.all(targets.map(({ connections, target }) => autocannonFor(target, connections, duration)))
+  const warmup = options.warmupSeconds ?? Math.min(2, options.seconds)
+  if (warmup > 0) await runAll(warmup)
+  return (await runAll(options.seconds)).map(resultOf)
 }
 
 /** autocannon until `amount` requests are answered or `deadlineMs` passes; counts only 2xx answers. */
@@ -55,9 +73,7 @@ export const loadCount = async (target: Target, options: { readonly connections:
   }) as Promise<autocannon.Result> & { readonly stop: () => void }
   const timer = setTimeout(() => instance.stop(), options.deadlineMs)
   try {
-    const result = await instance
-    const ok = result["2xx"]
-    return { perSecond: ok / result.duration, total: ok, errors: result.non2xx + result.errors + result.timeouts }
+    return resultOf(await instance)
   } finally {
     clearTimeout(timer)
   }

@@ -17,7 +17,22 @@ export interface BenchOptions {
   /** Executions row 6 stores before it lists them. */
   readonly storedExecutions: number
   readonly startups: number
+  /** The Postgres server row 9 creates its databases on (an administrative database's URL) and the durability read-out asks. */
+  readonly postgresUrl: string
 }
+
+/** A database URL fit to print: its password, if it has one, replaced. */
+export const printableUrl = (url: string): string => {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== "") parsed.password = "***"
+    return parsed.toString()
+  } catch {
+    return "(an unparsable URL)"
+  }
+}
+
+export const printableOptions = (options: BenchOptions): BenchOptions => ({ ...options, postgresUrl: printableUrl(options.postgresUrl) })
 
 export interface Lab {
   readonly options: BenchOptions

@@ -130,8 +130,13 @@ export const startBenchService = async (options: {
   readonly databaseFile?: string
 }): Promise<RunningService> => {
   const databaseFile = options.databaseFile ?? join(temporaryDirectory("bench-service-"), "service.db")
+  return { ...(await startServiceOn(`file:${databaseFile}`, options.env)), databaseFile }
+}
+
+/** `node dist/main.js` with its default configuration on any DATABASE_URL (a Postgres one for row 9). */
+export const startServiceOn = async (databaseUrl: string, env: Record<string, string>): Promise<Server & { readonly process: ServiceProcess }> => {
   const port = await freePort()
-  const service = startService({ port, databaseUrl: `file:${databaseFile}`, env: options.env, main: join(REPO_ROOT, "dist/main.js") })
+  const service = startService({ port, databaseUrl, env, main: join(REPO_ROOT, "dist/main.js") })
   track(service.child)
   await waitUntilReady(service, port, 120_000)
   return {
@@ -140,7 +145,6 @@ export const startBenchService = async (options: {
     pid: service.pid,
     url: `http://127.0.0.1:${port}`,
     process: service,
-    databaseFile,
     stop: () => stopService(service)
   }
 }

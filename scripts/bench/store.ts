@@ -9,6 +9,7 @@ import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import type * as SqlModule from "../../src/storage/Sql.js"
 import type * as StoreModule from "../../src/workflows/ExecutionStore.js"
+import { printableUrl } from "./lab.js"
 import { REPO_ROOT } from "./processes.js"
 
 const fromDist = <M>(path: string): Promise<M> => import(pathToFileURL(join(REPO_ROOT, "dist", path)).href) as Promise<M>
@@ -115,6 +116,6 @@ const postgresSynchronousCommit = async (url: string): Promise<string> => {
   }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1, connectTimeout: "3 seconds" })))
   return Effect.runPromise(Effect.scoped(show).pipe(
     Effect.timeout("5 seconds"),
-    Effect.catchAllCause(() => Effect.succeed(`not reachable at ${url}`))
+    Effect.catchAllCause(() => Effect.succeed(`not reachable at ${printableUrl(url)}`))
   ))
 }

@@ -13,15 +13,18 @@ export interface RowResult {
   readonly notes: ReadonlyArray<string>
 }
 
-export const ROW_IDS = ["1", "2", "3", "4", "5", "6", "7a", "7b", "7c", "8"] as const
+export const ROW_IDS = ["1", "2", "3", "4", "5", "6", "7a", "7b", "7c", "8", "9"] as const
 export type RowId = (typeof ROW_IDS)[number]
 
 interface RowSpec {
   readonly title: string
   readonly target: string
   readonly show: (cells: Cells) => string
-  /** Undefined when a cell it needs is missing (the row failed). */
-  readonly met: (cells: Cells) => boolean | undefined
+  /**
+   * Undefined when a cell it needs is missing (the row failed); "reported" for a row with no numeric
+   * target, whose number is only set beside another.
+   */
+  readonly met: (cells: Cells) => boolean | "reported" | undefined
 }
 
 const MB = 1024 * 1024
@@ -101,6 +104,15 @@ export const ROWS: Readonly<Record<RowId, RowSpec>> = {
     target: "≤ 0.8 s",
     show: (c) => `${formatNumber(c.median / 1000, 3)} s over ${formatNumber(c.count)} starts (min ${formatNumber(c.min / 1000, 3)}, max ${formatNumber(c.max / 1000, 3)})`,
     met: (c) => when(c, ["median"], () => c.median <= 800)
+  },
+  "9": {
+    title: "POST /workflows/pipeline/execute req/s on Postgres, one instance and three (50 connections in all)",
+    target: "report",
+    show: (c) =>
+      `one ${formatNumber(c.one)}/s, three ${formatNumber(c.three)}/s ` +
+      `(${formatNumber(c.threeA)} + ${formatNumber(c.threeB)} + ${formatNumber(c.threeC)}); ` +
+      `three/one ${formatNumber(c.threeOverOne, 2)}; errors ${formatNumber(c.errorsOne)} / ${formatNumber(c.errorsThree)}`,
+    met: (c) => (has(c, "one", "three", "threeOverOne") ? "reported" : undefined)
   }
 }
 
@@ -134,7 +146,8 @@ export const medianOfRuns = (runs: ReadonlyArray<ReadonlyArray<RowResult>>): Arr
     return [{ id, cells, notes: [...new Set(results.flatMap((row) => row.notes))] }]
   })
 
-const verdict = (met: boolean | undefined) => (met === undefined ? "no result" : met ? "met" : "NOT met")
+const verdict = (met: boolean | "reported" | undefined) =>
+  met === undefined ? "no result" : met === "reported" ? "reported" : met ? "met" : "NOT met"
 
 /** The table as Markdown: row, what was measured, the target and whether it is met. */
 export const formatTable = (results: ReadonlyArray<RowResult>): string => {

@@ -8,8 +8,11 @@ export interface AgentCallContext {
   readonly context: Readonly<Record<string, unknown>>
   /** The authenticated user, or null. */
   readonly user: unknown
+  /** Under authentication, the caller's id (the conversation's owner); without it, the body's `userId`. */
   readonly userId?: string | undefined
   readonly conversationId?: string | undefined
+  /** Under authentication: the user the call's conversation and history belong to (null: anonymous). */
+  readonly owner?: { readonly userId: string | null } | undefined
 }
 
 /** A value, or a function of the call that computes it. */

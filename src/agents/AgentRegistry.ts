@@ -7,7 +7,7 @@ import type { AgentCallContext, AgentDefinition } from "./Agent.js"
 import type { AgentCard, AgentDetails, AgentSummary, ConversationDeleted, HistoryPage, TextResult } from "./AgentsSchemas.js"
 import type * as Generation from "./generation/Generation.js"
 import { DEFAULTS } from "./generation/settings.js"
-import { MemoryStore } from "./memory/MemoryStore.js"
+import { type HistoryQuery, MemoryStore, type Owner } from "./memory/MemoryStore.js"
 import { DefaultModel } from "./models/DefaultModel.js"
 import { modelName } from "./models/ModelSettings.js"
 
@@ -22,10 +22,18 @@ export class AgentRegistry extends Context.Tag("AgentRegistry")<AgentRegistry, {
   readonly card: (id: string, baseUrl: string) => Effect.Effect<typeof AgentCard.Type, NotFound>
   readonly history: (
     id: string,
-    query: { readonly page: number; readonly limit: number; readonly userId?: string; readonly conversationId?: string }
+    query: HistoryQuery
   ) => Effect.Effect<typeof HistoryPage.Type, NotFound>
   /** Deletes a conversation's memory and history; NotFound when the agent has none under that id. */
-  readonly forgetConversation: (id: string, conversationId: string) => Effect.Effect<typeof ConversationDeleted.Type, NotFound>
+  /**
+   * Deletes a conversation's memory and history (only `owner`'s rows, when given); NotFound when the
+   * agent has none under that id (for that owner).
+   */
+  readonly forgetConversation: (
+    id: string,
+    conversationId: string,
+    owner?: Owner
+  ) => Effect.Effect<typeof ConversationDeleted.Type, NotFound>
   readonly text: (id: string, request: Generation.CallRequest) => Effect.Effect<TextResult, CallError>
   /** The events as the model produces them; cancelling the stream aborts the model call. */
   readonly stream: (id: string, request: Generation.CallRequest) => Effect.Effect<ReadableStream<Generation.StreamEvent>, CallError>
@@ -103,8 +111,9 @@ export const AgentRegistryLive = (
               return Effect.flatMap(generation, (g) =>
                 g.text(env, target, {
                   input: task,
-                  options: { context: { ...call.context, ...context } },
-                  user: call.user
+                  options: { context: { ...call.context, ...context }, ...(call.userId === undefined ? {} : { userId: call.userId }) },
+                  user: call.user,
+                  ...(call.owner === undefined ? {} : { owner: call.owner })
                 })).pipe(
                 Effect.map((result) => ({ agentId: target.id, agentName: target.name, response: result.text })),
                 Effect.catchAll((error) => Effect.succeed({ agentId: target.id, error: error.message }))
@@ -177,10 +186,10 @@ export const AgentRegistryLive = (
               pagination: { page: query.page, limit: query.limit, total, totalPages: Math.ceil(total / query.limit) }
             }
           }),
-        forgetConversation: (id, conversationId) =>
+        forgetConversation: (id, conversationId, owner) =>
           Effect.gen(function*() {
             yield* find(id)
-            const deleted = yield* memory.forget(id, conversationId)
+            const deleted = yield* memory.forget(id, conversationId, owner)
             if (deleted.messages === 0 && deleted.historyEntries === 0) return yield* NotFound.of("Conversation", conversationId)
             return { agentId: id, conversationId, deletedMessages: deleted.messages, deletedHistoryEntries: deleted.historyEntries }
           }).pipe(Effect.withSpan("AgentRegistry.forgetConversation", {

@@ -3,7 +3,7 @@ import { Authentication } from "../auth/Authentication.js"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Schema } from "effect"
 import { Success } from "../http/Envelope.js"
-import { ExecutionFailed, NotFound, ValidationError } from "../http/Errors.js"
+import { ExecutionFailed, Forbidden, NotFound, ValidationError } from "../http/Errors.js"
 import { QueryInt } from "../http/Query.js"
 import {
   AgentCard,
@@ -23,7 +23,7 @@ export const EventStream = Schema.String.pipe(
 ).annotations({ description: "Server-Sent Events" })
 
 const call = <const Name extends string, const Path extends HttpApiEndpoint.PathSegment>(name: Name, path: Path) =>
-  HttpApiEndpoint.post(name, path).setPath(IdPath).addError(ValidationError).addError(NotFound).addError(ExecutionFailed)
+  HttpApiEndpoint.post(name, path).setPath(IdPath).addError(ValidationError).addError(NotFound).addError(ExecutionFailed).addError(Forbidden)
     .annotate(RouteClassAnnotation, "execution")
 
 export class AgentsApi extends HttpApiGroup.make("agents")

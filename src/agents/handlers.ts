@@ -1,6 +1,8 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
-import { CurrentUser } from "../auth/Authentication.js"
+import { CurrentCaller } from "../auth/Authentication.js"
+import { actingUserId } from "../auth/Ownership.js"
+import type { GenerationOptions } from "./AgentsSchemas.js"
 import { ServiceApi } from "../http/Api.js"
 import { numbered, sseBytesResponse, sseResponse } from "../http/sse.js"
 import { webSseResponse } from "../http/webSse.js"
@@ -14,8 +16,24 @@ const baseUrl = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
   return `${proto}://${host}`
 })
 
-/** The request with the authenticated user (null when anonymous), which reaches instructions and tools. */
-const withUser = <A extends object>(payload: A) => Effect.map(CurrentUser, (user) => ({ ...payload, user }))
+/**
+ * The request with the authenticated user (null when anonymous), which reaches instructions and tools,
+ * and, under authentication, its owner: `options.userId` may only name the caller, and the call's
+ * conversation and history entry are the caller's.
+ */
+const withUser = <A extends { readonly options?: GenerationOptions | undefined }>(payload: A) =>
+  Effect.gen(function*() {
+    const caller = yield* CurrentCaller
+    const userId = yield* actingUserId(caller, payload.options?.userId)
+    if (!caller.owned) return { ...payload, user: caller.user }
+    const { userId: _, ...options } = payload.options ?? {}
+    return {
+      ...payload,
+      options: userId === undefined ? options : { ...options, userId },
+      user: caller.user,
+      owner: { userId: caller.userId }
+    }
+  })
 
 export const AgentsHandlers = HttpApiBuilder.group(ServiceApi, "agents", (handlers) =>
   Effect.gen(function*() {
@@ -41,12 +59,15 @@ export const AgentsHandlers = HttpApiBuilder.group(ServiceApi, "agents", (handle
           Effect.flatMap((events) => sseResponse(numbered(events)))
         ))
       .handle("agentHistory", ({ path, urlParams }) =>
-        agents.history(path.id, {
+        Effect.flatMap(CurrentCaller, ({ visibility }) => agents.history(path.id, {
+          ...(visibility.all ? {} : { owner: { userId: visibility.userId } }),
           page: urlParams.page ?? 0,
           limit: Math.min(Math.max(urlParams.limit ?? 10, 1), HISTORY_MAX),
           ...(urlParams.userId === undefined ? {} : { userId: urlParams.userId }),
           ...(urlParams.conversationId === undefined ? {} : { conversationId: urlParams.conversationId })
-        }))
-      .handle("deleteConversation", ({ path }) => agents.forgetConversation(path.id, path.conversationId))
+        })))
+      .handle("deleteConversation", ({ path }) =>
+        Effect.flatMap(CurrentCaller, ({ visibility }) =>
+          agents.forgetConversation(path.id, path.conversationId, visibility.all ? undefined : { userId: visibility.userId })))
       .handle("agentCard", ({ path }) => Effect.flatMap(baseUrl, (url) => agents.card(path.id, url)))
   }))

@@ -3,6 +3,7 @@ import { createHash, timingSafeEqual } from "node:crypto"
 import { Unauthorized } from "../errors.js"
 import type { AuthSettings } from "./AuthSettings.js"
 import { makeJwtVerifier } from "./Jwt.js"
+import { anonymousCaller, authenticatedCaller, type Caller, DEFAULT_ADMIN_RULE, SHARED_CALLER } from "./Ownership.js"
 import { compilePublicRoutes } from "./publicRoutes.js"
 import type { RouteClass } from "./RouteClass.js"
 
@@ -21,6 +22,8 @@ export class AuthPolicy extends Context.Tag("AuthPolicy")<AuthPolicy, {
   readonly requiresToken: (routeClass: RouteClass, method: string, path: string) => boolean
   /** The user of the request (null when anonymous), or why it may not proceed. */
   readonly authorize: (request: AuthRequest) => Effect.Effect<unknown, Unauthorized>
+  /** As `authorize`, with whose records the caller may see and change. */
+  readonly authorizeCaller: (request: AuthRequest) => Effect.Effect<Caller, Unauthorized>
   readonly jwtEnabled: boolean
 }>() {}
 
@@ -40,6 +43,7 @@ export const makeAuthPolicy = (settings: AuthSettings) => {
   const verifier = jwt === undefined ? undefined : makeJwtVerifier(jwt)
   const isPublic = compilePublicRoutes(jwt?.publicRoutes ?? [])
   const mapUser = jwt?.mapUser ?? ((claims: Record<string, unknown>) => claims)
+  const adminRule = jwt?.admin ?? DEFAULT_ADMIN_RULE
 
   const requiresToken = (routeClass: RouteClass, method: string, path: string) => {
     if (jwt === undefined || routeClass === "console" || routeClass === "probe" || isPublic(method, path)) return false
@@ -57,23 +61,23 @@ export const makeAuthPolicy = (settings: AuthSettings) => {
       : Effect.fail(new Unauthorized({ message: "Invalid console access key" }))
   }
 
-  const userOf = (token: string) =>
+  const callerOf = (token: string) =>
     Effect.flatMap(verifier!.verify(token), (claims) =>
       Effect.tryPromise({
-        try: () => Promise.resolve(mapUser(claims)),
+        try: () => Promise.resolve(mapUser(claims)).then((user) => authenticatedCaller(adminRule, claims, user)),
         catch: (error) => new Unauthorized({ message: `Invalid token: ${error instanceof Error ? error.message : String(error)}` })
       }))
 
-  const authorize = (request: AuthRequest): Effect.Effect<unknown, Unauthorized> => {
-    if (request.routeClass === "console") return consoleAccess(request.consoleKey)
-    if (verifier === undefined) return Effect.succeed(null)
+  const authorize = (request: AuthRequest): Effect.Effect<Caller, Unauthorized> => {
+    if (request.routeClass === "console") return Effect.as(consoleAccess(request.consoleKey), SHARED_CALLER)
+    if (verifier === undefined) return Effect.succeed(SHARED_CALLER)
     if (requiresToken(request.routeClass, request.method, request.path)) {
-      return Option.match(request.token, { onNone: () => Effect.fail(Unauthorized.required), onSome: userOf })
+      return Option.match(request.token, { onNone: () => Effect.fail(Unauthorized.required), onSome: callerOf })
     }
     // A public route still knows its caller when a valid token comes along.
     return Option.match(request.token, {
-      onNone: () => Effect.succeed(null),
-      onSome: (token) => Effect.orElseSucceed(userOf(token), () => null)
+      onNone: () => Effect.succeed(anonymousCaller),
+      onSome: (token) => Effect.orElseSucceed(callerOf(token), () => anonymousCaller)
     })
   }
 
@@ -82,14 +86,17 @@ export const makeAuthPolicy = (settings: AuthSettings) => {
   const checksSomething = (request: AuthRequest) =>
     request.routeClass === "console" ? settings.production : verifier !== undefined
 
+  const authorizeCaller = (request: AuthRequest) =>
+    checksSomething(request)
+      ? authorize(request).pipe(
+        Effect.withSpan("AuthPolicy.authorize", { captureStackTrace: false, attributes: { "route.class": request.routeClass } })
+      )
+      : authorize(request)
+
   return AuthPolicy.of({
     requiresToken,
-    authorize: (request) =>
-      checksSomething(request)
-        ? authorize(request).pipe(
-          Effect.withSpan("AuthPolicy.authorize", { captureStackTrace: false, attributes: { "route.class": request.routeClass } })
-        )
-        : authorize(request),
+    authorize: (request) => Effect.map(authorizeCaller(request), (caller) => caller.user),
+    authorizeCaller,
     jwtEnabled: verifier !== undefined
   })
 }

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import type { AdminRule } from "./Ownership.js"
 
 /** The `auth` section of the config file. */
 export const AuthConfigFile = Schema.Struct({
@@ -8,6 +9,10 @@ export const AuthConfigFile = Schema.Struct({
   publicRoutes: Schema.optional(Schema.Array(Schema.String.pipe(
     Schema.pattern(/^(\*|[A-Z]+) \/\S*$/, { message: () => "must look like \"METHOD /path\" (e.g. \"GET /agents/:id\")" })
   ))),
+  admin: Schema.optional(Schema.Struct({
+    claim: Schema.String.pipe(Schema.minLength(1)),
+    value: Schema.String
+  })),
   verifyOptions: Schema.optional(Schema.Struct({
     algorithms: Schema.optional(Schema.Array(Schema.String)),
     audience: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))),
@@ -24,6 +29,8 @@ export interface JwtSettings {
   readonly algorithms?: ReadonlyArray<string> | undefined
   readonly audience?: string | ReadonlyArray<string> | undefined
   readonly issuer?: string | ReadonlyArray<string> | undefined
+  /** The claim (or role) whose holders see and manage every user's records (default `role: "admin"`). */
+  readonly admin?: AdminRule | undefined
   /** Builds the user from the verified claims (default: the claims). Embedding programs set it in code. */
   readonly mapUser?: ((claims: Record<string, unknown>) => unknown) | undefined
 }

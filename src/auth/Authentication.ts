@@ -4,13 +4,18 @@ import { Unauthorized } from "../http/Errors.js"
 import { AuthPolicy, bearerToken } from "./AuthPolicy.js"
 import { type RouteClass, type RouteEntry } from "./RouteClass.js"
 
+import type { Caller } from "./Ownership.js"
+
+/** Who is calling: the authenticated user (or null) and whose records it may see and change. */
+export class CurrentCaller extends Context.Tag("CurrentCaller")<CurrentCaller, Caller>() {}
+
 /** The authenticated user of the request, or null. */
-export class CurrentUser extends Context.Tag("CurrentUser")<CurrentUser, unknown>() {}
+export const CurrentUser = Effect.map(CurrentCaller, (caller) => caller.user)
 
 /** Runs on every API group: decides from the route's class whether the request may proceed, and as whom. */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
   failure: Unauthorized,
-  provides: CurrentUser
+  provides: CurrentCaller
 }) {}
 
 export const CONSOLE_KEY_HEADER = "x-console-access-key"
@@ -37,7 +42,7 @@ export const AuthenticationLive = (routes: ReadonlyArray<RouteEntry>) =>
         const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
         const url = request.url
         const query = url.indexOf("?")
-        return policy.authorize({
+        return policy.authorizeCaller({
           routeClass: routeClassOf(route as HttpRouter.Route<unknown, unknown>),
           method: request.method,
           path: query === -1 ? url : url.slice(0, query),

@@ -233,6 +233,7 @@ const resolveAuth = (
       secret,
       defaultPrivate: auth?.defaultPrivate ?? false,
       publicRoutes: auth?.publicRoutes ?? [],
+      admin: auth?.admin,
       algorithms: auth?.verifyOptions?.algorithms,
       audience: auth?.verifyOptions?.audience,
       issuer: auth?.verifyOptions?.issuer

@@ -8,6 +8,7 @@ export const ValidationError = Failure(Errors.ValidationError, 400)
 export const BadRequest = Failure(Errors.BadRequest, 400)
 export const NotFound = Failure(Errors.NotFound, 404)
 export const UnprocessableEntity = Failure(Errors.UnprocessableEntity, 422)
+export const Conflict = Failure(Errors.Conflict, 409)
 export const PayloadTooLarge = Failure(Errors.PayloadTooLarge, 413)
 export const ExecutionFailed = Failure(Errors.ExecutionFailed, 500)
 export const InternalError = Failure(Errors.InternalError, 500)
@@ -32,6 +33,7 @@ const declared = [
   Errors.BadRequest,
   Errors.NotFound,
   Errors.UnprocessableEntity,
+  Errors.Conflict,
   Errors.PayloadTooLarge,
   Errors.ExecutionFailed,
   Errors.InternalError,

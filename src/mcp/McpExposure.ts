@@ -1,4 +1,5 @@
 import { Context, Effect, Layer } from "effect"
+import type { Caller } from "../auth/Ownership.js"
 import { AgentRegistry } from "../agents/AgentRegistry.js"
 import { NotFound } from "../errors.js"
 import { ToolRunner } from "../tools/ToolRunner.js"
@@ -9,8 +10,8 @@ export class McpExposure extends Context.Tag("McpExposure")<McpExposure, {
   readonly servers: Effect.Effect<ReadonlyArray<McpServerInfo>>
   readonly server: (id: string) => Effect.Effect<McpServerInfo, NotFound>
   /** Answers one request to the server's streamable HTTP endpoint. */
-  /** `user` is the authenticated caller; tools and agents run as them. */
-  readonly handle: (id: string, request: Request, user: unknown) => Effect.Effect<Response, NotFound>
+  /** Tools and agents run as the caller (its conversations are its own). */
+  readonly handle: (id: string, request: Request, caller: Caller) => Effect.Effect<Response, NotFound>
 }>() {}
 
 const SERVER_ID = "default"
@@ -38,7 +39,7 @@ export const McpExposureLive = Layer.effect(
       toolCount: entries.length
     }))
 
-    const serve = (request: Request, user: unknown) => Effect.flatMap(sdk, (mcp) => mcp.serve(tools, request, user))
+    const serve = (request: Request, caller: Caller) => Effect.flatMap(sdk, (mcp) => mcp.serve(tools, request, caller))
 
     return McpExposure.of({
       servers: Effect.map(info, (server) => [server]).pipe(Effect.withSpan("McpExposure.servers", { captureStackTrace: false })),
@@ -46,8 +47,8 @@ export const McpExposureLive = Layer.effect(
         Effect.zipRight(find(id), info).pipe(
           Effect.withSpan("McpExposure.server", { captureStackTrace: false, attributes: { "mcp.server.id": id } })
         ),
-      handle: (id, request, user) =>
-        Effect.zipRight(find(id), request.method === "POST" ? serve(request, user) : Effect.sync(methodNotAllowed)).pipe(
+      handle: (id, request, caller) =>
+        Effect.zipRight(find(id), request.method === "POST" ? serve(request, caller) : Effect.sync(methodNotAllowed)).pipe(
           Effect.withSpan("McpExposure.handle", { captureStackTrace: false, attributes: { "mcp.server.id": id, "http.method": request.method } })
         )
     })

@@ -3,6 +3,7 @@ import { OpenApi } from "@effect/platform"
 import { Context, Effect, Either, Option, ParseResult, Schema } from "effect"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { AgentSummary } from "../agents/AgentsSchemas.js"
+import type { Caller } from "../auth/Ownership.js"
 import { type ExecutionFailed, type NotFound, ValidationError } from "../errors.js"
 import type { JsonSchema } from "../json-schema/JsonSchemaValidator.js"
 import { ServiceApi } from "../http/Api.js"
@@ -20,7 +21,7 @@ export type CallFailure = ValidationError | ExecutionFailed | NotFound
 /** A tool as MCP clients see it, and how to call it. */
 export interface McpToolEntry {
   readonly definition: McpTool
-  readonly call: (args: Record<string, unknown>, user: unknown) => Effect.Effect<CallToolResult, CallFailure>
+  readonly call: (args: Record<string, unknown>, caller: Caller) => Effect.Effect<CallToolResult, CallFailure>
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> =>
@@ -45,8 +46,8 @@ const toolEntry = (runner: ToolRunner["Type"]) => ({ tool }: ToolEntry): Array<M
   if (inputSchema === undefined) return []
   return [{
     definition: { name: tool.name, description: tool.description, inputSchema },
-    call: (args, user) =>
-      Effect.map(runner.execute(tool.name, args, { context: {}, user }), (execution) => jsonResult(execution.result))
+    call: (args, caller) =>
+      Effect.map(runner.execute(tool.name, args, { context: {}, user: caller.user }), (execution) => jsonResult(execution.result))
   }]
 }
 
@@ -68,12 +69,21 @@ const agentEntry = (agents: AgentRegistry["Type"]) => (agent: AgentSummary): Mcp
     description: `Ask the agent ${agent.name}: ${agent.description}`,
     inputSchema: agentInputSchema
   },
-  call: (args, user) =>
+  call: (args, caller) =>
     Either.match(decodeAgentArguments(args), {
       onLeft: (error) => Effect.fail(ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error))),
       onRight: ({ conversationId, input }) =>
         Effect.map(
-          agents.text(agent.id, { input, options: conversationId ? { conversationId } : {}, user }),
+          agents.text(agent.id, {
+            input,
+            options: {
+              ...(conversationId ? { conversationId } : {}),
+              ...(caller.owned && caller.userId !== null ? { userId: caller.userId } : {})
+            },
+            user: caller.user,
+            // Under authentication the conversation is the caller's, as over HTTP.
+            ...(caller.owned ? { owner: { userId: caller.userId } } : {})
+          }),
           (result): CallToolResult => ({ content: [{ type: "text", text: result.text }] })
         )
     })

@@ -1,6 +1,6 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { CurrentUser } from "../auth/Authentication.js"
+import { CurrentCaller } from "../auth/Authentication.js"
 import { ServiceApi } from "../http/Api.js"
 import { McpExposure } from "./McpExposure.js"
 
@@ -18,8 +18,8 @@ export const McpHandlers = HttpApiBuilder.group(ServiceApi, "mcp", (handlers) =>
     const transport = (
       { path, request }: { readonly path: { readonly id: string }; readonly request: HttpServerRequest.HttpServerRequest }
     ) =>
-      Effect.all([toWebRequest(request), CurrentUser]).pipe(
-        Effect.flatMap(([web, user]) => mcp.handle(path.id, web, user)),
+      Effect.all([toWebRequest(request), CurrentCaller]).pipe(
+        Effect.flatMap(([web, caller]) => mcp.handle(path.id, web, caller)),
         Effect.map(HttpServerResponse.fromWeb)
       )
     return handlers

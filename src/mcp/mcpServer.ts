@@ -9,6 +9,7 @@ import {
   McpError
 } from "@modelcontextprotocol/sdk/types.js"
 import { Cause, Effect, Either, identity, Runtime } from "effect"
+import type { Caller } from "../auth/Ownership.js"
 import { implementation, type McpCatalog } from "./catalog.js"
 
 /** The MCP SDK side of McpExposure, in a module of its own so that the SDK loads with the first MCP request. */
@@ -21,11 +22,11 @@ const listTools = (tools: McpCatalog): Effect.Effect<ListToolsResult> =>
   })).pipe(Effect.withSpan("McpExposure.listTools", { captureStackTrace: false }))
 
 // A tool's failure is a tool result the model can read; an unknown tool is a protocol error.
-const callTool = (tools: McpCatalog, name: string, args: Record<string, unknown>, user: unknown): Effect.Effect<CallToolResult, McpError> =>
+const callTool = (tools: McpCatalog, name: string, args: Record<string, unknown>, caller: Caller): Effect.Effect<CallToolResult, McpError> =>
   Effect.gen(function*() {
     const entry = (yield* tools).find((candidate) => candidate.definition.name === name)
     if (entry === undefined) return yield* Effect.fail(new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`))
-    return yield* entry.call(args, user).pipe(
+    return yield* entry.call(args, caller).pipe(
       Effect.catchAll((error) => Effect.succeed(errorResult(error.message))),
       Effect.catchAllCause((cause) =>
         Cause.isInterruptedOnly(cause)
@@ -36,23 +37,23 @@ const callTool = (tools: McpCatalog, name: string, args: Record<string, unknown>
   }).pipe(Effect.withSpan("McpExposure.callTool", { captureStackTrace: false, attributes: { "mcp.tool.name": name } }))
 
 // A fresh MCP server per request; its handlers run in the request's runtime, so their spans nest.
-const mcpServer = (tools: McpCatalog, runtime: Runtime.Runtime<never>, user: unknown) => {
+const mcpServer = (tools: McpCatalog, runtime: Runtime.Runtime<never>, caller: Caller) => {
   const run = <A>(effect: Effect.Effect<A, McpError>, signal: AbortSignal): Promise<A> =>
     Runtime.runPromise(runtime, Effect.either(effect), { signal }).then(Either.getOrThrowWith(identity))
   const server = new Server(implementation, { capabilities: { tools: {} } })
   server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => run(listTools(tools), extra.signal))
   server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    run(callTool(tools, request.params.name, request.params.arguments ?? {}, user), extra.signal))
+    run(callTool(tools, request.params.name, request.params.arguments ?? {}, caller), extra.signal))
   server.onerror = (error) => Runtime.runSync(runtime, Effect.logDebug("MCP request refused", error.message))
   return server
 }
 
 /** Answers one POST to the streamable HTTP endpoint (stateless: no session, JSON responses). */
-export const serve = (tools: McpCatalog, request: Request, user: unknown) =>
+export const serve = (tools: McpCatalog, request: Request, caller: Caller) =>
   Effect.acquireUseRelease(
     Effect.flatMap(Effect.runtime<never>(), (runtime) =>
       Effect.promise(async () => {
-        const server = mcpServer(tools, runtime, user)
+        const server = mcpServer(tools, runtime, caller)
         const transport = new WebStandardStreamableHTTPServerTransport({
           sessionIdGenerator: undefined,
           enableJsonResponse: true

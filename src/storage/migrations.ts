@@ -1,9 +1,17 @@
 import type { SqlClient } from "@effect/sql"
-import type { Effect } from "effect"
-import { createAgentTables } from "../agents/memory/migration.js"
+import { Effect } from "effect"
+import { addConversationOwnerIndexes, createAgentTables } from "../agents/memory/migration.js"
 import { addSpanInstance, createLogTable, createSpanTable, createTraceIndex, dropUnreadSpanIndexes } from "../observability/migration.js"
 import { createRetentionIndexes } from "../retention/migration.js"
-import { addExecutionOwners, addWorkflowEventCounter, createIdempotencyKeys, createListingIndexes, createWorkflowTables } from "../workflows/migration.js"
+import {
+  addDefinitionHashes,
+  addExecutionOwners,
+  addExecutionUsers,
+  addWorkflowEventCounter,
+  createIdempotencyKeys,
+  createListingIndexes,
+  createWorkflowTables
+} from "../workflows/migration.js"
 
 /**
  * Every schema change, in order. Each migration runs once per database and must work on SQLite and
@@ -21,5 +29,7 @@ export const migrations: Record<string, Effect.Effect<void, unknown, SqlClient.S
   "0010_workflow_idempotency_keys": createIdempotencyKeys,
   "0011_observability_logs": createLogTable,
   "0012_observability_span_instance": addSpanInstance,
-  "0014_retention_indexes": createRetentionIndexes
+  "0013_record_owners": Effect.zipRight(addExecutionUsers, addConversationOwnerIndexes),
+  "0014_retention_indexes": createRetentionIndexes,
+  "0016_workflow_definition_hash": addDefinitionHashes
 }

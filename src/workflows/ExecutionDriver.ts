@@ -93,6 +93,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             input: execution.input,
             context: execution.context,
             user: execution.user,
+            userId: execution.userId,
             stepData: { ...execution.stepData }
           }
           let index = execution.stepIndex

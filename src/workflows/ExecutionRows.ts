@@ -19,6 +19,8 @@ export interface Execution {
   readonly input: unknown
   readonly context: Record<string, unknown>
   readonly user: unknown
+  /** The user the execution belongs to (under authentication; the body's userId without it), if any. */
+  readonly userId?: string | undefined
   readonly stepIndex: number
   readonly stepData: Record<string, unknown>
   readonly currentData: unknown
@@ -32,6 +34,8 @@ export interface Execution {
   readonly owner?: string | undefined
   /** The number of the execution's last event. */
   readonly lastSeq: number
+  /** The hash of the definition it runs under (DefinitionCompatibility); none for rows from before 0016. */
+  readonly definitionHash?: string | undefined
   readonly createdAt: string
   readonly updatedAt: string
   readonly endedAt?: string | undefined
@@ -47,6 +51,8 @@ export interface ExecutionQuery {
   readonly status?: ExecutionStatus | undefined
   readonly from?: string | undefined
   readonly to?: string | undefined
+  /** Only executions of this user (null: those without one); everyone's when absent. */
+  readonly userId?: string | null | undefined
   readonly limit: number
   readonly offset: number
 }
@@ -59,6 +65,7 @@ export interface Row {
   readonly input: string
   readonly context: string
   readonly user_json: string | null
+  readonly user_id: string | null
   readonly step_index: number
   readonly step_data: string
   readonly current_data: string | null
@@ -70,6 +77,7 @@ export interface Row {
   readonly version: number
   readonly owner: string | null
   readonly last_seq: number
+  readonly definition_hash: string | null
   readonly created_at: string
   readonly updated_at: string
   readonly ended_at: string | null
@@ -88,6 +96,7 @@ export const fromRow = (row: Row): Execution => ({
   input: parse(row.input),
   context: parse(row.context) as Record<string, unknown>,
   user: parse(row.user_json) ?? null,
+  userId: row.user_id ?? undefined,
   stepIndex: Number(row.step_index),
   stepData: parse(row.step_data) as Record<string, unknown>,
   currentData: parse(row.current_data),
@@ -99,6 +108,7 @@ export const fromRow = (row: Row): Execution => ({
   version: Number(row.version),
   owner: row.owner ?? undefined,
   lastSeq: Number(row.last_seq),
+  definitionHash: row.definition_hash ?? undefined,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
   endedAt: row.ended_at ?? undefined

@@ -76,8 +76,13 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
    */
   readonly claimResume: (
     execution: Execution,
-    resume: { readonly stepIndex: number; readonly resumeData: unknown; readonly owner: string }
+    resume: { readonly stepIndex: number; readonly resumeData: unknown; readonly owner: string; readonly definitionHash: string }
   ) => Effect.Effect<Option.Option<Execution>>
+  /**
+   * A held execution moved to the step at `stepIndex` of the definition with `definitionHash` (its
+   * workflow changed: the same step at another index); false when the claim is lost.
+   */
+  readonly rebase: (claim: Claim, to: { readonly stepIndex: number; readonly definitionHash: string }) => Effect.Effect<boolean>
   /**
    * Running executions nobody runs any more, taken by `owner` (the version moves on, so a previous
    * owner's writes are refused): those with no owner, or whose owner is not among `liveOwners` (a
@@ -109,6 +114,7 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
  */
 export const listingQuery = (sql: SqlClient.SqlClient, query: ExecutionQuery) => {
   const filters = [
+    ...(query.userId === undefined ? [] : [query.userId === null ? sql`user_id IS NULL` : sql`user_id = ${query.userId}`]),
     ...(query.workflowId === undefined ? [] : [sql`workflow_id = ${query.workflowId}`]),
     ...(query.status === undefined ? [] : [sql`status = ${query.status}`]),
     ...(query.from === undefined ? [] : [sql`created_at > ${query.from}`]),
@@ -180,6 +186,7 @@ export const ExecutionStoreLive = Layer.scoped(
             input: JSON.stringify(e.input),
             context: JSON.stringify(e.context),
             user_json: json(e.user),
+            user_id: e.userId ?? null,
             step_index: e.stepIndex,
             step_data: JSON.stringify(e.stepData),
             current_data: json(e.currentData),
@@ -191,6 +198,7 @@ export const ExecutionStoreLive = Layer.scoped(
             version: e.version,
             owner: e.owner ?? null,
             last_seq: events.length,
+            definition_hash: e.definitionHash ?? null,
             created_at: e.createdAt,
             updated_at: e.updatedAt,
             ended_at: null
@@ -253,9 +261,16 @@ export const ExecutionStoreLive = Layer.scoped(
     const claimResume: ExecutionStore["Type"]["claimResume"] = (execution, resume) =>
       commit(
         sql<Row>`UPDATE workflow_executions SET status = 'running', owner = ${resume.owner}, step_index = ${resume.stepIndex},
-          resume_data = ${json(resume.resumeData) ?? "null"}, version = version + 1, updated_at = ${now()}
+          resume_data = ${json(resume.resumeData) ?? "null"}, definition_hash = ${resume.definitionHash},
+          version = version + 1, updated_at = ${now()}
           WHERE id = ${execution.id} AND status = 'suspended' AND version = ${execution.version} RETURNING *`
       ).pipe(Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), fromRow)))
+
+    const rebase: ExecutionStore["Type"]["rebase"] = (claim, to) =>
+      commit(sql<{ id: string }>`UPDATE workflow_executions SET step_index = ${to.stepIndex},
+        definition_hash = ${to.definitionHash}, updated_at = ${now()} WHERE ${held(claim)} RETURNING id`).pipe(
+          Effect.map((rows) => rows.length > 0)
+        )
 
     const cancel: ExecutionStore["Type"]["cancel"] = (id, event) =>
       commit(transition(
@@ -342,6 +357,7 @@ export const ExecutionStoreLive = Layer.scoped(
       finish,
       suspend,
       claimResume,
+      rebase,
       cancel,
       remove,
       events,

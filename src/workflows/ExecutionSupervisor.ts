@@ -1,4 +1,5 @@
-import { Effect, Schedule, Stream } from "effect"
+import { Effect, Either, Schedule, Stream } from "effect"
+import { continueAt, definitionHash, runningStepId } from "./DefinitionCompatibility.js"
 import type { ExecutionDriver } from "./ExecutionDriver.js"
 import type { ExecutionHubs } from "./ExecutionHubs.js"
 import type { ExecutionNotices, Notice } from "./ExecutionNotices.js"
@@ -10,6 +11,8 @@ import type { WorkflowDefinition } from "./Workflow.js"
 const CLAIM_BATCH = 100
 /** Executions checked or fetched per statement. */
 const CHECK_BATCH = 500
+/** The latest events searched for the step a running execution of a changed workflow stands at. */
+const STEP_EVENTS = 8
 
 const chunks = <A>(items: ReadonlyArray<A>, size: number): ReadonlyArray<ReadonlyArray<A>> =>
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
@@ -39,15 +42,27 @@ export const startExecutionSupervisor = (options: {
     const { driver, hubs, notices, registry } = options
     const store = yield* ExecutionStore
 
-    const adopt = (execution: Execution) => {
-      const annotate = Effect.annotateLogs({ workflowId: execution.workflowId, executionId: execution.id })
-      const definition = options.workflows.get(execution.workflowId)
-      if (definition === undefined) return driver.fail(execution, execution, `workflow ${execution.workflowId} is not registered`)
-      return Effect.zipRight(
-        Effect.logInfo("recovering workflow execution").pipe(annotate),
-        driver.launch(definition, execution, { startRecorded: false })
-      )
-    }
+    /**
+     * Launches a claimed execution from its checkpoint. When its workflow changed since (or it predates
+     * definition hashes), it goes on at the step with the id it stood at, moved to that step's index;
+     * when that step is gone it fails instead of running whatever step now has its index.
+     */
+    const adopt = (execution: Execution) =>
+      Effect.gen(function*() {
+        const definition = options.workflows.get(execution.workflowId)
+        if (definition === undefined) return yield* driver.fail(execution, execution, `workflow ${execution.workflowId} is not registered`)
+        let adopted = execution
+        if (execution.definitionHash !== definitionHash(definition)) {
+          const latest = yield* store.events(execution.id, Math.max(0, execution.lastSeq - STEP_EVENTS))
+          const stepId = runningStepId(execution.stepIndex, latest)
+          const at = continueAt(definition, execution, { stepIndex: execution.stepIndex, stepId })
+          if (Either.isLeft(at)) return yield* driver.fail(execution, execution, `cannot recover: ${at.left.message}`)
+          if (!(yield* store.rebase(execution, at.right))) return
+          adopted = { ...execution, ...at.right }
+        }
+        yield* Effect.logInfo("recovering workflow execution")
+        yield* driver.launch(definition, adopted, { startRecorded: false })
+      }).pipe(Effect.annotateLogs({ workflowId: execution.workflowId, executionId: execution.id }))
 
     const claimOrphans: Effect.Effect<void> = Effect.gen(function*() {
       while (!driver.isDraining() && !(yield* options.leaving)) {

@@ -18,6 +18,8 @@ export interface StepContext<Data = unknown, Input = unknown> {
   readonly context: Readonly<Record<string, unknown>>
   /** The user who started the execution, or null. */
   readonly user: unknown
+  /** The id of the user the execution belongs to (the caller's under authentication), if any. */
+  readonly userId: string | undefined
   readonly executionId: string
   /** The output of an earlier step, by id. */
   readonly getStepData: (stepId: string) => unknown

@@ -1,7 +1,9 @@
 import { Context, Effect, Either, Layer, Option, ParseResult, Schema, type Stream } from "effect"
-import { BadRequest, type InternalError, NotFound, type UnprocessableEntity, ValidationError, type WorkflowFailed } from "../errors.js"
+import { BadRequest, Conflict, type InternalError, NotFound, type UnprocessableEntity, ValidationError, type WorkflowFailed } from "../errors.js"
 import type { WorkflowSettings } from "../config/ServerConfig.js"
+import { canSee, EVERYONE, type Visibility } from "../auth/Ownership.js"
 import { Lifecycle } from "../health/Lifecycle.js"
+import { continueAt, definitionHash } from "./DefinitionCompatibility.js"
 import { makeExecutionDriver, openingEvents, workflowEvent } from "./ExecutionDriver.js"
 import { now } from "./ExecutionRows.js"
 import { makeExecutionHubs } from "./ExecutionHubs.js"
@@ -18,6 +20,8 @@ import type * as S from "./WorkflowSchemas.js"
 
 export interface StartOptions {
   readonly user?: unknown
+  /** The user the execution belongs to. */
+  readonly userId?: string | undefined
   /**
    * Under an Idempotency-Key: gives the id to use for the execution the request would start as
    * `executionId` (once the request is valid). The execution stored under it is then the one asked
@@ -48,18 +52,39 @@ export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine
     options?: StartOptions
   ) => Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest>, NotFound | ValidationError | BadRequest | UnprocessableEntity>
   /** Replays the events after `afterSeq`, then follows live ones until the execution settles, then its result. */
-  readonly attach: (id: string, executionId: string, afterSeq: number) => Effect.Effect<Stream.Stream<ExecutionUpdate>, NotFound>
-  readonly suspend: (id: string, executionId: string, reason: string) => Effect.Effect<typeof S.SuspendResult.Type, NotFound | BadRequest>
+  // `visibility` (default: everyone's): another user's execution is not found, exactly like a missing one.
+  readonly attach: (
+    id: string,
+    executionId: string,
+    afterSeq: number,
+    visibility?: Visibility
+  ) => Effect.Effect<Stream.Stream<ExecutionUpdate>, NotFound>
+  readonly suspend: (
+    id: string,
+    executionId: string,
+    reason: string,
+    visibility?: Visibility
+  ) => Effect.Effect<typeof S.SuspendResult.Type, NotFound | BadRequest>
   readonly resume: (
     id: string,
     executionId: string,
     resumeData: unknown,
-    stepId?: string
-  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | WorkflowFailed | InternalError>
-  readonly cancel: (id: string, executionId: string, reason: string) => Effect.Effect<typeof S.CancelResult.Type, NotFound | BadRequest>
+    stepId?: string,
+    visibility?: Visibility
+  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | Conflict | WorkflowFailed | InternalError>
+  readonly cancel: (
+    id: string,
+    executionId: string,
+    reason: string,
+    visibility?: Visibility
+  ) => Effect.Effect<typeof S.CancelResult.Type, NotFound | BadRequest>
   /** Deletes a finished execution with its events; a running or suspended one is refused (BadRequest). */
-  readonly remove: (id: string, executionId: string) => Effect.Effect<typeof S.ExecutionDeleted.Type, NotFound | BadRequest>
-  readonly state: (id: string, executionId: string) => Effect.Effect<typeof S.ExecutionState.Type, NotFound>
+  readonly remove: (
+    id: string,
+    executionId: string,
+    visibility?: Visibility
+  ) => Effect.Effect<typeof S.ExecutionDeleted.Type, NotFound | BadRequest>
+  readonly state: (id: string, executionId: string, visibility?: Visibility) => Effect.Effect<typeof S.ExecutionState.Type, NotFound>
   readonly executions: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<typeof S.ExecutionRecord.Type>, NotFound>
   /** How many executions have live listeners (event hubs in memory): for tests and diagnostics. */
   readonly liveEventHubs: Effect.Effect<number>
@@ -96,11 +121,14 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
           return definition === undefined ? Effect.fail(NotFound.of("Workflow", id)) : Effect.succeed(definition)
         })
 
-      const findExecution = (workflowId: string, executionId: string) =>
+      const findExecution = (workflowId: string, executionId: string, visibility: Visibility = EVERYONE) =>
         Effect.gen(function*() {
           const definition = yield* findWorkflow(workflowId)
           const execution = yield* store.get(executionId)
-          if (Option.isNone(execution) || execution.value.workflowId !== workflowId) {
+          if (
+            Option.isNone(execution) || execution.value.workflowId !== workflowId ||
+            !canSee(visibility, execution.value.userId)
+          ) {
             return yield* NotFound.of("Execution", executionId)
           }
           return { definition, execution: execution.value }
@@ -129,6 +157,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
             input,
             context: { ...request.options?.context },
             user: options.user ?? null,
+            userId: options.userId,
             stepIndex: 0,
             stepData: {},
             currentData: input,
@@ -139,6 +168,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
             version: 0,
             owner: instanceId,
             lastSeq: 0,
+            definitionHash: definitionHash(definition),
             createdAt,
             updatedAt: createdAt
           }
@@ -235,16 +265,16 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
               : Effect.succeed(follow(execution, 0, Effect.map(start(definition, execution), ({ fiber }) => Option.some(fiber))))
           ).pipe(span("stream", id)),
 
-        attach: (id, executionId, afterSeq) =>
-          Effect.flatMap(findExecution(id, executionId), ({ execution }) =>
+        attach: (id, executionId, afterSeq, visibility) =>
+          Effect.flatMap(findExecution(id, executionId, visibility), ({ execution }) =>
             execution.status === "running"
               ? Effect.succeed(follow(execution, afterSeq, Effect.sync(() => driver.fiberOf(executionId))))
               : replay(execution, afterSeq)
           ).pipe(span("attach", id)),
 
-        suspend: (id, executionId, reason) =>
+        suspend: (id, executionId, reason, visibility) =>
           Effect.gen(function*() {
-            const found = yield* findExecution(id, executionId)
+            const found = yield* findExecution(id, executionId, visibility)
             const steps = found.definition.steps
             let execution = found.execution
             // The suspension is stored first (at the step the row is at, which a concurrent checkpoint
@@ -266,13 +296,20 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
             return yield* notRunning(execution)
           }).pipe(span("suspend", id)),
 
-        resume: (id, executionId, resumeData, stepId) =>
+        resume: (id, executionId, resumeData, stepId, visibility) =>
           Effect.gen(function*() {
-            const { definition, execution } = yield* findExecution(id, executionId)
+            const { definition, execution } = yield* findExecution(id, executionId, visibility)
             const notSuspended = new NotFound({ message: `Execution ${executionId} is not suspended` })
             if (execution.status !== "suspended" || execution.suspension === undefined) return yield* notSuspended
+            // Its own step, by id when the workflow changed since (409 when gone); or the one asked for.
             const stepIndex = stepId === undefined
-              ? execution.suspension.stepIndex
+              ? yield* Either.mapLeft(
+                Either.map(continueAt(definition, execution, execution.suspension), (at) => at.stepIndex),
+                (incompatible) =>
+                  new Conflict({
+                    message: `Cannot resume: ${incompatible.message}; resume it at one of the workflow's steps (options.stepId) or cancel it`
+                  })
+              )
               : definition.steps.findIndex((step) => step.id === stepId)
             if (stepIndex < 0) return yield* new BadRequest({ message: `Workflow ${id} has no step ${stepId}` })
             const schema = definition.steps[stepIndex].resumeSchema ?? definition.resumeSchema
@@ -284,16 +321,21 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
               )
             // Claim and launch are one uninterruptible action: a claimed execution always has a fiber.
             return yield* settleAfter(executionId, execution.lastSeq, Effect.uninterruptible(Effect.gen(function*() {
-              const claimed = yield* store.claimResume(execution, { stepIndex, resumeData: decoded, owner: instanceId })
+              const claimed = yield* store.claimResume(execution, {
+                stepIndex,
+                resumeData: decoded,
+                owner: instanceId,
+                definitionHash: definitionHash(definition)
+              })
               if (Option.isNone(claimed)) return yield* notSuspended
               const fiber = yield* launch(definition, claimed.value, { startRecorded: false })
               return { execution: claimed.value, fiber }
             })))
           }).pipe(span("resume", id)),
 
-        cancel: (id, executionId, reason) =>
+        cancel: (id, executionId, reason, visibility) =>
           Effect.gen(function*() {
-            const { execution } = yield* findExecution(id, executionId)
+            const { execution } = yield* findExecution(id, executionId, visibility)
             if (execution.status !== "running" && execution.status !== "suspended") return yield* notRunning(execution)
             const cancelled = workflowEvent(execution, "workflow-cancelled", execution.workflowName, "cancelled", { reason })
             // Stored first, then the fiber is interrupted: a fiber launched meanwhile has its first write refused.
@@ -306,9 +348,9 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
             return { executionId, status: "cancelled" as const, cancelledAt: cancelled.timestamp, reason }
           }).pipe(span("cancel", id)),
 
-        remove: (id, executionId) =>
+        remove: (id, executionId, visibility) =>
           Effect.gen(function*() {
-            const { execution } = yield* findExecution(id, executionId)
+            const { execution } = yield* findExecution(id, executionId, visibility)
             if (execution.status === "running" || execution.status === "suspended") {
               return yield* new BadRequest({
                 message: `Execution ${executionId} is ${execution.status}: only finished executions (completed, error, cancelled) can be deleted; cancel it first`
@@ -320,8 +362,8 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
             return { executionId, workflowId: id, deleted: true as const }
           }).pipe(span("remove", id)),
 
-        state: (id, executionId) =>
-          Effect.map(findExecution(id, executionId), ({ execution }) => stateOf(id, execution)).pipe(span("state", id)),
+        state: (id, executionId, visibility) =>
+          Effect.map(findExecution(id, executionId, visibility), ({ execution }) => stateOf(id, execution)).pipe(span("state", id)),
 
         executions: (query) =>
           Effect.gen(function*() {

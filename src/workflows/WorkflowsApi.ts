@@ -4,7 +4,7 @@ import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Schema } from "effect"
 import { EventStream } from "../agents/AgentsApi.js"
 import { Success } from "../http/Envelope.js"
-import { BadRequest, NotFound, UnprocessableEntity, ValidationError, WorkflowFailed } from "../http/Errors.js"
+import { BadRequest, Conflict, Forbidden, NotFound, UnprocessableEntity, ValidationError, WorkflowFailed } from "../http/Errors.js"
 import { QueryInt, Timestamp } from "../http/Query.js"
 import {
   CancelRequest,
@@ -52,21 +52,21 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
   )
   .add(
     HttpApiEndpoint.post("executeWorkflow", "/workflows/:id/execute").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)
-      .setHeaders(StartHeaders)
+      .setHeaders(StartHeaders).addError(Forbidden)
       .addSuccess(Success(ExecutionResult)).addError(ValidationError).addError(BadRequest).addError(NotFound)
       .addError(UnprocessableEntity).addError(WorkflowFailed)
       .annotate(OpenApi.Summary, "Run to completion or to the first suspension")
   )
   .add(
     HttpApiEndpoint.post("runWorkflow", "/workflows/:id/run").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)
-      .setHeaders(StartHeaders)
+      .setHeaders(StartHeaders).addError(Forbidden)
       .addSuccess(Success(RunStarted, { status: 201 })).addError(ValidationError).addError(BadRequest).addError(NotFound)
       .addError(UnprocessableEntity)
       .annotate(OpenApi.Summary, "Start in the background")
   )
   .add(
     HttpApiEndpoint.post("streamWorkflow", "/workflows/:id/stream").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)
-      .setHeaders(StartHeaders)
+      .setHeaders(StartHeaders).addError(Forbidden)
       .addSuccess(EventStream).addError(ValidationError).addError(BadRequest).addError(NotFound)
       .addError(UnprocessableEntity)
       .annotate(OpenApi.Summary, "Start and stream the execution's events; ends with workflow-result")
@@ -79,8 +79,8 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
   .add(
     HttpApiEndpoint.post("resumeExecution", "/workflows/:id/executions/:executionId/resume").annotate(RouteClassAnnotation, "execution").setPath(ExecutionPath)
       .setPayload(ResumeRequest).addSuccess(Success(ExecutionResult)).addError(ValidationError).addError(BadRequest)
-      .addError(NotFound).addError(WorkflowFailed)
-      .annotate(OpenApi.Summary, "Resume a suspended execution (optionally from another step)")
+      .addError(NotFound).addError(Conflict).addError(WorkflowFailed)
+      .annotate(OpenApi.Summary, "Resume a suspended execution (optionally from another step); 409 when its workflow no longer has the step it is suspended at")
   )
   .add(
     HttpApiEndpoint.post("cancelExecution", "/workflows/:id/executions/:executionId/cancel").annotate(RouteClassAnnotation, "execution").setPath(ExecutionPath)

@@ -1,6 +1,8 @@
 import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Stream } from "effect"
-import { CurrentUser } from "../auth/Authentication.js"
+import { CurrentCaller } from "../auth/Authentication.js"
+import { actingUserId } from "../auth/Ownership.js"
+import type { Forbidden } from "../errors.js"
 import { ServiceApi } from "../http/Api.js"
 import { toIso } from "../http/Query.js"
 import { type SseFrame, sseResponse } from "../http/sse.js"
@@ -26,31 +28,42 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
     const engine = yield* WorkflowEngine
     const keys = yield* IdempotencyKeys
 
-    /** The caller, and the Idempotency-Key's scope when the request has one. */
+    /** The caller (whom the execution belongs to), and the Idempotency-Key's scope when the request has one. */
     const startOptions = (
       route: StartRoute,
       workflowId: string,
       payload: ExecuteRequest,
       key: string | undefined
-    ): Effect.Effect<StartOptions, never, CurrentUser> =>
-      Effect.map(CurrentUser, (user) => ({
-        user,
-        ...(key === undefined
-          ? {}
-          : { idempotent: keys.forStart({ route, workflowId, caller: callerOf(user), key }, payload) })
-      }))
+    ): Effect.Effect<StartOptions, Forbidden, CurrentCaller> =>
+      Effect.gen(function*() {
+        const caller = yield* CurrentCaller
+        const userId = yield* actingUserId(caller, payload.options?.userId)
+        const user = caller.user
+        return {
+          user,
+          userId,
+          ...(key === undefined
+            ? {}
+            : { idempotent: keys.forStart({ route, workflowId, caller: callerOf(user), key }, payload) })
+        }
+      })
+
+    /** Whose executions the caller may see and change. */
+    const visibility = Effect.map(CurrentCaller, (caller) => caller.visibility)
 
     return handlers
       .handle("listWorkflows", () => engine.list)
       .handle("listExecutions", ({ urlParams }) =>
-        engine.executions({
-          workflowId: urlParams.workflowId,
-          status: urlParams.status,
-          from: toIso(urlParams.from),
-          to: toIso(urlParams.to),
-          limit: Math.min(urlParams.limit ?? LIST_DEFAULT, LIST_MAX),
-          offset: urlParams.offset ?? 0
-        }))
+        Effect.flatMap(visibility, (seen) =>
+          engine.executions({
+            ...(seen.all ? {} : { userId: seen.userId }),
+            workflowId: urlParams.workflowId,
+            status: urlParams.status,
+            from: toIso(urlParams.from),
+            to: toIso(urlParams.to),
+            limit: Math.min(urlParams.limit ?? LIST_DEFAULT, LIST_MAX),
+            offset: urlParams.offset ?? 0
+        })))
       .handle("getWorkflow", ({ path }) => engine.details(path.id))
       .handle("executeWorkflow", ({ headers, path, payload }) =>
         Effect.flatMap(startOptions("execute", path.id, payload, headers["idempotency-key"]), (options) =>
@@ -64,16 +77,20 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
           Effect.flatMap(asSse)
         ))
       .handle("suspendExecution", ({ path, payload }) =>
-        engine.suspend(path.id, path.executionId, payload.reason ?? "Suspended by request"))
+        Effect.flatMap(visibility, (seen) =>
+          engine.suspend(path.id, path.executionId, payload.reason ?? "Suspended by request", seen)))
       .handle("resumeExecution", ({ path, payload }) =>
-        engine.resume(path.id, path.executionId, payload.resumeData, payload.options?.stepId))
+        Effect.flatMap(visibility, (seen) =>
+          engine.resume(path.id, path.executionId, payload.resumeData, payload.options?.stepId, seen)))
       .handle("cancelExecution", ({ path, payload }) =>
-        engine.cancel(path.id, path.executionId, payload.reason ?? "Cancelled by request"))
-      .handle("deleteExecution", ({ path }) => engine.remove(path.id, path.executionId))
-      .handle("executionState", ({ path }) => engine.state(path.id, path.executionId))
+        Effect.flatMap(visibility, (seen) =>
+          engine.cancel(path.id, path.executionId, payload.reason ?? "Cancelled by request", seen)))
+      .handle("deleteExecution", ({ path }) => Effect.flatMap(visibility, (seen) => engine.remove(path.id, path.executionId, seen)))
+      .handle("executionState", ({ path }) => Effect.flatMap(visibility, (seen) => engine.state(path.id, path.executionId, seen)))
       .handle("attachExecution", ({ path, urlParams }) =>
         Effect.gen(function*() {
           const after = urlParams.after ?? (yield* lastEventId)
-          return yield* Effect.flatMap(engine.attach(path.id, path.executionId, after), asSse)
+          const seen = yield* visibility
+          return yield* Effect.flatMap(engine.attach(path.id, path.executionId, after, seen), asSse)
         }))
   }))

@@ -118,3 +118,23 @@ export const createIdempotencyKeys = Effect.gen(function*() {
   )`
   yield* sql`CREATE INDEX workflow_idempotency_keys_by_expiry ON workflow_idempotency_keys (expires_at)`
 })
+
+/**
+ * The user who started each execution (issue #12; `owner` is the instance running it), and the
+ * listing indexes of 0006 led by it, so a user's listing stays an index walk.
+ */
+export const addExecutionUsers = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN user_id TEXT`
+  yield* sql`CREATE INDEX workflow_executions_listing_by_user ON workflow_executions (user_id, created_at, id)`
+  yield* sql`CREATE INDEX workflow_executions_listing_by_user_workflow ON workflow_executions (user_id, workflow_id, created_at, id)`
+})
+
+/**
+ * The hash of the workflow definition (top-level step ids and types) each execution was started or
+ * last continued under (see DefinitionCompatibility). Existing rows keep NULL: unknown.
+ */
+export const addDefinitionHashes = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN definition_hash TEXT`
+})

@@ -18,6 +18,7 @@ export interface StepEnv {
   readonly input: unknown
   readonly context: Readonly<Record<string, unknown>>
   readonly user: unknown
+  readonly userId: string | undefined
   readonly stepData: Record<string, unknown>
 }
 
@@ -79,6 +80,7 @@ const contextFor = (env: StepEnv, data: unknown, resumeData: unknown, lazySignal
   input: env.input,
   context: env.context,
   user: env.user,
+  userId: env.userId,
   executionId: env.executionId,
   getStepData: (stepId) => env.stepData[stepId],
   suspend: suspendHere,
@@ -143,7 +145,12 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
     case "andAgent":
       return runUserCode(step.id, (signal) => step.prompt(contextFor(env, data, resumeData, signal))).pipe(
         Effect.flatMap((prompt) => {
-          const request = { input: prompt, options: { context: { ...env.context } }, user: env.user }
+          // The agent call is the execution's owner's: its history entry is theirs.
+          const request = {
+            input: prompt,
+            options: { context: { ...env.context }, ...(env.userId === undefined ? {} : { userId: env.userId }) },
+            user: env.user
+          }
           return step.output === undefined
             ? Effect.map(env.agents.text(step.agent, request), (result) => result.text)
             : env.agents.object(step.agent, { ...request, schema: step.output })

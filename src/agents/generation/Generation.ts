@@ -17,7 +17,7 @@ import { minimumInstanceSize } from "../../json-schema/instanceSize.js"
 import type { Tool } from "../../tools/Tool.js"
 import { type AgentCallContext, type AgentDefinition, resolveDynamic } from "../Agent.js"
 import type { AgentInput, GenerationOptions, HistoryEntry, TextResult, Usage } from "../AgentsSchemas.js"
-import type { MemoryStore } from "../memory/MemoryStore.js"
+import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
 import { toAiTools, validatedJsonSchema } from "./aiTools.js"
 import { textOf, toModelMessages } from "./messages.js"
 import { collectTools, toUsage } from "./results.js"
@@ -29,6 +29,8 @@ export interface CallRequest {
   readonly input: AgentInput
   readonly options?: GenerationOptions | undefined
   readonly user?: unknown
+  /** Under authentication: whose conversation and history entry this call is (then `options.userId` is theirs). */
+  readonly owner?: Owner | undefined
 }
 
 /** What generation needs from the registry around it. */
@@ -88,7 +90,8 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
       context: options.context ?? {},
       user: request.user ?? null,
       userId: options.userId,
-      conversationId: options.conversationId
+      conversationId: options.conversationId,
+      ...(request.owner === undefined ? {} : { owner: request.owner })
     }
     const { contextLimit, maxSteps, settings } = resolveSettings(options, agent.defaults)
     const { instructions, model: agentModel } = agent
@@ -108,7 +111,7 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
     const parent = yield* Effect.option(Effect.currentSpan)
     const remember = agent.memory === true && call.conversationId !== undefined
     const past = remember && contextLimit > 0
-      ? yield* env.memory.load(agent.id, call.conversationId!, contextLimit)
+      ? yield* env.memory.load(agent.id, call.conversationId!, contextLimit, request.owner)
       : []
     const active = agent.activeTools?.(call)
     const tools = withTools

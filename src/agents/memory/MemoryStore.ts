@@ -8,6 +8,16 @@ export interface HistoryQuery {
   readonly limit: number
   readonly userId?: string | undefined
   readonly conversationId?: string | undefined
+  /** Only this owner's entries (null: those without one); everyone's when absent. */
+  readonly owner?: Owner | undefined
+}
+
+/**
+ * Under authentication, the user a conversation belongs to (null: anonymous callers): its memory is
+ * read by agent, owner and conversation, so one user's conversation id never reaches another's.
+ */
+export interface Owner {
+  readonly userId: string | null
 }
 
 export interface RememberedExchange {
@@ -18,7 +28,7 @@ export interface RememberedExchange {
 
 export class MemoryStore extends Context.Tag("MemoryStore")<MemoryStore, {
   /** The last `limit` messages of a conversation, oldest first. */
-  readonly load: (agentId: string, conversationId: string, limit: number) => Effect.Effect<Array<ModelMessage>>
+  readonly load: (agentId: string, conversationId: string, limit: number, owner?: Owner) => Effect.Effect<Array<ModelMessage>>
   readonly append: (
     agentId: string,
     conversationId: string,
@@ -32,12 +42,13 @@ export class MemoryStore extends Context.Tag("MemoryStore")<MemoryStore, {
    */
   readonly saveCall: (agentId: string, entry: HistoryEntry, remembered?: RememberedExchange) => Effect.Effect<void>
   /**
-   * A conversation's memory (its messages) and history entries deleted, in one transaction; how many
-   * of each went (both 0: no such conversation).
+   * A conversation's memory (its messages) and history entries deleted, in one transaction (only the
+   * owner's rows, when given); how many of each went (both 0: no such conversation).
    */
   readonly forget: (
     agentId: string,
-    conversationId: string
+    conversationId: string,
+    owner?: Owner
   ) => Effect.Effect<{ readonly messages: number; readonly historyEntries: number }>
   /** Newest first. */
   readonly history: (
@@ -77,13 +88,17 @@ export const MemoryStoreLive = Layer.effect(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    /** The rows of one conversation, in either table: what reading and deleting it both select. */
-    const inConversation = (agentId: string, conversationId: string) =>
-      sql`agent_id = ${agentId} AND conversation_id = ${conversationId}`
+    const ownedBy = (owner: Owner) => owner.userId === null ? sql`user_id IS NULL` : sql`user_id = ${owner.userId}`
 
-    const load = (agentId: string, conversationId: string, limit: number) =>
+    /** The rows of one conversation (only the owner's, when given), in either table: what reading and deleting it both select. */
+    const inConversation = (agentId: string, conversationId: string, owner?: Owner) =>
+      owner === undefined
+        ? sql`agent_id = ${agentId} AND conversation_id = ${conversationId}`
+        : sql`agent_id = ${agentId} AND conversation_id = ${conversationId} AND ${ownedBy(owner)}`
+
+    const load = (agentId: string, conversationId: string, limit: number, owner?: Owner) =>
       sql<{ message: string }>`SELECT message FROM agent_messages
-        WHERE ${inConversation(agentId, conversationId)}
+        WHERE ${inConversation(agentId, conversationId, owner)}
         ORDER BY id DESC LIMIT ${limit}`.pipe(
         Effect.map((rows) => rows.map((row) => JSON.parse(row.message) as ModelMessage).reverse()),
         Effect.orDie,
@@ -139,12 +154,12 @@ export const MemoryStoreLive = Layer.effect(
           insertHistory(agentId, entry)
         ))).pipe(Effect.orDie, span("saveCall", agentId))
 
-    const forget = (agentId: string, conversationId: string) =>
+    const forget = (agentId: string, conversationId: string, owner?: Owner) =>
       sql.withTransaction(Effect.gen(function*() {
         const messages = yield* sql<{ id: number | string }>`DELETE FROM agent_messages
-          WHERE ${inConversation(agentId, conversationId)} RETURNING id`
+          WHERE ${inConversation(agentId, conversationId, owner)} RETURNING id`
         const entries = yield* sql<{ id: string }>`DELETE FROM agent_history
-          WHERE ${inConversation(agentId, conversationId)} RETURNING id`
+          WHERE ${inConversation(agentId, conversationId, owner)} RETURNING id`
         return { messages: messages.length, historyEntries: entries.length }
       })).pipe(Effect.orDie, span("forget", agentId))
 
@@ -152,6 +167,7 @@ export const MemoryStoreLive = Layer.effect(
       Effect.gen(function*() {
         const filters = [
           sql`agent_id = ${agentId}`,
+          ...(query.owner === undefined ? [] : [ownedBy(query.owner)]),
           ...(query.userId === undefined ? [] : [sql`user_id = ${query.userId}`]),
           ...(query.conversationId === undefined ? [] : [sql`conversation_id = ${query.conversationId}`])
         ]

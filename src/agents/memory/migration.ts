@@ -34,3 +34,13 @@ export const createAgentTables = Effect.gen(function*() {
   yield* sql`CREATE INDEX agent_history_by_user ON agent_history (agent_id, user_id, start_time)`
   yield* sql`CREATE INDEX agent_history_by_conversation ON agent_history (agent_id, conversation_id, start_time)`
 })
+
+/**
+ * Under authentication a conversation is its owner's (`user_id`): memory is read by agent, owner and
+ * conversation, and a user's history by conversation.
+ */
+export const addConversationOwnerIndexes = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE INDEX agent_messages_by_owner ON agent_messages (agent_id, user_id, conversation_id, id)`
+  yield* sql`CREATE INDEX agent_history_by_owner_conversation ON agent_history (agent_id, user_id, conversation_id, start_time)`
+})
