@@ -53,6 +53,13 @@ interface Listeners {
   readonly waiters: Map<Deferred.Deferred<StoredEvent>, number>
 }
 
+/**
+ * Events a follower may fall behind by: one that stops reading (a client that does not read its SSE
+ * stream) loses its oldest, and the stream fills the gap from the store when it reads again
+ * (ExecutionWatch), so memory stays bounded and no event is lost.
+ */
+export const FOLLOWER_BUFFER = 256
+
 export const makeExecutionHubs = Effect.sync((): ExecutionHubs => {
   const byId = new Map<string, Listeners>()
 
@@ -73,7 +80,7 @@ export const makeExecutionHubs = Effect.sync((): ExecutionHubs => {
 
   const follow = (id: string, knownSeq: number) =>
     Effect.acquireRelease(
-      Effect.map(PubSub.unbounded<StoredEvent>(), (fresh) => {
+      Effect.map(PubSub.sliding<StoredEvent>(FOLLOWER_BUFFER), (fresh) => {
         const listeners = listenersOf(id, knownSeq)
         listeners.pubsub ??= fresh
         listeners.followers++
