@@ -3,9 +3,10 @@ import { Chunk, Context, Effect, Layer, Option, Queue, Stream } from "effect"
 import { join } from "node:path"
 import { SqlLive } from "../src/storage/Sql.js"
 import { FOLLOWER_BUFFER, makeExecutionHubs } from "../src/workflows/ExecutionHubs.js"
-import { type Execution, ExecutionStore, ExecutionStoreLive } from "../src/workflows/ExecutionStore.js"
+import { ExecutionStore, ExecutionStoreLive } from "../src/workflows/ExecutionStore.js"
 import { makeExecutionWatch } from "../src/workflows/ExecutionWatch.js"
 import type { WorkflowEvent } from "../src/workflows/WorkflowSchemas.js"
+import { testEvent, testExecution } from "./support/executions.js"
 import { tempDir } from "./support/TestServer.js"
 
 /**
@@ -13,32 +14,8 @@ import { tempDir } from "./support/TestServer.js"
  * lost come from the store, in order and once, up to the settling one.
  */
 
-const event = (type: WorkflowEvent["type"]): WorkflowEvent => ({
-  type,
-  executionId: "f",
-  from: "step",
-  timestamp: new Date().toISOString(),
-  status: "running"
-})
-
-const execution: Execution = {
-  id: "f",
-  workflowId: "w",
-  workflowName: "W",
-  status: "running",
-  input: {},
-  context: {},
-  user: null,
-  stepIndex: 0,
-  stepData: {},
-  currentData: {},
-  metadata: { traceId: "", spanId: "" },
-  version: 0,
-  owner: "me",
-  lastSeq: 0,
-  createdAt: new Date().toISOString(),
-  updatedAt: new Date().toISOString()
-}
+const event = (type: WorkflowEvent["type"]) => testEvent("f", type)
+const execution = testExecution("f", { owner: "me" })
 
 it.scopedLive("a follower that stops reading holds a bounded buffer and still gets every event, in order, once", () =>
   Effect.gen(function*() {

@@ -3,8 +3,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option } from "effect"
 import { join } from "node:path"
 import { SqlLive } from "../src/storage/Sql.js"
-import { type Execution, ExecutionStore, ExecutionStoreLive } from "../src/workflows/ExecutionStore.js"
-import type { WorkflowEvent } from "../src/workflows/WorkflowSchemas.js"
+import { ExecutionStore, ExecutionStoreLive } from "../src/workflows/ExecutionStore.js"
+import { testEvent, testExecution } from "./support/executions.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { tempDir } from "./support/TestServer.js"
 
@@ -18,35 +18,8 @@ const backends = [
   { name: "Postgres", skip: !postgresAvailable, url: freshPostgresDatabase }
 ] as const
 
-const event = (id: string, type: WorkflowEvent["type"]): WorkflowEvent => ({
-  type,
-  executionId: id,
-  from: "step",
-  timestamp: new Date().toISOString(),
-  status: "running"
-})
-
-const execution = (id: string, owner: string): Execution => {
-  const at = new Date().toISOString()
-  return {
-    id,
-    workflowId: "w",
-    workflowName: "W",
-    status: "running",
-    input: {},
-    context: {},
-    user: null,
-    stepIndex: 0,
-    stepData: {},
-    currentData: {},
-    metadata: { traceId: "", spanId: "" },
-    version: 0,
-    owner,
-    lastSeq: 0,
-    createdAt: at,
-    updatedAt: at
-  }
-}
+const event = testEvent
+const execution = (id: string, owner: string) => testExecution(id, { owner })
 
 const storeOn = (url: string) =>
   Effect.map(Layer.build(ExecutionStoreLive.pipe(Layer.provideMerge(SqlLive(url)))), (context) => ({

@@ -7,10 +7,10 @@ import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { ServicesLive } from "../src/Service.js"
 import { makeGroupCommit } from "../src/storage/GroupCommit.js"
 import { SqlLive } from "../src/storage/Sql.js"
-import { type Execution, ExecutionStore, ExecutionStoreLive } from "../src/workflows/ExecutionStore.js"
+import { ExecutionStore, ExecutionStoreLive } from "../src/workflows/ExecutionStore.js"
 import { workflow } from "../src/workflows/Workflow.js"
 import { WorkflowEngine } from "../src/workflows/WorkflowEngine.js"
-import type { WorkflowEvent } from "../src/workflows/WorkflowSchemas.js"
+import { testEvent, testExecution } from "./support/executions.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { tempDir } from "./support/TestServer.js"
 
@@ -27,34 +27,8 @@ const backends = [
   { name: "Postgres", skip: !postgresAvailable, url: freshPostgresDatabase }
 ] as const
 
-const event = (id: string, type: WorkflowEvent["type"], from = "step"): WorkflowEvent => ({
-  type,
-  executionId: id,
-  from,
-  timestamp: new Date().toISOString(),
-  status: "running"
-})
-
-const execution = (id: string): Execution => {
-  const at = new Date().toISOString()
-  return {
-    id,
-    workflowId: "w",
-    workflowName: "W",
-    status: "running",
-    input: {},
-    context: {},
-    user: null,
-    stepIndex: 0,
-    stepData: {},
-    currentData: {},
-    metadata: { traceId: "", spanId: "" },
-    version: 0,
-    lastSeq: 0,
-    createdAt: at,
-    updatedAt: at
-  }
-}
+const event = testEvent
+const execution = (id: string) => testExecution(id)
 
 /** Runs in step "a" once per execution; step "b" waits on `gate` (never completed in the first life). */
 const ranA = new Map<string, number>()

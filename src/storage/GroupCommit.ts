@@ -29,7 +29,7 @@ const MAX_BATCH = 256
 const MAX_QUEUED = 16_384
 
 /** Resumes after the current turn of the event loop, once its microtasks have run. */
-const nextTurn = Effect.async<void>((resume) => {
+export const nextTurn = Effect.async<void>((resume) => {
   const handle = setImmediate(() => resume(Effect.void))
   return Effect.sync(() => clearImmediate(handle))
 })

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Queue, Schedule, type Scope, Stream } from "effect"
+import { nextTurn } from "../storage/GroupCommit.js"
 
 /**
  * Notices between the instances sharing one Postgres store: "these executions changed" (events were
@@ -26,11 +27,6 @@ const CHANNEL = "workflow_executions"
 const MAX_PAYLOAD = 7_800
 /** Ids waiting to be announced at most; past that the others learn by polling. */
 const MAX_PENDING = 65_536
-
-const nextTurn = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
 
 /** `from kind id,id,...` in payloads under Postgres's cap (instance and execution ids hold no spaces or commas). */
 export const encodeNotices = (from: string, kind: Notice["kind"], ids: ReadonlyArray<string>): ReadonlyArray<string> => {
