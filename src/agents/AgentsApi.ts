@@ -26,8 +26,11 @@ const call = <const Name extends string, const Path extends HttpApiEndpoint.Path
   HttpApiEndpoint.post(name, path).setPath(IdPath).addError(ValidationError).addError(NotFound).addError(ExecutionFailed).addError(Forbidden)
     .annotate(RouteClassAnnotation, "execution")
 
+/** GET /agents's success: its handler encodes it once at start-up. */
+export const AgentList = Success(Schema.Array(AgentSummary))
+
 export class AgentsApi extends HttpApiGroup.make("agents")
-  .add(HttpApiEndpoint.get("listAgents", "/agents").addSuccess(Success(Schema.Array(AgentSummary))).annotate(
+  .add(HttpApiEndpoint.get("listAgents", "/agents").addSuccess(AgentList).annotate(
     OpenApi.Summary,
     "List the registered agents"
   ))

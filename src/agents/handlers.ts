@@ -4,9 +4,11 @@ import { CurrentCaller } from "../auth/Authentication.js"
 import { actingUserId } from "../auth/Ownership.js"
 import type { GenerationOptions } from "./AgentsSchemas.js"
 import { ServiceApi } from "../http/Api.js"
+import { fixedJsonResponse } from "../http/fixedResponse.js"
 import { numbered, sseBytesResponse, sseResponse } from "../http/sse.js"
 import { webSseResponse } from "../http/webSse.js"
 import { AgentRegistry } from "./AgentRegistry.js"
+import { AgentList } from "./AgentsApi.js"
 
 const HISTORY_MAX = 100
 
@@ -38,8 +40,10 @@ const withUser = <A extends { readonly options?: GenerationOptions | undefined }
 export const AgentsHandlers = HttpApiBuilder.group(ServiceApi, "agents", (handlers) =>
   Effect.gen(function*() {
     const agents = yield* AgentRegistry
+    // The agents are fixed at start-up, and so is their list.
+    const listed = yield* Effect.flatMap(agents.list, (list) => fixedJsonResponse(AgentList, list))
     return handlers
-      .handle("listAgents", () => agents.list)
+      .handle("listAgents", () => Effect.succeed(listed))
       .handle("getAgent", ({ path }) => agents.details(path.id))
       .handle("generateText", ({ path, payload }) => Effect.flatMap(withUser(payload), (request) => agents.text(path.id, request)))
       .handle("streamText", ({ path, payload }) =>

@@ -144,3 +144,19 @@ export const recordedAttributes = (
   }
   return { attributes: out, dropped }
 }
+
+/**
+ * The JSON size of the attributes when every one of them is recorded as it is (nothing redacted or
+ * capped), or undefined when some attribute would change. Most spans' attributes need no change, and
+ * then they need no copy either.
+ */
+export const unchangedSize = (attributes: Record<string, unknown>): number | undefined => {
+  let size = 0
+  for (const key in attributes) {
+    const value = attributes[key]
+    if (typeof value === "object" && value !== null) return undefined
+    if (capValue(redactAttribute(key, value)) !== value) return undefined
+    size += jsonSize(key) + jsonSize(value) + 2
+  }
+  return size
+}

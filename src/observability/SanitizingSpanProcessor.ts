@@ -1,6 +1,6 @@
 import type { Context as OtelContext, SpanStatus } from "@opentelemetry/api"
 import type { ReadableSpan, Span, SpanProcessor, TimedEvent } from "@opentelemetry/sdk-trace-base"
-import { type Budget, capString, jsonSize, recordedAttributes, redactQueries, SPAN_CAP, VALUE_CAP } from "./Redaction.js"
+import { type Budget, capString, jsonSize, recordedAttributes, redactQueries, SPAN_CAP, unchangedSize, VALUE_CAP } from "./Redaction.js"
 
 interface Recorded {
   readonly status: SpanStatus
@@ -16,7 +16,11 @@ const record = (span: ReadableSpan): Recorded => {
   const message = span.status.message === undefined ? undefined : capString(redactQueries(span.status.message))
   if (message !== undefined) budget.left -= jsonSize(message)
   const status = message === undefined ? span.status : { ...span.status, message }
-  const { attributes, dropped: droppedAttributes } = recordedAttributes(span.attributes, budget)
+  // An ended span's attributes no longer change: when all of them are recorded as they are, they are shared.
+  const size = span.ended ? unchangedSize(span.attributes) : undefined
+  const { attributes, dropped: droppedAttributes } = size !== undefined && size <= budget.left
+    ? (budget.left -= size, { attributes: span.attributes as Record<string, unknown>, dropped: 0 })
+    : recordedAttributes(span.attributes, budget)
   const events: Array<TimedEvent> = []
   let droppedEvents = 0
   let droppedEventAttributes = 0
