@@ -42,6 +42,7 @@ const consoleRouteMatcher = (routes: ReadonlyArray<RouteEntry>) => {
 /** The first path segment as the router compares it (decoded, lower-cased); undefined when undecodable. */
 const firstSegment = (url: string): string | undefined => {
   const path = url.split("?", 1)[0]
+  if (!path.includes("%")) return path.toLowerCase().split("/").find((segment) => segment !== "") ?? ""
   try {
     return decodeURIComponent(path).toLowerCase().split("/").find((segment) => segment !== "") ?? ""
   } catch {

@@ -1,5 +1,5 @@
-import { HttpApiBuilder, HttpServer, OpenApi } from "@effect/platform"
-import { Effect, Layer } from "effect"
+import { Etag, FileSystem, HttpApi, HttpApiBuilder, type HttpApp, HttpPlatform, type HttpRouter, HttpServer, OpenApi, Path } from "@effect/platform"
+import { Context, Effect, Layer, Scope } from "effect"
 import { AgentsHandlers } from "../agents/handlers.js"
 import { AuthenticationLive } from "../auth/Authentication.js"
 import { AuthPolicy } from "../auth/AuthPolicy.js"
@@ -44,6 +44,37 @@ const ApiLive = (config: ServerConfigShape) =>
     Layer.provide(AuthenticationLive(routes))
   )
 
+/**
+ * What request fibers start from: the server's own services and the platform's, not every service of
+ * the application. Handlers run in their group's context and middlewares close over what they use; a
+ * request's context is copied each time a service is added to it (the request, its span, route,
+ * parameters, caller), so its size is paid several times per request.
+ */
+const requestContext = Context.pick(
+  Scope.Scope,
+  HttpServer.HttpServer,
+  HttpApi.Api,
+  HttpPlatform.HttpPlatform,
+  Etag.Generator,
+  FileSystem.FileSystem,
+  Path.Path
+)
+
+type RequestServices = Scope.Scope | HttpServer.HttpServer | HttpApi.Api | HttpRouter.HttpRouter.DefaultServices
+
+/** HttpApiBuilder.serve(), with request fibers started from `requestContext`. */
+const serveApi = HttpApiBuilder.httpApp.pipe(
+  Effect.map((app) =>
+    Layer.scopedDiscard(
+      Effect.flatMap(HttpServer.HttpServer, (server) => server.serve(app as HttpApp.Default)).pipe(
+        Effect.mapInputContext((context: Context.Context<RequestServices>) => requestContext(context) as Context.Context<RequestServices>)
+      )
+    )
+  ),
+  Layer.unwrapEffect,
+  Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer])
+)
+
 /** An HttpServer provided from outside (the embedder's own). */
 const providedServer = Layer.effect(HttpServer.HttpServer, HttpServer.HttpServer)
 
@@ -57,7 +88,7 @@ export const HttpLive = <A extends HttpServer.HttpServer = HttpServer.HttpServer
   config: ServerConfigShape,
   server: Layer.Layer<A, E, R> = providedServer as unknown as Layer.Layer<A, E, R>
 ) =>
-  HttpApiBuilder.serve().pipe(
+  serveApi.pipe(
     HttpServer.withLogAddress,
     Layer.provideMerge(server),
     Layer.provide(config.enableSwaggerUI ? SwaggerUiLive("/ui") : Layer.empty),
