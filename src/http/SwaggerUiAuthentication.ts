@@ -24,6 +24,7 @@ export const SwaggerUiAuthenticationLive = HttpApiBuilder.middleware(
     return (app: HttpApp.Default) =>
       Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, Unauthorized, HttpServerRequest.HttpServerRequest>((fiber) => {
         const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
+        if (!request.url.startsWith("/ui")) return app
         const path = request.url.split("?", 1)[0]
         return path === "/ui" || path === "/ui/" ? authorized(app, request, path) : app
       })
