@@ -41,8 +41,14 @@ const consoleRouteMatcher = (routes: ReadonlyArray<RouteEntry>) => {
 
 /** The first path segment as the router compares it (decoded, lower-cased); undefined when undecodable. */
 const firstSegment = (url: string): string | undefined => {
-  const path = url.split("?", 1)[0]
-  if (!path.includes("%")) return path.toLowerCase().split("/").find((segment) => segment !== "") ?? ""
+  const query = url.indexOf("?")
+  const path = query === -1 ? url : url.slice(0, query)
+  if (!path.includes("%")) {
+    let start = 0
+    while (path.charCodeAt(start) === 47) start++
+    const end = path.indexOf("/", start)
+    return path.slice(start, end === -1 ? path.length : end).toLowerCase()
+  }
   try {
     return decodeURIComponent(path).toLowerCase().split("/").find((segment) => segment !== "") ?? ""
   } catch {

@@ -145,6 +145,24 @@ export const recordedAttributes = (
   return { attributes: out, dropped }
 }
 
+// How an attribute's key decides its recording: a header kept or redacted, the bare query, anything else.
+const KEPT_HEADER = 0
+const REDACTED_HEADER = 1
+const OTHER = 2
+const KEY_CLASSES_MAX = 1024
+const keyClasses = new Map<string, number>()
+const keyClass = (key: string): number => {
+  let found = keyClasses.get(key)
+  if (found === undefined) {
+    const header = key.startsWith(REQUEST_HEADER) ? key.slice(REQUEST_HEADER.length)
+      : key.startsWith(RESPONSE_HEADER) ? key.slice(RESPONSE_HEADER.length)
+      : undefined
+    found = header === undefined ? OTHER : RECORDED_HEADERS.has(header.toLowerCase()) ? KEPT_HEADER : REDACTED_HEADER
+    if (keyClasses.size < KEY_CLASSES_MAX) keyClasses.set(key, found)
+  }
+  return found
+}
+
 /**
  * The JSON size of the attributes when every one of them is recorded as it is (nothing redacted or
  * capped), or undefined when some attribute would change. Most spans' attributes need no change, and
@@ -154,8 +172,20 @@ export const unchangedSize = (attributes: Record<string, unknown>): number | und
   let size = 0
   for (const key in attributes) {
     const value = attributes[key]
-    if (typeof value === "object" && value !== null) return undefined
-    if (capValue(redactAttribute(key, value)) !== value) return undefined
+    const kind = keyClass(key)
+    if (typeof value === "string") {
+      if (kind === REDACTED_HEADER) {
+        if (value !== REDACTED) return undefined
+      } else if (kind === OTHER && value.includes("=")) {
+        // Only text holding a query can be redacted (a header's value is kept or redacted whole).
+        if (redactAttribute(key, value) !== value) return undefined
+      }
+      if (value.length * 6 + 2 > VALUE_CAP && capString(value) !== value) return undefined
+    } else if (typeof value === "object" && value !== null) {
+      return undefined
+    } else if (kind === REDACTED_HEADER) {
+      return undefined
+    }
     size += jsonSize(key) + jsonSize(value) + 2
   }
   return size
