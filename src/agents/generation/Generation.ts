@@ -189,12 +189,13 @@ const finish = (
       usage: outcome.usage ?? null,
       toolCalls: outcome.toolCalls ?? []
     }, remembered)
-    yield* Effect.logInfo(`agent call ${outcome.status}`).pipe(
+    // Logged once the call is committed, off the response's path (the line costs about as much as the commit's statement).
+    yield* Effect.forkDaemon(Effect.logInfo(`agent call ${outcome.status}`).pipe(
       Effect.annotateLogs({
         agentId: agent.id,
         ...(prepared.call.conversationId ? { conversationId: prepared.call.conversationId } : {})
       })
-    )
+    ))
   })
 
 /** Records the outcome of a one-shot call whatever its exit. */
@@ -275,6 +276,12 @@ const recorder = (env: GenerationEnv, agent: AgentDefinition, request: CallReque
 
 type StreamTextResult = ReturnType<typeof streamText>
 
+/** Resumes once the promise jobs already queued (and those they queue) have run. */
+const afterPendingPromises = Effect.async<void>((resume) => {
+  const pending = setImmediate(() => resume(Effect.void))
+  return Effect.sync(() => clearImmediate(pending))
+})
+
 /**
  * Starts the model call when the stream is pulled, with an AbortController owned by the stream's scope:
  * when the client goes away the stream is interrupted and the model request is aborted. The outcome
@@ -328,7 +335,11 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, request: Call
       // Errors reach the reader as an error event (and the history as an error); the SDK would also print them.
       onError: () => undefined
     })
-    return eventStream(result.fullStream, record, () => controller.abort())
+    const events = eventStream(result.fullStream, record, () => controller.abort())
+    // The SDK starts the model call from its own promises: they run before the response is built, so
+    // the provider works on the request meanwhile (a cancelled stream aborts the call and is recorded).
+    yield* afterPendingPromises.pipe(Effect.onInterrupt(() => Effect.promise(() => events.cancel())))
+    return events
   }).pipe(Effect.withSpan("AgentRegistry.stream", { captureStackTrace: false, attributes: { "entity.type": "agent", "entity.id": agent.id } }))
 
 /** The AI SDK's UI message stream, already in its SSE wire form (ending with `data: [DONE]`). */

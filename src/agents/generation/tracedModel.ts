@@ -6,7 +6,7 @@ import type {
   LanguageModelV3Usage
 } from "@ai-sdk/provider"
 import { wrapLanguageModel } from "ai"
-import { Clock, Effect, Either, Exit, Option, Runtime, type Tracer } from "effect"
+import { type Clock, Context, Effect, Exit, type Option, Runtime, type Tracer } from "effect"
 import { VALUE_CAP } from "../../observability/Redaction.js"
 
 const usageAttributes = (usage: LanguageModelV3Usage) => ({
@@ -31,10 +31,23 @@ export const promptCharacters = (prompt: LanguageModelV3Prompt): number =>
 export const completionCharacters = (content: ReadonlyArray<LanguageModelV3Content>): number =>
   content.reduce((sum, part) => sum + partCharacters(part as never), 0)
 
+/** The runtime's tracer and clock, read once per runtime (each read runs a fiber). */
+const tracing = new WeakMap<Runtime.Runtime<never>, { readonly tracer: Tracer.Tracer; readonly clock: Clock.Clock }>()
+
+const tracingOf = (runtime: Runtime.Runtime<never>) => {
+  let found = tracing.get(runtime)
+  if (found === undefined) {
+    found = Runtime.runSync(runtime)(Effect.all({ tracer: Effect.tracer, clock: Effect.clock }))
+    tracing.set(runtime, found)
+  }
+  return found
+}
+
 /**
  * The model with a span around each call to the provider (`model.generate` / `model.stream`), child of
- * the agent call's span; the SDK calls the model from its own promises, so the parent is passed in.
- * Errors pass through untouched: the SDK decides on retries from them.
+ * the agent call's span; the SDK calls the model from its own promises, so the parent is passed in
+ * and the span is made and ended directly with the runtime's tracer (a fiber per model call to hold
+ * it cost more than the span itself). Errors pass through untouched: the SDK decides on retries from them.
  *
  * Spans always record the prompt's and completion's lengths (characters) and token counts; the text
  * itself (`gen_ai.prompt`, `gen_ai.completion`) only with `recordContent`: prompts and completions
@@ -47,60 +60,46 @@ export const tracedModel = (
   runtime: Runtime.Runtime<never>,
   recordContent = false
 ): LanguageModelV3 => {
-  const promptAttributes = (prompt: LanguageModelV3Prompt) => ({
-    "gen_ai.prompt.characters": promptCharacters(prompt),
-    ...(recordContent ? { "gen_ai.prompt": JSON.stringify(prompt) } : {})
-  })
-  const completionAttributes = (content: ReadonlyArray<LanguageModelV3Content>) => ({
-    "gen_ai.completion.characters": completionCharacters(content),
-    ...(recordContent ? { "gen_ai.completion": JSON.stringify(content) } : {})
-  })
-  const spanOptions = (prompt: LanguageModelV3Prompt) => ({
-    captureStackTrace: false,
-    attributes: {
-      "entity.type": "agent",
-      "entity.id": agentId,
-      "gen_ai.system": model.provider,
-      "gen_ai.request.model": model.modelId,
-      ...promptAttributes(prompt)
-    },
-    ...(Option.isSome(parent) ? { parent: parent.value } : {})
-  })
-  const run = <A>(
-    name: string,
-    prompt: LanguageModelV3Prompt,
-    call: () => PromiseLike<A>,
-    annotate: (result: A) => Record<string, unknown>
-  ) => {
-    const effect = Effect.tryPromise({ try: call, catch: (error) => error }).pipe(
-      Effect.tap((result) => Effect.annotateCurrentSpan(annotate(result))),
-      Effect.withSpan(name, spanOptions(prompt)),
-      Effect.either
-    )
-    return Runtime.runPromise(runtime)(effect).then(Either.getOrThrowWith((error) => error))
+  const { clock, tracer } = tracingOf(runtime)
+  const startSpan = (name: string, prompt: LanguageModelV3Prompt) => {
+    const span = tracer.span(name, parent, Context.empty(), [], clock.unsafeCurrentTimeNanos(), "internal", { captureStackTrace: false })
+    span.attribute("entity.type", "agent")
+    span.attribute("entity.id", agentId)
+    span.attribute("gen_ai.system", model.provider)
+    span.attribute("gen_ai.request.model", model.modelId)
+    span.attribute("gen_ai.prompt.characters", promptCharacters(prompt))
+    if (recordContent) span.attribute("gen_ai.prompt", JSON.stringify(prompt))
+    return span
+  }
+  const endSpan = (span: Tracer.Span, exit: Exit.Exit<unknown, unknown>) => {
+    if (span.status._tag === "Ended") return
+    span.end(clock.unsafeCurrentTimeNanos(), exit)
   }
   return wrapLanguageModel({
     model,
     middleware: {
       specificationVersion: "v3",
-      wrapGenerate: ({ doGenerate, params }) =>
-        run("model.generate", params.prompt, doGenerate, (result) => ({
-          ...usageAttributes(result.usage),
-          ...completionAttributes(result.content)
-        })),
-      wrapStream: async ({ doStream, params }) => {
-        const span = Runtime.runSync(runtime)(Effect.makeSpan("model.stream", spanOptions(params.prompt)))
-        let ended = false
-        const end = (exit: Exit.Exit<unknown, unknown>) => {
-          if (ended) return
-          ended = true
-          span.end(Runtime.runSync(runtime)(Clock.currentTimeNanos), exit)
+      wrapGenerate: async ({ doGenerate, params }) => {
+        const span = startSpan("model.generate", params.prompt)
+        try {
+          const result = await doGenerate()
+          for (const [key, count] of Object.entries(usageAttributes(result.usage))) span.attribute(key, count)
+          span.attribute("gen_ai.completion.characters", completionCharacters(result.content))
+          if (recordContent) span.attribute("gen_ai.completion", JSON.stringify(result.content))
+          endSpan(span, Exit.void)
+          return result
+        } catch (error) {
+          endSpan(span, Exit.fail(error))
+          throw error
         }
+      },
+      wrapStream: async ({ doStream, params }) => {
+        const span = startSpan("model.stream", params.prompt)
         try {
           const result = await doStream()
-          return { ...result, stream: tallied(result.stream, span, recordContent, end) }
+          return { ...result, stream: tallied(result.stream, span, recordContent, (exit) => endSpan(span, exit)) }
         } catch (error) {
-          end(Exit.fail(error))
+          endSpan(span, Exit.fail(error))
           throw error
         }
       }
