@@ -67,6 +67,34 @@ for (const backend of backends) {
         expect(rows.map((row) => [Number(row.id), row.note])).toEqual([[0, "taken"], ...Array.from({ length: 20 }, (_, i) => [i + 1, "new"])])
       }), 60_000)
 
+    it.scoped("rows staged by the writes of a transaction are written with it; a write whose rows fail fails alone", () =>
+      Effect.gen(function*() {
+        const url = yield* backend.url
+        const context = yield* Layer.build(SqlLive(url))
+        const sql = Context.get(context, SqlClient.SqlClient)
+        yield* sql`CREATE TABLE probe (id INTEGER PRIMARY KEY, note TEXT NOT NULL)`.pipe(Effect.orDie)
+        yield* sql`CREATE TABLE staged (id INTEGER PRIMARY KEY, probe INTEGER NOT NULL)`.pipe(Effect.orDie)
+        yield* sql`INSERT INTO staged ${sql.insert({ id: 0, probe: 0 })}`.pipe(Effect.orDie)
+        const flushes: Array<number> = []
+        const group = yield* makeGroupCommit<{ readonly id: number; readonly probe: number }>(sql, (rows) =>
+          Effect.zipRight(Effect.sync(() => flushes.push(rows.length)), sql`INSERT INTO staged ${sql.insert(rows)}`))
+
+        // Each write inserts its probe row and stages one row; write 7 stages a taken id.
+        const writes = Array.from({ length: 10 }, (_, i) =>
+          group.submit(Effect.tap(sql`INSERT INTO probe ${sql.insert({ id: i + 1, note: "new" })}`, () =>
+            Effect.sync(() => group.stage([{ id: i === 7 ? 0 : 100 + i, probe: i + 1 }])))))
+        const exits = yield* Effect.all(writes.map(Effect.exit), { concurrency: "unbounded" })
+
+        expect(exits.map(Exit.isSuccess)).toEqual(Array.from({ length: 10 }, (_, i) => i !== 7))
+        // Shared first (one statement for the batch's rows), then one by one after the failure.
+        expect(flushes[0]).toBe(10)
+        const probes = yield* sql<{ id: number }>`SELECT id FROM probe ORDER BY id`.pipe(Effect.orDie)
+        const staged = yield* sql<{ id: number; probe: number }>`SELECT id, probe FROM staged ORDER BY id`.pipe(Effect.orDie)
+        const kept = Array.from({ length: 10 }, (_, i) => i).filter((i) => i !== 7)
+        expect(probes.map((row) => Number(row.id))).toEqual(kept.map((i) => i + 1))
+        expect(staged.map((row) => [Number(row.id), Number(row.probe)])).toEqual([[0, 0], ...kept.map((i) => [100 + i, i + 1])])
+      }), 60_000)
+
     it.scoped("concurrent executions interleave: numbers 1..n each, a stale claim is refused alone, a cancel in the same batch wins", () =>
       Effect.gen(function*() {
         const url = yield* backend.url

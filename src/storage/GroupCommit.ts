@@ -13,9 +13,15 @@ import { Cause, Deferred, Effect, Exit, Queue, type Scope } from "effect"
  * caller inside the shared transaction and leave the others alone. When the COMMIT itself fails, its
  * outcome is unknown, so the writes are not run again: every caller of that batch gets the failure.
  */
-export interface GroupCommit {
+export interface GroupCommit<Staged = never> {
   /** Runs `write` in the next shared transaction; succeeds once that transaction has committed. */
   readonly submit: <A, E>(write: Effect.Effect<A, E>) => Effect.Effect<A, E>
+  /**
+   * Only inside a submitted write: rows the `flush` given to makeGroupCommit writes at the end of the
+   * write's transaction, before its COMMIT (one statement for the rows of every write in it). A
+   * write whose rows fail to flush fails for its caller only, like a failing write.
+   */
+  readonly stage: (rows: ReadonlyArray<Staged>) => void
 }
 
 interface Pending {
@@ -38,7 +44,10 @@ class WriteFailed {
   readonly _tag = "WriteFailed"
 }
 
-export const makeGroupCommit = (sql: SqlClient.SqlClient): Effect.Effect<GroupCommit, never, Scope.Scope> =>
+export const makeGroupCommit = <Staged = never>(
+  sql: SqlClient.SqlClient,
+  flush: (rows: ReadonlyArray<Staged>) => Effect.Effect<unknown, unknown> = () => Effect.void
+): Effect.Effect<GroupCommit<Staged>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const queue = yield* Queue.bounded<Pending>(MAX_QUEUED)
     // Runs after the writer has stopped: whoever still waits is told, never left hanging.
@@ -51,20 +60,43 @@ export const makeGroupCommit = (sql: SqlClient.SqlClient): Effect.Effect<GroupCo
 
     const settle = (pending: Pending, exit: Exit.Exit<unknown, unknown>) => Deferred.done(pending.done, exit)
 
+    // The rows staged by the writes of the transaction being written (the writer runs one at a time).
+    let staged: Array<Staged> = []
+    /** `body`, then the rows it staged, in one transaction; nothing is left staged after it, whatever its outcome. */
+    const transaction = <A, E>(body: Effect.Effect<A, E>) =>
+      sql.withTransaction(Effect.suspend(() => {
+        staged = []
+        return Effect.tap(body, () => {
+          const rows = staged
+          staged = []
+          return rows.length === 0 ? Effect.void : flush(rows)
+        })
+      })).pipe(Effect.ensuring(Effect.sync(() => {
+        staged = []
+      })))
+
     /** Each write alone, in its own transaction: what a batch falls back to when one of its writes failed. */
     const oneByOne = (batch: ReadonlyArray<Pending>) =>
-      Effect.forEach(batch, (pending) => Effect.flatMap(Effect.exit(sql.withTransaction(pending.write)), (exit) => settle(pending, exit)), {
+      Effect.forEach(batch, (pending) => Effect.flatMap(Effect.exit(transaction(pending.write)), (exit) => settle(pending, exit)), {
         discard: true
       })
 
     const commit = (batch: ReadonlyArray<Pending>) =>
       Effect.gen(function*() {
         const results: Array<unknown> = []
-        const together = yield* Effect.exit(sql.withTransaction(Effect.forEach(batch, (pending) =>
-          Effect.matchCauseEffect(pending.write, {
-            onFailure: () => Effect.fail(new WriteFailed()),
-            onSuccess: (value) => Effect.sync(() => results.push(value))
-          }), { discard: true })))
+        const together = yield* Effect.exit(transaction(Effect.zipRight(
+          Effect.forEach(batch, (pending) =>
+            Effect.matchCauseEffect(pending.write, {
+              onFailure: () => Effect.fail(new WriteFailed()),
+              onSuccess: (value) => Effect.sync(() => results.push(value))
+            }), { discard: true }),
+          // Which write's rows failed is not known here: each write then runs again alone.
+          Effect.suspend(() => {
+            const rows = staged
+            staged = []
+            return rows.length === 0 ? Effect.void : Effect.mapError(flush(rows), () => new WriteFailed())
+          })
+        )))
         if (Exit.isSuccess(together)) {
           for (let i = 0; i < batch.length; i++) yield* settle(batch[i], Exit.succeed(results[i]))
         } else if (Cause.failureOption(together.cause).pipe((failure) => failure._tag === "Some" && failure.value instanceof WriteFailed)) {
@@ -94,6 +126,9 @@ export const makeGroupCommit = (sql: SqlClient.SqlClient): Effect.Effect<GroupCo
     yield* writer.pipe(Effect.forever, Effect.withTracerEnabled(false), Effect.interruptible, Effect.forkScoped)
 
     return {
+      stage: (rows) => {
+        for (const row of rows) staged.push(row)
+      },
       submit: <A, E>(write: Effect.Effect<A, E>) =>
         Effect.flatMap(Deferred.make<A, E>(), (done) =>
           Effect.zipRight(

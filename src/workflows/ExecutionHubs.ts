@@ -1,4 +1,4 @@
-import { Deferred, Effect, PubSub, type Queue, type Scope } from "effect"
+import { Deferred, Effect, Option, PubSub, type Queue, type Scope } from "effect"
 import type { StoredEvent } from "./ExecutionStore.js"
 import type { WorkflowEvent } from "./WorkflowSchemas.js"
 
@@ -29,9 +29,13 @@ export interface ExecutionHubs {
   readonly subscribe: (id: string, knownSeq: number) => Effect.Effect<Queue.Dequeue<StoredEvent>, never, Scope.Scope>
   /**
    * Registers now for the first settling event numbered after `afterSeq` (an older one may still be on
-   * its way from the fiber that stored it); the effect given waits for it, until the scope closes.
+   * its way from the fiber that stored it): it completes `settled`, until the scope closes.
    */
-  readonly nextSettling: (id: string, afterSeq: number) => Effect.Effect<Effect.Effect<StoredEvent>, never, Scope.Scope>
+  readonly nextSettling: (
+    id: string,
+    afterSeq: number,
+    settled: Deferred.Deferred<Option.Option<StoredEvent>>
+  ) => Effect.Effect<void, never, Scope.Scope>
   /** An event this instance stored. */
   readonly publish: (id: string, entry: StoredEvent) => Effect.Effect<void>
   /** Events read from the store (another instance stored them): those not published yet are. */
@@ -50,7 +54,7 @@ interface Listeners {
   /** The number of the last event published or known to a listener: fetching resumes after it. */
   seen: number
   /** Each waiter with the number its settling event must be above. */
-  readonly waiters: Map<Deferred.Deferred<StoredEvent>, number>
+  readonly waiters: Map<Deferred.Deferred<Option.Option<StoredEvent>>, number>
 }
 
 /**
@@ -101,7 +105,7 @@ export const makeExecutionHubs = Effect.sync((): ExecutionHubs => {
       listeners.seen = Math.max(listeners.seen, entry.seq)
       if (isSettling(entry.event)) {
         for (const [waiter, afterSeq] of listeners.waiters) {
-          if (entry.seq > afterSeq) Deferred.unsafeDone(waiter, Effect.succeed(entry))
+          if (entry.seq > afterSeq) Deferred.unsafeDone(waiter, Effect.succeed(Option.some(entry)))
         }
       }
       return listeners.pubsub === undefined ? Effect.void : PubSub.publish(listeners.pubsub, entry)
@@ -109,22 +113,19 @@ export const makeExecutionHubs = Effect.sync((): ExecutionHubs => {
 
   return {
     subscribe: (id, knownSeq) => Effect.flatMap(follow(id, knownSeq), (listeners) => PubSub.subscribe(listeners.pubsub!)),
-    nextSettling: (id, afterSeq) =>
-      Effect.map(
-        Effect.acquireRelease(
-          Effect.map(Deferred.make<StoredEvent>(), (deferred) => {
-            const listeners = listenersOf(id, afterSeq)
-            listeners.waiters.set(deferred, afterSeq)
-            return { listeners, deferred }
-          }),
-          ({ deferred, listeners }) =>
-            Effect.sync(() => {
-              listeners.waiters.delete(deferred)
-              dropIfUnused(id, listeners)
-            })
-        ),
-        ({ deferred }) => Deferred.await(deferred)
-      ),
+    nextSettling: (id, afterSeq, settled) =>
+      Effect.asVoid(Effect.acquireRelease(
+        Effect.sync(() => {
+          const listeners = listenersOf(id, afterSeq)
+          listeners.waiters.set(settled, afterSeq)
+          return listeners
+        }),
+        (listeners) =>
+          Effect.sync(() => {
+            listeners.waiters.delete(settled)
+            dropIfUnused(id, listeners)
+          })
+      )),
     publish,
     publishFetched: (id, entries) =>
       Effect.forEach(entries, (entry) => (entry.seq > (byId.get(id)?.seen ?? Infinity) ? publish(id, entry) : Effect.void), {

@@ -127,28 +127,44 @@ export const listingQuery = (sql: SqlClient.SqlClient, query: ExecutionQuery) =>
     ) ORDER BY created_at DESC, id DESC`
 }
 
+type StagedEvent = {
+  readonly execution_id: string
+  readonly seq: number
+  readonly event: string
+  readonly created_at: string
+}
+
+/** Event rows per INSERT: 4 parameters each, far under SQLite's and Postgres's caps on parameters. */
+const EVENT_ROWS = 500
+
+const chunks = <A>(items: ReadonlyArray<A>, size: number): ReadonlyArray<ReadonlyArray<A>> =>
+  items.length <= size ? [items] : Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
+
 export const ExecutionStoreLive = Layer.scoped(
   ExecutionStore,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const group = yield* makeGroupCommit(sql)
+    // The events of every write of a transaction are inserted together, at its end (one statement
+    // per EVENT_ROWS rows instead of one per write).
+    const group = yield* makeGroupCommit<StagedEvent>(sql, (rows) =>
+      Effect.forEach(chunks(rows, EVENT_ROWS), (chunk) => sql`INSERT INTO workflow_events ${sql.insert(chunk)}`, { discard: true }))
     // Store operations are not traced (neither are their SQL statements): they run under the spans
     // of the requests, executions and steps that make them, and writes share group-commit transactions.
     const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
     const commit = <A, E>(write: Effect.Effect<A, E>) => Effect.orDie(group.submit(write))
 
-    /** Inserts `events` numbered up to `lastSeq`; gives `lastSeq`. */
-    const insertEvents = (id: string, lastSeq: number, events: ReadonlyArray<WorkflowEvent>) => {
-      const first = lastSeq - events.length + 1
-      return sql`INSERT INTO workflow_events ${
-        sql.insert(events.map((event, i) => ({
+    /** Stages `events` numbered up to `lastSeq` for the write's transaction; gives `lastSeq`. */
+    const insertEvents = (id: string, lastSeq: number, events: ReadonlyArray<WorkflowEvent>) =>
+      Effect.sync(() => {
+        const first = lastSeq - events.length + 1
+        group.stage(events.map((event, i) => ({
           execution_id: id,
           seq: first + i,
           event: JSON.stringify(event),
           created_at: event.timestamp
         })))
-      }`.pipe(Effect.as(lastSeq))
-    }
+        return lastSeq
+      })
 
     /**
      * Runs a conditional UPDATE that bumps `last_seq` by the number of events and returns it; when it

@@ -1,4 +1,4 @@
-import { Effect, Exit, Fiber, Option, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Option, Runtime, Stream } from "effect"
 import { InternalError, type WorkflowFailed } from "../errors.js"
 import { type ExecutionHubs, isSettling } from "./ExecutionHubs.js"
 import { type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
@@ -54,15 +54,33 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
       action: Effect.Effect<Launched, E>
     ): Effect.Effect<S.ExecutionResult, E | InternalError | WorkflowFailed> =>
       Effect.scoped(Effect.gen(function*() {
-        const settling = yield* hubs.nextSettling(id, afterSeq)
+        // None: the fiber ended abnormally with the execution unsettled (see diedUnsettled).
+        const settled = yield* Deferred.make<Option.Option<StoredEvent>>()
+        yield* hubs.nextSettling(id, afterSeq, settled)
         const launched = yield* action
-        const settled = yield* Effect.raceFirst(
-          Effect.map(settling, Option.some),
-          Effect.as(diedUnsettled(id, launched.execution.version, Option.some(launched.fiber)), Option.none())
-        )
-        if (Option.isNone(settled)) return yield* diedWithoutSettling(id)
-        return yield* resultOf(settledBy(launched.execution, settled.value))
+        yield* whenDiedUnsettled(id, launched, settled)
+        const outcome = yield* Deferred.await(settled)
+        if (Option.isNone(outcome)) return yield* diedWithoutSettling(id)
+        return yield* resultOf(settledBy(launched.execution, outcome.value))
       }))
+
+    /**
+     * diedUnsettled for a waiter, without a fiber of its own while the execution runs (the common case
+     * costs an observer, not two forked fibers and a race): the check runs only once the fiber failed.
+     */
+    const whenDiedUnsettled = (id: string, launched: Launched, settled: Deferred.Deferred<Option.Option<StoredEvent>>) =>
+      Effect.gen(function*() {
+        const runtime = yield* Effect.runtime<never>()
+        const check = Effect.flatMap(reload(id), (after) =>
+          after.status === "running" && after.version === launched.execution.version
+            ? Deferred.succeed(settled, Option.none())
+            : Effect.void)
+        const observer = (exit: Exit.Exit<void>) => {
+          if (Exit.isFailure(exit)) Runtime.runFork(runtime)(check)
+        }
+        launched.fiber.addObserver(observer)
+        yield* Effect.addFinalizer(() => Effect.sync(() => launched.fiber.removeObserver(observer)))
+      })
 
     /**
      * Live events in order from `lastSeq`, each once: one seen already is dropped, and one past a gap
