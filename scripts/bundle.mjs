@@ -12,7 +12,8 @@ import { rmSync } from "node:fs"
 rmSync("dist/chunks", { recursive: true, force: true })
 
 await build({
-  entryPoints: { main: "dist/main.js" },
+  // The observability writer's worker thread (src/observability/StoreWriter.ts) is an entry of its own.
+  entryPoints: { main: "dist/main.js", "observability/storeWriterWorker": "dist/observability/storeWriterWorker.js" },
   outdir: "dist",
   chunkNames: "chunks/[name]-[hash]",
   allowOverwrite: true,

@@ -1,0 +1,71 @@
+import { Worker } from "@effect/platform"
+import { NodeWorker } from "@effect/platform-node"
+import { SqlClient } from "@effect/sql"
+import { Context, Deferred, Effect, Layer, Option } from "effect"
+import { existsSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { Worker as ThreadWorker } from "node:worker_threads"
+import { sqliteFile } from "../storage/Sql.js"
+import { makeStoreWrite, type StoreWrite, type StoreWriteRequest } from "./storeWrites.js"
+
+export type { StoreWrite, StoreWriteRequest } from "./storeWrites.js"
+
+/**
+ * Writes the observability rows (spans, their trace index, log entries) and prunes them. On a SQLite
+ * file, a worker thread with its own connection does it: better-sqlite3 is synchronous, and a batch of
+ * hundreds of span rows held the event loop for tens of milliseconds. Elsewhere (Postgres, whose driver
+ * is asynchronous; an in-memory SQLite another connection cannot open) the service's own client does.
+ */
+export class StoreWriter extends Context.Tag("StoreWriter")<StoreWriter, { readonly write: StoreWrite }>() {}
+
+const WORKER_FILE = "storeWriterWorker.js"
+
+/**
+ * The worker's script: beside this module in tsc's output (dist/observability/), under
+ * dist/observability/ from the bundle (dist/main.js or one of its dist/chunks/), and the built one when
+ * this module runs from source (tests, after `npm run build`).
+ */
+const workerScript = (): string | undefined =>
+  [`./${WORKER_FILE}`, `./observability/${WORKER_FILE}`, `../observability/${WORKER_FILE}`, `../../dist/observability/${WORKER_FILE}`]
+    .map((relative) => fileURLToPath(new URL(relative, import.meta.url)))
+    .find((path) => existsSync(path))
+
+const workerWrite = (script: string, filename: string) =>
+  Effect.gen(function*() {
+    const spawned = yield* Deferred.make<Worker.Worker<StoreWriteRequest, void, unknown>, unknown>()
+    // Started in the background: the service does not wait for the thread to boot. If the thread
+    // dies, @effect/platform starts a new one (the writes it had are failed, and reported by callers).
+    yield* Effect.flatMap(Worker.WorkerManager, (manager) => manager.spawn<StoreWriteRequest, void, unknown>({})).pipe(
+      Effect.exit,
+      Effect.flatMap((exit) => Deferred.done(spawned, exit)),
+      Effect.provide(NodeWorker.layer(() => new ThreadWorker(script, { workerData: { filename } }))),
+      Effect.forkScoped
+    )
+    const write: StoreWrite = (request) =>
+      Effect.flatMap(Deferred.await(spawned), (worker) => worker.executeEffect(request))
+    return write
+  })
+
+export const StoreWriterLive = (databaseUrl: string) =>
+  Layer.scoped(
+    StoreWriter,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const filename = sqliteFile(databaseUrl)
+      const script = filename === undefined ? undefined : workerScript()
+      if (filename !== undefined && script === undefined) {
+        yield* Effect.logWarning(`${WORKER_FILE} not found: observability rows are written on the main thread`)
+      }
+      const write = filename !== undefined && script !== undefined ? yield* workerWrite(script, filename) : makeStoreWrite(sql)
+      return StoreWriter.of({ write })
+    })
+  )
+
+/** The writer the layer provides, or the service's own client's. */
+export const storeWriterOrInline = Effect.flatMap(
+  Effect.serviceOption(StoreWriter),
+  Option.match({
+    onSome: (writer) => Effect.succeed(writer.write),
+    onNone: () => Effect.map(SqlClient.SqlClient, makeStoreWrite)
+  })
+)
