@@ -30,7 +30,12 @@ const workerScript = (): string | undefined =>
     .map((relative) => fileURLToPath(new URL(relative, import.meta.url)))
     .find((path) => existsSync(path))
 
-const workerWrite = (script: string, filename: string) =>
+/** Starts the writer's thread (again, if it dies). */
+export type SpawnWriter = (script: string, workerData: { readonly filename: string }) => ThreadWorker
+
+const spawnThread: SpawnWriter = (script, workerData) => new ThreadWorker(script, { workerData })
+
+const workerWrite = (script: string, filename: string, spawn: SpawnWriter) =>
   Effect.gen(function*() {
     const spawned = yield* Deferred.make<Worker.Worker<StoreWriteRequest, void, unknown>, unknown>()
     // Started in the background: the service does not wait for the thread to boot. If the thread
@@ -38,7 +43,7 @@ const workerWrite = (script: string, filename: string) =>
     yield* Effect.flatMap(Worker.WorkerManager, (manager) => manager.spawn<StoreWriteRequest, void, unknown>({})).pipe(
       Effect.exit,
       Effect.flatMap((exit) => Deferred.done(spawned, exit)),
-      Effect.provide(NodeWorker.layer(() => new ThreadWorker(script, { workerData: { filename } }))),
+      Effect.provide(NodeWorker.layer(() => spawn(script, { filename }))),
       Effect.forkScoped
     )
     const write: StoreWrite = (request) =>
@@ -46,7 +51,7 @@ const workerWrite = (script: string, filename: string) =>
     return write
   })
 
-export const StoreWriterLive = (databaseUrl: string) =>
+export const StoreWriterLive = (databaseUrl: string, options: { readonly spawn?: SpawnWriter } = {}) =>
   Layer.scoped(
     StoreWriter,
     Effect.gen(function*() {
@@ -56,7 +61,7 @@ export const StoreWriterLive = (databaseUrl: string) =>
       if (filename !== undefined && script === undefined) {
         yield* Effect.logWarning(`${WORKER_FILE} not found: observability rows are written on the main thread`)
       }
-      const write = filename !== undefined && script !== undefined ? yield* workerWrite(script, filename) : makeStoreWrite(sql)
+      const write = filename !== undefined && script !== undefined ? yield* workerWrite(script, filename, options.spawn ?? spawnThread) : makeStoreWrite(sql)
       return StoreWriter.of({ write })
     })
   )
