@@ -12,8 +12,7 @@ import { rmSync } from "node:fs"
 rmSync("dist/chunks", { recursive: true, force: true })
 
 await build({
-  // The observability writer's worker thread (src/observability/StoreWriter.ts) is an entry of its own.
-  entryPoints: { main: "dist/main.js", "observability/storeWriterWorker": "dist/observability/storeWriterWorker.js" },
+  entryPoints: { main: "dist/main.js" },
   outdir: "dist",
   chunkNames: "chunks/[name]-[hash]",
   allowOverwrite: true,
@@ -27,6 +26,24 @@ await build({
   legalComments: "none",
   external: ["better-sqlite3", "pg-native"],
   // Bundled CommonJS modules call require() for Node built-ins; an ES module has none of its own.
+  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  logLevel: "warning"
+})
+
+// The observability writer's worker thread (src/observability/StoreWriter.ts): one file of its own,
+// sharing no chunk with the CLI's, so that the CLI's start-up loads what it did before.
+await build({
+  entryPoints: { storeWriterWorker: "dist/observability/storeWriterWorker.js" },
+  outdir: "dist/observability",
+  allowOverwrite: true,
+  bundle: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  minify: true,
+  sourcemap: "linked",
+  legalComments: "none",
+  external: ["better-sqlite3", "pg-native"],
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
   logLevel: "warning"
 })

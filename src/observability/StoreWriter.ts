@@ -1,7 +1,7 @@
 import { Worker } from "@effect/platform"
 import { NodeWorker } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
-import { Context, Deferred, Effect, Layer, Option } from "effect"
+import { Context, Deferred, Effect, Layer, Option, Scope } from "effect"
 import { existsSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { Worker as ThreadWorker } from "node:worker_threads"
@@ -37,17 +37,25 @@ const spawnThread: SpawnWriter = (script, workerData) => new ThreadWorker(script
 
 const workerWrite = (script: string, filename: string, spawn: SpawnWriter) =>
   Effect.gen(function*() {
+    const scope = yield* Effect.scope
     const spawned = yield* Deferred.make<Worker.Worker<StoreWriteRequest, void, unknown>, unknown>()
-    // Started in the background: the service does not wait for the thread to boot. If the thread
-    // dies, @effect/platform starts a new one (the writes it had are failed, and reported by callers).
-    yield* Effect.flatMap(Worker.WorkerManager, (manager) => manager.spawn<StoreWriteRequest, void, unknown>({})).pipe(
+    // Started by the first write, in the background: start-up does not pay for the thread's boot. If
+    // the thread dies, @effect/platform starts a new one (the writes it had are failed, and reported by
+    // their callers).
+    const start = Effect.flatMap(Worker.WorkerManager, (manager) => manager.spawn<StoreWriteRequest, void, unknown>({})).pipe(
       Effect.exit,
       Effect.flatMap((exit) => Deferred.done(spawned, exit)),
       Effect.provide(NodeWorker.layer(() => spawn(script, { filename }))),
-      Effect.forkScoped
+      Scope.extend(scope),
+      Effect.forkIn(scope)
     )
+    let started = false
     const write: StoreWrite = (request) =>
-      Effect.flatMap(Deferred.await(spawned), (worker) => worker.executeEffect(request))
+      Effect.suspend(() => {
+        if (started) return Effect.flatMap(Deferred.await(spawned), (worker) => worker.executeEffect(request))
+        started = true
+        return Effect.zipRight(start, write(request))
+      })
     return write
   })
 
