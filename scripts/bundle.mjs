@@ -29,3 +29,21 @@ await build({
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
   logLevel: "warning"
 })
+
+// The observability writer's worker thread (src/observability/StoreWriter.ts): one file of its own,
+// sharing no chunk with the CLI's, so that the CLI's start-up loads what it did before.
+await build({
+  entryPoints: { storeWriterWorker: "dist/observability/storeWriterWorker.js" },
+  outdir: "dist/observability",
+  allowOverwrite: true,
+  bundle: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  minify: true,
+  sourcemap: "linked",
+  legalComments: "none",
+  external: ["better-sqlite3", "pg-native"],
+  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  logLevel: "warning"
+})

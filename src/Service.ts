@@ -14,6 +14,7 @@ import { McpExposureLive } from "./mcp/McpExposure.js"
 import { ObservabilitySetupLive } from "./ops/ObservabilitySetup.js"
 import { UpdatesLive } from "./ops/Updates.js"
 import { LogCaptureLive, LogStoreLive } from "./observability/LogStore.js"
+import { StoreWriterLive } from "./observability/StoreWriter.js"
 import { TraceStoreLive } from "./observability/TraceStore.js"
 import { TracingLive } from "./observability/Tracing.js"
 import { RecordRetentionLive } from "./retention/RecordRetention.js"
@@ -48,6 +49,7 @@ export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
       TraceStoreLive(config.retention, config.instanceId),
       LogStoreLive({ instanceId: config.instanceId, retention: config.logRetention })
     )),
+    Layer.provideMerge(StoreWriterLive(config.databaseUrl)),
     Layer.provideMerge(SqlLive(config.databaseUrl))
   )
 

@@ -1,9 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, type LogLevel, Option, Queue, Schedule, type Scope, Tracer } from "effect"
 import { makeLiveFeed } from "./liveFeed.js"
-import { countLogs, fromLogRow, type LogEntry, type LogQuery, type LogRetention, type LogRow, makeLogWriter, pruneLogs, selectLogs } from "./logTable.js"
+import { countLogs, fromLogRow, type LogEntry, type LogQuery, type LogRetention, type LogRow, logRow, selectLogs } from "./logTable.js"
 import { type Budget, capString, jsonSize, LOG_ENTRY_CAP, recordedAttributes, redactQueries } from "./Redaction.js"
 import { followRemoteRows } from "./remoteFeed.js"
+import { storeWriterOrInline } from "./StoreWriter.js"
 
 export { LEVELS, type LogEntry, type LogFilter, type LogQuery, type LogRetention, matches } from "./logTable.js"
 
@@ -131,8 +132,8 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
         live.publish(entry)
       })
 
-      const write = makeLogWriter(sql)
-      const prune = pruneLogs(sql, options.retention)
+      const write = yield* storeWriterOrInline
+      const prune = write({ _tag: "pruneLogs", retention: options.retention })
       let sincePrune = 0
       /**
        * Writes what waits now (what arrives meanwhile waits for the next round), a transaction per
@@ -145,7 +146,10 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
           const entries = backlog.take(Math.min(left, BATCH))
           left -= entries.length
           sincePrune += entries.length
-          yield* sql.withTransaction(write(entries)).pipe(Effect.ensuring(Effect.sync(() => (settled += entries.length))))
+          yield* write({ _tag: "logs", rows: entries.map(logRow) }).pipe(
+            Effect.ensuring(Effect.sync(() => (settled += entries.length))),
+            Effect.uninterruptible
+          )
         }
         if (sincePrune >= options.retention.maxEntries) {
           sincePrune = 0

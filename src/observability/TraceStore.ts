@@ -2,11 +2,12 @@ import { SqlClient } from "@effect/sql"
 import type { Context as OtelContext } from "@opentelemetry/api"
 import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Context, Effect, Layer, Option, Queue, Schedule, type Scope } from "effect"
-import { makeBatchInsert } from "./batchInsert.js"
 import { makeLiveFeed } from "./liveFeed.js"
 import { followRemoteRows } from "./remoteFeed.js"
-import { entityOf, type SpanRecord, toSpanRecord } from "./Span.js"
-import { listTraces, makeSpanIndexer, pruneTraces, type RetentionOptions, traceCounts, type TraceQuery, type TraceSummary } from "./traceIndex.js"
+import { type SpanRecord, toSpanRecord } from "./Span.js"
+import { spanRow } from "./spanRows.js"
+import { storeWriterOrInline } from "./StoreWriter.js"
+import { listTraces, type RetentionOptions, traceCounts, type TraceQuery, type TraceSummary } from "./traceIndex.js"
 
 export type { RetentionOptions, TraceQuery, TraceSummary } from "./traceIndex.js"
 
@@ -64,33 +65,6 @@ const fromRow = (row: SpanRow): SpanRecord => ({
   events: JSON.parse(row.events)
 })
 
-const SPAN_COLUMNS = [
-  "span_id", "trace_id", "parent_span_id", "name", "kind", "start_time", "end_time", "duration_ms", "status_code",
-  "status_message", "attributes", "events", "entity_type", "entity_id", "instance"
-]
-
-/** A span as the values of SPAN_COLUMNS, in order. */
-const spanRow = (span: SpanRecord, instance: string) => {
-  const entity = entityOf(span)
-  return [
-    span.spanId,
-    span.traceId,
-    span.parentSpanId,
-    span.name,
-    span.kind,
-    span.startTime,
-    span.endTime ?? span.startTime,
-    span.durationMs ?? 0,
-    span.status.code,
-    span.status.message ?? null,
-    JSON.stringify(span.attributes),
-    JSON.stringify(span.events),
-    entity?.type ?? null,
-    entity?.id ?? null,
-    instance
-  ]
-}
-
 const BATCH = 500
 const BUFFER = 20_000
 const LIVE_BUFFER = 1_024
@@ -122,30 +96,40 @@ export const TraceStoreLive = (retention: RetentionOptions, instanceId: string) 
         shutdown: () => Promise.resolve()
       }
 
-      const insertRows = makeBatchInsert(sql, { table: "observability_spans", columns: SPAN_COLUMNS, onConflict: "ON CONFLICT (span_id) DO NOTHING" })
-      const insert = (spans: ReadonlyArray<SpanRecord>) => Effect.suspend(() => insertRows(spans.map((span) => spanRow(span, instanceId))))
-      const indexSpans = makeSpanIndexer(sql)
-
-      const prune = pruneTraces(sql, retention)
+      const write = yield* storeWriterOrInline
+      const prune = write({ _tag: "pruneSpans", retention })
 
       // The writer's own SQL must not be traced, or every batch would produce the next one.
       // Pruning runs once per `maxTraces` spans written (and on a schedule, for age).
       let sincePrune = 0
-      yield* Queue.takeBetween(pending, 1, BATCH).pipe(
-        Effect.flatMap((chunk) => {
-          const spans = [...chunk]
+      const writeSpans = (spans: ReadonlyArray<SpanRecord>) =>
+        Effect.suspend(() => {
           sincePrune += spans.length
-          return sql.withTransaction(Effect.zipRight(insert(spans), indexSpans(spans))).pipe(
-            Effect.zipRight(sincePrune >= retention.maxTraces ? Effect.zipRight(prune, Effect.sync(() => (sincePrune = 0))) : Effect.void),
+          return write({ _tag: "spans", rows: spans.map((span) => spanRow(span, instanceId)) }).pipe(
+            Effect.tapErrorCause((cause) => Effect.logWarning(`${spans.length} spans lost: could not store them`, cause)),
+            Effect.ignore,
+            Effect.zipRight(sincePrune >= retention.maxTraces ? Effect.zipRight(Effect.ignore(prune), Effect.sync(() => (sincePrune = 0))) : Effect.void),
             Effect.ensuring(Effect.sync(() => (written += spans.length)))
           )
-        }),
+        })
+      yield* Queue.takeBetween(pending, 1, BATCH).pipe(
+        // Uninterruptible: shutdown waits for a batch under way instead of rolling it back.
+        Effect.flatMap((chunk) => Effect.uninterruptible(writeSpans([...chunk]))),
         // Gather the spans of the next moment into one transaction instead of writing them one by one.
         Effect.zipRight(Effect.sleep("200 millis")),
         Effect.catchAllCause((cause) => Effect.logWarning("could not store spans", cause)),
         Effect.forever,
         Effect.withTracerEnabled(false),
         Effect.forkScoped
+      )
+      // On shutdown what waits is written (finalizers run last-added first: before the writer stops).
+      yield* Effect.addFinalizer(() =>
+        Queue.takeAll(pending).pipe(
+          Effect.flatMap((chunk) => chunk.length === 0 ? Effect.void : writeSpans([...chunk])),
+          Effect.timeoutOption("2 seconds"),
+          Effect.ignore,
+          Effect.withTracerEnabled(false)
+        )
       )
       yield* prune.pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("could not prune spans", cause)),

@@ -99,7 +99,10 @@ const LOG_COLUMNS = [
   "instance", "logged_at", "level", "level_rank", "message", ...IDS.map(([, column]) => column), "attributes"
 ]
 
-const logRow = (entry: LogEntry) => [
+/** An entry as stored: the values of LOG_COLUMNS, in order (plain values, so it crosses to a worker as is). */
+export type LogRowValues = ReadonlyArray<string | number | null>
+
+export const logRow = (entry: LogEntry): LogRowValues => [
   entry.instance,
   entry.timestamp,
   entry.level,
@@ -109,9 +112,10 @@ const logRow = (entry: LogEntry) => [
   JSON.stringify(entry.attributes)
 ]
 
-export const makeLogWriter = (sql: SqlClient.SqlClient) => {
+/** Stores a batch of log rows in one transaction. */
+export const makeLogRowWriter = (sql: SqlClient.SqlClient) => {
   const insert = makeBatchInsert(sql, { table: "observability_logs", columns: LOG_COLUMNS, onConflict: "" })
-  return (entries: ReadonlyArray<LogEntry>) => Effect.suspend(() => insert(entries.map(logRow)))
+  return (rows: ReadonlyArray<LogRowValues>) => sql.withTransaction(insert(rows))
 }
 
 /** The newest `limit` matching entries, oldest first. */

@@ -53,12 +53,33 @@ type EntityRow = {
   start_time: string
 }
 
+/** What the index needs of a span (a stored span row carries it all). */
+export interface IndexedSpan {
+  readonly traceId: string
+  readonly parentSpanId: string | null
+  readonly name: string
+  readonly startTime: string
+  readonly endTime: string
+  readonly statusCode: string
+  readonly entity: { readonly type: string; readonly id: string } | undefined
+}
+
+const indexedOf = (span: SpanRecord): IndexedSpan => ({
+  traceId: span.traceId,
+  parentSpanId: span.parentSpanId,
+  name: span.name,
+  startTime: span.startTime,
+  endTime: span.endTime ?? span.startTime,
+  statusCode: span.status.code,
+  entity: entityOf(span)
+})
+
 /** A batch's spans folded into one row per trace and per (entity, trace): an upsert may touch a row once. */
-const fold = (spans: ReadonlyArray<SpanRecord>) => {
+const fold = (spans: ReadonlyArray<IndexedSpan>) => {
   const traces = new Map<string, TraceRow>()
   const entities = new Map<string, EntityRow>()
   for (const span of spans) {
-    const end = span.endTime ?? span.startTime
+    const end = span.endTime
     const isRoot = span.parentSpanId === null ? 1 : 0
     const row = traces.get(span.traceId)
     if (row === undefined) {
@@ -69,7 +90,7 @@ const fold = (spans: ReadonlyArray<SpanRecord>) => {
         start_time: span.startTime,
         end_time: end,
         span_count: 1,
-        error_count: span.status.code === "error" ? 1 : 0
+        error_count: span.statusCode === "error" ? 1 : 0
       })
     } else {
       // The root span names the trace; without one, the earliest span does.
@@ -78,9 +99,9 @@ const fold = (spans: ReadonlyArray<SpanRecord>) => {
       if (span.startTime < row.start_time) row.start_time = span.startTime
       if (end > row.end_time) row.end_time = end
       row.span_count++
-      if (span.status.code === "error") row.error_count++
+      if (span.statusCode === "error") row.error_count++
     }
-    const entity = entityOf(span)
+    const entity = span.entity
     if (entity !== undefined) {
       const key = `${entity.type}\u0000${entity.id}\u0000${span.traceId}`
       const seen = entities.get(key)
@@ -97,6 +118,11 @@ const ENTITY_COLUMNS = ["entity_type", "entity_id", "trace_id", "start_time"] as
 
 /** Adds a batch of spans to the per-trace rows (inside the transaction that stores the spans). */
 export const makeSpanIndexer = (sql: SqlClient.SqlClient) => {
+  const index = makeIndexer(sql)
+  return (spans: ReadonlyArray<SpanRecord>) => Effect.suspend(() => index(spans.map(indexedOf)))
+}
+
+export const makeIndexer = (sql: SqlClient.SqlClient) => {
   const upsertTraces = makeBatchInsert(sql, {
     table: "observability_traces",
     columns: TRACE_COLUMNS,
@@ -122,7 +148,7 @@ export const makeSpanIndexer = (sql: SqlClient.SqlClient) => {
       start_time = CASE WHEN excluded.start_time < observability_trace_entities.start_time
         THEN excluded.start_time ELSE observability_trace_entities.start_time END`
   })
-  return (spans: ReadonlyArray<SpanRecord>) =>
+  return (spans: ReadonlyArray<IndexedSpan>) =>
     Effect.suspend(() => {
       const { entities, traces } = fold(spans)
       return Effect.zipRight(

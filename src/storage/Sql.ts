@@ -17,6 +17,13 @@ export const storageKind = (url: string): StorageKind => (/^postgres(ql)?:\/\//.
 
 const sqlitePath = (url: string): string => url.replace(/^file:(\/\/)?/, "").replace(/^sqlite:(\/\/)?/, "")
 
+/** The SQLite file a URL names, if it names one another connection can open (not Postgres, not `:memory:`). */
+export const sqliteFile = (url: string): string | undefined => {
+  if (storageKind(url) === "postgres") return undefined
+  const filename = sqlitePath(url)
+  return filename === ":memory:" || filename === "" ? undefined : filename
+}
+
 const clientLayer = (url: string): Layer.Layer<SqlClient.SqlClient, unknown> => {
   if (storageKind(url) === "postgres") {
     // Loaded only when used: the Postgres driver is a noticeable part of start-up time.
