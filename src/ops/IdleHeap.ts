@@ -68,17 +68,18 @@ export const decide = (
 
 /** V8's low-memory collection (every unreachable object, emptied pages released), via the in-process inspector. */
 export const collectHeap: Effect.Effect<void, unknown> = Effect.gen(function*() {
-  const { Session } = yield* Effect.promise(() => import("node:inspector"))
+  // Node can be built without the inspector: the import or the connection then fails, and nothing is collected.
+  const { Session } = yield* Effect.tryPromise(() => import("node:inspector"))
   const session = new Session()
   yield* Effect.acquireUseRelease(
-    Effect.sync(() => session.connect()),
+    Effect.try(() => session.connect()),
     () =>
       Effect.async<void, Error>((resume) => {
         session.post("HeapProfiler.collectGarbage", (error) => resume(error === null ? Effect.void : Effect.fail(error)))
       }),
     () => Effect.sync(() => session.disconnect())
   )
-}).pipe(Effect.scoped)
+})
 
 const heapBytes = () => getHeapStatistics().total_heap_size
 
@@ -108,7 +109,7 @@ export const IdleHeapLive = (options: IdleHeapOptions = defaultIdleHeapOptions) 
           state = { floorBytes: after, quiet: 0, lastReclaimMs: at }
           return Effect.logDebug(`idle: heap collected, ${megabytes(sample.heapBytes)} MB -> ${megabytes(after)} MB`)
         }),
-        Effect.catchAll((error) => Effect.logDebug("idle: the heap could not be collected", error))
+        Effect.catchAllCause((cause) => Effect.logDebug("idle: the heap could not be collected", cause))
       )
     })
     yield* Effect.forkScoped(Effect.repeat(tick, Schedule.spaced(options.every)))
