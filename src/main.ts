@@ -3,10 +3,11 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Effect, Exit, Layer, Option } from "effect"
 import { loadConfig, StartupError } from "./config/cli.js"
 import { exampleApp } from "./examples/app.js"
+import { IdleHeapLive } from "./ops/IdleHeap.js"
 import { ServiceLive } from "./Service.js"
 
 const program = loadConfig(process.argv.slice(2), process.env).pipe(
-  Effect.flatMap((config) => Layer.launch(ServiceLive(exampleApp, config))),
+  Effect.flatMap((config) => Layer.launch(Layer.merge(ServiceLive(exampleApp, config), IdleHeapLive()))),
   Effect.catchTag("StorageError", (error) => new StartupError({ message: error.message, exitCode: 1 }))
 )
 
