@@ -11,13 +11,11 @@ import { rmSync } from "node:fs"
 
 rmSync("dist/chunks", { recursive: true, force: true })
 
-await build({
-  entryPoints: { main: "dist/main.js" },
-  outdir: "dist",
-  chunkNames: "chunks/[name]-[hash]",
+// Options both bundles share. Native addons stay external; bundled CommonJS modules call require() for
+// Node built-ins, and an ES module has none of its own.
+const common = {
   allowOverwrite: true,
   bundle: true,
-  splitting: true,
   format: "esm",
   platform: "node",
   target: "node20",
@@ -25,25 +23,22 @@ await build({
   sourcemap: "linked",
   legalComments: "none",
   external: ["better-sqlite3", "pg-native"],
-  // Bundled CommonJS modules call require() for Node built-ins; an ES module has none of its own.
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
   logLevel: "warning"
+}
+
+await build({
+  ...common,
+  entryPoints: { main: "dist/main.js" },
+  outdir: "dist",
+  chunkNames: "chunks/[name]-[hash]",
+  splitting: true
 })
 
 // The observability writer's worker thread (src/observability/StoreWriter.ts): one file of its own,
 // sharing no chunk with the CLI's, so that the CLI's start-up loads what it did before.
 await build({
+  ...common,
   entryPoints: { storeWriterWorker: "dist/observability/storeWriterWorker.js" },
-  outdir: "dist/observability",
-  allowOverwrite: true,
-  bundle: true,
-  format: "esm",
-  platform: "node",
-  target: "node20",
-  minify: true,
-  sourcemap: "linked",
-  legalComments: "none",
-  external: ["better-sqlite3", "pg-native"],
-  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
-  logLevel: "warning"
+  outdir: "dist/observability"
 })

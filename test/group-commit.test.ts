@@ -42,14 +42,19 @@ const services = (url: string, gate: Effect.Effect<void>) =>
     Layer.provide(Logger.remove(Logger.defaultLogger))
   )
 
+/** A client on the backend's test database, with an empty `probe` table. */
+const probeDatabase = (url: string) =>
+  Effect.gen(function*() {
+    const sql = Context.get(yield* Layer.build(SqlLive(url)), SqlClient.SqlClient)
+    yield* sql`CREATE TABLE probe (id INTEGER PRIMARY KEY, note TEXT NOT NULL)`.pipe(Effect.orDie)
+    return sql
+  })
+
 for (const backend of backends) {
   describe.skipIf(backend.skip)(`group commit on ${backend.name}`, () => {
     it.scoped("a write that fails in a shared transaction fails only for its caller; conditional writes keep their meaning", () =>
       Effect.gen(function*() {
-        const url = yield* backend.url
-        const context = yield* Layer.build(SqlLive(url))
-        const sql = Context.get(context, SqlClient.SqlClient)
-        yield* sql`CREATE TABLE probe (id INTEGER PRIMARY KEY, note TEXT NOT NULL)`.pipe(Effect.orDie)
+        const sql = yield* probeDatabase(yield* backend.url)
         yield* sql`INSERT INTO probe ${sql.insert({ id: 0, note: "taken" })}`.pipe(Effect.orDie)
         const group = yield* makeGroupCommit(sql)
 
@@ -69,10 +74,7 @@ for (const backend of backends) {
 
     it.scoped("rows staged by the writes of a transaction are written with it; a write whose rows fail fails alone", () =>
       Effect.gen(function*() {
-        const url = yield* backend.url
-        const context = yield* Layer.build(SqlLive(url))
-        const sql = Context.get(context, SqlClient.SqlClient)
-        yield* sql`CREATE TABLE probe (id INTEGER PRIMARY KEY, note TEXT NOT NULL)`.pipe(Effect.orDie)
+        const sql = yield* probeDatabase(yield* backend.url)
         yield* sql`CREATE TABLE staged (id INTEGER PRIMARY KEY, probe INTEGER NOT NULL)`.pipe(Effect.orDie)
         yield* sql`INSERT INTO staged ${sql.insert({ id: 0, probe: 0 })}`.pipe(Effect.orDie)
         const flushes: Array<number> = []
