@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import WebSocket from "ws"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
+import { type CollectedMessages, collectMessages } from "./support/sockets.js"
 import { freePort, killed, type Spawned, spawnMain, waitForHttp } from "./support/process.js"
 
 const running: Array<Spawned> = []
@@ -22,31 +23,13 @@ const start = async (databaseUrl: string, instanceId: string) => {
 const post = (url: string, body: unknown) =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }).then((r) => r.json())
 
-/** A WebSocket that collects its JSON messages; `next` waits (up to `ms`) for one that matches. */
+/** A WebSocket that collects its JSON messages, once open. */
 const listen = (url: string) =>
-  new Promise<{ socket: WebSocket; messages: Array<any>; next: (match: (m: any) => boolean, ms?: number) => Promise<any> }>((resolve, reject) => {
+  new Promise<CollectedMessages & { socket: WebSocket }>((resolve, reject) => {
     const socket = new WebSocket(url)
-    const messages: Array<any> = []
-    const waiters: Array<() => void> = []
-    socket.on("message", (data) => {
-      messages.push(JSON.parse(data.toString()))
-      waiters.splice(0).forEach((wake) => wake())
-    })
+    const collected = collectMessages(socket)
     socket.on("error", reject)
-    const next = (match: (m: any) => boolean, ms = 10_000) =>
-      new Promise<any>((found, fail) => {
-        const deadline = setTimeout(() => fail(new Error(`no matching message in ${ms} ms: ${JSON.stringify(messages).slice(0, 2000)}`)), ms)
-        const check = () => {
-          const hit = messages.find(match)
-          if (hit === undefined) waiters.push(check)
-          else {
-            clearTimeout(deadline)
-            found(hit)
-          }
-        }
-        check()
-      })
-    socket.on("open", () => resolve({ socket, messages, next }))
+    socket.on("open", () => resolve({ socket, ...collected }))
   })
 
 const until = async <A>(read: () => Promise<A>, done: (a: A) => boolean, ms = 10_000): Promise<A> => {

@@ -3,36 +3,18 @@ import { Effect, Layer } from "effect"
 import { createServer, type IncomingMessage } from "node:http"
 import WebSocket from "ws"
 import { exportSPKI, generateKeyPair, SignJWT } from "jose"
+import { type CollectedMessages, collectMessages } from "./support/sockets.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 /** Opens a WebSocket and collects its messages; resolves the HTTP status when the handshake is refused. */
 const openSocket = (url: string) =>
-  new Promise<{ socket: WebSocket; messages: Array<any>; next: (predicate: (m: any) => boolean, ms?: number) => Promise<any> } | { refused: number }>(
-    (resolve) => {
-      const socket = new WebSocket(url)
-      const messages: Array<any> = []
-      const waiters: Array<() => void> = []
-      socket.on("message", (data) => {
-        messages.push(JSON.parse(data.toString()))
-        waiters.splice(0).forEach((wake) => wake())
-      })
-      socket.on("unexpected-response", (_request, response: IncomingMessage) => resolve({ refused: response.statusCode ?? 0 }))
-      socket.on("error", () => {})
-      const next = (predicate: (m: any) => boolean, ms = 5000) =>
-        new Promise<any>((resolveNext, reject) => {
-          const deadline = setTimeout(() => reject(new Error(`no matching message in ${ms} ms: ${JSON.stringify(messages)}`)), ms)
-          const check = () => {
-            const found = messages.find(predicate)
-            if (found !== undefined) {
-              clearTimeout(deadline)
-              resolveNext(found)
-            } else waiters.push(check)
-          }
-          check()
-        })
-      socket.on("open", () => resolve({ socket, messages, next }))
-    }
-  )
+  new Promise<(CollectedMessages & { socket: WebSocket }) | { refused: number }>((resolve) => {
+    const socket = new WebSocket(url)
+    const collected = collectMessages(socket, 5000)
+    socket.on("unexpected-response", (_request, response: IncomingMessage) => resolve({ refused: response.statusCode ?? 0 }))
+    socket.on("error", () => {})
+    socket.on("open", () => resolve({ socket, ...collected }))
+  })
 
 const opened = async (url: string) => {
   const result = await openSocket(url)

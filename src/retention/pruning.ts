@@ -37,23 +37,19 @@ export const finishedExecutions: Prunable = {
     Effect.map(sql.withTransaction(deleteFinishedExecutions(sql, ids.map(String))), (gone) => gone.length)
 }
 
-export const conversationMessages: Prunable = {
-  table: "agent_messages",
-  time: "created_at",
+/** Rows of `table` removed by id once their `time` column is past the retention. */
+const byTime = (table: string, time: string, index: string): Prunable => ({
+  table,
+  time,
   id: "id",
-  candidates: (sql) => sql`created_at IS NOT NULL`,
-  index: "agent_messages_by_created",
-  remove: deleteByIds("agent_messages", "id")
-}
+  candidates: (sql) => sql`${sql(time)} IS NOT NULL`,
+  index,
+  remove: deleteByIds(table, "id")
+})
 
-export const historyEntries: Prunable = {
-  table: "agent_history",
-  time: "start_time",
-  id: "id",
-  candidates: (sql) => sql`start_time IS NOT NULL`,
-  index: "agent_history_by_start",
-  remove: deleteByIds("agent_history", "id")
-}
+export const conversationMessages = byTime("agent_messages", "created_at", "agent_messages_by_created")
+
+export const historyEntries = byTime("agent_history", "start_time", "agent_history_by_start")
 
 const from = (sql: SqlClient.SqlClient, target: Prunable) =>
   sql.onDialectOrElse({
