@@ -62,15 +62,19 @@ export const makeGroupCommit = <Staged = never>(
 
     // The rows staged by the writes of the transaction being written (the writer runs one at a time).
     let staged: Array<Staged> = []
-    /** `body`, then the rows it staged, in one transaction; nothing is left staged after it, whatever its outcome. */
-    const transaction = <A, E>(body: Effect.Effect<A, E>) =>
+    const flushStaged = Effect.suspend(() => {
+      const rows = staged
+      staged = []
+      return rows.length === 0 ? Effect.void : flush(rows)
+    })
+    /**
+     * `body`, then the rows it staged, in one transaction (a flush failure mapped by `flushFailed`);
+     * nothing is left staged after it, whatever its outcome.
+     */
+    const transaction = <A, E, F = unknown>(body: Effect.Effect<A, E>, flushFailed: (error: unknown) => F = (error) => error as F) =>
       sql.withTransaction(Effect.suspend(() => {
         staged = []
-        return Effect.tap(body, () => {
-          const rows = staged
-          staged = []
-          return rows.length === 0 ? Effect.void : flush(rows)
-        })
+        return Effect.tap(body, () => Effect.mapError(flushStaged, flushFailed))
       })).pipe(Effect.ensuring(Effect.sync(() => {
         staged = []
       })))
@@ -84,19 +88,15 @@ export const makeGroupCommit = <Staged = never>(
     const commit = (batch: ReadonlyArray<Pending>) =>
       Effect.gen(function*() {
         const results: Array<unknown> = []
-        const together = yield* Effect.exit(transaction(Effect.zipRight(
+        const together = yield* Effect.exit(transaction(
           Effect.forEach(batch, (pending) =>
             Effect.matchCauseEffect(pending.write, {
               onFailure: () => Effect.fail(new WriteFailed()),
               onSuccess: (value) => Effect.sync(() => results.push(value))
             }), { discard: true }),
           // Which write's rows failed is not known here: each write then runs again alone.
-          Effect.suspend(() => {
-            const rows = staged
-            staged = []
-            return rows.length === 0 ? Effect.void : Effect.mapError(flush(rows), () => new WriteFailed())
-          })
-        )))
+          () => new WriteFailed()
+        ))
         if (Exit.isSuccess(together)) {
           for (let i = 0; i < batch.length; i++) yield* settle(batch[i], Exit.succeed(results[i]))
         } else if (Cause.failureOption(together.cause).pipe((failure) => failure._tag === "Some" && failure.value instanceof WriteFailed)) {
