@@ -1,13 +1,17 @@
 #!/usr/bin/env node
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Exit, Layer, Option } from "effect"
-import { loadConfig, StartupError } from "./config/cli.js"
+import { Cause, Console, Effect, Exit, Layer, Option } from "effect"
+import { parseCommandLine, StartupError } from "./config/cli.js"
 import { exampleApp } from "./examples/app.js"
 import { IdleHeapLive } from "./ops/IdleHeap.js"
 import { ServiceLive } from "./Service.js"
 
-const program = loadConfig(process.argv.slice(2), process.env).pipe(
-  Effect.flatMap((config) => Layer.launch(Layer.merge(ServiceLive(exampleApp, config), IdleHeapLive()))),
+const program = parseCommandLine(process.argv.slice(2), process.env).pipe(
+  Effect.flatMap((line) =>
+    line._tag === "Help"
+      ? Console.log(line.text)
+      : Layer.launch(Layer.merge(ServiceLive(exampleApp, line.config), IdleHeapLive()))
+  ),
   Effect.catchTag("StorageError", (error) => new StartupError({ message: error.message, exitCode: 1 }))
 )
 

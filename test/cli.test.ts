@@ -1,11 +1,15 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { Effect, Exit, Scope } from "effect"
+import { SignJWT } from "jose"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:net"
 import WebSocket from "ws"
 import { Agent, request } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { fileURLToPath } from "node:url"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
+import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { freePort, killed, type Spawned, spawnMain, waitForHttp } from "./support/process.js"
 
 const running: Array<Spawned> = []
@@ -25,6 +29,24 @@ const writeConfig = (content: unknown) => {
   return path
 }
 
+const ROOT = fileURLToPath(new URL("..", import.meta.url))
+
+/** Every environment variable src/ reads: `env.X`, `env["X"]`, `(env, "X")` and `process.env.X`. */
+const variablesRead = (): Array<string> => {
+  const names = new Set<string>()
+  const walk = (dir: string): void =>
+    readdirSync(dir, { withFileTypes: true }).forEach((entry) => {
+      if (entry.isDirectory()) return walk(join(dir, entry.name))
+      if (!entry.name.endsWith(".ts")) return
+      const text = readFileSync(join(dir, entry.name), "utf8")
+      for (const match of text.matchAll(/\benv(?:\.|\[")([A-Z][A-Z0-9_]+)|\(env, "([A-Z][A-Z0-9_]+)"|process\.env\.([A-Za-z_][A-Za-z0-9_]*)/g)) {
+        names.add(match[1] ?? match[2] ?? match[3])
+      }
+    })
+  walk(join(ROOT, "src"))
+  return [...names].sort()
+}
+
 afterEach(() => {
   running.splice(0).forEach(killed)
   dirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true }))
@@ -39,7 +61,10 @@ describe("node dist/main.js", () => {
     expect(tools.data.map((t: { name: string }) => t.name)).toEqual(["get_weather", "add", "whoami"])
     await expect(fetch(`http://127.0.0.1:${decoy}/tools`)).rejects.toThrow()
     expect(existsSync(join(server.dir, ".data", "service.db"))).toBe(true)
-    expect(server.stdout()).toContain(`Listening on http://127.0.0.1:${port}`)
+    const url = `http://127.0.0.1:${port}`
+    expect(server.stdout()).toContain(`Listening on ${url}`)
+    expect(server.stdout()).toContain(`  explorer  ${url}/ui\n  OpenAPI   ${url}/doc\n  model     builtin/echo (deterministic, offline`)
+    expect(server.stdout()).toContain("  storage   SQLite ./.data/service.db\n  auth      none, every route is public; console routes open")
     expect(resolveServerConfig({}, { PORT: "1234" }).port).toBe(3141)
   })
 
@@ -129,6 +154,83 @@ describe("node dist/main.js", () => {
     const badKey = start(["--config", writeConfig({ auth: { secret: "-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----" } })])
     expect((await badKey.exit).code).toBe(2)
     expect(badKey.stderr()).toContain("auth:")
+  })
+
+  it("--help and -h exit 0 with the usage: every flag and every variable the service reads", async () => {
+    const variables = variablesRead()
+    expect(variables).toEqual(expect.arrayContaining(["DATABASE_URL", "AI_PROVIDER", "JWT_SECRET", "WORKFLOW_POLL_MS"]))
+    for (const flag of ["--help", "-h"]) {
+      // A broken environment does not stand in the way of reading the help.
+      const help = start([flag], { env: { AI_PROVIDER: "skynet" } })
+      expect((await help.exit).code).toBe(0)
+      expect(help.stderr()).toBe("")
+      const text = help.stdout()
+      expect(text).toMatch(/^usage: node dist\/main\.js/)
+      for (const option of ["--port N", "--host H", "--config FILE", "-h, --help"]) expect(text).toContain(option)
+      for (const name of variables.filter((name) => !/^npm_config_/i.test(name))) expect(text, name).toContain(name)
+    }
+  })
+
+  it(".env.example names every variable the service reads, each commented out", () => {
+    const example = readFileSync(join(ROOT, ".env.example"), "utf8")
+    for (const name of variablesRead()) expect(example, name).toMatch(new RegExp(`^# ${name}=`, "mi"))
+    // Nothing is set by copying it: every assignment is commented.
+    expect(example.split("\n").filter((line) => line.trim() !== "" && !line.startsWith("#"))).toEqual([])
+  })
+
+  it.skipIf(!postgresAvailable)("the banner names URL, /ui, /doc, model, Postgres host/db and auth; no secret reaches stdout or stderr", async () => {
+    const scope = Effect.runSync(Scope.make())
+    try {
+      const database = new URL(await Effect.runPromise(Scope.extend(freshPostgresDatabase, scope)))
+      database.password = "pg-password-never-printed" // trust authentication ignores it
+      const secrets = { jwt: "jwt-secret-never-printed-0123456789", key: "sk-key-never-printed" }
+      const port = await freePort()
+      const server = start(["--port", String(port)], {
+        env: {
+          DATABASE_URL: database.toString(),
+          JWT_SECRET: secrets.jwt,
+          AI_PROVIDER: "openai-compatible",
+          AI_BASE_URL: "http://127.0.0.1:9/v1",
+          AI_MODEL: "m",
+          AI_API_KEY: secrets.key,
+          LOG_LEVEL: "debug"
+        }
+      })
+      await waitForHttp(port)
+      const url = `http://127.0.0.1:${port}`
+      expect(server.stdout()).toContain([
+        `Listening on ${url}`,
+        `  explorer  ${url}/ui`,
+        `  OpenAPI   ${url}/doc`,
+        "  model     m (openai-compatible at http://127.0.0.1:9/v1)",
+        `  storage   Postgres 127.0.0.1:${database.port || 5432}${database.pathname}`,
+        "  auth      JWT (shared secret), execution routes need a bearer token; console routes open (not production)"
+      ].join("\n"))
+      // A call that fails at the provider, and one with a forged token, log what they log.
+      const token = await new SignJWT({ sub: "ann" }).setProtectedHeader({ alg: "HS256" })
+        .sign(new TextEncoder().encode(secrets.jwt))
+      const call = (authorization: string) =>
+        fetch(`${url}/agents/assistant/text`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization },
+          body: JSON.stringify({ input: "hello" })
+        })
+      expect((await call(`Bearer ${token}`)).status).toBe(500)
+      expect((await call("Bearer forged.token.value")).status).toBe(401)
+      server.child.kill("SIGTERM")
+      expect((await server.exit).code).toBe(0)
+      const output = server.stdout() + server.stderr()
+      for (const secret of [secrets.jwt, secrets.key, "pg-password-never-printed"]) expect(output).not.toContain(secret)
+
+      const unreachable = start(["--port", String(await freePort())], {
+        env: { DATABASE_URL: "postgres://ann:pg-password-never-printed@127.0.0.1:1/nowhere" }
+      })
+      expect((await unreachable.exit).code).toBe(1)
+      expect(unreachable.stderr()).toContain("error: Storage unavailable")
+      expect(unreachable.stdout() + unreachable.stderr()).not.toContain("pg-password-never-printed")
+    } finally {
+      await Effect.runPromise(Scope.close(scope, Exit.void))
+    }
   })
 
   it("bad flags exit 2 with the usage line", async () => {

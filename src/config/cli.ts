@@ -10,7 +10,39 @@ export class StartupError extends Schema.TaggedError<StartupError>()("StartupErr
   exitCode: Schema.Int
 }) {}
 
-const usage = "usage: node dist/main.js [--port N] [--host H] [--config file.json]"
+const usage = "usage: node dist/main.js [--port N] [--host H] [--config file.json] [--help]"
+
+/** What `--help` prints: every flag, and the environment variables that change what the service does. */
+export const helpText = `${usage}
+
+Serves agents, durable workflows and tools over HTTP: OpenAPI 3.1 at /doc, Swagger UI at /ui.
+
+Options:
+  --port N             port to listen on (default 3141; 0 picks a free one; PORT is never read)
+  --host H             address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)
+  --config FILE        JSON config file: port, host, bodyLimit, enableSwaggerUI, cors, storage.url, auth,
+                       instanceId, observability, retention, workflows (unknown fields exit 2);
+                       flags win over the file, the environment over both
+  -h, --help           print this and exit
+
+Environment (every variable, commented, in .env.example; load a file with node --env-file=.env):
+  DATABASE_URL         file:path.db (SQLite, default file:./.data/service.db) or postgres://user@host:5432/db
+  AI_PROVIDER          builtin (default: deterministic, offline), openai, anthropic, openai-compatible
+  AI_MODEL             the model id (defaults: echo, gpt-4o-mini, claude-3-5-haiku-latest)
+  AI_BASE_URL          the provider's URL (openai-compatible: required, e.g. http://localhost:11434/v1)
+  AI_API_KEY           the provider's key (or OPENAI_API_KEY, ANTHROPIC_API_KEY)
+  JWT_SECRET           turns JWT authentication on: a shared secret or a PEM public key
+  NODE_ENV             production: Swagger UI off unless configured, console routes need a key
+  SERVICE_CONSOLE_ACCESS_KEY  the x-console-access-key console routes need in production
+  LOG_LEVEL            trace, debug, info (default), warn, error, none
+  OTEL_EXPORTER_OTLP_ENDPOINT  also export spans over OTLP/HTTP to this URL
+  OBSERVABILITY_RECORD_CONTENT  true: model spans keep prompts and completions (default false)
+  SERVICE_INSTANCE_ID  this instance's name among several on one Postgres (default host-pid-random)
+  WORKFLOW_LEASE_SECONDS (15), WORKFLOW_POLL_MS (1000), SHUTDOWN_GRACE_SECONDS (10),
+  IDEMPOTENCY_KEY_HOURS (24)  workflow ownership, drain on shutdown, Idempotency-Key memory
+
+Exit status: 0 after SIGTERM/SIGINT or --help; 1 when the port is busy or the store unreachable;
+2 for a bad flag, config file or variable.`
 
 const invalid = (message: string) => new StartupError({ message, exitCode: 2 })
 
@@ -31,25 +63,52 @@ const readConfigFile = (path: string): Either.Either<ConfigFile, StartupError> =
   )
 }
 
+/** What the command line asks for: the usage, or serving with a configuration. */
+export type CommandLine =
+  | { readonly _tag: "Help"; readonly text: string }
+  | { readonly _tag: "Serve"; readonly config: ServerConfigShape }
+
 /**
- * Command line > environment (DATABASE_URL, NODE_ENV) > config file > defaults.
- * The port never comes from PORT.
+ * `--help` (or `-h`) wins over everything else, even a broken environment; otherwise the configuration:
+ * command line > environment (DATABASE_URL, NODE_ENV, ...) > config file > defaults.
  */
-export const loadConfig = (
+export const parseCommandLine = (
   argv: ReadonlyArray<string>,
   env: Readonly<Record<string, string | undefined>>
-): Effect.Effect<ServerConfigShape, StartupError> =>
+): Effect.Effect<CommandLine, StartupError> =>
   Effect.gen(function*() {
     const { values } = yield* Effect.try({
       try: () =>
         parseArgs({
           args: [...argv],
-          options: { port: { type: "string" }, host: { type: "string" }, config: { type: "string" } },
+          options: {
+            port: { type: "string" },
+            host: { type: "string" },
+            config: { type: "string" },
+            help: { type: "boolean", short: "h" }
+          },
           strict: true,
           allowPositionals: false
         }),
       catch: (error) => invalid(`${error instanceof Error ? error.message : String(error)}\n${usage}`)
     })
+    if (values.help === true) return { _tag: "Help", text: helpText } as const
+    return { _tag: "Serve", config: yield* configFrom(values, env) } as const
+  })
+
+/** The configuration of a command line (`--help` is a StartupError with exit code 0 here). The port never comes from PORT. */
+export const loadConfig = (
+  argv: ReadonlyArray<string>,
+  env: Readonly<Record<string, string | undefined>>
+): Effect.Effect<ServerConfigShape, StartupError> =>
+  Effect.flatMap(parseCommandLine(argv, env), (line) =>
+    line._tag === "Serve" ? Effect.succeed(line.config) : new StartupError({ message: line.text, exitCode: 0 }))
+
+const configFrom = (
+  values: { readonly port?: string | undefined; readonly host?: string | undefined; readonly config?: string | undefined },
+  env: Readonly<Record<string, string | undefined>>
+): Effect.Effect<ServerConfigShape, StartupError> =>
+  Effect.gen(function*() {
     const file = values.config === undefined ? {} : yield* readConfigFile(values.config)
     let port = file.port
     if (values.port !== undefined) {

@@ -21,6 +21,7 @@ import { CrossOriginLive } from "./CrossOrigin.js"
 import { ErrorMappingLive } from "./ErrorMapping.js"
 import { SwaggerUiLive } from "./docs/swaggerUi.js"
 import { SwaggerUiAuthenticationLive } from "./SwaggerUiAuthentication.js"
+import { withStartupBanner } from "./StartupBanner.js"
 
 const routes = routeTable(ServiceApi)
 
@@ -89,7 +90,7 @@ export const HttpLive = <A extends HttpServer.HttpServer = HttpServer.HttpServer
   server: Layer.Layer<A, E, R> = providedServer as unknown as Layer.Layer<A, E, R>
 ) =>
   serveApi.pipe(
-    HttpServer.withLogAddress,
+    withStartupBanner(config),
     Layer.provideMerge(server),
     Layer.provide(config.enableSwaggerUI ? SwaggerUiLive("/ui") : Layer.empty),
     Layer.provide(SwaggerUiAuthenticationLive),
