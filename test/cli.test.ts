@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
 import { SignJWT } from "jose"
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { spawn } from "node:child_process"
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { createServer, type Server } from "node:net"
 import WebSocket from "ws"
 import { Agent, request } from "node:http"
@@ -215,7 +216,7 @@ describe("node dist/main.js", () => {
           headers: { "content-type": "application/json", authorization },
           body: JSON.stringify({ input: "hello" })
         })
-      expect((await call(`Bearer ${token}`)).status).toBe(500)
+      expect((await call(`Bearer ${token}`)).status).not.toBe(200)
       expect((await call("Bearer forged.token.value")).status).toBe(401)
       server.child.kill("SIGTERM")
       expect((await server.exit).code).toBe(0)
@@ -331,4 +332,62 @@ describe("node dist/main.js", () => {
       agent.destroy()
     })
   }
+})
+
+describe("npm run dev", () => {
+  it("serves the sources, rebuilds and restarts on a change, keeps the last good build through a broken one", async () => {
+    expect(JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts.dev).toBe("node scripts/dev.mjs")
+    // A copy of the sources, so that the test can change them.
+    const dir = mkdtempSync(join(tmpdir(), "service-dev-"))
+    dirs.push(dir)
+    cpSync(join(ROOT, "src"), join(dir, "src"), { recursive: true })
+    cpSync(join(ROOT, "scripts", "dev.mjs"), join(dir, "scripts", "dev.mjs"))
+    cpSync(join(ROOT, "package.json"), join(dir, "package.json"))
+    symlinkSync(realpathSync(join(ROOT, "node_modules")), join(dir, "node_modules"))
+    const port = await freePort()
+    const { PATH, HOME } = process.env
+    // Its own process group: if the test fails, the group (dev.mjs and the service it runs) is killed.
+    const dev = spawn(process.execPath, [join(dir, "scripts", "dev.mjs"), "--port", String(port)], {
+      cwd: dir,
+      env: { PATH, HOME },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true
+    })
+    let output = ""
+    dev.stdout!.on("data", (chunk) => (output += chunk))
+    dev.stderr!.on("data", (chunk) => (output += chunk))
+    const exited = new Promise<number | null>((resolve) => dev.once("exit", resolve))
+    const addDescription = () =>
+      fetch(`http://127.0.0.1:${port}/tools`).then((r) => r.json()).then(
+        (body: { data: Array<{ name: string; description: string }> }) => body.data.find((tool) => tool.name === "add")?.description,
+        () => undefined
+      )
+    const eventually = async <A>(what: string, probe: () => Promise<A>, done: (value: A) => boolean) => {
+      const deadline = Date.now() + 90_000
+      for (let value = await probe(); ; value = await probe()) {
+        if (done(value)) return value
+        if (Date.now() > deadline) throw new Error(`${what}: not within 90 s; dev output:\n${output}`)
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+    }
+    try {
+      await eventually("the first build serves", addDescription, (description) => description === "Add two numbers")
+      expect(output).toContain(`Listening on http://127.0.0.1:${port}`)
+      const tools = join(dir, "src", "examples", "tools.ts")
+      writeFileSync(tools, readFileSync(tools, "utf8").replace("\"Add two numbers\"", "\"Add two numbers, changed\""))
+      await eventually("the change is served", addDescription, (description) => description === "Add two numbers, changed")
+      expect(output).toContain("[dev] rebuilt; restarting")
+
+      writeFileSync(tools, readFileSync(tools, "utf8") + "\nexport const broken = ;\n")
+      await eventually("the broken build is reported", async () => output, (text) => text.includes("[dev] build failed"))
+      expect(await addDescription()).toBe("Add two numbers, changed")
+      expect(output).not.toContain("the service exited")
+
+      dev.kill("SIGTERM")
+      expect(await exited).toBe(0)
+      await expect(fetch(`http://127.0.0.1:${port}/tools`)).rejects.toThrow()
+    } finally {
+      if (dev.exitCode === null) process.kill(-dev.pid!, "SIGKILL")
+    }
+  })
 })
