@@ -32,7 +32,10 @@ const writeConfig = (content: unknown) => {
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 
-/** Every environment variable src/ reads: `env.X`, `env["X"]`, `(env, "X")` and `process.env.X`. */
+/**
+ * Every environment variable src/ reads: `env.X`, `env["X"]`, `(env, "X")`, `process.env.X` and Effect's
+ * `Config.string("X")` and its kind (read from the environment by the default ConfigProvider).
+ */
 const variablesRead = (): Array<string> => {
   const names = new Set<string>()
   const walk = (dir: string): void =>
@@ -40,8 +43,8 @@ const variablesRead = (): Array<string> => {
       if (entry.isDirectory()) return walk(join(dir, entry.name))
       if (!entry.name.endsWith(".ts")) return
       const text = readFileSync(join(dir, entry.name), "utf8")
-      for (const match of text.matchAll(/\benv(?:\.|\[")([A-Z][A-Z0-9_]+)|\(env, "([A-Z][A-Z0-9_]+)"|process\.env\.([A-Za-z_][A-Za-z0-9_]*)/g)) {
-        names.add(match[1] ?? match[2] ?? match[3])
+      for (const match of text.matchAll(/\benv(?:\.|\[")([A-Z][A-Z0-9_]+)|\(env, "([A-Z][A-Z0-9_]+)"|process\.env\.([A-Za-z_][A-Za-z0-9_]*)|\bConfig\.\w+\("([A-Z][A-Z0-9_]+)"/g)) {
+        names.add(match[1] ?? match[2] ?? match[3] ?? match[4])
       }
     })
   walk(join(ROOT, "src"))
