@@ -55,7 +55,12 @@ const inPackage = (dir: string, dirName: string, name: string): Array<string> =>
 
 const npm = async (cwd: string, args: ReadonlyArray<string>) => {
   try {
-    return await run("npm", [...args], { cwd, maxBuffer: 64 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: "false" } })
+    return await run("npm", [...args], {
+      cwd,
+      timeout: 180_000,
+      maxBuffer: 64 * 1024 * 1024,
+      env: { ...process.env, npm_config_update_notifier: "false" }
+    })
   } catch (error) {
     const stderr = String((error as { stderr?: unknown }).stderr ?? "")
     const missing = /request to (\S+) failed: cache mode is 'only-if-cached'/.exec(stderr)
@@ -170,7 +175,7 @@ describe("embedding the packed package", () => {
         compilerOptions: { target: "ES2022", module: "NodeNext", strict: true, skipLibCheck: true, types: ["node"] },
         files: ["server.ts", "client.ts"]
       }))
-      await run(process.execPath, [join(modules, "typescript", "bin", "tsc"), "-p", "."], { cwd: app }).catch((error) => {
+      await run(process.execPath, [join(modules, "typescript", "bin", "tsc"), "-p", "."], { cwd: app, timeout: 180_000 }).catch((error) => {
         throw new Error(`the README's samples do not compile:\n${error.stdout}${error.stderr}`)
       })
 
@@ -184,7 +189,7 @@ describe("embedding the packed package", () => {
       const tools = await fetch(`http://127.0.0.1:${port}/tools`).then((response) => response.json())
       expect(tools.data.map((tool: { name: string }) => tool.name)).toEqual(["shout"])
 
-      const client = await run(process.execPath, ["client.js", `http://127.0.0.1:${port}`], { cwd: app, env: { PATH, HOME } })
+      const client = await run(process.execPath, ["client.js", `http://127.0.0.1:${port}`], { cwd: app, env: { PATH, HOME }, timeout: 60_000 })
       expect(JSON.parse(client.stdout)).toEqual({ tools: ["shout"], shout: { loud: "HELLO" }, status: "suspended" })
       server.kill("SIGTERM")
       const [code] = await once(server, "exit")
