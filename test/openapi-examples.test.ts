@@ -15,7 +15,7 @@ import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
 type Operation = {
   operationId: string
   parameters?: Array<{ name: string; in: string; examples?: Record<string, { value: unknown }>; example?: unknown }>
-  requestBody?: { content: Record<string, { example?: unknown; examples?: Record<string, { value: unknown }> }> }
+  requestBody?: { content: Record<string, Holder> }
   responses: Record<string, any>
 }
 type Spec = { paths: Record<string, Record<string, Operation>>; components: Record<string, any> }
@@ -23,12 +23,16 @@ type Spec = { paths: Record<string, Record<string, Operation>>; components: Reco
 const operations = (spec: Spec) =>
   Object.entries(spec.paths).flatMap(([path, item]) => Object.entries(item).map(([method, operation]) => ({ path, method, operation })))
 
-/** What Swagger UI pre-fills: `example`, else the first of `examples`. */
-const prefilled = (holder: { example?: unknown; examples?: Record<string, { value: unknown }> } | undefined) =>
+type Holder = { example?: unknown; examples?: Record<string, { value: unknown }>; schema?: { examples?: Array<unknown> } }
+
+/** What Swagger UI pre-fills: `example`, else the first of `examples`, else the first of the schema's `examples`. */
+const prefilled = (holder: Holder | undefined) =>
   holder?.example !== undefined
     ? { value: holder.example }
     : holder?.examples !== undefined && Object.keys(holder.examples).length > 0
     ? { value: Object.values(holder.examples)[0]!.value }
+    : Array.isArray(holder?.schema?.examples) && holder.schema.examples.length > 0
+    ? { value: holder.schema.examples[0] }
     : undefined
 
 const pathParameters = (operation: Operation) => (operation.parameters ?? []).filter((parameter) => parameter.in === "path")

@@ -7,7 +7,8 @@ import type { AppCatalog } from "./appCatalog.js"
  * workflow's input or resume data) offer one example per entry, under the same names and in the same
  * order, so the pre-selected pair belongs together. Parameters naming records made at run time
  * (executions, conversations) get none: no value exists before a call, and a delete should not be
- * pre-filled. Bodies that do not depend on the entry carry their schema's own example.
+ * pre-filled. Bodies that do not depend on the entry carry their schema's own `examples`, which Swagger
+ * UI pre-fills when the media type has none.
  */
 type Named = ReadonlyArray<{ readonly key: string; readonly value: unknown }>
 
@@ -79,9 +80,6 @@ const withOperationExamples = (examples: Examples, operation: Record<string, any
     body = { ...media, examples: { inert: inert[operationId] } }
   } else if (media !== undefined && named !== undefined && named.length > 0) {
     body = { ...media, examples: exampleMap(named, (key) => `For ${key}`) }
-  } else if (media !== undefined && Array.isArray(media.schema?.examples) && media.schema.examples.length > 0) {
-    // Swagger UI pre-fills a body from the media type's examples, not from its schema's.
-    body = { ...media, example: media.schema.examples[0] }
   }
   return {
     ...operation,
