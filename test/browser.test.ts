@@ -10,27 +10,29 @@ if (CHROMIUM === undefined) {
   console.warn("SKIPPED browser test: no Chromium at /usr/bin/chromium (install Debian's chromium to run it)")
 }
 
+const launch = Effect.acquireRelease(
+  Effect.promise(() =>
+    chromium.launch({
+      executablePath: CHROMIUM!,
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync"
+      ]
+    })
+  ),
+  (browser) => Effect.promise(() => browser.close())
+)
+
 layer(TestServerLive(), { excludeTestServices: true })("Swagger UI in headless Chromium", (it) => {
   it.scoped.skipIf(CHROMIUM === undefined)("executes GET /tools from the /ui page", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const browser = yield* Effect.acquireRelease(
-        Effect.promise(() =>
-          chromium.launch({
-            executablePath: CHROMIUM!,
-            args: [
-              "--no-sandbox",
-              "--disable-gpu",
-              "--disable-quic",
-              "--no-first-run",
-              "--disable-background-networking",
-              "--disable-component-update",
-              "--disable-sync"
-            ]
-          })
-        ),
-        (browser) => Effect.promise(() => browser.close())
-      )
+      const browser = yield* launch
       const text = yield* Effect.promise(async () => {
         const page = await browser.newPage()
         const external: Array<string> = []
@@ -50,4 +52,22 @@ layer(TestServerLive(), { excludeTestServices: true })("Swagger UI in headless C
       expect(text.body).toContain("\"success\": true")
       expect(text.body).toContain("get_weather")
     }), 60_000)
+
+  it.scoped.skipIf(CHROMIUM === undefined)("the first click on POST /agents/{id}/text succeeds as pre-filled; no Authorize button", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const browser = yield* launch
+      const seen = yield* Effect.promise(async () => {
+        const page = await browser.newPage()
+        await page.goto(`${url}/ui`)
+        const operation = page.locator(".opblock-post:has([data-path='/agents/{id}/text'])")
+        await operation.locator(".opblock-summary").click()
+        await operation.getByRole("button", { name: "Try it out" }).click()
+        await operation.getByRole("button", { name: "Execute", exact: true }).click()
+        const status = operation.locator(".live-responses-table .response .response-col_status").first()
+        await status.waitFor({ timeout: 30_000 })
+        return { status: await status.innerText(), authorize: await page.locator(".btn.authorize").count() }
+      })
+      expect(seen).toEqual({ status: "200", authorize: 0 })
+    }), 90_000)
 })

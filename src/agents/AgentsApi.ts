@@ -26,6 +26,15 @@ const call = <const Name extends string, const Path extends HttpApiEndpoint.Path
   HttpApiEndpoint.post(name, path).setPath(IdPath).addError(ValidationError).addError(NotFound).addError(ExecutionFailed).addError(Forbidden)
     .annotate(RouteClassAnnotation, "execution")
 
+// Bodies any agent answers, pre-filled by the explorer (the agent ids come from the app: openApiExamples.ts).
+const TextRequest = GenerateRequest.annotations({ examples: [{ input: "Hello! What can you do?" }] })
+const ObjectRequestExample = ObjectRequest.annotations({
+  examples: [{
+    input: "Describe Paris in a few words",
+    schema: { type: "object", properties: { description: { type: "string" } }, required: ["description"] }
+  }]
+})
+
 /** GET /agents's success: its handler encodes it once at start-up. */
 export const AgentList = Success(Schema.Array(AgentSummary))
 
@@ -39,23 +48,23 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .annotate(OpenApi.Summary, "An agent's details")
   )
   .add(
-    call("generateText", "/agents/:id/text").setPayload(GenerateRequest).addSuccess(Success(TextResult))
+    call("generateText", "/agents/:id/text").setPayload(TextRequest).addSuccess(Success(TextResult))
       .annotate(OpenApi.Summary, "Generate text (tools run as needed)")
   )
   .add(
-    call("streamText", "/agents/:id/stream").setPayload(GenerateRequest).addSuccess(EventStream)
+    call("streamText", "/agents/:id/stream").setPayload(TextRequest).addSuccess(EventStream)
       .annotate(OpenApi.Summary, "Stream text as SSE: text-delta, reasoning-delta, tool-call, tool-result, finish, error")
   )
   .add(
-    call("chat", "/agents/:id/chat").setPayload(GenerateRequest).addSuccess(EventStream)
+    call("chat", "/agents/:id/chat").setPayload(TextRequest).addSuccess(EventStream)
       .annotate(OpenApi.Summary, "AI SDK UI message stream (v1), for useChat")
   )
   .add(
-    call("generateObject", "/agents/:id/object").setPayload(ObjectRequest).addSuccess(Success(Schema.Unknown))
+    call("generateObject", "/agents/:id/object").setPayload(ObjectRequestExample).addSuccess(Success(Schema.Unknown))
       .annotate(OpenApi.Summary, "Generate an object matching the given JSON Schema")
   )
   .add(
-    call("streamObject", "/agents/:id/stream-object").setPayload(ObjectRequest).addSuccess(EventStream)
+    call("streamObject", "/agents/:id/stream-object").setPayload(ObjectRequestExample).addSuccess(EventStream)
       .annotate(OpenApi.Summary, "Stream a growing object as SSE: partial frames, then finish")
   )
   .add(

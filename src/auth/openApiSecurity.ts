@@ -35,12 +35,12 @@ export const withSecurity = (
       paths[path][method] = { ...operation, security }
     }
   }
+  const { securitySchemes: declared, ...components } = spec.components ?? {}
+  const securitySchemes = { ...declared, ...(usesBearer ? BEARER : {}), ...(usesConsole ? CONSOLE : {}) }
+  // Swagger UI shows its Authorize button whenever the document has `securitySchemes`, even `{}`.
   return {
     ...spec,
     paths,
-    components: {
-      ...spec.components,
-      securitySchemes: { ...spec.components?.securitySchemes, ...(usesBearer ? BEARER : {}), ...(usesConsole ? CONSOLE : {}) }
-    }
+    components: Object.keys(securitySchemes).length === 0 ? components : { ...components, securitySchemes }
   }
 }

@@ -7,7 +7,7 @@ export const getWeather = defineTool({
   tags: ["weather"],
   parameters: Schema.Struct({
     location: Schema.String.annotations({ description: "City or place name" })
-  }),
+  }).annotations({ examples: [{ location: "Paris" }] }),
   execute: ({ location }) => ({ location, temperatureC: 21, condition: "sunny" })
 })
 
@@ -18,7 +18,7 @@ export const add = defineTool({
   parameters: Schema.Struct({
     a: Schema.Number,
     b: Schema.Number
-  }),
+  }).annotations({ examples: [{ a: 2, b: 3 }] }),
   execute: ({ a, b }) => ({ sum: a + b })
 })
 

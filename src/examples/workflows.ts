@@ -6,7 +6,8 @@ export const approval = workflow({
   id: "approval",
   name: "Approval",
   purpose: "Approve an expense, asking a manager when the amount is over 100",
-  input: Schema.Struct({ amount: Schema.Number }),
+  // Examples are what the API explorer pre-fills for this workflow.
+  input: Schema.Struct({ amount: Schema.Number }).annotations({ examples: [{ amount: 250 }, { amount: 40 }] }),
   result: Schema.Struct({ approved: Schema.Boolean, amount: Schema.Number })
 })
   .andThen({
@@ -17,7 +18,7 @@ export const approval = workflow({
   .andThen({
     id: "manager-approval",
     purpose: "Wait for the manager's decision when needed",
-    resumeSchema: Schema.Struct({ approved: Schema.Boolean }),
+    resumeSchema: Schema.Struct({ approved: Schema.Boolean }).annotations({ examples: [{ approved: true }] }),
     execute: ({ data, resumeData, suspend }) => {
       if (!data.needsApproval) return { approved: true, amount: data.amount }
       if (resumeData === undefined) return suspend("manager approval required")
@@ -30,7 +31,7 @@ export const pipeline = workflow({
   id: "pipeline",
   name: "Pipeline",
   purpose: "Normalise text, measure it in parallel, double n when large, race two finishers",
-  input: Schema.Struct({ text: Schema.String, n: Schema.Number }),
+  input: Schema.Struct({ text: Schema.String, n: Schema.Number }).annotations({ examples: [{ text: "  hello  ", n: 21 }] }),
   result: Schema.Struct({
     text: Schema.String,
     upper: Schema.String,
@@ -84,7 +85,7 @@ export const slow = workflow({
   id: "slow",
   name: "Slow",
   purpose: "Wait for the given number of milliseconds",
-  input: Schema.Struct({ ms: Schema.Number.pipe(Schema.nonNegative()) }),
+  input: Schema.Struct({ ms: Schema.Number.pipe(Schema.nonNegative()) }).annotations({ examples: [{ ms: 500 }] }),
   result: Schema.Struct({ waitedMs: Schema.Number })
 })
   .andThen({ id: "wait", execute: ({ data }) => Effect.as(Effect.sleep(data.ms), { waitedMs: data.ms }) })

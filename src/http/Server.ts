@@ -15,7 +15,10 @@ import { ToolsHandlers } from "../tools/handlers.js"
 import { WorkflowsHandlers } from "../workflows/handlers.js"
 import { WebSocketsHandlers } from "../ws/handlers.js"
 import { ServiceApi } from "./Api.js"
+import { readAppCatalog } from "./docs/appCatalog.js"
 import { describeOpenApi } from "./docs/openApiDocument.js"
+import { withAppExamples } from "./docs/openApiExamples.js"
+import { FaviconLive } from "./docs/favicon.js"
 import { DocsHandlers } from "./docs/handlers.js"
 import { CrossOriginLive } from "./CrossOrigin.js"
 import { ErrorMappingLive } from "./ErrorMapping.js"
@@ -27,10 +30,13 @@ const routes = routeTable(ServiceApi)
 
 /** The API as served: its OpenAPI document marks the security each route has under this configuration. */
 const ApiLive = (config: ServerConfigShape) =>
-  Layer.unwrapEffect(Effect.map(AuthPolicy, (policy) => {
-    const secure = withSecurity(policy, routes, { production: config.production })
-    const api = ServiceApi.annotateContext(OpenApi.annotations({ transform: (spec) => secure(describeOpenApi(spec)) }))
-    return HttpApiBuilder.api(api).pipe(Layer.provide(DocsHandlers(api)))
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const secure = withSecurity(yield* AuthPolicy, routes, { production: config.production })
+    // Read when the document is first built (the transform is synchronous, and so are the reads).
+    const catalog = yield* readAppCatalog
+    const examples = withAppExamples(() => Effect.runSync(catalog))
+    const api = ServiceApi.annotateContext(OpenApi.annotations({ transform: (spec) => secure(examples(describeOpenApi(spec))) }))
+    return HttpApiBuilder.api(api).pipe(Layer.provide(DocsHandlers(api, catalog)))
   })).pipe(
     Layer.provide([
       HealthHandlers,
@@ -93,6 +99,7 @@ export const HttpLive = <A extends HttpServer.HttpServer = HttpServer.HttpServer
     withStartupBanner(config),
     Layer.provideMerge(server),
     Layer.provide(config.enableSwaggerUI ? SwaggerUiLive("/ui") : Layer.empty),
+    Layer.provide(FaviconLive),
     Layer.provide(SwaggerUiAuthenticationLive),
     Layer.provide(ErrorMappingLive(config.bodyLimit)),
     Layer.provide(CrossOriginLive(config, routes)),

@@ -21,7 +21,12 @@ export type McpServerInfo = typeof McpServerInfo.Type
 const IdPath = Schema.Struct({ id: Schema.String })
 
 const JsonRpc = Schema.Unknown.annotations({ identifier: "JsonRpcMessage", description: "JSON-RPC 2.0 message(s)" })
-const MethodNotAllowed = Schema.Unknown.annotations({ description: "A JSON-RPC error: method not allowed" })
+// What the MCP transport sends (a JSON-RPC error, not the service's envelope): documentation only.
+const MethodNotAllowed = Schema.Struct({
+  jsonrpc: Schema.Literal("2.0"),
+  error: Schema.Struct({ code: Schema.Number, message: Schema.String }),
+  id: Schema.Null
+}).annotations({ description: "A JSON-RPC error: method not allowed" })
 
 // No payload schema: the MCP transport reads the body itself, so the builder must not.
 const transport = <const Name extends string, const Method extends "POST" | "GET" | "DELETE">(name: Name, method: Method) =>

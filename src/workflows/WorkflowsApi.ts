@@ -25,6 +25,9 @@ import {
 } from "./WorkflowSchemas.js"
 
 const IdPath = Schema.Struct({ id: Schema.String })
+// What the explorer pre-fills (the workflow's own input and resume data come from the app: openApiExamples.ts).
+const SuspendBody = SuspendRequest.annotations({ examples: [{ reason: "Paused from the API explorer" }] })
+const CancelBody = CancelRequest.annotations({ examples: [{ reason: "Cancelled from the API explorer" }] })
 const ExecutionPath = Schema.Struct({ id: Schema.String, executionId: Schema.String })
 
 export class WorkflowsApi extends HttpApiGroup.make("workflows")
@@ -73,7 +76,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
   )
   .add(
     HttpApiEndpoint.post("suspendExecution", "/workflows/:id/executions/:executionId/suspend").annotate(RouteClassAnnotation, "execution").setPath(ExecutionPath)
-      .setPayload(SuspendRequest).addSuccess(Success(SuspendResult)).addError(BadRequest).addError(NotFound)
+      .setPayload(SuspendBody).addSuccess(Success(SuspendResult)).addError(BadRequest).addError(NotFound)
       .annotate(OpenApi.Summary, "Suspend a running execution at its current step")
   )
   .add(
@@ -84,7 +87,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
   )
   .add(
     HttpApiEndpoint.post("cancelExecution", "/workflows/:id/executions/:executionId/cancel").annotate(RouteClassAnnotation, "execution").setPath(ExecutionPath)
-      .setPayload(CancelRequest).addSuccess(Success(CancelResult)).addError(BadRequest).addError(NotFound)
+      .setPayload(CancelBody).addSuccess(Success(CancelResult)).addError(BadRequest).addError(NotFound)
       .annotate(OpenApi.Summary, "Cancel a running or suspended execution")
   )
   .add(

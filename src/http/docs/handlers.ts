@@ -1,11 +1,15 @@
-import { HttpApiBuilder, HttpServerResponse, OpenApi } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse, OpenApi } from "@effect/platform"
 import { Effect } from "effect"
 import { ServiceApi } from "../Api.js"
 import { ServerConfig } from "../../config/ServerConfig.js"
-import { landingPage } from "./landingPage.js"
+import type { AppCatalog } from "./appCatalog.js"
+import { landingPage, socketOrigin } from "./landingPage.js"
 
-/** `api` is the API as served (its OpenAPI annotations reflect the active configuration). */
-export const DocsHandlers = (api: typeof ServiceApi) =>
+/**
+ * `api` is the API as served (its OpenAPI annotations reflect the active configuration); `catalog`
+ * reads what the app serves (see appCatalog.ts).
+ */
+export const DocsHandlers = (api: typeof ServiceApi, catalog: Effect.Effect<AppCatalog>) =>
   HttpApiBuilder.group(ServiceApi, "docs", (handlers) =>
     Effect.gen(function*() {
       const config = yield* ServerConfig
@@ -13,9 +17,12 @@ export const DocsHandlers = (api: typeof ServiceApi) =>
       const spec = yield* Effect.cached(Effect.sync(() => OpenApi.fromApi(api)))
       const document = yield* Effect.cached(Effect.map(spec, HttpServerResponse.unsafeJson))
       const landing = yield* Effect.cached(
-        Effect.map(spec, (spec) => HttpServerResponse.html(landingPage(spec, { swaggerUI: config.enableSwaggerUI })))
+        Effect.zipWith(spec, catalog, (spec, catalog) => landingPage(spec, catalog, { swaggerUI: config.enableSwaggerUI }))
       )
+      const fallbackHost = `${config.host}:${config.port}`
       return handlers
-        .handle("landing", () => landing)
+        .handle("landing", () =>
+          Effect.zipWith(landing, HttpServerRequest.HttpServerRequest, (page, request) =>
+            HttpServerResponse.html(page.render(socketOrigin(request.headers, fallbackHost)))))
         .handle("openApi", () => document)
     }))
