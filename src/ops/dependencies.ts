@@ -13,11 +13,21 @@ const readJson = (path: string) => Effect.tryPromise(() => readFile(path, "utf8"
 // Aliases (npm:), git, file, link, workspace and URL specs do not name a registry package of that name.
 const fromRegistry = (range: string) => !/[:/]/.test(range)
 
-/** The project's runtime `dependencies` that come from the registry (devDependencies are not the service's). */
+interface Manifest {
+  readonly dependencies?: Record<string, unknown>
+  readonly peerDependencies?: Record<string, unknown>
+}
+
+/**
+ * The project's runtime packages that come from the registry: `dependencies` and `peerDependencies`
+ * (this package's Effect packages are peers, so an embedder shares one Effect; the service still runs
+ * on them). devDependencies are not the service's.
+ */
 export const readDependencies = (projectDir: string): Effect.Effect<ReadonlyArray<Dependency>, Error> =>
   readJson(join(projectDir, "package.json")).pipe(
-    Effect.map((manifest) => {
-      const deps = (manifest as { dependencies?: Record<string, unknown> }).dependencies ?? {}
+    Effect.map((json) => {
+      const manifest = json as Manifest
+      const deps = { ...manifest.peerDependencies, ...manifest.dependencies }
       return Object.entries(deps).flatMap(([name, range]) =>
         typeof range === "string" && fromRegistry(range) ? [{ name, range }] : []
       )
