@@ -33,6 +33,7 @@ const shell = (assets: ConsoleAssets) => `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Console</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="${ASSETS_PATH}/${assets.manifest.style}">
 <script type="module" src="${ASSETS_PATH}/${assets.manifest.script}"></script>
 </head>

@@ -56,7 +56,15 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
     [executionId, state?.status]
   )
 
-  const refresh = () => api<ExecutionState>(`${base}/state`).then(setState, (error: unknown) => setError(errorText(error)))
+  // Only the newest request's answer is kept: an older one may arrive after it and is stale.
+  const requests = useRef(0)
+  const refresh = () => {
+    const request = ++requests.current
+    return api<ExecutionState>(`${base}/state`).then(
+      (state) => request === requests.current && setState(state),
+      (error: unknown) => request === requests.current && setError(errorText(error))
+    )
+  }
 
   useEffect(() => {
     const abort = new AbortController()
@@ -65,13 +73,14 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
       const response = await send(`${base}/stream${query({ after: lastId.current })}`, { signal: abort.signal })
       if (!response.ok || response.body === null) throw await failure(response)
       await readSse(response.body, ({ data, id }) => {
-        if (id !== undefined) lastId.current = id
         const frame = data as WorkflowFrame
+        // The closing workflow-result is not an event of the log: its id is not where a re-attach resumes.
+        if (id !== undefined && frame.type !== "workflow-result") lastId.current = id
         setEvents((events) => [...events, frame])
-        if (frame.type === "workflow-result") setState((state) => state === undefined ? state : { ...state, status: frame.status })
+        if (frame.type === "workflow-result") void refresh()
       }, abort.signal)
     }
-    follow().then(refresh, (error: unknown) => {
+    follow().then(() => refresh(), (error: unknown) => {
       if (!abort.signal.aborted) setError(errorText(error))
     })
     return () => abort.abort()
@@ -109,7 +118,7 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
         ))}
       </div>
       {error !== undefined && <p role="alert" class="error">{error}</p>}
-      {state?.suspension !== undefined && status === "suspended" && (
+      {state?.suspension !== undefined && status === "suspended" && workflow.data !== undefined && (
         <div class="suspension">
           <p>Suspended at <code>{state.suspension.stepId}</code>: <span class="reason">{state.suspension.reason}</span></p>
           <h3>Resume</h3>

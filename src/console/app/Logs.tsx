@@ -106,7 +106,7 @@ export const Logs = () => {
         {lines.map((log, index) => (
           <li key={index} data-testid="log-line" class={`log ${log.level}`}>
             <span class="meta">{log.timestamp}</span> <span class="level">{log.level}</span>{" "}
-            <span class="message">{log.message}</span> <span class="meta">{entityOf(log)}</span>
+            <span class="log-message">{log.message}</span> <span class="meta">{entityOf(log)}</span>
             {log.traceId !== undefined && <> <a href={href("traces", log.traceId)}>trace</a></>}
           </li>
         ))}

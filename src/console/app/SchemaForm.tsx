@@ -43,7 +43,8 @@ const FieldInput = ({ field, id, text, setText }: { field: Field; id: string; te
 
 /**
  * A form generated from a JSON Schema: one field per property when every property is a scalar, else
- * (or on request) a JSON editor. The value is validated against the schema before `onSubmit`.
+ * (or on request) a JSON editor. The value is validated against the schema before `onSubmit`. The form
+ * keeps its state: give it a `key` that changes with the schema.
  */
 export const SchemaForm = (props: SchemaFormProps) => {
   const fields = useMemo(() => fieldsOf(props.schema), [props.schema])
