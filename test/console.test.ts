@@ -73,12 +73,30 @@ const chatWithAssistant = async (page: Page, save: boolean) => {
   expect(await page.locator("[data-testid=chat-message][data-role=user]").nth(1).innerText()).toContain(XSS)
   expect(await injected(page)).toEqual({ ran: false, images: 0 })
   await shoot(page, "agents", save)
-  return (await page.locator(".chat code").first().innerText()).trim()
+  const conversationId = (await page.locator(".chat code").first().innerText()).trim()
+
+  // The agent's history, and from a call to its trace.
+  await page.getByRole("tab", { name: "History" }).click()
+  await page.getByTestId("history-row").nth(1).waitFor(WAIT)
+  expect(await page.getByTestId("history-row").first().innerText()).toContain(conversationId)
+  await page.getByTestId("history-row").last().getByRole("button", { name: "Trace" }).click()
+  await page.getByTestId("span-bar").first().waitFor(WAIT)
+  expect(await page.locator(".waterfall").innerText()).toContain("tool.call")
+  await page.getByTestId("nav-agents").click()
+  await page.getByRole("tab", { name: "Chat" }).click()
+  return conversationId
 }
 
 const runApproval = async (page: Page, save: boolean) => {
   await page.getByTestId("nav-workflows").click()
   await page.getByTestId("workflow-item").filter({ hasText: "approval" }).click()
+  // Checked against the input schema before anything is sent.
+  await page.getByRole("button", { name: "Edit as JSON" }).click()
+  await page.locator("[data-testid=workflow-input] textarea").fill(JSON.stringify({ amount: "lots" }))
+  await page.getByTestId("workflow-run").click()
+  await page.locator("[data-testid=workflow-input] [role=alert]").getByText("input.amount must be a number").waitFor(WAIT)
+  expect(page.url()).toMatch(/#\/workflows\/approval$/)
+  await page.getByRole("button", { name: "Edit as form" }).click()
   await page.locator("[data-testid=workflow-input] input[name=amount]").fill("500")
   await page.getByTestId("workflow-run").click()
   await page.getByTestId("execution-status").getByText("suspended").waitFor(WAIT)
@@ -118,6 +136,22 @@ const openTrace = async (page: Page, save: boolean) => {
   await page.getByTestId("trace-row").first().waitFor(WAIT)
 }
 
+/** A long wait suspended and then cancelled from the execution's buttons. */
+const suspendAndCancel = async (page: Page) => {
+  await page.getByTestId("nav-workflows").click()
+  await page.getByTestId("workflow-item").filter({ hasText: "slow" }).click()
+  await page.locator("[data-testid=workflow-input] input[name=ms]").fill("600000")
+  await page.getByTestId("workflow-run").click()
+  await page.getByTestId("execution-status").getByText("running").waitFor(WAIT)
+  await page.locator("[data-testid=execution-event][data-type=step-start]").waitFor(WAIT)
+  await page.getByRole("button", { name: "Suspend" }).click()
+  await page.getByTestId("execution-status").getByText("suspended").waitFor(WAIT)
+  expect(await page.locator("[data-testid=execution-event][data-type=workflow-suspended]").innerText())
+    .toContain("suspended from the console")
+  await page.getByTestId("execution-cancel").click()
+  await page.getByTestId("execution-status").getByText("cancelled").waitFor(WAIT)
+}
+
 /** A workflow input with markup, run from the console's JSON editor; then its audit line arriving live. */
 const inputAndLogs = async (page: Page, url: string, headers: Record<string, string>, save: boolean) => {
   await page.getByTestId("nav-workflows").click()
@@ -146,6 +180,38 @@ const inputAndLogs = async (page: Page, url: string, headers: Record<string, str
 }
 
 layer(TestServerLive(), { excludeTestServices: true })("Console in headless Chromium", (it) => {
+  it.effect("serves a shell naming hashed assets, long-cached and gzipped, all under a strict CSP", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const checked = yield* Effect.promise(async () => {
+        const shell = await fetch(`${url}/console`)
+        const html = await shell.text()
+        const [script] = html.match(/\/console\/assets\/console-[\w-]+\.js/) ?? []
+        const asset = await fetch(`${url}${script}`, { headers: { "accept-encoding": "gzip" } })
+        const bytes = (await asset.arrayBuffer()).byteLength
+        const missing = await fetch(`${url}/console/assets/nothing.js`)
+        const traversal = await fetch(`${url}/console/assets/..%2Fmanifest.json`)
+        return { shell, html, script, asset, bytes, missing: missing.status, traversal: traversal.status }
+      })
+      expect(checked.shell.status).toBe(200)
+      const csp = checked.shell.headers.get("content-security-policy") ?? ""
+      expect(csp).toContain("default-src 'none'")
+      expect(csp).toContain("script-src 'self'")
+      expect(csp).toContain("connect-src 'self'")
+      expect(csp).not.toMatch(/unsafe|\*|https?:/)
+      expect(checked.shell.headers.get("cache-control")).toBe("no-cache")
+      expect(checked.html).not.toMatch(/<script>|<style>| style=| on\w+=/)
+      expect(checked.script).toBeDefined()
+      expect(checked.asset.status).toBe(200)
+      expect(checked.asset.headers.get("cache-control")).toContain("immutable")
+      expect(checked.asset.headers.get("content-security-policy")).toBe(csp)
+      // fetch decodes gzip: the header says what travelled, the body is the script.
+      expect(checked.asset.headers.get("content-encoding")).toBe("gzip")
+      expect(checked.bytes).toBeGreaterThan(10_000)
+      expect(checked.missing).toBe(404)
+      expect(checked.traversal).toBe(404)
+    }))
+
   it.scoped.skipIf(CHROMIUM === undefined)("chats, runs and resumes a workflow, shows its trace and live logs", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
@@ -156,6 +222,7 @@ layer(TestServerLive(), { excludeTestServices: true })("Console in headless Chro
         const conversationId = await chatWithAssistant(page, true)
         await runApproval(page, true)
         await openTrace(page, true)
+        await suspendAndCancel(page)
         await inputAndLogs(page, url, {}, true)
         return { csp, problems, conversationId }
       })
