@@ -177,6 +177,20 @@ const inputAndLogs = async (page: Page, url: string, headers: Record<string, str
   expect(await line.first().innerText()).toContain("<img src=x")
   expect(await injected(page)).toEqual({ ran: false, images: 0 })
   await shoot(page, "logs", save)
+
+  // Paused, new lines wait (counted) until the tail is resumed.
+  await page.getByRole("button", { name: "Pause" }).click()
+  const held = `held-${Date.now()}`
+  const again = await fetch(`${url}/workflows/pipeline/execute`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ input: { text: held, n: 3 } })
+  })
+  expect(again.status).toBe(200)
+  await page.getByRole("button", { name: /Resume \([1-9]\d* waiting\)/ }).waitFor(WAIT)
+  expect(await page.getByTestId("log-line").filter({ hasText: held }).count()).toBe(0)
+  await page.getByRole("button", { name: /Resume/ }).click()
+  await page.getByTestId("log-line").filter({ hasText: held }).first().waitFor(WAIT)
 }
 
 layer(TestServerLive(), { excludeTestServices: true })("Console in headless Chromium", (it) => {

@@ -23,6 +23,12 @@ export const CredentialsPanel = () => {
         <form
           class="credentials-form"
           aria-label="Credentials"
+          onKeyDown={(event) => {
+            if (event.key === "Escape") {
+              setOpen(false)
+              credentialsPrompt.set(undefined)
+            }
+          }}
           onSubmit={(event) => {
             event.preventDefault()
             saveCredentials({ token: token.trim(), key: key.trim() })
