@@ -1,10 +1,12 @@
 import { useEffect, useRef, useState } from "preact/hooks"
 import { api, failure, query, segment, send } from "./api.js"
 import { Json } from "./Json.js"
+import { credentialsEpoch } from "./credentials.js"
 import { errorText, useLoad } from "./load.js"
 import { href } from "./route.js"
 import { SchemaForm } from "./SchemaForm.js"
 import { readSse } from "./sse.js"
+import { useStore } from "./store.js"
 import type { ExecutionState, LogEntry, WorkflowDetails, WorkflowFrame } from "./types.js"
 
 const ACTIVE = new Set(["running", "suspended"])
@@ -26,6 +28,7 @@ const EventItem = ({ event, duration }: { event: WorkflowFrame; duration: number
     <span class="meta">{"timestamp" in event ? new Date(event.timestamp).toLocaleTimeString() : ""}</span>
     <strong>{event.type}</strong>
     {"from" in event && <code>{event.from}</code>}
+    {event.type === "workflow-result" && <span class={`status ${event.status}`}>{event.status}</span>}
     {duration !== undefined && <span class="badge">{duration} ms</span>}
     {"reason" in event && event.reason !== undefined && <span class="reason">reason: {event.reason}</span>}
     {event.type === "workflow-result" && event.suspension != null && <span class="reason">reason: {event.suspension.reason}</span>}
@@ -49,6 +52,7 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
   const [error, setError] = useState<string | undefined>(undefined)
   const [attachments, setAttachments] = useState(0)
   const lastId = useRef<string | undefined>(undefined)
+  const epoch = useStore(credentialsEpoch)
   const workflow = useLoad(() => api<WorkflowDetails>(`/workflows/${segment(workflowId)}`), [workflowId])
   const traces = useLoad(
     () => api<ReadonlyArray<LogEntry>>(`/api/logs${query({ executionId, limit: 200 })}`)
@@ -84,7 +88,7 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
       if (!abort.signal.aborted) setError(errorText(error))
     })
     return () => abort.abort()
-  }, [base, attachments])
+  }, [base, attachments, epoch])
 
   const act = (action: string, body: unknown) =>
     api(`${base}/${action}`, { method: "POST", body }).then(
