@@ -134,6 +134,14 @@ const openTrace = async (page: Page, save: boolean) => {
   await shoot(page, "traces", save)
   await page.getByTestId("nav-traces").click()
   await page.getByTestId("trace-row").first().waitFor(WAIT)
+  // A workflow's traces: every row is that workflow's.
+  await page.getByTestId("nav-workflows").click()
+  await page.getByTestId("workflow-item").filter({ hasText: "approval" }).click()
+  await page.getByRole("link", { name: "its traces" }).click()
+  await page.getByTestId("trace-row").first().waitFor(WAIT)
+  const entities = await page.getByTestId("trace-row").locator("td:nth-child(3)").allInnerTexts()
+  expect(entities.length).toBeGreaterThan(0)
+  expect(new Set(entities)).toEqual(new Set(["workflow approval"]))
 }
 
 /** A long wait suspended and then cancelled from the execution's buttons. */

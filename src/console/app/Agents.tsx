@@ -43,7 +43,7 @@ export const Agents = ({ path }: { path: ReadonlyArray<string> }) => {
       {chosen !== undefined && (
         <section aria-label={`Agent ${chosen.id}`} class="detail">
           <h2>{chosen.name}</h2>
-          <p class="meta">{chosen.description}</p>
+          <p class="meta">{chosen.description} · <a href={href("traces", "by", "agent", chosen.id)}>its traces</a></p>
           <div role="tablist" class="tabs">
             <button type="button" role="tab" aria-selected={tab === "chat"} onClick={() => setTab("chat")}>Chat</button>
             <button type="button" role="tab" aria-selected={tab === "history"} onClick={() => setTab("history")}>

@@ -7,18 +7,27 @@ import { Waterfall } from "./Waterfall.js"
 
 const LIMIT = 25
 
-/** Traces by entity, newest first; a chosen trace as a waterfall. */
+/**
+ * Traces by entity, newest first (the filter is in the location, `#/traces/by/agent/assistant`, so that
+ * an agent or a workflow links to its traces); a chosen trace (`#/traces/<traceId>`) as a waterfall.
+ */
 export const Traces = ({ path }: { path: ReadonlyArray<string> }) => {
-  const [entityType, setEntityType] = useState("")
-  const [entityId, setEntityId] = useState("")
+  const filtered = path[0] === "by"
+  const entityType = filtered && path[1] !== "any" ? path[1] ?? "" : ""
+  const entityId = filtered ? path[2] ?? "" : ""
+  const setFilter = (type: string, id: string) => {
+    setOffset(0)
+    if (type === "" && id === "") navigate("traces")
+    else navigate("traces", "by", type === "" ? "any" : type, ...(id === "" ? [] : [id]))
+  }
   const [offset, setOffset] = useState(0)
   const traces = useLoad(
     () => api<{ traces: ReadonlyArray<TraceSummary>; total: number }>(
-      `/observability/traces${query({ entityType, entityId: entityId.trim(), limit: LIMIT, offset })}`
+      `/observability/traces${query({ entityType, entityId, limit: LIMIT, offset })}`
     ),
     [entityType, entityId, offset]
   )
-  if (path[0] !== undefined) return <Waterfall key={path[0]} traceId={path[0]} />
+  if (path[0] !== undefined && !filtered) return <Waterfall key={path[0]} traceId={path[0]} />
   const rows = traces.data?.traces ?? []
   return (
     <section aria-labelledby="traces-heading">
@@ -26,7 +35,7 @@ export const Traces = ({ path }: { path: ReadonlyArray<string> }) => {
       <div class="row filters">
         <label>
           Entity
-          <select value={entityType} onChange={(event) => (setEntityType(event.currentTarget.value), setOffset(0))}>
+          <select value={entityType} onChange={(event) => setFilter(event.currentTarget.value, entityId)}>
             <option value="">any</option>
             <option value="agent">agent</option>
             <option value="workflow">workflow</option>
@@ -34,7 +43,7 @@ export const Traces = ({ path }: { path: ReadonlyArray<string> }) => {
         </label>
         <label>
           Entity id
-          <input value={entityId} onChange={(event) => (setEntityId(event.currentTarget.value), setOffset(0))} />
+          <input value={entityId} onChange={(event) => setFilter(entityType, event.currentTarget.value.trim())} />
         </label>
         <button type="button" onClick={traces.reload}>Refresh</button>
       </div>

@@ -14,7 +14,7 @@ const Details = ({ id }: { id: string }) => {
   return (
     <section aria-labelledby="workflow-heading" class="detail">
       <h2 id="workflow-heading">{workflow.name} <code>{workflow.id}</code></h2>
-      <p class="meta">{workflow.purpose}</p>
+      <p class="meta">{workflow.purpose} · <a href={href("traces", "by", "workflow", workflow.id)}>its traces</a></p>
       <ol class="steps">
         {workflow.steps.map((step) => (
           <li key={step.id}>
