@@ -116,6 +116,11 @@ const runApproval = async (page: Page, save: boolean) => {
   const row = page.getByTestId("execution-row").filter({ hasText: executionId })
   await row.waitFor(WAIT)
   expect(await row.innerText()).toContain("completed")
+  // Filtered by status, a completed execution is not among the suspended ones.
+  await page.getByLabel("Status").selectOption("suspended")
+  await row.waitFor({ state: "detached", ...WAIT })
+  await page.getByLabel("Status").selectOption("completed")
+  await row.waitFor(WAIT)
 
   // Opened again from the table, the execution replays its events.
   await row.click()
