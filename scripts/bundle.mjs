@@ -7,7 +7,8 @@
  * Native addons stay external and load from node_modules.
  */
 import { build } from "esbuild"
-import { rmSync } from "node:fs"
+import { readFileSync, rmSync, writeFileSync } from "node:fs"
+import { gzipSync } from "node:zlib"
 
 rmSync("dist/chunks", { recursive: true, force: true })
 
@@ -42,3 +43,30 @@ await build({
   entryPoints: { storeWriterWorker: "dist/observability/storeWriterWorker.js" },
   outdir: "dist/observability"
 })
+
+// The browser console (src/console/app, served at /console by src/console/ConsoleRoute.ts): one
+// content-hashed script and style, a gzipped copy of each, and a manifest naming them.
+const CONSOLE_OUT = "dist/console-app"
+rmSync(CONSOLE_OUT, { recursive: true, force: true })
+const consoleBuild = await build({
+  entryPoints: { console: "src/console/app/main.tsx" },
+  outdir: CONSOLE_OUT,
+  entryNames: "[name]-[hash]",
+  bundle: true,
+  format: "esm",
+  platform: "browser",
+  target: "es2022",
+  jsx: "automatic",
+  jsxImportSource: "preact",
+  minify: true,
+  legalComments: "none",
+  metafile: true,
+  logLevel: "warning"
+})
+const consoleFiles = Object.keys(consoleBuild.metafile.outputs).map((path) => path.slice(CONSOLE_OUT.length + 1))
+for (const name of consoleFiles) writeFileSync(`${CONSOLE_OUT}/${name}.gz`, gzipSync(readFileSync(`${CONSOLE_OUT}/${name}`), { level: 9 }))
+writeFileSync(`${CONSOLE_OUT}/manifest.json`, JSON.stringify({
+  script: consoleFiles.find((name) => name.endsWith(".js")),
+  style: consoleFiles.find((name) => name.endsWith(".css")),
+  files: consoleFiles
+}))

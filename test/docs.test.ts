@@ -51,13 +51,13 @@ layer(TestServerLive(), { excludeTestServices: true })("documentation", (it) => 
       })
     }))
 
-  it.effect("GET / is an HTML landing page linking /doc, /ui and the lists", () =>
+  it.effect("GET / is an HTML landing page linking /console, /doc, /ui and the lists", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
       const response = yield* Effect.promise(() => fetch(`${url}/`))
       expect(response.headers.get("content-type")).toMatch(/text\/html/)
       const html = yield* Effect.promise(() => response.text())
-      for (const href of ["/doc", "/ui", "/tools"]) expect(html).toContain(`href="${href}"`)
+      for (const href of ["/console", "/doc", "/ui", "/tools"]) expect(html).toContain(`href="${href}"`)
     }))
 
   it.effect("GET /ui serves Swagger UI inline, with no external script or stylesheet", () =>

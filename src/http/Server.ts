@@ -6,6 +6,7 @@ import { AuthPolicy } from "../auth/AuthPolicy.js"
 import { withSecurity } from "../auth/openApiSecurity.js"
 import { routeTable } from "../auth/RouteClass.js"
 import type { ServerConfigShape } from "../config/ServerConfig.js"
+import { ConsoleLive } from "../console/ConsoleRoute.js"
 import { HealthHandlers } from "../health/handlers.js"
 import { McpHandlers } from "../mcp/handlers.js"
 import { ObservabilityHandlers } from "../observability/handlers.js"
@@ -87,7 +88,7 @@ const providedServer = Layer.effect(HttpServer.HttpServer, HttpServer.HttpServer
 
 /**
  * The HTTP application: the API, its error mapping, CORS (none on console routes, which are guarded) and
- * (when enabled) Swagger UI at /ui, served on `server`. The server is built after everything else, just
+ * (when enabled) Swagger UI at /ui, the console at /console, served on `server`. The server is built after everything else, just
  * before the app is attached to it: a server listening earlier accepts requests that no handler ever
  * answers (a health check during start-up would hang).
  */
@@ -100,6 +101,7 @@ export const HttpLive = <A extends HttpServer.HttpServer = HttpServer.HttpServer
     Layer.provideMerge(server),
     Layer.provide(config.enableSwaggerUI ? SwaggerUiLive("/ui") : Layer.empty),
     Layer.provide(FaviconLive),
+    Layer.provide(ConsoleLive),
     Layer.provide(SwaggerUiAuthenticationLive),
     Layer.provide(ErrorMappingLive(config.bodyLimit)),
     Layer.provide(CrossOriginLive(config, routes)),

@@ -24,7 +24,7 @@ export const LogEntrySchema = Schema.Struct({
   attributes: Schema.Record({ key: Schema.String, value: Schema.Unknown })
 }).annotations({ identifier: "LogEntry" })
 
-const TraceSummary = Schema.Struct({
+export const TraceSummary = Schema.Struct({
   traceId: Schema.String,
   name: Schema.String,
   entityType: Schema.NullOr(Schema.String),

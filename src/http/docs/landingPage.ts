@@ -28,6 +28,7 @@ export const landingPage = (spec: OpenAPISpec, catalog: AppCatalog, options: Lan
     .map(([path, operation]) => item(path, `GET ${path}`, operation.summary ?? ""))
   const sockets = gets.filter(([, operation]) => isSocket(operation))
   const docs = [
+    item("/console", "/console", "console: chat with agents, run workflows, traces and live logs"),
     item("/doc", "/doc", "OpenAPI 3.1 document"),
     options.swaggerUI ? item("/ui", "/ui", "interactive API explorer") : ""
   ]

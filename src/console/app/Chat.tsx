@@ -1,0 +1,107 @@
+import type { UIMessage } from "ai"
+import { useEffect, useRef, useState } from "preact/hooks"
+import { ConsoleChat } from "./consoleChat.js"
+import { Json } from "./Json.js"
+
+/** One chat per agent for the page's life: switching tabs or agents keeps the conversation. */
+const chats = new Map<string, ConsoleChat>()
+const listeners = new Map<string, () => void>()
+
+const newChat = (agentId: string) => {
+  const chat = new ConsoleChat(agentId, crypto.randomUUID(), () => listeners.get(agentId)?.())
+  chats.set(agentId, chat)
+  return chat
+}
+
+type Part = UIMessage["parts"][number]
+
+const isToolPart = (part: Part): part is Extract<Part, { toolCallId: string }> => "toolCallId" in part
+
+const toolName = (part: Extract<Part, { toolCallId: string }>) =>
+  part.type === "dynamic-tool" ? (part as { toolName: string }).toolName : part.type.slice("tool-".length)
+
+const PartView = ({ part }: { part: Part }) => {
+  if (part.type === "text" || part.type === "reasoning") {
+    return <p class={part.type === "reasoning" ? "reasoning" : "text"}>{part.text}</p>
+  }
+  if (isToolPart(part)) {
+    return (
+      <div class="tool" data-testid="chat-tool">
+        <div>
+          <span class="badge">tool</span> <strong>{toolName(part)}</strong> <span class="meta">{part.state}</span>
+        </div>
+        <Json label="input" value={part.input} />
+        {part.state === "output-available" && <Json label="output" value={part.output} />}
+        {part.state === "output-error" && <p class="error">{part.errorText}</p>}
+      </div>
+    )
+  }
+  return null
+}
+
+/** A chat with the agent, streamed as it arrives; tool calls and their results inline. */
+export const Chat = ({ agentId }: { agentId: string }) => {
+  const [, setTicks] = useState(0)
+  const rendered = () => setTicks((ticks) => ticks + 1)
+  const [chat, setChat] = useState(() => chats.get(agentId) ?? newChat(agentId))
+  const [text, setText] = useState("")
+  const log = useRef<HTMLDivElement>(null)
+  useEffect(() => {
+    listeners.set(agentId, rendered)
+    return () => listeners.delete(agentId)
+  }, [agentId])
+  useEffect(() => {
+    log.current?.scrollTo({ top: log.current.scrollHeight })
+  })
+  const busy = chat.status === "submitted" || chat.status === "streaming"
+  const submit = (event: Event) => {
+    event.preventDefault()
+    const message = text.trim()
+    if (message === "" || busy) return
+    setText("")
+    void chat.sendMessage({ text: message })
+  }
+  return (
+    <div class="chat">
+      <div class="row">
+        <span class="meta">conversation <code>{chat.conversationId}</code></span>
+        <button
+          type="button"
+          onClick={() => {
+            void chat.stop()
+            setChat(newChat(agentId))
+          }}
+        >
+          New conversation
+        </button>
+      </div>
+      <div class="messages" ref={log} aria-live="polite" aria-label="Messages" role="log">
+        {chat.messages.map((message) => (
+          <div key={message.id} class={`message ${message.role}`} data-testid="chat-message" data-role={message.role}>
+            <span class="who">{message.role}</span>
+            {message.parts.map((part, index) => <PartView key={index} part={part} />)}
+          </div>
+        ))}
+        {chat.status === "submitted" && <p class="meta">waiting for the agent…</p>}
+        {chat.error !== undefined && <p role="alert" class="error">{chat.error.message}</p>}
+      </div>
+      <form class="compose" onSubmit={submit}>
+        <label for="chat-input" class="visually-hidden">Message</label>
+        <textarea
+          id="chat-input"
+          data-testid="chat-input"
+          rows={2}
+          placeholder="Message (Enter sends, Shift+Enter for a new line)"
+          value={text}
+          onInput={(event) => setText(event.currentTarget.value)}
+          onKeyDown={(event) => {
+            if (event.key === "Enter" && !event.shiftKey) submit(event)
+          }}
+        />
+        {busy
+          ? <button type="button" onClick={() => void chat.stop()}>Stop</button>
+          : <button type="submit" data-testid="chat-send">Send</button>}
+      </form>
+    </div>
+  )
+}

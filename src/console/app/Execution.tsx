@@ -1,0 +1,154 @@
+import { useEffect, useRef, useState } from "preact/hooks"
+import { api, failure, query, segment, send } from "./api.js"
+import { Json } from "./Json.js"
+import { credentialsEpoch } from "./credentials.js"
+import { errorText, useLoad } from "./load.js"
+import { href } from "./route.js"
+import { SchemaForm } from "./SchemaForm.js"
+import { readSse } from "./sse.js"
+import { useStore } from "./store.js"
+import type { ExecutionState, LogEntry, WorkflowDetails, WorkflowFrame } from "./types.js"
+
+const ACTIVE = new Set(["running", "suspended"])
+
+/** Each step-complete's duration, from the step-start of the same step before it. */
+const durations = (events: ReadonlyArray<WorkflowFrame>) => {
+  const started = new Map<string, number>()
+  return events.map((event) => {
+    if (event.type === "step-start") started.set(event.from, Date.parse(event.timestamp))
+    if ((event.type === "step-complete" || event.type === "workflow-suspended") && started.has(event.from)) {
+      return Date.parse(event.timestamp) - started.get(event.from)!
+    }
+    return undefined
+  })
+}
+
+const EventItem = ({ event, duration }: { event: WorkflowFrame; duration: number | undefined }) => (
+  <li data-testid="execution-event" data-type={event.type} class={`event ${event.type}`}>
+    <span class="meta">{"timestamp" in event ? new Date(event.timestamp).toLocaleTimeString() : ""}</span>
+    <strong>{event.type}</strong>
+    {"from" in event && <code>{event.from}</code>}
+    {event.type === "workflow-result" && <span class={`status ${event.status}`}>{event.status}</span>}
+    {duration !== undefined && <span class="badge">{duration} ms</span>}
+    {"reason" in event && event.reason !== undefined && <span class="reason">reason: {event.reason}</span>}
+    {event.type === "workflow-result" && event.suspension != null && <span class="reason">reason: {event.suspension.reason}</span>}
+    {"error" in event && event.error !== undefined && <span class="error">{event.error}</span>}
+    {"input" in event && event.input !== undefined && <details><summary>input</summary><Json value={event.input} /></details>}
+    {"output" in event && event.output !== undefined && <details><summary>output</summary><Json value={event.output} /></details>}
+    {event.type === "workflow-result" && event.result !== undefined && event.result !== null && (
+      <details open><summary>result</summary><Json value={event.result} /></details>
+    )}
+  </li>
+)
+
+/**
+ * One execution: its events replayed and followed over its SSE stream (re-attached after each action,
+ * from the last event seen), its state, the forms to resume it and the buttons to suspend or cancel it.
+ */
+export const Execution = ({ workflowId, executionId }: { workflowId: string; executionId: string }) => {
+  const base = `/workflows/${segment(workflowId)}/executions/${segment(executionId)}`
+  const [events, setEvents] = useState<ReadonlyArray<WorkflowFrame>>([])
+  const [state, setState] = useState<ExecutionState | undefined>(undefined)
+  const [error, setError] = useState<string | undefined>(undefined)
+  const [attachments, setAttachments] = useState(0)
+  const lastId = useRef<string | undefined>(undefined)
+  const epoch = useStore(credentialsEpoch)
+  const workflow = useLoad(() => api<WorkflowDetails>(`/workflows/${segment(workflowId)}`), [workflowId])
+  const traces = useLoad(
+    () => api<ReadonlyArray<LogEntry>>(`/api/logs${query({ executionId, limit: 200 })}`)
+      .then((logs) => [...new Set(logs.flatMap((log) => (log.traceId === undefined ? [] : [log.traceId])))]),
+    [executionId, state?.status]
+  )
+
+  // Only the newest request's answer is kept: an older one may arrive after it and is stale.
+  const requests = useRef(0)
+  const refresh = () => {
+    const request = ++requests.current
+    return api<ExecutionState>(`${base}/state`).then(
+      (state) => request === requests.current && setState(state),
+      (error: unknown) => request === requests.current && setError(errorText(error))
+    )
+  }
+
+  useEffect(() => {
+    const abort = new AbortController()
+    void refresh()
+    const follow = async () => {
+      const response = await send(`${base}/stream${query({ after: lastId.current })}`, { signal: abort.signal })
+      if (!response.ok || response.body === null) throw await failure(response)
+      await readSse(response.body, ({ data, id }) => {
+        const frame = data as WorkflowFrame
+        // The closing workflow-result is not an event of the log: its id is not where a re-attach resumes.
+        if (id !== undefined && frame.type !== "workflow-result") lastId.current = id
+        setEvents((events) => [...events, frame])
+        if (frame.type === "workflow-result") void refresh()
+      }, abort.signal)
+    }
+    follow().then(() => refresh(), (error: unknown) => {
+      if (!abort.signal.aborted) setError(errorText(error))
+    })
+    return () => abort.abort()
+  }, [base, attachments, epoch])
+
+  const act = (action: string, body: unknown) =>
+    api(`${base}/${action}`, { method: "POST", body }).then(
+      () => {
+        setError(undefined)
+        return refresh().then(() => setAttachments((count) => count + 1))
+      },
+      (error: unknown) => setError(errorText(error))
+    )
+
+  const status = state?.status ?? "loading"
+  const step = workflow.data?.steps.find((step) => step.id === state?.suspension?.stepId)
+  const resumeSchema = step?.resumeSchema ?? workflow.data?.resumeSchema ?? {}
+  const durationOf = durations(events)
+  return (
+    <section aria-labelledby="execution-heading" class="execution">
+      <p><a href={href("workflows", workflowId)}>← {workflowId}</a></p>
+      <h2 id="execution-heading">Execution <code>{executionId}</code></h2>
+      <div class="row">
+        <span>Status: <strong data-testid="execution-status" class={`status ${status}`}>{status}</strong></span>
+        {status === "running" && (
+          <button type="button" onClick={() => void act("suspend", { reason: "suspended from the console" })}>Suspend</button>
+        )}
+        {ACTIVE.has(status) && (
+          <button type="button" data-testid="execution-cancel" onClick={() => void act("cancel", { reason: "cancelled from the console" })}>
+            Cancel
+          </button>
+        )}
+        {traces.data?.map((traceId, index) => (
+          <a key={traceId} href={href("traces", traceId)} data-testid="execution-trace">trace {index + 1}</a>
+        ))}
+      </div>
+      {error !== undefined && <p role="alert" class="error">{error}</p>}
+      {state?.suspension !== undefined && status === "suspended" && workflow.data !== undefined && (
+        <div class="suspension">
+          <p>Suspended at <code>{state.suspension.stepId}</code>: <span class="reason">{state.suspension.reason}</span></p>
+          <h3>Resume</h3>
+          <SchemaForm
+            key={`${state.suspension.stepId}-${state.suspension.suspendedAt}`}
+            name="resume"
+            schema={resumeSchema}
+            testId="resume-input"
+            submitTestId="resume-submit"
+            submitLabel="Resume"
+            onSubmit={(resumeData) => act("resume", { resumeData })}
+          />
+        </div>
+      )}
+      <h3>Timeline</h3>
+      <ol class="timeline" aria-live="polite">
+        {events.map((event, index) => <EventItem key={index} event={event} duration={durationOf[index]} />)}
+      </ol>
+      {state !== undefined && (
+        <div class="state">
+          <Json label="input" value={state.input} />
+          {state.result !== undefined && <Json label="result" value={state.result} />}
+          {state.error !== undefined && <p class="error">{state.error}</p>}
+          <Json label="context" value={state.context} />
+        </div>
+      )}
+    </section>
+  )
+}

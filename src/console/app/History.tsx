@@ -1,0 +1,71 @@
+import { useState } from "preact/hooks"
+import { api, query, segment } from "./api.js"
+import { Json } from "./Json.js"
+import { errorText, useLoad } from "./load.js"
+import { navigate } from "./route.js"
+import type { HistoryEntry, HistoryPage, TraceSummary } from "./types.js"
+
+const LIMIT = 10
+
+/**
+ * The trace of an agent call: the agent's trace that was open when the call started (history entries
+ * do not carry their trace id).
+ */
+const traceOf = async (agentId: string, entry: HistoryEntry) => {
+  const { traces } = await api<{ traces: ReadonlyArray<TraceSummary> }>(
+    `/observability/traces${query({ entityType: "agent", entityId: agentId, limit: 500 })}`
+  )
+  const start = Date.parse(entry.startTime)
+  return traces.find((trace) => Date.parse(trace.startTime) <= start && start <= Date.parse(trace.endTime))
+}
+
+const inputText = (input: unknown) => (typeof input === "string" ? input : JSON.stringify(input))
+
+/** The agent's past calls, newest first, page by page. */
+export const History = ({ agentId }: { agentId: string }) => {
+  const [page, setPage] = useState(0)
+  const [traceError, setTraceError] = useState<string | undefined>(undefined)
+  const history = useLoad(
+    () => api<HistoryPage>(`/agents/${segment(agentId)}/history${query({ page, limit: LIMIT })}`),
+    [agentId, page]
+  )
+  const openTrace = (entry: HistoryEntry) => {
+    setTraceError(undefined)
+    traceOf(agentId, entry).then(
+      (trace) => (trace === undefined ? setTraceError("No stored trace covers this call") : navigate("traces", trace.traceId)),
+      (error: unknown) => setTraceError(errorText(error))
+    )
+  }
+  const pagination = history.data?.pagination
+  return (
+    <div class="history">
+      {history.error !== undefined && <p role="alert" class="error">{history.error}</p>}
+      {traceError !== undefined && <p role="alert" class="error">{traceError}</p>}
+      <table>
+        <thead>
+          <tr><th>Started</th><th>Status</th><th>Conversation</th><th>Input</th><th>Output</th><th>Tools</th><th /></tr>
+        </thead>
+        <tbody>
+          {history.data?.entries.map((entry) => (
+            <tr key={entry.id} data-testid="history-row">
+              <td>{new Date(entry.startTime).toLocaleString()}</td>
+              <td>{entry.status}</td>
+              <td><code>{entry.conversationId ?? "—"}</code></td>
+              <td class="clip">{inputText(entry.input)}</td>
+              <td class="clip">{entry.output ?? "—"}</td>
+              <td>{entry.toolCalls.length === 0 ? "—" : <Json value={entry.toolCalls} />}</td>
+              <td><button type="button" onClick={() => openTrace(entry)}>Trace</button></td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {pagination !== undefined && (
+        <nav class="pages" aria-label="History pages">
+          <button type="button" disabled={page === 0} onClick={() => setPage(page - 1)}>Previous</button>
+          <span>page {pagination.page + 1} of {Math.max(pagination.totalPages, 1)} ({pagination.total} calls)</span>
+          <button type="button" disabled={page + 1 >= pagination.totalPages} onClick={() => setPage(page + 1)}>Next</button>
+        </nav>
+      )}
+    </div>
+  )
+}

@@ -1,0 +1,65 @@
+import { AbstractChat, type ChatState, type ChatStatus, DefaultChatTransport, type UIMessage } from "ai"
+import { send, segment } from "./api.js"
+import { authHeaders } from "./credentials.js"
+
+/** The AI SDK's chat state, telling the view when anything changed. */
+class ObservedState implements ChatState<UIMessage> {
+  #status: ChatStatus = "ready"
+  #error: Error | undefined = undefined
+  #messages: Array<UIMessage> = []
+  constructor(private readonly changed: () => void) {}
+  get status() {
+    return this.#status
+  }
+  set status(status: ChatStatus) {
+    this.#status = status
+    this.changed()
+  }
+  get error() {
+    return this.#error
+  }
+  set error(error: Error | undefined) {
+    this.#error = error
+    this.changed()
+  }
+  get messages() {
+    return this.#messages
+  }
+  set messages(messages: Array<UIMessage>) {
+    this.#messages = messages
+    this.changed()
+  }
+  pushMessage = (message: UIMessage) => {
+    this.messages = [...this.#messages, message]
+  }
+  popMessage = () => {
+    this.messages = this.#messages.slice(0, -1)
+  }
+  replaceMessage = (index: number, message: UIMessage) => {
+    this.messages = this.#messages.map((current, at) => (at === index ? message : current))
+  }
+  snapshot = <T>(thing: T): T => structuredClone(thing)
+}
+
+/**
+ * A chat with one agent over POST /agents/:id/chat, read by the AI SDK's own client (its transport
+ * parses the UI message stream and AbstractChat assembles the messages). The service keeps the
+ * conversation (memory, keyed by the conversation id), so each request sends only the new message, in
+ * the service's documented body: `{input, options: {conversationId}}`.
+ */
+export class ConsoleChat extends AbstractChat<UIMessage> {
+  constructor(readonly agentId: string, readonly conversationId: string, changed: () => void) {
+    super({
+      id: conversationId,
+      state: new ObservedState(changed),
+      transport: new DefaultChatTransport<UIMessage>({
+        api: `/agents/${segment(agentId)}/chat`,
+        headers: authHeaders,
+        fetch: (input, init) => send(String(input), init ?? {}),
+        prepareSendMessagesRequest: ({ messages }) => ({
+          body: { input: messages.slice(-1), options: { conversationId } }
+        })
+      })
+    })
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * The API's payloads as they travel (the schemas' encoded side), from the service's own schemas. Only
+ * types are imported: nothing of effect reaches the browser bundle.
+ */
+import type { AgentSummary, HistoryPage as HistoryPageSchema } from "../../agents/AgentsSchemas.js"
+import type { LogEntrySchema, TraceSummary as TraceSummarySchema } from "../../observability/ObservabilityApi.js"
+import type { SpanRecord } from "../../observability/Span.js"
+import type {
+  ExecutionRecord as ExecutionRecordSchema,
+  ExecutionState as ExecutionStateSchema,
+  RunStarted as RunStartedSchema,
+  WorkflowDetails as WorkflowDetailsSchema,
+  WorkflowEvent as WorkflowEventSchema,
+  WorkflowSummary as WorkflowSummarySchema
+} from "../../workflows/WorkflowSchemas.js"
+
+export type Agent = typeof AgentSummary.Encoded
+export type HistoryPage = typeof HistoryPageSchema.Encoded
+export type HistoryEntry = HistoryPage["entries"][number]
+export type WorkflowSummary = typeof WorkflowSummarySchema.Encoded
+export type WorkflowDetails = typeof WorkflowDetailsSchema.Encoded
+export type ExecutionState = typeof ExecutionStateSchema.Encoded
+export type ExecutionRecord = typeof ExecutionRecordSchema.Encoded
+export type RunStarted = typeof RunStartedSchema.Encoded
+export type ExecutionStatus = ExecutionState["status"]
+/** A frame of an execution's stream: its events, then `workflow-result`. */
+export type WorkflowFrame =
+  | typeof WorkflowEventSchema.Encoded
+  | {
+    readonly type: "workflow-result"
+    readonly executionId: string
+    readonly status: ExecutionStatus
+    readonly result?: unknown
+    readonly error?: string
+    readonly suspension?: { readonly reason: string } | null
+  }
+export type Span = typeof SpanRecord.Encoded
+export type TraceSummary = typeof TraceSummarySchema.Encoded
+export type LogEntry = typeof LogEntrySchema.Encoded
+export type JsonSchema = { readonly [key: string]: unknown }
