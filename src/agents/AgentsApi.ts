@@ -15,6 +15,7 @@ import {
   ObjectRequest,
   TextResult
 } from "./AgentsSchemas.js"
+import { ChatPayload } from "./ChatSchemas.js"
 
 const IdPath = Schema.Struct({ id: Schema.String })
 
@@ -47,8 +48,8 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .annotate(OpenApi.Summary, "Stream text as SSE: text-delta, reasoning-delta, tool-call, tool-result, finish, error")
   )
   .add(
-    call("chat", "/agents/:id/chat").setPayload(GenerateRequest).addSuccess(EventStream)
-      .annotate(OpenApi.Summary, "AI SDK UI message stream (v1), for useChat")
+    call("chat", "/agents/:id/chat").setPayload(ChatPayload).addSuccess(EventStream)
+      .annotate(OpenApi.Summary, "AI SDK UI message stream (v1), for useChat: {input, options} or the SDK's own {id, messages, trigger}")
   )
   .add(
     call("generateObject", "/agents/:id/object").setPayload(ObjectRequest).addSuccess(Success(Schema.Unknown))

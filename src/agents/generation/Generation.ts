@@ -7,7 +7,8 @@ import {
   Output,
   stepCountIs,
   streamText,
-  type ToolSet
+  type ToolSet,
+  type UIMessage
 } from "ai"
 import { Effect, Either, Option, Runtime, Stream, type Tracer } from "effect"
 import { ExecutionFailed, messageOf, ValidationError } from "../../errors.js"
@@ -19,7 +20,7 @@ import { type AgentCallContext, type AgentDefinition, resolveDynamic } from "../
 import type { AgentInput, GenerationOptions, HistoryEntry, TextResult, Usage } from "../AgentsSchemas.js"
 import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
 import { toAiTools, validatedJsonSchema } from "./aiTools.js"
-import { textOf, toModelMessages } from "./messages.js"
+import { recordedInput, textOf, toModelMessages, userMessageToRemember } from "./messages.js"
 import { collectTools, toUsage } from "./results.js"
 import { tracedModel } from "./tracedModel.js"
 import { eventStream } from "./eventStream.js"
@@ -31,6 +32,20 @@ export interface CallRequest {
   readonly user?: unknown
   /** Under authentication: whose conversation and history entry this call is (then `options.userId` is theirs). */
   readonly owner?: Owner | undefined
+  /** The client holds the conversation (the AI SDK's chat request); see ClientConversation. */
+  readonly clientConversation?: ClientConversation | undefined
+}
+
+/**
+ * A conversation the client holds: `input` is its whole context (memory is not loaded on top of it);
+ * history records the last user message as the call's input, and memory keeps only that message (when
+ * new) and the answer, which on a regenerate replaces the last one stored.
+ */
+export interface ClientConversation {
+  readonly lastUserMessage: UIMessage | undefined
+  /** Whether the last user message is new (the client's last message, sent to get an answer). */
+  readonly storesUserMessage: boolean
+  readonly replacesLastAnswer: boolean
 }
 
 /** What generation needs from the registry around it. */
@@ -45,6 +60,8 @@ export interface GenerationEnv {
 }
 
 interface PreparedCall {
+  /** The history entry's id, also the id of the assembled chat message. */
+  readonly callId: string
   readonly model: LanguageModelV3
   readonly system: string
   readonly messages: Array<ModelMessage>
@@ -110,7 +127,8 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
       })
     const parent = yield* Effect.option(Effect.currentSpan)
     const remember = agent.memory === true && call.conversationId !== undefined
-    const past = remember && contextLimit > 0
+    const client = request.clientConversation
+    const past = remember && contextLimit > 0 && client === undefined
       ? yield* env.memory.load(agent.id, call.conversationId!, contextLimit, request.owner)
       : []
     const active = agent.activeTools?.(call)
@@ -118,10 +136,11 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
       ? [...(agent.tools ?? []), ...env.extraTools(agent, call)].filter((t) => active === undefined || active.includes(t.name))
       : []
     return {
+      callId: crypto.randomUUID(),
       model: tracedModel(model, agent.id, parent, env.runtime, env.recordContent),
       system,
       messages: [...past, ...newMessages],
-      newMessages,
+      newMessages: client === undefined ? newMessages : userMessageToRemember(client),
       tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime, parent),
       settings,
       maxSteps,
@@ -170,6 +189,8 @@ const finish = (
       ? {
         conversationId: prepared.call.conversationId!,
         userId: prepared.call.userId,
+        replacesLastAnswer: request.clientConversation?.replacesLastAnswer === true,
+        owner: request.owner,
         messages: [
           ...prepared.newMessages.filter((m) => m.role === "user" && textOf(m) !== "")
             .map((m): ModelMessage => ({ role: "user", content: textOf(m) })),
@@ -178,10 +199,10 @@ const finish = (
       }
       : undefined
     yield* env.memory.saveCall(agent.id, {
-      id: crypto.randomUUID(),
+      id: prepared.callId,
       conversationId: prepared.call.conversationId ?? null,
       userId: prepared.call.userId ?? null,
-      input: request.input,
+      input: recordedInput(request),
       output: outcome.output ?? null,
       status: outcome.status,
       startTime: started.toISOString(),
@@ -350,7 +371,12 @@ export const chat = (env: GenerationEnv, agent: AgentDefinition, request: CallRe
     return streamed(env, agent, request, prepared, output ? { output } : {}, (result) =>
       Stream.fromReadableStream({
         evaluate: () =>
-          result.toUIMessageStream({ onError: messageOf })
+          result.toUIMessageStream({
+            onError: messageOf,
+            // The assembled message's id is the call's history entry id (continuing a client's assistant message keeps its id).
+            originalMessages: request.clientConversation === undefined ? [] : request.input as unknown as Array<UIMessage>,
+            generateMessageId: () => prepared.callId
+          })
             .pipeThrough(new JsonToSseTransformStream())
             .pipeThrough(new TextEncoderStream()),
         onError: failed(agent)

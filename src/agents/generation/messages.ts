@@ -1,5 +1,6 @@
 import { convertToModelMessages, type ModelMessage, type UIMessage } from "ai"
 import type { AgentInput } from "../AgentsSchemas.js"
+import type { CallRequest, ClientConversation } from "./Generation.js"
 
 const isUIMessages = (input: ReadonlyArray<object>): boolean => "parts" in input[0]
 
@@ -15,3 +16,17 @@ export const textOf = (message: ModelMessage): string =>
   typeof message.content === "string"
     ? message.content
     : message.content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("")
+
+const uiText = (message: UIMessage): string => message.parts.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("")
+
+/** What memory keeps of a client-held conversation's request: its last user message, when new. */
+export const userMessageToRemember = (client: ClientConversation): Array<ModelMessage> =>
+  client.storesUserMessage && client.lastUserMessage !== undefined ? [{ role: "user", content: uiText(client.lastUserMessage) }] : []
+
+/** The call's input as its history entry records it: for a client-held conversation, only the last user message. */
+export const recordedInput = (request: CallRequest): unknown =>
+  request.clientConversation === undefined
+    ? request.input
+    : request.clientConversation.lastUserMessage === undefined
+    ? []
+    : [request.clientConversation.lastUserMessage]
