@@ -170,7 +170,10 @@ layer(AgentTestServerLive())("useChat's DefaultChatTransport at its defaults", (
           body({ messages: [userMessage("x".repeat(CHAT_BOUNDS.textChars + 1))] }),
           /^Input validation failed: messages\[0\]\.parts\[0\]\.text: must be at most 500000 characters$/
         ],
-        [{ input: "" }, /^Input validation failed: input: must not be empty/]
+        [{ input: "" }, /^Input validation failed: input: must not be empty/],
+        // What the SDK would refuse only once streaming began (an error event after a 200) is refused up front.
+        [body({ messages: [{ role: "user", parts: [{ type: "file" }] }] }), /^Input validation failed: messages: Invalid prompt: the messages do not match/],
+        [{ input: [{ role: "user", parts: [{ type: "file" }] }] }, /^Input validation failed: input: Invalid prompt: the messages do not match/]
       ]
       for (const [sent, pattern] of cases) {
         const response = yield* fetchJson(chatUrl, json(sent))

@@ -86,7 +86,9 @@ export const ChatPayload = Schema.declare<
         : isObject(input) && "messages" in input
         ? ParseResult.encodeUnknown(sdk)(input, options)
         : ParseResult.fail(new ParseResult.Type(ast, input, neither))
-  }
+  },
+  // Generated values (the schema-derived fuzz) are of either body.
+  { arbitrary: (generate, sdk) => (fc) => fc.oneof(generate(fc), sdk(fc)) }
 ).annotations({ [SchemaAST.SurrogateAnnotationId]: Schema.Union(GenerateRequest, SdkChatRequest).ast })
 export type ChatPayload = typeof ChatPayload.Type
 

@@ -77,9 +77,9 @@ interface PreparedCall {
 
 export type { StreamEvent } from "./eventStream.js"
 
-const failed = (agent: AgentDefinition) => (error: unknown) =>
+const failed = (agent: AgentDefinition, field = "input") => (error: unknown) =>
   InvalidPromptError.isInstance(error)
-    ? new ValidationError({ message: `Input validation failed: input: ${error.message}` })
+    ? new ValidationError({ message: `Input validation failed: ${field}: ${error.message}` })
     : new ExecutionFailed({ message: `Agent ${agent.id} failed: ${messageOf(error)}` })
 
 /** The largest value, in characters of JSON, that a client's output schema may require a model to produce. */
@@ -123,7 +123,7 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
             agentModel === undefined ? env.defaultModel : resolveDynamic(agentModel, call),
             toModelMessages(request.input)
           ]),
-        catch: failed(agent)
+        catch: failed(agent, request.clientConversation === undefined ? "input" : "messages")
       })
     const parent = yield* Effect.option(Effect.currentSpan)
     const remember = agent.memory === true && call.conversationId !== undefined

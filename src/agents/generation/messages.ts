@@ -1,14 +1,29 @@
-import { convertToModelMessages, type ModelMessage, type UIMessage } from "ai"
+import { InvalidPromptError } from "@ai-sdk/provider"
+import { convertToModelMessages, type ModelMessage, modelMessageSchema, type UIMessage } from "ai"
 import type { AgentInput } from "../AgentsSchemas.js"
 import type { CallRequest, ClientConversation } from "./Generation.js"
 
 const isUIMessages = (input: ReadonlyArray<object>): boolean => "parts" in input[0]
 
+const modelMessages = modelMessageSchema.array()
+
+/**
+ * Messages the SDK would refuse once streaming had begun (an error event after a 200) are refused here,
+ * before the call, as the SDK itself would word it (a few microseconds a message).
+ */
+const checked = (messages: Array<ModelMessage>): Array<ModelMessage> => {
+  const result = modelMessages.safeParse(messages)
+  if (result.success) return messages
+  const issue = result.error.issues[0]
+  const where = issue === undefined ? "" : ` (at ${issue.path.join(".")}: ${issue.message})`
+  throw new InvalidPromptError({ prompt: messages, message: `the messages do not match the ModelMessage[] schema${where}` })
+}
+
 /** The request's input as model messages: a string is one user message; UI messages are converted by the SDK. */
 export const toModelMessages = async (input: AgentInput): Promise<Array<ModelMessage>> => {
   if (typeof input === "string") return [{ role: "user", content: input }]
-  if (isUIMessages(input)) return convertToModelMessages(input as unknown as Array<UIMessage>)
-  return [...(input as ReadonlyArray<ModelMessage>)]
+  if (isUIMessages(input)) return checked(await convertToModelMessages(input as unknown as Array<UIMessage>))
+  return checked([...(input as ReadonlyArray<ModelMessage>)])
 }
 
 /** The text a message carries, for memory (tool traffic is not kept). */
