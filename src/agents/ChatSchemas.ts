@@ -1,7 +1,7 @@
 import { ParseResult, Schema, SchemaAST } from "effect"
 import type { UIMessage } from "ai"
 import { type AgentInput, GenerateRequest, GenerationOptions } from "./AgentsSchemas.js"
-import type { ClientConversation } from "./generation/Generation.js"
+import type { ClientConversation } from "./generation/messages.js"
 
 /**
  * `POST /agents/:id/chat` takes the spec's `{input, options}` or the AI SDK's own chat request, as

@@ -7,8 +7,7 @@ import {
   Output,
   stepCountIs,
   streamText,
-  type ToolSet,
-  type UIMessage
+  type ToolSet
 } from "ai"
 import { Effect, Either, Option, Runtime, Stream, type Tracer } from "effect"
 import { ExecutionFailed, messageOf, ValidationError } from "../../errors.js"
@@ -20,7 +19,7 @@ import { type AgentCallContext, type AgentDefinition, resolveDynamic } from "../
 import type { AgentInput, GenerationOptions, HistoryEntry, TextResult, Usage } from "../AgentsSchemas.js"
 import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
 import { toAiTools, validatedJsonSchema } from "./aiTools.js"
-import { recordedInput, textOf, toModelMessages, userMessageToRemember } from "./messages.js"
+import { type ClientConversation, messageIds, recordedInput, textOf, toModelMessages, userMessageToRemember } from "./messages.js"
 import { collectTools, toUsage } from "./results.js"
 import { tracedModel } from "./tracedModel.js"
 import { eventStream } from "./eventStream.js"
@@ -34,18 +33,6 @@ export interface CallRequest {
   readonly owner?: Owner | undefined
   /** The client holds the conversation (the AI SDK's chat request); see ClientConversation. */
   readonly clientConversation?: ClientConversation | undefined
-}
-
-/**
- * A conversation the client holds: `input` is its whole context (memory is not loaded on top of it);
- * history records the last user message as the call's input, and memory keeps only that message (when
- * new) and the answer, which on a regenerate replaces the last one stored.
- */
-export interface ClientConversation {
-  readonly lastUserMessage: UIMessage | undefined
-  /** Whether the last user message is new (the client's last message, sent to get an answer). */
-  readonly storesUserMessage: boolean
-  readonly replacesLastAnswer: boolean
 }
 
 /** What generation needs from the registry around it. */
@@ -76,6 +63,7 @@ interface PreparedCall {
 }
 
 export type { StreamEvent } from "./eventStream.js"
+export type { ClientConversation } from "./messages.js"
 
 const failed = (agent: AgentDefinition, field = "input") => (error: unknown) =>
   InvalidPromptError.isInstance(error)
@@ -371,12 +359,7 @@ export const chat = (env: GenerationEnv, agent: AgentDefinition, request: CallRe
     return streamed(env, agent, request, prepared, output ? { output } : {}, (result) =>
       Stream.fromReadableStream({
         evaluate: () =>
-          result.toUIMessageStream({
-            onError: messageOf,
-            // The assembled message's id is the call's history entry id (continuing a client's assistant message keeps its id).
-            originalMessages: request.clientConversation === undefined ? [] : request.input as unknown as Array<UIMessage>,
-            generateMessageId: () => prepared.callId
-          })
+          result.toUIMessageStream({ onError: messageOf, ...messageIds(request, prepared.callId) })
             .pipeThrough(new JsonToSseTransformStream())
             .pipeThrough(new TextEncoderStream()),
         onError: failed(agent)

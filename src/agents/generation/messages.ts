@@ -1,7 +1,19 @@
 import { InvalidPromptError } from "@ai-sdk/provider"
 import { convertToModelMessages, type ModelMessage, modelMessageSchema, type UIMessage } from "ai"
 import type { AgentInput } from "../AgentsSchemas.js"
-import type { CallRequest, ClientConversation } from "./Generation.js"
+import type { CallRequest } from "./Generation.js"
+
+/**
+ * A conversation the client holds: `input` is its whole context (memory is not loaded on top of it);
+ * history records the last user message as the call's input, and memory keeps only that message (when
+ * new) and the answer, which on a regenerate replaces the last one stored.
+ */
+export interface ClientConversation {
+  readonly lastUserMessage: UIMessage | undefined
+  /** Whether the last user message is new (the client's last message, sent to get an answer). */
+  readonly storesUserMessage: boolean
+  readonly replacesLastAnswer: boolean
+}
 
 const isUIMessages = (input: ReadonlyArray<object>): boolean => "parts" in input[0]
 
@@ -45,3 +57,12 @@ export const recordedInput = (request: CallRequest): unknown =>
     : request.clientConversation.lastUserMessage === undefined
     ? []
     : [request.clientConversation.lastUserMessage]
+
+/**
+ * The UI message stream's message id: the call's (its history entry's) id, or, when the client's last
+ * message is an assistant message being continued, that message's id (the SDK's own rule).
+ */
+export const messageIds = (request: CallRequest, callId: string) => ({
+  originalMessages: request.clientConversation === undefined ? [] : request.input as unknown as Array<UIMessage>,
+  generateMessageId: () => callId
+})
