@@ -85,7 +85,7 @@ describe("the built-in model reads the tool and its arguments from the user's wo
     })
     const result = await generateText({
       model: builtinEchoModel(),
-      prompt: "a large crate 30 wide and 12.5 high, colour teal, shipped to a port in Valparaiso",
+      prompt: "a large crate 30 wide and 12.5 high, colour teal, shipped to Valparaiso",
       output: Output.object({ schema: jsonSchema<Record<string, unknown>>(schema) })
     })
     expect(result.output).toEqual({

@@ -99,9 +99,9 @@ const PLACE_WORDS = /location|city|place|town|country|region|where|address|desti
 export const wantsPlace = (name: string | undefined, schema: Schema): boolean =>
   PLACE_WORDS.test(name ?? "") || (typeof schema.description === "string" && PLACE_WORDS.test(schema.description))
 
-/** "in New York", "at Oslo", "near Lake Como": the capitalised words after the preposition; else the word after "in". */
+/** "in New York", "at Oslo", "to Lake Como": the capitalised words after the preposition; else the word after "in". */
 export const placeIn = (text: string): string | undefined => {
-  const capitalised = /(?<![\p{L}\p{N}])(?:in|at|near)\s+(\p{Lu}[\p{L}'-]*(?:\s+\p{Lu}[\p{L}'-]*)*)/u.exec(text)?.[1]
+  const capitalised = /(?<![\p{L}\p{N}])(?:in|at|near|to|from)\s+(\p{Lu}[\p{L}'-]*(?:\s+\p{Lu}[\p{L}'-]*)*)/u.exec(text)?.[1]
   if (capitalised !== undefined) return capitalised
   const word = /(?<![\p{L}\p{N}])in\s+([\p{L}\p{N}'-]+)/iu.exec(text)?.[1]
   return word === undefined || STOP_WORDS.has(word.toLowerCase()) ? undefined : word
