@@ -73,6 +73,14 @@ describe("the built-in model reads the tool and its arguments from the user's wo
     expect(await call("What will the forecast be in Bergen over 3 days?")).toEqual(await call("What will the forecast be in Bergen over 3 days?"))
   })
 
+  it("a long text copied into many strings stays within the fill budget", async () => {
+    const labels = echoTool("Attach labels", object({ labels: { type: "array", minItems: 500, items: { type: "string" } } }))
+    const result = await generateText({ model: builtinEchoModel(), tools: { labels }, prompt: `labels ${"x".repeat(5000)}` })
+    const input = result.toolCalls[0]!.input as { labels: Array<string> }
+    expect(input.labels).toHaveLength(500)
+    expect(JSON.stringify(input).length).toBeLessThan(400_000)
+  })
+
   it("structured output takes the input's numbers, a place and a named value", async () => {
     const schema = object({
       width: { type: "number" },

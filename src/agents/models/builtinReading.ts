@@ -67,24 +67,25 @@ const THRESHOLD = 1
  * and 1 for each other word of the description; then, for a tool that needs numbers, 1 more when the text
  * gives enough of them and 1 less when it does not ("number 5" does not ask for "Add two numbers").
  */
-export const toolScore = (text: string, tool: ReadableTool): number => {
+const toolScore = (text: string, said: ReadonlySet<string>, numbers: number, tool: ReadableTool): number => {
   if (mentions(text, tool.name)) return NAMED
-  const said = contentStems(text)
   const inName = new Set(nameWords(tool.name).filter((word) => !STOP_WORDS.has(word)).map(stem))
   const inDescription = contentStems(tool.description ?? "")
   let score = 0
   for (const word of said) score += inName.has(word) ? 2 : inDescription.has(word) ? 1 : 0
   const needed = requiredNumbers(tool.inputSchema)
-  if (score > 0 && needed > 0) score += numbersIn(text).length >= needed ? 1 : -1
+  if (score > 0 && needed > 0) score += numbers >= needed ? 1 : -1
   return score
 }
 
 /** The tool the text asks for most (the first listed on a tie), if any asks enough. */
 export const pickTool = <T extends ReadableTool>(text: string, tools: ReadonlyArray<T>): T | undefined => {
+  const said = contentStems(text)
+  const numbers = numbersIn(text).length
   let best: T | undefined
   let bestScore = THRESHOLD - 1
   for (const tool of tools) {
-    const score = toolScore(text, tool)
+    const score = toolScore(text, said, numbers, tool)
     if (score > bestScore) [best, bestScore] = [tool, score]
   }
   return best

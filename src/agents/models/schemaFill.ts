@@ -60,6 +60,9 @@ const FORMAT_EXAMPLES: Readonly<Record<string, string>> = {
   uuid: "00000000-0000-4000-8000-000000000000"
 }
 
+/** A string taken from the user's text is cut to this many characters. */
+const MAX_TEXT_VALUE = 1000
+
 /** Beyond this nesting depth only what the schema requires is filled, so recursive schemas terminate. */
 const SHALLOW_DEPTH = 6
 const MAX_DEPTH = 32
@@ -133,7 +136,10 @@ const fillArray = (schema: Schema, fill: Fill, propertyName: string | undefined,
 const fillString = (schema: Schema, fill: Fill, propertyName: string | undefined): string => {
   const minLength = typeof schema.minLength === "number" ? schema.minLength : 0
   spend(fill, minLength + 2)
-  const chosen = FORMAT_EXAMPLES[String(schema.format)] ?? fill.stringFor(propertyName, schema) ?? (fill.minimal ? "" : "example")
+  // The smallest value takes nothing from the user's text; a value taken from it costs its length.
+  const chosen = FORMAT_EXAMPLES[String(schema.format)] ??
+    (fill.minimal ? "" : fill.stringFor(propertyName, schema)?.slice(0, MAX_TEXT_VALUE) ?? "example")
+  spend(fill, chosen.length)
   const padded = chosen.padEnd(minLength, "x")
   return typeof schema.maxLength === "number" ? padded.slice(0, schema.maxLength) : padded
 }
