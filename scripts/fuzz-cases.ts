@@ -50,8 +50,12 @@ const examples = (route: string, params: Readonly<Record<string, string>>): Read
   switch (route) {
     case "agents.generateText":
     case "agents.streamText":
-    case "agents.chat":
       return agentCall
+    case "agents.chat":
+      return [
+        ...agentCall,
+        { id: "fuzz-chat", messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] }], trigger: "submit-message" }
+      ]
     case "agents.generateObject":
     case "agents.streamObject":
       return objectCall

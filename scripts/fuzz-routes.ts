@@ -55,6 +55,8 @@ const jsonSchemaPaths = (ast: SchemaAST.AST, prefix: ReadonlyArray<string> = [],
       return jsonSchemaPaths(ast.from, prefix, depth + 1)
     case "Union":
       return ast.types.flatMap((member) => jsonSchemaPaths(member, prefix, depth + 1))
+    case "Declaration":
+      return ast.typeParameters.flatMap((member) => jsonSchemaPaths(member, prefix, depth + 1))
     case "TypeLiteral":
       return ast.propertySignatures.flatMap((property) =>
         typeof property.name === "string" ? jsonSchemaPaths(property.type, [...prefix, property.name], depth + 1) : []

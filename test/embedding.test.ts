@@ -50,7 +50,7 @@ it.scoped("another Effect program embeds the service with its own agents, tools,
     const ui = yield* Effect.promise(() => fetch(`${baseUrl}/ui`))
     expect(ui.status).toBe(404)
     const answer = yield* client.agents.generateText({ path: { id: "herald" }, payload: { input: "please shout hello" } })
-    expect(answer.toolResults).toEqual([{ toolCallId: expect.any(String), toolName: "shout", result: { loud: "EXAMPLE" } }])
+    expect(answer.toolResults).toEqual([{ toolCallId: expect.any(String), toolName: "shout", result: { loud: "HELLO" } }])
     const execution = yield* client.workflows.executeWorkflow({ path: { id: "announce" }, headers: {}, payload: { input: { word: "hi" } } })
     expect(execution).toMatchObject({ status: "completed", result: { loud: "HI" } })
   }))

@@ -47,6 +47,23 @@ const exercise = (url: string) =>
     expect(page.entries.map((e) => e.id)).toEqual(["h1"])
     expect((yield* store.history("agent-a", { page: 0, limit: 10, userId: "ada" })).entries.map((e) => e.id)).toEqual(["h3", "h1"])
     expect((yield* store.history("agent-a", { page: 0, limit: 10, conversationId: "conv" })).total).toBe(1)
+
+    // A regenerated answer replaces the last one, and only when the last message is an answer (the owner's).
+    const regenerated = (id: string, content: string, owner?: { userId: string | null }) =>
+      store.saveCall("agent-a", entry(id, "2026-01-01T00:00:05.000Z", "ada", "conv"), {
+        conversationId: "conv",
+        userId: "ada",
+        messages: [{ role: "assistant", content }],
+        replacesLastAnswer: true,
+        owner
+      })
+    yield* regenerated("h5", "answer 5 again", { userId: "bob" })
+    expect((yield* store.load("agent-a", "conv", 3)).map((m) => m.content)).toEqual(["question 5", "answer 5", "answer 5 again"])
+    yield* regenerated("h6", "answer 5 once more", { userId: "ada" })
+    expect((yield* store.load("agent-a", "conv", 3)).map((m) => m.content)).toEqual(["question 5", "answer 5", "answer 5 once more"])
+    yield* store.append("agent-a", "conv", "ada", [{ role: "user", content: "question 6" }])
+    yield* regenerated("h7", "answer 6")
+    expect((yield* store.load("agent-a", "conv", 3)).map((m) => m.content)).toEqual(["answer 5 once more", "question 6", "answer 6"])
   }).pipe(Effect.provide(MemoryStoreLive.pipe(Layer.provide(SqlLive(url)))))
 
 describe("MemoryStore", () => {

@@ -15,6 +15,7 @@ import {
   ObjectRequest,
   TextResult
 } from "./AgentsSchemas.js"
+import { ChatPayload } from "./ChatSchemas.js"
 
 const IdPath = Schema.Struct({ id: Schema.String })
 
@@ -27,7 +28,9 @@ const call = <const Name extends string, const Path extends HttpApiEndpoint.Path
     .annotate(RouteClassAnnotation, "execution")
 
 // Bodies any agent answers, pre-filled by the explorer (the agent ids come from the app: openApiExamples.ts).
-const TextRequest = GenerateRequest.annotations({ examples: [{ input: "Hello! What can you do?" }] })
+const firstClick = { input: "Hello! What can you do?" }
+const TextRequest = GenerateRequest.annotations({ examples: [firstClick] })
+const ChatRequest = ChatPayload.annotations({ examples: [firstClick] })
 const ObjectRequestExample = ObjectRequest.annotations({
   examples: [{
     input: "Describe Paris in a few words",
@@ -56,8 +59,8 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .annotate(OpenApi.Summary, "Stream text as SSE: text-delta, reasoning-delta, tool-call, tool-result, finish, error")
   )
   .add(
-    call("chat", "/agents/:id/chat").setPayload(TextRequest).addSuccess(EventStream)
-      .annotate(OpenApi.Summary, "AI SDK UI message stream (v1), for useChat")
+    call("chat", "/agents/:id/chat").setPayload(ChatRequest).addSuccess(EventStream)
+      .annotate(OpenApi.Summary, "AI SDK UI message stream (v1), for useChat: {input, options} or the SDK's own {id, messages, trigger}")
   )
   .add(
     call("generateObject", "/agents/:id/object").setPayload(ObjectRequestExample).addSuccess(Success(Schema.Unknown))

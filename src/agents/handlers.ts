@@ -9,6 +9,7 @@ import { numbered, sseBytesResponse, sseResponse } from "../http/sse.js"
 import { webSseResponse } from "../http/webSse.js"
 import { AgentRegistry } from "./AgentRegistry.js"
 import { AgentList } from "./AgentsApi.js"
+import { fromSdkChatRequest, isSdkChatRequest } from "./ChatSchemas.js"
 
 const HISTORY_MAX = 100
 
@@ -52,7 +53,7 @@ export const AgentsHandlers = HttpApiBuilder.group(ServiceApi, "agents", (handle
           Effect.flatMap((events) => webSseResponse(events))
         ))
       .handle("chat", ({ path, payload }) =>
-        withUser(payload).pipe(
+        withUser(isSdkChatRequest(payload) ? fromSdkChatRequest(payload) : payload).pipe(
           Effect.flatMap((request) => agents.chat(path.id, request)),
           Effect.flatMap((bytes) => sseBytesResponse(bytes, { "x-vercel-ai-ui-message-stream": "v1" }))
         ))

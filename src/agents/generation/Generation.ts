@@ -19,7 +19,7 @@ import { type AgentCallContext, type AgentDefinition, resolveDynamic } from "../
 import type { AgentInput, GenerationOptions, HistoryEntry, TextResult, Usage } from "../AgentsSchemas.js"
 import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
 import { toAiTools, validatedJsonSchema } from "./aiTools.js"
-import { textOf, toModelMessages } from "./messages.js"
+import { type ClientConversation, messageIds, recordedInput, textOf, toModelMessages, userMessageToRemember } from "./messages.js"
 import { collectTools, toUsage } from "./results.js"
 import { tracedModel } from "./tracedModel.js"
 import { eventStream } from "./eventStream.js"
@@ -31,6 +31,8 @@ export interface CallRequest {
   readonly user?: unknown
   /** Under authentication: whose conversation and history entry this call is (then `options.userId` is theirs). */
   readonly owner?: Owner | undefined
+  /** The client holds the conversation (the AI SDK's chat request); see ClientConversation. */
+  readonly clientConversation?: ClientConversation | undefined
 }
 
 /** What generation needs from the registry around it. */
@@ -45,6 +47,8 @@ export interface GenerationEnv {
 }
 
 interface PreparedCall {
+  /** The history entry's id, also the id of the assembled chat message. */
+  readonly callId: string
   readonly model: LanguageModelV3
   readonly system: string
   readonly messages: Array<ModelMessage>
@@ -59,10 +63,11 @@ interface PreparedCall {
 }
 
 export type { StreamEvent } from "./eventStream.js"
+export type { ClientConversation } from "./messages.js"
 
-const failed = (agent: AgentDefinition) => (error: unknown) =>
+const failed = (agent: AgentDefinition, field = "input") => (error: unknown) =>
   InvalidPromptError.isInstance(error)
-    ? new ValidationError({ message: `Input validation failed: input: ${error.message}` })
+    ? new ValidationError({ message: `Input validation failed: ${field}: ${error.message}` })
     : new ExecutionFailed({ message: `Agent ${agent.id} failed: ${messageOf(error)}` })
 
 /** The largest value, in characters of JSON, that a client's output schema may require a model to produce. */
@@ -106,11 +111,12 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
             agentModel === undefined ? env.defaultModel : resolveDynamic(agentModel, call),
             toModelMessages(request.input)
           ]),
-        catch: failed(agent)
+        catch: failed(agent, request.clientConversation === undefined ? "input" : "messages")
       })
     const parent = yield* Effect.option(Effect.currentSpan)
     const remember = agent.memory === true && call.conversationId !== undefined
-    const past = remember && contextLimit > 0
+    const client = request.clientConversation
+    const past = remember && contextLimit > 0 && client === undefined
       ? yield* env.memory.load(agent.id, call.conversationId!, contextLimit, request.owner)
       : []
     const active = agent.activeTools?.(call)
@@ -118,10 +124,11 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
       ? [...(agent.tools ?? []), ...env.extraTools(agent, call)].filter((t) => active === undefined || active.includes(t.name))
       : []
     return {
+      callId: crypto.randomUUID(),
       model: tracedModel(model, agent.id, parent, env.runtime, env.recordContent),
       system,
       messages: [...past, ...newMessages],
-      newMessages,
+      newMessages: client === undefined ? newMessages : userMessageToRemember(client),
       tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime, parent),
       settings,
       maxSteps,
@@ -170,6 +177,8 @@ const finish = (
       ? {
         conversationId: prepared.call.conversationId!,
         userId: prepared.call.userId,
+        replacesLastAnswer: request.clientConversation?.replacesLastAnswer === true,
+        owner: request.owner,
         messages: [
           ...prepared.newMessages.filter((m) => m.role === "user" && textOf(m) !== "")
             .map((m): ModelMessage => ({ role: "user", content: textOf(m) })),
@@ -178,10 +187,10 @@ const finish = (
       }
       : undefined
     yield* env.memory.saveCall(agent.id, {
-      id: crypto.randomUUID(),
+      id: prepared.callId,
       conversationId: prepared.call.conversationId ?? null,
       userId: prepared.call.userId ?? null,
-      input: request.input,
+      input: recordedInput(request),
       output: outcome.output ?? null,
       status: outcome.status,
       startTime: started.toISOString(),
@@ -350,7 +359,7 @@ export const chat = (env: GenerationEnv, agent: AgentDefinition, request: CallRe
     return streamed(env, agent, request, prepared, output ? { output } : {}, (result) =>
       Stream.fromReadableStream({
         evaluate: () =>
-          result.toUIMessageStream({ onError: messageOf })
+          result.toUIMessageStream({ onError: messageOf, ...messageIds(request, prepared.callId) })
             .pipeThrough(new JsonToSseTransformStream())
             .pipeThrough(new TextEncoderStream()),
         onError: failed(agent)

@@ -24,6 +24,10 @@ export interface RememberedExchange {
   readonly conversationId: string
   readonly userId: string | undefined
   readonly messages: ReadonlyArray<ModelMessage>
+  /** A regenerated answer: the conversation's last message, when it is an answer, is deleted first. */
+  readonly replacesLastAnswer?: boolean | undefined
+  /** Whose conversation it is, under authentication (the answer replaced is theirs). */
+  readonly owner?: Owner | undefined
 }
 
 export class MemoryStore extends Context.Tag("MemoryStore")<MemoryStore, {
@@ -138,6 +142,16 @@ export const MemoryStoreLive = Layer.effect(
         })
       }`.pipe(Effect.asVoid)
 
+    // Roles are read from the stored message (JSON): the last row is deleted only when it is an answer.
+    const deleteLastAnswer = (agentId: string, remembered: RememberedExchange) =>
+      Effect.gen(function*() {
+        const [last] = yield* sql<{ id: number | string; message: string }>`SELECT id, message FROM agent_messages
+          WHERE ${inConversation(agentId, remembered.conversationId, remembered.owner)}
+          ORDER BY id DESC LIMIT 1`
+        if (last === undefined || (JSON.parse(last.message) as ModelMessage).role !== "assistant") return
+        yield* sql`DELETE FROM agent_messages WHERE id = ${last.id}`
+      })
+
     const span = (name: string, agentId: string) =>
       Effect.withSpan(`MemoryStore.${name}`, { captureStackTrace: false, attributes: { "agent.id": agentId } })
 
@@ -149,10 +163,11 @@ export const MemoryStoreLive = Layer.effect(
     const saveCall = (agentId: string, entry: HistoryEntry, remembered?: RememberedExchange) =>
       (remembered === undefined
         ? insertHistory(agentId, entry)
-        : sql.withTransaction(Effect.zipRight(
+        : sql.withTransaction(Effect.all([
+          remembered.replacesLastAnswer === true ? deleteLastAnswer(agentId, remembered) : Effect.void,
           insertMessages(agentId, remembered.conversationId, remembered.userId, remembered.messages),
           insertHistory(agentId, entry)
-        ))).pipe(Effect.orDie, span("saveCall", agentId))
+        ], { discard: true }))).pipe(Effect.orDie, span("saveCall", agentId))
 
     const forget = (agentId: string, conversationId: string, owner?: Owner) =>
       sql.withTransaction(Effect.gen(function*() {

@@ -13,12 +13,14 @@ import type {
   LanguageModelV3ToolResultOutput,
   LanguageModelV3Usage
 } from "@ai-sdk/provider"
+import { mentionedValue, numbersIn, pickTool, placeIn, quotedIn, remainderAfter, valueAfterName, wantsPlace } from "./builtinReading.js"
 import { fillSchema, type FillStyle } from "./schemaFill.js"
 
 /**
  * A deterministic, offline language model so the service works without any API key.
- * It echoes the user, calls a tool whose name the user mentions, reports tool results
- * and fills JSON schemas for structured output.
+ * It echoes the user, calls the tool the user's words ask for (by its name and description) with
+ * arguments taken from the text, reports tool results and fills JSON schemas for structured output
+ * (numbers from the text).
  */
 
 export const BUILTIN_MODEL_ID = "builtin/echo"
@@ -85,12 +87,12 @@ const decideAnswer = (call: LanguageModelV3CallOptions): Answer => {
       kind: "tool-call",
       toolCallId: `echo-call-${countToolCalls(call.prompt) + 1}`,
       toolName: tool.name,
-      input: JSON.stringify(fillSchema(tool.inputSchema, toolArgumentStyle(userText, tool.inputSchema)))
+      input: JSON.stringify(fillSchema(tool.inputSchema, toolArgumentStyle(userText, tool)))
     }
   }
   if (call.responseFormat?.type === "json") {
     const schema: unknown = call.responseFormat.schema
-    return textAnswer(schema === undefined ? "{}" : JSON.stringify(fillSchema(schema, structuredOutputStyle(schema))))
+    return textAnswer(schema === undefined ? "{}" : JSON.stringify(fillSchema(schema, structuredOutputStyle(userText, schema))))
   }
   return textAnswer(`${LABEL} You said: ${userText}`)
 }
@@ -126,42 +128,44 @@ const chooseTool = (call: LanguageModelV3CallOptions, userText: string): Languag
   const tools = (call.tools ?? []).filter((tool): tool is LanguageModelV3FunctionTool => tool.type === "function")
   if (choice?.type === "none") return undefined
   if (choice?.type === "tool") return tools.find((tool) => tool.name === choice.toolName)
-  const mentioned = tools.find((tool) => mentionsToolName(userText, tool.name))
-  return mentioned ?? (choice?.type === "required" ? tools[0] : undefined)
+  return pickTool(userText, tools) ?? (choice?.type === "required" ? tools[0] : undefined)
 }
-
-/** "get_weather" is mentioned by "get_weather" or "get weather", as whole words, in any case. */
-const mentionsToolName = (text: string, name: string): boolean =>
-  [name, name.replace(/[_-]+/g, " ")].some((spelling) =>
-    new RegExp(`(^|[^\\p{L}\\p{N}_])${escapeRegExp(spelling)}($|[^\\p{L}\\p{N}_])`, "iu").test(text)
-  )
-
-const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
 // ---------------------------------------------------------------------------
 // Styles of filling a JSON Schema
 
-const toolArgumentStyle = (text: string, root: unknown): FillStyle => {
-  const numbers = (text.match(/-?\d+(\.\d+)?/g) ?? []).map(Number)
-  const place = wordAfterIn(text) ?? "Paris"
+/**
+ * Tool arguments from the text: numbers in order; a string named in the text ("word hello"), else a place
+ * for a place-like parameter ("in Paris"), else a quoted string, else what follows the tool's name.
+ */
+const toolArgumentStyle = (text: string, tool: LanguageModelV3FunctionTool): FillStyle => {
+  const numbers = numbersIn(text)
+  const quoted = quotedIn(text)
+  const place = placeIn(text)
   return {
-    root,
+    root: tool.inputSchema,
     nextNumber: () => numbers.shift() ?? 0,
-    stringFor: (name) => (name !== undefined && /location|city|place/i.test(name) ? place : undefined),
+    stringFor: (name, schema) =>
+      valueAfterName(text, name) ??
+        (wantsPlace(name, schema) ? place ?? quoted.shift() ?? DEFAULT_PLACE : quoted.shift() ?? remainderAfter(text, tool.name)),
+    enumValue: (values) => mentionedValue(text, values),
     minArrayItems: 0
   }
 }
 
-const structuredOutputStyle = (root: unknown): FillStyle => ({
-  root,
-  nextNumber: () => 42,
-  stringFor: () => undefined,
-  minArrayItems: 1
-})
+const DEFAULT_PLACE = "Paris"
 
-const wordAfterIn = (text: string): string | undefined => {
-  const word = /\sin\s+(\S+)/i.exec(` ${text}`)?.[1]?.replace(/[^\p{L}\p{N}'-]/gu, "")
-  return word === undefined || word === "" ? undefined : word
+/** Structured output: the text's numbers in order (then 42), strings it names, fixed examples otherwise. */
+const structuredOutputStyle = (text: string, root: unknown): FillStyle => {
+  const numbers = numbersIn(text)
+  const place = placeIn(text)
+  return {
+    root,
+    nextNumber: () => numbers.shift() ?? 42,
+    stringFor: (name, schema) => valueAfterName(text, name) ?? (wantsPlace(name, schema) ? place : undefined),
+    enumValue: (values) => mentionedValue(text, values),
+    minArrayItems: 1
+  }
 }
 
 // ---------------------------------------------------------------------------

@@ -13,13 +13,16 @@ import { instanceSizer, resolveLocalRef } from "../../json-schema/instanceSize.j
 /** Sizes are counted as the instance-size bound counts them: about the characters of the JSON text. */
 export const MAX_FILL_SIZE = 400_000
 
-type Schema = { readonly [keyword: string]: unknown }
+export type Schema = { readonly [keyword: string]: unknown }
 
-/** How to pick leaf values: tool arguments come from the user's words, structured output uses fixed examples. */
+/** How to pick leaf values: from the user's words where they give one, else fixed examples. */
 export interface FillStyle {
   readonly root: unknown
   readonly nextNumber: () => number
-  readonly stringFor: (propertyName: string | undefined) => string | undefined
+  /** A string for the property (its schema has no known `format`, whose example is used instead). */
+  readonly stringFor: (propertyName: string | undefined, schema: Schema) => string | undefined
+  /** One of an enum's values, when the text names one (else the first). */
+  readonly enumValue?: (values: ReadonlyArray<unknown>) => unknown
   readonly minArrayItems: number
 }
 
@@ -57,6 +60,9 @@ const FORMAT_EXAMPLES: Readonly<Record<string, string>> = {
   uuid: "00000000-0000-4000-8000-000000000000"
 }
 
+/** A string taken from the user's text is cut to this many characters. */
+const MAX_TEXT_VALUE = 1000
+
 /** Beyond this nesting depth only what the schema requires is filled, so recursive schemas terminate. */
 const SHALLOW_DEPTH = 6
 const MAX_DEPTH = 32
@@ -66,7 +72,7 @@ const fillNode = (schema: unknown, fill: Fill, propertyName?: string, depth = 0)
   if (!isSchema(schema) || depth > MAX_DEPTH) return null
   if (typeof schema.$ref === "string") return fillNode(resolveLocalRef(fill.root, schema.$ref), fill, propertyName, depth + 1)
   if ("const" in schema) return schema.const as JSONValue
-  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0] as JSONValue
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return (fill.enumValue?.(schema.enum) ?? schema.enum[0]) as JSONValue
   const alternatives = schema.anyOf ?? schema.oneOf
   if (Array.isArray(alternatives) && alternatives.length > 0) {
     return fillNode(fill.minimal ? smallestOf(alternatives, fill) : alternatives[0], fill, propertyName, depth)
@@ -130,7 +136,10 @@ const fillArray = (schema: Schema, fill: Fill, propertyName: string | undefined,
 const fillString = (schema: Schema, fill: Fill, propertyName: string | undefined): string => {
   const minLength = typeof schema.minLength === "number" ? schema.minLength : 0
   spend(fill, minLength + 2)
-  const chosen = fill.stringFor(propertyName) ?? FORMAT_EXAMPLES[String(schema.format)] ?? (fill.minimal ? "" : "example")
+  // The smallest value takes nothing from the user's text; a value taken from it costs its length.
+  const chosen = FORMAT_EXAMPLES[String(schema.format)] ??
+    (fill.minimal ? "" : fill.stringFor(propertyName, schema)?.slice(0, MAX_TEXT_VALUE) ?? "example")
+  spend(fill, chosen.length)
   const padded = chosen.padEnd(minLength, "x")
   return typeof schema.maxLength === "number" ? padded.slice(0, schema.maxLength) : padded
 }
