@@ -1,38 +1,17 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { existsSync } from "node:fs"
-import { chromium } from "playwright-core"
+import { CHROMIUM, launchChromium } from "./support/chromium.js"
 import { TestServer, TestServerLive } from "./support/TestServer.js"
-
-const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find(existsSync)
 
 if (CHROMIUM === undefined) {
   console.warn("SKIPPED browser test: no Chromium at /usr/bin/chromium (install Debian's chromium to run it)")
 }
 
-const launch = Effect.acquireRelease(
-  Effect.promise(() =>
-    chromium.launch({
-      executablePath: CHROMIUM!,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync"
-      ]
-    })
-  ),
-  (browser) => Effect.promise(() => browser.close())
-)
-
 layer(TestServerLive(), { excludeTestServices: true })("Swagger UI in headless Chromium", (it) => {
   it.scoped.skipIf(CHROMIUM === undefined)("executes GET /tools from the /ui page", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const browser = yield* launch
+      const browser = yield* launchChromium
       const text = yield* Effect.promise(async () => {
         const page = await browser.newPage()
         const external: Array<string> = []
@@ -56,7 +35,7 @@ layer(TestServerLive(), { excludeTestServices: true })("Swagger UI in headless C
   it.scoped.skipIf(CHROMIUM === undefined)("the first click on POST /agents/{id}/text succeeds as pre-filled; no Authorize button", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const browser = yield* launch
+      const browser = yield* launchChromium
       const seen = yield* Effect.promise(async () => {
         const page = await browser.newPage()
         await page.goto(`${url}/ui`)

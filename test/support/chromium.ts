@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Effect, type Scope } from "effect"
 import { existsSync } from "node:fs"
 import { type Browser, chromium } from "playwright-core"
 
@@ -6,7 +6,7 @@ import { type Browser, chromium } from "playwright-core"
 export const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find(existsSync)
 
 /** Headless Chromium for the scope, with nothing of its own on the network. */
-export const launchChromium: Effect.Effect<Browser, never, import("effect").Scope.Scope> = Effect.acquireRelease(
+export const launchChromium: Effect.Effect<Browser, never, Scope.Scope> = Effect.acquireRelease(
   Effect.promise(() =>
     chromium.launch({
       executablePath: CHROMIUM!,
