@@ -67,7 +67,7 @@ describe("node dist/main.js", () => {
     expect(existsSync(join(server.dir, ".data", "service.db"))).toBe(true)
     const url = `http://127.0.0.1:${port}`
     expect(server.stdout()).toContain(`Listening on ${url}`)
-    expect(server.stdout()).toContain(`  explorer  ${url}/ui\n  OpenAPI   ${url}/doc\n  model     builtin/echo (deterministic, offline`)
+    expect(server.stdout()).toContain(`  console   ${url}/console\n  explorer  ${url}/ui\n  OpenAPI   ${url}/doc\n  model     builtin/echo (deterministic, offline`)
     expect(server.stdout()).toContain("  storage   SQLite ./.data/service.db\n  auth      none, every route is public; console routes open")
     expect(resolveServerConfig({}, { PORT: "1234" }).port).toBe(3141)
   })
@@ -204,6 +204,7 @@ describe("node dist/main.js", () => {
       const url = `http://127.0.0.1:${port}`
       expect(server.stdout()).toContain([
         `Listening on ${url}`,
+        `  console   ${url}/console`,
         `  explorer  ${url}/ui`,
         `  OpenAPI   ${url}/doc`,
         "  model     m (openai-compatible at http://127.0.0.1:9/v1)",

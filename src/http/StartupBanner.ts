@@ -46,12 +46,13 @@ const describeAuth = (auth: AuthSettings): string => {
 }
 
 /**
- * The start-up banner: where the service listens, its explorer and OpenAPI document, the default model,
+ * The start-up banner: where the service listens, its console, explorer and OpenAPI document, the default model,
  * the store and how callers authenticate. Only names and addresses: never a key, secret or password.
  */
 export const startupBanner = (config: ServerConfigShape, url: string): string =>
   [
     `Listening on ${url}`,
+    `  console   ${url}/console`,
     `  explorer  ${config.enableSwaggerUI ? `${url}/ui` : "off (enableSwaggerUI)"}`,
     `  OpenAPI   ${url}/doc`,
     `  model     ${describeModel(config.model)}`,
