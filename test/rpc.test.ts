@@ -1,0 +1,142 @@
+import { NodeSocket } from "@effect/platform-node"
+import { RpcClient, RpcSerialization } from "@effect/rpc"
+import { describe, expect, it, layer } from "@effect/vitest"
+import { Chunk, Effect, Layer, Option, Stream } from "effect"
+import { SignJWT } from "jose"
+import WebSocket from "ws"
+import * as Errors from "../src/errors.js"
+import { RPC_PATH, ServiceRpcs, type WorkflowUpdate } from "../src/rpc/RpcContract.js"
+import { AgentTestServerLive } from "./support/fakeProvider.js"
+import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
+
+/**
+ * The RPC group at /rpc, called by `RpcClient` from an Effect program over a real WebSocket to the real
+ * server (the agent's model is the fake OpenAI-compatible server over HTTP).
+ */
+
+const rpcClient = Effect.gen(function*() {
+  const { url } = yield* TestServer
+  // Built in the test's scope: the socket stays open for as long as the client is used.
+  const protocol = yield* Layer.build(RpcClient.layerProtocolSocket({ retryTransientErrors: false }).pipe(
+    Layer.provide(NodeSocket.layerWebSocket(`${url.replace(/^http/, "ws")}${RPC_PATH}`)),
+    Layer.provide(RpcSerialization.layerJson)
+  ))
+  return yield* Effect.provide(RpcClient.make(ServiceRpcs), protocol)
+})
+
+const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(Stream.runCollect(stream), Chunk.toReadonlyArray)
+
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+
+describe("RPC at /rpc, open configuration", () => {
+  layer(AgentTestServerLive(), { excludeTestServices: true })((it) => {
+    it.scoped("AgentStream: the agent's typed events, text deltas then finish, from the fake model", () =>
+      Effect.gen(function*() {
+        const client = yield* rpcClient
+        const events = yield* collect(client.AgentStream({ agentId: "assistant", input: "stream this please" }))
+        const deltas = events.flatMap((event) => event.type === "text-delta" ? [event.delta] : [])
+        expect(deltas.length).toBeGreaterThan(2)
+        expect(deltas.join("")).toBe("You said: stream this please")
+        expect(events.at(-1)).toMatchObject({ type: "finish", finishReason: "stop", usage: { completionTokens: 5 } })
+
+        const missing = yield* Effect.flip(collect(client.AgentStream({ agentId: "nobody", input: "hi" })))
+        expect(missing).toBeInstanceOf(Errors.NotFound)
+      }))
+
+    it.scoped("WorkflowStream starts and follows an execution; WorkflowAttach replays only what follows a number", () =>
+      Effect.gen(function*() {
+        const client = yield* rpcClient
+        const updates = yield* collect(client.WorkflowStream({ workflowId: "approval", input: { amount: 500 } }))
+        const types = updates.map((update) => update.event.type)
+        expect(types[0]).toBe("workflow-start")
+        expect(types).toContain("workflow-suspended")
+        const result = updates.at(-1)!.event
+        expect(result).toMatchObject({ type: "workflow-result", status: "suspended", suspension: { reason: "manager approval required" } })
+        expect(updates.map((update) => update.seq)).toEqual(updates.map((_, i) => updates[0].seq + i))
+
+        const executionId = result.executionId
+        const after = updates[1].seq
+        const attached = yield* collect(client.WorkflowAttach({ workflowId: "approval", executionId, after }))
+        expect(attached.map((update) => update.seq)).toEqual(updates.slice(2).map((update) => update.seq))
+        expect(attached.map((update) => update.event)).toEqual(updates.slice(2).map((update) => update.event))
+
+        const missing = yield* Effect.flip(collect(client.WorkflowAttach({ workflowId: "approval", executionId: "no-such-execution" })))
+        expect(missing).toBeInstanceOf(Errors.NotFound)
+        const invalid = yield* Effect.flip(collect(client.WorkflowStream({ workflowId: "approval", input: { amount: "lots" } })))
+        expect(invalid).toBeInstanceOf(Errors.ValidationError)
+      }))
+
+    it.scoped("LiveLogs: an initial batch, then the lines logged while subscribed", () =>
+      Effect.gen(function*() {
+        const client = yield* rpcClient
+        const pull = yield* Stream.toPull(client.LiveLogs({ workflowId: "approval" }))
+        const first = yield* pull
+        expect(Chunk.unsafeHead(first).type).toBe("initial")
+        // Subscribed: a workflow started now logs "workflow started" under its workflow id.
+        const started = yield* collect(client.WorkflowStream({ workflowId: "approval", input: { amount: 1 } }))
+        const executionId = started.at(-1)!.event.executionId
+        const line = yield* pull.pipe(
+          Effect.map(Chunk.findFirst((message) => message.type === "update" && message.logs.some((entry) => entry.executionId === executionId))),
+          Effect.repeat({ until: Option.isSome }),
+          Effect.timeout("60 seconds")
+        )
+        const entry = Option.getOrThrow(line).logs.find((entry) => entry.executionId === executionId)!
+        expect(entry).toMatchObject({ message: "workflow started", workflowId: "approval", level: "info" })
+      }))
+
+    it.effect("a plain GET /rpc is a 426 envelope, and a message over the body limit closes the socket with 1009", () =>
+      Effect.gen(function*() {
+        const { config, url } = yield* TestServer
+        const plain = yield* fetchJson(`${url}/rpc`)
+        expect(plain.status).toBe(426)
+        expect(plain.body).toMatchObject({ success: false, error: expect.stringContaining("WebSocket") })
+
+        const closed = yield* Effect.promise(() =>
+          new Promise<number>((resolve, reject) => {
+            const socket = new WebSocket(`${url.replace(/^http/, "ws")}/rpc`)
+            socket.on("open", () =>
+              socket.send(JSON.stringify({
+                _tag: "Request",
+                id: "1",
+                tag: "AgentStream",
+                payload: { agentId: "assistant", input: "x".repeat(config.bodyLimit + 1) },
+                headers: []
+              })))
+            socket.on("close", (code) => resolve(code))
+            socket.on("error", reject)
+          })
+        )
+        expect(closed).toBe(1009)
+      }))
+  })
+})
+
+const SECRET = "a-long-shared-secret-for-the-rpc-tests"
+const sign = (sub: string) =>
+  new SignJWT({ sub }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h")
+    .sign(new TextEncoder().encode(SECRET))
+const tokens = { alice: await sign("alice"), bob: await sign("bob") }
+
+describe("RPC at /rpc under JWT", () => {
+  const auth = { production: false, jwt: { secret: SECRET, defaultPrivate: false, publicRoutes: [] } }
+  layer(TestServerLive({ config: { auth } }), { excludeTestServices: true })((it) => {
+    it.scoped("no or an invalid token is Unauthorized; another user's execution is not found to re-attach", () =>
+      Effect.gen(function*() {
+        const client = yield* rpcClient
+        const start = client.WorkflowStream({ workflowId: "approval", input: { amount: 500 } })
+        const anonymous = yield* Effect.flip(collect(start))
+        expect(anonymous).toBeInstanceOf(Errors.Unauthorized)
+        const forged = yield* Effect.flip(collect(start).pipe(RpcClient.withHeaders(bearer(`${tokens.alice}x`))))
+        expect(forged).toBeInstanceOf(Errors.Unauthorized)
+        expect(forged.message).toMatch(/^Invalid token/)
+
+        const alices: ReadonlyArray<WorkflowUpdate> = yield* collect(start).pipe(RpcClient.withHeaders(bearer(tokens.alice)))
+        const executionId = alices.at(-1)!.event.executionId
+        const attach = collect(client.WorkflowAttach({ workflowId: "approval", executionId }))
+        expect((yield* attach.pipe(RpcClient.withHeaders(bearer(tokens.alice)))).length).toBe(alices.length)
+        expect(yield* Effect.flip(attach.pipe(RpcClient.withHeaders(bearer(tokens.bob))))).toBeInstanceOf(Errors.NotFound)
+        // Anonymous (allowed on this management route without defaultPrivate) sees only anonymous executions.
+        expect(yield* Effect.flip(attach)).toBeInstanceOf(Errors.NotFound)
+      }))
+  })
+})
