@@ -1,13 +1,14 @@
 import { NodeSocket } from "@effect/platform-node"
 import { RpcClient, RpcSerialization } from "@effect/rpc"
-import { describe, expect, it, layer } from "@effect/vitest"
+import { describe, expect, layer } from "@effect/vitest"
 import { Chunk, Effect, Layer, Option, Stream } from "effect"
 import { SignJWT } from "jose"
 import WebSocket from "ws"
 import * as Errors from "../src/errors.js"
 import { RPC_PATH, ServiceRpcs, type WorkflowUpdate } from "../src/rpc/RpcContract.js"
 import { AgentTestServerLive } from "./support/fakeProvider.js"
-import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
+import { collectMessages } from "./support/sockets.js"
+import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 /**
  * The RPC group at /rpc, called by `RpcClient` from an Effect program over a real WebSocket to the real
@@ -82,6 +83,42 @@ describe("RPC at /rpc, open configuration", () => {
         )
         const entry = Option.getOrThrow(line).logs.find((entry) => entry.executionId === executionId)!
         expect(entry).toMatchObject({ message: "workflow started", workflowId: "approval", level: "info" })
+      }))
+
+    it.effect("a client that does not acknowledge gets one chunk of a stream at a time: the server waits, not buffers", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        yield* Effect.promise(async () => {
+          const socket = new WebSocket(`${url.replace(/^http/, "ws")}/rpc`)
+          const received = collectMessages(socket, 60_000)
+          await new Promise((open) => socket.once("open", open))
+          const request = (id: string, tag: string, payload: unknown) =>
+            socket.send(JSON.stringify({ _tag: "Request", id, tag, payload, headers: [] }))
+          const chunksOf = (id: string) => received.messages.filter((m) => m._tag === "Chunk" && m.requestId === id)
+          // Another request on the same socket, answered after everything sent before it was taken.
+          const roundTrip = async (id: string) => {
+            request(id, "WorkflowAttach", { workflowId: "approval", executionId: "none" })
+            await received.next((m) => m._tag === "Exit" && m.requestId === id)
+          }
+          try {
+            request("1", "LiveLogs", { workflowId: "approval" })
+            await received.next((m) => m._tag === "Chunk" && m.requestId === "1")
+            for (let i = 0; i < 3; i++) {
+              const done = await fetch(`${url}/workflows/approval/execute`, json({ input: { amount: 1 } }))
+              expect(done.status).toBe(200)
+            }
+            await roundTrip("2")
+            expect(chunksOf("1").map((chunk) => chunk.values[0].type)).toEqual(["initial"])
+
+            socket.send(JSON.stringify({ _tag: "Ack", requestId: "1" }))
+            await received.next((m) => m._tag === "Chunk" && m.requestId === "1" && m.values[0].type === "update")
+            await roundTrip("3")
+            // The second chunk is the only one sent until it too is acknowledged (6 lines were logged).
+            expect(chunksOf("1")).toHaveLength(2)
+          } finally {
+            socket.close()
+          }
+        })
       }))
 
     it.effect("a plain GET /rpc is a 426 envelope, and a message over the body limit closes the socket with 1009", () =>

@@ -3,6 +3,7 @@ import { RpcSerialization, RpcServer } from "@effect/rpc"
 import { Effect, Layer } from "effect"
 import type { RouteEntry } from "../auth/RouteClass.js"
 import type { ServerConfigShape } from "../config/ServerConfig.js"
+import { messageOf } from "../errors.js"
 import { RpcAuthenticationLive } from "./authentication.js"
 import { RpcHandlersLive } from "./handlers.js"
 import { RPC_PATH, ServiceRpcs } from "./RpcContract.js"
@@ -40,7 +41,13 @@ const boundedApp = (app: HttpApp.Default<never, any>, limit: number): HttpApp.De
     const bounded = Object.create(request, {
       upgrade: { value: Effect.map(request.upgrade, (socket) => boundedSocket(socket, limit)) }
     }) as HttpServerRequest.HttpServerRequest
-    return Effect.provideService(app, HttpServerRequest.HttpServerRequest, bounded)
+    return Effect.provideService(app, HttpServerRequest.HttpServerRequest, bounded).pipe(
+      // The protocol dies on a message it cannot take (a request id that is not an integer): that
+      // closes this client's connection, and is the client's fault, not an unhandled server failure.
+      Effect.catchAllDefect((defect) =>
+        Effect.as(Effect.logDebug(`RPC connection closed: ${messageOf(defect)}`), HttpServerResponse.empty())
+      )
+    )
   })
 
 /**
