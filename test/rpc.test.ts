@@ -135,10 +135,12 @@ describe("RPC at /rpc, open configuration", () => {
               socket.send(JSON.stringify({
                 _tag: "Request",
                 id: "1",
-                tag: "AgentStream",
-                payload: { agentId: "assistant", input: "x".repeat(config.bodyLimit + 1) },
+                tag: "WorkflowAttach",
+                payload: { workflowId: "approval", executionId: "x".repeat(config.bodyLimit + 1) },
                 headers: []
               })))
+            // An answer (NotFound) would mean the message was taken.
+            socket.on("message", () => resolve(-1))
             socket.on("close", (code) => resolve(code))
             socket.on("error", reject)
           })
