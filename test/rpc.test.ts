@@ -121,6 +121,28 @@ describe("RPC at /rpc, open configuration", () => {
         })
       }))
 
+    it.effect("LiveLogs is a console procedure: a foreign Origin on the handshake is Forbidden, even restated in a message", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const answers = yield* Effect.promise(async () => {
+          const socket = new WebSocket(`${url.replace(/^http/, "ws")}/rpc`, { headers: { origin: "http://evil.example" } })
+          const received = collectMessages(socket, 60_000)
+          await new Promise((open) => socket.once("open", open))
+          const exitOf = (id: string, headers: ReadonlyArray<[string, string]>) => {
+            socket.send(JSON.stringify({ _tag: "Request", id, tag: "LiveLogs", payload: {}, headers }))
+            return received.next((m) => m._tag === "Exit" && m.requestId === id)
+          }
+          try {
+            return [await exitOf("1", []), await exitOf("2", [["origin", url], ["host", new URL(url).host]])]
+          } finally {
+            socket.close()
+          }
+        })
+        for (const answer of answers) {
+          expect(answer.exit.cause).toMatchObject({ _tag: "Fail", error: { _tag: "Forbidden" } })
+        }
+      }))
+
     it.effect("a plain GET /rpc is a 426 envelope, and a message over the body limit closes the socket with 1009", () =>
       Effect.gen(function*() {
         const { config, url } = yield* TestServer
@@ -176,6 +198,24 @@ describe("RPC at /rpc under JWT", () => {
         expect(yield* Effect.flip(attach.pipe(RpcClient.withHeaders(bearer(tokens.bob))))).toBeInstanceOf(Errors.NotFound)
         // Anonymous (allowed on this management route without defaultPrivate) sees only anonymous executions.
         expect(yield* Effect.flip(attach)).toBeInstanceOf(Errors.NotFound)
+      }))
+  })
+})
+
+describe("RPC at /rpc in production", () => {
+  const consoleKey = "a-console-key-for-the-rpc-tests"
+  const config = { production: true, auth: { production: true, consoleKey } }
+  layer(TestServerLive({ config }), { excludeTestServices: true })((it) => {
+    it.scoped("LiveLogs needs the console key, as /ws/logs does", () =>
+      Effect.gen(function*() {
+        const client = yield* rpcClient
+        const firstOf = (stream: typeof logs) => collect(Stream.take(stream, 1))
+        const logs = client.LiveLogs({})
+        expect(yield* Effect.flip(firstOf(logs))).toBeInstanceOf(Errors.Unauthorized)
+        const wrong = yield* Effect.flip(firstOf(logs).pipe(RpcClient.withHeaders({ "x-console-access-key": "not-it" })))
+        expect(wrong).toMatchObject({ _tag: "Unauthorized", message: "Invalid console access key" })
+        const [initial] = yield* firstOf(logs).pipe(RpcClient.withHeaders({ "x-console-access-key": consoleKey }))
+        expect(initial.type).toBe("initial")
       }))
   })
 })

@@ -2,12 +2,14 @@ import type { Rpc } from "@effect/rpc"
 import { Effect, Layer, Option } from "effect"
 import { AuthPolicy, bearerToken } from "../auth/AuthPolicy.js"
 import { CONSOLE_KEY_HEADER } from "../auth/Authentication.js"
-import { consoleRefusal } from "../auth/ConsoleGuard.js"
 import type { RouteEntry } from "../auth/RouteClass.js"
-import type { ServerConfigShape } from "../config/ServerConfig.js"
+import { Forbidden } from "../errors.js"
 import { RpcAuthentication, type ServiceRpcs } from "./RpcContract.js"
 
 type Tag = Rpc.Tag<typeof ServiceRpcs extends { requests: ReadonlyMap<string, infer R> } ? R : never>
+
+/** Where the route puts the console guard's verdict on the WebSocket handshake (see RpcRoute.ts). */
+export const CONSOLE_VERDICT_HEADER = "x-rpc-console-verdict"
 
 const segment = (value: unknown) => encodeURIComponent(String(value))
 
@@ -24,15 +26,15 @@ const twins: Record<Tag, { readonly operationId: string; readonly path: (payload
 
 /**
  * Authorises each call as its HTTP twin: the twin's route class and path decide whether a token is
- * needed (public routes included) and whose records the caller sees; a console procedure also passes
- * the console guard (own Host and Origin, read from the WebSocket handshake) and the console key.
+ * needed (public routes included) and whose records the caller sees; a console procedure also needs
+ * the console guard's pass on the WebSocket handshake (own Host and Origin; `nonce` is its mark) and
+ * the console key.
  */
-export const RpcAuthenticationLive = (config: ServerConfigShape, routes: ReadonlyArray<RouteEntry>) =>
+export const RpcAuthenticationLive = (routes: ReadonlyArray<RouteEntry>, nonce: string) =>
   Layer.effect(
     RpcAuthentication,
     Effect.gen(function*() {
       const policy = yield* AuthPolicy
-      const refusal = consoleRefusal({ host: config.host, production: config.production })
       const byOperation = new Map(routes.map((route) => [route.operationId, route]))
       const routeOf = Object.fromEntries(Object.entries(twins).map(([tag, twin]) => {
         const route = byOperation.get(twin.operationId)
@@ -41,9 +43,10 @@ export const RpcAuthenticationLive = (config: ServerConfigShape, routes: Readonl
       }))
       return RpcAuthentication.of(({ headers, payload, rpc }) => {
         const twin = routeOf[rpc._tag]
-        if (twin.routeClass === "console") {
-          const refused = refusal({ method: twin.method, headers })
-          if (refused !== undefined) return Effect.fail(refused)
+        const verdict = headers[CONSOLE_VERDICT_HEADER]
+        if (twin.routeClass === "console" && verdict !== nonce) {
+          const why = verdict?.startsWith(`${nonce}:`) ? verdict.slice(nonce.length + 1) : "Console procedures need the service's own origin"
+          return Effect.fail(new Forbidden({ message: why }))
         }
         return policy.authorizeCaller({
           routeClass: twin.routeClass,
