@@ -1,12 +1,12 @@
 import { NodeSocket } from "@effect/platform-node"
 import { RpcClient, RpcSerialization } from "@effect/rpc"
 import { describe, expect, layer } from "@effect/vitest"
-import { Chunk, Effect, Layer, Option, Stream } from "effect"
+import { Chunk, Effect, Layer, Option, Schedule, Stream } from "effect"
 import { SignJWT } from "jose"
 import WebSocket from "ws"
 import * as Errors from "../src/errors.js"
 import { RPC_PATH, ServiceRpcs, type WorkflowUpdate } from "../src/rpc/RpcContract.js"
-import { AgentTestServerLive } from "./support/fakeProvider.js"
+import { AgentTestServerLive, FakeProvider } from "./support/fakeProvider.js"
 import { collectMessages } from "./support/sockets.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
@@ -42,6 +42,20 @@ describe("RPC at /rpc, open configuration", () => {
 
         const missing = yield* Effect.flip(collect(client.AgentStream({ agentId: "nobody", input: "hi" })))
         expect(missing).toBeInstanceOf(Errors.NotFound)
+      }))
+
+    it.scoped("AgentStream: a client that stops reading aborts the model call", () =>
+      Effect.gen(function*() {
+        const fake = yield* FakeProvider
+        fake.reset()
+        const client = yield* rpcClient
+        const firstWords = yield* collect(Stream.take(client.AgentStream({ agentId: "assistant", input: "answer slowly please" }), 2))
+        expect(firstWords.map((event) => event.type)).toEqual(["text-delta", "text-delta"])
+        // The fake counts a request whose client left before the last word (it answers a word every 200 ms).
+        yield* Effect.sync(() => fake.closedEarly()).pipe(
+          Effect.repeat({ until: (closed) => closed === 1, schedule: Schedule.spaced("20 millis") }),
+          Effect.timeout("30 seconds")
+        )
       }))
 
     it.scoped("WorkflowStream starts and follows an execution; WorkflowAttach replays only what follows a number", () =>
