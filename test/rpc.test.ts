@@ -1,29 +1,33 @@
 import { NodeSocket } from "@effect/platform-node"
 import { RpcClient, RpcSerialization } from "@effect/rpc"
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Chunk, Effect, Layer, Option, Schedule, Stream } from "effect"
 import { SignJWT } from "jose"
+import { join } from "node:path"
 import WebSocket from "ws"
 import * as Errors from "../src/errors.js"
 import { RPC_PATH, ServiceRpcs, type WorkflowUpdate } from "../src/rpc/RpcContract.js"
 import { AgentTestServerLive, FakeProvider } from "./support/fakeProvider.js"
 import { collectMessages } from "./support/sockets.js"
-import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
+import { freePort, killed, spawnMain, waitForHttp } from "./support/process.js"
+import { fetchJson, json, tempDir, TestServer, TestServerLive } from "./support/TestServer.js"
 
 /**
  * The RPC group at /rpc, called by `RpcClient` from an Effect program over a real WebSocket to the real
  * server (the agent's model is the fake OpenAI-compatible server over HTTP).
  */
 
-const rpcClient = Effect.gen(function*() {
-  const { url } = yield* TestServer
-  // Built in the test's scope: the socket stays open for as long as the client is used.
-  const protocol = yield* Layer.build(RpcClient.layerProtocolSocket({ retryTransientErrors: false }).pipe(
-    Layer.provide(NodeSocket.layerWebSocket(`${url.replace(/^http/, "ws")}${RPC_PATH}`)),
-    Layer.provide(RpcSerialization.layerJson)
-  ))
-  return yield* Effect.provide(RpcClient.make(ServiceRpcs), protocol)
-})
+const rpcClientAt = (url: string) =>
+  Effect.gen(function*() {
+    // Built in the test's scope: the socket stays open for as long as the client is used.
+    const protocol = yield* Layer.build(RpcClient.layerProtocolSocket({ retryTransientErrors: false }).pipe(
+      Layer.provide(NodeSocket.layerWebSocket(`${url.replace(/^http/, "ws")}${RPC_PATH}`)),
+      Layer.provide(RpcSerialization.layerJson)
+    ))
+    return yield* Effect.provide(RpcClient.make(ServiceRpcs), protocol)
+  })
+
+const rpcClient = Effect.flatMap(TestServer, ({ url }) => rpcClientAt(url))
 
 const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(Stream.runCollect(stream), Chunk.toReadonlyArray)
 
@@ -233,4 +237,29 @@ describe("RPC at /rpc in production", () => {
         expect(initial.type).toBe("initial")
       }))
   })
+})
+
+describe("RPC at /rpc on the built server", () => {
+  it.scopedLive("dist/main.js streams an agent's answer over /rpc, and stops promptly with a stream open", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const port = yield* Effect.promise(() => freePort())
+      const server = yield* Effect.acquireRelease(
+        Effect.sync(() => spawnMain(["--port", String(port)], { env: { DATABASE_URL: `file:${join(dir, "rpc.db")}` } })),
+        (spawned) => Effect.sync(() => killed(spawned))
+      )
+      yield* Effect.promise(() => waitForHttp(port))
+      const client = yield* rpcClientAt(`http://127.0.0.1:${port}`)
+      const events = yield* collect(client.AgentStream({ agentId: "assistant", input: "hello there" }))
+      const text = events.flatMap((event) => event.type === "text-delta" ? [event.delta] : []).join("")
+      expect(text).toContain("hello there")
+      expect(events.at(-1)?.type).toBe("finish")
+
+      // An open feed does not hold up shutdown.
+      const pull = yield* Stream.toPull(client.LiveLogs({}))
+      expect(Chunk.unsafeHead(yield* pull).type).toBe("initial")
+      server.child.kill("SIGTERM")
+      const exit = yield* Effect.promise(() => server.exit).pipe(Effect.timeout("20 seconds"))
+      expect(exit.code).toBe(0)
+    }))
 })
