@@ -15,6 +15,7 @@ export {
 export * as Errors from "./errors.js"
 export { ServiceApi } from "./http/Api.js"
 export { HttpLive } from "./http/Server.js"
+export * as RpcContract from "./rpc/RpcContract.js"
 export { serveWith, ServiceLive, ServicesLive } from "./Service.js"
 export { DEFAULT_DATABASE_URL, SqlLive, StorageError } from "./storage/Sql.js"
 export { defineTool, type Tool, type ToolContext } from "./tools/Tool.js"

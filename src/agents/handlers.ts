@@ -24,7 +24,7 @@ const baseUrl = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
  * and, under authentication, its owner: `options.userId` may only name the caller, and the call's
  * conversation and history entry are the caller's.
  */
-const withUser = <A extends { readonly options?: GenerationOptions | undefined }>(payload: A) =>
+export const withUser = <A extends { readonly options?: GenerationOptions | undefined }>(payload: A) =>
   Effect.gen(function*() {
     const caller = yield* CurrentCaller
     const userId = yield* actingUserId(caller, payload.options?.userId)

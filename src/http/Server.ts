@@ -11,6 +11,7 @@ import { HealthHandlers } from "../health/handlers.js"
 import { McpHandlers } from "../mcp/handlers.js"
 import { ObservabilityHandlers } from "../observability/handlers.js"
 import { OpsHandlers } from "../ops/handlers.js"
+import { RpcRouteLive } from "../rpc/RpcRoute.js"
 import { storageKind } from "../storage/Sql.js"
 import { ToolsHandlers } from "../tools/handlers.js"
 import { WorkflowsHandlers } from "../workflows/handlers.js"
@@ -102,6 +103,8 @@ export const HttpLive = <A extends HttpServer.HttpServer = HttpServer.HttpServer
     Layer.provide(config.enableSwaggerUI ? SwaggerUiLive("/ui") : Layer.empty),
     Layer.provide(FaviconLive),
     Layer.provide(ConsoleLive),
+    // The RPC WebSocket (src/rpc): on the same router, so on the same port and behind the same middleware.
+    Layer.provide(RpcRouteLive(config, routes)),
     Layer.provide(SwaggerUiAuthenticationLive),
     Layer.provide(ErrorMappingLive(config.bodyLimit)),
     Layer.provide(CrossOriginLive(config, routes)),

@@ -11,16 +11,16 @@ import { TraceStore } from "../observability/TraceStore.js"
 import { forward, serve } from "./connection.js"
 
 /** The initial batch of /ws/logs is the newest entries that fit in this many bytes of JSON. */
-const INITIAL_BYTES = 1024 * 1024
+export const INITIAL_BYTES = 1024 * 1024
 
 /**
  * What tells entries apart once they have been through the store (the initial batch is read from it,
  * the live feed carries them as logged): an entry equal in all of these is shown once.
  */
-const entryKey = (entry: LogEntry) =>
+export const entryKey = (entry: LogEntry) =>
   `${entry.instance}\u0000${entry.timestamp}\u0000${entry.level}\u0000${entry.spanId ?? ""}\u0000${entry.message}`
 
-const newestWithin = (entries: ReadonlyArray<LogEntry>, bytes: number): ReadonlyArray<LogEntry> => {
+export const newestWithin = (entries: ReadonlyArray<LogEntry>, bytes: number): ReadonlyArray<LogEntry> => {
   let left = bytes
   let first = entries.length
   while (first > 0 && (left -= jsonSize(entries[first - 1]) + 1) >= 0) first--
