@@ -45,10 +45,11 @@ layer(TestServerLive(), { excludeTestServices: true })("observability", (it) => 
 
       const trace = (yield* fetchJson(`${url}/observability/traces/${summary.traceId}`)).body.data
       const names = trace.spans.map((span: any) => span.name)
-      expect(names).toEqual(expect.arrayContaining(["AgentRegistry.text", "model.generate", "tool.call"]))
+      expect(names).toEqual(expect.arrayContaining(["AgentRegistry.text", "chat echo", "execute_tool add"]))
       const agentSpan = trace.spans.find((span: any) => span.name === "AgentRegistry.text")
       expect(agentSpan.attributes).toMatchObject({ "entity.type": "agent", "entity.id": "assistant" })
-      const modelSpan = trace.spans.find((span: any) => span.name === "model.generate")
+      const modelSpan = trace.spans.find((span: any) => span.name === "chat echo")
+      expect(modelSpan).toMatchObject({ kind: "client", attributes: { "gen_ai.operation.name": "chat", "gen_ai.request.model": "echo" } })
       expect(modelSpan.attributes["gen_ai.usage.input_tokens"]).toBeGreaterThan(0)
       expect(modelSpan.parentSpanId).toBe(agentSpan.spanId)
       expect(trace.spans.some((span: any) => span.kind === "server")).toBe(true)
