@@ -244,6 +244,10 @@ layer(
       expect((yield* fetchJson(`${url}/observability/status`, { headers: { "x-service-dev": "true" } })).status).toBe(401)
       expect((yield* fetchJson(`${url}/api/logs`, { headers: { "x-console-access-key": "wrong" } })).body.error).toBe("Invalid console access key")
       expect((yield* fetchJson(`${url}/observability/status`, { headers: { "x-console-access-key": "console-key" } })).status).toBe(200)
+      expect((yield* fetchJson(`${url}/metrics`)).status).toBe(401)
+      const metrics = yield* fetchJson(`${url}/metrics`, { headers: { "x-console-access-key": "console-key" } })
+      expect(metrics.status).toBe(200)
+      expect(metrics.body).toContain("http_server_request_duration_count{")
 
       expect(yield* Effect.promise(() => openSocket(`${wsUrl(url)}/ws/logs`))).toEqual({ refused: 401 })
       expect(yield* Effect.promise(() => openSocket(`${wsUrl(url)}/ws/observability?dev=true`))).toEqual({ refused: 401 })
