@@ -1,4 +1,4 @@
-import { expect, layer } from "@effect/vitest"
+import { expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { defineApp } from "../src/App.js"
@@ -6,7 +6,8 @@ import { makeModel } from "../src/agents/models/ModelSettings.js"
 import { assistant } from "../src/examples/agents.js"
 import { exampleApp } from "../src/examples/app.js"
 import { FakeProvider, FakeProviderLive, fakeModelSettings } from "./support/fakeProvider.js"
-import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
+import { freePort, killed, spawnMain, waitForHttp } from "./support/process.js"
+import { fetchJson, json, TestServer, TestServerLive, tempDir } from "./support/TestServer.js"
 
 /** What the local OTLP/HTTP receiver was sent, by signal. */
 class Otlp extends Context.Tag("test/OtlpReceived")<Otlp, { readonly traces: Array<any>; readonly metrics: Array<any> }>() {}
@@ -250,3 +251,42 @@ layer(Served, { excludeTestServices: true })("what an OpenTelemetry backend rece
       expect([...names]).toEqual(expect.arrayContaining(wanted))
     }))
 })
+
+it.scoped("node dist/main.js: a streamed call's console lines carry its trace_id and span_id", () =>
+  Effect.gen(function*() {
+    const fake = yield* FakeProvider
+    const dir = yield* tempDir
+    const port = yield* Effect.promise(() => freePort())
+    const service = yield* Effect.acquireRelease(
+      Effect.sync(() =>
+        spawnMain(["--port", String(port)], {
+          env: {
+            DATABASE_URL: `file:${dir}/service.db`,
+            AI_PROVIDER: "openai-compatible",
+            AI_BASE_URL: `${fake.url}/v1`,
+            AI_MODEL: "fake-model",
+            AI_API_KEY: "test-key"
+          }
+        })
+      ),
+      (spawned) => Effect.sync(() => killed(spawned))
+    )
+    yield* Effect.promise(() => waitForHttp(port))
+    const url = `http://127.0.0.1:${port}`
+    yield* Effect.promise(() =>
+      fetch(`${url}/agents/assistant/stream`, json({ input: "hello", options: { conversationId: "console-ids" } })).then((r) => r.text())
+    )
+    const stored = yield* eventually(
+      () => fetch(`${url}/api/logs?conversationId=console-ids`).then((r) => r.json()).then((body: any) => body.data as Array<any>),
+      (entries) => entries.length > 0,
+      "the stored line"
+    )
+    // The pretty logger prints a line's annotations on the lines after it.
+    const printed = yield* eventually(
+      () => service.stdout().split("agent call completed")[1]?.split("\n[")[0],
+      (found) => found !== undefined && found.includes("span_id"),
+      "the console line"
+    )
+    expect(printed).toMatch(new RegExp(`trace_id\\W+${stored[0].traceId}`))
+    expect(printed).toMatch(new RegExp(`span_id\\W+${stored[0].spanId}`))
+  }).pipe(Effect.provide(FakeProviderLive)), 60_000)
