@@ -22,8 +22,8 @@ import { toAiTools, validatedJsonSchema } from "./aiTools.js"
 import { textOf, toModelMessages } from "./messages.js"
 import { collectTools, toUsage } from "./results.js"
 import { tracedModel } from "./tracedModel.js"
-import { agentSpanAttributes, endCallSpan, openCallSpan, outcomeExit } from "./callSpan.js"
-import { eventStream, type StreamOutcome } from "./eventStream.js"
+import { agentSpanAttributes, causeOf, endCallSpan, inCallSpan, outcomeExit } from "./callSpan.js"
+import { eventStream } from "./eventStream.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
 
 export interface CallRequest {
@@ -282,20 +282,6 @@ const recorder = (env: GenerationEnv, agent: AgentDefinition, request: CallReque
     ).catch(() => undefined)
 }
 
-/** A provider's error as a cause (the SDK hands it over as a value). */
-const causeOf = (error: unknown): Cause.Cause<unknown> => Cause.fail(error)
-
-/**
- * Runs a streamed call's set-up inside its own span, opened here and ended when the outcome is
- * recorded (or now, when the set-up fails): the span lasts as long as the call, not the handler.
- */
-const inCallSpan = <A, E>(name: string, agent: AgentDefinition, request: CallRequest, setUp: (span: Tracer.Span) => Effect.Effect<A, E>) =>
-  Effect.flatMap(openCallSpan(name, agent, request), (span) =>
-    setUp(span).pipe(
-      Effect.withParentSpan(span),
-      Effect.onExit((exit) => exit._tag === "Failure" ? endCallSpan(span, exit) : Effect.void)
-    ))
-
 type StreamTextResult = ReturnType<typeof streamText>
 
 /** Resumes once the promise jobs already queued (and those they queue) have run. */
@@ -353,9 +339,7 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, request: Call
     const output = yield* outputFor(request.options)
     const prepared = yield* prepare(env, agent, request, true)
     const controller = new AbortController()
-    const recordOutcome = recorder(env, agent, request, prepared, span)
-    const record = (outcome: StreamOutcome) =>
-      recordOutcome(outcome.status === "error" ? { status: "error", cause: causeOf(outcome.error) } : outcome)
+    const record = recorder(env, agent, request, prepared, span)
     const result = streamText({
       ...callArguments(prepared),
       ...(output ? { output } : {}),

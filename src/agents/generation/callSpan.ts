@@ -35,5 +35,24 @@ export const endCallSpan = (span: Tracer.Span, exit: Exit.Exit<unknown, unknown>
     })
   )
 
+/**
+ * Runs a streamed call's set-up inside its own span, opened here and ended when the outcome is
+ * recorded (or now, when the set-up fails).
+ */
+export const inCallSpan = <A, E>(
+  name: string,
+  agent: AgentDefinition,
+  request: CallRequest,
+  setUp: (span: Tracer.Span) => Effect.Effect<A, E>
+) =>
+  Effect.flatMap(openCallSpan(name, agent, request), (span) =>
+    setUp(span).pipe(
+      Effect.withParentSpan(span),
+      Effect.onExit((exit) => exit._tag === "Failure" ? endCallSpan(span, exit) : Effect.void)
+    ))
+
+/** A provider's error as a cause (the SDK hands it over as a value). */
+export const causeOf = (error: unknown): Cause.Cause<unknown> => Cause.fail(error)
+
 export const outcomeExit = (status: "completed" | "error" | "cancelled", cause: Cause.Cause<unknown> | undefined) =>
   status === "completed" ? Exit.void : status === "cancelled" ? Exit.interrupt(FiberId.none) : Exit.failCause(cause ?? Cause.fail("failed"))
