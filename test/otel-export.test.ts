@@ -252,11 +252,28 @@ layer(Served, { excludeTestServices: true })("what an OpenTelemetry backend rece
     }))
 })
 
-it.scoped("node dist/main.js: a streamed call's console lines carry its trace_id and span_id", () =>
+it.scoped("node dist/main.js: exports spans and metrics over OTLP, and a streamed call's console lines carry its trace_id and span_id", () =>
   Effect.gen(function*() {
     const fake = yield* FakeProvider
     const dir = yield* tempDir
     const port = yield* Effect.promise(() => freePort())
+    const received = { traces: [] as Array<any>, metrics: [] as Array<any> }
+    const receiver = createServer((request, response) => {
+      const chunks: Array<Buffer> = []
+      request.on("data", (chunk) => chunks.push(chunk))
+      request.on("end", () => {
+        const body = JSON.parse(Buffer.concat(chunks).toString() || "{}")
+        if (request.url === "/v1/traces") received.traces.push(body)
+        if (request.url === "/v1/metrics") received.metrics.push(body)
+        response.writeHead(200, { "content-type": "application/json" }).end("{}")
+      })
+    })
+    yield* Effect.acquireRelease(
+      Effect.async<void>((resume) => void receiver.listen(0, "127.0.0.1", () => resume(Effect.void))),
+      () => Effect.sync(() => receiver.close())
+    )
+    const receiverAddress = receiver.address()
+    const endpoint = `http://127.0.0.1:${typeof receiverAddress === "object" && receiverAddress !== null ? receiverAddress.port : 0}`
     const service = yield* Effect.acquireRelease(
       Effect.sync(() =>
         spawnMain(["--port", String(port)], {
@@ -265,7 +282,9 @@ it.scoped("node dist/main.js: a streamed call's console lines carry its trace_id
             AI_PROVIDER: "openai-compatible",
             AI_BASE_URL: `${fake.url}/v1`,
             AI_MODEL: "fake-model",
-            AI_API_KEY: "test-key"
+            AI_API_KEY: "test-key",
+            OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+            OTEL_METRIC_EXPORT_INTERVAL: "300"
           }
         })
       ),
@@ -289,4 +308,8 @@ it.scoped("node dist/main.js: a streamed call's console lines carry its trace_id
     )
     expect(printed).toMatch(new RegExp(`trace_id\\W+${stored[0].traceId}`))
     expect(printed).toMatch(new RegExp(`span_id\\W+${stored[0].spanId}`))
+
+    // The built service (its exporters are bundled) sends the call's spans and its metrics.
+    yield* eventually(() => spansOf(received.traces), (spans) => spans.some((span) => span.traceId === stored[0].traceId), "OTLP spans")
+    yield* eventually(() => metricNamesOf(received.metrics), (names) => names.has("gen_ai.client.token.usage"), "OTLP metrics")
   }).pipe(Effect.provide(FakeProviderLive)), 60_000)

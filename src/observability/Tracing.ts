@@ -5,16 +5,19 @@ import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Effect, Layer, Tracer } from "effect"
 import { MetricsLive } from "./metrics/MetricsLive.js"
 import { spanMetricsProcessor } from "./metrics/spanMetrics.js"
+import { exportsOf } from "./moduleExports.js"
 import { sanitizingProcessor } from "./SanitizingSpanProcessor.js"
 import { TraceStore } from "./TraceStore.js"
 
 // The OTLP exporter is loaded only when an endpoint is configured.
 const otlpProcessor = (endpoint: string) =>
-  Effect.map(Effect.promise(() => import("@opentelemetry/exporter-trace-otlp-http")), ({ OTLPTraceExporter }) =>
-    new BatchSpanProcessor(
+  Effect.map(Effect.promise(() => import("@opentelemetry/exporter-trace-otlp-http")), (module) => {
+    const { OTLPTraceExporter } = exportsOf(module)
+    return new BatchSpanProcessor(
       new OTLPTraceExporter({ url: `${endpoint.replace(/\/$/, "")}/v1/traces` }),
       { scheduledDelayMillis: 500 }
-    ))
+    )
+  })
 
 /**
  * @effect/opentelemetry's tracer without its per-fiber context hook. The hook makes each span the

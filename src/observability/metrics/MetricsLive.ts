@@ -2,6 +2,7 @@ import * as Metrics from "@effect/opentelemetry/Metrics"
 import type { MetricProducer } from "@opentelemetry/sdk-metrics"
 import { Context, Effect, Layer, Schedule, Scope } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"
+import { exportsOf } from "../moduleExports.js"
 import { recordEventLoopDelay } from "./instruments.js"
 
 /** The metrics in the Prometheus text format, for GET /metrics. */
@@ -21,10 +22,9 @@ const exportInterval = (): number => {
 // The exporters are loaded only when used: OTLP when an endpoint is configured, Prometheus on the first scrape.
 const otlpReader = (endpoint: string) =>
   Effect.promise(async () => {
-    const [{ OTLPMetricExporter }, { PeriodicExportingMetricReader }] = await Promise.all([
-      import("@opentelemetry/exporter-metrics-otlp-http"),
-      import("@opentelemetry/sdk-metrics")
-    ])
+    const [otlp, sdk] = await Promise.all([import("@opentelemetry/exporter-metrics-otlp-http"), import("@opentelemetry/sdk-metrics")])
+    const { OTLPMetricExporter } = exportsOf(otlp)
+    const { PeriodicExportingMetricReader } = exportsOf(sdk)
     return new PeriodicExportingMetricReader({
       exporter: new OTLPMetricExporter({ url: `${endpoint.replace(/\/$/, "")}/v1/metrics` }),
       exportIntervalMillis: exportInterval()
@@ -34,7 +34,7 @@ const otlpReader = (endpoint: string) =>
 const prometheusScraper = (producer: MetricProducer) =>
   Effect.acquireRelease(
     Effect.promise(async () => {
-      const { PrometheusExporter, PrometheusSerializer } = await import("@opentelemetry/exporter-prometheus")
+      const { PrometheusExporter, PrometheusSerializer } = exportsOf(await import("@opentelemetry/exporter-prometheus"))
       const reader = new PrometheusExporter({ preventServerStart: true })
       reader.setMetricProducer(producer)
       const serializer = new PrometheusSerializer()
