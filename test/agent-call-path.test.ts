@@ -36,9 +36,9 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("the agent call's
       const answer = yield* fetchJson(`${url}/agents/assistant/text`, json({ input: "hello", options: { conversationId: "path-text" } }))
       expect(answer.body.data.text).toBe("You said: hello")
 
-      const spans = (yield* eventually(traceOf(url, "path-text", "model.generate"), (found) => found !== undefined))!
+      const spans = (yield* eventually(traceOf(url, "path-text", "chat fake-model"), (found) => found !== undefined))!
       const agentSpan = spans.find((span) => span.name === "AgentRegistry.text")
-      const modelSpan = spans.find((span) => span.name === "model.generate")
+      const modelSpan = spans.find((span) => span.name === "chat fake-model")
       expect(modelSpan).toMatchObject({ parentSpanId: agentSpan.spanId, status: { code: "ok" } })
       expect(modelSpan.attributes).toMatchObject({ "entity.id": "assistant", "gen_ai.request.model": "fake-model" })
       expect(modelSpan.attributes["gen_ai.usage.output_tokens"]).toBeGreaterThan(0)
@@ -64,9 +64,9 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("the agent call's
       expect(events.filter((event) => event.data.type === "text-delta").map((event) => event.data.delta).join("")).toBe("You said: hi there")
       expect(fake.requests).toHaveLength(1)
 
-      const spans = (yield* eventually(traceOf(url, "path-stream", "model.stream"), (found) => found !== undefined))!
+      const spans = (yield* eventually(traceOf(url, "path-stream", "chat fake-model"), (found) => found !== undefined))!
       const agentSpan = spans.find((span) => span.name === "AgentRegistry.stream")
-      const modelSpan = spans.find((span) => span.name === "model.stream")
+      const modelSpan = spans.find((span) => span.name === "chat fake-model")
       expect(modelSpan).toMatchObject({ parentSpanId: agentSpan.spanId, status: { code: "ok" } })
       expect(modelSpan.attributes["gen_ai.completion.characters"]).toBe("You said: hi there".length)
     }))

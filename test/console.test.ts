@@ -81,7 +81,7 @@ const chatWithAssistant = async (page: Page, save: boolean) => {
   expect(await page.getByTestId("history-row").first().innerText()).toContain(conversationId)
   await page.getByTestId("history-row").last().getByRole("button", { name: "Trace" }).click()
   await page.getByTestId("span-bar").first().waitFor(WAIT)
-  expect(await page.locator(".waterfall").innerText()).toContain("tool.call")
+  expect(await page.locator(".waterfall").innerText()).toContain("execute_tool")
   await page.getByTestId("nav-agents").click()
   await page.getByRole("tab", { name: "Chat" }).click()
   return conversationId

@@ -45,10 +45,11 @@ layer(TestServerLive(), { excludeTestServices: true })("observability", (it) => 
 
       const trace = (yield* fetchJson(`${url}/observability/traces/${summary.traceId}`)).body.data
       const names = trace.spans.map((span: any) => span.name)
-      expect(names).toEqual(expect.arrayContaining(["AgentRegistry.text", "model.generate", "tool.call"]))
+      expect(names).toEqual(expect.arrayContaining(["AgentRegistry.text", "chat echo", "execute_tool add"]))
       const agentSpan = trace.spans.find((span: any) => span.name === "AgentRegistry.text")
       expect(agentSpan.attributes).toMatchObject({ "entity.type": "agent", "entity.id": "assistant" })
-      const modelSpan = trace.spans.find((span: any) => span.name === "model.generate")
+      const modelSpan = trace.spans.find((span: any) => span.name === "chat echo")
+      expect(modelSpan).toMatchObject({ kind: "client", attributes: { "gen_ai.operation.name": "chat", "gen_ai.request.model": "echo" } })
       expect(modelSpan.attributes["gen_ai.usage.input_tokens"]).toBeGreaterThan(0)
       expect(modelSpan.parentSpanId).toBe(agentSpan.spanId)
       expect(trace.spans.some((span: any) => span.kind === "server")).toBe(true)
@@ -243,6 +244,10 @@ layer(
       expect((yield* fetchJson(`${url}/observability/status`, { headers: { "x-service-dev": "true" } })).status).toBe(401)
       expect((yield* fetchJson(`${url}/api/logs`, { headers: { "x-console-access-key": "wrong" } })).body.error).toBe("Invalid console access key")
       expect((yield* fetchJson(`${url}/observability/status`, { headers: { "x-console-access-key": "console-key" } })).status).toBe(200)
+      expect((yield* fetchJson(`${url}/metrics`)).status).toBe(401)
+      const metrics = yield* fetchJson(`${url}/metrics`, { headers: { "x-console-access-key": "console-key" } })
+      expect(metrics.status).toBe(200)
+      expect(metrics.body).toContain("http_server_request_duration_count{")
 
       expect(yield* Effect.promise(() => openSocket(`${wsUrl(url)}/ws/logs`))).toEqual({ refused: 401 })
       expect(yield* Effect.promise(() => openSocket(`${wsUrl(url)}/ws/observability?dev=true`))).toEqual({ refused: 401 })

@@ -11,13 +11,15 @@ const modelSpanOf = (url: string, conversationId: string, route: "text" | "strea
   Effect.gen(function*() {
     const call = yield* fetchJson(`${url}/agents/assistant/${route}`, json({ input: `remember ${SECRET}`, options: { conversationId } }))
     expect(call.status).toBe(200)
-    const name = route === "text" ? "model.generate" : "model.stream"
+    const streamed = route === "stream"
+    const isModel = (span: any) =>
+      span.attributes?.["gen_ai.operation.name"] === "chat" && (span.attributes["gen_ai.request.stream"] === true) === streamed
     const deadline = Date.now() + 20_000
     while (true) {
       const traces = (yield* fetchJson(`${url}/observability/traces?entityType=agent&entityId=assistant&limit=50`)).body.data.traces
       for (const summary of traces) {
         const trace = (yield* fetchJson(`${url}/observability/traces/${summary.traceId}`)).body.data
-        const model = trace.spans.find((span: any) => span.name === name)
+        const model = trace.spans.find(isModel)
         const memory = trace.spans.find((span: any) => span.attributes?.conversationId === conversationId)
         if (model !== undefined && memory !== undefined) return { trace, model }
       }

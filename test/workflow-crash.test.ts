@@ -60,4 +60,9 @@ it("SIGKILL during `slow` and while `approval` is suspended: after a restart on 
   const types = events.data.find((e: any) => e.id === "crash-slow").events.map((e: any) => e.type)
   expect(types.filter((t: string) => t === "step-start")).toHaveLength(2)
   expect(types.at(-1)).toBe("workflow-complete")
+
+  // The restarted process took the running execution over, and counted it (GET /metrics, issue #14.5).
+  const metrics = await fetch(`${base}/metrics`).then((r) => r.text())
+  expect(metrics).toMatch(/^workflow_takeovers_total\{[^}]*\} 1$/m)
+  expect(metrics).toMatch(/^workflow_executions_total\{status="completed"[^}]*\} 2$/m)
 }, 60_000)

@@ -35,7 +35,8 @@ Environment (every variable, commented, in .env.example; load a file with node -
   NODE_ENV             production: Swagger UI off unless configured, console routes need a key
   SERVICE_CONSOLE_ACCESS_KEY  the x-console-access-key console routes need in production
   LOG_LEVEL            trace, debug, info (default), warn, error, none
-  OTEL_EXPORTER_OTLP_ENDPOINT  also export spans over OTLP/HTTP to this URL
+  OTEL_EXPORTER_OTLP_ENDPOINT  also export spans and metrics over OTLP/HTTP to this URL
+  OTEL_METRIC_EXPORT_INTERVAL  milliseconds between OTLP metric exports (default 60000)
   OBSERVABILITY_RECORD_CONTENT  true: model spans keep prompts and completions (default false)
   SERVICE_INSTANCE_ID  this instance's name among several on one Postgres (default host-pid-random)
   WORKFLOW_LEASE_SECONDS (15), WORKFLOW_POLL_MS (1000), SHUTDOWN_GRACE_SECONDS (10),

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, type LogLevel, Option, Queue, Schedule, type Scope, Tracer } from "effect"
+import { ConsoleTraceIdsLive } from "./consoleTraceIds.js"
 import { makeLiveFeed } from "./liveFeed.js"
 import { countLogs, fromLogRow, type LogEntry, type LogQuery, type LogRetention, type LogRow, logRow, selectLogs } from "./logTable.js"
 import { type Budget, capString, jsonSize, LOG_ENTRY_CAP, recordedAttributes, redactQueries } from "./Redaction.js"
@@ -224,5 +225,8 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
     })
   )
 
-/** Adds the store's logger beside the console logger for everything built after it. */
-export const LogCaptureLive = Layer.unwrapEffect(Effect.map(LogStore, (store) => Logger.add(store.logger)))
+/**
+ * Adds the store's logger beside the console logger for everything built after it; the console's lines
+ * get the trace and span ids too (consoleTraceIds.ts).
+ */
+export const LogCaptureLive = Layer.unwrapEffect(Effect.map(LogStore, (store) => Layer.merge(Logger.add(store.logger), ConsoleTraceIdsLive)))

@@ -1,4 +1,4 @@
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication } from "../auth/Authentication.js"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
@@ -114,6 +114,11 @@ export class ObservabilityApi extends HttpApiGroup.make("observability")
       .setUrlParams(SystemLogFilters)
       .addSuccess(Success(Schema.Array(LogEntrySchema)))
       .annotate(OpenApi.Summary, "System log query by agent, workflow, execution or conversation")
+  )
+  .add(
+    HttpApiEndpoint.get("metrics", "/metrics")
+      .addSuccess(HttpApiSchema.Text({ contentType: "text/plain; version=0.0.4; charset=utf-8" }))
+      .annotate(OpenApi.Summary, "Metrics in the Prometheus text format (requests by route and status, executions, takeovers, tokens, event-loop delay)")
   )
   .annotate(OpenApi.Title, "Observability")
   .annotate(RouteClassAnnotation, "console")

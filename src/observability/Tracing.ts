@@ -3,16 +3,21 @@ import * as OtelResource from "@effect/opentelemetry/Resource"
 import * as OtelTracer from "@effect/opentelemetry/Tracer"
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Effect, Layer, Tracer } from "effect"
+import { MetricsLive } from "./metrics/MetricsLive.js"
+import { spanMetricsProcessor } from "./metrics/spanMetrics.js"
+import { exportsOf } from "./moduleExports.js"
 import { sanitizingProcessor } from "./SanitizingSpanProcessor.js"
 import { TraceStore } from "./TraceStore.js"
 
 // The OTLP exporter is loaded only when an endpoint is configured.
 const otlpProcessor = (endpoint: string) =>
-  Effect.map(Effect.promise(() => import("@opentelemetry/exporter-trace-otlp-http")), ({ OTLPTraceExporter }) =>
-    new BatchSpanProcessor(
+  Effect.map(Effect.promise(() => import("@opentelemetry/exporter-trace-otlp-http")), (module) => {
+    const { OTLPTraceExporter } = exportsOf(module)
+    return new BatchSpanProcessor(
       new OTLPTraceExporter({ url: `${endpoint.replace(/\/$/, "")}/v1/traces` }),
       { scheduledDelayMillis: 500 }
-    ))
+    )
+  })
 
 /**
  * @effect/opentelemetry's tracer without its per-fiber context hook. The hook makes each span the
@@ -28,7 +33,8 @@ const effectTracerLive = Layer.unwrapEffect(
 /**
  * Effect's tracer backed by OpenTelemetry: every span goes to the TraceStore and, when
  * `otlpEndpoint` (OTEL_EXPORTER_OTLP_ENDPOINT) is set, to that OTLP/HTTP collector too. Both see only
- * the redacted, size-capped span (see Redaction.ts).
+ * the redacted, size-capped span (see Redaction.ts). Also the service's metrics (MetricsLive): over
+ * OTLP to the same collector, and for GET /metrics.
  */
 export const TracingLive = (options: {
   readonly serviceName: string
@@ -40,9 +46,10 @@ export const TracingLive = (options: {
     const store = yield* TraceStore
     const exporters = options.otlpEndpoint ? [yield* otlpProcessor(options.otlpEndpoint)] : []
     const processor = sanitizingProcessor([store.processor, ...exporters])
-    return effectTracerLive.pipe(
+    return Layer.merge(effectTracerLive, MetricsLive({ otlpEndpoint: options.otlpEndpoint })).pipe(
       Layer.provideMerge(OtelTracer.layerTracer),
-      Layer.provideMerge(NodeSdk.layerTracerProvider(processor)),
+      // HTTP and token metrics are read off the raw spans as they end (see spanMetrics.ts).
+      Layer.provideMerge(NodeSdk.layerTracerProvider([spanMetricsProcessor, processor])),
       // As NodeSdk.layer builds it: OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES, then ours.
       Layer.provideMerge(OtelResource.layerFromEnv(
         OtelResource.configToAttributes({

@@ -5,6 +5,7 @@ import { ServiceApi } from "../http/Api.js"
 import { toIso } from "../http/Query.js"
 import type { StorageKind } from "../storage/Sql.js"
 import { LogStore } from "./LogStore.js"
+import { MetricsExposition } from "./metrics/MetricsLive.js"
 import { TraceStore } from "./TraceStore.js"
 
 const LOGS_DEFAULT = 100
@@ -19,6 +20,7 @@ export const ObservabilityHandlers = (storage: StorageKind) =>
     Effect.gen(function*() {
       const traces = yield* TraceStore
       const logs = yield* LogStore
+      const metrics = yield* MetricsExposition
       const logList = (filter: { traceId?: string; spanId?: string }) =>
         Effect.map(logs.query({ ...filter, limit: LOGS_MAX }), (entries) => ({ logs: entries, count: entries.length }))
       return handlers
@@ -62,4 +64,5 @@ export const ObservabilityHandlers = (storage: StorageKind) =>
           logs.query({ ...urlParams, since: toIso(urlParams.since), until: toIso(urlParams.until), limit: logLimit(urlParams.limit) }))
         .handle("systemLogs", ({ urlParams }) =>
           logs.query({ ...urlParams, since: toIso(urlParams.since), until: toIso(urlParams.until), limit: logLimit(urlParams.limit) }))
+        .handle("metrics", () => metrics.prometheus)
     }))

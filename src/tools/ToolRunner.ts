@@ -33,8 +33,21 @@ export class ToolRunner extends Context.Tag("ToolRunner")<ToolRunner, {
   ) => Effect.Effect<ToolExecution, NotFound | ValidationError | ExecutionFailed>
 }>() {}
 
-/** Runs a decoded input through the tool with an abort signal tied to this fiber. */
-export const runTool = (tool: Tool, input: unknown, caller: CallerContext): Effect.Effect<unknown, ExecutionFailed> =>
+/** The span attributes of a tool run, as the OpenTelemetry GenAI semantic conventions name them ("execute_tool"). */
+const toolSpanAttributes = (tool: Tool, callId: string | undefined) => ({
+  "gen_ai.operation.name": "execute_tool",
+  "gen_ai.tool.name": tool.name,
+  "gen_ai.tool.type": "function",
+  "gen_ai.tool.description": tool.description,
+  ...(callId === undefined ? {} : { "gen_ai.tool.call.id": callId }),
+  "tool.name": tool.name
+})
+
+/**
+ * Runs a decoded input through the tool with an abort signal tied to this fiber, in an
+ * "execute_tool {name}" span (`callId`: the model's id for the call, when a model asked for it).
+ */
+export const runTool = (tool: Tool, input: unknown, caller: CallerContext, callId?: string): Effect.Effect<unknown, ExecutionFailed> =>
   Effect.acquireUseRelease(
     Effect.sync(() => new AbortController()),
     (controller) => tool.run(input, { ...caller, signal: controller.signal }),
@@ -45,7 +58,7 @@ export const runTool = (tool: Tool, input: unknown, caller: CallerContext): Effe
         ? Effect.failCause(cause as Cause.Cause<never>)
         : Effect.fail(new ExecutionFailed({ message: `Tool ${tool.name} failed: ${messageOf(Cause.squash(cause))}` }))
     ),
-    Effect.withSpan("tool.call", { captureStackTrace: false, attributes: { "tool.name": tool.name } })
+    Effect.withSpan(`execute_tool ${tool.name}`, { captureStackTrace: false, attributes: toolSpanAttributes(tool, callId) })
   )
 
 // A result is sent as JSON; one that cannot be is the tool's failure, not the server's.

@@ -4,6 +4,7 @@ import type { ExecutionHubs } from "./ExecutionHubs.js"
 import type { ExecutionNotices } from "./ExecutionNotices.js"
 import { now } from "./ExecutionRows.js"
 import { type Claim, type Ending, type Execution, ExecutionStore } from "./ExecutionStore.js"
+import { countExecution } from "../observability/metrics/instruments.js"
 import { runStep, StepFailed, type StepEnv } from "./runner.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
@@ -72,7 +73,9 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
         : workflowEvent(execution, "workflow-error", execution.workflowName, "error", { error: ending.error })
 
     const logEnding = (ending: Ending) =>
-      ending.status === "completed" ? Effect.logInfo("workflow completed") : Effect.logWarning(`workflow failed: ${ending.error}`)
+      ending.status === "completed"
+        ? Effect.zipRight(countExecution("completed"), Effect.logInfo("workflow completed"))
+        : Effect.zipRight(countExecution("failed"), Effect.logWarning(`workflow failed: ${ending.error}`))
 
     /**
      * Runs from the execution's checkpoint until it settles. Each step's output is committed, with its
@@ -137,6 +140,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               const suspended = workflowEvent(execution, "workflow-suspended", step.id, "suspended", { stepIndex: index, reason: failure.reason })
               const suspension = { suspendedAt: suspended.timestamp, reason: failure.reason, stepIndex: index, stepId: step.id, data: failure.data }
               if (Option.isSome(yield* record(id, [suspended], store.suspend({ ...claim, atStep: index }, suspension, suspended)))) {
+                yield* countExecution("suspended")
                 yield* Effect.logInfo(`workflow suspended at ${step.id}: ${failure.reason}`)
               }
               return

@@ -6,6 +6,7 @@ import type { ExecutionNotices, Notice } from "./ExecutionNotices.js"
 import { type Execution, ExecutionStore } from "./ExecutionStore.js"
 import type { InstanceRegistry } from "./InstanceRegistry.js"
 import type { WorkflowDefinition } from "./Workflow.js"
+import { countTakeover } from "../observability/metrics/instruments.js"
 
 /** Orphans claimed per statement. */
 const CLAIM_BATCH = 100
@@ -60,6 +61,7 @@ export const startExecutionSupervisor = (options: {
           if (!(yield* store.rebase(execution, at.right))) return
           adopted = { ...execution, ...at.right }
         }
+        yield* countTakeover
         yield* Effect.logInfo("recovering workflow execution")
         yield* driver.launch(definition, adopted, { startRecorded: false })
       }).pipe(Effect.annotateLogs({ workflowId: execution.workflowId, executionId: execution.id }))

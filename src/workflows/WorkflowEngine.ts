@@ -10,6 +10,7 @@ import { makeExecutionHubs } from "./ExecutionHubs.js"
 import { makeExecutionJoin } from "./ExecutionJoin.js"
 import { makeExecutionNotices } from "./ExecutionNotices.js"
 import { type Execution, type ExecutionQuery, ExecutionStore } from "./ExecutionStore.js"
+import { countExecution } from "../observability/metrics/instruments.js"
 import { describeStep, type ExecutionUpdate, recordOf, stateOf, toJsonSchema } from "./ExecutionViews.js"
 import { startExecutionSupervisor } from "./ExecutionSupervisor.js"
 import { makeExecutionWatch } from "./ExecutionWatch.js"
@@ -344,6 +345,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
               (seq) => Option.isSome(seq) ? driver.stop(executionId) : Effect.void
             ))
             if (Option.isNone(stored)) return yield* notRunning(yield* reload(executionId))
+            yield* countExecution("cancelled")
             yield* Effect.logInfo(`workflow cancelled: ${reason}`).pipe(Effect.annotateLogs({ workflowId: id, executionId }))
             return { executionId, status: "cancelled" as const, cancelledAt: cancelled.timestamp, reason }
           }).pipe(span("cancel", id)),

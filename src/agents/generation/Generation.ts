@@ -9,7 +9,7 @@ import {
   streamText,
   type ToolSet
 } from "ai"
-import { Effect, Either, Option, Runtime, Stream, type Tracer } from "effect"
+import { Cause, Effect, Either, Option, Runtime, Stream, Tracer } from "effect"
 import { ExecutionFailed, messageOf, ValidationError } from "../../errors.js"
 import * as JsonSchemaValidator from "../../json-schema/JsonSchemaValidator.js"
 import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
@@ -22,6 +22,7 @@ import { toAiTools, validatedJsonSchema } from "./aiTools.js"
 import { type ClientConversation, messageIds, recordedInput, textOf, toModelMessages, userMessageToRemember } from "./messages.js"
 import { collectTools, toUsage } from "./results.js"
 import { tracedModel } from "./tracedModel.js"
+import { agentSpanAttributes, causeOf, endCallSpan, inCallSpan, outcomeExit } from "./callSpan.js"
 import { eventStream } from "./eventStream.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
 
@@ -161,6 +162,8 @@ interface Outcome {
   readonly output?: string | undefined
   readonly usage?: Usage | undefined
   readonly toolCalls?: TextResult["toolCalls"] | undefined
+  /** Why an errored call failed (logged with its line). */
+  readonly cause?: Cause.Cause<unknown> | undefined
 }
 
 /** Writes the history entry and, when the call completed with memory on, the exchange (all or nothing). */
@@ -199,7 +202,11 @@ const finish = (
       toolCalls: outcome.toolCalls ?? []
     }, remembered)
     // Logged once the call is committed, off the response's path (the line costs about as much as the commit's statement).
-    yield* Effect.forkDaemon(Effect.logInfo(`agent call ${outcome.status}`).pipe(
+    // A failed call (a provider's failure, most often) is a warning with its cause.
+    const line = outcome.status === "error"
+      ? Effect.logWarning("agent call error", outcome.cause ?? Cause.empty)
+      : Effect.logInfo(`agent call ${outcome.status}`)
+    yield* Effect.forkDaemon(line.pipe(
       Effect.annotateLogs({
         agentId: agent.id,
         ...(prepared.call.conversationId ? { conversationId: prepared.call.conversationId } : {})
@@ -221,7 +228,7 @@ const tracked = <A extends { readonly outcome: Outcome }, E>(
       Effect.onExit((exit) =>
         finish(env, agent, request, prepared, started, exit._tag === "Success"
           ? exit.value.outcome
-          : { status: exit.cause._tag === "Interrupt" ? "cancelled" : "error" })
+          : Cause.isInterruptedOnly(exit.cause) ? { status: "cancelled" } : { status: "error", cause: exit.cause })
       )
     )
   })
@@ -247,7 +254,7 @@ export const text = (env: GenerationEnv, agent: AgentDefinition, request: CallRe
       catch: failed(agent)
     }))
     return result
-  }).pipe(Effect.withSpan("AgentRegistry.text", { captureStackTrace: false, attributes: { "entity.type": "agent", "entity.id": agent.id } }))
+  }).pipe(Effect.withSpan("AgentRegistry.text", { captureStackTrace: false, attributes: agentSpanAttributes(agent, request) }))
 
 export const object = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest & { readonly schema: unknown }) =>
   Effect.gen(function*() {
@@ -266,19 +273,20 @@ export const object = (env: GenerationEnv, agent: AgentDefinition, request: Call
       catch: failed(agent)
     }))
     return result
-  }).pipe(Effect.withSpan("AgentRegistry.object", { captureStackTrace: false, attributes: { "entity.type": "agent", "entity.id": agent.id } }))
+  }).pipe(Effect.withSpan("AgentRegistry.object", { captureStackTrace: false, attributes: agentSpanAttributes(agent, request) }))
 
 /**
- * Records a streamed call's outcome from the SDK's promises, in the agent call's trace; never throws
- * (it may run while the service shuts down).
+ * Records a streamed call's outcome from the SDK's promises, inside the agent call's span, then ends
+ * that span; never throws (it may run while the service shuts down).
  */
-const recorder = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest, prepared: PreparedCall) => {
+const recorder = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest, prepared: PreparedCall, span: Tracer.Span) => {
   const started = new Date()
   return (outcome: Outcome) =>
     Runtime.runPromise(env.runtime)(
       finish(env, agent, request, prepared, started, outcome).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("could not record the agent call", cause)),
-        (effect) => Option.isSome(prepared.parent) ? Effect.withParentSpan(effect, prepared.parent.value) : effect
+        Effect.zipRight(endCallSpan(span, outcomeExit(outcome.status, outcome.cause))),
+        Effect.withParentSpan(span)
       )
     ).catch(() => undefined)
 }
@@ -301,6 +309,7 @@ const streamed = <A, E>(
   agent: AgentDefinition,
   request: CallRequest,
   prepared: PreparedCall,
+  span: Tracer.Span,
   extra: Record<string, unknown>,
   read: (result: StreamTextResult) => Stream.Stream<A, E>
 ) =>
@@ -309,7 +318,7 @@ const streamed = <A, E>(
       Effect.sync(() => new AbortController()),
       (controller) => Effect.sync(() => controller.abort())
     )
-    const record = recorder(env, agent, request, prepared)
+    const record = recorder(env, agent, request, prepared, span)
     const result = streamText({
       ...callArguments(prepared),
       ...extra,
@@ -321,22 +330,25 @@ const streamed = <A, E>(
           usage: toUsage(event.totalUsage),
           toolCalls: collectTools(event.steps).toolCalls
         }),
-      onError: () => record({ status: "error" }),
+      onError: ({ error }) => record({ status: "error", cause: causeOf(error) }),
       onAbort: () => record({ status: "cancelled" })
     })
     return read(result)
-  }))
+  })).pipe(
+    // The stream is pulled by the response after the handler returned: what it does (and logs) is in the call's span.
+    Stream.provideService(Tracer.ParentSpan, span)
+  )
 
 /**
  * The events of a streamed call as a web stream, produced as the model answers: the model call starts
  * here and is aborted when the reader cancels; a completed call is committed before its `finish` event.
  */
 export const stream = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest) =>
-  Effect.gen(function*() {
+  inCallSpan("AgentRegistry.stream", agent, request, (span) => Effect.gen(function*() {
     const output = yield* outputFor(request.options)
     const prepared = yield* prepare(env, agent, request, true)
     const controller = new AbortController()
-    const record = recorder(env, agent, request, prepared)
+    const record = recorder(env, agent, request, prepared, span)
     const result = streamText({
       ...callArguments(prepared),
       ...(output ? { output } : {}),
@@ -349,14 +361,14 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, request: Call
     // the provider works on the request meanwhile (a cancelled stream aborts the call and is recorded).
     yield* afterPendingPromises.pipe(Effect.onInterrupt(() => Effect.promise(() => events.cancel())))
     return events
-  }).pipe(Effect.withSpan("AgentRegistry.stream", { captureStackTrace: false, attributes: { "entity.type": "agent", "entity.id": agent.id } }))
+  }))
 
 /** The AI SDK's UI message stream, already in its SSE wire form (ending with `data: [DONE]`). */
 export const chat = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest) =>
-  Effect.gen(function*() {
+  inCallSpan("AgentRegistry.chat", agent, request, (span) => Effect.gen(function*() {
     const output = yield* outputFor(request.options)
     const prepared = yield* prepare(env, agent, request, true)
-    return streamed(env, agent, request, prepared, output ? { output } : {}, (result) =>
+    return streamed(env, agent, request, prepared, span, output ? { output } : {}, (result) =>
       Stream.fromReadableStream({
         evaluate: () =>
           result.toUIMessageStream({ onError: messageOf, ...messageIds(request, prepared.callId) })
@@ -364,7 +376,7 @@ export const chat = (env: GenerationEnv, agent: AgentDefinition, request: CallRe
             .pipeThrough(new TextEncoderStream()),
         onError: failed(agent)
       }))
-  }).pipe(Effect.withSpan("AgentRegistry.chat", { captureStackTrace: false, attributes: { "entity.type": "agent", "entity.id": agent.id } }))
+  }))
 
 export type ObjectEvent =
   | { readonly type: "partial"; readonly object: unknown }
@@ -375,11 +387,11 @@ export const streamObject = (
   agent: AgentDefinition,
   request: CallRequest & { readonly schema: unknown }
 ) =>
-  Effect.gen(function*() {
+  inCallSpan("AgentRegistry.streamObject", agent, request, (span) => Effect.gen(function*() {
     const schema = yield* checkOutputSchema(request.schema, "schema")
     const prepared = yield* prepare(env, agent, request, false)
     const output = Output.object({ schema: validatedJsonSchema(schema) })
-    return streamed(env, agent, request, prepared, { output }, (result): Stream.Stream<ObjectEvent, ExecutionFailed | ValidationError> =>
+    return streamed(env, agent, request, prepared, span, { output }, (result): Stream.Stream<ObjectEvent, ExecutionFailed | ValidationError> =>
       Stream.concat(
         Stream.fromAsyncIterable(result.partialOutputStream, failed(agent)).pipe(
           Stream.map((partial): ObjectEvent => ({ type: "partial", object: partial }))
@@ -394,4 +406,4 @@ export const streamObject = (
           catch: failed(agent)
         }))
       ))
-  }).pipe(Effect.withSpan("AgentRegistry.streamObject", { captureStackTrace: false, attributes: { "entity.type": "agent", "entity.id": agent.id } }))
+  }))

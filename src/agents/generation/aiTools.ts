@@ -34,8 +34,9 @@ export const toAiTools = (
     tool<unknown, unknown>({
       description: t.description,
       inputSchema: jsonSchema<unknown>(t.parameters as any, { validate: (value) => asValidation(t.decode(value), "input") }),
-      execute: async (input, { abortSignal }) => {
-        const call = Option.match(parent, { onNone: () => runTool(t, input, caller), onSome: (span) => Effect.withParentSpan(runTool(t, input, caller), span) })
+      execute: async (input, { abortSignal, toolCallId }) => {
+        const run = runTool(t, input, caller, toolCallId)
+        const call = Option.match(parent, { onNone: () => run, onSome: (span) => Effect.withParentSpan(run, span) })
         const result = await Runtime.runPromise(runtime)(Effect.either(call), { signal: abortSignal })
         if (Either.isLeft(result)) throw new Error(result.left.message)
         return result.right

@@ -1,4 +1,5 @@
 import type { streamText } from "ai"
+import { Cause } from "effect"
 import { messageOf } from "../../errors.js"
 import type { TextResult, Usage } from "../AgentsSchemas.js"
 import { toUsage } from "./results.js"
@@ -21,7 +22,8 @@ export type StreamOutcome =
     readonly usage: Usage
     readonly toolCalls: TextResult["toolCalls"]
   }
-  | { readonly status: "error" | "cancelled" }
+  | { readonly status: "error"; readonly cause: Cause.Cause<unknown> }
+  | { readonly status: "cancelled" }
 
 const toStreamEvent = (part: Part): StreamEvent | undefined => {
   switch (part.type) {
@@ -73,7 +75,7 @@ export const eventStream = (
         try {
           next = await reader.read()
         } catch (error) {
-          await once({ status: "error" })
+          await once({ status: "error", cause: Cause.fail(error) })
           controller.enqueue({ type: "error", error: messageOf(error) })
           controller.close()
           return
@@ -87,7 +89,7 @@ export const eventStream = (
         if (part.type === "start-step") stepText = ""
         else if (part.type === "text-delta") stepText += part.text
         else if (part.type === "tool-call") toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input })
-        else if (part.type === "error") await once({ status: "error" })
+        else if (part.type === "error") await once({ status: "error", cause: Cause.fail(part.error) })
         else if (part.type === "abort") await once({ status: "cancelled" })
         else if (part.type === "finish") {
           await once({ status: "completed", output: stepText, usage: toUsage(part.totalUsage), toolCalls })

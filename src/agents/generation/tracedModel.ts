@@ -1,18 +1,52 @@
 import type {
   LanguageModelV3,
+  LanguageModelV3CallOptions,
   LanguageModelV3Content,
+  LanguageModelV3FinishReason,
   LanguageModelV3Prompt,
   LanguageModelV3StreamPart,
   LanguageModelV3Usage
 } from "@ai-sdk/provider"
 import { wrapLanguageModel } from "ai"
-import { type Clock, Context, Effect, Exit, type Option, Runtime, type Tracer } from "effect"
+import { Cause, type Clock, Context, Effect, Exit, type Option, Runtime, type Tracer } from "effect"
 import { VALUE_CAP } from "../../observability/Redaction.js"
 
 const usageAttributes = (usage: LanguageModelV3Usage) => ({
   "gen_ai.usage.input_tokens": usage.inputTokens.total ?? 0,
   "gen_ai.usage.output_tokens": usage.outputTokens.total ?? 0
 })
+
+/** `gen_ai.provider.name` from the SDK's provider id ("openai.chat" is OpenAI's chat API). */
+export const providerName = (provider: string): string => provider.split(".")[0] ?? provider
+
+/** The call's settings, under the OpenTelemetry GenAI names (only those the call sets). */
+const requestAttributes = (params: LanguageModelV3CallOptions): Record<string, unknown> => {
+  const attributes: Record<string, unknown> = {
+    "gen_ai.output.type": params.responseFormat?.type === "json" ? "json" : "text"
+  }
+  if (params.temperature !== undefined) attributes["gen_ai.request.temperature"] = params.temperature
+  if (params.maxOutputTokens !== undefined) attributes["gen_ai.request.max_tokens"] = params.maxOutputTokens
+  if (params.topP !== undefined) attributes["gen_ai.request.top_p"] = params.topP
+  if (params.topK !== undefined) attributes["gen_ai.request.top_k"] = params.topK
+  if (params.presencePenalty !== undefined) attributes["gen_ai.request.presence_penalty"] = params.presencePenalty
+  if (params.frequencyPenalty !== undefined) attributes["gen_ai.request.frequency_penalty"] = params.frequencyPenalty
+  if (params.seed !== undefined) attributes["gen_ai.request.seed"] = params.seed
+  if (params.stopSequences?.length) attributes["gen_ai.request.stop_sequences"] = params.stopSequences
+  return attributes
+}
+
+/**
+ * An array attribute as OpenTelemetry carries it (string[]): Effect's `span.attribute` would turn it
+ * into one string, so it is set on the OpenTelemetry span underneath when there is one.
+ */
+const setArray = (span: Tracer.Span, key: string, values: ReadonlyArray<string>) => {
+  const otel = (span as { readonly span?: { setAttribute?: (key: string, value: Array<string>) => unknown } }).span
+  if (typeof otel?.setAttribute === "function") otel.setAttribute(key, [...values])
+  else span.attribute(key, values.join(","))
+}
+
+const errorType = (error: unknown): string =>
+  error instanceof Error ? (error.name === "Error" ? error.constructor.name : error.name) : "_OTHER"
 
 const partCharacters = (part: { readonly type: string } & Record<string, unknown>): number =>
   typeof part.text === "string" ? part.text.length
@@ -44,7 +78,9 @@ const tracingOf = (runtime: Runtime.Runtime<never>) => {
 }
 
 /**
- * The model with a span around each call to the provider (`model.generate` / `model.stream`), child of
+ * The model with a span around each call to the provider ("chat {model}", kind client, with the
+ * OpenTelemetry GenAI attributes: operation, provider, request settings, response model and id,
+ * finish reasons, token usage; `error.type` when it fails), child of
  * the agent call's span; the SDK calls the model from its own promises, so the parent is passed in
  * and the span is made and ended directly with the runtime's tracer (a fiber per model call to hold
  * it cost more than the span itself). Errors pass through untouched: the SDK decides on retries from them.
@@ -61,29 +97,50 @@ export const tracedModel = (
   recordContent = false
 ): LanguageModelV3 => {
   const { clock, tracer } = tracingOf(runtime)
-  const startSpan = (name: string, prompt: LanguageModelV3Prompt) => {
-    const span = tracer.span(name, parent, Context.empty(), [], clock.unsafeCurrentTimeNanos(), "internal", { captureStackTrace: false })
+  const provider = providerName(model.provider)
+  // Named and typed as the GenAI semantic conventions say: "{operation} {model}", a client call.
+  const spanName = `chat ${model.modelId}`
+  const startSpan = (params: LanguageModelV3CallOptions) => {
+    const span = tracer.span(spanName, parent, Context.empty(), [], clock.unsafeCurrentTimeNanos(), "client", { captureStackTrace: false })
     span.attribute("entity.type", "agent")
     span.attribute("entity.id", agentId)
-    span.attribute("gen_ai.system", model.provider)
+    span.attribute("gen_ai.operation.name", "chat")
+    span.attribute("gen_ai.provider.name", provider)
+    // The name before semconv 1.37, still read by some backends.
+    span.attribute("gen_ai.system", provider)
     span.attribute("gen_ai.request.model", model.modelId)
-    span.attribute("gen_ai.prompt.characters", promptCharacters(prompt))
-    if (recordContent) span.attribute("gen_ai.prompt", JSON.stringify(prompt))
+    span.attribute("gen_ai.agent.id", agentId)
+    for (const [key, value] of Object.entries(requestAttributes(params))) {
+      if (Array.isArray(value)) setArray(span, key, value)
+      else span.attribute(key, value)
+    }
+    span.attribute("gen_ai.prompt.characters", promptCharacters(params.prompt))
+    if (recordContent) span.attribute("gen_ai.prompt", JSON.stringify(params.prompt))
     return span
   }
   const endSpan = (span: Tracer.Span, exit: Exit.Exit<unknown, unknown>) => {
     if (span.status._tag === "Ended") return
+    if (exit._tag === "Failure") span.attribute("error.type", errorType(Cause.squash(exit.cause)))
     span.end(clock.unsafeCurrentTimeNanos(), exit)
+  }
+  const respond = (span: Tracer.Span, response: { readonly id?: string | undefined; readonly modelId?: string | undefined } | undefined) => {
+    span.attribute("gen_ai.response.model", response?.modelId ?? model.modelId)
+    if (response?.id !== undefined) span.attribute("gen_ai.response.id", response.id)
+  }
+  const finished = (span: Tracer.Span, finishReason: LanguageModelV3FinishReason, usage: LanguageModelV3Usage) => {
+    setArray(span, "gen_ai.response.finish_reasons", [finishReason.unified])
+    for (const [key, count] of Object.entries(usageAttributes(usage))) span.attribute(key, count)
   }
   return wrapLanguageModel({
     model,
     middleware: {
       specificationVersion: "v3",
       wrapGenerate: async ({ doGenerate, params }) => {
-        const span = startSpan("model.generate", params.prompt)
+        const span = startSpan(params)
         try {
           const result = await doGenerate()
-          for (const [key, count] of Object.entries(usageAttributes(result.usage))) span.attribute(key, count)
+          respond(span, result.response)
+          finished(span, result.finishReason, result.usage)
           span.attribute("gen_ai.completion.characters", completionCharacters(result.content))
           if (recordContent) span.attribute("gen_ai.completion", JSON.stringify(result.content))
           endSpan(span, Exit.void)
@@ -94,10 +151,18 @@ export const tracedModel = (
         }
       },
       wrapStream: async ({ doStream, params }) => {
-        const span = startSpan("model.stream", params.prompt)
+        const span = startSpan(params)
+        span.attribute("gen_ai.request.stream", true)
         try {
           const result = await doStream()
-          return { ...result, stream: tallied(result.stream, span, recordContent, (exit) => endSpan(span, exit)) }
+          return {
+            ...result,
+            stream: tallied(result.stream, span, recordContent, {
+              respond: (metadata) => respond(span, metadata),
+              finished: (reason, usage) => finished(span, reason, usage),
+              end: (exit) => endSpan(span, exit)
+            })
+          }
         } catch (error) {
           endSpan(span, Exit.fail(error))
           throw error
@@ -116,15 +181,21 @@ const tallied = (
   stream: ReadableStream<LanguageModelV3StreamPart>,
   span: Tracer.Span,
   recordContent: boolean,
-  end: (exit: Exit.Exit<unknown, unknown>) => void
+  on: {
+    readonly respond: (metadata: { readonly id?: string | undefined; readonly modelId?: string | undefined } | undefined) => void
+    readonly finished: (reason: LanguageModelV3FinishReason, usage: LanguageModelV3Usage) => void
+    readonly end: (exit: Exit.Exit<unknown, unknown>) => void
+  }
 ): ReadableStream<LanguageModelV3StreamPart> => {
   const reader = stream.getReader()
   let characters = 0
   let text = ""
+  let responded = false
   const settle = (exit: Exit.Exit<unknown, unknown>) => {
+    if (!responded) on.respond(undefined)
     span.attribute("gen_ai.completion.characters", characters)
     if (recordContent) span.attribute("gen_ai.completion", text)
-    end(exit)
+    on.end(exit)
   }
   return new ReadableStream<LanguageModelV3StreamPart>({
     async pull(controller) {
@@ -137,8 +208,13 @@ const tallied = (
         if (value.type === "text-delta" || value.type === "reasoning-delta" || value.type === "tool-input-delta") {
           characters += value.delta.length
           if (recordContent && text.length < VALUE_CAP) text += value.delta
+        } else if (value.type === "response-metadata") {
+          responded = true
+          on.respond(value)
         } else if (value.type === "finish") {
-          for (const [key, count] of Object.entries(usageAttributes(value.usage))) span.attribute(key, count)
+          on.finished(value.finishReason, value.usage)
+        } else if (value.type === "error") {
+          span.attribute("error.type", errorType(value.error))
         }
         controller.enqueue(value)
       } catch (error) {

@@ -1,0 +1,86 @@
+import { Effect, Metric, MetricBoundaries, MetricLabel } from "effect"
+
+/**
+ * The service's metrics, as Effect metrics (bridged to OpenTelemetry by MetricsLive). Names and
+ * attributes follow the OpenTelemetry semantic conventions where there is one (HTTP server, GenAI
+ * client, Node.js event loop). Effect's metric registry is the process's: every service instance in
+ * one process (tests start several) counts into the same metrics.
+ *
+ * Every attribute value comes from a bounded set: route templates (never raw paths), methods, status
+ * codes, model names, workflow statuses.
+ */
+
+// Semantic conventions' advice for http.server.request.duration (seconds).
+const DURATION_BOUNDARIES = MetricBoundaries.fromIterable([0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10])
+// Semantic conventions' advice for gen_ai.client.token.usage (tokens).
+const TOKEN_BOUNDARIES = MetricBoundaries.fromIterable([1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304])
+
+export const httpServerDuration = Metric.histogram(
+  "http.server.request.duration",
+  DURATION_BOUNDARIES,
+  "Duration of HTTP server requests in seconds, until the response's head (by method, route template and status)"
+)
+
+export const tokenUsage = Metric.histogram(
+  "gen_ai.client.token.usage",
+  TOKEN_BOUNDARIES,
+  "Tokens used per model call (gen_ai.token.type input or output, by model and provider)"
+)
+
+export const workflowExecutions = Metric.counter("workflow.executions", {
+  description: "Workflow executions that reached a status (completed, failed, cancelled, suspended)",
+  incremental: true
+})
+
+export const workflowTakeovers = Metric.counter("workflow.takeovers", {
+  description: "Running workflow executions this instance took over from an instance that left or died",
+  incremental: true
+})
+
+const eventLoopDelay = (statistic: string) =>
+  Metric.gauge(`nodejs.eventloop.delay.${statistic}`, { description: `Event loop delay, ${statistic}, in seconds (last interval)` })
+
+export const eventLoopDelayGauges = {
+  min: eventLoopDelay("min"),
+  max: eventLoopDelay("max"),
+  mean: eventLoopDelay("mean"),
+  p50: eventLoopDelay("p50"),
+  p90: eventLoopDelay("p90"),
+  p99: eventLoopDelay("p99")
+} as const
+
+/**
+ * Label sets made once per distinct combination: Effect caches a tagged metric's hook by the identity
+ * of its label array, so an update with a kept array costs a map lookup, not a new metric key.
+ */
+const LABEL_SETS_MAX = 4096
+const labelSets = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
+export const labelsFor = (key: string, make: () => ReadonlyArray<readonly [string, string]>): ReadonlyArray<MetricLabel.MetricLabel> => {
+  let labels = labelSets.get(key)
+  if (labels === undefined) {
+    labels = make().map(([name, value]) => MetricLabel.make(name, value))
+    if (labelSets.size < LABEL_SETS_MAX) labelSets.set(key, labels)
+  }
+  return labels
+}
+
+const executionsBy = {
+  completed: Metric.tagged(workflowExecutions, "status", "completed"),
+  failed: Metric.tagged(workflowExecutions, "status", "failed"),
+  cancelled: Metric.tagged(workflowExecutions, "status", "cancelled"),
+  suspended: Metric.tagged(workflowExecutions, "status", "suspended")
+}
+
+/** Counts a workflow execution reaching `status`. */
+export const countExecution = (status: keyof typeof executionsBy) => Metric.increment(executionsBy[status])
+
+/** Counts an execution this instance took over. */
+export const countTakeover = Metric.increment(workflowTakeovers)
+
+export const recordEventLoopDelay = (statistics: Record<keyof typeof eventLoopDelayGauges, number>) =>
+  Effect.sync(() => {
+    for (const key in eventLoopDelayGauges) {
+      const name = key as keyof typeof eventLoopDelayGauges
+      eventLoopDelayGauges[name].unsafeUpdate(statistics[name], [])
+    }
+  })
