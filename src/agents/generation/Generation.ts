@@ -9,11 +9,8 @@ import {
   streamText,
   type ToolSet
 } from "ai"
-import { Cause, Effect, Either, Option, Runtime, Stream, Tracer } from "effect"
+import { Cause, Effect, Option, Runtime, Stream, Tracer } from "effect"
 import { ExecutionFailed, messageOf, ValidationError } from "../../errors.js"
-import * as JsonSchemaValidator from "../../json-schema/JsonSchemaValidator.js"
-import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
-import { minimumInstanceSize } from "../../json-schema/instanceSize.js"
 import type { Tool } from "../../tools/Tool.js"
 import { type AgentCallContext, type AgentDefinition, resolveDynamic } from "../Agent.js"
 import type { AgentInput, GenerationOptions, HistoryEntry, TextResult, Usage } from "../AgentsSchemas.js"
@@ -24,6 +21,7 @@ import { collectTools, toUsage } from "./results.js"
 import { tracedModel } from "./tracedModel.js"
 import { agentSpanAttributes, causeOf, endCallSpan, inCallSpan, outcomeExit } from "./callSpan.js"
 import { eventStream } from "./eventStream.js"
+import { checkOutputSchema } from "./outputSchema.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
 
 export interface CallRequest {
@@ -70,24 +68,6 @@ const failed = (agent: AgentDefinition, field = "input") => (error: unknown) =>
   InvalidPromptError.isInstance(error)
     ? new ValidationError({ message: `Input validation failed: ${field}: ${error.message}` })
     : new ExecutionFailed({ message: `Agent ${agent.id} failed: ${messageOf(error)}` })
-
-/** The largest value, in characters of JSON, that a client's output schema may require a model to produce. */
-export const MAX_REQUIRED_OUTPUT = 100_000
-
-const tooLarge = `requires values of more than ${MAX_REQUIRED_OUTPUT} characters of JSON (through minItems, minLength, ` +
-  `minProperties or required parts), more than a model is asked to generate; at most ${MAX_REQUIRED_OUTPUT} is allowed`
-
-/** A client-supplied output schema: a valid JSON Schema whose root is an object, whose values a model can produce. */
-export const checkOutputSchema = (schema: unknown, path: string): Effect.Effect<JsonSchema, ValidationError> =>
-  Either.match(JsonSchemaValidator.checkSchema(schema), {
-    onLeft: (issues) => Effect.fail(ValidationError.fromIssues(issues, [path])),
-    onRight: (valid) =>
-      valid.type !== "object"
-        ? Effect.fail(ValidationError.fromIssues([{ path: ["type"], message: "the root must be \"type\": \"object\"" }], [path]))
-        : minimumInstanceSize(valid, MAX_REQUIRED_OUTPUT + 1) > MAX_REQUIRED_OUTPUT
-        ? Effect.fail(ValidationError.fromIssues([{ path: [], message: tooLarge }], [path]))
-        : Effect.succeed(valid)
-  })
 
 const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest, withTools: boolean) =>
   Effect.gen(function*() {
