@@ -1,10 +1,11 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
-import { createServer, type IncomingMessage } from "node:http"
+import type { IncomingMessage } from "node:http"
 import WebSocket from "ws"
 import { exportSPKI, generateKeyPair, SignJWT } from "jose"
 import { type CollectedMessages, collectMessages } from "./support/sockets.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
+import { otlpReceiver } from "./support/otlpReceiver.js"
 
 /** Opens a WebSocket and collects its messages; resolves the HTTP status when the handshake is refused. */
 const openSocket = (url: string) =>
@@ -272,32 +273,13 @@ layer(
 const receiver = Layer.scoped(
   TestServer,
   Effect.gen(function*() {
-    let spans = 0
-    const server = createServer((request, response) => {
-      let body = ""
-      request.on("data", (chunk) => (body += chunk))
-      request.on("end", () => {
-        try {
-          for (const resource of JSON.parse(body).resourceSpans ?? []) {
-            for (const scope of resource.scopeSpans ?? []) spans += (scope.spans ?? []).length
-          }
-        } catch {
-          // protobuf or garbage: not counted
-        }
-        response.writeHead(200, { "content-type": "application/json" }).end("{}")
-      })
-    })
-    yield* Effect.acquireRelease(
-      Effect.async<void>((resume) => {
-        server.listen(0, "127.0.0.1", () => resume(Effect.void))
-      }),
-      () => Effect.sync(() => server.close())
-    )
-    const address = server.address()
-    const endpoint = `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`
-    const service = yield* Layer.build(TestServerLive({ config: { otlpEndpoint: endpoint } }))
+    const received = yield* otlpReceiver
+    const spans = () =>
+      received.traces.flatMap((body) => body.resourceSpans ?? []).flatMap((resource: any) => resource.scopeSpans ?? [])
+        .reduce((count: number, scope: any) => count + (scope.spans ?? []).length, 0)
+    const service = yield* Layer.build(TestServerLive({ config: { otlpEndpoint: received.url } }))
     const inner = yield* Effect.provide(TestServer, service)
-    return { ...inner, logs: [], config: { ...inner.config, counted: () => spans } as any }
+    return { ...inner, logs: [], config: { ...inner.config, counted: spans } as any }
   })
 )
 

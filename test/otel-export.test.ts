@@ -1,6 +1,5 @@
 import { expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { createServer } from "node:http"
 import { defineApp } from "../src/App.js"
 import { makeModel } from "../src/agents/models/ModelSettings.js"
 import { assistant } from "../src/examples/agents.js"
@@ -8,6 +7,7 @@ import { exampleApp } from "../src/examples/app.js"
 import { FakeProvider, FakeProviderLive, fakeModelSettings } from "./support/fakeProvider.js"
 import { freePort, killed, spawnMain, waitForHttp } from "./support/process.js"
 import { fetchJson, json, TestServer, TestServerLive, tempDir } from "./support/TestServer.js"
+import { otlpReceiver } from "./support/otlpReceiver.js"
 
 /** What the local OTLP/HTTP receiver was sent, by signal. */
 class Otlp extends Context.Tag("test/OtlpReceived")<Otlp, { readonly traces: Array<any>; readonly metrics: Array<any> }>() {}
@@ -59,28 +59,7 @@ const eventually = <A>(get: () => A | Promise<A>, found: (value: A) => boolean, 
   })
 
 const Served = Layer.unwrapScoped(Effect.gen(function*() {
-  const traces: Array<any> = []
-  const metrics: Array<any> = []
-  const server = createServer((request, response) => {
-    const chunks: Array<Buffer> = []
-    request.on("data", (chunk) => chunks.push(chunk))
-    request.on("end", () => {
-      try {
-        const body = JSON.parse(Buffer.concat(chunks).toString())
-        if (request.url === "/v1/traces") traces.push(body)
-        if (request.url === "/v1/metrics") metrics.push(body)
-      } catch {
-        // not OTLP/JSON: ignored
-      }
-      response.writeHead(200, { "content-type": "application/json" }).end("{}")
-    })
-  })
-  yield* Effect.acquireRelease(
-    Effect.async<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
-    () => Effect.sync(() => server.close())
-  )
-  const address = server.address()
-  const port = typeof address === "object" && address !== null ? address.port : 0
+  const received = yield* otlpReceiver
   const fake = yield* FakeProvider
   // An agent whose provider answers 404 to every call.
   const broken = { ...assistant, id: "broken", model: yield* makeModel({ ...fakeModelSettings(fake), baseUrl: `${fake.url}/nope` }) }
@@ -88,9 +67,9 @@ const Served = Layer.unwrapScoped(Effect.gen(function*() {
   return Layer.merge(
     TestServerLive({
       app: defineApp({ ...exampleApp, agents: [assistant, broken] }),
-      config: { model: fakeModelSettings(fake), otlpEndpoint: `http://127.0.0.1:${port}` }
+      config: { model: fakeModelSettings(fake), otlpEndpoint: received.url }
     }),
-    Layer.succeed(Otlp, { traces, metrics })
+    Layer.succeed(Otlp, received)
   )
 })).pipe(Layer.provideMerge(FakeProviderLive))
 
@@ -257,23 +236,7 @@ it.scoped("node dist/main.js: exports spans and metrics over OTLP, and a streame
     const fake = yield* FakeProvider
     const dir = yield* tempDir
     const port = yield* Effect.promise(() => freePort())
-    const received = { traces: [] as Array<any>, metrics: [] as Array<any> }
-    const receiver = createServer((request, response) => {
-      const chunks: Array<Buffer> = []
-      request.on("data", (chunk) => chunks.push(chunk))
-      request.on("end", () => {
-        const body = JSON.parse(Buffer.concat(chunks).toString() || "{}")
-        if (request.url === "/v1/traces") received.traces.push(body)
-        if (request.url === "/v1/metrics") received.metrics.push(body)
-        response.writeHead(200, { "content-type": "application/json" }).end("{}")
-      })
-    })
-    yield* Effect.acquireRelease(
-      Effect.async<void>((resume) => void receiver.listen(0, "127.0.0.1", () => resume(Effect.void))),
-      () => Effect.sync(() => receiver.close())
-    )
-    const receiverAddress = receiver.address()
-    const endpoint = `http://127.0.0.1:${typeof receiverAddress === "object" && receiverAddress !== null ? receiverAddress.port : 0}`
+    const received = yield* otlpReceiver
     const service = yield* Effect.acquireRelease(
       Effect.sync(() =>
         spawnMain(["--port", String(port)], {
@@ -283,7 +246,7 @@ it.scoped("node dist/main.js: exports spans and metrics over OTLP, and a streame
             AI_BASE_URL: `${fake.url}/v1`,
             AI_MODEL: "fake-model",
             AI_API_KEY: "test-key",
-            OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+            OTEL_EXPORTER_OTLP_ENDPOINT: received.url,
             OTEL_METRIC_EXPORT_INTERVAL: "300"
           }
         })

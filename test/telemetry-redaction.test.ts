@@ -1,12 +1,12 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Schema } from "effect"
 import { randomBytes } from "node:crypto"
-import { createServer } from "node:http"
 import WebSocket from "ws"
 import { defineApp } from "../src/App.js"
 import { exampleApp } from "../src/examples/app.js"
 import { defineTool } from "../src/tools/Tool.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
+import { otlpReceiver } from "./support/otlpReceiver.js"
 
 const CONSOLE_KEY = "CONSOLE-KEY-SECRET-7f3a"
 const HUGE = 5 * 1024 * 1024
@@ -35,27 +35,13 @@ class Otlp extends Context.Tag("test/Otlp")<Otlp, { readonly bodies: Array<strin
 
 /** A local OTLP/HTTP receiver keeping every body, and the service exporting to it (production, console key). */
 const Served = Layer.unwrapScoped(Effect.gen(function*() {
-  const bodies: Array<string> = []
-  const server = createServer((request, response) => {
-    const chunks: Array<Buffer> = []
-    request.on("data", (chunk) => chunks.push(chunk))
-    request.on("end", () => {
-      bodies.push(Buffer.concat(chunks).toString())
-      response.writeHead(200, { "content-type": "application/json" }).end("{}")
-    })
-  })
-  yield* Effect.acquireRelease(
-    Effect.async<void>((resume) => void server.listen(0, "127.0.0.1", () => resume(Effect.void))),
-    () => Effect.sync(() => server.close())
-  )
-  const address = server.address()
-  const port = typeof address === "object" && address !== null ? address.port : 0
+  const received = yield* otlpReceiver
   return Layer.merge(
     TestServerLive({
       app: defineApp({ ...exampleApp, tools: [...exampleApp.tools, bloat, note] }),
-      config: { production: true, otlpEndpoint: `http://127.0.0.1:${port}`, auth: { production: true, consoleKey: CONSOLE_KEY } }
+      config: { production: true, otlpEndpoint: received.url, auth: { production: true, consoleKey: CONSOLE_KEY } }
     }),
-    Layer.succeed(Otlp, { bodies })
+    Layer.succeed(Otlp, { bodies: received.texts })
   )
 }))
 
