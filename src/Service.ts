@@ -42,7 +42,12 @@ export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
     Layer.provideMerge(Layer.mergeAll(MemoryStoreLive, ExecutionStoreLive, DefaultModelLive(config.model), RecordRetentionLive(config.recordRetention))),
     // Tracing and log capture come first, so everything built after them is traced and logged.
     Layer.provideMerge(Layer.mergeAll(
-      TracingLive({ serviceName: SERVICE_NAME, instanceId: config.instanceId, otlpEndpoint: config.otlpEndpoint }),
+      TracingLive({
+        serviceName: SERVICE_NAME,
+        instanceId: config.instanceId,
+        otlpEndpoint: config.otlpEndpoint,
+        metricExportIntervalMs: config.metricExportIntervalMs
+      }),
       LogCaptureLive
     )),
     Layer.provideMerge(Layer.mergeAll(

@@ -63,11 +63,10 @@ const Served = Layer.unwrapScoped(Effect.gen(function*() {
   const fake = yield* FakeProvider
   // An agent whose provider answers 404 to every call.
   const broken = { ...assistant, id: "broken", model: yield* makeModel({ ...fakeModelSettings(fake), baseUrl: `${fake.url}/nope` }) }
-  process.env.OTEL_METRIC_EXPORT_INTERVAL = "300"
   return Layer.merge(
     TestServerLive({
       app: defineApp({ ...exampleApp, agents: [assistant, broken] }),
-      config: { model: fakeModelSettings(fake), otlpEndpoint: received.url }
+      config: { model: fakeModelSettings(fake), otlpEndpoint: received.url, metricExportIntervalMs: 300 }
     }),
     Layer.succeed(Otlp, received)
   )

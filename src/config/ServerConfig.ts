@@ -82,8 +82,10 @@ export interface ServerConfigShape {
    * OBSERVABILITY_RECORD_CONTENT=true); off, they keep lengths and token counts only.
    */
   readonly recordContent: boolean
-  /** OTEL_EXPORTER_OTLP_ENDPOINT: also export spans there over OTLP/HTTP. */
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: also export spans and metrics there over OTLP/HTTP. */
   readonly otlpEndpoint?: string | undefined
+  /** OTEL_METRIC_EXPORT_INTERVAL: milliseconds between two OTLP metric exports (60,000). */
+  readonly metricExportIntervalMs?: number | undefined
   /**
    * This process among the instances sharing one store (SERVICE_INSTANCE_ID; by default the host name,
    * the process id and a random suffix): it owns the executions it runs, and names its log entries.
@@ -144,6 +146,7 @@ export const resolveServerConfig = (
     model: Either.getOrThrowWith(resolveModelSettings(env), (message) => new Error(message)),
     auth: resolveAuth(file.auth, env, production),
     otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
+    metricExportIntervalMs: positive(env, "OTEL_METRIC_EXPORT_INTERVAL"),
     retention: {
       maxTraces: file.observability?.maxTraces ?? 10_000,
       maxAgeMs: (file.observability?.maxAgeHours ?? 7 * 24) * 3600 * 1000

@@ -41,12 +41,13 @@ export const TracingLive = (options: {
   /** The resource's `service.instance.id`: which of the instances sharing a store made the span. */
   readonly instanceId: string
   readonly otlpEndpoint?: string | undefined
+  readonly metricExportIntervalMs?: number | undefined
 }) =>
   Layer.unwrapEffect(Effect.gen(function*() {
     const store = yield* TraceStore
     const exporters = options.otlpEndpoint ? [yield* otlpProcessor(options.otlpEndpoint)] : []
     const processor = sanitizingProcessor([store.processor, ...exporters])
-    return Layer.merge(effectTracerLive, MetricsLive({ otlpEndpoint: options.otlpEndpoint })).pipe(
+    return Layer.merge(effectTracerLive, MetricsLive({ otlpEndpoint: options.otlpEndpoint, exportIntervalMs: options.metricExportIntervalMs })).pipe(
       Layer.provideMerge(OtelTracer.layerTracer),
       // HTTP and token metrics are read off the raw spans as they end (see spanMetrics.ts).
       Layer.provideMerge(NodeSdk.layerTracerProvider([spanMetricsProcessor, processor])),

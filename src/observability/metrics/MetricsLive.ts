@@ -13,21 +13,16 @@ export class MetricsExposition extends Context.Tag("MetricsExposition")<MetricsE
 const EVENT_LOOP_SAMPLE = "5 seconds"
 const DEFAULT_EXPORT_INTERVAL_MS = 60_000
 
-/** OTEL_METRIC_EXPORT_INTERVAL (milliseconds), as the OpenTelemetry SDKs read it. */
-const exportInterval = (): number => {
-  const configured = Number(process.env.OTEL_METRIC_EXPORT_INTERVAL)
-  return Number.isFinite(configured) && configured >= 100 ? configured : DEFAULT_EXPORT_INTERVAL_MS
-}
 
 // The exporters are loaded only when used: OTLP when an endpoint is configured, Prometheus on the first scrape.
-const otlpReader = (endpoint: string) =>
+const otlpReader = (endpoint: string, intervalMs: number) =>
   Effect.promise(async () => {
     const [otlp, sdk] = await Promise.all([import("@opentelemetry/exporter-metrics-otlp-http"), import("@opentelemetry/sdk-metrics")])
     const { OTLPMetricExporter } = exportsOf(otlp)
     const { PeriodicExportingMetricReader } = exportsOf(sdk)
     return new PeriodicExportingMetricReader({
       exporter: new OTLPMetricExporter({ url: `${endpoint.replace(/\/$/, "")}/v1/metrics` }),
-      exportIntervalMillis: exportInterval()
+      exportIntervalMillis: intervalMs
     })
   })
 
@@ -50,13 +45,16 @@ const prometheusScraper = (producer: MetricProducer) =>
  * Prometheus text format at GET /metrics. Both read the same cumulative values, so a reader made late
  * (the Prometheus one, on the first scrape) misses nothing. Also samples the event loop's delay.
  */
-export const MetricsLive = (options: { readonly otlpEndpoint?: string | undefined }) =>
+export const MetricsLive = (options: {
+  readonly otlpEndpoint?: string | undefined
+  readonly exportIntervalMs?: number | undefined
+}) =>
   Layer.scoped(
     MetricsExposition,
     Effect.gen(function*() {
       const producer = yield* Metrics.makeProducer
       if (options.otlpEndpoint) {
-        const reader = yield* otlpReader(options.otlpEndpoint)
+        const reader = yield* otlpReader(options.otlpEndpoint, options.exportIntervalMs ?? DEFAULT_EXPORT_INTERVAL_MS)
         yield* Metrics.registerProducer(producer, () => reader)
       }
 
