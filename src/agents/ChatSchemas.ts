@@ -16,22 +16,20 @@ export const CHAT_BOUNDS = {
   idChars: 256
 } as const
 
-const Id = Schema.String.pipe(
-  Schema.minLength(1, { message: () => "must not be empty" }),
-  Schema.maxLength(CHAT_BOUNDS.idChars, { message: () => `must be at most ${CHAT_BOUNDS.idChars} characters` })
-)
+const StringUpTo = (chars: number) =>
+  Schema.String.pipe(Schema.maxLength(chars, { message: () => `must be at most ${chars} characters` }))
+
+const ShortString = StringUpTo(CHAT_BOUNDS.idChars)
+
+const Id = ShortString.pipe(Schema.minLength(1, { message: () => "must not be empty" }))
 
 const ChatPart = Schema.Struct({
-  type: Schema.String.pipe(Schema.maxLength(CHAT_BOUNDS.idChars, { message: () => `must be at most ${CHAT_BOUNDS.idChars} characters` })),
-  text: Schema.optional(Schema.String.pipe(
-    Schema.maxLength(CHAT_BOUNDS.textChars, { message: () => `must be at most ${CHAT_BOUNDS.textChars} characters` })
-  ))
+  type: ShortString,
+  text: Schema.optional(StringUpTo(CHAT_BOUNDS.textChars))
 }, { key: Schema.String, value: Schema.Unknown })
 
 export const ChatUIMessage = Schema.Struct({
-  id: Schema.optional(Schema.String.pipe(Schema.maxLength(CHAT_BOUNDS.idChars, {
-    message: () => `must be at most ${CHAT_BOUNDS.idChars} characters`
-  }))),
+  id: Schema.optional(ShortString),
   role: Schema.Literal("system", "user", "assistant"),
   parts: Schema.Array(ChatPart).pipe(Schema.maxItems(CHAT_BOUNDS.partsPerMessage, {
     message: () => `must have at most ${CHAT_BOUNDS.partsPerMessage} parts`
@@ -49,7 +47,7 @@ export const SdkChatRequest = Schema.Struct({
   trigger: Schema.Literal("submit-message", "regenerate-message").annotations({
     description: "regenerate-message replaces the conversation's last stored answer instead of adding one"
   }),
-  messageId: Schema.optional(Schema.String.pipe(Schema.maxLength(CHAT_BOUNDS.idChars))),
+  messageId: Schema.optional(ShortString),
   options: Schema.optional(GenerationOptions)
 }).annotations({
   identifier: "SdkChatRequest",
@@ -67,6 +65,14 @@ const neither = "must be either {input, options} or the AI SDK's chat request {i
  * about the shape it has rather than with the issues of both. Documented as the union of the two.
  */
 type Bodies = readonly [typeof GenerateRequest, typeof SdkChatRequest]
+type Direction = (schema: Schema.Schema<any, any>) => (input: unknown, options?: SchemaAST.ParseOptions) => any
+const byKeys = (generate: Schema.Schema<any, any>, sdk: Schema.Schema<any, any>, direction: Direction) =>
+  (input: unknown, options: SchemaAST.ParseOptions, ast: SchemaAST.AST) =>
+    isObject(input) && "input" in input
+      ? direction(generate)(input, options)
+      : isObject(input) && "messages" in input
+      ? direction(sdk)(input, options)
+      : ParseResult.fail(new ParseResult.Type(ast, input, neither))
 export const ChatPayload = Schema.declare<
   typeof GenerateRequest.Type | SdkChatRequest,
   typeof GenerateRequest.Encoded | typeof SdkChatRequest.Encoded,
@@ -74,18 +80,8 @@ export const ChatPayload = Schema.declare<
 >(
   [GenerateRequest, SdkChatRequest],
   {
-    decode: (generate, sdk) => (input, options, ast) =>
-      isObject(input) && "input" in input
-        ? ParseResult.decodeUnknown(generate)(input, options)
-        : isObject(input) && "messages" in input
-        ? ParseResult.decodeUnknown(sdk)(input, options)
-        : ParseResult.fail(new ParseResult.Type(ast, input, neither)),
-    encode: (generate, sdk) => (input, options, ast) =>
-      isObject(input) && "input" in input
-        ? ParseResult.encodeUnknown(generate)(input, options)
-        : isObject(input) && "messages" in input
-        ? ParseResult.encodeUnknown(sdk)(input, options)
-        : ParseResult.fail(new ParseResult.Type(ast, input, neither))
+    decode: (generate, sdk) => byKeys(generate, sdk, ParseResult.decodeUnknown),
+    encode: (generate, sdk) => byKeys(generate, sdk, ParseResult.encodeUnknown)
   },
   // Generated values (the schema-derived fuzz) are of either body.
   { arbitrary: (generate, sdk) => (fc) => fc.oneof(generate(fc), sdk(fc)) }
