@@ -5,10 +5,10 @@ import { CurrentCaller } from "../auth/Authentication.js"
 import { actingUserId } from "../auth/Ownership.js"
 import { ExecutionFailed, messageOf } from "../errors.js"
 import { logLimit } from "../observability/handlers.js"
-import { LogStore, matches } from "../observability/LogStore.js"
+import { followLogs } from "../observability/logFollow.js"
+import { LogStore } from "../observability/LogStore.js"
 import { callerOf, IdempotencyKeys } from "../workflows/IdempotencyKeys.js"
 import { WorkflowEngine } from "../workflows/WorkflowEngine.js"
-import { entryKey, INITIAL_BYTES, newestWithin } from "../ws/handlers.js"
 import { type LogFeedMessage, ServiceRpcs } from "./RpcContract.js"
 
 /** Live log entries are sent in chunks of at most this many (each chunk waits for the client's ack). */
@@ -45,16 +45,13 @@ export const RpcHandlersLive = ServiceRpcs.toLayer(Effect.gen(function*() {
 
     LiveLogs: ({ limit, ...filter }) =>
       Stream.unwrapScoped(Effect.gen(function*() {
-        // Subscribed before the initial query, so nothing logged in between is missed (and each entry is sent once).
-        const subscription = yield* logs.subscribe
-        const initial = newestWithin(yield* logs.query({ ...filter, limit: logLimit(limit) }), INITIAL_BYTES)
-        const inInitial = new Set(initial.map(entryKey))
+        const { initial, isNew, live } = yield* followLogs(logs, { ...filter, limit: logLimit(limit) })
         // The subscription is a sliding window: a client that does not ack loses its oldest entries, never grows it.
-        const live = Stream.fromQueue(subscription, { maxChunkSize: LOG_CHUNK }).pipe(
-          Stream.filter((entry) => matches(entry, filter) && !(inInitial.size > 0 && inInitial.delete(entryKey(entry)))),
+        const updates = Stream.fromQueue(live, { maxChunkSize: LOG_CHUNK }).pipe(
+          Stream.filter(isNew),
           Stream.map((entry): LogFeedMessage => ({ type: "update", logs: [entry] }))
         )
-        return Stream.concat(Stream.make<Array<LogFeedMessage>>({ type: "initial", logs: initial }), live)
+        return Stream.concat(Stream.make<Array<LogFeedMessage>>({ type: "initial", logs: initial }), updates)
       }))
   }
 }))

@@ -3,29 +3,12 @@ import { Effect, Option } from "effect"
 import { AuthPolicy } from "../auth/AuthPolicy.js"
 import { ServiceApi } from "../http/Api.js"
 import { toIso } from "../http/Query.js"
-import { type LogEntry, LogStore, matches } from "../observability/LogStore.js"
+import { followLogs } from "../observability/logFollow.js"
+import { type LogEntry, LogStore } from "../observability/LogStore.js"
 import { logLimit } from "../observability/handlers.js"
-import { jsonSize } from "../observability/Redaction.js"
 import { entityOf } from "../observability/Span.js"
 import { TraceStore } from "../observability/TraceStore.js"
 import { forward, serve } from "./connection.js"
-
-/** The initial batch of /ws/logs is the newest entries that fit in this many bytes of JSON. */
-export const INITIAL_BYTES = 1024 * 1024
-
-/**
- * What tells entries apart once they have been through the store (the initial batch is read from it,
- * the live feed carries them as logged): an entry equal in all of these is shown once.
- */
-export const entryKey = (entry: LogEntry) =>
-  `${entry.instance}\u0000${entry.timestamp}\u0000${entry.level}\u0000${entry.spanId ?? ""}\u0000${entry.message}`
-
-export const newestWithin = (entries: ReadonlyArray<LogEntry>, bytes: number): ReadonlyArray<LogEntry> => {
-  let left = bytes
-  let first = entries.length
-  while (first > 0 && (left -= jsonSize(entries[first - 1]) + 1) >= 0) first--
-  return entries.slice(first)
-}
 
 export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets", (handlers) =>
   Effect.gen(function*() {
@@ -80,17 +63,9 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
           return yield* serve(request, {
             onOpen: (connection) =>
               Effect.gen(function*() {
-                const subscription = yield* logs.subscribe
-                const initial = newestWithin(yield* logs.query({ ...filter, limit: logLimit(urlParams.limit) }), INITIAL_BYTES)
-                // Entries logged between the subscription and the query come both ways: each is sent once.
-                const inInitial = new Set(initial.map(entryKey))
+                const { initial, isNew, live } = yield* followLogs(logs, { ...filter, limit: logLimit(urlParams.limit) })
                 yield* connection.send({ type: "initial", logs: initial })
-                yield* forward(
-                  subscription,
-                  (entry) => matches(entry, filter) && !(inInitial.size > 0 && inInitial.delete(entryKey(entry))),
-                  (entry) => ({ type: "update", logs: [entry] }),
-                  connection
-                )
+                yield* forward(live, isNew, (entry) => ({ type: "update", logs: [entry] }), connection)
               })
           })
         }))
