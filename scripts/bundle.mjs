@@ -36,13 +36,11 @@ await build({
   splitting: true
 })
 
-// The observability writer's worker thread (src/observability/StoreWriter.ts): one file of its own,
-// sharing no chunk with the CLI's, so that the CLI's start-up loads what it did before.
-await build({
-  ...common,
-  entryPoints: { storeWriterWorker: "dist/observability/storeWriterWorker.js" },
-  outdir: "dist/observability"
-})
+// The writer threads (src/observability/StoreWriter.ts, src/storage/StoreCommits.ts): a file of its
+// own each, sharing no chunk with the CLI's, so that the CLI's start-up loads what it did before.
+for (const [folder, name] of [["observability", "storeWriterWorker"], ["storage", "commitWorker"]]) {
+  await build({ ...common, entryPoints: { [name]: `dist/${folder}/${name}.js` }, outdir: `dist/${folder}` })
+}
 
 // The browser console (src/console/app, served at /console by src/console/ConsoleRoute.ts): one
 // content-hashed script and style, a gzipped copy of each, and a manifest naming them.

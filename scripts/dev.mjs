@@ -59,7 +59,8 @@ let builds = 0
 const ctx = await context({
   entryPoints: {
     main: `${root}src/main.ts`,
-    "observability/storeWriterWorker": `${root}src/observability/storeWriterWorker.ts`
+    "observability/storeWriterWorker": `${root}src/observability/storeWriterWorker.ts`,
+    "storage/commitWorker": `${root}src/storage/commitWorker.ts`
   },
   outdir,
   bundle: true,

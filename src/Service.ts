@@ -19,6 +19,7 @@ import { TraceStoreLive } from "./observability/TraceStore.js"
 import { TracingLive } from "./observability/Tracing.js"
 import { RecordRetentionLive } from "./retention/RecordRetention.js"
 import { SqlLive, storageKind } from "./storage/Sql.js"
+import { StoreCommitsLive } from "./storage/StoreCommits.js"
 import { ToolRunnerLive } from "./tools/ToolRunner.js"
 import { ExecutionStoreLive } from "./workflows/ExecutionStore.js"
 import { IdempotencyKeysLive } from "./workflows/IdempotencyKeys.js"
@@ -54,7 +55,7 @@ export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
       TraceStoreLive(config.retention, config.instanceId),
       LogStoreLive({ instanceId: config.instanceId, retention: config.logRetention })
     )),
-    Layer.provideMerge(StoreWriterLive(config.databaseUrl)),
+    Layer.provideMerge(Layer.mergeAll(StoreWriterLive(config.databaseUrl), StoreCommitsLive(config.databaseUrl))),
     Layer.provideMerge(SqlLive(config.databaseUrl))
   )
 

@@ -126,3 +126,7 @@ export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
   message: Schema.String
 }) {}
+
+/** An error's message and its cause's (an SqlError's own message says only which operation failed). */
+export const messageWithCause = (error: unknown): string =>
+  error instanceof Error && error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : messageOf(error)

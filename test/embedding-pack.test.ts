@@ -114,7 +114,7 @@ describe("embedding the packed package", () => {
       // --ignore-scripts: prepack would rebuild dist/ under the other tests' feet.
       const packed = JSON.parse((await npm(ROOT, ["pack", "--ignore-scripts", "--json", "--pack-destination", dir])).stdout)[0]
       const files: Array<string> = packed.files.map((file: { path: string }) => file.path)
-      expect(files).toEqual(expect.arrayContaining(["package.json", "README.md", "dist/index.js", "dist/index.d.ts", "dist/main.js", "dist/observability/storeWriterWorker.js"]))
+      expect(files).toEqual(expect.arrayContaining(["package.json", "README.md", "dist/index.js", "dist/index.d.ts", "dist/main.js", "dist/observability/storeWriterWorker.js", "dist/storage/commitWorker.js"]))
       expect(files.filter((file) => !file.startsWith("dist/") && file !== "package.json" && file !== "README.md")).toEqual([])
 
       // The fresh project: the README's install lines, the package from its tarball. Its lock is this

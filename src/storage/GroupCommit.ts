@@ -1,5 +1,6 @@
 import type { SqlClient } from "@effect/sql"
-import { Cause, Deferred, Effect, Exit, Queue, type Scope } from "effect"
+import { Cause, Effect, Exit, type Scope } from "effect"
+import { allExit, makeBatching } from "./batching.js"
 
 /**
  * Group commit: writes submitted at about the same moment share one transaction, so one commit (one
@@ -24,22 +25,6 @@ export interface GroupCommit<Staged = never> {
   readonly stage: (rows: ReadonlyArray<Staged>) => void
 }
 
-interface Pending {
-  readonly write: Effect.Effect<unknown, unknown>
-  readonly done: Deferred.Deferred<unknown, unknown>
-}
-
-/** Writes taken into one transaction at most; the rest wait for the next one. */
-const MAX_BATCH = 256
-/** Writes waiting at most (each caller waits for its own, so this bounds waiting callers, not data). */
-const MAX_QUEUED = 16_384
-
-/** Resumes after the current turn of the event loop, once its microtasks have run. */
-export const nextTurn = Effect.async<void>((resume) => {
-  const handle = setImmediate(() => resume(Effect.void))
-  return Effect.sync(() => clearImmediate(handle))
-})
-
 class WriteFailed {
   readonly _tag = "WriteFailed"
 }
@@ -49,18 +34,7 @@ export const makeGroupCommit = <Staged = never>(
   flush: (rows: ReadonlyArray<Staged>) => Effect.Effect<unknown, unknown> = () => Effect.void
 ): Effect.Effect<GroupCommit<Staged>, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const queue = yield* Queue.bounded<Pending>(MAX_QUEUED)
-    // Runs after the writer has stopped: whoever still waits is told, never left hanging.
-    yield* Effect.addFinalizer(() =>
-      Queue.takeAll(queue).pipe(
-        Effect.flatMap((left) => Effect.forEach(left, (pending) => Deferred.interrupt(pending.done), { discard: true })),
-        Effect.zipRight(Queue.shutdown(queue))
-      )
-    )
-
-    const settle = (pending: Pending, exit: Exit.Exit<unknown, unknown>) => Deferred.done(pending.done, exit)
-
-    // The rows staged by the writes of the transaction being written (the writer runs one at a time).
+    // The rows staged by the writes of the transaction being written (one batch at a time).
     let staged: Array<Staged> = []
     const flushStaged = Effect.suspend(() => {
       const rows = staged
@@ -79,61 +53,38 @@ export const makeGroupCommit = <Staged = never>(
         staged = []
       })))
 
-    /** Each write alone, in its own transaction: what a batch falls back to when one of its writes failed. */
-    const oneByOne = (batch: ReadonlyArray<Pending>) =>
-      Effect.forEach(batch, (pending) => Effect.flatMap(Effect.exit(transaction(pending.write)), (exit) => settle(pending, exit)), {
-        discard: true
-      })
+    type Write = Effect.Effect<unknown, unknown>
 
-    const commit = (batch: ReadonlyArray<Pending>) =>
+    /** Each write alone, in its own transaction: what a batch falls back to when one of its writes failed. */
+    const oneByOne = (batch: ReadonlyArray<Write>) => Effect.forEach(batch, (write) => Effect.exit(transaction(write)))
+
+    const commit = (batch: ReadonlyArray<Write>) =>
       Effect.gen(function*() {
         const results: Array<unknown> = []
         const together = yield* Effect.exit(transaction(
-          Effect.forEach(batch, (pending) =>
-            Effect.matchCauseEffect(pending.write, {
+          Effect.forEach(batch, (write) =>
+            Effect.matchCauseEffect(write, {
               onFailure: () => Effect.fail(new WriteFailed()),
               onSuccess: (value) => Effect.sync(() => results.push(value))
             }), { discard: true }),
           // Which write's rows failed is not known here: each write then runs again alone.
           () => new WriteFailed()
         ))
-        if (Exit.isSuccess(together)) {
-          for (let i = 0; i < batch.length; i++) yield* settle(batch[i], Exit.succeed(results[i]))
-        } else if (Cause.failureOption(together.cause).pipe((failure) => failure._tag === "Some" && failure.value instanceof WriteFailed)) {
-          yield* oneByOne(batch)
-        } else {
-          // BEGIN or COMMIT failed (or the writer was interrupted): nothing is known about the outcome.
-          for (const pending of batch) yield* settle(pending, Exit.failCause(together.cause))
+        if (Exit.isSuccess(together)) return results.map((result) => Exit.succeed(result))
+        if (Cause.failureOption(together.cause).pipe((failure) => failure._tag === "Some" && failure.value instanceof WriteFailed)) {
+          return yield* oneByOne(batch)
         }
+        // BEGIN or COMMIT failed (or the writer was interrupted): nothing is known about the outcome.
+        return allExit(batch.length, Exit.failCause(together.cause))
       })
 
-    const writer = Effect.gen(function*() {
-      const batch = [yield* Queue.take(queue)]
-      // Whoever was taken into the batch is told when the writer stops before answering them.
-      yield* Effect.onInterrupt(
-        Effect.gen(function*() {
-          // Let every fiber that can run in this turn of the event loop reach its own write (fibers
-          // resume in microtasks), so that they share this commit; an idle process waits one turn.
-          yield* nextTurn
-          batch.push(...(yield* Queue.takeUpTo(queue, MAX_BATCH - 1)))
-          yield* commit(batch)
-        }),
-        () => Effect.forEach(batch, (pending) => Deferred.interrupt(pending.done), { discard: true })
-      )
-    })
-
     // The writer's own statements are not traced: the callers' spans cover their writes.
-    yield* writer.pipe(Effect.forever, Effect.withTracerEnabled(false), Effect.interruptible, Effect.forkScoped)
+    const submit = yield* makeBatching<Write>(commit)
 
     return {
       stage: (rows) => {
         for (const row of rows) staged.push(row)
       },
-      submit: <A, E>(write: Effect.Effect<A, E>) =>
-        Effect.flatMap(Deferred.make<A, E>(), (done) =>
-          Effect.zipRight(
-            Queue.offer(queue, { write, done } as Pending),
-            Deferred.await(done)
-          ))
+      submit: (write) => submit(write)
     }
   })

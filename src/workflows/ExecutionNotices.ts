@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Queue, Schedule, type Scope, Stream } from "effect"
-import { nextTurn } from "../storage/GroupCommit.js"
+import { nextTurn } from "../storage/batching.js"
 
 /**
  * Notices between the instances sharing one Postgres store: "these executions changed" (events were

@@ -1,6 +1,6 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
-import { makeGroupCommit } from "../storage/GroupCommit.js"
+import { storeCommitsOrInline } from "../storage/StoreCommits.js"
 import {
   type Checkpoint,
   type Claim,
@@ -127,58 +127,35 @@ export const listingQuery = (sql: SqlClient.SqlClient, query: ExecutionQuery) =>
     ) ORDER BY created_at DESC, id DESC`
 }
 
-type StagedEvent = {
-  readonly execution_id: string
-  readonly seq: number
-  readonly event: string
-  readonly created_at: string
-}
-
-/** Event rows per INSERT: 4 parameters each, far under SQLite's and Postgres's caps on parameters. */
-const EVENT_ROWS = 500
-
-const chunks = <A>(items: ReadonlyArray<A>, size: number): ReadonlyArray<ReadonlyArray<A>> =>
-  items.length <= size ? [items] : Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
-
 export const ExecutionStoreLive = Layer.scoped(
   ExecutionStore,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    // The events of every write of a transaction are inserted together, at its end (one statement
-    // per EVENT_ROWS rows instead of one per write).
-    const group = yield* makeGroupCommit<StagedEvent>(sql, (rows) =>
-      Effect.forEach(chunks(rows, EVENT_ROWS), (chunk) => sql`INSERT INTO workflow_events ${sql.insert(chunk)}`, { discard: true }))
+    const submit = yield* storeCommitsOrInline
     // Store operations are not traced (neither are their SQL statements): they run under the spans
     // of the requests, executions and steps that make them, and writes share group-commit transactions.
     const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
-    const commit = <A, E>(write: Effect.Effect<A, E>) => Effect.orDie(group.submit(write))
-
-    /** Stages `events` numbered up to `lastSeq` for the write's transaction; gives `lastSeq`. */
-    const insertEvents = (id: string, lastSeq: number, events: ReadonlyArray<WorkflowEvent>) =>
-      Effect.sync(() => {
-        const first = lastSeq - events.length + 1
-        group.stage(events.map((event, i) => ({
-          execution_id: id,
-          seq: first + i,
-          event: JSON.stringify(event),
-          created_at: event.timestamp
-        })))
-        return lastSeq
-      })
+    const commit = <A extends object>(statement: Statement.Statement<A>) =>
+      submit({ statements: [statement.compile()] }) as Effect.Effect<ReadonlyArray<A>>
 
     /**
-     * Runs a conditional UPDATE that bumps `last_seq` by the number of events and returns it; when it
-     * changed the row, appends the events with their numbers (in the caller's transaction).
+     * A conditional write that bumps `last_seq` by the number of events and returns it; when it
+     * changed the row, the events are appended with their numbers (in the same transaction). The
+     * number of the last event, or none when its condition did not hold.
      */
-    const transition = (
-      id: string,
-      update: Effect.Effect<ReadonlyArray<{ readonly last_seq: number }>, unknown>,
-      events: ReadonlyArray<WorkflowEvent>
-    ) =>
-      Effect.flatMap(update, (changed) =>
-        changed.length === 0
-          ? Effect.succeed(Option.none<number>())
-          : Effect.map(insertEvents(id, Number(changed[0].last_seq), events), Option.some))
+    const transition = (id: string, update: Statement.Statement<unknown>, events: ReadonlyArray<WorkflowEvent>) =>
+      Effect.map(
+        submit({
+          statements: [update.compile()],
+          append: {
+            table: "workflow_events",
+            numberColumn: "seq",
+            numberFrom: "last_seq",
+            rows: events.map((event) => ({ execution_id: id, event: JSON.stringify(event), created_at: event.timestamp }))
+          }
+        }),
+        (changed) => changed.length === 0 ? Option.none<number>() : Option.some(Number(changed[0].last_seq))
+      )
 
     /** The rows a claim may still write: running, at its version, and its owner's when it names one. */
     const held = (claim: Claim) =>
@@ -192,8 +169,9 @@ export const ExecutionStoreLive = Layer.scoped(
         error = ${ending.status === "error" ? ending.error : null}, ended_at = ${at}, owner = NULL`
 
     const create: ExecutionStore["Type"]["create"] = (e, events) =>
-      commit(Effect.flatMap(
-        sql<{ id: string }>`INSERT INTO workflow_executions ${
+      transition(
+        e.id,
+        sql`INSERT INTO workflow_executions ${
           sql.insert({
             id: e.id,
             workflow_id: e.workflowId,
@@ -219,10 +197,9 @@ export const ExecutionStoreLive = Layer.scoped(
             updated_at: e.updatedAt,
             ended_at: null
           })
-        } ON CONFLICT (id) DO NOTHING RETURNING id`,
-        (inserted) =>
-          inserted.length === 0 ? Effect.succeed(Option.none<number>()) : Effect.map(insertEvents(e.id, events.length, events), Option.some)
-      ))
+        } ON CONFLICT (id) DO NOTHING RETURNING last_seq`,
+        events
+      )
 
     const get = (id: string) =>
       sql<Row>`SELECT * FROM workflow_executions WHERE id = ${id}`.pipe(
@@ -237,42 +214,42 @@ export const ExecutionStoreLive = Layer.scoped(
       )
 
     const append: ExecutionStore["Type"]["append"] = (claim, events) =>
-      commit(transition(
+      transition(
         claim.id,
         sql`UPDATE workflow_executions SET last_seq = last_seq + ${events.length}, updated_at = ${events[0].timestamp}
           WHERE ${held(claim)} RETURNING last_seq`,
         events
-      ))
+      )
 
     const advance: ExecutionStore["Type"]["advance"] = (claim, c, events, ending) => {
       // The time of the last event: an ending's `ended_at` is its event's timestamp, as elsewhere.
       const at = events.at(-1)?.timestamp ?? now()
-      return commit(transition(
+      return transition(
         claim.id,
         sql`UPDATE workflow_executions SET step_index = ${c.stepIndex}, current_data = ${json(c.currentData)},
           step_data = ${JSON.stringify(c.stepData)}, resume_data = NULL, last_seq = last_seq + ${events.length},
           updated_at = ${at}${ending === undefined ? sql`` : sql`, ${ended(ending, at)}`}
           WHERE ${held(claim)} RETURNING last_seq`,
         events
-      ))
+      )
     }
 
     const finish: ExecutionStore["Type"]["finish"] = (claim, ending, event) =>
-      commit(transition(
+      transition(
         claim.id,
         sql`UPDATE workflow_executions SET ${ended(ending, event.timestamp)}, last_seq = last_seq + 1, updated_at = ${event.timestamp}
           WHERE ${held(claim)} RETURNING last_seq`,
         [event]
-      ))
+      )
 
     const suspend: ExecutionStore["Type"]["suspend"] = (claim, suspension, event) =>
-      commit(transition(
+      transition(
         claim.id,
         sql`UPDATE workflow_executions SET status = 'suspended', suspension = ${JSON.stringify(suspension)}, owner = NULL,
           step_index = ${suspension.stepIndex}, version = version + 1, last_seq = last_seq + 1, updated_at = ${suspension.suspendedAt}
           WHERE ${held(claim)} AND step_index = ${claim.atStep} RETURNING last_seq`,
         [event]
-      ))
+      )
 
     const claimResume: ExecutionStore["Type"]["claimResume"] = (execution, resume) =>
       commit(
@@ -289,16 +266,17 @@ export const ExecutionStoreLive = Layer.scoped(
         )
 
     const cancel: ExecutionStore["Type"]["cancel"] = (id, event) =>
-      commit(transition(
+      transition(
         id,
         sql`UPDATE workflow_executions SET status = 'cancelled', owner = NULL, version = version + 1, last_seq = last_seq + 1,
           updated_at = ${event.timestamp}, ended_at = ${event.timestamp}
           WHERE id = ${id} AND status IN ('running', 'suspended') RETURNING last_seq`,
         [event]
-      ))
+      )
 
     const remove = (id: string) =>
-      commit(deleteFinishedExecutions(sql, [id])).pipe(Effect.map((gone) => gone.length > 0))
+      // On the service's own connection: rare, and its statements depend on each other's results.
+      sql.withTransaction(deleteFinishedExecutions(sql, [id])).pipe(Effect.map((gone) => gone.length > 0), untraced)
 
     const toStored = (row: { seq: number; event: string }): StoredEvent => ({
       seq: Number(row.seq),

@@ -1,6 +1,7 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import type { ModelMessage } from "ai"
 import { Context, Effect, Layer } from "effect"
+import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
 import type { HistoryEntry } from "../AgentsSchemas.js"
 
 export interface HistoryQuery {
@@ -87,10 +88,11 @@ const fromRow = (row: HistoryRow): HistoryEntry => ({
   toolCalls: JSON.parse(row.tool_calls)
 })
 
-export const MemoryStoreLive = Layer.effect(
+export const MemoryStoreLive = Layer.scoped(
   MemoryStore,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const commit = yield* storeCommitsOrInline
 
     const ownedBy = (owner: Owner) => owner.userId === null ? sql`user_id IS NULL` : sql`user_id = ${owner.userId}`
 
@@ -115,7 +117,7 @@ export const MemoryStoreLive = Layer.effect(
       userId: string | undefined,
       messages: ReadonlyArray<ModelMessage>
     ) =>
-      messages.length === 0 ? Effect.void : sql`INSERT INTO agent_messages ${
+      sql`INSERT INTO agent_messages ${
         sql.insert(messages.map((message) => ({
           agent_id: agentId,
           conversation_id: conversationId,
@@ -123,7 +125,7 @@ export const MemoryStoreLive = Layer.effect(
           message: JSON.stringify(message),
           created_at: new Date().toISOString()
         })))
-      }`.pipe(Effect.asVoid)
+      }`
 
     const insertHistory = (agentId: string, entry: HistoryEntry) =>
       sql`INSERT INTO agent_history ${
@@ -140,34 +142,45 @@ export const MemoryStoreLive = Layer.effect(
           usage: entry.usage === null ? null : JSON.stringify(entry.usage),
           tool_calls: JSON.stringify(entry.toolCalls)
         })
-      }`.pipe(Effect.asVoid)
+      }`
 
-    // Roles are read from the stored message (JSON): the last row is deleted only when it is an answer.
+    /**
+     * The statement that deletes the conversation's last message when it is an answer (roles are read
+     * from the stored JSON, here), on condition that it is still the last when the write commits.
+     */
     const deleteLastAnswer = (agentId: string, remembered: RememberedExchange) =>
       Effect.gen(function*() {
         const [last] = yield* sql<{ id: number | string; message: string }>`SELECT id, message FROM agent_messages
           WHERE ${inConversation(agentId, remembered.conversationId, remembered.owner)}
           ORDER BY id DESC LIMIT 1`
-        if (last === undefined || (JSON.parse(last.message) as ModelMessage).role !== "assistant") return
-        yield* sql`DELETE FROM agent_messages WHERE id = ${last.id}`
+        if (last === undefined || (JSON.parse(last.message) as ModelMessage).role !== "assistant") return []
+        return [sql`DELETE FROM agent_messages WHERE id = ${last.id} AND id = (SELECT MAX(id) FROM agent_messages
+          WHERE ${inConversation(agentId, remembered.conversationId, remembered.owner)})`]
       })
+
+    /** Statements committed together (the stores' group commit). */
+    const committed = (statements: ReadonlyArray<Statement.Statement<unknown>>) =>
+      commit({ statements: statements.map((statement) => statement.compile()) }).pipe(Effect.asVoid)
 
     const span = (name: string, agentId: string) =>
       Effect.withSpan(`MemoryStore.${name}`, { captureStackTrace: false, attributes: { "agent.id": agentId } })
 
     const append = (agentId: string, conversationId: string, userId: string | undefined, messages: ReadonlyArray<ModelMessage>) =>
-      insertMessages(agentId, conversationId, userId, messages).pipe(Effect.orDie, span("append", agentId))
+      messages.length === 0
+        ? Effect.void
+        : committed([insertMessages(agentId, conversationId, userId, messages)]).pipe(span("append", agentId))
 
-    const record = (agentId: string, entry: HistoryEntry) => insertHistory(agentId, entry).pipe(Effect.orDie, span("record", agentId))
+    const record = (agentId: string, entry: HistoryEntry) => committed([insertHistory(agentId, entry)]).pipe(span("record", agentId))
 
     const saveCall = (agentId: string, entry: HistoryEntry, remembered?: RememberedExchange) =>
-      (remembered === undefined
-        ? insertHistory(agentId, entry)
-        : sql.withTransaction(Effect.all([
-          remembered.replacesLastAnswer === true ? deleteLastAnswer(agentId, remembered) : Effect.void,
-          insertMessages(agentId, remembered.conversationId, remembered.userId, remembered.messages),
-          insertHistory(agentId, entry)
-        ], { discard: true }))).pipe(Effect.orDie, span("saveCall", agentId))
+      Effect.gen(function*() {
+        if (remembered === undefined) return yield* committed([insertHistory(agentId, entry)])
+        const deletion = remembered.replacesLastAnswer === true ? yield* Effect.orDie(deleteLastAnswer(agentId, remembered)) : []
+        const messages = remembered.messages.length === 0
+          ? []
+          : [insertMessages(agentId, remembered.conversationId, remembered.userId, remembered.messages)]
+        yield* committed([...deletion, ...messages, insertHistory(agentId, entry)])
+      }).pipe(span("saveCall", agentId))
 
     const forget = (agentId: string, conversationId: string, owner?: Owner) =>
       sql.withTransaction(Effect.gen(function*() {
