@@ -311,15 +311,27 @@ export const ExecutionStoreLive = Layer.scoped(
     const list = (query: ExecutionQuery) =>
       listingQuery(sql, query).pipe(Effect.map((rows) => rows.map(listingFromRow)), untraced)
 
-    const claimOrphans: ExecutionStore["Type"]["claimOrphans"] = (owner, { limit, liveOwners }) =>
-      commit(sql<Row>`UPDATE workflow_executions SET owner = ${owner}, version = version + 1, updated_at = ${now()}
-        WHERE id IN (
-          SELECT id FROM workflow_executions WHERE status = 'running' AND ${
+    const claimOrphans: ExecutionStore["Type"]["claimOrphans"] = (owner, { limit, liveOwners }) => {
+      const orphaned = sql`status = 'running' AND ${
         liveOwners === undefined
           ? sql`(owner IS NULL OR owner <> ${owner})`
           : sql`(owner IS NULL OR owner NOT IN (${liveOwners}))`
-      } ORDER BY created_at LIMIT ${limit}${sql.onDialectOrElse({ pg: () => sql` FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })}
-        ) AND status = 'running' RETURNING *`).pipe(Effect.map((rows) => rows.map(fromRow)))
+      }`
+      // Looked for first on the service's connection: at start-up and on every poll there is most
+      // often none, and a read answers without waiting for a commit.
+      return sql<{ id: string }>`SELECT id FROM workflow_executions WHERE ${orphaned} LIMIT 1`.pipe(
+        untraced,
+        Effect.flatMap((found) =>
+          found.length === 0
+            ? Effect.succeed([])
+            : commit(sql<Row>`UPDATE workflow_executions SET owner = ${owner}, version = version + 1, updated_at = ${now()}
+              WHERE id IN (
+                SELECT id FROM workflow_executions WHERE ${orphaned}
+                ORDER BY created_at LIMIT ${limit}${sql.onDialectOrElse({ pg: () => sql` FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })}
+              ) AND status = 'running' RETURNING *`).pipe(Effect.map((rows) => rows.map(fromRow)))
+        )
+      )
+    }
 
     const release = (claim: Claim) =>
       commit(sql<{ id: string }>`UPDATE workflow_executions SET owner = NULL, version = version + 1, updated_at = ${now()}
