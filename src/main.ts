@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Console, Effect, Exit, Layer, Option } from "effect"
+import { Cause, Console, Effect, Exit, Layer, Logger, Option } from "effect"
 import { parseCommandLine, StartupError } from "./config/cli.js"
 import { exampleApp } from "./examples/app.js"
+import { consoleLoggerOf } from "./observability/consoleTraceIds.js"
 import { IdleHeapLive } from "./ops/IdleHeap.js"
 import { ServiceLive } from "./Service.js"
 
@@ -10,13 +11,17 @@ const program = parseCommandLine(process.argv.slice(2), process.env).pipe(
   Effect.flatMap((line) =>
     line._tag === "Help"
       ? Console.log(line.text)
-      : Layer.launch(Layer.merge(ServiceLive(exampleApp, line.config), IdleHeapLive()))
+      : Layer.launch(Layer.merge(ServiceLive(exampleApp, line.config), IdleHeapLive())).pipe(
+        Effect.provide(Logger.replace(Logger.defaultLogger, consoleLoggerOf[line.config.logFormat ?? (process.stdout.isTTY ? "pretty" : "logfmt")]))
+      )
   ),
   Effect.catchTag("StorageError", (error) => new StartupError({ message: error.message, exitCode: 1 }))
 )
 
 NodeRuntime.runMain(program, {
   disableErrorReporting: true,
+  // The console logger follows LOG_FORMAT (above).
+  disablePrettyLogger: true,
   teardown: (exit, onExit) => {
     if (Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause)) return onExit(0)
     const failure = Cause.failureOption(exit.cause).pipe(Option.filter((e) => e instanceof StartupError))

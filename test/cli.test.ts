@@ -11,7 +11,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
-import { freePort, killed, type Spawned, spawnMain, waitForHttp } from "./support/process.js"
+import { freePort, killed, pollUntil, type Spawned, spawnMain, waitForHttp } from "./support/process.js"
 
 const running: Array<Spawned> = []
 const dirs: Array<string> = []
@@ -56,10 +56,14 @@ afterEach(() => {
   dirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true }))
 })
 
+/** A logfmt line's key=value pairs (values quoted as JSON strings when they need it). */
+const logfmtPairs = (line: string): Array<[string, string]> =>
+  Array.from(line.matchAll(/([\w.]+)=("(?:[^"\\]|\\.)*"|\S*)/g), ([, key, value]) => [key, value.startsWith('"') ? JSON.parse(value) : value])
+
 describe("node dist/main.js", () => {
   it("serves on --port with SQLite at ./.data/service.db by default, ignoring PORT", async () => {
     const [port, decoy] = [await freePort(), await freePort()]
-    const server = start(["--port", String(port)], { env: { PORT: String(decoy) } })
+    const server = start(["--port", String(port)], { env: { PORT: String(decoy), LOG_FORMAT: "pretty" } })
     await waitForHttp(port)
     const tools = await fetch(`http://127.0.0.1:${port}/tools`).then((r) => r.json())
     expect(tools.data.map((t: { name: string }) => t.name)).toEqual(["get_weather", "add", "whoami"])
@@ -70,6 +74,32 @@ describe("node dist/main.js", () => {
     expect(server.stdout()).toContain(`  console   ${url}/console\n  explorer  ${url}/ui\n  OpenAPI   ${url}/doc\n  model     builtin/echo (deterministic, offline`)
     expect(server.stdout()).toContain("  storage   SQLite ./.data/service.db\n  auth      none, every route is public; console routes open")
     expect(resolveServerConfig({}, { PORT: "1234" }).port).toBe(3141)
+  })
+
+  it("logs one line an entry when the output is not a terminal (logfmt), or JSON with LOG_FORMAT=json; trace ids on lines inside spans", async () => {
+    for (const format of [undefined, "json"] as const) {
+      const port = await freePort()
+      const server = start(["--port", String(port)], { env: format === undefined ? {} : { LOG_FORMAT: format } })
+      await waitForHttp(port)
+      await fetch(`http://127.0.0.1:${port}/agents/assistant/text`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ input: "hi" })
+      }).then((response) => response.text())
+      const lines = await pollUntil(
+        "the call's log line",
+        () => server.stdout().split("\n").filter((line) => line !== ""),
+        (found) => found.some((line) => line.includes("agent call completed"))
+      )
+      const entries = lines.map((line) => format === "json" ? JSON.parse(line) : Object.fromEntries(logfmtPairs(line)))
+      const level = format === "json" ? "logLevel" : "level"
+      expect(entries.filter((entry) => typeof entry[level] !== "string" || entry.message === undefined)).toEqual([])
+      expect(entries.find((entry) => String(entry.message).startsWith("Listening on"))?.message).toContain(`  console   http://127.0.0.1:${port}/console`)
+      const call = entries.find((entry) => String(entry.message).includes("agent call completed"))
+      const annotations = format === "json" ? call.annotations : call
+      expect(annotations.trace_id).toMatch(/^[0-9a-f]{32}$/)
+      expect(annotations.span_id).toMatch(/^[0-9a-f]{16}$/)
+    }
   })
 
   it("a request sent while the service starts is answered, never left hanging", async () => {
@@ -197,7 +227,8 @@ describe("node dist/main.js", () => {
           AI_BASE_URL: "http://127.0.0.1:9/v1",
           AI_MODEL: "m",
           AI_API_KEY: secrets.key,
-          LOG_LEVEL: "debug"
+          LOG_LEVEL: "debug",
+          LOG_FORMAT: "pretty"
         }
       })
       await waitForHttp(port)

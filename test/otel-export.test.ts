@@ -262,7 +262,7 @@ it.scoped("node dist/main.js: exports spans and metrics over OTLP, and a streame
       (entries) => entries.length > 0,
       "the stored line"
     )
-    // The pretty logger prints a line's annotations on the lines after it.
+    // Piped, the service logs logfmt: one line an entry, its annotations on it (the pretty logger's follow it).
     const printed = yield* eventually(
       () => service.stdout().split("agent call completed")[1]?.split("\n[")[0],
       (found) => found !== undefined && found.includes("span_id"),

@@ -161,8 +161,8 @@ describe.skipIf(!postgresAvailable)("several instances on one Postgres", () => {
     expect(cancelled.status).toBe(200)
     expect(cancelled.body.data.status).toBe("cancelled")
     expect((await rowOf(c, "cancel-me")).status).toBe("cancelled")
-    // The log line, then its annotations on the lines below it.
-    const stoppedOnA = (id: string) => () => new RegExp(`taken elsewhere.*\\n\\s+executionId: ${id}\\n`).test(a.process.stdout())
+    // The log line (logfmt: the output is a pipe), its annotations on it.
+    const stoppedOnA = (id: string) => () => new RegExp(`taken elsewhere.* executionId=${id}\\b`).test(a.process.stdout())
     await until(stoppedOnA("cancel-me"), 1_000, "a stopped the cancelled execution within 1 s")
 
     await runSlow(c, a, "suspend-me", 20_000)

@@ -65,6 +65,11 @@ export interface ServerConfigShape {
   readonly databaseUrl: string
   readonly production: boolean
   readonly logLevel: LogLevel.LogLevel
+  /**
+   * How `node dist/main.js` prints log lines (LOG_FORMAT: pretty, logfmt or json); unset: pretty on a
+   * terminal, logfmt (one line each, for log collectors) otherwise.
+   */
+  readonly logFormat?: LogFormat | undefined
   /** The model agents use unless they name their own (AI_PROVIDER, AI_MODEL, AI_BASE_URL, AI_API_KEY). */
   readonly model: ModelSettings
   readonly auth: AuthSettings
@@ -143,6 +148,7 @@ export const resolveServerConfig = (
     databaseUrl: env.DATABASE_URL ?? file.storage?.url ?? DEFAULT_DATABASE_URL,
     production,
     logLevel: parseLogLevel(env.LOG_LEVEL),
+    logFormat: parseLogFormat(env.LOG_FORMAT),
     model: Either.getOrThrowWith(resolveModelSettings(env), (message) => new Error(message)),
     auth: resolveAuth(file.auth, env, production),
     otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
@@ -255,6 +261,14 @@ const LOG_LEVELS: Record<string, LogLevel.LogLevel> = {
   fatal: LogLevel.Fatal,
   none: LogLevel.None,
   silent: LogLevel.None
+}
+
+export type LogFormat = "pretty" | "logfmt" | "json"
+
+/** LOG_FORMAT (pretty, logfmt, json); undefined (chosen by the terminal) when unset or unknown. */
+export const parseLogFormat = (value: string | undefined): LogFormat | undefined => {
+  const format = (value ?? "").toLowerCase()
+  return format === "pretty" || format === "logfmt" || format === "json" ? format : undefined
 }
 
 /** LOG_LEVEL (trace, debug, info, warn, error, fatal, none); info when unset or unknown. */

@@ -12,11 +12,22 @@ export const withTraceIds = <Message, Output>(logger: Logger.Logger<Message, Out
     return logger.log({ ...options, annotations })
   })
 
-// Effect's console loggers: the default one, and the pretty one NodeRuntime.runMain installs.
+/**
+ * The console loggers of each LOG_FORMAT (`node dist/main.js` installs one): the pretty one is the one
+ * NodeRuntime.runMain installs, several lines per entry and about 35 µs a line; logfmt and json print
+ * one line per entry, for a log collector, at about half of that.
+ */
+export const consoleLoggerOf: Record<"pretty" | "logfmt" | "json", Logger.Logger<unknown, void>> = {
+  pretty: Logger.prettyLoggerDefault,
+  logfmt: Logger.withConsoleLog(Logger.logfmtLogger),
+  json: Logger.withConsoleLog(Logger.jsonLogger)
+}
+
+// Effect's console loggers: the default one, and those above.
 const consoleLoggers: ReadonlyArray<readonly [Logger.Logger<unknown, void>, Logger.Logger<unknown, void>]> = [
-  [Logger.defaultLogger, withTraceIds(Logger.defaultLogger)],
-  [Logger.prettyLoggerDefault, withTraceIds(Logger.prettyLoggerDefault)]
-]
+  Logger.defaultLogger,
+  ...Object.values(consoleLoggerOf)
+].map((logger) => [logger, withTraceIds(logger)] as const)
 
 /**
  * Effect's console loggers, where installed, replaced by the same loggers with trace ids. A logger

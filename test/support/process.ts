@@ -63,3 +63,13 @@ export const waitForHttp = async (port: number, ms = 60_000): Promise<void> => {
 export const killed = (spawned: Spawned) => {
   if (spawned.child.exitCode === null) spawned.child.kill("SIGKILL")
 }
+
+/** Probes until `done` holds (every 50 ms, up to `deadlineMs`), then answers the last value. */
+export const pollUntil = async <A>(what: string, probe: () => A | Promise<A>, done: (value: A) => boolean, deadlineMs = 30_000): Promise<A> => {
+  const deadline = Date.now() + deadlineMs
+  for (let value = await probe(); ; value = await probe()) {
+    if (done(value)) return value
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${deadlineMs / 1000} s`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
