@@ -3,8 +3,11 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Console, Effect, Exit, Layer, Option } from "effect"
 import { parseCommandLine, StartupError } from "./config/cli.js"
 import { exampleApp } from "./examples/app.js"
+import { limitHeapGrowth } from "./ops/HeapGrowth.js"
 import { IdleHeapLive } from "./ops/IdleHeap.js"
 import { ServiceLive } from "./Service.js"
+
+limitHeapGrowth()
 
 const program = parseCommandLine(process.argv.slice(2), process.env).pipe(
   Effect.flatMap((line) =>
