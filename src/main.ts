@@ -4,8 +4,11 @@ import { Cause, Console, Effect, Exit, Layer, Logger, Option } from "effect"
 import { parseCommandLine, StartupError } from "./config/cli.js"
 import { exampleApp } from "./examples/app.js"
 import { consoleLoggerOf } from "./observability/consoleTraceIds.js"
+import { limitHeapGrowth } from "./ops/HeapGrowth.js"
 import { IdleHeapLive } from "./ops/IdleHeap.js"
 import { ServiceLive } from "./Service.js"
+
+limitHeapGrowth()
 
 const program = parseCommandLine(process.argv.slice(2), process.env).pipe(
   Effect.flatMap((line) =>

@@ -20,7 +20,7 @@ import { type ClientConversation, messageIds, recordedInput, textOf, toModelMess
 import { collectTools, toUsage } from "./results.js"
 import { tracedModel } from "./tracedModel.js"
 import { agentSpanAttributes, causeOf, endCallSpan, inCallSpan, outcomeExit } from "./callSpan.js"
-import { eventStream } from "./eventStream.js"
+import { eventStream, fullStreamAlone } from "./eventStream.js"
 import { checkOutputSchema } from "./outputSchema.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
 
@@ -336,7 +336,7 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, request: Call
       // Errors reach the reader as an error event (and the history as an error); the SDK would also print them.
       onError: () => undefined
     })
-    const events = eventStream(result.fullStream, record, () => controller.abort())
+    const events = eventStream(fullStreamAlone(result), record, () => controller.abort())
     // The SDK starts the model call from its own promises: they run before the response is built, so
     // the provider works on the request meanwhile (a cancelled stream aborts the call and is recorded).
     yield* afterPendingPromises.pipe(Effect.onInterrupt(() => Effect.promise(() => events.cancel())))

@@ -48,6 +48,19 @@ const toStreamEvent = (part: Part): StreamEvent | undefined => {
 }
 
 /**
+ * The SDK's full stream with nothing kept beside it. Each read of `fullStream` tees the SDK's stream and
+ * keeps the other branch for later reads; nothing reads it for /stream, so it would queue every part of
+ * the answer until the call ends (a few hundred bytes a word, seen in heap snapshots of open streams).
+ * The kept branch is cancelled: the call's outcome comes from the SDK's processing upstream of the tee.
+ */
+export const fullStreamAlone = (result: StreamTextResult): ReadableStream<Part> => {
+  const full = result.fullStream
+  const kept = (result as unknown as { readonly baseStream?: unknown }).baseStream
+  if (kept instanceof ReadableStream) kept.cancel().catch(() => undefined)
+  return full
+}
+
+/**
  * The SDK's full stream as the events of POST /agents/:id/stream, pulled one at a time (nothing is
  * read ahead or buffered). The outcome is recorded by `record` exactly once: a completed call before
  * its `finish` event is passed on (so memory and history are committed before the client sees the
