@@ -29,62 +29,72 @@ class WriteFailed {
   readonly _tag = "WriteFailed"
 }
 
-export const makeGroupCommit = <Staged = never>(
+type Write = Effect.Effect<unknown, unknown>
+
+/**
+ * What a group commit does with one batch, without the batching: the writes in one transaction, with
+ * the fallbacks described above, and each write's exit.
+ */
+export const makeTransactionBatches = <Staged = never>(
   sql: SqlClient.SqlClient,
   flush: (rows: ReadonlyArray<Staged>) => Effect.Effect<unknown, unknown> = () => Effect.void
-): Effect.Effect<GroupCommit<Staged>, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    // The rows staged by the writes of the transaction being written (one batch at a time).
-    let staged: Array<Staged> = []
-    const flushStaged = Effect.suspend(() => {
-      const rows = staged
-      staged = []
-      return rows.length === 0 ? Effect.void : flush(rows)
-    })
-    /**
-     * `body`, then the rows it staged, in one transaction (a flush failure mapped by `flushFailed`);
-     * nothing is left staged after it, whatever its outcome.
-     */
-    const transaction = <A, E, F = unknown>(body: Effect.Effect<A, E>, flushFailed: (error: unknown) => F = (error) => error as F) =>
-      sql.withTransaction(Effect.suspend(() => {
-        staged = []
-        return Effect.tap(body, () => Effect.mapError(flushStaged, flushFailed))
-      })).pipe(Effect.ensuring(Effect.sync(() => {
-        staged = []
-      })))
-
-    type Write = Effect.Effect<unknown, unknown>
-
-    /** Each write alone, in its own transaction: what a batch falls back to when one of its writes failed. */
-    const oneByOne = (batch: ReadonlyArray<Write>) => Effect.forEach(batch, (write) => Effect.exit(transaction(write)))
-
-    const commit = (batch: ReadonlyArray<Write>) =>
-      Effect.gen(function*() {
-        const results: Array<unknown> = []
-        const together = yield* Effect.exit(transaction(
-          Effect.forEach(batch, (write) =>
-            Effect.matchCauseEffect(write, {
-              onFailure: () => Effect.fail(new WriteFailed()),
-              onSuccess: (value) => Effect.sync(() => results.push(value))
-            }), { discard: true }),
-          // Which write's rows failed is not known here: each write then runs again alone.
-          () => new WriteFailed()
-        ))
-        if (Exit.isSuccess(together)) return results.map((result) => Exit.succeed(result))
-        if (Cause.failureOption(together.cause).pipe((failure) => failure._tag === "Some" && failure.value instanceof WriteFailed)) {
-          return yield* oneByOne(batch)
-        }
-        // BEGIN or COMMIT failed (or the writer was interrupted): nothing is known about the outcome.
-        return allExit(batch.length, Exit.failCause(together.cause))
-      })
-
-    // The writer's own statements are not traced: the callers' spans cover their writes.
-    const submit = yield* makeBatching<Write>(commit)
-
-    return {
-      stage: (rows) => {
-        for (const row of rows) staged.push(row)
-      },
-      submit: (write) => submit(write)
-    }
+): Pick<GroupCommit<Staged>, "stage"> & {
+  readonly commit: (batch: ReadonlyArray<Write>) => Effect.Effect<ReadonlyArray<Exit.Exit<unknown, unknown>>>
+} => {
+  // The rows staged by the writes of the transaction being written (one batch at a time).
+  let staged: Array<Staged> = []
+  const flushStaged = Effect.suspend(() => {
+    const rows = staged
+    staged = []
+    return rows.length === 0 ? Effect.void : flush(rows)
   })
+  /**
+   * `body`, then the rows it staged, in one transaction (a flush failure mapped by `flushFailed`);
+   * nothing is left staged after it, whatever its outcome.
+   */
+  const transaction = <A, E, F = unknown>(body: Effect.Effect<A, E>, flushFailed: (error: unknown) => F = (error) => error as F) =>
+    sql.withTransaction(Effect.suspend(() => {
+      staged = []
+      return Effect.tap(body, () => Effect.mapError(flushStaged, flushFailed))
+    })).pipe(Effect.ensuring(Effect.sync(() => {
+      staged = []
+    })))
+
+  /** Each write alone, in its own transaction: what a batch falls back to when one of its writes failed. */
+  const oneByOne = (batch: ReadonlyArray<Write>) => Effect.forEach(batch, (write) => Effect.exit(transaction(write)))
+
+  const commit = (batch: ReadonlyArray<Write>) =>
+    Effect.gen(function*() {
+      const results: Array<unknown> = []
+      const together = yield* Effect.exit(transaction(
+        Effect.forEach(batch, (write) =>
+          Effect.matchCauseEffect(write, {
+            onFailure: () => Effect.fail(new WriteFailed()),
+            onSuccess: (value) => Effect.sync(() => results.push(value))
+          }), { discard: true }),
+        // Which write's rows failed is not known here: each write then runs again alone.
+        () => new WriteFailed()
+      ))
+      if (Exit.isSuccess(together)) return results.map((result) => Exit.succeed(result))
+      if (Cause.failureOption(together.cause).pipe((failure) => failure._tag === "Some" && failure.value instanceof WriteFailed)) {
+        return yield* oneByOne(batch)
+      }
+      // BEGIN or COMMIT failed (or the writer was interrupted): nothing is known about the outcome.
+      return allExit(batch.length, Exit.failCause(together.cause))
+    })
+
+  return {
+    stage: (rows) => {
+      for (const row of rows) staged.push(row)
+    },
+    commit
+  }
+}
+
+export const makeGroupCommit = <Staged = never>(
+  sql: SqlClient.SqlClient,
+  flush?: (rows: ReadonlyArray<Staged>) => Effect.Effect<unknown, unknown>
+): Effect.Effect<GroupCommit<Staged>, never, Scope.Scope> => {
+  const { commit, stage } = makeTransactionBatches(sql, flush)
+  return Effect.map(makeBatching<Write>(commit), (submit) => ({ stage, submit: (write) => submit(write) }))
+}

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Exit, Layer, Option } from "effect"
 import { allExit, makeBatching } from "./batching.js"
-import { type Commit, type CommitOutcome, type CommitRequest, makeCommit, type ResultRow } from "./commits.js"
+import { type Commit, type CommitOutcome, commitRequestsOn, type CommitRequest, makeCommit, type ResultRow } from "./commits.js"
 import { sqliteFile } from "./Sql.js"
 import { type SpawnThread, threadRequests } from "./workerThread.js"
 import { workerScript } from "./workerScript.js"
@@ -26,13 +26,16 @@ const WORKER_FILE = "commitWorker.js"
 /**
  * Requests go to the thread in batches (those submitted while the previous batch was being
  * committed, and those of the current turn of the event loop): one message, and one transaction, for
- * each batch.
+ * each batch. A batch of one, what a lightly loaded service makes, is committed on the service's own
+ * connection instead: the two hops between threads cost it more latency than its fsync costs the
+ * event loop. Batches are committed one at a time, so the two connections never wait on each other.
  */
-const threadCommit = (script: string, filename: string, spawn?: SpawnThread) =>
+const threadCommit = (sql: SqlClient.SqlClient, script: string, filename: string, spawn?: SpawnThread) =>
   Effect.gen(function*() {
     const send = yield* threadRequests<ReadonlyArray<CommitRequest>, ReadonlyArray<CommitOutcome>>(script, filename, spawn)
+    const inline = commitRequestsOn(sql)
     const commit = (batch: ReadonlyArray<CommitRequest>) =>
-      send(batch).pipe(
+      batch.length === 1 ? inline(batch) : send(batch).pipe(
         Effect.map((outcomes) => outcomes.map((outcome) => "rows" in outcome ? Exit.succeed(outcome.rows) : Exit.fail(outcome.error))),
         // The thread died or could not be reached: nothing is known about the batch's outcome.
         Effect.catchAllCause((cause) => Effect.succeed(allExit(batch.length, Exit.failCause(cause))))
@@ -51,7 +54,7 @@ export const StoreCommitsLive = (databaseUrl: string, options: { readonly spawn?
         yield* Effect.logWarning(`${WORKER_FILE} not found: the stores' writes are committed on the main thread`)
       }
       const commit: Commit = filename !== undefined && script !== undefined
-        ? yield* threadCommit(script, filename, options.spawn)
+        ? yield* threadCommit(sql, script, filename, options.spawn)
         : yield* makeCommit(sql)
       return StoreCommits.of({ commit: untracedDefect(commit) })
     })

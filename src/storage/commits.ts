@@ -1,6 +1,7 @@
 import type { SqlClient } from "@effect/sql"
 import { Effect, type Scope } from "effect"
-import { makeGroupCommit } from "./GroupCommit.js"
+import { makeBatching } from "./batching.js"
+import { makeTransactionBatches } from "./GroupCommit.js"
 
 /** A statement compiled by the service's SQL client: its text and parameters (plain data). */
 export type CompiledStatement = readonly [sql: string, params: ReadonlyArray<unknown>]
@@ -75,12 +76,19 @@ const insertStaged = (sql: SqlClient.SqlClient) => (staged: ReadonlyArray<Staged
     }
   })
 
-/** Runs commit requests on `sql` through a group commit: the writer thread's, or the service's own client's. */
-export const makeCommit = (sql: SqlClient.SqlClient): Effect.Effect<Commit, never, Scope.Scope> =>
-  Effect.map(makeGroupCommit<StagedRow>(sql, insertStaged(sql)), (group): Commit => (request) =>
-    group.submit(Effect.gen(function*() {
+/** A batch of commit requests in one transaction on `sql` (GroupCommit's semantics), each request's exit. */
+export const commitRequestsOn = (sql: SqlClient.SqlClient) => {
+  const group = makeTransactionBatches<StagedRow>(sql, insertStaged(sql))
+  const run = (request: CommitRequest) =>
+    Effect.gen(function*() {
       let rows: ReadonlyArray<ResultRow> = []
       for (const [text, params] of request.statements) rows = yield* sql.unsafe<ResultRow>(text, params)
       group.stage(appendedRows(request, rows))
       return rows
-    })))
+    })
+  return (batch: ReadonlyArray<CommitRequest>) => group.commit(batch.map(run))
+}
+
+/** Commit requests group-committed on the service's own client (Postgres, an in-memory SQLite). */
+export const makeCommit = (sql: SqlClient.SqlClient): Effect.Effect<Commit, never, Scope.Scope> =>
+  makeBatching<CommitRequest>(commitRequestsOn(sql))
