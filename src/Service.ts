@@ -14,6 +14,7 @@ import { McpExposureLive } from "./mcp/McpExposure.js"
 import { ObservabilitySetupLive } from "./ops/ObservabilitySetup.js"
 import { UpdatesLive } from "./ops/Updates.js"
 import { LogCaptureLive, LogStoreLive } from "./observability/LogStore.js"
+import { ObservabilitySqlLive } from "./observability/ObservabilitySql.js"
 import { StoreWriterLive } from "./observability/StoreWriter.js"
 import { TraceStoreLive } from "./observability/TraceStore.js"
 import { TracingLive } from "./observability/Tracing.js"
@@ -56,6 +57,7 @@ export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
       LogStoreLive({ instanceId: config.instanceId, retention: config.logRetention })
     )),
     Layer.provideMerge(Layer.mergeAll(StoreWriterLive(config.databaseUrl), StoreCommitsLive(config.databaseUrl))),
+    Layer.provideMerge(ObservabilitySqlLive(config.databaseUrl)),
     Layer.provideMerge(SqlLive(config.databaseUrl))
   )
 

@@ -5,6 +5,7 @@ import { join } from "node:path"
 import { type LogEntry, LogStore, LogStoreLive, matches } from "../src/observability/LogStore.js"
 import { pruneLogs } from "../src/observability/logTable.js"
 import { makeRemoteFeed } from "../src/observability/remoteFeed.js"
+import { ObservabilitySql, ObservabilitySqlLive } from "../src/observability/ObservabilitySql.js"
 import { SqlLive } from "../src/storage/Sql.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { fetchJson, json, TestServer, TestServerLive, tempDir } from "./support/TestServer.js"
@@ -13,7 +14,7 @@ const DAY = 24 * 3600 * 1000
 
 /** A LogStore on its own SQL store, and its logger as the only one. */
 const storeOn = (url: string, retention: { maxEntries: number; maxAgeMs: number }) =>
-  LogStoreLive({ instanceId: "test-instance", retention }).pipe(Layer.provideMerge(SqlLive(url)))
+  LogStoreLive({ instanceId: "test-instance", retention }).pipe(Layer.provideMerge(ObservabilitySqlLive(url)), Layer.provideMerge(SqlLive(url)))
 
 const logThrough = (count: number, prefix: string) =>
   Effect.flatMap(LogStore, (store) =>
@@ -117,7 +118,7 @@ describe("durable logs", () => {
       expect(stored.at(-1)!.message).toBe("burst 24999")
       expect(yield* store.count).toBe(20_000)
       const [oldest] = yield* Effect.provide(
-        Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ message: string }>`SELECT message FROM observability_logs ORDER BY id LIMIT 1`),
+        Effect.flatMap(ObservabilitySql, (sql) => sql<{ message: string }>`SELECT message FROM observability_logs ORDER BY id LIMIT 1`),
         context
       )
       expect(oldest.message).toBe("burst 5000")

@@ -26,6 +26,20 @@ const setUp = (sql: SqlClient.SqlClient) =>
     sql`CREATE TABLE counted (owner TEXT NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (owner, seq))`
   ], { discard: true })
 
+/** The commits on `databaseUrl`, the service's client, and the commit threads started. */
+const commitsOn = (databaseUrl: string) =>
+  Effect.gen(function*() {
+    const threads: Array<Worker> = []
+    const context = yield* Layer.build(StoreCommitsLive(databaseUrl, {
+      spawn: (script, workerData) => {
+        const thread = new Worker(script, { workerData })
+        threads.push(thread)
+        return thread
+      }
+    }).pipe(Layer.provideMerge(SqlLive(databaseUrl))))
+    return { commit: Context.get(context, StoreCommits).commit, sql: Context.get(context, SqlClient.SqlClient), threads }
+  })
+
 const compiled = (statement: { compile: () => readonly [string, ReadonlyArray<unknown>] }) => statement.compile()
 
 /** Bumps the counter `id` by `bodies.length` when it is at `expected`, with one numbered row per body. */
@@ -39,16 +53,7 @@ describe.each(backends)("store commits on $name", ({ skip, url }) => {
   it.scopedLive.skipIf(skip)("numbers appended rows from the returned counter, only when the write applied; a failing write fails alone", () =>
     Effect.gen(function*() {
       const databaseUrl = yield* url
-      const threads: Array<Worker> = []
-      const context = yield* Layer.build(StoreCommitsLive(databaseUrl, {
-        spawn: (script, workerData) => {
-          const thread = new Worker(script, { workerData })
-          threads.push(thread)
-          return thread
-        }
-      }).pipe(Layer.provideMerge(SqlLive(databaseUrl))))
-      const sql = Context.get(context, SqlClient.SqlClient)
-      const { commit } = Context.get(context, StoreCommits)
+      const { commit, sql, threads } = yield* commitsOn(databaseUrl)
       yield* setUp(sql)
       yield* commit({ statements: [compiled(sql`INSERT INTO counters (id, last_seq) VALUES ('a', 0), ('b', 0)`)] })
 
@@ -73,9 +78,7 @@ describe.each(backends)("store commits on $name", ({ skip, url }) => {
   it.scopedLive.skipIf(skip)("many concurrent conditional writes on one counter: exactly one applies per expected value", () =>
     Effect.gen(function*() {
       const databaseUrl = yield* url
-      const context = yield* Layer.build(StoreCommitsLive(databaseUrl).pipe(Layer.provideMerge(SqlLive(databaseUrl))))
-      const sql = Context.get(context, SqlClient.SqlClient)
-      const { commit } = Context.get(context, StoreCommits)
+      const { commit, sql } = yield* commitsOn(databaseUrl)
       yield* setUp(sql)
       yield* commit({ statements: [compiled(sql`INSERT INTO counters (id, last_seq) VALUES ('c', 0)`)] })
       for (let round = 0; round < 25; round++) {
@@ -94,16 +97,7 @@ describe("the commit thread", () => {
   it.scopedLive("dies: what it had fails or commits, a new thread takes over", () =>
     Effect.gen(function*() {
       const databaseUrl = `file:${join(yield* tempDir, "dies.db")}`
-      const threads: Array<Worker> = []
-      const context = yield* Layer.build(StoreCommitsLive(databaseUrl, {
-        spawn: (script, workerData) => {
-          const thread = new Worker(script, { workerData })
-          threads.push(thread)
-          return thread
-        }
-      }).pipe(Layer.provideMerge(SqlLive(databaseUrl))))
-      const sql = Context.get(context, SqlClient.SqlClient)
-      const { commit } = Context.get(context, StoreCommits)
+      const { commit, sql, threads } = yield* commitsOn(databaseUrl)
       yield* setUp(sql)
       // Two at a time, so that they go to the thread as one batch (a batch of one is committed on the service's connection).
       const insert = (id: string) =>

@@ -1,4 +1,3 @@
-import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer } from "effect"
 import { join } from "node:path"
@@ -7,6 +6,7 @@ import { type SpanRecord } from "../src/observability/Span.js"
 import { spanRow } from "../src/observability/spanRows.js"
 import { StoreWriter, StoreWriterLive } from "../src/observability/StoreWriter.js"
 import { TraceStore, TraceStoreLive } from "../src/observability/TraceStore.js"
+import { ObservabilitySql, ObservabilitySqlLive } from "../src/observability/ObservabilitySql.js"
 import { SqlLive } from "../src/storage/Sql.js"
 import { tempDir } from "./support/TestServer.js"
 
@@ -24,7 +24,7 @@ const span = (traceId: string, spanId: string): SpanRecord => ({
   events: []
 })
 
-const spanIds = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+const spanIds = Effect.flatMap(ObservabilitySql, (sql) =>
   Effect.map(sql<{ span_id: string }>`SELECT span_id FROM observability_spans ORDER BY span_id`, (rows) => rows.map((row) => row.span_id)))
 
 describe("the observability writer thread", () => {
@@ -32,7 +32,7 @@ describe("the observability writer thread", () => {
     Effect.gen(function*() {
       const url = `file:${join(yield* tempDir, "writer.db")}`
       const threads: Array<Worker> = []
-      const sql = SqlLive(url)
+      const sql = ObservabilitySqlLive(url).pipe(Layer.provideMerge(SqlLive(url)))
       const context = yield* Layer.build(StoreWriterLive(url, {
         spawn: (script, workerData) => {
           const thread = new Worker(script, { workerData })
@@ -44,7 +44,7 @@ describe("the observability writer thread", () => {
       yield* write({ _tag: "spans", rows: [span("t1", "a"), span("t1", "b")].map((s) => spanRow(s, "test")) })
       expect(threads).toHaveLength(1)
       expect(yield* Effect.provide(spanIds, context)).toEqual(["a", "b"])
-      const sqlClient = Context.get(context, SqlClient.SqlClient)
+      const sqlClient = Context.get(context, ObservabilitySql)
       expect(yield* sqlClient<{ span_count: number }>`SELECT span_count FROM observability_traces WHERE trace_id = 't1'`).toEqual([{ span_count: 2 }])
       expect(yield* sqlClient<{ entity_id: string }>`SELECT entity_id FROM observability_trace_entities`).toEqual([{ entity_id: "assistant" }])
 
@@ -68,6 +68,7 @@ describe("the observability writer thread", () => {
       const url = `file:${join(dir, "flush.db")}`
       const layer = TraceStoreLive({ maxTraces: 1_000, maxAgeMs: 3_600_000 }, "test").pipe(
         Layer.provideMerge(StoreWriterLive(url)),
+        Layer.provideMerge(ObservabilitySqlLive(url)),
         Layer.provideMerge(SqlLive(url))
       )
       const ended = (s: SpanRecord) => ({
@@ -89,7 +90,7 @@ describe("the observability writer thread", () => {
         // Ended and the scope closed at once, before the writer's next round.
         store.processor.onEnd(ended(span("f2", "y")))
       }))
-      const reopened = yield* Layer.build(SqlLive(url))
+      const reopened = yield* Layer.build(ObservabilitySqlLive(url).pipe(Layer.provide(SqlLive(url))))
       expect(yield* Effect.provide(spanIds, reopened)).toEqual(["x", "y"])
     }))
 })

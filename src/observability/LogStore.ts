@@ -1,10 +1,10 @@
-import { SqlClient } from "@effect/sql"
 import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, type LogLevel, Option, Queue, Schedule, type Scope, Tracer } from "effect"
 import { ConsoleTraceIdsLive } from "./consoleTraceIds.js"
 import { makeLiveFeed } from "./liveFeed.js"
 import { countLogs, fromLogRow, type LogEntry, type LogQuery, type LogRetention, type LogRow, logRow, selectLogs } from "./logTable.js"
 import { type Budget, capString, jsonSize, LOG_ENTRY_CAP, recordedAttributes, redactQueries } from "./Redaction.js"
 import { followRemoteRows } from "./remoteFeed.js"
+import { ObservabilitySql } from "./ObservabilitySql.js"
 import { storeWriterOrInline } from "./StoreWriter.js"
 
 export { LEVELS, type LogEntry, type LogFilter, type LogQuery, type LogRetention, matches } from "./logTable.js"
@@ -92,7 +92,7 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
   Layer.scoped(
     LogStore,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const sql = yield* ObservabilitySql
       const live = yield* makeLiveFeed<LogEntry>(LIVE_BUFFER)
       const backlog = new Backlog<LogEntry>(BACKLOG, BACKLOG_BYTES)
       // Offered when the backlog stops being empty, and by `flush`; holds one wake-up at most.

@@ -1,15 +1,15 @@
-import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
 import { sqliteFile } from "../storage/Sql.js"
 import { type SpawnThread, threadRequests } from "../storage/workerThread.js"
 import { workerScript } from "../storage/workerScript.js"
+import { ObservabilitySql, observabilityFile } from "./ObservabilitySql.js"
 import { makeStoreWrite, type StoreWrite, type StoreWriteRequest } from "./storeWrites.js"
 
 export type { StoreWrite, StoreWriteRequest } from "./storeWrites.js"
 
 /**
  * Writes the observability rows (spans, their trace index, log entries) and prunes them. On a SQLite
- * file, a worker thread with its own connection does it: better-sqlite3 is synchronous, and a batch of
+ * file, a worker thread with its own connection to the observability file (ObservabilitySql.ts) does it: better-sqlite3 is synchronous, and a batch of
  * hundreds of span rows held the event loop for tens of milliseconds. Elsewhere (Postgres, whose driver
  * is asynchronous; an in-memory SQLite another connection cannot open) the service's own client does.
  */
@@ -21,8 +21,9 @@ export const StoreWriterLive = (databaseUrl: string, options: { readonly spawn?:
   Layer.scoped(
     StoreWriter,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const filename = sqliteFile(databaseUrl)
+      const sql = yield* ObservabilitySql
+      const databaseFile = sqliteFile(databaseUrl)
+      const filename = databaseFile === undefined ? undefined : observabilityFile(databaseFile)
       const script = filename === undefined ? undefined : workerScript(import.meta.url, "observability", WORKER_FILE)
       if (filename !== undefined && script === undefined) {
         yield* Effect.logWarning(`${WORKER_FILE} not found: observability rows are written on the main thread`)
@@ -37,6 +38,6 @@ export const storeWriterOrInline = Effect.flatMap(
   Effect.serviceOption(StoreWriter),
   Option.match({
     onSome: (writer) => Effect.succeed(writer.write),
-    onNone: () => Effect.map(SqlClient.SqlClient, makeStoreWrite)
+    onNone: () => Effect.map(ObservabilitySql, makeStoreWrite)
   })
 )

@@ -1,4 +1,3 @@
-import { SqlClient } from "@effect/sql"
 import type { Context as OtelContext } from "@opentelemetry/api"
 import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Context, Effect, Layer, Option, Queue, Schedule, type Scope } from "effect"
@@ -6,6 +5,7 @@ import { makeLiveFeed } from "./liveFeed.js"
 import { followRemoteRows } from "./remoteFeed.js"
 import { type SpanRecord, toSpanRecord } from "./Span.js"
 import { spanRow } from "./spanRows.js"
+import { ObservabilitySql } from "./ObservabilitySql.js"
 import { storeWriterOrInline } from "./StoreWriter.js"
 import { listTraces, type RetentionOptions, traceCounts, type TraceQuery, type TraceSummary } from "./traceIndex.js"
 
@@ -73,7 +73,7 @@ export const TraceStoreLive = (retention: RetentionOptions, instanceId: string) 
   Layer.scoped(
     TraceStore,
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
+      const sql = yield* ObservabilitySql
       const pending = yield* Queue.sliding<SpanRecord>(BUFFER)
       const live = yield* makeLiveFeed<SpanEvent>(LIVE_BUFFER)
       let offered = 0

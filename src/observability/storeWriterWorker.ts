@@ -8,7 +8,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { workerData } from "node:worker_threads"
 import { messageWithCause } from "../errors.js"
-import { threadConnection } from "../storage/threadConnection.js"
+import { sqliteConnection } from "../storage/sqliteConnection.js"
 import { makeStoreWrite, type StoreWrite, type StoreWriteRequest } from "./storeWrites.js"
 
 const { filename } = workerData as { readonly filename: string }
@@ -40,7 +40,7 @@ const inTransactions = (request: StoreWriteRequest, write: StoreWrite) => {
   return Effect.forEach(chunks, write, { discard: true })
 }
 
-WorkerRunner.launch(Runner.pipe(Layer.provide(threadConnection(filename)), Layer.provide(NodeWorkerRunner.layer))).pipe(
+WorkerRunner.launch(Runner.pipe(Layer.provide(sqliteConnection(filename)), Layer.provide(NodeWorkerRunner.layer))).pipe(
   Effect.tapErrorCause((cause) => Effect.logError("the observability writer stopped", cause)),
   Effect.runFork
 )

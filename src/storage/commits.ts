@@ -86,7 +86,13 @@ export const commitRequestsOn = (sql: SqlClient.SqlClient) => {
       group.stage(appendedRows(request, rows))
       return rows
     })
-  return (batch: ReadonlyArray<CommitRequest>) => group.commit(batch.map(run))
+  return (batch: ReadonlyArray<CommitRequest>) => {
+    const [only] = batch
+    // One statement alone is its own transaction: no BEGIN and COMMIT around it.
+    return batch.length === 1 && only.statements.length === 1 && only.append === undefined
+      ? Effect.map(Effect.exit(sql.unsafe<ResultRow>(...only.statements[0])), (exit) => [exit])
+      : group.commit(batch.map(run))
+  }
 }
 
 /** Commit requests group-committed on the service's own client (Postgres, an in-memory SQLite). */
