@@ -59,11 +59,11 @@ export const byTable = (staged: ReadonlyArray<StagedRow>): Map<string, Array<Sta
   return tables
 }
 
-/** Rows per INSERT of a table with `columns` columns. */
-export const rowsPerInsert = (columns: number) => Math.max(1, Math.floor(MAX_PARAMETERS / columns))
-
 /** Parameters per INSERT at most: far under SQLite's (32,766) and Postgres's (65,535) caps. */
 const MAX_PARAMETERS = 8_000
+
+/** Rows per INSERT of a table with `columns` columns. */
+export const rowsPerInsert = (columns: number) => Math.max(1, Math.floor(MAX_PARAMETERS / columns))
 
 /** The appended rows of every write of a transaction, one INSERT per table (and per MAX_PARAMETERS). */
 const insertStaged = (sql: SqlClient.SqlClient) => (staged: ReadonlyArray<StagedRow>) =>
