@@ -14,8 +14,8 @@ export const withTraceIds = <Message, Output>(logger: Logger.Logger<Message, Out
 
 /**
  * The console loggers of each LOG_FORMAT (`node dist/main.js` installs one): the pretty one is the one
- * NodeRuntime.runMain installs, several lines per entry and about 35 µs a line; logfmt and json print
- * one line per entry, for a log collector, at about half of that.
+ * NodeRuntime.runMain installs, a write per annotation; logfmt and json write one line per entry, what a
+ * log collector splits on, for a fraction of the pretty one's cost.
  */
 export const consoleLoggerOf: Record<"pretty" | "logfmt" | "json", Logger.Logger<unknown, void>> = {
   pretty: Logger.prettyLoggerDefault,
