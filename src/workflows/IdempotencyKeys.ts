@@ -1,7 +1,8 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Context, Effect, Layer, Schedule } from "effect"
 import { createHash } from "node:crypto"
 import { ServerConfig } from "../config/ServerConfig.js"
+import { storeCommitsOrInline } from "../storage/StoreCommits.js"
 import { BadRequest, excerpt, UnprocessableEntity } from "../errors.js"
 import { ExecutionStore } from "./ExecutionStore.js"
 import type { ExecuteRequest } from "./WorkflowSchemas.js"
@@ -84,6 +85,11 @@ export const IdempotencyKeysLive = Layer.scoped(
   IdempotencyKeys,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+    const submit = yield* storeCommitsOrInline
+    // The key's writes go through the stores' commits (on SQLite, the commit thread): a write on the
+    // service's own connection would wait for the lock on the event loop while that thread holds it.
+    const commit = <A extends object>(statement: Statement.Statement<A>) =>
+      submit({ statements: [statement.compile()] }) as Effect.Effect<ReadonlyArray<A>>
     const store = yield* ExecutionStore
     const ttlMs = (yield* ServerConfig).workflows.idempotencyTtlMs
 
@@ -92,7 +98,7 @@ export const IdempotencyKeysLive = Layer.scoped(
         AND idempotency_key = ${scope.key}`
 
     const insert = (scope: KeyScope, hash: string, executionId: string, at: Date) =>
-      sql<{ execution_id: string }>`INSERT INTO workflow_idempotency_keys ${
+      commit(sql<{ execution_id: string }>`INSERT INTO workflow_idempotency_keys ${
         sql.insert({
           route: scope.route,
           workflow_id: scope.workflowId,
@@ -103,13 +109,13 @@ export const IdempotencyKeysLive = Layer.scoped(
           created_at: at.toISOString(),
           expires_at: new Date(at.getTime() + ttlMs).toISOString()
         })
-      } ON CONFLICT (route, workflow_id, caller, idempotency_key) DO NOTHING RETURNING execution_id`
+      } ON CONFLICT (route, workflow_id, caller, idempotency_key) DO NOTHING RETURNING execution_id`)
 
     /** Takes over an expired key: one of concurrent takers matches it while it is still expired. */
     const renew = (scope: KeyScope, hash: string, executionId: string, at: Date) =>
-      sql<{ execution_id: string }>`UPDATE workflow_idempotency_keys SET request_hash = ${hash}, execution_id = ${executionId},
+      commit(sql<{ execution_id: string }>`UPDATE workflow_idempotency_keys SET request_hash = ${hash}, execution_id = ${executionId},
         created_at = ${at.toISOString()}, expires_at = ${new Date(at.getTime() + ttlMs).toISOString()}
-        WHERE ${inScope(scope)} AND expires_at <= ${at.toISOString()} RETURNING execution_id`
+        WHERE ${inScope(scope)} AND expires_at <= ${at.toISOString()} RETURNING execution_id`)
 
     const held = (scope: KeyScope) =>
       sql<{ request_hash: string; execution_id: string; expires_at: string }>`SELECT request_hash, execution_id, expires_at
@@ -143,10 +149,7 @@ export const IdempotencyKeysLive = Layer.scoped(
       )
 
     const release = (scope: KeyScope, executionId: string) =>
-      sql`DELETE FROM workflow_idempotency_keys WHERE ${inScope(scope)} AND execution_id = ${executionId}`.pipe(
-        Effect.asVoid,
-        Effect.orDie
-      )
+      commit(sql`DELETE FROM workflow_idempotency_keys WHERE ${inScope(scope)} AND execution_id = ${executionId}`).pipe(Effect.asVoid)
 
     const forStart = (scope: KeyScope, request: ExecuteRequest) => (executionId: string) =>
       Effect.gen(function*() {
