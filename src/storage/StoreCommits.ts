@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type Statement } from "@effect/sql"
 import { Context, Effect, Exit, Layer, Option } from "effect"
 import { allExit, makeBatching } from "./batching.js"
 import { type Commit, type CommitOutcome, commitRequestsOn, type CommitRequest, makeCommit, type ResultRow } from "./commits.js"
@@ -59,6 +59,14 @@ export const StoreCommitsLive = (databaseUrl: string, options: { readonly spawn?
       return StoreCommits.of({ commit: untracedDefect(commit) })
     })
   )
+
+/**
+ * `statements` committed together as one request (compiled by the client that built them): the rows
+ * the last one returned, typed as its rows.
+ */
+export const committingStatements = (commit: StoreCommits["Type"]["commit"]) =>
+<A extends object>(...statements: [...ReadonlyArray<Statement.Statement<any>>, Statement.Statement<A>]): Effect.Effect<ReadonlyArray<A>> =>
+  commit({ statements: statements.map((statement) => statement.compile()) }) as Effect.Effect<ReadonlyArray<A>>
 
 /** The commits the layer provides, or the service's own client's when no layer does (a store used alone). */
 export const storeCommitsOrInline = Effect.flatMap(

@@ -1,6 +1,6 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { Context, Effect, Layer, Option } from "effect"
-import { storeCommitsOrInline } from "../storage/StoreCommits.js"
+import { committingStatements, storeCommitsOrInline } from "../storage/StoreCommits.js"
 import {
   type Checkpoint,
   type Claim,
@@ -135,8 +135,7 @@ export const ExecutionStoreLive = Layer.scoped(
     // Store operations are not traced (neither are their SQL statements): they run under the spans
     // of the requests, executions and steps that make them, and writes share group-commit transactions.
     const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
-    const commit = <A extends object>(statement: Statement.Statement<A>) =>
-      submit({ statements: [statement.compile()] }) as Effect.Effect<ReadonlyArray<A>>
+    const commit = committingStatements(submit)
 
     /**
      * A conditional write that bumps `last_seq` by the number of events and returns it; when it

@@ -1,8 +1,8 @@
-import { SqlClient, type Statement } from "@effect/sql"
+import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schedule } from "effect"
 import { createHash } from "node:crypto"
 import { ServerConfig } from "../config/ServerConfig.js"
-import { storeCommitsOrInline } from "../storage/StoreCommits.js"
+import { committingStatements, storeCommitsOrInline } from "../storage/StoreCommits.js"
 import { BadRequest, excerpt, UnprocessableEntity } from "../errors.js"
 import { ExecutionStore } from "./ExecutionStore.js"
 import type { ExecuteRequest } from "./WorkflowSchemas.js"
@@ -85,11 +85,9 @@ export const IdempotencyKeysLive = Layer.scoped(
   IdempotencyKeys,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const submit = yield* storeCommitsOrInline
     // The key's writes go through the stores' commits (on SQLite, the commit thread): a write on the
     // service's own connection would wait for the lock on the event loop while that thread holds it.
-    const commit = <A extends object>(statement: Statement.Statement<A>) =>
-      submit({ statements: [statement.compile()] }) as Effect.Effect<ReadonlyArray<A>>
+    const commit = committingStatements(yield* storeCommitsOrInline)
     const store = yield* ExecutionStore
     const ttlMs = (yield* ServerConfig).workflows.idempotencyTtlMs
 

@@ -1,7 +1,7 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import type { ModelMessage } from "ai"
 import { Context, Effect, Layer } from "effect"
-import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
+import { committingStatements, storeCommitsOrInline } from "../../storage/StoreCommits.js"
 import type { HistoryEntry } from "../AgentsSchemas.js"
 
 export interface HistoryQuery {
@@ -92,7 +92,7 @@ export const MemoryStoreLive = Layer.scoped(
   MemoryStore,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const commit = yield* storeCommitsOrInline
+    const commit = committingStatements(yield* storeCommitsOrInline)
 
     const ownedBy = (owner: Owner) => owner.userId === null ? sql`user_id IS NULL` : sql`user_id = ${owner.userId}`
 
@@ -159,8 +159,8 @@ export const MemoryStoreLive = Layer.scoped(
       })
 
     /** Statements committed together (the stores' group commit). */
-    const committed = (statements: ReadonlyArray<Statement.Statement<unknown>>) =>
-      commit({ statements: statements.map((statement) => statement.compile()) }).pipe(Effect.asVoid)
+    const committed = (...statements: [...ReadonlyArray<Statement.Statement<unknown>>, Statement.Statement<object>]) =>
+      Effect.asVoid(commit(...statements))
 
     const span = (name: string, agentId: string) =>
       Effect.withSpan(`MemoryStore.${name}`, { captureStackTrace: false, attributes: { "agent.id": agentId } })
@@ -168,18 +168,18 @@ export const MemoryStoreLive = Layer.scoped(
     const append = (agentId: string, conversationId: string, userId: string | undefined, messages: ReadonlyArray<ModelMessage>) =>
       messages.length === 0
         ? Effect.void
-        : committed([insertMessages(agentId, conversationId, userId, messages)]).pipe(span("append", agentId))
+        : committed(insertMessages(agentId, conversationId, userId, messages)).pipe(span("append", agentId))
 
-    const record = (agentId: string, entry: HistoryEntry) => committed([insertHistory(agentId, entry)]).pipe(span("record", agentId))
+    const record = (agentId: string, entry: HistoryEntry) => committed(insertHistory(agentId, entry)).pipe(span("record", agentId))
 
     const saveCall = (agentId: string, entry: HistoryEntry, remembered?: RememberedExchange) =>
       Effect.gen(function*() {
-        if (remembered === undefined) return yield* committed([insertHistory(agentId, entry)])
+        if (remembered === undefined) return yield* committed(insertHistory(agentId, entry))
         const deletion = remembered.replacesLastAnswer === true ? yield* Effect.orDie(deleteLastAnswer(agentId, remembered)) : []
         const messages = remembered.messages.length === 0
           ? []
           : [insertMessages(agentId, remembered.conversationId, remembered.userId, remembered.messages)]
-        yield* committed([...deletion, ...messages, insertHistory(agentId, entry)])
+        yield* committed(...deletion, ...messages, insertHistory(agentId, entry))
       }).pipe(span("saveCall", agentId))
 
     const forget = (agentId: string, conversationId: string, owner?: Owner) =>
