@@ -1,6 +1,28 @@
+import type { Ref } from "preact"
 import { useEffect, useRef, useState } from "preact/hooks"
 import { credentials, credentialsPrompt, saveCredentials } from "./credentials.js"
 import { useStore } from "./store.js"
+
+/** A secret's field: masked, never autocompleted. */
+const SecretField = (props: {
+  readonly label: string
+  readonly testId: string
+  readonly value: string
+  readonly onInput: (value: string) => void
+  readonly inputRef?: Ref<HTMLInputElement>
+}) => (
+  <label>
+    {props.label}
+    <input
+      ref={props.inputRef}
+      data-testid={props.testId}
+      type="password"
+      autocomplete="off"
+      value={props.value}
+      onInput={(event) => props.onInput(event.currentTarget.value)}
+    />
+  </label>
+)
 
 /** The token and key fields; opened by its button or by a 401, which says why. */
 export const CredentialsPanel = () => {
@@ -36,27 +58,8 @@ export const CredentialsPanel = () => {
           }}
         >
           {prompt !== undefined && <p role="alert" class="error">The service answered 401: {prompt}</p>}
-          <label>
-            JWT (Authorization: Bearer)
-            <input
-              ref={first}
-              data-testid="credentials-token"
-              type="password"
-              autocomplete="off"
-              value={token}
-              onInput={(event) => setToken(event.currentTarget.value)}
-            />
-          </label>
-          <label>
-            Console access key
-            <input
-              data-testid="credentials-key"
-              type="password"
-              autocomplete="off"
-              value={key}
-              onInput={(event) => setKey(event.currentTarget.value)}
-            />
-          </label>
+          <SecretField label="JWT (Authorization: Bearer)" testId="credentials-token" value={token} onInput={setToken} inputRef={first} />
+          <SecretField label="Console access key" testId="credentials-key" value={key} onInput={setKey} />
           <p class="hint">Kept in this browser's local storage.</p>
           <button type="submit" data-testid="credentials-save">Save</button>
         </form>
