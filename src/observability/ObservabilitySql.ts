@@ -1,6 +1,5 @@
 import { Migrator, SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
-import { mkdirSync } from "node:fs"
 import { basename, dirname, extname, join } from "node:path"
 import { sqliteConnection } from "../storage/sqliteConnection.js"
 import { sqliteFile, StorageError } from "../storage/Sql.js"
@@ -58,10 +57,8 @@ export const ObservabilitySqlLive = (databaseUrl: string): Layer.Layer<Observabi
   if (databaseFile === undefined) return Layer.effect(ObservabilitySql, SqlClient.SqlClient)
   const filename = observabilityFile(databaseFile)
   return Layer.effect(ObservabilitySql, Effect.zipLeft(SqlClient.SqlClient, migrationsOf(databaseFile))).pipe(
-    Layer.provide(Layer.suspend(() => {
-      mkdirSync(dirname(filename), { recursive: true })
-      return sqliteConnection(filename)
-    })),
+    // Beside the database file, in the folder SqlLive made for it.
+    Layer.provide(sqliteConnection(filename)),
     Layer.mapError((error) => new StorageError({ message: `Cannot open the observability database ${filename}: ${String(error)}` }))
   )
 }
