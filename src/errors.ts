@@ -1,17 +1,11 @@
 import { Schema } from "effect"
 
+export { messageOf, messageWithCause } from "./errorMessages.js"
+
 /**
  * The errors every service fails with. Each carries the message the client sees; the HTTP status is
  * attached where the API declares them (src/http/Errors.ts), not here.
  */
-
-/** The message of anything thrown or failed with: an Error's, an object's `message`, else its text. */
-export const messageOf = (error: unknown): string =>
-  error instanceof Error
-    ? error.message
-    : typeof error === "object" && error !== null && typeof (error as { message?: unknown }).message === "string"
-    ? (error as { message: string }).message
-    : String(error)
 
 export interface Issue {
   readonly path: ReadonlyArray<PropertyKey>
@@ -127,6 +121,3 @@ export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()
   message: Schema.String
 }) {}
 
-/** An error's message and its cause's (an SqlError's own message says only which operation failed). */
-export const messageWithCause = (error: unknown): string =>
-  error instanceof Error && error.cause instanceof Error ? `${error.message}: ${error.cause.message}` : messageOf(error)

@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { getHeapStatistics } from "node:v8"
 import { collectHeap, decide, defaultIdleHeapOptions, IdleHeapLive, type IdleHeapState } from "../src/ops/IdleHeap.js"
+import { collectWorkerHeapWhenIdle } from "../src/ops/WorkerIdleHeap.js"
 
 /**
  * After a burst of load the service's heap holds the load's garbage until V8 runs a major GC, which an
@@ -83,4 +84,29 @@ describe("idle heap", () => {
         expect(grown - now).toBeGreaterThan(50 * MB)
       }).pipe(Effect.provide(layer))
     }))
+
+  it.live("a worker thread's watch collects once no work has come for its quiet time, and not before", () =>
+    Effect.gen(function*() {
+      yield* collectHeap
+      let released = 0
+      const idle = yield* collectWorkerHeapWhenIdle(Effect.sync(() => void released++), { quiet: "400 millis", minGrowthBytes: 32 * MB })
+      makeOldGarbage(120)
+      const grown = heapTotal()
+      // Work keeps coming: nothing is collected.
+      for (let tick = 0; tick < 10; tick++) {
+        idle.worked()
+        yield* Effect.sleep("100 millis")
+      }
+      expect(released).toBe(0)
+      let now = heapTotal()
+      for (let poll = 0; poll < 100 && released === 0; poll++) {
+        yield* Effect.sleep("100 millis")
+        now = heapTotal()
+      }
+      expect(released).toBe(1)
+      expect(grown - now).toBeGreaterThan(50 * MB)
+      // Idle without new work: nothing more to collect.
+      yield* Effect.sleep("1 second")
+      expect(released).toBe(1)
+    }).pipe(Effect.scoped))
 })

@@ -1,5 +1,5 @@
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base"
-import { Schema } from "effect"
+import * as Schema from "effect/Schema"
 
 export const SpanRecord = Schema.Struct({
   traceId: Schema.String,

@@ -1,5 +1,5 @@
 import type { SqlClient, SqlError } from "@effect/sql"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 
 type Primitive = string | number | boolean | null
 

@@ -1,5 +1,5 @@
 import type { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { makeBatchInsert } from "./batchInsert.js"
 
 /** How log entries are stored (`observability_logs`, migration 0011), queried and pruned. */

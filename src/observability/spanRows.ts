@@ -1,5 +1,5 @@
 import type { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { makeBatchInsert } from "./batchInsert.js"
 import { entityOf, type SpanRecord } from "./Span.js"
 import { type IndexedSpan, makeIndexer } from "./traceIndex.js"

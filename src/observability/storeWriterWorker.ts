@@ -2,25 +2,33 @@
  * The worker thread that writes the observability rows (StoreWriter.ts), on its own connection to the
  * service's SQLite file.
  */
-import { WorkerRunner } from "@effect/platform"
-import { NodeWorkerRunner } from "@effect/platform-node"
-import { SqlClient } from "@effect/sql"
-import { Effect, Layer } from "effect"
+// Modules, not the packages' indexes: the thread's bundle then holds what it runs, and each thread's V8
+// heap pays for the code it loads.
+import * as WorkerRunner from "@effect/platform/WorkerRunner"
+import * as NodeWorkerRunner from "@effect/platform-node/NodeWorkerRunner"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { workerData } from "node:worker_threads"
-import { messageWithCause } from "../errors.js"
+import { messageWithCause } from "../errorMessages.js"
+import { collectWorkerHeapWhenIdle } from "../ops/WorkerIdleHeap.js"
 import { sqliteConnection } from "../storage/sqliteConnection.js"
 import { makeStoreWrite, type StoreWrite, type StoreWriteRequest } from "./storeWrites.js"
 
 const { filename } = workerData as { readonly filename: string }
 
-const Runner = Layer.unwrapEffect(
+const Runner = Layer.unwrapScoped(
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const write = makeStoreWrite(sql)
     // One request at a time: the connection is one, and a prune must not interleave with a batch.
     const lock = yield* Effect.makeSemaphore(1)
+    const idle = yield* collectWorkerHeapWhenIdle(lock.withPermits(1)(sql`PRAGMA shrink_memory`.pipe(Effect.ignore)))
     return WorkerRunner.layer((request: StoreWriteRequest) =>
-      lock.withPermits(1)(inTransactions(request, write)).pipe(Effect.mapError(messageWithCause))
+      Effect.suspend(() => {
+        idle.worked()
+        return lock.withPermits(1)(inTransactions(request, write)).pipe(Effect.mapError(messageWithCause))
+      })
     )
   })
 )

@@ -1,6 +1,8 @@
-import { SqlClient } from "@effect/sql"
-import { SqliteClient } from "@effect/sql-sqlite-node"
-import { Effect, Layer } from "effect"
+// Modules, not the packages' indexes: the span writer's thread loads this (storeWriterWorker.ts).
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as SqliteClient from "@effect/sql-sqlite-node/SqliteClient"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 
 /**
  * Another connection to a SQLite file the service writes (a writer thread's, the observability
