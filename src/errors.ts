@@ -120,4 +120,3 @@ export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
   message: Schema.String
 }) {}
-
