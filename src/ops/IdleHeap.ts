@@ -84,7 +84,8 @@ export const collectHeap: Effect.Effect<void, unknown> = Effect.gen(function*() 
   )
 })
 
-const heapBytes = () => getHeapStatistics().total_heap_size
+/** The V8 heap's size, of the calling thread's isolate. */
+export const heapBytes = () => getHeapStatistics().total_heap_size
 
 const megabytes = (bytes: number) => Math.round(bytes / (1024 * 1024))
 

@@ -2,8 +2,7 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
-import { getHeapStatistics } from "node:v8"
-import { collectHeap } from "./IdleHeap.js"
+import { collectHeap, heapBytes } from "./IdleHeap.js"
 
 /**
  * IdleHeap for a worker thread (the stores' commit thread, the span writer): each thread has its own V8
@@ -21,8 +20,6 @@ export const defaultWorkerIdleHeapOptions: WorkerIdleHeapOptions = {
   quiet: "3 seconds",
   minGrowthBytes: 16 * 1024 * 1024
 }
-
-const heapBytes = () => getHeapStatistics().total_heap_size
 
 /**
  * Starts the watch in the calling scope; gives `worked`, to be called each time the thread is given work.

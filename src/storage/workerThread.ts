@@ -23,18 +23,15 @@ export const threadRequests = <I, O>(script: string, filename: string, spawn: Sp
   Effect.gen(function*() {
     const scope = yield* Effect.scope
     const spawned = yield* Deferred.make<Worker.Worker<I, O, unknown>, unknown>()
-    let started = false
-    const start = Effect.suspend(() => {
-      if (started) return Effect.void
-      started = true
-      return Effect.flatMap(Worker.WorkerManager, (manager) => manager.spawn<I, O, unknown>({})).pipe(
+    const start = yield* Effect.once(
+      Effect.flatMap(Worker.WorkerManager, (manager) => manager.spawn<I, O, unknown>({})).pipe(
         Effect.exit,
         Effect.flatMap((exit) => Deferred.done(spawned, exit)),
         Effect.provide(NodeWorker.layer(() => spawn(script, { filename }))),
         Scope.extend(scope),
         Effect.forkIn(scope)
       )
-    })
+    )
     yield* Effect.forkIn(Effect.delay(start, BOOT_AFTER), scope)
     const thread = Deferred.await(spawned)
     return (input: I): Effect.Effect<O, unknown> => Effect.zipRight(start, Effect.flatMap(thread, (worker) => worker.executeEffect(input)))
