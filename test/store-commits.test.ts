@@ -115,4 +115,15 @@ describe("the commit thread", () => {
       expect(ids).toEqual(expect.arrayContaining(["after-1", "after-2", "before-1", "before-2"]))
       if (Exit.isSuccess(during)) expect(ids).toEqual(expect.arrayContaining(["during-1", "during-2"]))
     }))
+
+  it.scopedLive("boots off start-up's path without waiting for a request, once", () =>
+    Effect.gen(function*() {
+      const { threads } = yield* commitsOn(`file:${join(yield* tempDir, "boots.db")}`)
+      // Not while the layer is built: start-up does not pay for it.
+      expect(threads).toHaveLength(0)
+      for (let poll = 0; poll < 200 && threads.length === 0; poll++) yield* Effect.sleep("100 millis")
+      expect(threads).toHaveLength(1)
+      yield* Effect.sleep("1500 millis")
+      expect(threads).toHaveLength(1)
+    }))
 })
