@@ -8,63 +8,36 @@
  */
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
 import { generateText, jsonSchema, streamText, tool } from "ai"
-import { Agent, request } from "node:http"
-import { chatRequest } from "./bench/lab.js"
+import { keepAliveAgent, timed } from "./bench/client.js"
+import { chatRequest, fakeTextDelta } from "./bench/lab.js"
 import { startFake } from "./bench/processes.js"
+import { percentile } from "./bench/table.js"
 
-const rounds = Number(process.argv[process.argv.indexOf("--rounds") + 1]) || 500
+const roundsAt = process.argv.indexOf("--rounds")
+const ROUNDS = roundsAt === -1 ? 500 : Math.max(1, Math.min(100_000, Number(process.argv[roundsAt + 1]) || 500))
 const WARMUP = 100
 
-const percentile = (values: ReadonlyArray<number>, p: number) => {
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.floor(p * (sorted.length - 1))]
+/** The bench's chat request as `generateText` / `streamText` arguments (its tools answer, never called by "hi"). */
+const sdkArguments = (baseURL: string) => {
+  const { messages: [system, user], tools } = chatRequest("hi", false)
+  return {
+    model: createOpenAICompatible({ name: "openai-compatible", baseURL, apiKey: "k" })("fake-model"),
+    system: system.content,
+    messages: [{ role: "user" as const, content: user.content }],
+    tools: Object.fromEntries(tools.map(({ function: { description, name, parameters } }) => [
+      name,
+      tool({ description, inputSchema: jsonSchema(parameters), execute: async (input) => input })
+    ]))
+  }
 }
 
 const main = async () => {
   const fake = await startFake()
+  const agent = keepAliveAgent()
   try {
-    const { port } = new URL(fake.url)
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
-    const raw = (stream: boolean) =>
-      new Promise<number>((resolve, reject) => {
-        const started = performance.now()
-        const payload = JSON.stringify(chatRequest("hi", stream))
-        const req = request({
-          host: "127.0.0.1",
-          port,
-          path: "/v1/chat/completions",
-          method: "POST",
-          agent,
-          headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) }
-        }, (response) => {
-          let text = ""
-          let firstDelta: number | undefined
-          response.setEncoding("utf8")
-          response.on("data", (chunk: string) => {
-            text += chunk
-            if (stream && firstDelta === undefined && /"content":"[^"]/.test(text)) firstDelta = performance.now() - started
-          })
-          response.on("end", () => resolve(firstDelta ?? performance.now() - started))
-        })
-        req.on("error", reject)
-        req.end(payload)
-      })
-
-    const model = createOpenAICompatible({ name: "openai-compatible", baseURL: `${fake.url}/v1`, apiKey: "k" })("fake-model")
-    const [system, user] = chatRequest("hi", false).messages
-    const tools = {
-      get_weather: tool({
-        description: "Current weather for a location",
-        inputSchema: jsonSchema<{ location: string }>({ type: "object", properties: { location: { type: "string" } }, required: ["location"] }),
-        execute: async ({ location }) => ({ location })
-      }),
-      add: tool({
-        description: "Add two numbers",
-        inputSchema: jsonSchema<{ a: number; b: number }>({ type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] }),
-        execute: async ({ a, b }) => ({ sum: a + b })
-      })
-    }
-    const args = { model, system: system.content, messages: [{ role: "user" as const, content: user.content }], tools }
+    const args = sdkArguments(`${fake.url}/v1`)
+    const raw = async (stream: boolean) =>
+      (await timed(agent, { url: fake.url, method: "POST", path: "/v1/chat/completions", body: chatRequest("hi", stream) }, stream ? fakeTextDelta : undefined)).ms
     const sdk = async (stream: boolean) => {
       const started = performance.now()
       if (!stream) {
@@ -81,13 +54,11 @@ const main = async () => {
     for (const stream of [false, true]) {
       const rawTimes: Array<number> = []
       const sdkTimes: Array<number> = []
-      for (let i = 0; i < WARMUP + rounds; i++) {
-        const r = await raw(stream)
-        const s = await sdk(stream)
-        if (i >= WARMUP) {
-          rawTimes.push(r)
-          sdkTimes.push(s)
-        }
+      for (let round = 0; round < WARMUP + ROUNDS; round++) {
+        const [r, s] = [await raw(stream), await sdk(stream)]
+        if (round < WARMUP) continue
+        rawTimes.push(r)
+        sdkTimes.push(s)
       }
       const name = stream ? "streamText, first text delta (row 4)" : "generateText (row 2)"
       const [rawP50, sdkP50] = [percentile(rawTimes, 0.5), percentile(sdkTimes, 0.5)]
@@ -97,6 +68,7 @@ const main = async () => {
       )
     }
   } finally {
+    agent.destroy()
     await fake.stop()
   }
 }
