@@ -5,7 +5,7 @@
  */
 import { fileURLToPath } from "node:url"
 import { parseArgs } from "node:util"
-import { ServiceApi } from "../src/http/Api.js"
+import { ServiceApi } from "../src/Api.js"
 import { formatReport, fuzz } from "./fuzz-core.js"
 
 const { values } = parseArgs({

@@ -3,7 +3,8 @@
  * Effect program (see README "Embedding").
  */
 export { defineApp, type ServiceApp } from "./App.js"
-export { loadConfig, StartupError } from "./config/cli.js"
+export { loadConfig } from "./config/cli.js"
+export { StartupError } from "./config/StartupError.js"
 export {
   ConfigFile,
   DEFAULT_BODY_LIMIT,
@@ -13,8 +14,8 @@ export {
   type ServerConfigShape
 } from "./config/ServerConfig.js"
 export * as Errors from "./errors.js"
-export { ServiceApi } from "./http/Api.js"
-export { HttpLive } from "./http/Server.js"
+export { ServiceApi } from "./Api.js"
+export { HttpLive } from "./server/Server.js"
 export * as RpcContract from "./rpc/RpcContract.js"
 export { serveWith, ServiceLive, ServicesLive } from "./Service.js"
 export { DEFAULT_DATABASE_URL, SqlLive, StorageError } from "./storage/Sql.js"
@@ -30,4 +31,3 @@ export { TraceStore } from "./observability/TraceStore.js"
 export { AuthPolicy } from "./auth/AuthPolicy.js"
 export { ObservabilitySetup, ObservabilitySetupLive } from "./ops/ObservabilitySetup.js"
 export { Updates, UpdatesLive } from "./ops/Updates.js"
-export { exampleApp } from "./examples/app.js"

@@ -3,7 +3,7 @@ import { describe, expect, it, layer } from "@effect/vitest"
 import { Validator } from "@seriousme/openapi-schema-validator"
 import { Effect } from "effect"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
-import { ServiceApi } from "../src/http/Api.js"
+import { ServiceApi } from "../src/Api.js"
 import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
 
 /** Every endpoint the HttpApi defines, as "METHOD /openapi/{path}". */

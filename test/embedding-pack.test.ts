@@ -7,7 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
-import { ServiceApi } from "../src/http/Api.js"
+import { ServiceApi } from "../src/Api.js"
 import { freePort } from "./support/process.js"
 
 // What an embedder does, against `npm pack` output in a new directory: install the package with the

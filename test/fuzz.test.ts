@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { fileURLToPath } from "node:url"
 import { formatReport, fuzz } from "../scripts/fuzz-core.js"
-import { ServiceApi } from "../src/http/Api.js"
+import { ServiceApi } from "../src/Api.js"
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 /** A fixed seed per day: reproducible from the printed report, yet not the same cases forever. */

@@ -1,10 +1,11 @@
-import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Authentication } from "../auth/Authentication.js"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Schema } from "effect"
 import { Success } from "../http/Envelope.js"
 import { ExecutionFailed, Forbidden, NotFound, ValidationError } from "../http/Errors.js"
 import { QueryInt } from "../http/Query.js"
+import { EventStream } from "../http/Schemas.js"
 import {
   AgentCard,
   AgentDetails,
@@ -18,10 +19,6 @@ import {
 import { ChatPayload } from "./ChatSchemas.js"
 
 const IdPath = Schema.Struct({ id: Schema.String })
-
-export const EventStream = Schema.String.pipe(
-  HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })
-).annotations({ description: "Server-Sent Events" })
 
 const call = <const Name extends string, const Path extends HttpApiEndpoint.PathSegment>(name: Name, path: Path) =>
   HttpApiEndpoint.post(name, path).setPath(IdPath).addError(ValidationError).addError(NotFound).addError(ExecutionFailed).addError(Forbidden)

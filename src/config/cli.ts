@@ -3,12 +3,7 @@ import { readFileSync } from "node:fs"
 import { parseArgs } from "node:util"
 import { makeJwtVerifier } from "../auth/Jwt.js"
 import { ConfigFile, resolveServerConfig, type ServerConfigShape } from "./ServerConfig.js"
-
-/** A start-up failure that ends the process with `exitCode` and a one-line reason. */
-export class StartupError extends Schema.TaggedError<StartupError>()("StartupError", {
-  message: Schema.String,
-  exitCode: Schema.Int
-}) {}
+import { StartupError } from "./StartupError.js"
 
 const usage = "usage: node dist/main.js [--port N] [--host H] [--config file.json] [--help]"
 

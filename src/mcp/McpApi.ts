@@ -4,19 +4,7 @@ import { Authentication } from "../auth/Authentication.js"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Success } from "../http/Envelope.js"
 import { NotFound } from "../http/Errors.js"
-
-export const McpServerInfo = Schema.Struct({
-  id: Schema.String,
-  name: Schema.String,
-  version: Schema.String,
-  description: Schema.String,
-  transport: Schema.Struct({
-    type: Schema.Literal("streamable-http"),
-    endpoint: Schema.String.annotations({ description: "path of the MCP endpoint on this service" })
-  }),
-  toolCount: Schema.Number
-}).annotations({ identifier: "McpServer" })
-export type McpServerInfo = typeof McpServerInfo.Type
+import { McpServerInfo } from "./McpSchemas.js"
 
 const IdPath = Schema.Struct({ id: Schema.String })
 

@@ -4,7 +4,7 @@ import { AgentRegistry } from "../agents/AgentRegistry.js"
 import { NotFound } from "../errors.js"
 import { ToolRunner } from "../tools/ToolRunner.js"
 import { implementation, mcpTools } from "./catalog.js"
-import type { McpServerInfo } from "./McpApi.js"
+import type { McpServerInfo } from "./McpSchemas.js"
 
 export class McpExposure extends Context.Tag("McpExposure")<McpExposure, {
   readonly servers: Effect.Effect<ReadonlyArray<McpServerInfo>>

@@ -1,18 +1,17 @@
 import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js"
-import { OpenApi } from "@effect/platform"
-import { Context, Effect, Either, Option, ParseResult, Schema } from "effect"
+import { Effect, Either, ParseResult, Schema } from "effect"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { AgentSummary } from "../agents/AgentsSchemas.js"
 import type { Caller } from "../auth/Ownership.js"
 import { type ExecutionFailed, type NotFound, ValidationError } from "../errors.js"
 import type { JsonSchema } from "../json-schema/JsonSchemaValidator.js"
-import { ServiceApi } from "../http/Api.js"
+import { serviceInfo } from "../serviceInfo.js"
 import type { ToolEntry, ToolRunner } from "../tools/ToolRunner.js"
 
 /** The MCP server's name and version, as announced to clients and listed by GET /mcp/servers. */
 export const implementation = {
-  name: Option.getOrElse(Context.getOption(ServiceApi.annotations, OpenApi.Title), () => "service"),
-  version: Option.getOrElse(Context.getOption(ServiceApi.annotations, OpenApi.Version), () => "1.0.0"),
+  name: serviceInfo.title,
+  version: serviceInfo.version,
   description: "This service's tools, and each of its agents as a tool named agent_<id>"
 }
 

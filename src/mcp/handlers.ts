@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { CurrentCaller } from "../auth/Authentication.js"
-import { ServiceApi } from "../http/Api.js"
+import { ServiceApi } from "../Api.js"
 import { McpExposure } from "./McpExposure.js"
 
 // Built from the body text rather than the raw stream: the body limit may already have read a chunked body.

@@ -6,6 +6,7 @@ import { Effect, Layer, Tracer } from "effect"
 import { MetricsLive } from "./metrics/MetricsLive.js"
 import { spanMetricsProcessor } from "./metrics/spanMetrics.js"
 import { exportsOf } from "./moduleExports.js"
+import { serviceInfo } from "../serviceInfo.js"
 import { sanitizingProcessor } from "./SanitizingSpanProcessor.js"
 import { TraceStore } from "./TraceStore.js"
 
@@ -55,7 +56,7 @@ export const TracingLive = (options: {
       Layer.provideMerge(OtelResource.layerFromEnv(
         OtelResource.configToAttributes({
           serviceName: options.serviceName,
-          serviceVersion: "1.0.0",
+          serviceVersion: serviceInfo.version,
           attributes: { "service.instance.id": options.instanceId }
         })
       ))

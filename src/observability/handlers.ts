@@ -1,19 +1,16 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { NotFound } from "../errors.js"
-import { ServiceApi } from "../http/Api.js"
+import { ServiceApi } from "../Api.js"
+import { logLimit, LOGS_MAX } from "../http/Limits.js"
 import { toIso } from "../http/Query.js"
 import type { StorageKind } from "../storage/Sql.js"
 import { LogStore } from "./LogStore.js"
 import { MetricsExposition } from "./metrics/MetricsLive.js"
 import { TraceStore } from "./TraceStore.js"
 
-const LOGS_DEFAULT = 100
-const LOGS_MAX = 1000
 const TRACES_DEFAULT = 50
 const TRACES_MAX = 500
-
-export const logLimit = (limit: number | undefined) => Math.min(limit ?? LOGS_DEFAULT, LOGS_MAX)
 
 export const ObservabilityHandlers = (storage: StorageKind) =>
   HttpApiBuilder.group(ServiceApi, "observability", (handlers) =>

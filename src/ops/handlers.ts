@@ -1,6 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { ServiceApi } from "../http/Api.js"
+import { ServiceApi } from "../Api.js"
 import { ObservabilitySetup } from "./ObservabilitySetup.js"
 import { Updates } from "./Updates.js"
 

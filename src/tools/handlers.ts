@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { CurrentUser } from "../auth/Authentication.js"
-import { ServiceApi } from "../http/Api.js"
+import { ServiceApi } from "../Api.js"
 import { ToolRunner } from "./ToolRunner.js"
 
 export const ToolsHandlers = HttpApiBuilder.group(ServiceApi, "tools", (handlers) =>

@@ -6,7 +6,7 @@ import { join } from "node:path"
 import type { ServiceApp } from "../../src/App.js"
 import { resolveServerConfig, type ServerConfigShape } from "../../src/config/ServerConfig.js"
 import { exampleApp } from "../../src/examples/app.js"
-import { ServiceApi } from "../../src/http/Api.js"
+import { ServiceApi } from "../../src/Api.js"
 import { serveWith, ServicesLive } from "../../src/Service.js"
 
 

@@ -2,7 +2,7 @@ import { HttpApiBuilder, type HttpApp, HttpServerRequest, type HttpServerRespons
 import { Context, Effect, Option } from "effect"
 import { AuthPolicy, bearerToken } from "../auth/AuthPolicy.js"
 import type { Unauthorized } from "../errors.js"
-import { ServiceApi } from "./Api.js"
+import { ServiceApi } from "../Api.js"
 
 /** Swagger UI is served beside the API groups; it is a documentation route like /doc. */
 export const SwaggerUiAuthenticationLive = HttpApiBuilder.middleware(

@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse, OpenApi } from "@effect/platform"
 import { Effect } from "effect"
 import { ServiceApi } from "../Api.js"
-import { ServerConfig } from "../../config/ServerConfig.js"
+import { ServerConfig } from "../config/ServerConfig.js"
 import type { AppCatalog } from "./appCatalog.js"
 import { landingPage, socketOrigin } from "./landingPage.js"
 

@@ -1,10 +1,10 @@
 import { HttpApiBuilder, HttpApiError, type HttpApp, HttpServerError, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { Cause, Context, Effect, Option } from "effect"
 import { BadRequest, InternalError, NotFound, PayloadTooLarge, ValidationError } from "../errors.js"
-import { isDeclaredError } from "./Errors.js"
-import { ServiceApi } from "./Api.js"
-import { limitBody } from "./BodyLimit.js"
-import { nulInUrl, RefusedJsonValue, withCheckedJsonBody } from "./JsonInput.js"
+import { isDeclaredError } from "../http/Errors.js"
+import { ServiceApi } from "../Api.js"
+import { limitBody } from "../http/BodyLimit.js"
+import { nulInUrl, RefusedJsonValue, withCheckedJsonBody } from "../http/JsonInput.js"
 
 type Issue = typeof HttpApiError.Issue.Type
 type MappedError = ValidationError | BadRequest | NotFound | PayloadTooLarge | InternalError

@@ -1,15 +1,16 @@
 import { HttpApi, OpenApi } from "@effect/platform"
-import { AgentsApi } from "../agents/AgentsApi.js"
-import { HealthApi } from "../health/HealthApi.js"
-import { McpApi } from "../mcp/McpApi.js"
-import { ObservabilityApi } from "../observability/ObservabilityApi.js"
-import { OpsApi } from "../ops/OpsApi.js"
-import { ToolsApi } from "../tools/ToolsApi.js"
-import { WorkflowsApi } from "../workflows/WorkflowsApi.js"
-import { WebSocketsApi } from "../ws/WebSocketsApi.js"
+import { AgentsApi } from "./agents/AgentsApi.js"
+import { HealthApi } from "./health/HealthApi.js"
+import { McpApi } from "./mcp/McpApi.js"
+import { ObservabilityApi } from "./observability/ObservabilityApi.js"
+import { OpsApi } from "./ops/OpsApi.js"
+import { ToolsApi } from "./tools/ToolsApi.js"
+import { WorkflowsApi } from "./workflows/WorkflowsApi.js"
+import { WebSocketsApi } from "./ws/WebSocketsApi.js"
 import { DocsApi } from "./docs/DocsApi.js"
-import { BadRequest, InternalError, NotFound, PayloadTooLarge, Unauthorized, ValidationError } from "./Errors.js"
+import { BadRequest, InternalError, NotFound, PayloadTooLarge, Unauthorized, ValidationError } from "./http/Errors.js"
 import { describeOpenApi } from "./docs/openApiDocument.js"
+import { serviceInfo } from "./serviceInfo.js"
 
 /** The whole HTTP contract: validation, the OpenAPI document and the typed client all derive from it. */
 export class ServiceApi extends HttpApi.make("service")
@@ -30,8 +31,8 @@ export class ServiceApi extends HttpApi.make("service")
   .addError(InternalError)
   .addError(Unauthorized)
   .annotateContext(OpenApi.annotations({
-    title: "Agent and Workflow Service",
-    version: "1.0.0",
+    title: serviceInfo.title,
+    version: serviceInfo.version,
     description: "Agents, durable workflows and directly callable tools over HTTP. " +
       "Every JSON response is an envelope: {success: true, data} or {success: false, error}.",
     transform: describeOpenApi

@@ -11,7 +11,7 @@ import { consoleRefusal } from "../auth/ConsoleGuard.js"
 import type { RouteEntry } from "../auth/RouteClass.js"
 import type { Forbidden, Unauthorized } from "../errors.js"
 import type { ServerConfigShape } from "../config/ServerConfig.js"
-import { ServiceApi } from "./Api.js"
+import { ServiceApi } from "../Api.js"
 
 /**
  * Whether a request addresses a console route, with any method (a CORS preflight is an OPTIONS). It is

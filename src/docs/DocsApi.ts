@@ -1,6 +1,6 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
-import { Authentication } from "../../auth/Authentication.js"
-import { RouteClassAnnotation } from "../../auth/RouteClass.js"
+import { Authentication } from "../auth/Authentication.js"
+import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Schema } from "effect"
 
 const Html = Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/html" }))

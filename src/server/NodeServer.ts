@@ -2,7 +2,7 @@ import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
-import { StartupError } from "../config/cli.js"
+import { StartupError } from "../config/StartupError.js"
 
 const SHUTDOWN_GRACE_MS = 3000
 

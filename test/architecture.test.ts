@@ -1,0 +1,60 @@
+import { describe, expect, it } from "@effect/vitest"
+import { readdirSync, readFileSync } from "node:fs"
+import { dirname, join, normalize } from "node:path"
+
+// The house's arrows (docs/architecture.md), read off the sources' relative imports.
+
+const sources = (dir: string): ReadonlyArray<string> =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) return sources(path)
+    return /\.tsx?$/.test(entry.name) ? [path] : []
+  })
+
+const files = sources("src").filter((file) => !file.startsWith("src/console/app/"))
+
+const importsOf = (file: string): ReadonlyArray<string> =>
+  [...readFileSync(file, "utf8").matchAll(/(?:from|import)\s*\(?\s*"(\.{1,2}\/[^"]+)\.js"/g)].map((match) =>
+    normalize(join(dirname(file), match[1]!)) + ".ts"
+  )
+
+/** The composition root: the only modules that may import anything. */
+const root = new Set(["src/main.ts", "src/index.ts", "src/Service.ts"])
+/** The top of the HTTP side: the whole API, the server, the docs routes. */
+const isTop = (file: string) => file === "src/Api.ts" || /^src\/(server|docs)\//.test(file)
+/** The kit every contract uses. */
+const isKit = (file: string) => file.startsWith("src/http/")
+/** A feature's HTTP contract or handlers, the authentication middleware, the RPC and WebSocket transports. */
+const isEdge = (file: string) =>
+  /(Api|handlers)\.ts$/.test(file) || file === "src/auth/Authentication.ts" || /^src\/(rpc|ws)\//.test(file) ||
+  file === "src/console/ConsoleRoute.ts"
+
+const violations = (allowed: (file: string) => boolean, forbidden: (target: string) => boolean) =>
+  files.filter((file) => !root.has(file) && allowed(file)).flatMap((file) =>
+    importsOf(file).filter(forbidden).map((target) => `${file} -> ${target}`)
+  )
+
+describe("the house", () => {
+  it("services, stores and the rest below the HTTP edge import nothing of HTTP", () => {
+    const below = (file: string) => !isTop(file) && !isKit(file) && !isEdge(file)
+    expect(violations(below, (target) => isTop(target) || isKit(target) || isEdge(target))).toEqual([])
+  })
+
+  it("the HTTP kit imports nothing of the top or of a feature's edge", () => {
+    expect(violations(isKit, (target) => isTop(target) || isEdge(target))).toEqual([])
+  })
+
+  it("only the composition root imports the server", () => {
+    expect(violations(() => true, (target) => /^src\/server\//.test(target)).filter((line) => !line.startsWith("src/server/")))
+      .toEqual([])
+  })
+
+  it("the package entry does not export the example app", () => {
+    expect(importsOf("src/index.ts").filter((target) => target.startsWith("src/examples/"))).toEqual([])
+  })
+
+  it("no source file is over 400 lines", () => {
+    const long = sources("src").filter((file) => readFileSync(file, "utf8").split("\n").length > 400)
+    expect(long).toEqual([])
+  })
+})
