@@ -4,6 +4,7 @@ import { MemoryStoreLive } from "./agents/memory/MemoryStore.js"
 import { DefaultModelLive } from "./agents/models/DefaultModel.js"
 import type { ServiceApp } from "./App.js"
 import { AuthPolicyLive } from "./auth/AuthPolicy.js"
+import { DatabaseLive } from "./Database.js"
 import { ServerConfig, type ServerConfigShape } from "./config/ServerConfig.js"
 import { NodePlatformLive, NodeServerLive } from "./server/NodeServer.js"
 import { HttpLive } from "./server/Server.js"
@@ -19,7 +20,7 @@ import { StoreWriterLive } from "./observability/StoreWriter.js"
 import { TraceStoreLive } from "./observability/TraceStore.js"
 import { TracingLive } from "./observability/Tracing.js"
 import { RecordRetentionLive } from "./retention/RecordRetention.js"
-import { SqlLive, storageKind } from "./storage/Sql.js"
+import { storageKind } from "./storage/Sql.js"
 import { StoreCommitsLive } from "./storage/StoreCommits.js"
 import { ToolRunnerLive } from "./tools/ToolRunner.js"
 import { ExecutionStoreLive } from "./workflows/ExecutionStore.js"
@@ -58,7 +59,7 @@ export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
     )),
     Layer.provideMerge(Layer.mergeAll(StoreWriterLive(config.databaseUrl), StoreCommitsLive(config.databaseUrl))),
     Layer.provideMerge(ObservabilitySqlLive(config.databaseUrl)),
-    Layer.provideMerge(SqlLive(config.databaseUrl))
+    Layer.provideMerge(DatabaseLive(config.databaseUrl))
   )
 
 /**

@@ -49,6 +49,11 @@ describe("the house", () => {
       .toEqual([])
   })
 
+  it("storage imports no feature: the composition root hands it every feature's migrations", () => {
+    const feature = (target: string) => !/^src\/(storage|ops)\//.test(target) && !/^src\/errorMessages\.ts$/.test(target)
+    expect(violations((file) => file.startsWith("src/storage/"), feature)).toEqual([])
+  })
+
   it("the package entry does not export the example app", () => {
     expect(importsOf("src/index.ts").filter((target) => target.startsWith("src/examples/"))).toEqual([])
   })

@@ -1,7 +1,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { afterEach, describe, expect, it } from "vitest"
-import { migrations } from "../src/storage/migrations.js"
+import { serviceMigrations as migrations } from "../src/Database.js"
 import { type Cluster, createCluster, type Instance, until } from "./support/cluster.js"
 import { postgresAvailable } from "./support/postgres.js"
 

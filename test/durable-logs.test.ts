@@ -6,7 +6,7 @@ import { type LogEntry, LogStore, LogStoreLive, matches } from "../src/observabi
 import { pruneLogs } from "../src/observability/logTable.js"
 import { makeRemoteFeed } from "../src/observability/remoteFeed.js"
 import { ObservabilitySql, ObservabilitySqlLive } from "../src/observability/ObservabilitySql.js"
-import { SqlLive } from "../src/storage/Sql.js"
+import { DatabaseLive } from "../src/Database.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { fetchJson, json, TestServer, TestServerLive, tempDir } from "./support/TestServer.js"
 
@@ -14,7 +14,7 @@ const DAY = 24 * 3600 * 1000
 
 /** A LogStore on its own SQL store, and its logger as the only one. */
 const storeOn = (url: string, retention: { maxEntries: number; maxAgeMs: number }) =>
-  LogStoreLive({ instanceId: "test-instance", retention }).pipe(Layer.provideMerge(ObservabilitySqlLive(url)), Layer.provideMerge(SqlLive(url)))
+  LogStoreLive({ instanceId: "test-instance", retention }).pipe(Layer.provideMerge(ObservabilitySqlLive(url)), Layer.provideMerge(DatabaseLive(url)))
 
 const logThrough = (count: number, prefix: string) =>
   Effect.flatMap(LogStore, (store) =>
@@ -73,7 +73,7 @@ describe("durable logs", () => {
   it.scopedLive("retention drops entries past the age limit, then the oldest beyond maxEntries, in chunks", () =>
     Effect.gen(function*() {
       const url = `file:${join(yield* tempDir, "retention.db")}`
-      const context = yield* Layer.build(SqlLive(url))
+      const context = yield* Layer.build(DatabaseLive(url))
       const sql = Context.get(context, SqlClient.SqlClient)
       const old = new Date(Date.now() - 2 * DAY).toISOString()
       const recent = (i: number) => new Date(Date.now() - 60_000 + i).toISOString()
@@ -182,7 +182,7 @@ describe.skipIf(!postgresAvailable)("logs on Postgres", () => {
   it.scopedLive("the feed of another instance's rows loses none that commit out of order", () =>
     Effect.gen(function*() {
       const url = yield* freshPostgresDatabase
-      const context = yield* Layer.build(SqlLive(url))
+      const context = yield* Layer.build(DatabaseLive(url))
       const sql = Context.get(context, SqlClient.SqlClient)
       const seen: Array<string> = []
       const feed = makeRemoteFeed<{ message: string }>({

@@ -1,7 +1,7 @@
 import { expect, it } from "@effect/vitest"
 import { Chunk, Context, Effect, Layer, Option, Queue, Stream } from "effect"
 import { join } from "node:path"
-import { SqlLive } from "../src/storage/Sql.js"
+import { DatabaseLive } from "../src/Database.js"
 import { FOLLOWER_BUFFER, makeExecutionHubs } from "../src/workflows/ExecutionHubs.js"
 import { ExecutionStore, ExecutionStoreLive } from "../src/workflows/ExecutionStore.js"
 import { makeExecutionWatch } from "../src/workflows/ExecutionWatch.js"
@@ -20,7 +20,7 @@ const execution = testExecution("f", { owner: "me" })
 it.scopedLive("a follower that stops reading holds a bounded buffer and still gets every event, in order, once", () =>
   Effect.gen(function*() {
     const url = `file:${join(yield* tempDir, "follow.db")}`
-    const context = yield* Layer.build(ExecutionStoreLive.pipe(Layer.provideMerge(SqlLive(url))))
+    const context = yield* Layer.build(ExecutionStoreLive.pipe(Layer.provideMerge(DatabaseLive(url))))
     const store = Context.get(context, ExecutionStore)
     const hubs = yield* makeExecutionHubs
     const watch = yield* makeExecutionWatch(hubs).pipe(Effect.provideService(ExecutionStore, store))

@@ -2,7 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { join } from "node:path"
-import { SqlLive, storageKind } from "../src/storage/Sql.js"
+import { DatabaseLive } from "../src/Database.js"
+import { storageKind } from "../src/storage/Sql.js"
 import { type Execution, type ExecutionQuery, ExecutionStore, ExecutionStoreLive, listingQuery } from "../src/workflows/ExecutionStore.js"
 import type { ExecutionStatus } from "../src/workflows/WorkflowSchemas.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
@@ -112,7 +113,7 @@ const exercise = (url: string) =>
         expect(plan).not.toMatch(/^SCAN workflow_executions$/m)
       }
     }
-  }).pipe(Effect.provide(ExecutionStoreLive.pipe(Layer.provideMerge(SqlLive(url)))))
+  }).pipe(Effect.provide(ExecutionStoreLive.pipe(Layer.provideMerge(DatabaseLive(url)))))
 
 describe("execution listing: pages in order at any depth, found in a covering index", () => {
   it.scoped("on SQLite", () => Effect.flatMap(tempDir, (dir) => exercise(`file:${join(dir, "listing.db")}`)), 60_000)

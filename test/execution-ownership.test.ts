@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option } from "effect"
 import { join } from "node:path"
-import { SqlLive } from "../src/storage/Sql.js"
+import { DatabaseLive } from "../src/Database.js"
 import { ExecutionStore, ExecutionStoreLive } from "../src/workflows/ExecutionStore.js"
 import { testEvent, testExecution } from "./support/executions.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
@@ -22,7 +22,7 @@ const event = testEvent
 const execution = (id: string, owner: string) => testExecution(id, { owner })
 
 const storeOn = (url: string) =>
-  Effect.map(Layer.build(ExecutionStoreLive.pipe(Layer.provideMerge(SqlLive(url)))), (context) => ({
+  Effect.map(Layer.build(ExecutionStoreLive.pipe(Layer.provideMerge(DatabaseLive(url)))), (context) => ({
     store: Context.get(context, ExecutionStore),
     sql: Context.get(context, SqlClient.SqlClient)
   }))

@@ -6,7 +6,7 @@ import { defineApp } from "../src/App.js"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { ServicesLive } from "../src/Service.js"
 import { makeGroupCommit } from "../src/storage/GroupCommit.js"
-import { SqlLive } from "../src/storage/Sql.js"
+import { DatabaseLive } from "../src/Database.js"
 import { ExecutionStore, ExecutionStoreLive } from "../src/workflows/ExecutionStore.js"
 import { workflow } from "../src/workflows/Workflow.js"
 import { WorkflowEngine } from "../src/workflows/WorkflowEngine.js"
@@ -45,7 +45,7 @@ const services = (url: string, gate: Effect.Effect<void>) =>
 /** A client on the backend's test database, with an empty `probe` table. */
 const probeDatabase = (url: string) =>
   Effect.gen(function*() {
-    const sql = Context.get(yield* Layer.build(SqlLive(url)), SqlClient.SqlClient)
+    const sql = Context.get(yield* Layer.build(DatabaseLive(url)), SqlClient.SqlClient)
     yield* sql`CREATE TABLE probe (id INTEGER PRIMARY KEY, note TEXT NOT NULL)`.pipe(Effect.orDie)
     return sql
   })
@@ -100,7 +100,7 @@ for (const backend of backends) {
     it.scoped("concurrent executions interleave: numbers 1..n each, a stale claim is refused alone, a cancel in the same batch wins", () =>
       Effect.gen(function*() {
         const url = yield* backend.url
-        const context = yield* Layer.build(ExecutionStoreLive.pipe(Layer.provideMerge(SqlLive(url))))
+        const context = yield* Layer.build(ExecutionStoreLive.pipe(Layer.provideMerge(DatabaseLive(url))))
         const store = Context.get(context, ExecutionStore)
         const ids = Array.from({ length: 30 }, (_, i) => `x-${i}`)
         const created = yield* Effect.forEach(ids, (id) => store.create(execution(id), [event(id, "workflow-start"), event(id, "step-start")]), {

@@ -4,7 +4,8 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import type { AuthSettings } from "../src/auth/AuthSettings.js"
 import { Lifecycle } from "../src/health/Lifecycle.js"
-import { latestMigrationId } from "../src/storage/Sql.js"
+import { serviceMigrations } from "../src/Database.js"
+import { latestMigrationId as latestOf } from "../src/storage/Migrations.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
 
@@ -50,7 +51,7 @@ describe("GET /health and GET /ready", () => {
     Effect.gen(function*() {
       const { url } = yield* TestServer
       const sql = yield* service(SqlClient.SqlClient)
-      yield* sql`DELETE FROM effect_sql_migrations WHERE migration_id = ${latestMigrationId}`
+      yield* sql`DELETE FROM effect_sql_migrations WHERE migration_id = ${latestOf(serviceMigrations)}`
       expect(yield* fetchJson(`${url}/ready`)).toMatchObject({
         status: 503,
         body: { success: false, error: expect.stringMatching(/^Migrations not done: \d+ of \d+ applied$/) }

@@ -1,7 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { SqlLive, storageKind } from "../src/storage/Sql.js"
+import { DatabaseLive } from "../src/Database.js"
+import { storageKind } from "../src/storage/Sql.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
@@ -23,7 +24,7 @@ const refuseHistoryTrigger = (kind: "sqlite" | "postgres") =>
 /** A second connection to the service's own database. */
 const withDatabase = <A, E>(use: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
   Effect.flatMap(TestServer, ({ config }) =>
-    Effect.scoped(Effect.flatMap(Layer.build(SqlLive(config.databaseUrl)), (context) =>
+    Effect.scoped(Effect.flatMap(Layer.build(DatabaseLive(config.databaseUrl)), (context) =>
       use(Context.get(context, SqlClient.SqlClient)))))
 
 const counts = (conversationId: string) =>

@@ -3,7 +3,7 @@ import { Effect, Layer } from "effect"
 import { join } from "node:path"
 import type { HistoryEntry } from "../src/agents/AgentsSchemas.js"
 import { MemoryStore, MemoryStoreLive } from "../src/agents/memory/MemoryStore.js"
-import { SqlLive } from "../src/storage/Sql.js"
+import { DatabaseLive } from "../src/Database.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { fetchJson, json, tempDir, TestServer, TestServerLive } from "./support/TestServer.js"
 
@@ -64,7 +64,7 @@ const exercise = (url: string) =>
     yield* store.append("agent-a", "conv", "ada", [{ role: "user", content: "question 6" }])
     yield* regenerated("h7", "answer 6")
     expect((yield* store.load("agent-a", "conv", 3)).map((m) => m.content)).toEqual(["answer 5 once more", "question 6", "answer 6"])
-  }).pipe(Effect.provide(MemoryStoreLive.pipe(Layer.provide(SqlLive(url)))))
+  }).pipe(Effect.provide(MemoryStoreLive.pipe(Layer.provide(DatabaseLive(url)))))
 
 describe("MemoryStore", () => {
   it.scoped("on SQLite", () => Effect.flatMap(tempDir, (dir) => exercise(`file:${join(dir, "memory.db")}`)))

@@ -4,7 +4,7 @@ import { Context, Effect, Layer } from "effect"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { ObservabilitySql, ObservabilitySqlLive, observabilityFile } from "../src/observability/ObservabilitySql.js"
-import { SqlLive } from "../src/storage/Sql.js"
+import { DatabaseLive } from "../src/Database.js"
 import { tempDir } from "./support/TestServer.js"
 
 /**
@@ -31,7 +31,7 @@ describe("the observability file", () => {
       const url = `file:${join(dir, "service.db")}`
       // A database of an earlier version: its migrations made the observability tables, with rows in them.
       yield* Effect.scoped(Effect.gen(function*() {
-        const sql = Context.get(yield* Layer.build(SqlLive(url)), SqlClient.SqlClient)
+        const sql = Context.get(yield* Layer.build(DatabaseLive(url)), SqlClient.SqlClient)
         yield* sql`INSERT INTO observability_spans (span_id, trace_id, name, kind, start_time, end_time, duration_ms, status_code, attributes, events)
           VALUES ('s1', 't1', 'old span', 'internal', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.001Z', 1, 'ok', '{}', '[]')`
         yield* sql`INSERT INTO observability_logs (instance, logged_at, level, level_rank, message, attributes)
@@ -40,7 +40,7 @@ describe("the observability file", () => {
       expect(existsSync(join(dir, "service.observability.db"))).toBe(false)
 
       const open = Effect.gen(function*() {
-        const context = yield* Layer.build(ObservabilitySqlLive(url).pipe(Layer.provideMerge(SqlLive(url))))
+        const context = yield* Layer.build(ObservabilitySqlLive(url).pipe(Layer.provideMerge(DatabaseLive(url))))
         return { service: Context.get(context, SqlClient.SqlClient), observability: Context.get(context, ObservabilitySql) }
       })
       for (const start of [1, 2]) {
@@ -62,7 +62,7 @@ describe("the observability file", () => {
 
   it.scopedLive("in memory there is one database: the observability client is the service's", () =>
     Effect.gen(function*() {
-      const context = yield* Layer.build(ObservabilitySqlLive("file::memory:").pipe(Layer.provideMerge(SqlLive("file::memory:"))))
+      const context = yield* Layer.build(ObservabilitySqlLive("file::memory:").pipe(Layer.provideMerge(DatabaseLive("file::memory:"))))
       expect(Context.get(context, ObservabilitySql)).toBe(Context.get(context, SqlClient.SqlClient))
     }))
 })

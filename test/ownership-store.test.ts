@@ -3,7 +3,8 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Layer } from "effect"
 import { join } from "node:path"
 import { MemoryStore, MemoryStoreLive } from "../src/agents/memory/MemoryStore.js"
-import { SqlLive, storageKind } from "../src/storage/Sql.js"
+import { DatabaseLive } from "../src/Database.js"
+import { storageKind } from "../src/storage/Sql.js"
 import { type Execution, type ExecutionQuery, ExecutionStore, ExecutionStoreLive, listingQuery } from "../src/workflows/ExecutionStore.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { tempDir } from "./support/TestServer.js"
@@ -98,7 +99,7 @@ const exercise = (url: string) =>
       sql`SELECT message FROM agent_messages WHERE agent_id = ${"agent"} AND conversation_id = ${"c1"} AND user_id = ${"alice"}
         ORDER BY id DESC LIMIT ${10}`)
     expect(plan).toMatch(/agent_messages_by_owner/)
-  }).pipe(Effect.provide(Layer.mergeAll(ExecutionStoreLive, MemoryStoreLive).pipe(Layer.provideMerge(SqlLive(url)))))
+  }).pipe(Effect.provide(Layer.mergeAll(ExecutionStoreLive, MemoryStoreLive).pipe(Layer.provideMerge(DatabaseLive(url)))))
 
 describe("owned records in the stores: a user's listing and memory, through indexes led by the owner", () => {
   it.scoped("on SQLite", () => Effect.flatMap(tempDir, (dir) => exercise(`file:${join(dir, "owners.db")}`)), 60_000)

@@ -5,7 +5,7 @@ import { join } from "node:path"
 import type { RecordRetentionSettings } from "../src/config/ServerConfig.js"
 import { RecordRetention, RecordRetentionLive } from "../src/retention/RecordRetention.js"
 import { conversationMessages, finishedExecutions, historyEntries, prune, type Prunable } from "../src/retention/pruning.js"
-import { SqlLive } from "../src/storage/Sql.js"
+import { DatabaseLive } from "../src/Database.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { tempDir } from "./support/TestServer.js"
 
@@ -102,7 +102,7 @@ const withRetention = <A, E>(
 ) =>
   Effect.gen(function*() {
     const context = yield* Layer.build(
-      RecordRetentionLive(options.settings ?? SETTINGS, { every: options.every ?? "1 hour" }).pipe(Layer.provideMerge(SqlLive(yield* url)))
+      RecordRetentionLive(options.settings ?? SETTINGS, { every: options.every ?? "1 hour" }).pipe(Layer.provideMerge(DatabaseLive(yield* url)))
     )
     return yield* body(Context.get(context, SqlClient.SqlClient), Context.get(context, RecordRetention))
   }).pipe(Effect.scoped)

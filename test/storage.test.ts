@@ -3,7 +3,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { SqlLive, storageKind } from "../src/storage/Sql.js"
+import { DatabaseLive } from "../src/Database.js"
+import { storageKind } from "../src/storage/Sql.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { tempDir } from "./support/TestServer.js"
 
@@ -21,8 +22,8 @@ const roundTrip = (url: string) =>
       const rows = yield* sql<{ note: string }>`SELECT note FROM probe WHERE id = 1`
       return { migrations: Number(migrations[0].count), rows }
     })
-    yield* Effect.scoped(Layer.build(SqlLive(url)).pipe(Effect.flatMap((ctx) => Effect.provide(write, ctx))))
-    return yield* Effect.scoped(Layer.build(SqlLive(url)).pipe(Effect.flatMap((ctx) => Effect.provide(read, ctx))))
+    yield* Effect.scoped(Layer.build(DatabaseLive(url)).pipe(Effect.flatMap((ctx) => Effect.provide(write, ctx))))
+    return yield* Effect.scoped(Layer.build(DatabaseLive(url)).pipe(Effect.flatMap((ctx) => Effect.provide(read, ctx))))
   })
 
 describe("SQL store", () => {
@@ -42,7 +43,7 @@ describe("SQL store", () => {
         return { journal: journal.journal_mode, sync: sync.synchronous }
       })
       const settings = yield* Effect.scoped(
-        Layer.build(SqlLive(`file:${join(dir, "durable.db")}`)).pipe(Effect.flatMap((ctx) => Effect.provide(read, ctx)))
+        Layer.build(DatabaseLive(`file:${join(dir, "durable.db")}`)).pipe(Effect.flatMap((ctx) => Effect.provide(read, ctx)))
       )
       expect(settings).toEqual({ journal: "wal", sync: 2 })
     }))
@@ -66,7 +67,7 @@ describe("SQL store", () => {
 
   it.effect("an unreachable Postgres is a StorageError naming the cause, not a hang", () =>
     Effect.gen(function*() {
-      const exit = yield* Effect.exit(Effect.scoped(Layer.build(SqlLive("postgres://nobody@127.0.0.1:1/none"))))
+      const exit = yield* Effect.exit(Effect.scoped(Layer.build(DatabaseLive("postgres://nobody@127.0.0.1:1/none"))))
       expect(Exit.isFailure(exit)).toBe(true)
       if (Exit.isFailure(exit)) expect(String(exit.cause)).toMatch(/StorageError.*Storage unavailable: .*ECONNREFUSED/s)
     }), 20_000)

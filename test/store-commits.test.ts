@@ -3,7 +3,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer } from "effect"
 import { join } from "node:path"
 import { Worker } from "node:worker_threads"
-import { SqlLive } from "../src/storage/Sql.js"
+import { DatabaseLive } from "../src/Database.js"
 import { type CommitRequest, StoreCommits, StoreCommitsLive } from "../src/storage/StoreCommits.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { tempDir } from "./support/TestServer.js"
@@ -36,7 +36,7 @@ const commitsOn = (databaseUrl: string) =>
         threads.push(thread)
         return thread
       }
-    }).pipe(Layer.provideMerge(SqlLive(databaseUrl))))
+    }).pipe(Layer.provideMerge(DatabaseLive(databaseUrl))))
     return { commit: Context.get(context, StoreCommits).commit, sql: Context.get(context, SqlClient.SqlClient), threads }
   })
 

@@ -7,7 +7,7 @@ import { spanRow } from "../src/observability/spanRows.js"
 import { StoreWriter, StoreWriterLive } from "../src/observability/StoreWriter.js"
 import { TraceStore, TraceStoreLive } from "../src/observability/TraceStore.js"
 import { ObservabilitySql, ObservabilitySqlLive } from "../src/observability/ObservabilitySql.js"
-import { SqlLive } from "../src/storage/Sql.js"
+import { DatabaseLive } from "../src/Database.js"
 import { tempDir } from "./support/TestServer.js"
 
 const span = (traceId: string, spanId: string): SpanRecord => ({
@@ -32,7 +32,7 @@ describe("the observability writer thread", () => {
     Effect.gen(function*() {
       const url = `file:${join(yield* tempDir, "writer.db")}`
       const threads: Array<Worker> = []
-      const sql = ObservabilitySqlLive(url).pipe(Layer.provideMerge(SqlLive(url)))
+      const sql = ObservabilitySqlLive(url).pipe(Layer.provideMerge(DatabaseLive(url)))
       const context = yield* Layer.build(StoreWriterLive(url, {
         spawn: (script, workerData) => {
           const thread = new Worker(script, { workerData })
@@ -69,7 +69,7 @@ describe("the observability writer thread", () => {
       const layer = TraceStoreLive({ maxTraces: 1_000, maxAgeMs: 3_600_000 }, "test").pipe(
         Layer.provideMerge(StoreWriterLive(url)),
         Layer.provideMerge(ObservabilitySqlLive(url)),
-        Layer.provideMerge(SqlLive(url))
+        Layer.provideMerge(DatabaseLive(url))
       )
       const ended = (s: SpanRecord) => ({
         spanContext: () => ({ traceId: s.traceId, spanId: s.spanId }),
@@ -90,7 +90,7 @@ describe("the observability writer thread", () => {
         // Ended and the scope closed at once, before the writer's next round.
         store.processor.onEnd(ended(span("f2", "y")))
       }))
-      const reopened = yield* Layer.build(ObservabilitySqlLive(url).pipe(Layer.provide(SqlLive(url))))
+      const reopened = yield* Layer.build(ObservabilitySqlLive(url).pipe(Layer.provide(DatabaseLive(url))))
       expect(yield* Effect.provide(spanIds, reopened)).toEqual(["x", "y"])
     }))
 })

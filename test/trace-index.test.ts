@@ -5,8 +5,8 @@ import { Effect } from "effect"
 import { join } from "node:path"
 import type { SpanRecord } from "../src/observability/Span.js"
 import { listTraces, makeSpanIndexer, pruneTraces, traceCounts } from "../src/observability/traceIndex.js"
-import { migrations } from "../src/storage/migrations.js"
-import { SqlLive } from "../src/storage/Sql.js"
+import { serviceMigrations as migrations } from "../src/Database.js"
+import { DatabaseLive } from "../src/Database.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { tempDir } from "./support/TestServer.js"
 
@@ -107,13 +107,13 @@ describe("trace index", () => {
   it.scoped("SQLite: summaries, entity filters, pages, counts and retention", () =>
     Effect.gen(function*() {
       const url = `file:${join(yield* tempDir, "traces.db")}`
-      yield* Effect.provide(contract, SqlLive(url))
+      yield* Effect.provide(contract, DatabaseLive(url))
     }))
 
   it.scoped.skipIf(!postgresAvailable)("Postgres: summaries, entity filters, pages, counts and retention", () =>
     Effect.gen(function*() {
       const url = yield* freshPostgresDatabase
-      yield* Effect.provide(contract, SqlLive(url))
+      yield* Effect.provide(contract, DatabaseLive(url))
     }), 30_000)
 
   it.scoped("spans stored before the index existed are indexed by its migration", () =>
@@ -141,7 +141,7 @@ describe("trace index", () => {
       }).pipe(Effect.provide(SqliteClient.layer({ filename: url.slice("file:".length) })), Effect.scoped)
       const listed = yield* Effect.provide(
         Effect.flatMap(SqlClient.SqlClient, (sql) => listTraces(sql, { entityType: "agent", limit: 10, offset: 0 })),
-        SqlLive(url)
+        DatabaseLive(url)
       )
       expect(listed).toEqual({
         total: 1,

@@ -3,7 +3,7 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import { expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { join } from "node:path"
-import { migrations } from "../src/storage/migrations.js"
+import { serviceMigrations as migrations } from "../src/Database.js"
 import { fetchJson, json, tempDir, TestServer, TestServerLive } from "./support/TestServer.js"
 
 const BEFORE_EVENT_COUNTER = ["0001_agent_memory", "0002_workflow_executions", "0003_observability_spans"]

@@ -7,7 +7,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Redacted } from "effect"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
-import type * as SqlModule from "../../src/storage/Sql.js"
+import type * as DatabaseModule from "../../src/Database.js"
 import type * as StoreModule from "../../src/workflows/ExecutionStore.js"
 import { printableUrl } from "./lab.js"
 import { REPO_ROOT } from "./processes.js"
@@ -15,8 +15,8 @@ import { REPO_ROOT } from "./processes.js"
 const fromDist = <M>(path: string): Promise<M> => import(pathToFileURL(join(REPO_ROOT, "dist", path)).href) as Promise<M>
 
 const sqlLayer = async (databaseFile: string) => {
-  const { SqlLive } = await fromDist<typeof SqlModule>("storage/Sql.js")
-  return SqlLive(`file:${databaseFile}`)
+  const { DatabaseLive } = await fromDist<typeof DatabaseModule>("Database.js")
+  return DatabaseLive(`file:${databaseFile}`)
 }
 
 const SEED_BATCH = 1_000

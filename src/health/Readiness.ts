@@ -2,7 +2,8 @@ import { SqlClient } from "@effect/sql"
 import { Context, Duration, Effect, Layer } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { ServiceUnavailable } from "../errors.js"
-import { latestMigrationId, MIGRATIONS_TABLE } from "../storage/Sql.js"
+import { latestMigrationId, Migrations } from "../storage/Migrations.js"
+import { MIGRATIONS_TABLE } from "../storage/Sql.js"
 import { Lifecycle } from "./Lifecycle.js"
 
 /** A store slower than this to answer one tiny query is as good as unreachable to a load balancer. */
@@ -24,6 +25,7 @@ export const ReadinessLive = Layer.effect(
     const sql = yield* SqlClient.SqlClient
     const lifecycle = yield* Lifecycle
     const { instanceId } = yield* ServerConfig
+    const latest = latestMigrationId(yield* Migrations)
     // One statement answers both questions: the store is reachable and the migrations are applied (an
     // instance of a newer build may have applied more). Probes come every few seconds from every load
     // balancer, so the query is not a span of its own; the request is.
@@ -39,8 +41,8 @@ export const ReadinessLive = Layer.effect(
     const check = Effect.gen(function*() {
       if (yield* lifecycle.draining) return yield* new ServiceUnavailable({ message: "Instance is draining (shutting down)" })
       const applied = yield* appliedMigration
-      if (applied < latestMigrationId) {
-        return yield* new ServiceUnavailable({ message: `Migrations not done: ${applied} of ${latestMigrationId} applied` })
+      if (applied < latest) {
+        return yield* new ServiceUnavailable({ message: `Migrations not done: ${applied} of ${latest} applied` })
       }
       return { status: "ready" as const, instanceId }
     })

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { Migration } from "../storage/Migrations.js"
 
 /** Finished spans; a trace is the set of spans sharing a trace id. */
 export const createSpanTable = Effect.gen(function*() {
@@ -127,3 +128,15 @@ export const addSpanInstance = Effect.gen(function*() {
     orElse: () => Effect.void
   })
 })
+
+/**
+ * This feature's migrations of the service's database (on SQLite the rows live in a file of their own,
+ * migrated by ObservabilitySql; these create the tables there too, and on Postgres).
+ */
+export const observabilityMigrations: Record<string, Migration> = {
+  "0003_observability_spans": createSpanTable,
+  "0005_observability_trace_index": createTraceIndex,
+  "0008_observability_unread_span_indexes": dropUnreadSpanIndexes,
+  "0011_observability_logs": createLogTable,
+  "0012_observability_span_instance": addSpanInstance
+}

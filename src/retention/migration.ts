@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { Migration } from "../storage/Migrations.js"
 
 /**
  * What the background pruning (RecordRetention) walks, oldest first, a batch at a time: finished
@@ -15,3 +16,7 @@ export const createRetentionIndexes = Effect.gen(function*() {
   yield* sql`CREATE INDEX agent_messages_by_created ON agent_messages (created_at, id)`
   yield* sql`CREATE INDEX agent_history_by_start ON agent_history (start_time, id)`
 })
+
+export const retentionMigrations: Record<string, Migration> = {
+  "0014_retention_indexes": createRetentionIndexes
+}

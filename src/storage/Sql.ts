@@ -3,7 +3,7 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Effect, Layer, Redacted, Schema } from "effect"
 import { mkdirSync } from "node:fs"
 import { dirname } from "node:path"
-import { migrations } from "./migrations.js"
+import { Migrations } from "./Migrations.js"
 
 export const DEFAULT_DATABASE_URL = "file:./.data/service.db"
 
@@ -51,7 +51,7 @@ const clientLayer = (url: string): Layer.Layer<SqlClient.SqlClient, unknown> => 
  */
 const fullSync = Effect.flatMap(SqliteClient.SqliteClient, (sql) => sql.unsafe("PRAGMA synchronous = FULL"))
 
-const runMigrator = Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
+const runMigrator = Effect.flatMap(Migrations, (migrations) => Migrator.make({})({ loader: Migrator.fromRecord(migrations) }))
 
 /**
  * The advisory lock (two-key form, in a namespace of its own apart from the instance locks of
@@ -82,17 +82,14 @@ const migrate = Effect.flatMap(SqlClient.SqlClient, (sql) =>
     orElse: () => runMigrator
   }))
 
-/** The id of the newest migration this build knows (the number its name starts with). */
-export const latestMigrationId = Math.max(...Object.keys(migrations).map((name) => Number.parseInt(name, 10)))
-
 /** The table the migrator records applied migrations in (@effect/sql's default). */
 export const MIGRATIONS_TABLE = "effect_sql_migrations"
 
 /**
- * The service's SQL store: SQLite (`file:path`, the default) or Postgres (`postgres://...`), migrated
- * before anything uses it.
+ * A SQL store: SQLite (`file:path`, the default) or Postgres (`postgres://...`), brought to the
+ * `Migrations` in context before anything uses it (the service's: src/Database.ts).
  */
-export const SqlLive = (url: string = DEFAULT_DATABASE_URL): Layer.Layer<SqlClient.SqlClient, StorageError> =>
+export const SqlLive = (url: string = DEFAULT_DATABASE_URL): Layer.Layer<SqlClient.SqlClient, StorageError, Migrations> =>
   Layer.effectDiscard(migrate).pipe(
     Layer.provideMerge(clientLayer(url)),
     Layer.mapError((error) =>

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { Migration } from "../storage/Migrations.js"
 
 /**
  * Executions (the checkpoint: next step, its input, every step's output) and their event log, numbered
@@ -138,3 +139,13 @@ export const addDefinitionHashes = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`ALTER TABLE workflow_executions ADD COLUMN definition_hash TEXT`
 })
+
+/** This feature's migrations (its half of 0013 is joined with agent memory's at src/Database.ts). */
+export const workflowMigrations: Record<string, Migration> = {
+  "0002_workflow_executions": createWorkflowTables,
+  "0004_workflow_event_counter": addWorkflowEventCounter,
+  "0006_workflow_listing_indexes": createListingIndexes,
+  "0009_workflow_execution_owners": addExecutionOwners,
+  "0010_workflow_idempotency_keys": createIdempotencyKeys,
+  "0016_workflow_definition_hash": addDefinitionHashes
+}

@@ -1,5 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
+import type { Migration } from "../../storage/Migrations.js"
 
 /** Conversation messages and the per-agent call history. JSON is stored as text on both dialects. */
 export const createAgentTables = Effect.gen(function*() {
@@ -44,3 +45,8 @@ export const addConversationOwnerIndexes = Effect.gen(function*() {
   yield* sql`CREATE INDEX agent_messages_by_owner ON agent_messages (agent_id, user_id, conversation_id, id)`
   yield* sql`CREATE INDEX agent_history_by_owner_conversation ON agent_history (agent_id, user_id, conversation_id, start_time)`
 })
+
+/** This feature's migrations (its half of 0013 is joined with the workflows' at src/Database.ts). */
+export const memoryMigrations: Record<string, Migration> = {
+  "0001_agent_memory": createAgentTables
+}

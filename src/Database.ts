@@ -1,0 +1,22 @@
+import { Effect, Layer } from "effect"
+import { addConversationOwnerIndexes, memoryMigrations } from "./agents/memory/migration.js"
+import { observabilityMigrations } from "./observability/migration.js"
+import { retentionMigrations } from "./retention/migration.js"
+import { type Migration, Migrations } from "./storage/Migrations.js"
+import { SqlLive } from "./storage/Sql.js"
+import { addExecutionUsers, workflowMigrations } from "./workflows/migration.js"
+
+/** The service's schema: every feature's migrations, in the order of their ids. */
+export const serviceMigrations: Readonly<Record<string, Migration>> = {
+  ...memoryMigrations,
+  ...workflowMigrations,
+  ...observabilityMigrations,
+  ...retentionMigrations,
+  // Released as one migration over two features' tables, so it stays one.
+  "0013_record_owners": Effect.zipRight(addExecutionUsers, addConversationOwnerIndexes)
+}
+
+export const ServiceMigrationsLive = Layer.succeed(Migrations, serviceMigrations)
+
+/** The service's database at `url`, migrated; `Migrations` stays in context for the readiness check. */
+export const DatabaseLive = (url?: string) => SqlLive(url).pipe(Layer.provideMerge(ServiceMigrationsLive))
