@@ -3,7 +3,7 @@
  * Effect program (see README "Embedding").
  */
 export { defineApp, type ServiceApp } from "./App.js"
-export { loadConfig } from "./config/cli.js"
+export { loadConfig } from "./cli.js"
 export { StartupError } from "./config/StartupError.js"
 export {
   ConfigFile,

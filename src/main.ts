@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { NodeRuntime } from "@effect/platform-node"
 import { Cause, Console, Effect, Exit, Layer, Logger, Option } from "effect"
-import { parseCommandLine } from "./config/cli.js"
+import { parseCommandLine } from "./cli.js"
 import { StartupError } from "./config/StartupError.js"
 import { exampleApp } from "./examples/app.js"
 import { consoleLoggerOf } from "./observability/consoleTraceIds.js"

@@ -54,6 +54,11 @@ describe("the house", () => {
     expect(violations((file) => file.startsWith("src/storage/"), feature)).toEqual([])
   })
 
+  it("configuration imports no feature: each reads its own section", () => {
+    const feature = (target: string) => !/^src\/(config|storage)\//.test(target)
+    expect(violations((file) => file.startsWith("src/config/"), feature)).toEqual([])
+  })
+
   it("the package entry does not export the example app", () => {
     expect(importsOf("src/index.ts").filter((target) => target.startsWith("src/examples/"))).toEqual([])
   })

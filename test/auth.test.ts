@@ -1,12 +1,12 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option, Redacted, Schema } from "effect"
 import { exportSPKI, generateKeyPair, SignJWT } from "jose"
 import { defineAgent } from "../src/agents/Agent.js"
 import { defineApp } from "../src/App.js"
 import { makeAuthPolicy } from "../src/auth/AuthPolicy.js"
-import type { AuthSettings, JwtSettings } from "../src/auth/AuthSettings.js"
+import type { AuthSettings, JwtSettings } from "../src/config/AuthSettings.js"
 import { compilePublicRoutes } from "../src/auth/publicRoutes.js"
 import { add, getWeather, whoami } from "../src/examples/tools.js"
 import { approval } from "../src/examples/workflows.js"
@@ -59,7 +59,7 @@ const app = defineApp({ agents: [spy], tools: [whoami], workflows: [approval, us
 
 const jwt = (settings: Partial<JwtSettings> = {}): AuthSettings => ({
   production: false,
-  jwt: { secret: SECRET, defaultPrivate: false, publicRoutes: [], ...settings }
+  jwt: { secret: Redacted.make(SECRET), defaultPrivate: false, publicRoutes: [], ...settings }
 })
 
 const bearer = (token?: string): Record<string, string> => (token === undefined ? {} : { authorization: `Bearer ${token}` })
@@ -215,7 +215,7 @@ layer(
 })
 
 layer(
-  TestServerLive({ app, config: { auth: jwt({ secret: RSA_PEM }) } }),
+  TestServerLive({ app, config: { auth: jwt({ secret: Redacted.make(RSA_PEM) }) } }),
   { excludeTestServices: true }
 )("JWT verified with an RSA public key", (it) => {
   it.effect("RS256 tokens pass; an HS256 token signed with the public key as HMAC secret is refused", () =>
@@ -280,9 +280,9 @@ describe("console access policy", () => {
   it("is open outside production, keyed in production, closed in production without a key", async () => {
     expect(await outcome({ production: false })).toBe("ok")
     expect(await outcome({ production: false, jwt: jwt().jwt })).toBe("ok")
-    expect(await outcome({ production: true, consoleKey: "k3y" }, "k3y")).toBe("ok")
-    expect(await outcome({ production: true, consoleKey: "k3y" })).toBe("Console access key required")
-    expect(await outcome({ production: true, consoleKey: "k3y" }, "wrong")).toBe("Invalid console access key")
+    expect(await outcome({ production: true, consoleKey: Redacted.make("k3y") }, "k3y")).toBe("ok")
+    expect(await outcome({ production: true, consoleKey: Redacted.make("k3y") })).toBe("Console access key required")
+    expect(await outcome({ production: true, consoleKey: Redacted.make("k3y") }, "wrong")).toBe("Invalid console access key")
     expect(await outcome({ production: true }, "anything")).toMatch(/^Console access is disabled/)
   })
 })

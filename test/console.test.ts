@@ -1,5 +1,5 @@
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Redacted } from "effect"
 import { SignJWT } from "jose"
 import { mkdirSync } from "node:fs"
 import type { Browser, Page } from "playwright-core"
@@ -272,8 +272,8 @@ layer(TestServerLive({
     production: true,
     auth: {
       production: true,
-      consoleKey: CONSOLE_KEY,
-      jwt: { secret: SECRET, defaultPrivate: true, publicRoutes: [] }
+      consoleKey: Redacted.make(CONSOLE_KEY),
+      jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [] }
     }
   }
 }), { excludeTestServices: true })("Console with JWT and a console key", (it) => {

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer, type Vitest } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
 import { SignJWT } from "jose"
 import { defineAgent } from "../src/agents/Agent.js"
 import { builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
@@ -139,7 +139,7 @@ const notes = defineAgent({
   memory: true
 })
 const ownedApp = defineApp({ agents: [notes], workflows: [approval] })
-const jwtConfig = { auth: { production: false, jwt: { secret: SECRET, defaultPrivate: true, publicRoutes: [] } } }
+const jwtConfig = { auth: { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [] } } }
 const as = (who: Who | undefined, method: string, body?: unknown): RequestInit => ({
   method,
   headers: { "content-type": "application/json", ...(who === undefined ? {} : { authorization: `Bearer ${tokens[who]}` }) },

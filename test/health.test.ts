@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
-import type { AuthSettings } from "../src/auth/AuthSettings.js"
+import type { AuthSettings } from "../src/config/AuthSettings.js"
 import { Lifecycle } from "../src/health/Lifecycle.js"
 import { serviceMigrations } from "../src/Database.js"
 import { latestMigrationId as latestOf } from "../src/storage/Migrations.js"
@@ -14,7 +14,7 @@ const service = <I, S>(tag: Context.Tag<I, S>) =>
 
 const defaultPrivateJwt: AuthSettings = {
   production: false,
-  jwt: { secret: "a-long-shared-secret-for-tests-only", defaultPrivate: true, publicRoutes: [] }
+  jwt: { secret: Redacted.make("a-long-shared-secret-for-tests-only"), defaultPrivate: true, publicRoutes: [] }
 }
 
 describe("GET /health and GET /ready", () => {

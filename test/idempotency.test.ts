@@ -1,6 +1,6 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { SignJWT } from "jose"
 import { defineApp } from "../src/App.js"
 import { approval, pipeline, slow } from "../src/examples/workflows.js"
@@ -325,7 +325,7 @@ layer(TestServerLive({ app, config: ttlConfig(1_000) }), { excludeTestServices: 
 const SECRET = "a-long-shared-secret-for-idempotency-tests"
 const token = (sub: string) =>
   new SignJWT({ sub }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(new TextEncoder().encode(SECRET))
-const auth = { production: false, jwt: { secret: SECRET, defaultPrivate: false, publicRoutes: [] } }
+const auth = { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: false, publicRoutes: [] } }
 
 layer(TestServerLive({ app, config: { auth } }), { excludeTestServices: true })("Idempotency-Key per caller", (it) => {
   it.effect("with authentication, each JWT subject has its own keys; the same subject shares them", () =>

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Either } from "effect"
-import { makeModel, modelName, resolveModelSettings } from "../src/agents/models/ModelSettings.js"
+import { Effect, Either, Redacted } from "effect"
+import { makeModel, modelName } from "../src/agents/models/providerModel.js"
+import { resolveModelSettings } from "../src/config/ModelSettings.js"
 
 describe("model settings from the environment", () => {
   it("defaults to the built-in model", () => {
@@ -15,17 +16,19 @@ describe("model settings from the environment", () => {
       model: "llama3",
       baseUrl: "http://h/v1"
     })
-    expect(Either.getOrThrow(resolveModelSettings({ OPENAI_API_KEY: "sk" }))).toMatchObject({
-      provider: "openai",
-      model: "gpt-4o-mini",
-      apiKey: "sk"
-    })
-    expect(Either.getOrThrow(resolveModelSettings({ ANTHROPIC_API_KEY: "ak" }))).toMatchObject({
-      provider: "anthropic",
-      apiKey: "ak"
-    })
-    expect(Either.getOrThrow(resolveModelSettings({ AI_PROVIDER: "openai", AI_API_KEY: "k", OPENAI_API_KEY: "o" })).apiKey)
-      .toBe("k")
+    const key = (env: Record<string, string>) => Redacted.value(Either.getOrThrow(resolveModelSettings(env)).apiKey!)
+    expect(Either.getOrThrow(resolveModelSettings({ OPENAI_API_KEY: "sk" }))).toMatchObject({ provider: "openai", model: "gpt-4o-mini" })
+    expect(key({ OPENAI_API_KEY: "sk" })).toBe("sk")
+    expect(Either.getOrThrow(resolveModelSettings({ ANTHROPIC_API_KEY: "ak" }))).toMatchObject({ provider: "anthropic" })
+    expect(key({ ANTHROPIC_API_KEY: "ak" })).toBe("ak")
+    expect(key({ AI_PROVIDER: "openai", AI_API_KEY: "k", OPENAI_API_KEY: "o" })).toBe("k")
+  })
+
+  it("keeps the key redacted: printing or serialising the settings never shows it", () => {
+    const settings = Either.getOrThrow(resolveModelSettings({ AI_PROVIDER: "openai", AI_API_KEY: "sk-live-secret" }))
+    expect(JSON.stringify(settings)).not.toContain("sk-live-secret")
+    expect(String(settings.apiKey)).not.toContain("sk-live-secret")
+    expect(JSON.stringify(settings)).toContain("redacted")
   })
 
   it("says which variable is wrong", () => {

@@ -1,5 +1,5 @@
 import { expect, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import type { IncomingMessage } from "node:http"
 import WebSocket from "ws"
 import { exportSPKI, generateKeyPair, SignJWT } from "jose"
@@ -233,7 +233,7 @@ layer(
   TestServerLive({
     config: {
       production: true,
-      auth: { production: true, consoleKey: "console-key", jwt: { secret: publicKey, defaultPrivate: false, publicRoutes: [] } }
+      auth: { production: true, consoleKey: Redacted.make("console-key"), jwt: { secret: Redacted.make(publicKey), defaultPrivate: false, publicRoutes: [] } }
     }
   }),
   { excludeTestServices: true }

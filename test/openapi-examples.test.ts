@@ -1,6 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import Ajv2020 from "ajv/dist/2020.js"
-import { Effect, Schema } from "effect"
+import { Effect, Redacted, Schema } from "effect"
 import { SignJWT } from "jose"
 import { existsSync } from "node:fs"
 import { request as httpRequest } from "node:http"
@@ -180,7 +180,7 @@ const errorApp = defineApp({ ...exampleApp, tools: [...exampleApp.tools, boom], 
 layer(
   TestServerLive({
     app: errorApp,
-    config: { bodyLimit: 4096, auth: { production: false, jwt: { secret: SECRET, defaultPrivate: true, publicRoutes: [] } } }
+    config: { bodyLimit: 4096, auth: { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [] } } }
   }),
   { excludeTestServices: true }
 )("error responses in /doc", (it) => {

@@ -1,7 +1,7 @@
 import { expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { defineApp } from "../src/App.js"
-import { makeModel } from "../src/agents/models/ModelSettings.js"
+import { makeModel } from "../src/agents/models/providerModel.js"
 import { assistant } from "../src/examples/agents.js"
 import { exampleApp } from "../src/examples/app.js"
 import { FakeProvider, FakeProviderLive, fakeModelSettings } from "./support/fakeProvider.js"

@@ -2,13 +2,13 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { LanguageModelV3 } from "@ai-sdk/provider"
 import { describe, expect, it, layer, type Vitest } from "@effect/vitest"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SignJWT } from "jose"
 import { type AgentCallContext, defineAgent } from "../src/agents/Agent.js"
 import { builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
 import { defineApp } from "../src/App.js"
 import { makeAuthPolicy } from "../src/auth/AuthPolicy.js"
-import type { AuthSettings } from "../src/auth/AuthSettings.js"
+import type { AuthSettings } from "../src/config/AuthSettings.js"
 import { ConfigFile, resolveServerConfig } from "../src/config/ServerConfig.js"
 import { approval } from "../src/examples/workflows.js"
 import { workflow } from "../src/workflows/Workflow.js"
@@ -62,7 +62,7 @@ const whoAmI = workflow({ id: "whoami", name: "Who am I", purpose: "Shows the ow
 const app = defineApp({ agents: [notes], workflows: [approval, whoAmI] })
 
 const auth = (defaultPrivate: boolean): { auth: AuthSettings } => ({
-  auth: { production: false, jwt: { secret: SECRET, defaultPrivate, publicRoutes: [], admin: { claim: "roles", value: "admin" } } }
+  auth: { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate, publicRoutes: [], admin: { claim: "roles", value: "admin" } } }
 })
 
 const request = (method: string, body?: unknown, who?: Who): RequestInit => ({
@@ -228,7 +228,7 @@ const matrix = (it: Vitest.MethodsNonLive<TestServer, true>) => {
 describe("the admin rule", () => {
   const callerFor = (claims: Record<string, unknown>, admin?: { claim: string; value: string }) =>
     Effect.flatMap(Effect.promise(() => sign(claims)), (token) =>
-      makeAuthPolicy({ production: false, jwt: { secret: SECRET, defaultPrivate: true, publicRoutes: [], admin } })
+      makeAuthPolicy({ production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [], admin } })
         .authorizeCaller({ routeClass: "execution", method: "GET", path: "/x", token: Option.some(token), consoleKey: Option.none() }))
 
   it.effect("defaults to role: admin; a configured claim counts when it holds the value, alone or in an array", () =>

@@ -1,7 +1,7 @@
 import { NodeSocket } from "@effect/platform-node"
 import { RpcClient, RpcSerialization } from "@effect/rpc"
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Chunk, Effect, Layer, Option, Schedule, Stream } from "effect"
+import { Chunk, Effect, Layer, Option, Redacted, Schedule, Stream } from "effect"
 import { SignJWT } from "jose"
 import { join } from "node:path"
 import WebSocket from "ws"
@@ -198,7 +198,7 @@ const sign = (sub: string) =>
 const tokens = { alice: await sign("alice"), bob: await sign("bob") }
 
 describe("RPC at /rpc under JWT", () => {
-  const auth = { production: false, jwt: { secret: SECRET, defaultPrivate: false, publicRoutes: [] } }
+  const auth = { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: false, publicRoutes: [] } }
   layer(TestServerLive({ config: { auth } }), { excludeTestServices: true })((it) => {
     it.scoped("no or an invalid token is Unauthorized; another user's execution is not found to re-attach", () =>
       Effect.gen(function*() {
@@ -223,7 +223,7 @@ describe("RPC at /rpc under JWT", () => {
 
 describe("RPC at /rpc in production", () => {
   const consoleKey = "a-console-key-for-the-rpc-tests"
-  const config = { production: true, auth: { production: true, consoleKey } }
+  const config = { production: true, auth: { production: true, consoleKey: Redacted.make(consoleKey) } }
   layer(TestServerLive({ config }), { excludeTestServices: true })((it) => {
     it.scoped("LiveLogs needs the console key, as /ws/logs does", () =>
       Effect.gen(function*() {

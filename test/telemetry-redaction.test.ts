@@ -1,5 +1,5 @@
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { randomBytes } from "node:crypto"
 import WebSocket from "ws"
 import { defineApp } from "../src/App.js"
@@ -39,7 +39,7 @@ const Served = Layer.unwrapScoped(Effect.gen(function*() {
   return Layer.merge(
     TestServerLive({
       app: defineApp({ ...exampleApp, tools: [...exampleApp.tools, bloat, note] }),
-      config: { production: true, otlpEndpoint: received.url, auth: { production: true, consoleKey: CONSOLE_KEY } }
+      config: { production: true, otlpEndpoint: received.url, auth: { production: true, consoleKey: Redacted.make(CONSOLE_KEY) } }
     }),
     Layer.succeed(Otlp, { bodies: received.texts })
   )

@@ -9,7 +9,7 @@ import type * as Generation from "./generation/Generation.js"
 import { DEFAULTS } from "./generation/settings.js"
 import { type HistoryQuery, MemoryStore, type Owner } from "./memory/MemoryStore.js"
 import { DefaultModel } from "./models/DefaultModel.js"
-import { modelName } from "./models/ModelSettings.js"
+import { modelName } from "./models/providerModel.js"
 
 export type { CallRequest, ObjectEvent, StreamEvent } from "./generation/Generation.js"
 

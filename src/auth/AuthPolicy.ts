@@ -1,7 +1,7 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { Unauthorized } from "../errors.js"
-import type { AuthSettings } from "./AuthSettings.js"
+import type { AuthSettings } from "../config/AuthSettings.js"
 import { makeJwtVerifier } from "./Jwt.js"
 import { anonymousCaller, authenticatedCaller, type Caller, DEFAULT_ADMIN_RULE, SHARED_CALLER } from "./Ownership.js"
 import { compilePublicRoutes } from "./publicRoutes.js"
@@ -30,7 +30,7 @@ export class AuthPolicy extends Context.Tag("AuthPolicy")<AuthPolicy, {
 const digest = (text: string) => createHash("sha256").update(text).digest()
 
 /** Compares in constant time (over fixed-length digests, so the length does not leak either). */
-const sameKey = (given: string, expected: string) => timingSafeEqual(digest(given), digest(expected))
+const sameKey = (given: string, expected: Redacted.Redacted<string>) => timingSafeEqual(digest(given), digest(Redacted.value(expected)))
 
 export const bearerToken = (authorization: string | undefined): Option.Option<string> => {
   if (authorization === undefined) return Option.none()

@@ -1,14 +1,13 @@
-import { Effect } from "effect"
+import { Effect, Redacted } from "effect"
 import { errors, jwtVerify } from "jose"
 import { createPublicKey, type KeyObject } from "node:crypto"
 import { Unauthorized } from "../errors.js"
-import type { JwtSettings } from "./AuthSettings.js"
+import { isPublicKey, type JwtSettings } from "../config/AuthSettings.js"
 
 const HMAC = ["HS256", "HS384", "HS512"]
 const RSA = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512"]
 const CURVES: Record<string, string> = { prime256v1: "ES256", secp384r1: "ES384", secp521r1: "ES512" }
 
-const isPem = (secret: string) => /-----BEGIN [A-Z ]*PUBLIC KEY-----/.test(secret)
 
 /** The algorithms a public key can verify: its own family only. */
 const familyOf = (key: KeyObject): ReadonlyArray<string> => {
@@ -37,7 +36,8 @@ export interface JwtVerifier {
  * Throws at start-up when the key cannot be read.
  */
 export const makeJwtVerifier = (settings: JwtSettings): JwtVerifier => {
-  const key = isPem(settings.secret) ? createPublicKey(settings.secret) : new TextEncoder().encode(settings.secret)
+  const secret = Redacted.value(settings.secret)
+  const key = isPublicKey(settings.secret) ? createPublicKey(secret) : new TextEncoder().encode(secret)
   const defaults = key instanceof Uint8Array ? ["HS256"] : familyOf(key)
   const algorithms = [...(settings.algorithms ?? defaults)].filter((alg) =>
     key instanceof Uint8Array ? HMAC.includes(alg) : familyOf(key).includes(alg)

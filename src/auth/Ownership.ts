@@ -1,11 +1,9 @@
 import { Effect } from "effect"
 import { Forbidden } from "../errors.js"
 
-/** The claim (or role) that makes a caller an administrator: `auth.admin` in the config file. */
-export interface AdminRule {
-  readonly claim: string
-  readonly value: string
-}
+import type { AdminRule } from "../config/AuthSettings.js"
+
+export type { AdminRule }
 
 export const DEFAULT_ADMIN_RULE: AdminRule = { claim: "role", value: "admin" }
 

@@ -1,8 +1,8 @@
-import { Context, Either, LogLevel, Schema } from "effect"
+import { Context, Either, LogLevel, Redacted, Schema } from "effect"
 import { readFileSync } from "node:fs"
 import { hostname } from "node:os"
-import { type ModelSettings, resolveModelSettings } from "../agents/models/ModelSettings.js"
-import { AuthConfigFile, type AuthSettings } from "../auth/AuthSettings.js"
+import { type ModelSettings, resolveModelSettings } from "./ModelSettings.js"
+import { AuthConfigFile, type AuthSettings } from "./AuthSettings.js"
 import { DEFAULT_DATABASE_URL } from "../storage/Sql.js"
 
 export const DEFAULT_PORT = 3141
@@ -233,13 +233,13 @@ const resolveAuth = (
   if (auth !== undefined && secret === undefined) throw new Error("auth: needs secret or publicKeyFile (or JWT_SECRET)")
   // An empty secret would turn authentication on and then refuse every token.
   if (secret === "") throw new Error("JWT_SECRET is empty: unset it to run without authentication, or give it a secret")
-  const consoleKey = env.SERVICE_CONSOLE_ACCESS_KEY || undefined
+  const consoleKey = env.SERVICE_CONSOLE_ACCESS_KEY ? Redacted.make(env.SERVICE_CONSOLE_ACCESS_KEY) : undefined
   if (secret === undefined) return { production, consoleKey }
   return {
     production,
     consoleKey,
     jwt: {
-      secret,
+      secret: Redacted.make(secret),
       defaultPrivate: auth?.defaultPrivate ?? false,
       publicRoutes: auth?.publicRoutes ?? [],
       admin: auth?.admin,

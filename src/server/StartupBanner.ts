@@ -1,7 +1,7 @@
 import { HttpServer } from "@effect/platform"
 import { Effect, Layer } from "effect"
-import type { ModelSettings } from "../agents/models/ModelSettings.js"
-import type { AuthSettings } from "../auth/AuthSettings.js"
+import type { ModelSettings } from "../config/ModelSettings.js"
+import { type AuthSettings, isPublicKey } from "../config/AuthSettings.js"
 import type { ServerConfigShape } from "../config/ServerConfig.js"
 import { sqliteFile, storageKind } from "../storage/Sql.js"
 
@@ -38,7 +38,7 @@ const describeAuth = (auth: AuthSettings): string => {
     ? "console routes closed (production without SERVICE_CONSOLE_ACCESS_KEY)"
     : "console routes need x-console-access-key"
   if (auth.jwt === undefined) return `none, every route is public; ${console}`
-  const key = auth.jwt.secret.startsWith("-----BEGIN") ? "public key" : "shared secret"
+  const key = isPublicKey(auth.jwt.secret) ? "public key" : "shared secret"
   const scope = auth.jwt.defaultPrivate
     ? `every route needs a bearer token except ${auth.jwt.publicRoutes.length} public routes`
     : "execution routes need a bearer token"

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import type { ModelSettings } from "../../src/agents/models/ModelSettings.js"
+import type { ModelSettings } from "../../src/config/ModelSettings.js"
 import type { ServiceApp } from "../../src/App.js"
 import { type FakeOpenAI, startFakeOpenAI } from "../../scripts/fake-openai.js"
 import { TestServerLive } from "./TestServer.js"

@@ -1,6 +1,7 @@
 import type { LanguageModelV3 } from "@ai-sdk/provider"
 import { Context, Layer } from "effect"
-import { makeModel, type ModelSettings } from "./ModelSettings.js"
+import type { ModelSettings } from "../../config/ModelSettings.js"
+import { makeModel } from "./providerModel.js"
 
 /** The model agents use unless they name their own. */
 export class DefaultModel extends Context.Tag("DefaultModel")<DefaultModel, LanguageModelV3>() {}

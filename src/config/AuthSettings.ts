@@ -1,5 +1,10 @@
-import { Schema } from "effect"
-import type { AdminRule } from "./Ownership.js"
+import { Redacted, Schema } from "effect"
+
+/** The claim (or role) that makes a caller an administrator: `auth.admin` in the config file. */
+export interface AdminRule {
+  readonly claim: string
+  readonly value: string
+}
 
 /** The `auth` section of the config file. */
 export const AuthConfigFile = Schema.Struct({
@@ -23,7 +28,7 @@ export type AuthConfigFile = typeof AuthConfigFile.Type
 
 /** JWT authentication as configured; `secret` is a shared secret or a PEM public key. */
 export interface JwtSettings {
-  readonly secret: string
+  readonly secret: Redacted.Redacted<string>
   readonly defaultPrivate: boolean
   readonly publicRoutes: ReadonlyArray<string>
   readonly algorithms?: ReadonlyArray<string> | undefined
@@ -35,9 +40,13 @@ export interface JwtSettings {
   readonly mapUser?: ((claims: Record<string, unknown>) => unknown) | undefined
 }
 
+/** Whether the configured secret is a PEM public key (asymmetric tokens) rather than a shared secret. */
+export const isPublicKey = (secret: Redacted.Redacted<string>): boolean =>
+  /-----BEGIN [A-Z ]*PUBLIC KEY-----/.test(Redacted.value(secret))
+
 export interface AuthSettings {
   /** None: every route is public (except console routes in production). */
   readonly jwt?: JwtSettings | undefined
   readonly production: boolean
-  readonly consoleKey?: string | undefined
+  readonly consoleKey?: Redacted.Redacted<string> | undefined
 }

@@ -1,9 +1,9 @@
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { readFileSync } from "node:fs"
 import { parseArgs } from "node:util"
-import { makeJwtVerifier } from "../auth/Jwt.js"
-import { ConfigFile, resolveServerConfig, type ServerConfigShape } from "./ServerConfig.js"
-import { StartupError } from "./StartupError.js"
+import { makeJwtVerifier } from "./auth/Jwt.js"
+import { ConfigFile, resolveServerConfig, type ServerConfigShape } from "./config/ServerConfig.js"
+import { StartupError } from "./config/StartupError.js"
 
 const usage = "usage: node dist/main.js [--port N] [--host H] [--config file.json] [--help]"
 
