@@ -1,10 +1,11 @@
-import type { Effect, Schema } from "effect"
+import { Data, type Schema } from "effect"
+import type { UserResult } from "../userCode.js"
 
 /** Thrown (or failed/died with) by `suspend`: the execution parks at the current step. */
-export class SuspendSignal {
-  readonly _tag = "SuspendSignal"
-  constructor(readonly reason: string, readonly data: unknown) {}
-}
+export class SuspendSignal extends Data.TaggedError("SuspendSignal")<{
+  readonly reason: string
+  readonly data: unknown
+}> {}
 
 export const isSuspendSignal = (value: unknown): value is SuspendSignal => value instanceof SuspendSignal
 
@@ -31,8 +32,7 @@ export interface StepContext<Data = unknown, Input = unknown> {
   readonly signal: AbortSignal
 }
 
-export type StepResult<A> = Effect.Effect<A, unknown> | PromiseLike<A> | A
-export type StepFn<A = unknown> = (context: StepContext<any, any>) => StepResult<A>
+export type StepFn<A = unknown> = (context: StepContext<any, any>) => UserResult<A>
 
 interface StepMeta {
   readonly id: string
