@@ -1,4 +1,5 @@
 import { Effect, Either, JSONSchema, ParseResult, Schema } from "effect"
+import { checkDefinitionId } from "../definitionId.js"
 import type { Issue } from "../errors.js"
 import * as JsonSchemaValidator from "../json-schema/JsonSchemaValidator.js"
 import type { JsonSchema } from "../json-schema/JsonSchemaValidator.js"
@@ -34,17 +35,13 @@ interface ToolOptions<P> {
   readonly parameters: P
 }
 
-const NAME = /^[a-zA-Z0-9_-]{1,64}$/
-
 const make = (
   options: ToolOptions<unknown>,
   parameters: JsonSchema,
   decode: Tool["decode"],
   execute: ToolExecute<any>
 ): Tool => {
-  if (!NAME.test(options.name)) {
-    throw new Error(`Tool name "${options.name}" must match ${NAME}`)
-  }
+  checkDefinitionId("Tool name", options.name)
   return {
     name: options.name,
     description: options.description,

@@ -1,4 +1,5 @@
 import { Data, type Schema } from "effect"
+import { checkDefinitionId } from "../definitionId.js"
 import type { UserResult } from "../userCode.js"
 
 /** Thrown (or failed/died with) by `suspend`: the execution parks at the current step. */
@@ -92,11 +93,9 @@ export interface WorkflowBuilder extends WorkflowDefinition {
   readonly andWorkflow: (step: StepMeta & { workflow: WorkflowDefinition; input?: (context: StepContext<any, any>) => unknown }) => WorkflowBuilder
 }
 
-const ID = /^[a-zA-Z0-9_-]{1,64}$/
-
 const build = (definition: WorkflowDefinition): WorkflowBuilder => {
   const add = (step: Step): WorkflowBuilder => {
-    if (!ID.test(step.id)) throw new Error(`Step id "${step.id}" must match ${ID}`)
+    checkDefinitionId("Step id", step.id)
     if (definition.steps.some((existing) => existing.id === step.id)) {
       throw new Error(`Workflow ${definition.id} has two steps with the id "${step.id}"`)
     }
@@ -116,6 +115,6 @@ const build = (definition: WorkflowDefinition): WorkflowBuilder => {
 
 /** Starts a workflow definition; add steps with `.andThen(...)` and friends. */
 export const workflow = (options: Omit<WorkflowDefinition, "steps">): WorkflowBuilder => {
-  if (!ID.test(options.id)) throw new Error(`Workflow id "${options.id}" must match ${ID}`)
+  checkDefinitionId("Workflow id", options.id)
   return build({ ...options, steps: [] })
 }
