@@ -1,4 +1,4 @@
-import { Effect, Schema } from "effect"
+import { Schema } from "effect"
 
 export { messageOf, messageWithCause } from "./errorMessages.js"
 
@@ -63,12 +63,6 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", {
   static of(kind: string, id: string): NotFound {
     return new NotFound({ message: `${kind} ${excerpt(id)} not found` })
   }
-}
-
-/** What a registry holds under `id`, or NotFound for a `kind` ("Agent", "Tool", ...). */
-export const getOrNotFound = <A>(registry: ReadonlyMap<string, A>, kind: string, id: string): Effect.Effect<A, NotFound> => {
-  const found = registry.get(id)
-  return found === undefined ? Effect.fail(NotFound.of(kind, id)) : Effect.succeed(found)
 }
 
 /** Well-formed but contradicting what is stored (an Idempotency-Key reused with another body). */

@@ -1,5 +1,6 @@
 import { Context, Effect, JSONSchema, Layer, Schema, type Stream } from "effect"
-import { type ExecutionFailed, getOrNotFound, NotFound, type ValidationError } from "../errors.js"
+import { type ExecutionFailed, NotFound, type ValidationError } from "../errors.js"
+import { getOrNotFound } from "../lookup.js"
 import type { StorageKind } from "../storage/Sql.js"
 import { defineTool, type Tool } from "../tools/Tool.js"
 import type { ToolEntry } from "../tools/ToolRunner.js"

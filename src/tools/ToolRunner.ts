@@ -1,5 +1,6 @@
 import { Cause, Context, Effect, Layer } from "effect"
-import { ExecutionFailed, getOrNotFound, messageOf, type NotFound, ValidationError } from "../errors.js"
+import { ExecutionFailed, messageOf, type NotFound, ValidationError } from "../errors.js"
+import { getOrNotFound } from "../lookup.js"
 import type { Tool, ToolContext } from "./Tool.js"
 
 export interface AgentRef {

@@ -1,5 +1,6 @@
 import { Context, Effect, Either, Layer, Option, ParseResult, Schema, type Stream } from "effect"
-import { BadRequest, Conflict, getOrNotFound, type InternalError, NotFound, type UnprocessableEntity, ValidationError, type WorkflowFailed } from "../errors.js"
+import { BadRequest, Conflict, type InternalError, NotFound, type UnprocessableEntity, ValidationError, type WorkflowFailed } from "../errors.js"
+import { getOrNotFound } from "../lookup.js"
 import type { WorkflowSettings } from "../config/ServerConfig.js"
 import { canSee, EVERYONE, type Visibility } from "../auth/Ownership.js"
 import { Lifecycle } from "../health/Lifecycle.js"
