@@ -4,6 +4,7 @@ import { parseArgs } from "node:util"
 import { makeJwtVerifier } from "./auth/Jwt.js"
 import { ConfigFile, resolveServerConfig, type ServerConfigShape } from "./config/ServerConfig.js"
 import { StartupError } from "./config/StartupError.js"
+import { messageOf } from "./errors.js"
 
 const usage = "usage: node dist/main.js [--port N] [--host H] [--config file.json] [--help]"
 
@@ -48,7 +49,7 @@ const readConfigFile = (path: string): Either.Either<ConfigFile, StartupError> =
   try {
     raw = JSON.parse(readFileSync(path, "utf8"))
   } catch (error) {
-    return Either.left(invalid(`Invalid config file ${path}: ${error instanceof Error ? error.message : String(error)}`))
+    return Either.left(invalid(`Invalid config file ${path}: ${messageOf(error)}`))
   }
   return Schema.decodeUnknownEither(ConfigFile, { errors: "all", onExcessProperty: "error" })(raw).pipe(
     Either.mapLeft((error) => {
@@ -87,7 +88,7 @@ export const parseCommandLine = (
           strict: true,
           allowPositionals: false
         }),
-      catch: (error) => invalid(`${error instanceof Error ? error.message : String(error)}\n${usage}`)
+      catch: (error) => invalid(`${messageOf(error)}\n${usage}`)
     })
     if (values.help === true) return { _tag: "Help", text: helpText } as const
     return { _tag: "Serve", config: yield* configFrom(values, env) } as const
@@ -116,13 +117,13 @@ const configFrom = (
     }
     const config = yield* Effect.try({
       try: () => resolveServerConfig({ ...file, port, host: values.host ?? file.host }, env),
-      catch: (error) => invalid(error instanceof Error ? error.message : String(error))
+      catch: (error) => invalid(messageOf(error))
     })
     if (config.auth.jwt !== undefined) {
       const jwt = config.auth.jwt
       yield* Effect.try({
         try: () => makeJwtVerifier(jwt),
-        catch: (error) => invalid(`auth: ${error instanceof Error ? error.message : String(error)}`)
+        catch: (error) => invalid(`auth: ${messageOf(error)}`)
       })
     }
     return config

@@ -1,4 +1,5 @@
 import type { LanguageModelV3 } from "@ai-sdk/provider"
+import { checkDefinitionId } from "../definitionId.js"
 import type { Tool } from "../tools/Tool.js"
 import type { GenerationOptions } from "./AgentsSchemas.js"
 
@@ -40,10 +41,8 @@ export interface AgentDefinition {
   readonly defaults?: AgentDefaults | undefined
 }
 
-const ID = /^[a-zA-Z0-9_-]{1,64}$/
-
 export const defineAgent = (definition: AgentDefinition): AgentDefinition => {
-  if (!ID.test(definition.id)) throw new Error(`Agent id "${definition.id}" must match ${ID}`)
+  checkDefinitionId("Agent id", definition.id)
   return definition
 }
 

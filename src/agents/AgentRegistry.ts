@@ -1,5 +1,6 @@
 import { Context, Effect, JSONSchema, Layer, Schema, type Stream } from "effect"
 import { type ExecutionFailed, NotFound, type ValidationError } from "../errors.js"
+import { getOrNotFound } from "../lookup.js"
 import type { StorageKind } from "../storage/Sql.js"
 import { defineTool, type Tool } from "../tools/Tool.js"
 import type { ToolEntry } from "../tools/ToolRunner.js"
@@ -90,11 +91,7 @@ export const AgentRegistryLive = (
       // a process serving no agent call never needs: it is loaded by the first call.
       const generation = yield* Effect.cached(Effect.promise(() => import("./generation/Generation.js")))
 
-      const find = (id: string) =>
-        Effect.suspend(() => {
-          const agent = byId.get(id)
-          return agent === undefined ? Effect.fail(NotFound.of("Agent", id)) : Effect.succeed(agent)
-        })
+      const find = (id: string) => getOrNotFound(byId, "Agent", id)
 
       const delegateTool = (agent: AgentDefinition, call: AgentCallContext): Tool =>
         defineTool({

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
-import { Unauthorized } from "../errors.js"
+import { messageOf, Unauthorized } from "../errors.js"
 import type { AuthSettings } from "../config/AuthSettings.js"
 import { makeJwtVerifier } from "./Jwt.js"
 import { anonymousCaller, authenticatedCaller, type Caller, DEFAULT_ADMIN_RULE, SHARED_CALLER } from "./Ownership.js"
@@ -65,7 +65,7 @@ export const makeAuthPolicy = (settings: AuthSettings) => {
     Effect.flatMap(verifier!.verify(token), (claims) =>
       Effect.tryPromise({
         try: () => Promise.resolve(mapUser(claims)).then((user) => authenticatedCaller(adminRule, claims, user)),
-        catch: (error) => new Unauthorized({ message: `Invalid token: ${error instanceof Error ? error.message : String(error)}` })
+        catch: (error) => new Unauthorized({ message: `Invalid token: ${messageOf(error)}` })
       }))
 
   const authorize = (request: AuthRequest): Effect.Effect<Caller, Unauthorized> => {

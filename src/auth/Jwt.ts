@@ -1,7 +1,7 @@
 import { Effect, Redacted } from "effect"
 import { errors, jwtVerify } from "jose"
 import { createPublicKey, type KeyObject } from "node:crypto"
-import { Unauthorized } from "../errors.js"
+import { messageOf, Unauthorized } from "../errors.js"
 import { isPublicKey, type JwtSettings } from "../config/AuthSettings.js"
 
 const HMAC = ["HS256", "HS384", "HS512"]
@@ -57,7 +57,7 @@ export const makeJwtVerifier = (settings: JwtSettings): JwtVerifier => {
         catch: (error) =>
           error instanceof errors.JWTExpired
             ? new Unauthorized({ message: "Token expired" })
-            : new Unauthorized({ message: `Invalid token: ${error instanceof Error ? error.message : String(error)}` })
+            : new Unauthorized({ message: `Invalid token: ${messageOf(error)}` })
       }).pipe(Effect.withSpan("Jwt.verify", { captureStackTrace: false }))
   }
 }

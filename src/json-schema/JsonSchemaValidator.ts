@@ -2,6 +2,7 @@ import { Ajv2020 } from "ajv/dist/2020.js"
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
 import addFormatsModule from "ajv-formats"
 import { Either } from "effect"
+import { messageOf } from "../errorMessages.js"
 import type { Issue } from "../errors.js"
 
 /** Validates values against client- or author-supplied JSON Schemas with Ajv; compiled validators are cached. */
@@ -75,7 +76,7 @@ export const checkSchema = (schema: unknown): Either.Either<JsonSchema, Readonly
   try {
     compile(schema as JsonSchema)
   } catch (error) {
-    return Either.left([{ path: [], message: error instanceof Error ? error.message : String(error) }])
+    return Either.left([{ path: [], message: messageOf(error) }])
   }
   return Either.right(schema as JsonSchema)
 }

@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { readFile } from "node:fs/promises"
 import { dirname, join } from "node:path"
+import { messageOf } from "../errorMessages.js"
 
 export interface Dependency {
   readonly name: string
@@ -32,10 +33,7 @@ export const readDependencies = (projectDir: string): Effect.Effect<ReadonlyArra
         typeof range === "string" && fromRegistry(range) ? [{ name, range }] : []
       )
     }),
-    Effect.mapError((error) => {
-      const reason = error.cause instanceof Error ? error.cause.message : String(error.cause)
-      return new Error(`Could not read ${join(projectDir, "package.json")}: ${reason}`)
-    })
+    Effect.mapError((error) => new Error(`Could not read ${join(projectDir, "package.json")}: ${messageOf(error.cause)}`))
   )
 
 /** The installed version, found the way Node resolves packages: node_modules here, then in each parent. */

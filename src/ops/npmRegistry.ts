@@ -1,5 +1,6 @@
 import { Data, Effect } from "effect"
 import { execFile } from "node:child_process"
+import { messageOf } from "../errorMessages.js"
 
 export const DEFAULT_REGISTRY = "https://registry.npmjs.org/"
 
@@ -52,7 +53,7 @@ const networkReason = (error: unknown, timeoutMs: number): string => {
   if (error instanceof Error && error.name === "TimeoutError") return `no answer within ${timeoutMs} ms`
   const cause = error instanceof Error ? error.cause : undefined
   if (cause instanceof Error) return cause.message
-  return error instanceof Error ? error.message : String(error)
+  return messageOf(error)
 }
 
 /** `dist-tags.latest` of a package, from its abbreviated packument. */

@@ -1,7 +1,9 @@
 import { Effect, Either, JSONSchema, ParseResult, Schema } from "effect"
+import { checkDefinitionId } from "../definitionId.js"
 import type { Issue } from "../errors.js"
 import * as JsonSchemaValidator from "../json-schema/JsonSchemaValidator.js"
 import type { JsonSchema } from "../json-schema/JsonSchemaValidator.js"
+import { fromUserResult, type UserResult } from "../userCode.js"
 
 /** What a tool sees of its caller. */
 export interface ToolContext {
@@ -13,7 +15,7 @@ export interface ToolContext {
   readonly signal: AbortSignal
 }
 
-export type ToolExecute<A> = (input: A, context: ToolContext) => Effect.Effect<unknown, unknown> | PromiseLike<unknown> | unknown
+export type ToolExecute<A> = (input: A, context: ToolContext) => UserResult<unknown>
 
 export interface Tool {
   readonly name: string
@@ -33,34 +35,20 @@ interface ToolOptions<P> {
   readonly parameters: P
 }
 
-const NAME = /^[a-zA-Z0-9_-]{1,64}$/
-
-const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
-  typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function"
-
-const toEffect = (out: unknown): Effect.Effect<unknown, unknown> =>
-  Effect.isEffect(out)
-    ? (out as Effect.Effect<unknown, unknown>)
-    : isPromiseLike(out)
-    ? Effect.tryPromise({ try: () => Promise.resolve(out), catch: (error) => error })
-    : Effect.succeed(out)
-
 const make = (
   options: ToolOptions<unknown>,
   parameters: JsonSchema,
   decode: Tool["decode"],
   execute: ToolExecute<any>
 ): Tool => {
-  if (!NAME.test(options.name)) {
-    throw new Error(`Tool name "${options.name}" must match ${NAME}`)
-  }
+  checkDefinitionId("Tool name", options.name)
   return {
     name: options.name,
     description: options.description,
     tags: options.tags ?? [],
     parameters,
     decode,
-    run: (input, context) => Effect.suspend(() => toEffect(execute(input, context)))
+    run: (input, context) => Effect.suspend(() => fromUserResult(execute(input, context)))
   }
 }
 

@@ -1,5 +1,6 @@
 import { Cause, Context, Effect, Layer } from "effect"
-import { ExecutionFailed, messageOf, NotFound, ValidationError } from "../errors.js"
+import { ExecutionFailed, messageOf, type NotFound, ValidationError } from "../errors.js"
+import { getOrNotFound } from "../lookup.js"
 import type { Tool, ToolContext } from "./Tool.js"
 
 export interface AgentRef {
@@ -85,11 +86,7 @@ export const makeToolRunner = (entries: ReadonlyArray<ToolEntry>) => {
     })
   }
   const list = Effect.succeed([...byName.values()])
-  const get = (name: string) =>
-    Effect.suspend(() => {
-      const entry = byName.get(name)
-      return entry === undefined ? Effect.fail(NotFound.of("Tool", name)) : Effect.succeed(entry.tool)
-    })
+  const get = (name: string) => Effect.map(getOrNotFound(byName, "Tool", name), (entry) => entry.tool)
   const execute = (name: string, input: unknown, caller: CallerContext) =>
     Effect.gen(function*() {
       const tool = yield* get(name)

@@ -5,7 +5,7 @@ import type { ExecutionNotices } from "./ExecutionNotices.js"
 import { now } from "./ExecutionRows.js"
 import { type Claim, type Ending, type Execution, ExecutionStore } from "./ExecutionStore.js"
 import { countExecution } from "../observability/metrics/instruments.js"
-import { runStep, StepFailed, type StepEnv } from "./runner.js"
+import { runStep, type StepEnv } from "./runner.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
 
@@ -136,7 +136,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             )
             if (Either.isLeft(outcome)) {
               const failure = outcome.left
-              if (failure instanceof StepFailed) return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`)
+              if (failure._tag === "StepFailed") return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`)
               const suspended = workflowEvent(execution, "workflow-suspended", step.id, "suspended", { stepIndex: index, reason: failure.reason })
               const suspension = { suspendedAt: suspended.timestamp, reason: failure.reason, stepIndex: index, stepId: step.id, data: failure.data }
               if (Option.isSome(yield* record(id, [suspended], store.suspend({ ...claim, atStep: index }, suspension, suspended)))) {

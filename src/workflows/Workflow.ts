@@ -1,10 +1,12 @@
-import type { Effect, Schema } from "effect"
+import { Data, type Schema } from "effect"
+import { checkDefinitionId } from "../definitionId.js"
+import type { UserResult } from "../userCode.js"
 
 /** Thrown (or failed/died with) by `suspend`: the execution parks at the current step. */
-export class SuspendSignal {
-  readonly _tag = "SuspendSignal"
-  constructor(readonly reason: string, readonly data: unknown) {}
-}
+export class SuspendSignal extends Data.TaggedError("SuspendSignal")<{
+  readonly reason: string
+  readonly data: unknown
+}> {}
 
 export const isSuspendSignal = (value: unknown): value is SuspendSignal => value instanceof SuspendSignal
 
@@ -31,8 +33,7 @@ export interface StepContext<Data = unknown, Input = unknown> {
   readonly signal: AbortSignal
 }
 
-export type StepResult<A> = Effect.Effect<A, unknown> | PromiseLike<A> | A
-export type StepFn<A = unknown> = (context: StepContext<any, any>) => StepResult<A>
+export type StepFn<A = unknown> = (context: StepContext<any, any>) => UserResult<A>
 
 interface StepMeta {
   readonly id: string
@@ -92,11 +93,9 @@ export interface WorkflowBuilder extends WorkflowDefinition {
   readonly andWorkflow: (step: StepMeta & { workflow: WorkflowDefinition; input?: (context: StepContext<any, any>) => unknown }) => WorkflowBuilder
 }
 
-const ID = /^[a-zA-Z0-9_-]{1,64}$/
-
 const build = (definition: WorkflowDefinition): WorkflowBuilder => {
   const add = (step: Step): WorkflowBuilder => {
-    if (!ID.test(step.id)) throw new Error(`Step id "${step.id}" must match ${ID}`)
+    checkDefinitionId("Step id", step.id)
     if (definition.steps.some((existing) => existing.id === step.id)) {
       throw new Error(`Workflow ${definition.id} has two steps with the id "${step.id}"`)
     }
@@ -116,6 +115,6 @@ const build = (definition: WorkflowDefinition): WorkflowBuilder => {
 
 /** Starts a workflow definition; add steps with `.andThen(...)` and friends. */
 export const workflow = (options: Omit<WorkflowDefinition, "steps">): WorkflowBuilder => {
-  if (!ID.test(options.id)) throw new Error(`Workflow id "${options.id}" must match ${ID}`)
+  checkDefinitionId("Workflow id", options.id)
   return build({ ...options, steps: [] })
 }

@@ -1,5 +1,6 @@
 import { Context, Effect, Either, Layer, Option, ParseResult, Schema, type Stream } from "effect"
 import { BadRequest, Conflict, type InternalError, NotFound, type UnprocessableEntity, ValidationError, type WorkflowFailed } from "../errors.js"
+import { getOrNotFound } from "../lookup.js"
 import type { WorkflowSettings } from "../config/ServerConfig.js"
 import { canSee, EVERYONE, type Visibility } from "../auth/Ownership.js"
 import { Lifecycle } from "../health/Lifecycle.js"
@@ -116,11 +117,7 @@ export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>,
       const watch = yield* makeExecutionWatch(hubs)
       const { follow, reload, replay, settleAfter } = watch
 
-      const findWorkflow = (id: string) =>
-        Effect.suspend(() => {
-          const definition = byId.get(id)
-          return definition === undefined ? Effect.fail(NotFound.of("Workflow", id)) : Effect.succeed(definition)
-        })
+      const findWorkflow = (id: string) => getOrNotFound(byId, "Workflow", id)
 
       const findExecution = (workflowId: string, executionId: string, visibility: Visibility = EVERYONE) =>
         Effect.gen(function*() {

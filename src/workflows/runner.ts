@@ -1,13 +1,14 @@
-import { Cause, Effect, Either, Exit, ParseResult, Schema } from "effect"
+import { Cause, Data, Effect, Either, ParseResult, Schema } from "effect"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import { messageOf, ValidationError } from "../errors.js"
+import { LazySignal, runUserCode, type UserResult } from "../userCode.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
 /** A step that failed (not a suspension, not an interruption). */
-export class StepFailed {
-  readonly _tag = "StepFailed"
-  constructor(readonly stepId: string, readonly message: string) {}
-}
+export class StepFailed extends Data.TaggedError("StepFailed")<{
+  readonly stepId: string
+  readonly message: string
+}> {}
 
 export type StepOutcome = SuspendSignal | StepFailed
 
@@ -22,58 +23,23 @@ export interface StepEnv {
   readonly stepData: Record<string, unknown>
 }
 
-const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
-  typeof value === "object" && value !== null && typeof (value as { then?: unknown }).then === "function"
-
 const suspendHere = (reason: string, data?: unknown): never => {
-  throw new SuspendSignal(reason, data)
-}
-
-/**
- * The abort signal a step sees, made only when the step reads it (most never do), and aborted only
- * when the step does not succeed (interrupted: suspend, cancel, race lost, shutdown; or failed).
- */
-class LazySignal {
-  private controller: AbortController | undefined
-  get signal(): AbortSignal {
-    this.controller ??= new AbortController()
-    return this.controller.signal
-  }
-  abort(): void {
-    this.controller?.abort()
-  }
+  throw new SuspendSignal({ reason, data })
 }
 
 const toStepOutcome = (stepId: string) => (cause: Cause.Cause<unknown>): Effect.Effect<never, StepOutcome> => {
   if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
   const error = Cause.squash(cause)
   if (isSuspendSignal(error)) return Effect.fail(error)
-  return Effect.fail(error instanceof StepFailed ? error : new StepFailed(stepId, messageOf(error)))
+  return Effect.fail(error instanceof StepFailed ? error : new StepFailed({ stepId, message: messageOf(error) }))
 }
 
-/** Runs user code (value, Promise or Effect); a plain value costs no more than a function call. */
-const runUserCode = <A>(
-  stepId: string,
-  code: (signal: LazySignal) => A | PromiseLike<A> | Effect.Effect<A, unknown>
-): Effect.Effect<A, StepOutcome> =>
-  Effect.suspend(() => {
-    const signal = new LazySignal()
-    let out: A | PromiseLike<A> | Effect.Effect<A, unknown>
-    try {
-      out = code(signal)
-    } catch (error) {
-      signal.abort()
-      return toStepOutcome(stepId)(Cause.die(error))
-    }
-    if (!Effect.isEffect(out) && !isPromiseLike(out)) return Effect.succeed(out)
-    const running: Effect.Effect<A, unknown> = Effect.isEffect(out)
-      ? out as Effect.Effect<A, unknown>
-      : Effect.tryPromise({ try: () => Promise.resolve(out), catch: (error) => error })
-    return running.pipe(
-      Effect.onExit((exit) => (Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => signal.abort()))),
-      Effect.catchAllCause(toStepOutcome(stepId))
-    )
-  })
+/**
+ * Runs a step's code. The signal it sees is aborted only when the step does not succeed
+ * (interrupted: suspend, cancel, race lost, shutdown; or failed).
+ */
+const runCode = <A>(stepId: string, code: (signal: LazySignal) => UserResult<A>): Effect.Effect<A, StepOutcome> =>
+  runUserCode(code, toStepOutcome(stepId))
 
 const contextFor = (env: StepEnv, data: unknown, resumeData: unknown, lazySignal: LazySignal): StepContext => ({
   data,
@@ -91,13 +57,15 @@ const contextFor = (env: StepEnv, data: unknown, resumeData: unknown, lazySignal
 })
 
 const runFn = (env: StepEnv, stepId: string, fn: StepFn, data: unknown, resumeData: unknown) =>
-  runUserCode(stepId, (signal) => fn(contextFor(env, data, resumeData, signal)))
+  runCode(stepId, (signal) => fn(contextFor(env, data, resumeData, signal)))
 
 const checkOutput = (step: { readonly id: string; readonly outputSchema?: Schema.Schema.Any | undefined }, value: unknown) => {
   if (step.outputSchema === undefined) return Effect.succeed(value)
   return Either.match(Schema.decodeUnknownEither(step.outputSchema as Schema.Schema<unknown>)(value), {
     onLeft: (error) =>
-      Effect.fail(new StepFailed(step.id, `output does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}`)),
+      Effect.fail(
+        new StepFailed({ stepId: step.id, message: `output does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}` })
+      ),
     onRight: () => Effect.succeed(value)
   })
 }
@@ -119,14 +87,11 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
       return Effect.flatMap(runFn(env, step.id, step.execute, data, resumeData), (out) => checkOutput(step, out))
     case "andTap":
       return runFn(env, step.id, step.execute, data, resumeData).pipe(
-        Effect.catchIf(
-          (outcome): outcome is StepFailed => outcome instanceof StepFailed,
-          (failure) => Effect.logWarning(`tap step ${step.id} failed: ${failure.message}`)
-        ),
+        Effect.catchTag("StepFailed", (failure) => Effect.logWarning(`tap step ${step.id} failed: ${failure.message}`)),
         Effect.as(data)
       )
     case "andWhen":
-      return runUserCode(step.id, (signal) => step.condition(contextFor(env, data, resumeData, signal))).pipe(
+      return runCode(step.id, (signal) => step.condition(contextFor(env, data, resumeData, signal))).pipe(
         Effect.flatMap((holds) => (holds ? runFn(env, step.step.id, step.step.execute, data, resumeData) : Effect.succeed(data)))
       )
     case "andAll":
@@ -143,7 +108,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
         }))
       )
     case "andAgent":
-      return runUserCode(step.id, (signal) => step.prompt(contextFor(env, data, resumeData, signal))).pipe(
+      return runCode(step.id, (signal) => step.prompt(contextFor(env, data, resumeData, signal))).pipe(
         Effect.flatMap((prompt) => {
           // The agent call is the execution's owner's: its history entry is theirs.
           const request = {
@@ -156,16 +121,16 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
             : env.agents.object(step.agent, { ...request, schema: step.output })
         }),
         Effect.catchIf(
-          (error): error is Exclude<typeof error, StepOutcome> => !(error instanceof StepFailed) && !isSuspendSignal(error),
-          (error) => Effect.fail(new StepFailed(step.id, error.message))
+          (error): error is Exclude<typeof error, StepOutcome> => error._tag !== "StepFailed" && error._tag !== "SuspendSignal",
+          (error) => Effect.fail(new StepFailed({ stepId: step.id, message: error.message }))
         )
       )
     case "andWorkflow":
-      return runUserCode(step.id, (signal) =>
+      return runCode(step.id, (signal) =>
         step.input ? step.input(contextFor(env, data, resumeData, signal)) : data).pipe(
           Effect.flatMap((childInput) =>
             Either.match(decodeInput(step.workflow, childInput), {
-              onLeft: (error) => Effect.fail(new StepFailed(step.id, `sub-workflow ${step.workflow.id}: ${error.message}`)),
+              onLeft: (error) => Effect.fail(new StepFailed({ stepId: step.id, message: `sub-workflow ${step.workflow.id}: ${error.message}` })),
               onRight: (decoded) => runChild(env, step.workflow, decoded, resumeData)
             })
           )

@@ -1,8 +1,9 @@
 import { useEffect, useRef, useState } from "preact/hooks"
+import { messageOf } from "../../errorMessages.js"
 import { api, failure, query, segment, send } from "./api.js"
 import { Json } from "./Json.js"
 import { credentialsEpoch } from "./credentials.js"
-import { errorText, useLoad } from "./load.js"
+import { useLoad } from "./load.js"
 import { href } from "./route.js"
 import { SchemaForm } from "./SchemaForm.js"
 import { readSse } from "./sse.js"
@@ -66,7 +67,7 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
     const request = ++requests.current
     return api<ExecutionState>(`${base}/state`).then(
       (state) => request === requests.current && setState(state),
-      (error: unknown) => request === requests.current && setError(errorText(error))
+      (error: unknown) => request === requests.current && setError(messageOf(error))
     )
   }
 
@@ -85,7 +86,7 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
       }, abort.signal)
     }
     follow().then(() => refresh(), (error: unknown) => {
-      if (!abort.signal.aborted) setError(errorText(error))
+      if (!abort.signal.aborted) setError(messageOf(error))
     })
     return () => abort.abort()
   }, [base, attachments, epoch])
@@ -96,7 +97,7 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
         setError(undefined)
         return refresh().then(() => setAttachments((count) => count + 1))
       },
-      (error: unknown) => setError(errorText(error))
+      (error: unknown) => setError(messageOf(error))
     )
 
   const status = state?.status ?? "loading"

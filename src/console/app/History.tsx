@@ -1,7 +1,8 @@
 import { useState } from "preact/hooks"
+import { messageOf } from "../../errorMessages.js"
 import { api, query, segment } from "./api.js"
 import { Json } from "./Json.js"
-import { errorText, useLoad } from "./load.js"
+import { useLoad } from "./load.js"
 import { navigate } from "./route.js"
 import type { HistoryEntry, HistoryPage, TraceSummary } from "./types.js"
 
@@ -33,7 +34,7 @@ export const History = ({ agentId }: { agentId: string }) => {
     setTraceError(undefined)
     traceOf(agentId, entry).then(
       (trace) => (trace === undefined ? setTraceError("No stored trace covers this call") : navigate("traces", trace.traceId)),
-      (error: unknown) => setTraceError(errorText(error))
+      (error: unknown) => setTraceError(messageOf(error))
     )
   }
   const pagination = history.data?.pagination

@@ -1,5 +1,5 @@
 import { useMemo, useState } from "preact/hooks"
-import { errorText } from "./load.js"
+import { messageOf } from "../../errorMessages.js"
 import { type Field, fieldsOf, fieldValue, validate } from "./schema.js"
 import type { JsonSchema } from "./types.js"
 
@@ -67,7 +67,7 @@ export const SchemaForm = (props: SchemaFormProps) => {
       try {
         value = JSON.parse(json)
       } catch (error) {
-        return setErrors([`Not JSON: ${errorText(error)}`])
+        return setErrors([`Not JSON: ${messageOf(error)}`])
       }
     } else {
       value = fromFields()
@@ -79,7 +79,7 @@ export const SchemaForm = (props: SchemaFormProps) => {
     try {
       await props.onSubmit(value)
     } catch (error) {
-      setErrors([errorText(error)])
+      setErrors([messageOf(error)])
     } finally {
       setBusy(false)
     }

@@ -1,4 +1,5 @@
 import { useCallback, useEffect, useState } from "preact/hooks"
+import { messageOf } from "../../errorMessages.js"
 import { credentialsEpoch } from "./credentials.js"
 import { useStore } from "./store.js"
 
@@ -17,7 +18,7 @@ export const useLoad = <A>(load: () => Promise<A>, deps: ReadonlyArray<unknown>)
     let current = true
     load().then(
       (data) => current && setState({ data, error: undefined }),
-      (error: unknown) => current && setState({ data: undefined, error: error instanceof Error ? error.message : String(error) })
+      (error: unknown) => current && setState({ data: undefined, error: messageOf(error) })
     )
     return () => {
       current = false
@@ -26,5 +27,3 @@ export const useLoad = <A>(load: () => Promise<A>, deps: ReadonlyArray<unknown>)
   const reload = useCallback(() => setTick((tick) => tick + 1), [])
   return { ...state, reload }
 }
-
-export const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error))
