@@ -2,7 +2,6 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { NotFound } from "../errors.js"
 import { ServiceApi } from "../http/Api.js"
-import { toIso } from "../http/Query.js"
 import type { StorageKind } from "../storage/Sql.js"
 import { LogStore } from "./LogStore.js"
 import { MetricsExposition } from "./metrics/MetricsLive.js"
@@ -61,8 +60,8 @@ export const ObservabilityHandlers = (storage: StorageKind) =>
         .handle("traceLogs", ({ path }) => logList({ traceId: path.traceId }))
         .handle("spanLogs", ({ path }) => logList({ spanId: path.spanId }))
         .handle("observabilityLogs", ({ urlParams }) =>
-          logs.query({ ...urlParams, since: toIso(urlParams.since), until: toIso(urlParams.until), limit: logLimit(urlParams.limit) }))
+          logs.query({ ...urlParams, limit: logLimit(urlParams.limit) }))
         .handle("systemLogs", ({ urlParams }) =>
-          logs.query({ ...urlParams, since: toIso(urlParams.since), until: toIso(urlParams.until), limit: logLimit(urlParams.limit) }))
+          logs.query({ ...urlParams, limit: logLimit(urlParams.limit) }))
         .handle("metrics", () => metrics.prometheus)
     }))

@@ -4,7 +4,6 @@ import { CurrentCaller } from "../auth/Authentication.js"
 import { actingUserId } from "../auth/Ownership.js"
 import type { Forbidden } from "../errors.js"
 import { ServiceApi } from "../http/Api.js"
-import { toIso } from "../http/Query.js"
 import { jsonEvent, sseResponse } from "../http/sse.js"
 import type { ExecutionUpdate } from "./ExecutionViews.js"
 import { callerOf, IdempotencyKeys, type StartRoute } from "./IdempotencyKeys.js"
@@ -59,8 +58,8 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
             ...(seen.all ? {} : { userId: seen.userId }),
             workflowId: urlParams.workflowId,
             status: urlParams.status,
-            from: toIso(urlParams.from),
-            to: toIso(urlParams.to),
+            from: urlParams.from,
+            to: urlParams.to,
             limit: Math.min(urlParams.limit ?? LIST_DEFAULT, LIST_MAX),
             offset: urlParams.offset ?? 0
         })))
