@@ -19,7 +19,7 @@ const readUntil = async (response: Response, type: string) => {
     const { done, value } = await reader.read()
     if (done) throw new Error(`the stream ended before a ${type} frame: ${text}`)
     text += decoder.decode(value, { stream: true })
-    const events = parseSse(text.slice(0, text.lastIndexOf("\n\n") + 2))
+    const events = parseSse(text)
     if (events.some((event) => event.data.type === type)) return { reader, events }
   }
 }

@@ -1,3 +1,4 @@
+import * as Sse from "@effect/experimental/Sse"
 import { afterEach, describe, expect, it } from "@effect/vitest"
 import { type Cluster, createCluster, type Instance, isReady, sleep, until } from "./support/cluster.js"
 import { postgresAvailable } from "./support/postgres.js"
@@ -38,23 +39,12 @@ const runSlow = async (c: Cluster, on: Instance, id: string, ms: number) => {
 }
 
 /** Reads an SSE response, noting when each frame arrived. */
-const readFrames = async (response: Response, onFrame: (frame: { id?: string; data: any; at: number }) => void) => {
-  const reader = response.body!.getReader()
-  const decoder = new TextDecoder()
-  let buffer = ""
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) return
-    buffer += decoder.decode(value, { stream: true })
-    let end: number
-    while ((end = buffer.indexOf("\n\n")) >= 0) {
-      const block = buffer.slice(0, end)
-      buffer = buffer.slice(end + 2)
-      const id = /^id: (.*)$/m.exec(block)?.[1]
-      const data = /^data: (.*)$/m.exec(block)?.[1]
-      if (data !== undefined) onFrame({ id, data: JSON.parse(data), at: Date.now() })
-    }
-  }
+const readFrames = async (response: Response, onFrame: (frame: { id: string | undefined; data: any; at: number }) => void) => {
+  const parser = Sse.makeParser((event) => {
+    if (event._tag === "Event") onFrame({ id: event.id, data: JSON.parse(event.data), at: Date.now() })
+  })
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader()
+  for (let next = await reader.read(); !next.done; next = await reader.read()) parser.feed(next.value)
 }
 
 describe.skipIf(!postgresAvailable)("several instances on one Postgres", () => {
@@ -186,7 +176,7 @@ describe.skipIf(!postgresAvailable)("several instances on one Postgres", () => {
       await runSlow(c, a, id, 500)
       const response = await fetch(`${b.url}/workflows/slow/executions/${id}/stream`, { headers: { "last-event-id": "1" } })
       expect(response.status).toBe(200)
-      const frames: Array<{ id?: string; data: any; at: number }> = []
+      const frames: Array<{ id: string | undefined; data: any; at: number }> = []
       await readFrames(response, (frame) => frames.push(frame))
       expect(frames.map((frame) => frame.data.type)).toEqual(["step-start", "step-complete", "workflow-complete", "workflow-result"])
       expect(frames.slice(0, 3).map((frame) => Number(frame.id))).toEqual([2, 3, 4])

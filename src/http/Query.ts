@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { ParseResult, Schema } from "effect"
 
 /** A non-negative integer query parameter (documented as an integer, read from its string form). */
 export const QueryInt = Schema.compose(
@@ -37,16 +37,17 @@ export const parseInstant = (text: string): Date | string => {
   return new Date(instant)
 }
 
-/** An ISO 8601 timestamp query parameter (years 0000-9999). */
-export const Timestamp = Schema.String.pipe(
-  Schema.filter((text) => {
+/**
+ * An ISO 8601 timestamp query parameter (years 0000-9999), decoded to its instant's canonical UTC ISO
+ * text: what the stores compare their ISO columns with.
+ */
+export const Timestamp = Schema.transformOrFail(Schema.String, Schema.String, {
+  strict: true,
+  decode: (text, _, ast) => {
     const parsed = parseInstant(text)
-    return typeof parsed === "string" ? parsed : true
-  })
-)
-
-/** A timestamp parameter as canonical UTC ISO text, for comparison with stored ISO text. */
-export const toIso = (text: string | undefined) => {
-  const parsed = text === undefined ? undefined : parseInstant(text)
-  return parsed instanceof Date ? parsed.toISOString() : undefined
-}
+    return typeof parsed === "string"
+      ? ParseResult.fail(new ParseResult.Type(ast, text, parsed))
+      : ParseResult.succeed(parsed.toISOString())
+  },
+  encode: ParseResult.succeed
+})

@@ -1,27 +1,26 @@
+import * as Sse from "@effect/experimental/Sse"
 import { HttpServerResponse } from "@effect/platform"
 import { Cause, Deferred, Effect, Schedule, Stream } from "effect"
 import { messageOf } from "../errors.js"
 import { Shutdown } from "./Shutdown.js"
 
-export interface SseFrame {
-  readonly id?: number | string | undefined
-  readonly event?: string | undefined
-  readonly data: unknown
-}
+const textEncoder = new TextEncoder()
+// Hand-written: a comment line, which the library's encoder (events and `retry:` only) cannot write.
+export const HEARTBEAT = textEncoder.encode(": ping\n\n")
 
-const encoder = new TextEncoder()
-export const HEARTBEAT = encoder.encode(": ping\n\n")
+/** An event whose data is `data` as JSON (one line), numbered `id` when given. */
+export const jsonEvent = (data: unknown, id?: number): Sse.Event => ({
+  _tag: "Event",
+  event: "message",
+  id: id === undefined ? undefined : String(id),
+  data: JSON.stringify(data)
+})
 
-export const encodeFrame = (frame: SseFrame): Uint8Array =>
-  encoder.encode(
-    (frame.id === undefined ? "" : `id: ${frame.id}\n`) +
-      (frame.event === undefined ? "" : `event: ${frame.event}\n`) +
-      `data: ${JSON.stringify(frame.data)}\n\n`
-  )
+export const encodeEvent = (event: Sse.Event): Uint8Array => textEncoder.encode(Sse.encoder.write(event))
 
 /** Numbers the frames of a stream 0, 1, 2, ... */
-export const numbered = <E, R>(events: Stream.Stream<unknown, E, R>): Stream.Stream<SseFrame, E, R> =>
-  Stream.mapAccum(events, 0, (id, data) => [id + 1, { id, data }])
+export const numbered = <E, R>(events: Stream.Stream<unknown, E, R>): Stream.Stream<Sse.Event, E, R> =>
+  Stream.mapAccum(events, 0, (id, data) => [id + 1, jsonEvent(data, id)])
 
 /** Bytes already in SSE form (a library's own encoding), sent as produced; ends on shutdown. */
 export const sseBytesResponse = <E>(bytes: Stream.Stream<Uint8Array, E>, headers: Record<string, string> = {}) =>
@@ -36,16 +35,16 @@ export const sseBytesResponse = <E>(bytes: Stream.Stream<Uint8Array, E>, headers
  * 15 s. A failure after the start becomes a final `{"type":"error","error"}` frame (logged), since
  * the status line is already sent; the stream also ends when the service shuts down.
  */
-export const sseResponse = <E>(frames: Stream.Stream<SseFrame, E>) =>
-  sseBytesResponse(frames.pipe(
-    Stream.map(encodeFrame),
+export const sseResponse = <E>(events: Stream.Stream<Sse.Event, E>) =>
+  sseBytesResponse(events.pipe(
+    Stream.map(encodeEvent),
     Stream.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause)
         ? Stream.failCause(cause)
         : Stream.fromEffect(
           Effect.as(
             Effect.logWarning("Stream failed after it started", cause),
-            encodeFrame({ data: { type: "error", error: messageOf(Cause.squash(cause)) } })
+            encodeEvent(jsonEvent({ type: "error", error: messageOf(Cause.squash(cause)) }))
           )
         )
     ),

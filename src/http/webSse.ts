@@ -2,11 +2,11 @@ import { HttpServerResponse } from "@effect/platform"
 import { Deferred, Effect, FiberId } from "effect"
 import { Readable } from "node:stream"
 import { messageOf } from "../errors.js"
-import { encodeFrame, HEARTBEAT } from "./sse.js"
+import { encodeEvent, HEARTBEAT, jsonEvent } from "./sse.js"
 import { Shutdown } from "./Shutdown.js"
 
 const HEARTBEAT_MS = 15_000
-const frame = (id: number, data: unknown) => encodeFrame({ id, data })
+const frame = (id: number, data: unknown) => encodeEvent(jsonEvent(data, id))
 
 /**
  * A web stream of events as an SSE response, numbered 0, 1, 2, ... and written as each event is

@@ -3,7 +3,6 @@ import { Effect, Option } from "effect"
 import { NotFound } from "../errors.js"
 import { ServiceApi } from "../Api.js"
 import { logLimit, LOGS_MAX } from "../http/Limits.js"
-import { toIso } from "../http/Query.js"
 import type { StorageKind } from "../storage/Sql.js"
 import { LogStore } from "./LogStore.js"
 import { MetricsExposition } from "./metrics/MetricsLive.js"
@@ -58,8 +57,8 @@ export const ObservabilityHandlers = (storage: StorageKind) =>
         .handle("traceLogs", ({ path }) => logList({ traceId: path.traceId }))
         .handle("spanLogs", ({ path }) => logList({ spanId: path.spanId }))
         .handle("observabilityLogs", ({ urlParams }) =>
-          logs.query({ ...urlParams, since: toIso(urlParams.since), until: toIso(urlParams.until), limit: logLimit(urlParams.limit) }))
+          logs.query({ ...urlParams, limit: logLimit(urlParams.limit) }))
         .handle("systemLogs", ({ urlParams }) =>
-          logs.query({ ...urlParams, since: toIso(urlParams.since), until: toIso(urlParams.until), limit: logLimit(urlParams.limit) }))
+          logs.query({ ...urlParams, limit: logLimit(urlParams.limit) }))
         .handle("metrics", () => metrics.prometheus)
     }))

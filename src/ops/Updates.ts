@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Fiber, Layer, Ref } from "effect"
+import { Context, Duration, Effect, Fiber, Layer, Ref } from "effect"
 import { existsSync } from "node:fs"
 import { dirname, join, sep } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -6,7 +6,7 @@ import { BadRequest, ExecutionFailed, excerpt } from "../errors.js"
 import { installedVersion, readDependencies } from "./dependencies.js"
 import { type InstallTarget, npmInstall } from "./npmInstall.js"
 import { fetchLatest, resolveRegistry } from "./npmRegistry.js"
-import { type Survey, survey, toReport, unreachableMessage, type UpdateReport } from "./survey.js"
+import { survey, toReport, unreachableMessage, type UpdateReport } from "./survey.js"
 
 export type { UpdateInfo, UpdateReport } from "./survey.js"
 
@@ -66,18 +66,17 @@ export const UpdatesLive = (options: UpdatesOptions = {}): Layer.Layer<Updates> 
       const registry = yield* Effect.cached(resolveRegistry({ registry: options.registry, projectDir, timeoutMs }))
       const dependencies = readDependencies(projectDir).pipe(Effect.mapError((error) => failed(error.message)))
 
-      // One entry; a check that found the registry unreachable is not kept, so its recovery shows at once.
-      const cache = yield* Ref.make<{ readonly expires: number; readonly survey: Survey } | undefined>(undefined)
-      const cacheLock = yield* Effect.makeSemaphore(1)
-      const invalidate = Ref.set(cache, undefined)
-      const currentSurvey = cacheLock.withPermits(1)(Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        const cached = yield* Ref.get(cache)
-        if (cached !== undefined && now < cached.expires) return cached.survey
-        const fresh = yield* survey(projectDir, yield* registry, yield* dependencies, timeoutMs)
-        if (fresh.unreachable === undefined) yield* Ref.set(cache, { expires: now + cacheMs, survey: fresh })
-        return fresh
-      }))
+      const [cachedSurvey, invalidate] = yield* Effect.cachedInvalidateWithTTL(
+        Effect.gen(function*() {
+          return yield* survey(projectDir, yield* registry, yield* dependencies, timeoutMs)
+        }),
+        Duration.millis(cacheMs)
+      )
+      // A check that failed or found the registry unreachable is not kept, so that its recovery shows at once.
+      const currentSurvey = cachedSurvey.pipe(
+        Effect.tap((found) => found.unreachable === undefined ? Effect.void : invalidate),
+        Effect.tapErrorCause(() => invalidate)
+      )
 
       const check = currentSurvey.pipe(Effect.map(toReport), Effect.withSpan("Updates.check", { captureStackTrace: false }))
 

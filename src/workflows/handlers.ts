@@ -4,8 +4,7 @@ import { CurrentCaller } from "../auth/Authentication.js"
 import { actingUserId } from "../auth/Ownership.js"
 import type { Forbidden } from "../errors.js"
 import { ServiceApi } from "../Api.js"
-import { toIso } from "../http/Query.js"
-import { type SseFrame, sseResponse } from "../http/sse.js"
+import { jsonEvent, sseResponse } from "../http/sse.js"
 import type { ExecutionUpdate } from "./ExecutionViews.js"
 import { callerOf, IdempotencyKeys, type StartRoute } from "./IdempotencyKeys.js"
 import { type StartOptions, WorkflowEngine } from "./WorkflowEngine.js"
@@ -16,7 +15,7 @@ const LIST_MAX = 500
 
 /** Each event (and the closing result) of an execution is one SSE frame, its id the event's number. */
 const asSse = <E>(updates: Stream.Stream<ExecutionUpdate, E>) =>
-  sseResponse(Stream.map(updates, (update): SseFrame => ({ id: update.seq, data: update.event })))
+  sseResponse(Stream.map(updates, (update) => jsonEvent(update.event, update.seq)))
 
 const lastEventId = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
   const header = Number(request.headers["last-event-id"])
@@ -59,8 +58,8 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
             ...(seen.all ? {} : { userId: seen.userId }),
             workflowId: urlParams.workflowId,
             status: urlParams.status,
-            from: toIso(urlParams.from),
-            to: toIso(urlParams.to),
+            from: urlParams.from,
+            to: urlParams.to,
             limit: Math.min(urlParams.limit ?? LIST_DEFAULT, LIST_MAX),
             offset: urlParams.offset ?? 0
         })))

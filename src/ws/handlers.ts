@@ -2,7 +2,6 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { AuthPolicy } from "../auth/AuthPolicy.js"
 import { ServiceApi } from "../Api.js"
-import { toIso } from "../http/Query.js"
 import { followLogs } from "../observability/logFollow.js"
 import { type LogEntry, LogStore } from "../observability/LogStore.js"
 import { logLimit } from "../http/Limits.js"
@@ -59,11 +58,10 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
       .handle("logsSocket", ({ request, urlParams }) =>
         Effect.gen(function*() {
           yield* console(urlParams.key)
-          const filter = { ...urlParams, since: toIso(urlParams.since), until: toIso(urlParams.until) }
           return yield* serve(request, {
             onOpen: (connection) =>
               Effect.gen(function*() {
-                const { initial, isNew, live } = yield* followLogs(logs, { ...filter, limit: logLimit(urlParams.limit) })
+                const { initial, isNew, live } = yield* followLogs(logs, { ...urlParams, limit: logLimit(urlParams.limit) })
                 yield* connection.send({ type: "initial", logs: initial })
                 yield* forward(live, isNew, (entry) => ({ type: "update", logs: [entry] }), connection)
               })

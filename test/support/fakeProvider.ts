@@ -1,3 +1,4 @@
+import * as Sse from "@effect/experimental/Sse"
 import { Context, Effect, Layer } from "effect"
 import type { ModelSettings } from "../../src/config/ModelSettings.js"
 import type { ServiceApp } from "../../src/App.js"
@@ -25,27 +26,18 @@ export const AgentTestServerLive = (app?: ServiceApp) =>
       Layer.provideMerge(FakeProviderLive)
     )
 
-export interface SseEvent {
-  readonly id?: string
-  readonly event?: string
+export interface SseEvent extends Omit<Sse.Event, "data"> {
   readonly data: any
 }
 
-/** Parses a complete SSE body (comments skipped; `[DONE]` kept as the string). */
-export const parseSse = (body: string): Array<SseEvent> =>
-  body.split("\n\n").filter((block) => block.trim() !== "").flatMap((block) => {
-    const event: { id?: string; event?: string; data?: string } = {}
-    for (const line of block.split("\n")) {
-      if (line.startsWith(":")) continue
-      const [field, ...rest] = line.split(":")
-      const value = rest.join(":").replace(/^ /, "")
-      if (field === "data") event.data = event.data === undefined ? value : `${event.data}\n${value}`
-      else if (field === "id") event.id = value
-      else if (field === "event") event.event = value
-    }
-    if (event.data === undefined) return []
-    return [{ ...event, data: event.data === "[DONE]" ? "[DONE]" : JSON.parse(event.data) }]
-  })
+/** The complete events of an SSE body, their data read as JSON (`[DONE]` kept as the string). */
+export const parseSse = (body: string): Array<SseEvent> => {
+  const events: Array<SseEvent> = []
+  Sse.makeParser((event) => {
+    if (event._tag === "Event") events.push({ ...event, data: event.data === "[DONE]" ? event.data : JSON.parse(event.data) })
+  }).feed(body)
+  return events
+}
 
 export const postSse = (url: string, body: unknown) =>
   Effect.promise(async () => {
