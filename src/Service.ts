@@ -1,5 +1,5 @@
-import { Layer, Logger } from "effect"
-import { agentToolEntries, AgentRegistryLive } from "./agents/AgentRegistry.js"
+import { Effect, Layer, Logger } from "effect"
+import { agentToolEntries, AgentRegistryLive, RegisteredAgents } from "./agents/AgentRegistry.js"
 import { MemoryStoreLive } from "./agents/memory/MemoryStore.js"
 import { DefaultModelLive } from "./agents/models/DefaultModel.js"
 import type { ServiceApp } from "./App.js"
@@ -20,25 +20,23 @@ import { StoreWriterLive } from "./observability/StoreWriter.js"
 import { TraceStoreLive } from "./observability/TraceStore.js"
 import { TracingLive } from "./observability/Tracing.js"
 import { RecordRetentionLive } from "./retention/RecordRetention.js"
-import { storageKind } from "./storage/Sql.js"
 import { StoreCommitsLive } from "./storage/StoreCommits.js"
-import { ToolRunnerLive } from "./tools/ToolRunner.js"
+import { RegisteredTools, ToolRunnerLive } from "./tools/ToolRunner.js"
 import { ExecutionStoreLive } from "./workflows/ExecutionStore.js"
 import { IdempotencyKeysLive } from "./workflows/IdempotencyKeys.js"
-import { WorkflowEngineLive } from "./workflows/WorkflowEngine.js"
+import { RegisteredWorkflows, WorkflowEngineLive } from "./workflows/WorkflowEngine.js"
 
 const SERVICE_NAME = "agent-workflow-service"
 
 /** Every service of the app, without the HTTP server: for embedding or for tests. */
 export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
-  Layer.mergeAll(McpExposureLive, WorkflowEngineLive(app.workflows, { instanceId: config.instanceId, ...config.workflows }), IdempotencyKeysLive, ReadinessLive).pipe(
+  Layer.mergeAll(McpExposureLive, WorkflowEngineLive, IdempotencyKeysLive, ReadinessLive).pipe(
     Layer.provideMerge(Layer.mergeAll(
-      Layer.succeed(ServerConfig, config),
-      ToolRunnerLive([...agentToolEntries(app.agents), ...app.tools.map((tool) => ({ tool, agents: [] }))]),
-      AgentRegistryLive(app.agents, { storage: storageKind(config.databaseUrl), telemetry: true, recordContent: config.recordContent }),
+      ToolRunnerLive,
+      AgentRegistryLive,
       ShutdownLive,
       LifecycleLive,
-      AuthPolicyLive(config.auth),
+      AuthPolicyLive,
       UpdatesLive(),
       ObservabilitySetupLive()
     )),
@@ -59,7 +57,19 @@ export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
     )),
     Layer.provideMerge(Layer.mergeAll(StoreWriterLive(config.databaseUrl), StoreCommitsLive(config.databaseUrl))),
     Layer.provideMerge(ObservabilitySqlLive(config.databaseUrl)),
-    Layer.provideMerge(DatabaseLive(config.databaseUrl))
+    Layer.provideMerge(DatabaseLive(config.databaseUrl)),
+    Layer.provideMerge(Layer.mergeAll(Layer.succeed(ServerConfig, config), AppLive(app)))
+  )
+
+/** The app's definitions, as the registries read them; two different ones under one id fail here. */
+const AppLive = (app: ServiceApp) =>
+  Layer.mergeAll(
+    Layer.succeed(RegisteredAgents, app.agents),
+    Layer.succeed(RegisteredWorkflows, app.workflows),
+    Layer.effect(
+      RegisteredTools,
+      Effect.map(agentToolEntries(app.agents), (owned) => [...owned, ...app.tools.map((tool) => ({ tool, agents: [] }))])
+    )
   )
 
 /**

@@ -19,7 +19,8 @@ const program = parseCommandLine(process.argv.slice(2), process.env).pipe(
         Effect.provide(Logger.replace(Logger.defaultLogger, consoleLoggerOf[line.config.logFormat ?? (process.stdout.isTTY ? "pretty" : "logfmt")]))
       )
   ),
-  Effect.catchTag("StorageError", (error) => new StartupError({ message: error.message, exitCode: 1 }))
+  Effect.catchTag("StorageError", (error) => new StartupError({ message: error.message, exitCode: 1 })),
+  Effect.catchTag("DuplicateDefinition", (error) => new StartupError({ message: error.message, exitCode: 2 }))
 )
 
 NodeRuntime.runMain(program, {

@@ -54,3 +54,19 @@ it.scoped("another Effect program embeds the service with its own agents, tools,
     const execution = yield* client.workflows.executeWorkflow({ path: { id: "announce" }, headers: {}, payload: { input: { word: "hi" } } })
     expect(execution).toMatchObject({ status: "completed", result: { loud: "HI" } })
   }))
+
+it.scoped("two different definitions under one id fail the layer with DuplicateDefinition, before anything starts", () =>
+  Effect.gen(function*() {
+    const dir = yield* tempDir
+    const config = { ...resolveServerConfig({ port: 0 }, {}), databaseUrl: `file:${join(dir, "twice.db")}`, logLevel: LogLevel.None }
+    const otherShout = defineTool({ ...shout, execute: () => Effect.succeed({ loud: "?" }) })
+    const apps = [
+      [defineApp({ agents: [herald], tools: [otherShout] }), "Two different tools have the name \"shout\""],
+      [defineApp({ agents: [herald, { ...herald }] }), "Two different agents have the id \"herald\""],
+      [defineApp({ workflows: [announce, announce] }), "Two different workflows have the id \"announce\""]
+    ] as const
+    for (const [app, message] of apps) {
+      const error = yield* Effect.flip(Layer.build(ServiceLive(app, config)))
+      expect(error).toMatchObject({ _tag: "DuplicateDefinition", message })
+    }
+  }))

@@ -1,7 +1,9 @@
 import { Context, Effect, JSONSchema, Layer, Schema, type Stream } from "effect"
 import { type ExecutionFailed, NotFound, type ValidationError } from "../errors.js"
 import { getOrNotFound } from "../lookup.js"
-import type { StorageKind } from "../storage/Sql.js"
+import { ServerConfig } from "../config/ServerConfig.js"
+import { DuplicateDefinition } from "../definitionId.js"
+import { storageKind } from "../storage/Sql.js"
 import { defineTool, type Tool } from "../tools/Tool.js"
 import type { ToolEntry } from "../tools/ToolRunner.js"
 import type { AgentCallContext, AgentDefinition } from "./Agent.js"
@@ -47,25 +49,35 @@ export class AgentRegistry extends Context.Tag("AgentRegistry")<AgentRegistry, {
   ) => Effect.Effect<Stream.Stream<Generation.ObjectEvent, CallError>, CallError>
 }>() {}
 
+/** The agents the app serves (the composition root provides them). */
+export class RegisteredAgents extends Context.Tag("RegisteredAgents")<RegisteredAgents, ReadonlyArray<AgentDefinition>>() {}
+
 /** Every agent reachable from the given ones (sub-agents included), each once. */
-export const allAgents = (agents: ReadonlyArray<AgentDefinition>): ReadonlyArray<AgentDefinition> => {
-  const byId = new Map<string, AgentDefinition>()
-  const visit = (agent: AgentDefinition) => {
-    const existing = byId.get(agent.id)
-    if (existing === agent) return
-    if (existing !== undefined) throw new Error(`Two different agents have the id "${agent.id}"`)
-    byId.set(agent.id, agent)
-    agent.subAgents?.forEach(visit)
-  }
-  agents.forEach(visit)
-  return [...byId.values()]
-}
+export const allAgents = (agents: ReadonlyArray<AgentDefinition>): Effect.Effect<ReadonlyArray<AgentDefinition>, DuplicateDefinition> =>
+  Effect.suspend(() => {
+    const byId = new Map<string, AgentDefinition>()
+    const visit = (agent: AgentDefinition): DuplicateDefinition | undefined => {
+      const existing = byId.get(agent.id)
+      if (existing === agent) return undefined
+      if (existing !== undefined) return new DuplicateDefinition({ kind: "agent", id: agent.id })
+      byId.set(agent.id, agent)
+      for (const sub of agent.subAgents ?? []) {
+        const duplicate = visit(sub)
+        if (duplicate !== undefined) return duplicate
+      }
+      return undefined
+    }
+    for (const agent of agents) {
+      const duplicate = visit(agent)
+      if (duplicate !== undefined) return Effect.fail(duplicate)
+    }
+    return Effect.succeed([...byId.values()])
+  })
 
 /** The tools of the agents, with their owners, for the ToolRunner. */
-export const agentToolEntries = (agents: ReadonlyArray<AgentDefinition>): ReadonlyArray<ToolEntry> =>
-  allAgents(agents).flatMap((agent) =>
-    (agent.tools ?? []).map((tool) => ({ tool, agents: [{ id: agent.id, name: agent.name }] }))
-  )
+export const agentToolEntries = (agents: ReadonlyArray<AgentDefinition>): Effect.Effect<ReadonlyArray<ToolEntry>, DuplicateDefinition> =>
+  Effect.map(allAgents(agents), (all) =>
+    all.flatMap((agent) => (agent.tools ?? []).map((tool) => ({ tool, agents: [{ id: agent.id, name: agent.name }] }))))
 
 const DelegateInput = Schema.Struct({
   task: Schema.String.pipe(Schema.minLength(1)),
@@ -75,14 +87,13 @@ const DelegateInput = Schema.Struct({
 
 const delegateParameters = JSONSchema.make(DelegateInput) as unknown as Record<string, unknown>
 
-export const AgentRegistryLive = (
-  agents: ReadonlyArray<AgentDefinition>,
-  options: { readonly storage: StorageKind; readonly telemetry: boolean; readonly recordContent?: boolean }
-) =>
+export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, RegisteredAgents | ServerConfig | DefaultModel | MemoryStore> =
   Layer.effect(
     AgentRegistry,
     Effect.gen(function*() {
-      const registered = allAgents(agents)
+      const registered = yield* Effect.flatMap(RegisteredAgents, allAgents)
+      const config = yield* ServerConfig
+      const storage = storageKind(config.databaseUrl)
       const byId = new Map(registered.map((agent) => [agent.id, agent]))
       const defaultModel = yield* DefaultModel
       const memory = yield* MemoryStore
@@ -122,7 +133,7 @@ export const AgentRegistryLive = (
         defaultModel,
         memory,
         runtime,
-        recordContent: options.recordContent ?? false,
+        recordContent: config.recordContent,
         extraTools: (agent, call) => (agent.subAgents?.length ? [delegateTool(agent, call)] : [])
       }
 
@@ -142,9 +153,9 @@ export const AgentRegistryLive = (
         tools: toolSummaries(agent),
         subAgents: (agent.subAgents ?? []).map(summary),
         memory: agent.memory
-          ? { config: { storage: options.storage, contextLimit: agent.defaults?.contextLimit ?? DEFAULTS.contextLimit } }
+          ? { config: { storage, contextLimit: agent.defaults?.contextLimit ?? DEFAULTS.contextLimit } }
           : null,
-        isTelemetryEnabled: options.telemetry
+        isTelemetryEnabled: true
       })
 
       const summaries = registered.map(summary)

@@ -2,6 +2,7 @@ import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { messageOf, Unauthorized } from "../errors.js"
 import type { AuthSettings } from "../config/AuthSettings.js"
+import { ServerConfig } from "../config/ServerConfig.js"
 import { makeJwtVerifier } from "./Jwt.js"
 import { anonymousCaller, authenticatedCaller, type Caller, DEFAULT_ADMIN_RULE, SHARED_CALLER } from "./Ownership.js"
 import { compilePublicRoutes } from "./publicRoutes.js"
@@ -101,4 +102,5 @@ export const makeAuthPolicy = (settings: AuthSettings) => {
   })
 }
 
-export const AuthPolicyLive = (settings: AuthSettings) => Layer.sync(AuthPolicy, () => makeAuthPolicy(settings))
+/** The policy of ServerConfig's `auth`. */
+export const AuthPolicyLive = Layer.effect(AuthPolicy, Effect.map(ServerConfig, (config) => makeAuthPolicy(config.auth)))

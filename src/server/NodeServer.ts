@@ -3,6 +3,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { StartupError } from "../config/StartupError.js"
+import { messageOf } from "../errorMessages.js"
 
 const SHUTDOWN_GRACE_MS = 3000
 
@@ -11,7 +12,7 @@ const describeListenError = (cause: unknown): string => {
   if (code === "EADDRINUSE") return "address already in use"
   if (code === "EACCES") return "permission denied"
   if (code === "EADDRNOTAVAIL") return "address not available"
-  return cause instanceof Error ? cause.message : String(cause)
+  return messageOf(cause)
 }
 
 /**

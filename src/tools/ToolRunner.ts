@@ -1,6 +1,7 @@
 import { Cause, Context, Effect, Layer } from "effect"
 import { ExecutionFailed, messageOf, type NotFound, ValidationError } from "../errors.js"
 import { getOrNotFound } from "../lookup.js"
+import { DuplicateDefinition } from "../definitionId.js"
 import type { Tool, ToolContext } from "./Tool.js"
 
 export interface AgentRef {
@@ -73,18 +74,19 @@ const ensureJson = (tool: Tool, value: unknown): Effect.Effect<unknown, Executio
       new ExecutionFailed({ message: `Tool ${tool.name} failed: its result is not JSON (${messageOf(error)})` })
   })
 
-export const makeToolRunner = (entries: ReadonlyArray<ToolEntry>) => {
-  const byName = new Map<string, ToolEntry>()
-  for (const entry of entries) {
+/** The tools the app serves, each with the agents that own it (the composition root gathers them). */
+export class RegisteredTools extends Context.Tag("RegisteredTools")<RegisteredTools, ReadonlyArray<ToolEntry>>() {}
+
+const byNameOf = (entries: ReadonlyArray<ToolEntry>) =>
+  Effect.reduce(entries, new Map<string, ToolEntry>(), (byName, entry) => {
     const existing = byName.get(entry.tool.name)
     if (existing !== undefined && existing.tool !== entry.tool) {
-      throw new Error(`Two different tools are named "${entry.tool.name}"`)
+      return Effect.fail(new DuplicateDefinition({ kind: "tool", id: entry.tool.name }))
     }
-    byName.set(entry.tool.name, {
-      tool: entry.tool,
-      agents: [...(existing?.agents ?? []), ...entry.agents]
-    })
-  }
+    return Effect.succeed(byName.set(entry.tool.name, { tool: entry.tool, agents: [...(existing?.agents ?? []), ...entry.agents] }))
+  })
+
+const makeToolRunner = (byName: ReadonlyMap<string, ToolEntry>) => {
   const list = Effect.succeed([...byName.values()])
   const get = (name: string) => Effect.map(getOrNotFound(byName, "Tool", name), (entry) => entry.tool)
   const execute = (name: string, input: unknown, caller: CallerContext) =>
@@ -106,5 +108,7 @@ export const makeToolRunner = (entries: ReadonlyArray<ToolEntry>) => {
   return ToolRunner.of({ list, get, execute })
 }
 
-export const ToolRunnerLive = (entries: ReadonlyArray<ToolEntry>): Layer.Layer<ToolRunner> =>
-  Layer.sync(ToolRunner, () => makeToolRunner(entries))
+export const ToolRunnerLive: Layer.Layer<ToolRunner, DuplicateDefinition, RegisteredTools> = Layer.effect(
+  ToolRunner,
+  Effect.map(Effect.flatMap(RegisteredTools, byNameOf), makeToolRunner)
+)

@@ -1,7 +1,8 @@
 import { Context, Effect, Either, Layer, Option, ParseResult, Schema, type Stream } from "effect"
 import { BadRequest, Conflict, type InternalError, NotFound, type UnprocessableEntity, ValidationError, type WorkflowFailed } from "../errors.js"
 import { getOrNotFound } from "../lookup.js"
-import type { WorkflowSettings } from "../config/ServerConfig.js"
+import { ServerConfig } from "../config/ServerConfig.js"
+import { DuplicateDefinition } from "../definitionId.js"
 import { canSee, EVERYONE, type Visibility } from "../auth/Ownership.js"
 import { Lifecycle } from "../health/Lifecycle.js"
 import { continueAt, definitionHash } from "./DefinitionCompatibility.js"
@@ -92,287 +93,287 @@ export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine
   readonly liveEventHubs: Effect.Effect<number>
 }>() {}
 
-/** How this instance shares the store with others (see ServerConfig); the defaults suit one instance. */
-export interface EngineOptions extends Partial<Pick<WorkflowSettings, "leaseMs" | "pollMs" | "drainMs">> {
-  readonly instanceId?: string
-}
+/** The workflows the app serves (the composition root provides them). */
+export class RegisteredWorkflows extends Context.Tag("RegisteredWorkflows")<RegisteredWorkflows, ReadonlyArray<WorkflowDefinition>>() {}
 
-export const WorkflowEngineLive = (workflows: ReadonlyArray<WorkflowDefinition>, options: EngineOptions = {}) =>
-  Layer.scoped(
-    WorkflowEngine,
-    Effect.gen(function*() {
-      const instanceId = options.instanceId ?? `instance-${crypto.randomUUID()}`
-      const pollMs = options.pollMs ?? 1_000
-      const store = yield* ExecutionStore
-      const byId = new Map<string, WorkflowDefinition>()
-      for (const definition of workflows) {
-        if (byId.has(definition.id)) throw new Error(`Two workflows have the id "${definition.id}"`)
-        byId.set(definition.id, definition)
-      }
-      const registry = yield* makeInstanceRegistry(instanceId, { leaseMs: options.leaseMs ?? 15_000, pollMs })
-      const notices = yield* makeExecutionNotices(instanceId)
-      const hubs = yield* makeExecutionHubs
-      const driver = yield* makeExecutionDriver(hubs, notices, instanceId)
-      const { launch, record } = driver
-      const watch = yield* makeExecutionWatch(hubs)
-      const { follow, reload, replay, settleAfter } = watch
+const byIdOf = (workflows: ReadonlyArray<WorkflowDefinition>) =>
+  Effect.reduce(workflows, new Map<string, WorkflowDefinition>(), (byId, definition) =>
+    byId.has(definition.id)
+      ? Effect.fail(new DuplicateDefinition({ kind: "workflow", id: definition.id }))
+      : Effect.succeed(byId.set(definition.id, definition)))
 
-      const findWorkflow = (id: string) => getOrNotFound(byId, "Workflow", id)
+/** How this instance shares the store with others: `instanceId` and `workflows` (lease, poll, drain) of ServerConfig. */
+export const WorkflowEngineLive = Layer.scoped(
+  WorkflowEngine,
+  Effect.gen(function*() {
+    const { instanceId, workflows: settings } = yield* ServerConfig
+    const { pollMs } = settings
+    const store = yield* ExecutionStore
+    const byId = yield* Effect.flatMap(RegisteredWorkflows, byIdOf)
+    const registry = yield* makeInstanceRegistry(instanceId, { leaseMs: settings.leaseMs, pollMs })
+    const notices = yield* makeExecutionNotices(instanceId)
+    const hubs = yield* makeExecutionHubs
+    const driver = yield* makeExecutionDriver(hubs, notices, instanceId)
+    const { launch, record } = driver
+    const watch = yield* makeExecutionWatch(hubs)
+    const { follow, reload, replay, settleAfter } = watch
 
-      const findExecution = (workflowId: string, executionId: string, visibility: Visibility = EVERYONE) =>
-        Effect.gen(function*() {
-          const definition = yield* findWorkflow(workflowId)
-          const execution = yield* store.get(executionId)
-          if (
-            Option.isNone(execution) || execution.value.workflowId !== workflowId ||
-            !canSee(visibility, execution.value.userId)
-          ) {
-            return yield* NotFound.of("Execution", executionId)
-          }
-          return { definition, execution: execution.value }
-        })
+    const findWorkflow = (id: string) => getOrNotFound(byId, "Workflow", id)
 
-      // --- starting -----------------------------------------------------------------------------------
+    const findExecution = (workflowId: string, executionId: string, visibility: Visibility = EVERYONE) =>
+      Effect.gen(function*() {
+        const definition = yield* findWorkflow(workflowId)
+        const execution = yield* store.get(executionId)
+        if (
+          Option.isNone(execution) || execution.value.workflowId !== workflowId ||
+          !canSee(visibility, execution.value.userId)
+        ) {
+          return yield* NotFound.of("Execution", executionId)
+        }
+        return { definition, execution: execution.value }
+      })
 
-      /**
-       * The execution a request asks for, not yet stored. `checkTaken`: fail now when its id is taken
-       * (a stream must, before its status line; execute and run learn it from the insert).
-       */
-      const prepare = (workflowId: string, request: S.ExecuteRequest, options: StartOptions = {}, checkTaken = false) =>
-        Effect.gen(function*() {
-          const definition = yield* findWorkflow(workflowId)
-          const input = yield* decodeInput(definition, request.input)
-          const chosen = request.options?.executionId ?? crypto.randomUUID()
-          const id = options.idempotent === undefined ? chosen : yield* options.idempotent(chosen)
-          if (checkTaken && options.idempotent === undefined && (yield* store.exists(id))) return yield* alreadyExists(id)
-          const span = yield* Effect.option(Effect.currentSpan)
-          const createdAt = now()
-          const execution: Execution = {
-            id,
-            workflowId,
-            workflowName: definition.name,
-            status: "running",
-            input,
-            context: { ...request.options?.context },
-            user: options.user ?? null,
-            userId: options.userId,
-            stepIndex: 0,
-            stepData: {},
-            currentData: input,
-            metadata: Option.match(span, {
-              onNone: () => ({ traceId: "", spanId: "" }),
-              onSome: (s) => ({ traceId: s.traceId, spanId: s.spanId })
-            }),
-            version: 0,
-            owner: instanceId,
-            lastSeq: 0,
-            definitionHash: definitionHash(definition),
-            createdAt,
-            updatedAt: createdAt
-          }
-          return { definition, execution }
-        })
+    // --- starting -----------------------------------------------------------------------------------
 
-      const alreadyExists = (id: string) => new BadRequest({ message: `Execution ${id} already exists` })
+    /**
+     * The execution a request asks for, not yet stored. `checkTaken`: fail now when its id is taken
+     * (a stream must, before its status line; execute and run learn it from the insert).
+     */
+    const prepare = (workflowId: string, request: S.ExecuteRequest, options: StartOptions = {}, checkTaken = false) =>
+      Effect.gen(function*() {
+        const definition = yield* findWorkflow(workflowId)
+        const input = yield* decodeInput(definition, request.input)
+        const chosen = request.options?.executionId ?? crypto.randomUUID()
+        const id = options.idempotent === undefined ? chosen : yield* options.idempotent(chosen)
+        if (checkTaken && options.idempotent === undefined && (yield* store.exists(id))) return yield* alreadyExists(id)
+        const span = yield* Effect.option(Effect.currentSpan)
+        const createdAt = now()
+        const execution: Execution = {
+          id,
+          workflowId,
+          workflowName: definition.name,
+          status: "running",
+          input,
+          context: { ...request.options?.context },
+          user: options.user ?? null,
+          userId: options.userId,
+          stepIndex: 0,
+          stepData: {},
+          currentData: input,
+          metadata: Option.match(span, {
+            onNone: () => ({ traceId: "", spanId: "" }),
+            onSome: (s) => ({ traceId: s.traceId, spanId: s.spanId })
+          }),
+          version: 0,
+          owner: instanceId,
+          lastSeq: 0,
+          definitionHash: definitionHash(definition),
+          createdAt,
+          updatedAt: createdAt
+        }
+        return { definition, execution }
+      })
 
-      /**
-       * Stores the execution with its opening events (its first step's step-start among them) and
-       * launches its fiber; uninterruptible, so never one without the other. None when the id is taken.
-       */
-      const startIfNew = (definition: WorkflowDefinition, execution: Execution) =>
-        Effect.uninterruptible(Effect.gen(function*() {
-          const opening = openingEvents(definition, execution)
-          if (Option.isNone(yield* record(execution.id, opening, store.create(execution, opening)))) return Option.none()
-          yield* Effect.logInfo("workflow started").pipe(
-            Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
-          )
-          const fiber = yield* launch(definition, execution, { startRecorded: true })
-          return Option.some({ execution, fiber })
+    const alreadyExists = (id: string) => new BadRequest({ message: `Execution ${id} already exists` })
+
+    /**
+     * Stores the execution with its opening events (its first step's step-start among them) and
+     * launches its fiber; uninterruptible, so never one without the other. None when the id is taken.
+     */
+    const startIfNew = (definition: WorkflowDefinition, execution: Execution) =>
+      Effect.uninterruptible(Effect.gen(function*() {
+        const opening = openingEvents(definition, execution)
+        if (Option.isNone(yield* record(execution.id, opening, store.create(execution, opening)))) return Option.none()
+        yield* Effect.logInfo("workflow started").pipe(
+          Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
+        )
+        const fiber = yield* launch(definition, execution, { startRecorded: true })
+        return Option.some({ execution, fiber })
+      }))
+
+    const start = (definition: WorkflowDefinition, execution: Execution) =>
+      Effect.flatMap(startIfNew(definition, execution), (launched) =>
+        Option.isSome(launched) ? Effect.succeed(launched.value) : Effect.fail(alreadyExists(execution.id)))
+
+    const join = makeExecutionJoin({ store, watch, startIfNew, fiberOf: driver.fiberOf })
+
+    // Executions a dead process left running continue here from their checkpoint; with several
+    // instances, those of any instance that dies, and streams here follow executions run elsewhere.
+    // An instance told to drain (Lifecycle, when the service has one) claims nothing more.
+    const lifecycle = yield* Effect.serviceOption(Lifecycle)
+    const leaving = Option.match(lifecycle, { onNone: () => Effect.succeed(false), onSome: (l) => l.draining })
+    yield* startExecutionSupervisor({ registry, notices, hubs, driver, workflows: byId, pollMs, leaving })
+    // Runs first on shutdown (finalizers run in reverse): steps finish, then executions are handed over.
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(driver.drain(settings.drainMs), (released) =>
+        released.length === 0 ? Effect.void : Effect.zipRight(
+          notices.released(released),
+          Effect.logInfo(`shutting down: released ${released.length} running workflow executions to the other instances`)
+        ))
+    )
+
+    const span = (name: string, workflowId: string) =>
+      <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+        Effect.withSpan(effect, `WorkflowEngine.${name}`, { captureStackTrace: false, attributes: { "entity.type": "workflow", "entity.id": workflowId } })
+
+    const notRunning = (execution: Execution) =>
+      new BadRequest({ message: `Execution ${execution.id} is ${execution.status}` })
+
+    return WorkflowEngine.of({
+      list: Effect.sync(() =>
+        [...byId.values()].map((definition) => ({
+          id: definition.id,
+          name: definition.name,
+          purpose: definition.purpose,
+          stepsCount: definition.steps.length,
+          status: "idle" as const
         }))
+      ),
+      details: (id) =>
+        Effect.map(findWorkflow(id), (definition) => ({
+          id: definition.id,
+          name: definition.name,
+          purpose: definition.purpose,
+          stepsCount: definition.steps.length,
+          status: "idle" as const,
+          steps: definition.steps.map(describeStep),
+          inputSchema: toJsonSchema(definition.input)!,
+          suspendSchema: toJsonSchema(definition.suspendSchema) ?? null,
+          resumeSchema: toJsonSchema(definition.resumeSchema) ?? null
+        })),
 
-      const start = (definition: WorkflowDefinition, execution: Execution) =>
-        Effect.flatMap(startIfNew(definition, execution), (launched) =>
-          Option.isSome(launched) ? Effect.succeed(launched.value) : Effect.fail(alreadyExists(execution.id)))
+      execute: (id, request, options) =>
+        Effect.gen(function*() {
+          const { definition, execution } = yield* prepare(id, request, options)
+          if (options?.idempotent !== undefined) return yield* join.execute(definition, execution)
+          return yield* settleAfter(execution.id, 0, start(definition, execution))
+        }).pipe(span("execute", id)),
 
-      const join = makeExecutionJoin({ store, watch, startIfNew, fiberOf: driver.fiberOf })
+      run: (id, request, options) =>
+        Effect.gen(function*() {
+          const { definition, execution } = yield* prepare(id, request, options)
+          if (options?.idempotent !== undefined) return yield* join.run(definition, execution)
+          yield* start(definition, execution)
+          return { executionId: execution.id, workflowId: id, status: "running" as const, startAt: execution.createdAt }
+        }).pipe(span("run", id)),
 
-      // Executions a dead process left running continue here from their checkpoint; with several
-      // instances, those of any instance that dies, and streams here follow executions run elsewhere.
-      // An instance told to drain (Lifecycle, when the service has one) claims nothing more.
-      const lifecycle = yield* Effect.serviceOption(Lifecycle)
-      const leaving = Option.match(lifecycle, { onNone: () => Effect.succeed(false), onSome: (l) => l.draining })
-      yield* startExecutionSupervisor({ registry, notices, hubs, driver, workflows: byId, pollMs, leaving })
-      // Runs first on shutdown (finalizers run in reverse): steps finish, then executions are handed over.
-      yield* Effect.addFinalizer(() =>
-        Effect.flatMap(driver.drain(options.drainMs ?? 10_000), (released) =>
-          released.length === 0 ? Effect.void : Effect.zipRight(
-            notices.released(released),
-            Effect.logInfo(`shutting down: released ${released.length} running workflow executions to the other instances`)
-          ))
-      )
+      stream: (id, request, options) =>
+        Effect.flatMap(prepare(id, request, options, true), ({ definition, execution }) =>
+          options?.idempotent !== undefined
+            ? join.stream(definition, execution)
+            : Effect.succeed(follow(execution, 0, Effect.map(start(definition, execution), ({ fiber }) => Option.some(fiber))))
+        ).pipe(span("stream", id)),
 
-      const span = (name: string, workflowId: string) =>
-        <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-          Effect.withSpan(effect, `WorkflowEngine.${name}`, { captureStackTrace: false, attributes: { "entity.type": "workflow", "entity.id": workflowId } })
+      attach: (id, executionId, afterSeq, visibility) =>
+        Effect.flatMap(findExecution(id, executionId, visibility), ({ execution }) =>
+          execution.status === "running"
+            ? Effect.succeed(follow(execution, afterSeq, Effect.sync(() => driver.fiberOf(executionId))))
+            : replay(execution, afterSeq)
+        ).pipe(span("attach", id)),
 
-      const notRunning = (execution: Execution) =>
-        new BadRequest({ message: `Execution ${execution.id} is ${execution.status}` })
-
-      return WorkflowEngine.of({
-        list: Effect.sync(() =>
-          workflows.map((definition) => ({
-            id: definition.id,
-            name: definition.name,
-            purpose: definition.purpose,
-            stepsCount: definition.steps.length,
-            status: "idle" as const
-          }))
-        ),
-        details: (id) =>
-          Effect.map(findWorkflow(id), (definition) => ({
-            id: definition.id,
-            name: definition.name,
-            purpose: definition.purpose,
-            stepsCount: definition.steps.length,
-            status: "idle" as const,
-            steps: definition.steps.map(describeStep),
-            inputSchema: toJsonSchema(definition.input)!,
-            suspendSchema: toJsonSchema(definition.suspendSchema) ?? null,
-            resumeSchema: toJsonSchema(definition.resumeSchema) ?? null
-          })),
-
-        execute: (id, request, options) =>
-          Effect.gen(function*() {
-            const { definition, execution } = yield* prepare(id, request, options)
-            if (options?.idempotent !== undefined) return yield* join.execute(definition, execution)
-            return yield* settleAfter(execution.id, 0, start(definition, execution))
-          }).pipe(span("execute", id)),
-
-        run: (id, request, options) =>
-          Effect.gen(function*() {
-            const { definition, execution } = yield* prepare(id, request, options)
-            if (options?.idempotent !== undefined) return yield* join.run(definition, execution)
-            yield* start(definition, execution)
-            return { executionId: execution.id, workflowId: id, status: "running" as const, startAt: execution.createdAt }
-          }).pipe(span("run", id)),
-
-        stream: (id, request, options) =>
-          Effect.flatMap(prepare(id, request, options, true), ({ definition, execution }) =>
-            options?.idempotent !== undefined
-              ? join.stream(definition, execution)
-              : Effect.succeed(follow(execution, 0, Effect.map(start(definition, execution), ({ fiber }) => Option.some(fiber))))
-          ).pipe(span("stream", id)),
-
-        attach: (id, executionId, afterSeq, visibility) =>
-          Effect.flatMap(findExecution(id, executionId, visibility), ({ execution }) =>
-            execution.status === "running"
-              ? Effect.succeed(follow(execution, afterSeq, Effect.sync(() => driver.fiberOf(executionId))))
-              : replay(execution, afterSeq)
-          ).pipe(span("attach", id)),
-
-        suspend: (id, executionId, reason, visibility) =>
-          Effect.gen(function*() {
-            const found = yield* findExecution(id, executionId, visibility)
-            const steps = found.definition.steps
-            let execution = found.execution
-            // The suspension is stored first (at the step the row is at, which a concurrent checkpoint
-            // may move on: then read again), then the fiber is interrupted: its later writes are refused.
-            while (execution.status === "running") {
-              const stepIndex = Math.min(execution.stepIndex, steps.length - 1)
-              const suspended = workflowEvent(execution, "workflow-suspended", steps[stepIndex].id, "suspended", { stepIndex, reason })
-              const suspension = { suspendedAt: suspended.timestamp, reason, stepIndex, stepId: suspended.from }
-              const claim = { id: executionId, version: execution.version, atStep: execution.stepIndex }
-              const stored = yield* Effect.uninterruptible(Effect.tap(
-                record(executionId, [suspended], store.suspend(claim, suspension, suspended)),
-                (seq) => Option.isSome(seq) ? driver.stop(executionId) : Effect.void
-              ))
-              if (Option.isSome(stored)) {
-                return { executionId, status: "suspended" as const, suspension: { suspendedAt: suspension.suspendedAt, reason } }
-              }
-              execution = yield* reload(executionId)
-            }
-            return yield* notRunning(execution)
-          }).pipe(span("suspend", id)),
-
-        resume: (id, executionId, resumeData, stepId, visibility) =>
-          Effect.gen(function*() {
-            const { definition, execution } = yield* findExecution(id, executionId, visibility)
-            const notSuspended = new NotFound({ message: `Execution ${executionId} is not suspended` })
-            if (execution.status !== "suspended" || execution.suspension === undefined) return yield* notSuspended
-            // Its own step, by id when the workflow changed since (409 when gone); or the one asked for.
-            const stepIndex = stepId === undefined
-              ? yield* Either.mapLeft(
-                Either.map(continueAt(definition, execution, execution.suspension), (at) => at.stepIndex),
-                (incompatible) =>
-                  new Conflict({
-                    message: `Cannot resume: ${incompatible.message}; resume it at one of the workflow's steps (options.stepId) or cancel it`
-                  })
-              )
-              : definition.steps.findIndex((step) => step.id === stepId)
-            if (stepIndex < 0) return yield* new BadRequest({ message: `Workflow ${id} has no step ${stepId}` })
-            const schema = definition.steps[stepIndex].resumeSchema ?? definition.resumeSchema
-            const decoded = schema === undefined
-              ? resumeData
-              : yield* Either.mapLeft(
-                Schema.decodeUnknownEither(schema as Schema.Schema<unknown>, { errors: "all" })(resumeData),
-                (error) => ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error), ["resumeData"])
-              )
-            // Claim and launch are one uninterruptible action: a claimed execution always has a fiber.
-            return yield* settleAfter(executionId, execution.lastSeq, Effect.uninterruptible(Effect.gen(function*() {
-              const claimed = yield* store.claimResume(execution, {
-                stepIndex,
-                resumeData: decoded,
-                owner: instanceId,
-                definitionHash: definitionHash(definition)
-              })
-              if (Option.isNone(claimed)) return yield* notSuspended
-              const fiber = yield* launch(definition, claimed.value, { startRecorded: false })
-              return { execution: claimed.value, fiber }
-            })))
-          }).pipe(span("resume", id)),
-
-        cancel: (id, executionId, reason, visibility) =>
-          Effect.gen(function*() {
-            const { execution } = yield* findExecution(id, executionId, visibility)
-            if (execution.status !== "running" && execution.status !== "suspended") return yield* notRunning(execution)
-            const cancelled = workflowEvent(execution, "workflow-cancelled", execution.workflowName, "cancelled", { reason })
-            // Stored first, then the fiber is interrupted: a fiber launched meanwhile has its first write refused.
+      suspend: (id, executionId, reason, visibility) =>
+        Effect.gen(function*() {
+          const found = yield* findExecution(id, executionId, visibility)
+          const steps = found.definition.steps
+          let execution = found.execution
+          // The suspension is stored first (at the step the row is at, which a concurrent checkpoint
+          // may move on: then read again), then the fiber is interrupted: its later writes are refused.
+          while (execution.status === "running") {
+            const stepIndex = Math.min(execution.stepIndex, steps.length - 1)
+            const suspended = workflowEvent(execution, "workflow-suspended", steps[stepIndex].id, "suspended", { stepIndex, reason })
+            const suspension = { suspendedAt: suspended.timestamp, reason, stepIndex, stepId: suspended.from }
+            const claim = { id: executionId, version: execution.version, atStep: execution.stepIndex }
             const stored = yield* Effect.uninterruptible(Effect.tap(
-              record(executionId, [cancelled], store.cancel(executionId, cancelled)),
+              record(executionId, [suspended], store.suspend(claim, suspension, suspended)),
               (seq) => Option.isSome(seq) ? driver.stop(executionId) : Effect.void
             ))
-            if (Option.isNone(stored)) return yield* notRunning(yield* reload(executionId))
-            yield* countExecution("cancelled")
-            yield* Effect.logInfo(`workflow cancelled: ${reason}`).pipe(Effect.annotateLogs({ workflowId: id, executionId }))
-            return { executionId, status: "cancelled" as const, cancelledAt: cancelled.timestamp, reason }
-          }).pipe(span("cancel", id)),
-
-        remove: (id, executionId, visibility) =>
-          Effect.gen(function*() {
-            const { execution } = yield* findExecution(id, executionId, visibility)
-            if (execution.status === "running" || execution.status === "suspended") {
-              return yield* new BadRequest({
-                message: `Execution ${executionId} is ${execution.status}: only finished executions (completed, error, cancelled) can be deleted; cancel it first`
-              })
+            if (Option.isSome(stored)) {
+              return { executionId, status: "suspended" as const, suspension: { suspendedAt: suspension.suspendedAt, reason } }
             }
-            // Only a concurrent delete can make this false: a finished execution never runs again.
-            if (!(yield* store.remove(executionId))) return yield* NotFound.of("Execution", executionId)
-            yield* Effect.logInfo("workflow execution deleted").pipe(Effect.annotateLogs({ workflowId: id, executionId }))
-            return { executionId, workflowId: id, deleted: true as const }
-          }).pipe(span("remove", id)),
+            execution = yield* reload(executionId)
+          }
+          return yield* notRunning(execution)
+        }).pipe(span("suspend", id)),
 
-        state: (id, executionId, visibility) =>
-          Effect.map(findExecution(id, executionId, visibility), ({ execution }) => stateOf(id, execution)).pipe(span("state", id)),
+      resume: (id, executionId, resumeData, stepId, visibility) =>
+        Effect.gen(function*() {
+          const { definition, execution } = yield* findExecution(id, executionId, visibility)
+          const notSuspended = new NotFound({ message: `Execution ${executionId} is not suspended` })
+          if (execution.status !== "suspended" || execution.suspension === undefined) return yield* notSuspended
+          // Its own step, by id when the workflow changed since (409 when gone); or the one asked for.
+          const stepIndex = stepId === undefined
+            ? yield* Either.mapLeft(
+              Either.map(continueAt(definition, execution, execution.suspension), (at) => at.stepIndex),
+              (incompatible) =>
+                new Conflict({
+                  message: `Cannot resume: ${incompatible.message}; resume it at one of the workflow's steps (options.stepId) or cancel it`
+                })
+            )
+            : definition.steps.findIndex((step) => step.id === stepId)
+          if (stepIndex < 0) return yield* new BadRequest({ message: `Workflow ${id} has no step ${stepId}` })
+          const schema = definition.steps[stepIndex].resumeSchema ?? definition.resumeSchema
+          const decoded = schema === undefined
+            ? resumeData
+            : yield* Either.mapLeft(
+              Schema.decodeUnknownEither(schema as Schema.Schema<unknown>, { errors: "all" })(resumeData),
+              (error) => ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error), ["resumeData"])
+            )
+          // Claim and launch are one uninterruptible action: a claimed execution always has a fiber.
+          return yield* settleAfter(executionId, execution.lastSeq, Effect.uninterruptible(Effect.gen(function*() {
+            const claimed = yield* store.claimResume(execution, {
+              stepIndex,
+              resumeData: decoded,
+              owner: instanceId,
+              definitionHash: definitionHash(definition)
+            })
+            if (Option.isNone(claimed)) return yield* notSuspended
+            const fiber = yield* launch(definition, claimed.value, { startRecorded: false })
+            return { execution: claimed.value, fiber }
+          })))
+        }).pipe(span("resume", id)),
 
-        executions: (query) =>
-          Effect.gen(function*() {
-            if (query.workflowId !== undefined) yield* findWorkflow(query.workflowId)
-            const executions = yield* store.list(query)
-            const events = yield* store.eventsOf(executions.map((e) => e.id))
-            return executions.map((execution) => recordOf(execution, events.get(execution.id) ?? []))
-          }).pipe(Effect.withSpan("WorkflowEngine.executions", { captureStackTrace: false })),
+      cancel: (id, executionId, reason, visibility) =>
+        Effect.gen(function*() {
+          const { execution } = yield* findExecution(id, executionId, visibility)
+          if (execution.status !== "running" && execution.status !== "suspended") return yield* notRunning(execution)
+          const cancelled = workflowEvent(execution, "workflow-cancelled", execution.workflowName, "cancelled", { reason })
+          // Stored first, then the fiber is interrupted: a fiber launched meanwhile has its first write refused.
+          const stored = yield* Effect.uninterruptible(Effect.tap(
+            record(executionId, [cancelled], store.cancel(executionId, cancelled)),
+            (seq) => Option.isSome(seq) ? driver.stop(executionId) : Effect.void
+          ))
+          if (Option.isNone(stored)) return yield* notRunning(yield* reload(executionId))
+          yield* countExecution("cancelled")
+          yield* Effect.logInfo(`workflow cancelled: ${reason}`).pipe(Effect.annotateLogs({ workflowId: id, executionId }))
+          return { executionId, status: "cancelled" as const, cancelledAt: cancelled.timestamp, reason }
+        }).pipe(span("cancel", id)),
 
-        liveEventHubs: hubs.size
-      })
+      remove: (id, executionId, visibility) =>
+        Effect.gen(function*() {
+          const { execution } = yield* findExecution(id, executionId, visibility)
+          if (execution.status === "running" || execution.status === "suspended") {
+            return yield* new BadRequest({
+              message: `Execution ${executionId} is ${execution.status}: only finished executions (completed, error, cancelled) can be deleted; cancel it first`
+            })
+          }
+          // Only a concurrent delete can make this false: a finished execution never runs again.
+          if (!(yield* store.remove(executionId))) return yield* NotFound.of("Execution", executionId)
+          yield* Effect.logInfo("workflow execution deleted").pipe(Effect.annotateLogs({ workflowId: id, executionId }))
+          return { executionId, workflowId: id, deleted: true as const }
+        }).pipe(span("remove", id)),
+
+      state: (id, executionId, visibility) =>
+        Effect.map(findExecution(id, executionId, visibility), ({ execution }) => stateOf(id, execution)).pipe(span("state", id)),
+
+      executions: (query) =>
+        Effect.gen(function*() {
+          if (query.workflowId !== undefined) yield* findWorkflow(query.workflowId)
+          const executions = yield* store.list(query)
+          const events = yield* store.eventsOf(executions.map((e) => e.id))
+          return executions.map((execution) => recordOf(execution, events.get(execution.id) ?? []))
+        }).pipe(Effect.withSpan("WorkflowEngine.executions", { captureStackTrace: false })),
+
+      liveEventHubs: hubs.size
     })
-  )
+  })
+)
