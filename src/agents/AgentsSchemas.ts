@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { JsonSchemaObject } from "../tools/ToolsApi.js"
+import { JsonSchemaObject } from "../json-schema/JsonSchemaObject.js"
 
 const Probability = Schema.Number.pipe(Schema.between(0, 1, { message: () => "must be a number from 0 to 1" }))
 const Penalty = Schema.Number.pipe(Schema.between(0, 2, { message: () => "must be a number from 0 to 2" }))

@@ -4,11 +4,7 @@ import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Schema } from "effect"
 import { Success } from "../http/Envelope.js"
 import { ExecutionFailed, NotFound, ValidationError } from "../http/Errors.js"
-
-export const JsonSchemaObject = Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
-  identifier: "JsonSchema",
-  description: "A JSON Schema object"
-})
+import { JsonSchemaObject } from "../json-schema/JsonSchemaObject.js"
 
 export const ToolInfo = Schema.Struct({
   name: Schema.String,

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { JsonSchemaObject } from "../tools/ToolsApi.js"
+import { JsonSchemaObject } from "../json-schema/JsonSchemaObject.js"
 
 export const ExecutionStatus = Schema.Literal("running", "suspended", "completed", "error", "cancelled")
 export type ExecutionStatus = typeof ExecutionStatus.Type
