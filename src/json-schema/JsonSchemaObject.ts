@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 
-/** A JSON Schema as the API declares one (tool parameters, agent and workflow inputs). */
+/** A JSON Schema document, as the API shows a tool's, agent's or workflow's input and output schemas. */
 export const JsonSchemaObject = Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
   identifier: "JsonSchema",
   description: "A JSON Schema object"

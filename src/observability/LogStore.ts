@@ -1,7 +1,8 @@
-import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, type LogLevel, Option, Queue, Schedule, type Scope, Tracer } from "effect"
+import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, type LogLevel, Option, Queue, Schedule, Schema, type Scope, Stream, SubscriptionRef, Tracer } from "effect"
 import { ConsoleTraceIdsLive } from "./consoleTraceIds.js"
 import { makeLiveFeed } from "./liveFeed.js"
-import { countLogs, fromLogRow, type LogEntry, type LogQuery, type LogRetention, type LogRow, logRow, selectLogs } from "./logTable.js"
+import { type LogEntry, type LogQuery, type LogRetention, logRow } from "./logTable.js"
+import { countLogs, LogEntryFromRow, selectLogs } from "./observabilityReads.js"
 import { type Budget, capString, jsonSize, LOG_ENTRY_CAP, recordedAttributes, redactQueries } from "./Redaction.js"
 import { followRemoteRows } from "./remoteFeed.js"
 import { ObservabilitySql } from "./ObservabilitySql.js"
@@ -99,7 +100,8 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
       const wake = yield* Queue.dropping<void>(1)
       let flushWanted = false
       let offered = 0
-      let settled = 0
+      // Entries written, or lost to a failed write; with those the backlog dropped, every entry offered is settled.
+      const written = yield* SubscriptionRef.make(0)
 
       const logger = Logger.make<unknown, void>(({ annotations, cause, context, date, logLevel, message }) => {
         const span = Context.getOption(FiberRefs.getOrDefault(context, FiberRef.currentContext), Tracer.ParentSpan)
@@ -125,10 +127,8 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
           attributes
         }
         offered++
-        const before = backlog.dropped
         // What the entry's text and attributes took of its cap: its size, near enough.
         backlog.push(entry, LOG_ENTRY_CAP - budget.left + 256)
-        settled += backlog.dropped - before
         if (backlog.size === 1) wake.unsafeOffer(undefined)
         live.publish(entry)
       })
@@ -148,7 +148,7 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
           left -= entries.length
           sincePrune += entries.length
           yield* write({ _tag: "logs", rows: entries.map(logRow) }).pipe(
-            Effect.ensuring(Effect.sync(() => (settled += entries.length))),
+            Effect.ensuring(SubscriptionRef.update(written, (n) => n + entries.length)),
             Effect.uninterruptible
           )
         }
@@ -184,23 +184,25 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
 
       const flush = Effect.gen(function*() {
         const target = offered
-        if (settled >= target) return
+        const settled = (writtenNow: number) => writtenNow + backlog.dropped >= target
+        if (settled(yield* SubscriptionRef.get(written))) return
         flushWanted = true
         wake.unsafeOffer(undefined)
-        while (settled < target) yield* Effect.sleep("2 millis")
+        yield* Stream.runDrain(Stream.takeUntil(written.changes, settled))
       }).pipe(Effect.timeoutOption("5 seconds"), Effect.asVoid)
 
       // Other instances' entries, on a store they share (SQLite is one instance's).
+      const decodeRow = Schema.decodeSync(LogEntryFromRow)
       const remote = yield* sql.onDialectOrElse({
         pg: () =>
           Effect.map(
-            followRemoteRows<LogRow>({
+            followRemoteRows<typeof LogEntryFromRow.Encoded>({
               sql,
               table: "observability_logs",
               seq: "id",
               instanceId: options.instanceId,
               isWatched: live.isWatched,
-              publish: (row) => live.publish(fromLogRow(row))
+              publish: (row) => live.publish(decodeRow(row))
             }),
             (feed) => feed.start
           ),

@@ -6,37 +6,14 @@ import { Success } from "../http/Envelope.js"
 import { Forbidden, NotFound } from "../http/Errors.js"
 import { QueryInt, Timestamp } from "../http/Query.js"
 import { LEVELS } from "./LogStore.js"
+import { LogEntry, TraceSummary } from "./ObservabilitySchemas.js"
 import { SpanRecord } from "./Span.js"
+
+export { LogEntry as LogEntrySchema, TraceSummary } from "./ObservabilitySchemas.js"
 
 export const Level = Schema.Literal(...LEVELS)
 
-export const LogEntrySchema = Schema.Struct({
-  timestamp: Schema.String,
-  level: Schema.String,
-  message: Schema.String,
-  instance: Schema.String.annotations({ description: "the service instance that logged it (SERVICE_INSTANCE_ID)" }),
-  traceId: Schema.optional(Schema.String),
-  spanId: Schema.optional(Schema.String),
-  agentId: Schema.optional(Schema.String),
-  workflowId: Schema.optional(Schema.String),
-  executionId: Schema.optional(Schema.String),
-  conversationId: Schema.optional(Schema.String),
-  attributes: Schema.Record({ key: Schema.String, value: Schema.Unknown })
-}).annotations({ identifier: "LogEntry" })
-
-export const TraceSummary = Schema.Struct({
-  traceId: Schema.String,
-  name: Schema.String,
-  entityType: Schema.NullOr(Schema.String),
-  entityId: Schema.NullOr(Schema.String),
-  startTime: Schema.String,
-  endTime: Schema.String,
-  durationMs: Schema.Number,
-  status: Schema.String,
-  spanCount: Schema.Number
-}).annotations({ identifier: "TraceSummary" })
-
-const LogList = Schema.Struct({ logs: Schema.Array(LogEntrySchema), count: Schema.Number })
+const LogList = Schema.Struct({ logs: Schema.Array(LogEntry), count: Schema.Number })
 
 export const LogFilters = {
   level: Schema.optional(Level),
@@ -106,13 +83,13 @@ export class ObservabilityApi extends HttpApiGroup.make("observability")
   .add(
     HttpApiEndpoint.get("observabilityLogs", "/observability/logs")
       .setUrlParams(Schema.Struct({ ...LogFilters, traceId: Schema.optional(Schema.String), spanId: Schema.optional(Schema.String) }))
-      .addSuccess(Success(Schema.Array(LogEntrySchema)))
+      .addSuccess(Success(Schema.Array(LogEntry)))
       .annotate(OpenApi.Summary, "Log query (level is a minimum; default limit 100, at most 1000; newest last)")
   )
   .add(
     HttpApiEndpoint.get("systemLogs", "/api/logs")
       .setUrlParams(SystemLogFilters)
-      .addSuccess(Success(Schema.Array(LogEntrySchema)))
+      .addSuccess(Success(Schema.Array(LogEntry)))
       .annotate(OpenApi.Summary, "System log query by agent, workflow, execution or conversation")
   )
   .add(

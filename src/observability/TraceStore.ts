@@ -1,12 +1,14 @@
 import type { Context as OtelContext } from "@opentelemetry/api"
 import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace-base"
-import { Context, Effect, Layer, Option, Queue, Schedule, type Scope } from "effect"
+import { SqlSchema } from "@effect/sql"
+import { Context, Effect, Layer, type Option, Queue, Schedule, Schema, type Scope, Stream, SubscriptionRef } from "effect"
 import { makeLiveFeed } from "./liveFeed.js"
 import { followRemoteRows } from "./remoteFeed.js"
 import { type SpanRecord, toSpanRecord } from "./Span.js"
 import { spanRow } from "./spanRows.js"
 import { ObservabilitySql } from "./ObservabilitySql.js"
 import { storeWriterOrInline } from "./StoreWriter.js"
+import { SpanRecordFromRow } from "./observabilityReads.js"
 import { listTraces, type RetentionOptions, traceCounts, type TraceQuery, type TraceSummary } from "./traceIndex.js"
 
 export type { RetentionOptions, TraceQuery, TraceSummary } from "./traceIndex.js"
@@ -34,37 +36,6 @@ export class TraceStore extends Context.Tag("TraceStore")<TraceStore, {
   readonly flush: Effect.Effect<void>
 }>() {}
 
-interface SpanRow {
-  readonly span_id: string
-  readonly trace_id: string
-  readonly parent_span_id: string | null
-  readonly name: string
-  readonly kind: string
-  readonly start_time: string
-  readonly end_time: string
-  readonly duration_ms: number
-  readonly status_code: string
-  readonly status_message: string | null
-  readonly attributes: string
-  readonly events: string
-  readonly entity_type: string | null
-  readonly entity_id: string | null
-}
-
-const fromRow = (row: SpanRow): SpanRecord => ({
-  traceId: row.trace_id,
-  spanId: row.span_id,
-  parentSpanId: row.parent_span_id,
-  name: row.name,
-  kind: row.kind,
-  startTime: row.start_time,
-  endTime: row.end_time,
-  durationMs: Number(row.duration_ms),
-  status: { code: row.status_code, ...(row.status_message ? { message: row.status_message } : {}) },
-  attributes: JSON.parse(row.attributes),
-  events: JSON.parse(row.events)
-})
-
 const BATCH = 500
 const BUFFER = 20_000
 const LIVE_BUFFER = 1_024
@@ -76,8 +47,9 @@ export const TraceStoreLive = (retention: RetentionOptions, instanceId: string) 
       const sql = yield* ObservabilitySql
       const pending = yield* Queue.sliding<SpanRecord>(BUFFER)
       const live = yield* makeLiveFeed<SpanEvent>(LIVE_BUFFER)
-      let offered = 0
-      let written = 0
+      let queued = 0
+      // Spans written, or lost to a failed write: `flush` waits for it to reach what was queued before it.
+      const written = yield* SubscriptionRef.make(0)
 
       const processor: SpanProcessor = {
         // Effect sets a span's attributes right after starting it, so its start is published a tick later.
@@ -88,8 +60,7 @@ export const TraceStoreLive = (retention: RetentionOptions, instanceId: string) 
         },
         onEnd: (span: ReadableSpan) => {
           const record = toSpanRecord(span, true)
-          offered++
-          if (!pending.unsafeOffer(record)) written++
+          if (pending.unsafeOffer(record)) queued++
           if (live.isWatched()) live.publish({ type: "span:end", span: record })
         },
         forceFlush: () => Promise.resolve(),
@@ -109,7 +80,7 @@ export const TraceStoreLive = (retention: RetentionOptions, instanceId: string) 
             Effect.tapErrorCause((cause) => Effect.logWarning(`${spans.length} spans lost: could not store them`, cause)),
             Effect.ignore,
             Effect.zipRight(sincePrune >= retention.maxTraces ? Effect.zipRight(Effect.ignore(prune), Effect.sync(() => (sincePrune = 0))) : Effect.void),
-            Effect.ensuring(Effect.sync(() => (written += spans.length)))
+            Effect.ensuring(SubscriptionRef.update(written, (n) => n + spans.length))
           )
         })
       yield* Queue.takeBetween(pending, 1, BATCH).pipe(
@@ -139,26 +110,38 @@ export const TraceStoreLive = (retention: RetentionOptions, instanceId: string) 
       )
 
       // Other instances' spans, on a store they share (SQLite is one instance's): they are stored when they end.
+      const decodeRow = Schema.decodeSync(SpanRecordFromRow)
       const remote = yield* sql.onDialectOrElse({
         pg: () =>
           Effect.map(
-            followRemoteRows<SpanRow>({
+            followRemoteRows<typeof SpanRecordFromRow.Encoded>({
               sql,
               table: "observability_spans",
               seq: "seq",
               instanceId,
               isWatched: live.isWatched,
-              publish: (row) => live.publish({ type: "span:end", span: fromRow(row) })
+              publish: (row) => live.publish({ type: "span:end", span: decodeRow(row) })
             }),
             (feed) => feed.start
           ),
         orElse: () => Effect.succeed(Effect.void)
       })
 
-      const flush = Effect.gen(function*() {
-        const target = offered
-        while (written < target) yield* Effect.sleep("5 millis")
+      const flush = Effect.suspend(() => {
+        const target = queued
+        return Stream.runDrain(Stream.takeUntil(written.changes, (n) => n >= target))
       }).pipe(Effect.timeoutOption("5 seconds"), Effect.asVoid)
+
+      const findTrace = SqlSchema.findAll({
+        Request: Schema.String,
+        Result: SpanRecordFromRow,
+        execute: (traceId) => sql`SELECT * FROM observability_spans WHERE trace_id = ${traceId} ORDER BY start_time`
+      })
+      const findSpan = SqlSchema.findOne({
+        Request: Schema.String,
+        Result: SpanRecordFromRow,
+        execute: (spanId) => sql`SELECT * FROM observability_spans WHERE span_id = ${spanId}`
+      })
 
       const traces = (query: TraceQuery) =>
         listTraces(sql, query).pipe(Effect.orDie, Effect.withSpan("TraceStore.traces", { captureStackTrace: false }))
@@ -170,17 +153,9 @@ export const TraceStoreLive = (retention: RetentionOptions, instanceId: string) 
         counts: traceCounts(sql).pipe(Effect.orDie, Effect.withSpan("TraceStore.counts", { captureStackTrace: false })),
         traces,
         trace: (traceId) =>
-          sql<SpanRow>`SELECT * FROM observability_spans WHERE trace_id = ${traceId} ORDER BY start_time`.pipe(
-            Effect.map((rows) => rows.map(fromRow)),
-            Effect.orDie,
-            Effect.withSpan("TraceStore.trace", { captureStackTrace: false })
-          ),
+          findTrace(traceId).pipe(Effect.orDie, Effect.withSpan("TraceStore.trace", { captureStackTrace: false })),
         span: (spanId) =>
-          sql<SpanRow>`SELECT * FROM observability_spans WHERE span_id = ${spanId}`.pipe(
-            Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), fromRow)),
-            Effect.orDie,
-            Effect.withSpan("TraceStore.span", { captureStackTrace: false })
-          ),
+          findSpan(spanId).pipe(Effect.orDie, Effect.withSpan("TraceStore.span", { captureStackTrace: false })),
         flush
       })
     })

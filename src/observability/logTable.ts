@@ -1,23 +1,14 @@
 import type { SqlClient } from "@effect/sql"
 import * as Effect from "effect/Effect"
 import { makeBatchInsert } from "./batchInsert.js"
+import type { LogEntry } from "./ObservabilitySchemas.js"
 
-/** How log entries are stored (`observability_logs`, migration 0011), queried and pruned. */
+/**
+ * How log entries are stored (`observability_logs`, migration 0011) and pruned, in the writer thread
+ * too (observabilityReads.ts reads them back).
+ */
 
-export interface LogEntry {
-  readonly timestamp: string
-  readonly level: string
-  readonly message: string
-  /** The instance that logged it (ServerConfig.instanceId). */
-  readonly instance: string
-  readonly traceId?: string
-  readonly spanId?: string
-  readonly agentId?: string
-  readonly workflowId?: string
-  readonly executionId?: string
-  readonly conversationId?: string
-  readonly attributes: Record<string, unknown>
-}
+export type { LogEntry } from "./ObservabilitySchemas.js"
 
 export interface LogFilter {
   readonly level?: string | undefined
@@ -57,24 +48,8 @@ export const matches = (entry: LogEntry, query: LogFilter): boolean =>
   (query.since === undefined || entry.timestamp >= query.since) &&
   (query.until === undefined || entry.timestamp <= query.until)
 
-export interface LogRow {
-  readonly id: number | string
-  readonly instance: string
-  readonly logged_at: string
-  readonly level: string
-  readonly level_rank: number
-  readonly message: string
-  readonly trace_id: string | null
-  readonly span_id: string | null
-  readonly agent_id: string | null
-  readonly workflow_id: string | null
-  readonly execution_id: string | null
-  readonly conversation_id: string | null
-  readonly attributes: string
-}
-
 /** The optional ids, as entry field and column. */
-const IDS = [
+export const IDS = [
   ["traceId", "trace_id"],
   ["spanId", "span_id"],
   ["agentId", "agent_id"],
@@ -82,18 +57,6 @@ const IDS = [
   ["executionId", "execution_id"],
   ["conversationId", "conversation_id"]
 ] as const
-
-export const fromLogRow = (row: LogRow): LogEntry => {
-  const entry: Record<string, unknown> = {
-    timestamp: row.logged_at,
-    level: row.level,
-    message: row.message,
-    instance: row.instance
-  }
-  for (const [field, column] of IDS) if (row[column] !== null) entry[field] = row[column]
-  entry.attributes = JSON.parse(row.attributes)
-  return entry as unknown as LogEntry
-}
 
 const LOG_COLUMNS = [
   "instance", "logged_at", "level", "level_rank", "message", ...IDS.map(([, column]) => column), "attributes"
@@ -117,24 +80,6 @@ export const makeLogRowWriter = (sql: SqlClient.SqlClient) => {
   const insert = makeBatchInsert(sql, { table: "observability_logs", columns: LOG_COLUMNS, onConflict: "" })
   return (rows: ReadonlyArray<LogRowValues>) => sql.withTransaction(insert(rows))
 }
-
-/** The newest `limit` matching entries, oldest first. */
-export const selectLogs = (sql: SqlClient.SqlClient, query: LogQuery) =>
-  Effect.gen(function*() {
-    const where = sql.and([
-      // A literal (one of six), so that the partial index on warn and worse matches the query.
-      ...(query.level !== undefined ? [sql`level_rank >= ${sql.literal(String(levelRank(query.level)))}`] : []),
-      ...IDS.flatMap(([field, column]) => query[field] !== undefined ? [sql`${sql(column)} = ${query[field]!}`] : []),
-      ...(query.since !== undefined ? [sql`logged_at >= ${query.since}`] : []),
-      ...(query.until !== undefined ? [sql`logged_at <= ${query.until}`] : [])
-    ])
-    const rows = yield* sql<LogRow>`SELECT * FROM observability_logs WHERE ${where}
-      ORDER BY logged_at DESC, id DESC LIMIT ${query.limit}`
-    return rows.map(fromLogRow).reverse()
-  })
-
-export const countLogs = (sql: SqlClient.SqlClient) =>
-  Effect.map(sql<{ count: number | string }>`SELECT COUNT(*) AS count FROM observability_logs`, ([row]) => Number(row.count))
 
 /** Entries deleted per statement, so that no single synchronous SQLite statement runs long. */
 const PRUNE_CHUNK = 500

@@ -4,15 +4,34 @@ import { makeBatchInsert } from "./batchInsert.js"
 import { entityOf, type SpanRecord } from "./Span.js"
 import { type IndexedSpan, makeIndexer } from "./traceIndex.js"
 
-/** A span as stored: the values of SPAN_COLUMNS, in order (plain values, so it crosses to a worker as is). */
-export type SpanRow = ReadonlyArray<string | number | null>
+/**
+ * A span as stored: the values of SPAN_COLUMNS, in order (plain values, so it crosses to a worker as
+ * is). Written here, in the writer thread too; read back in observabilityReads.ts.
+ */
+export type SpanRowValues = readonly [
+  spanId: string,
+  traceId: string,
+  parentSpanId: string | null,
+  name: string,
+  kind: string,
+  startTime: string,
+  endTime: string,
+  durationMs: number,
+  statusCode: string,
+  statusMessage: string | null,
+  attributes: string,
+  events: string,
+  entityType: string | null,
+  entityId: string | null,
+  instance: string
+]
 
 export const SPAN_COLUMNS = [
   "span_id", "trace_id", "parent_span_id", "name", "kind", "start_time", "end_time", "duration_ms", "status_code",
   "status_message", "attributes", "events", "entity_type", "entity_id", "instance"
 ]
 
-export const spanRow = (span: SpanRecord, instance: string): SpanRow => {
+export const spanRow = (span: SpanRecord, instance: string): SpanRowValues => {
   const entity = entityOf(span)
   return [
     span.spanId,
@@ -33,20 +52,22 @@ export const spanRow = (span: SpanRecord, instance: string): SpanRow => {
   ]
 }
 
-const indexedOfRow = (row: SpanRow): IndexedSpan => ({
-  traceId: row[1] as string,
-  parentSpanId: row[2] as string | null,
-  name: row[3] as string,
-  startTime: row[5] as string,
-  endTime: row[6] as string,
-  statusCode: row[8] as string,
-  entity: row[12] !== null && row[13] !== null ? { type: row[12] as string, id: row[13] as string } : undefined
+const indexedOfRow = (
+  [, traceId, parentSpanId, name, , startTime, endTime, , statusCode, , , , entityType, entityId]: SpanRowValues
+): IndexedSpan => ({
+  traceId,
+  parentSpanId,
+  name,
+  startTime,
+  endTime,
+  statusCode,
+  entity: entityType !== null && entityId !== null ? { type: entityType, id: entityId } : undefined
 })
 
 /** Stores a batch of span rows and their trace index in one transaction. */
 export const makeSpanRowWriter = (sql: SqlClient.SqlClient) => {
   const insert = makeBatchInsert(sql, { table: "observability_spans", columns: SPAN_COLUMNS, onConflict: "ON CONFLICT (span_id) DO NOTHING" })
   const index = makeIndexer(sql)
-  return (rows: ReadonlyArray<SpanRow>) =>
+  return (rows: ReadonlyArray<SpanRowValues>) =>
     sql.withTransaction(Effect.zipRight(insert(rows), Effect.suspend(() => index(rows.map(indexedOfRow)))))
 }

@@ -40,12 +40,20 @@ const Runner = Layer.unwrapScoped(
 const TRANSACTION_ROWS = 128
 
 const inTransactions = (request: StoreWriteRequest, write: StoreWrite) => {
-  if (request._tag !== "spans" && request._tag !== "logs") return write(request)
-  const chunks: Array<StoreWriteRequest> = []
-  for (let at = 0; at < request.rows.length; at += TRANSACTION_ROWS) {
-    chunks.push({ ...request, rows: request.rows.slice(at, at + TRANSACTION_ROWS) })
+  switch (request._tag) {
+    case "spans":
+      return Effect.forEach(chunksOf(request.rows), (rows) => write({ _tag: "spans", rows }), { discard: true })
+    case "logs":
+      return Effect.forEach(chunksOf(request.rows), (rows) => write({ _tag: "logs", rows }), { discard: true })
+    default:
+      return write(request)
   }
-  return Effect.forEach(chunks, write, { discard: true })
+}
+
+const chunksOf = <A>(rows: ReadonlyArray<A>): Array<ReadonlyArray<A>> => {
+  const chunks: Array<ReadonlyArray<A>> = []
+  for (let at = 0; at < rows.length; at += TRANSACTION_ROWS) chunks.push(rows.slice(at, at + TRANSACTION_ROWS))
+  return chunks
 }
 
 WorkerRunner.launch(Runner.pipe(Layer.provide(sqliteConnection(filename)), Layer.provide(NodeWorkerRunner.layer))).pipe(

@@ -1,12 +1,12 @@
 import type { SqlClient } from "@effect/sql"
 import type { Effect } from "effect"
 import { type LogRetention, type LogRowValues, makeLogRowWriter, pruneLogs } from "./logTable.js"
-import { makeSpanRowWriter, type SpanRow } from "./spanRows.js"
+import { makeSpanRowWriter, type SpanRowValues } from "./spanRows.js"
 import { pruneTraces, type RetentionOptions } from "./traceIndex.js"
 
 /** What the writer thread is asked to do (plain data: it crosses threads by structured clone). */
 export type StoreWriteRequest =
-  | { readonly _tag: "spans"; readonly rows: ReadonlyArray<SpanRow> }
+  | { readonly _tag: "spans"; readonly rows: ReadonlyArray<SpanRowValues> }
   | { readonly _tag: "logs"; readonly rows: ReadonlyArray<LogRowValues> }
   | { readonly _tag: "pruneSpans"; readonly retention: RetentionOptions }
   | { readonly _tag: "pruneLogs"; readonly retention: LogRetention }

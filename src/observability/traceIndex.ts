@@ -1,6 +1,7 @@
 import type { SqlClient } from "@effect/sql"
 import * as Effect from "effect/Effect"
 import { makeBatchInsert } from "./batchInsert.js"
+import type { TraceSummary } from "./ObservabilitySchemas.js"
 import { entityOf, type SpanRecord } from "./Span.js"
 
 /**
@@ -10,17 +11,7 @@ import { entityOf, type SpanRecord } from "./Span.js"
  * SQLite's synchronous driver for seconds once tens of thousands of traces were stored.
  */
 
-export interface TraceSummary {
-  readonly traceId: string
-  readonly name: string
-  readonly entityType: string | null
-  readonly entityId: string | null
-  readonly startTime: string
-  readonly endTime: string
-  readonly durationMs: number
-  readonly status: "ok" | "error"
-  readonly spanCount: number
-}
+export type { TraceSummary } from "./ObservabilitySchemas.js"
 
 export interface TraceQuery {
   readonly entityType?: string | undefined

@@ -5,33 +5,13 @@ import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Success } from "../http/Envelope.js"
 import { BadRequest, ExecutionFailed, Forbidden, ValidationError } from "../http/Errors.js"
 import { envValueProblem } from "./EnvFile.js"
-
-export const DependencyUpdate = Schema.Struct({
-  name: Schema.String,
-  installed: Schema.String,
-  latest: Schema.String.annotations({ description: "the registry's dist-tags.latest" }),
-  type: Schema.Literal("major", "minor", "patch")
-}).annotations({ identifier: "DependencyUpdate" })
-
-export const UpdateReport = Schema.Struct({
-  hasUpdates: Schema.Boolean,
-  updates: Schema.Array(DependencyUpdate).annotations({ description: "only the outdated direct dependencies" }),
-  count: Schema.Number,
-  message: Schema.String
-}).annotations({ identifier: "UpdateReport" })
+import { InstallReport, UpdateReport } from "./UpdatesSchemas.js"
 
 export const InstallRequest = Schema.Struct({
   packageName: Schema.optional(Schema.String).annotations({
     description: "one of the service's dependencies; without it, every outdated one"
   })
 })
-
-export const InstallReport = Schema.Struct({
-  packageName: Schema.String.annotations({ description: "the package asked for, or \"all\"" }),
-  installed: Schema.Array(Schema.Struct({ name: Schema.String, version: Schema.NullOr(Schema.String) })),
-  message: Schema.String,
-  output: Schema.String.annotations({ description: "the last 64 KiB of npm's output" })
-}).annotations({ identifier: "InstallReport" })
 
 const Key = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),

@@ -6,18 +6,10 @@ import { BadRequest, ExecutionFailed, excerpt } from "../errors.js"
 import { installedVersion, readDependencies } from "./dependencies.js"
 import { type InstallTarget, npmInstall } from "./npmInstall.js"
 import { fetchLatest, resolveRegistry } from "./npmRegistry.js"
-import { survey, toReport, unreachableMessage, type UpdateReport } from "./survey.js"
+import { survey, toReport, unreachableMessage } from "./survey.js"
+import type { InstallReport, UpdateReport } from "./UpdatesSchemas.js"
 
-export type { UpdateInfo, UpdateReport } from "./survey.js"
-
-export interface InstallReport {
-  /** The package asked for, or "all". */
-  readonly packageName: string
-  readonly installed: ReadonlyArray<{ readonly name: string; readonly version: string | null }>
-  readonly message: string
-  /** The last 64 KiB of npm's output. */
-  readonly output: string
-}
+export type { DependencyUpdate, InstallReport, UpdateReport } from "./UpdatesSchemas.js"
 
 export class Updates extends Context.Tag("Updates")<Updates, {
   /** The outdated direct dependencies (cached). */

@@ -1,26 +1,13 @@
 import { Effect, Either } from "effect"
 import { type Dependency, installedVersion } from "./dependencies.js"
 import { fetchLatest } from "./npmRegistry.js"
-import { type UpdateType, updateType } from "./semver.js"
-
-export interface UpdateInfo {
-  readonly name: string
-  readonly installed: string
-  readonly latest: string
-  readonly type: UpdateType
-}
-
-export interface UpdateReport {
-  readonly hasUpdates: boolean
-  readonly updates: ReadonlyArray<UpdateInfo>
-  readonly count: number
-  readonly message: string
-}
+import { updateType } from "./semver.js"
+import type { DependencyUpdate, UpdateReport } from "./UpdatesSchemas.js"
 
 /** What the registry said about the installed dependencies. */
 export interface Survey {
   readonly registry: string
-  readonly outdated: ReadonlyArray<UpdateInfo & { readonly range: string }>
+  readonly outdated: ReadonlyArray<DependencyUpdate & { readonly range: string }>
   /** Installed dependencies whose latest version could not be learnt. */
   readonly unchecked: ReadonlyArray<string>
   /** Set when no lookup reached the registry. */

@@ -6,7 +6,6 @@ import { Success } from "../http/Envelope.js"
 import { ExecutionFailed, NotFound, ValidationError } from "../http/Errors.js"
 import { JsonSchemaObject } from "../json-schema/JsonSchemaObject.js"
 
-
 export const ToolInfo = Schema.Struct({
   name: Schema.String,
   description: Schema.String,

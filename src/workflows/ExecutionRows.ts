@@ -1,50 +1,68 @@
-import type { ExecutionStatus, WorkflowEvent } from "./WorkflowSchemas.js"
+import { Schema } from "effect"
+import { column, NullableJson, NumberColumn, optionalColumn, optionalJson } from "../storage/ColumnSchemas.js"
+import { ExecutionMetadata, ExecutionStatus, WorkflowEvent } from "./WorkflowSchemas.js"
 
-/** Executions and events as the store keeps them, and the mapping from SQL rows. */
+/** Executions and events as the store keeps them, decoded from their SQL rows. */
 
-export interface Suspension {
-  readonly suspendedAt: string
-  readonly reason: string
-  readonly stepIndex: number
-  readonly stepId: string
-  readonly data?: unknown
-}
+const Json = Schema.parseJson()
+const JsonRecord = Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
 
-/** An execution as stored: the checkpoint is `stepIndex` (next step), `currentData` (its input) and `stepData`. */
-export interface Execution {
-  readonly id: string
-  readonly workflowId: string
-  readonly workflowName: string
-  readonly status: ExecutionStatus
-  readonly input: unknown
-  readonly context: Record<string, unknown>
-  readonly user: unknown
+export const Suspension = Schema.Struct({
+  suspendedAt: Schema.String,
+  reason: Schema.String,
+  stepIndex: Schema.Number,
+  stepId: Schema.String,
+  data: Schema.optional(Schema.Unknown)
+})
+export interface Suspension extends Schema.Schema.Type<typeof Suspension> {}
+
+/**
+ * An execution as stored, from its row (`SELECT *`): the checkpoint is `stepIndex` (next step),
+ * `currentData` (its input) and `stepData`.
+ */
+export const ExecutionFromRow = Schema.Struct({
+  id: Schema.String,
+  workflowId: column(Schema.String, "workflow_id"),
+  workflowName: column(Schema.String, "workflow_name"),
+  status: ExecutionStatus,
+  input: Json,
+  context: JsonRecord,
+  user: column(Schema.NullOr(Json), "user_json"),
   /** The user the execution belongs to (under authentication; the body's userId without it), if any. */
-  readonly userId?: string | undefined
-  readonly stepIndex: number
-  readonly stepData: Record<string, unknown>
-  readonly currentData: unknown
-  readonly output?: unknown
-  readonly error?: string | undefined
-  readonly suspension?: Suspension | undefined
-  readonly resumeData?: unknown
-  readonly metadata: { readonly traceId: string; readonly spanId: string }
-  readonly version: number
+  userId: optionalColumn(Schema.String, "user_id"),
+  stepIndex: column(NumberColumn, "step_index"),
+  stepData: column(JsonRecord, "step_data"),
+  currentData: column(NullableJson, "current_data"),
+  output: optionalJson,
+  error: Schema.optionalWith(Schema.String, { nullable: true }),
+  suspension: Schema.optionalWith(Schema.parseJson(Suspension), { nullable: true }),
+  resumeData: optionalJson.pipe(Schema.fromKey("resume_data")),
+  metadata: Schema.parseJson(ExecutionMetadata),
+  version: NumberColumn,
   /** The instance whose fiber runs it (running executions only; none once released or settled). */
-  readonly owner?: string | undefined
+  owner: Schema.optionalWith(Schema.String, { nullable: true }),
   /** The number of the execution's last event. */
-  readonly lastSeq: number
+  lastSeq: column(NumberColumn, "last_seq"),
   /** The hash of the definition it runs under (DefinitionCompatibility); none for rows from before 0016. */
-  readonly definitionHash?: string | undefined
-  readonly createdAt: string
-  readonly updatedAt: string
-  readonly endedAt?: string | undefined
-}
+  definitionHash: optionalColumn(Schema.String, "definition_hash"),
+  createdAt: column(Schema.String, "created_at"),
+  updatedAt: column(Schema.String, "updated_at"),
+  endedAt: optionalColumn(Schema.String, "ended_at")
+})
+export interface Execution extends Schema.Schema.Type<typeof ExecutionFromRow> {}
 
-export interface StoredEvent {
-  readonly seq: number
-  readonly event: WorkflowEvent
-}
+/** What a listing shows of an execution (GET /workflows/executions): no checkpoint, no step data. */
+export const ExecutionListingFromRow = ExecutionFromRow.pick(
+  "id", "workflowId", "workflowName", "status", "input", "metadata", "output", "createdAt", "updatedAt"
+)
+export interface ExecutionListing extends Schema.Schema.Type<typeof ExecutionListingFromRow> {}
+
+/** What the supervisor compares a fiber's claim with. */
+export const HolderFromRow = ExecutionFromRow.pick("id", "status", "owner", "version", "lastSeq")
+export interface Holder extends Schema.Schema.Type<typeof HolderFromRow> {}
+
+export const StoredEventFromRow = Schema.Struct({ seq: NumberColumn, event: Schema.parseJson(WorkflowEvent) })
+export interface StoredEvent extends Schema.Schema.Type<typeof StoredEventFromRow> {}
 
 export interface ExecutionQuery {
   readonly workflowId?: string | undefined
@@ -57,85 +75,9 @@ export interface ExecutionQuery {
   readonly offset: number
 }
 
-export interface Row {
-  readonly id: string
-  readonly workflow_id: string
-  readonly workflow_name: string
-  readonly status: ExecutionStatus
-  readonly input: string
-  readonly context: string
-  readonly user_json: string | null
-  readonly user_id: string | null
-  readonly step_index: number
-  readonly step_data: string
-  readonly current_data: string | null
-  readonly output: string | null
-  readonly error: string | null
-  readonly suspension: string | null
-  readonly resume_data: string | null
-  readonly metadata: string
-  readonly version: number
-  readonly owner: string | null
-  readonly last_seq: number
-  readonly definition_hash: string | null
-  readonly created_at: string
-  readonly updated_at: string
-  readonly ended_at: string | null
-}
-
 export const now = () => new Date().toISOString()
 
-export const parse = (text: string | null): unknown => (text === null ? undefined : JSON.parse(text))
 export const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value))
-
-export const fromRow = (row: Row): Execution => ({
-  id: row.id,
-  workflowId: row.workflow_id,
-  workflowName: row.workflow_name,
-  status: row.status,
-  input: parse(row.input),
-  context: parse(row.context) as Record<string, unknown>,
-  user: parse(row.user_json) ?? null,
-  userId: row.user_id ?? undefined,
-  stepIndex: Number(row.step_index),
-  stepData: parse(row.step_data) as Record<string, unknown>,
-  currentData: parse(row.current_data),
-  output: parse(row.output),
-  error: row.error ?? undefined,
-  suspension: parse(row.suspension) as Suspension | undefined,
-  resumeData: parse(row.resume_data),
-  metadata: parse(row.metadata) as Execution["metadata"],
-  version: Number(row.version),
-  owner: row.owner ?? undefined,
-  lastSeq: Number(row.last_seq),
-  definitionHash: row.definition_hash ?? undefined,
-  createdAt: row.created_at,
-  updatedAt: row.updated_at,
-  endedAt: row.ended_at ?? undefined
-})
-
-/** What a listing shows of an execution (GET /workflows/executions): no checkpoint, no step data. */
-export type ExecutionListing = Pick<
-  Execution,
-  "id" | "workflowId" | "workflowName" | "status" | "input" | "metadata" | "output" | "createdAt" | "updatedAt"
->
-
-export type ListingRow = Pick<
-  Row,
-  "id" | "workflow_id" | "workflow_name" | "status" | "input" | "metadata" | "output" | "created_at" | "updated_at"
->
-
-export const listingFromRow = (row: ListingRow): ExecutionListing => ({
-  id: row.id,
-  workflowId: row.workflow_id,
-  workflowName: row.workflow_name,
-  status: row.status,
-  input: parse(row.input),
-  metadata: parse(row.metadata) as Execution["metadata"],
-  output: parse(row.output),
-  createdAt: row.created_at,
-  updatedAt: row.updated_at
-})
 
 /**
  * A hold on an execution: writes apply only while the row is `running` at this version (its epoch)
@@ -147,15 +89,6 @@ export interface Claim {
   readonly id: string
   readonly version: number
   readonly owner?: string | undefined
-}
-
-/** What the supervisor compares a fiber's claim with. */
-export interface Holder {
-  readonly id: string
-  readonly status: ExecutionStatus
-  readonly owner: string | undefined
-  readonly version: number
-  readonly lastSeq: number
 }
 
 /** After a step: the next step, its input and every step's output so far. */

@@ -1,21 +1,22 @@
-import { SqlClient, type Statement } from "@effect/sql"
-import { Context, Effect, Layer, Option } from "effect"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
+import { Context, Effect, Layer, Option, Schema } from "effect"
+import { column } from "../storage/ColumnSchemas.js"
 import { committingStatements, storeCommitsOrInline } from "../storage/StoreCommits.js"
 import {
   type Checkpoint,
   type Claim,
   type Ending,
   type Execution,
+  ExecutionFromRow,
   type ExecutionListing,
-  type Holder,
+  ExecutionListingFromRow,
   type ExecutionQuery,
-  fromRow,
+  type Holder,
+  HolderFromRow,
   json,
-  listingFromRow,
   now,
-  type ListingRow,
-  type Row,
   type StoredEvent,
+  StoredEventFromRow,
   type Suspension
 } from "./ExecutionRows.js"
 import { deleteFinishedExecutions } from "./executionDeletion.js"
@@ -120,7 +121,7 @@ export const listingQuery = (sql: SqlClient.SqlClient, query: ExecutionQuery) =>
     ...(query.from === undefined ? [] : [sql`created_at > ${query.from}`]),
     ...(query.to === undefined ? [] : [sql`created_at < ${query.to}`])
   ]
-  return sql<ListingRow>`SELECT id, workflow_id, workflow_name, status, input, metadata, output, created_at, updated_at
+  return sql`SELECT id, workflow_id, workflow_name, status, input, metadata, output, created_at, updated_at
     FROM workflow_executions WHERE id IN (
       SELECT id FROM workflow_executions ${filters.length ? sql`WHERE ${sql.and(filters)}` : sql``}
       ORDER BY created_at DESC, id DESC LIMIT ${query.limit} OFFSET ${query.offset}
@@ -200,11 +201,12 @@ export const ExecutionStoreLive = Layer.scoped(
         events
       )
 
-    const get = (id: string) =>
-      sql<Row>`SELECT * FROM workflow_executions WHERE id = ${id}`.pipe(
-        Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), fromRow)),
-        untraced
-      )
+    const findExecution = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: ExecutionFromRow,
+      execute: (id) => sql`SELECT * FROM workflow_executions WHERE id = ${id}`
+    })
+    const get = (id: string) => untraced(findExecution(id))
 
     const exists = (id: string) =>
       sql<{ id: string }>`SELECT id FROM workflow_executions WHERE id = ${id}`.pipe(
@@ -250,13 +252,17 @@ export const ExecutionStoreLive = Layer.scoped(
         [event]
       )
 
+    const decodeExecutions = Schema.decodeUnknown(Schema.Array(ExecutionFromRow))
+    /** The executions a claim's UPDATE returned. */
+    const claimed = (rows: ReadonlyArray<object>) => Effect.orDie(decodeExecutions(rows))
+
     const claimResume: ExecutionStore["Type"]["claimResume"] = (execution, resume) =>
       commit(
-        sql<Row>`UPDATE workflow_executions SET status = 'running', owner = ${resume.owner}, step_index = ${resume.stepIndex},
+        sql<object>`UPDATE workflow_executions SET status = 'running', owner = ${resume.owner}, step_index = ${resume.stepIndex},
           resume_data = ${json(resume.resumeData) ?? "null"}, definition_hash = ${resume.definitionHash},
           version = version + 1, updated_at = ${now()}
           WHERE id = ${execution.id} AND status = 'suspended' AND version = ${execution.version} RETURNING *`
-      ).pipe(Effect.map((rows) => Option.map(Option.fromNullable(rows[0]), fromRow)))
+      ).pipe(Effect.flatMap(claimed), Effect.map((executions) => Option.fromNullable(executions[0])))
 
     const rebase: ExecutionStore["Type"]["rebase"] = (claim, to) =>
       commit(sql<{ id: string }>`UPDATE workflow_executions SET step_index = ${to.stepIndex},
@@ -277,38 +283,36 @@ export const ExecutionStoreLive = Layer.scoped(
       // On the service's own connection: rare, and its statements depend on each other's results.
       sql.withTransaction(deleteFinishedExecutions(sql, [id])).pipe(Effect.map((gone) => gone.length > 0), untraced)
 
-    const toStored = (row: { seq: number; event: string }): StoredEvent => ({
-      seq: Number(row.seq),
-      event: JSON.parse(row.event)
+    const findEvents = SqlSchema.findAll({
+      Request: Schema.Struct({ id: Schema.String, afterSeq: Schema.Number }),
+      Result: StoredEventFromRow,
+      execute: ({ afterSeq, id }) =>
+        sql`SELECT seq, event FROM workflow_events WHERE execution_id = ${id} AND seq > ${afterSeq} ORDER BY seq`
     })
+    const events = (id: string, afterSeq: number) => untraced(findEvents({ id, afterSeq }))
 
-    const events = (id: string, afterSeq: number) =>
-      sql<{ seq: number; event: string }>`SELECT seq, event FROM workflow_events
-        WHERE execution_id = ${id} AND seq > ${afterSeq} ORDER BY seq`.pipe(
-        Effect.map((rows) => rows.map(toStored)),
+    const findEventsOf = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: Schema.Struct({ ...StoredEventFromRow.fields, executionId: column(Schema.String, "execution_id") }),
+      execute: (ids) =>
+        sql`SELECT execution_id, seq, event FROM workflow_events WHERE ${sql.in("execution_id", ids)} ORDER BY execution_id, seq`
+    })
+    const eventsOf = (ids: ReadonlyArray<string>) =>
+      (ids.length === 0 ? Effect.succeed([]) : findEventsOf(ids)).pipe(
+        Effect.map((rows) => {
+          const byId = new Map<string, Array<StoredEvent>>()
+          for (const { executionId, ...stored } of rows) {
+            const list = byId.get(executionId) ?? []
+            list.push(stored)
+            byId.set(executionId, list)
+          }
+          return byId as ReadonlyMap<string, ReadonlyArray<StoredEvent>>
+        }),
         untraced
       )
 
-    type EventRow = { readonly execution_id: string; readonly seq: number; readonly event: string }
-    const eventsOf = (ids: ReadonlyArray<string>) =>
-      (ids.length === 0
-        ? Effect.succeed<ReadonlyArray<EventRow>>([])
-        : sql<EventRow>`SELECT execution_id, seq, event FROM workflow_events
-          WHERE ${sql.in("execution_id", ids)} ORDER BY execution_id, seq`.pipe(Effect.map((rows): ReadonlyArray<EventRow> => rows))).pipe(
-          Effect.map((rows) => {
-            const byId = new Map<string, Array<StoredEvent>>()
-            for (const row of rows) {
-              const list = byId.get(row.execution_id) ?? []
-              list.push(toStored(row))
-              byId.set(row.execution_id, list)
-            }
-            return byId as ReadonlyMap<string, ReadonlyArray<StoredEvent>>
-          }),
-          untraced
-        )
-
-    const list = (query: ExecutionQuery) =>
-      listingQuery(sql, query).pipe(Effect.map((rows) => rows.map(listingFromRow)), untraced)
+    const decodeListings = Schema.decodeUnknown(Schema.Array(ExecutionListingFromRow))
+    const list = (query: ExecutionQuery) => listingQuery(sql, query).pipe(Effect.flatMap(decodeListings), untraced)
 
     const claimOrphans: ExecutionStore["Type"]["claimOrphans"] = (owner, { limit, liveOwners }) => {
       const orphaned = sql`status = 'running' AND ${
@@ -323,11 +327,11 @@ export const ExecutionStoreLive = Layer.scoped(
         Effect.flatMap((found) =>
           found.length === 0
             ? Effect.succeed([])
-            : commit(sql<Row>`UPDATE workflow_executions SET owner = ${owner}, version = version + 1, updated_at = ${now()}
+            : commit(sql<object>`UPDATE workflow_executions SET owner = ${owner}, version = version + 1, updated_at = ${now()}
               WHERE id IN (
                 SELECT id FROM workflow_executions WHERE ${orphaned}
                 ORDER BY created_at LIMIT ${limit}${sql.onDialectOrElse({ pg: () => sql` FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })}
-              ) AND status = 'running' RETURNING *`).pipe(Effect.map((rows) => rows.map(fromRow)))
+              ) AND status = 'running' RETURNING *`).pipe(Effect.flatMap(claimed))
         )
       )
     }
@@ -336,22 +340,12 @@ export const ExecutionStoreLive = Layer.scoped(
       commit(sql<{ id: string }>`UPDATE workflow_executions SET owner = NULL, version = version + 1, updated_at = ${now()}
         WHERE ${held(claim)} RETURNING id`).pipe(Effect.map((rows) => rows.length > 0))
 
-    type HolderRow = Pick<Row, "id" | "status" | "owner" | "version" | "last_seq">
-    const holders = (ids: ReadonlyArray<string>) =>
-      ids.length === 0
-        ? Effect.succeed<ReadonlyArray<Holder>>([])
-        : sql<HolderRow>`SELECT id, status, owner, version, last_seq FROM workflow_executions WHERE ${sql.in("id", ids)}`.pipe(
-          Effect.map((rows) =>
-            rows.map((row): Holder => ({
-              id: row.id,
-              status: row.status,
-              owner: row.owner ?? undefined,
-              version: Number(row.version),
-              lastSeq: Number(row.last_seq)
-            }))
-          ),
-          untraced
-        )
+    const findHolders = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: HolderFromRow,
+      execute: (ids) => sql`SELECT id, status, owner, version, last_seq FROM workflow_executions WHERE ${sql.in("id", ids)}`
+    })
+    const holders = (ids: ReadonlyArray<string>) => ids.length === 0 ? Effect.succeed([]) : untraced(findHolders(ids))
 
     return ExecutionStore.of({
       create,

@@ -4,6 +4,9 @@ import { JsonSchemaObject } from "../json-schema/JsonSchemaObject.js"
 export const ExecutionStatus = Schema.Literal("running", "suspended", "completed", "error", "cancelled")
 export type ExecutionStatus = typeof ExecutionStatus.Type
 
+/** The span an execution was started under (empty ids without one). */
+export const ExecutionMetadata = Schema.Struct({ traceId: Schema.String, spanId: Schema.String })
+
 export const WorkflowEventType = Schema.Literal(
   "workflow-start",
   "step-start",
@@ -174,7 +177,7 @@ export const ExecutionRecord = Schema.Struct({
   workflowName: Schema.String,
   status: ExecutionStatus,
   input: Schema.Unknown,
-  metadata: Schema.Struct({ traceId: Schema.String, spanId: Schema.String }),
+  metadata: ExecutionMetadata,
   events: Schema.Array(ExecutionEventRecord),
   output: Schema.optional(Schema.Unknown),
   createdAt: Schema.String,

@@ -1,8 +1,9 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import type { ModelMessage } from "ai"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Predicate, Schema } from "effect"
+import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { committingStatements, storeCommitsOrInline } from "../../storage/StoreCommits.js"
-import type { HistoryEntry } from "../AgentsSchemas.js"
+import { HistoryEntry, Usage } from "../AgentsSchemas.js"
 
 export interface HistoryQuery {
   readonly page: number
@@ -62,31 +63,31 @@ export class MemoryStore extends Context.Tag("MemoryStore")<MemoryStore, {
   ) => Effect.Effect<{ readonly entries: ReadonlyArray<HistoryEntry>; readonly total: number }>
 }>() {}
 
-interface HistoryRow {
-  readonly id: string
-  readonly conversation_id: string | null
-  readonly user_id: string | null
-  readonly input: string
-  readonly output: string | null
-  readonly status: HistoryEntry["status"]
-  readonly start_time: string
-  readonly end_time: string
-  readonly usage: string | null
-  readonly tool_calls: string
-}
-
-const fromRow = (row: HistoryRow): HistoryEntry => ({
-  id: row.id,
-  conversationId: row.conversation_id,
-  userId: row.user_id,
-  input: JSON.parse(row.input),
-  output: row.output,
-  status: row.status,
-  startTime: row.start_time,
-  endTime: row.end_time,
-  usage: row.usage === null ? null : JSON.parse(row.usage),
-  toolCalls: JSON.parse(row.tool_calls)
+/** A history entry from its row (`SELECT *`). */
+const HistoryEntryFromRow = Schema.Struct({
+  ...HistoryEntry.fields,
+  conversationId: column(HistoryEntry.fields.conversationId, "conversation_id"),
+  userId: column(HistoryEntry.fields.userId, "user_id"),
+  input: Schema.parseJson(),
+  startTime: column(Schema.String, "start_time"),
+  endTime: column(Schema.String, "end_time"),
+  usage: Schema.NullOr(Schema.parseJson(Usage)),
+  toolCalls: column(Schema.parseJson(HistoryEntry.fields.toolCalls), "tool_calls")
 })
+
+const ROLES: ReadonlySet<unknown> = new Set(["system", "user", "assistant", "tool"])
+
+/** A remembered message: only its role is checked here, its content is the AI SDK's to validate. */
+const StoredMessage = Schema.parseJson(
+  Schema.declare((input): input is ModelMessage => Predicate.hasProperty(input, "role") && ROLES.has(input.role))
+)
+
+const decodeMessages = Schema.decodeUnknown(Schema.Array(Schema.Struct({ message: StoredMessage })))
+const decodeLastMessage = Schema.decodeUnknown(
+  Schema.Array(Schema.Struct({ id: Schema.Union(Schema.Number, Schema.String), message: StoredMessage }))
+)
+const decodeHistory = Schema.decodeUnknown(Schema.Array(HistoryEntryFromRow))
+const decodeCount = Schema.decodeUnknown(Schema.Tuple(Schema.Struct({ total: NumberColumn })))
 
 export const MemoryStoreLive = Layer.scoped(
   MemoryStore,
@@ -103,10 +104,11 @@ export const MemoryStoreLive = Layer.scoped(
         : sql`agent_id = ${agentId} AND conversation_id = ${conversationId} AND ${ownedBy(owner)}`
 
     const load = (agentId: string, conversationId: string, limit: number, owner?: Owner) =>
-      sql<{ message: string }>`SELECT message FROM agent_messages
+      sql`SELECT message FROM agent_messages
         WHERE ${inConversation(agentId, conversationId, owner)}
         ORDER BY id DESC LIMIT ${limit}`.pipe(
-        Effect.map((rows) => rows.map((row) => JSON.parse(row.message) as ModelMessage).reverse()),
+        Effect.flatMap(decodeMessages),
+        Effect.map((rows) => rows.map((row) => row.message).reverse()),
         Effect.orDie,
         Effect.withSpan("MemoryStore.load", { captureStackTrace: false, attributes: { "agent.id": agentId, conversationId } })
       )
@@ -150,10 +152,10 @@ export const MemoryStoreLive = Layer.scoped(
      */
     const deleteLastAnswer = (agentId: string, remembered: RememberedExchange) =>
       Effect.gen(function*() {
-        const [last] = yield* sql<{ id: number | string; message: string }>`SELECT id, message FROM agent_messages
+        const [last] = yield* sql`SELECT id, message FROM agent_messages
           WHERE ${inConversation(agentId, remembered.conversationId, remembered.owner)}
-          ORDER BY id DESC LIMIT 1`
-        if (last === undefined || (JSON.parse(last.message) as ModelMessage).role !== "assistant") return []
+          ORDER BY id DESC LIMIT 1`.pipe(Effect.flatMap(decodeLastMessage))
+        if (last === undefined || last.message.role !== "assistant") return []
         return [sql`DELETE FROM agent_messages WHERE id = ${last.id} AND id = (SELECT MAX(id) FROM agent_messages
           WHERE ${inConversation(agentId, remembered.conversationId, remembered.owner)})`]
       })
@@ -200,10 +202,14 @@ export const MemoryStoreLive = Layer.scoped(
           ...(query.conversationId === undefined ? [] : [sql`conversation_id = ${query.conversationId}`])
         ]
         const where = sql.and(filters)
-        const [count] = yield* sql<{ total: number | string }>`SELECT COUNT(*) AS total FROM agent_history WHERE ${where}`
-        const rows = yield* sql<HistoryRow>`SELECT * FROM agent_history WHERE ${where}
-          ORDER BY start_time DESC, id DESC LIMIT ${query.limit} OFFSET ${query.page * query.limit}`
-        return { entries: rows.map(fromRow), total: Number(count.total) }
+        const [count] = yield* sql`SELECT COUNT(*) AS total FROM agent_history WHERE ${where}`.pipe(
+          Effect.flatMap(decodeCount)
+        )
+        const entries = yield* sql`SELECT * FROM agent_history WHERE ${where}
+          ORDER BY start_time DESC, id DESC LIMIT ${query.limit} OFFSET ${query.page * query.limit}`.pipe(
+          Effect.flatMap(decodeHistory)
+        )
+        return { entries, total: count.total }
       }).pipe(Effect.orDie, Effect.withSpan("MemoryStore.history", { captureStackTrace: false, attributes: { "agent.id": agentId } }))
 
     return MemoryStore.of({ load, append, record, saveCall, forget, history })
