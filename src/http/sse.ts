@@ -8,18 +8,29 @@ const textEncoder = new TextEncoder()
 // Hand-written: a comment line, which the library's encoder (events and `retry:` only) cannot write.
 export const HEARTBEAT = textEncoder.encode(": ping\n\n")
 
+/**
+ * An SSE event: the shape of @effect/experimental's `Sse.Event`, which encodes it, declared here so the
+ * package's types do not reach into a dependency embedders do not share.
+ */
+export interface SseEvent {
+  readonly _tag: "Event"
+  readonly event: string
+  readonly id: string | undefined
+  readonly data: string
+}
+
 /** An event whose data is `data` as JSON (one line), numbered `id` when given. */
-export const jsonEvent = (data: unknown, id?: number): Sse.Event => ({
+export const jsonEvent = (data: unknown, id?: number): SseEvent => ({
   _tag: "Event",
   event: "message",
   id: id === undefined ? undefined : String(id),
   data: JSON.stringify(data)
 })
 
-export const encodeEvent = (event: Sse.Event): Uint8Array => textEncoder.encode(Sse.encoder.write(event))
+export const encodeEvent = (event: SseEvent): Uint8Array => textEncoder.encode(Sse.encoder.write(event))
 
 /** Numbers the frames of a stream 0, 1, 2, ... */
-export const numbered = <E, R>(events: Stream.Stream<unknown, E, R>): Stream.Stream<Sse.Event, E, R> =>
+export const numbered = <E, R>(events: Stream.Stream<unknown, E, R>): Stream.Stream<SseEvent, E, R> =>
   Stream.mapAccum(events, 0, (id, data) => [id + 1, jsonEvent(data, id)])
 
 /** Bytes already in SSE form (a library's own encoding), sent as produced; ends on shutdown. */
@@ -35,7 +46,7 @@ export const sseBytesResponse = <E>(bytes: Stream.Stream<Uint8Array, E>, headers
  * 15 s. A failure after the start becomes a final `{"type":"error","error"}` frame (logged), since
  * the status line is already sent; the stream also ends when the service shuts down.
  */
-export const sseResponse = <E>(events: Stream.Stream<Sse.Event, E>) =>
+export const sseResponse = <E>(events: Stream.Stream<SseEvent, E>) =>
   sseBytesResponse(events.pipe(
     Stream.map(encodeEvent),
     Stream.catchAllCause((cause) =>
