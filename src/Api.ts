@@ -10,7 +10,7 @@ import { WebSocketsApi } from "./ws/WebSocketsApi.js"
 import { DocsApi } from "./docs/DocsApi.js"
 import { BadRequest, InternalError, NotFound, PayloadTooLarge, Unauthorized, ValidationError } from "./http/Errors.js"
 import { describeOpenApi } from "./docs/openApiDocument.js"
-import { serviceInfo } from "./serviceInfo.js"
+import { serviceInfo } from "./core/serviceInfo.js"
 
 /** The whole HTTP contract: validation, the OpenAPI document and the typed client all derive from it. */
 export class ServiceApi extends HttpApi.make("service")

@@ -4,7 +4,7 @@ import { parseArgs } from "node:util"
 import { makeJwtVerifier } from "./auth/Jwt.js"
 import { ConfigFile, resolveServerConfig, type ServerConfigShape } from "./config/ServerConfig.js"
 import { StartupError } from "./config/StartupError.js"
-import { messageOf } from "./errors.js"
+import { messageOf } from "./core/errors.js"
 
 const usage = "usage: node dist/main.js [--port N] [--host H] [--config file.json] [--help]"
 

@@ -13,8 +13,8 @@ export {
   ServerConfig,
   type ServerConfigShape
 } from "./config/ServerConfig.js"
-export * as Errors from "./errors.js"
-export { DuplicateDefinition } from "./definitionId.js"
+export * as Errors from "./core/errors.js"
+export { DuplicateDefinition } from "./core/definitionId.js"
 export { ServiceApi } from "./Api.js"
 export { HttpLive } from "./server/Server.js"
 export * as RpcContract from "./rpc/RpcContract.js"

@@ -54,6 +54,10 @@ describe("the house", () => {
     expect(violations((file) => file.startsWith("src/storage/"), feature)).toEqual([])
   })
 
+  it("the core (errors, ids, user code) imports nothing of the service", () => {
+    expect(violations((file) => file.startsWith("src/core/"), (target) => !target.startsWith("src/core/"))).toEqual([])
+  })
+
   it("configuration imports no feature: each reads its own section", () => {
     const feature = (target: string) => !/^src\/(config|storage)\//.test(target)
     expect(violations((file) => file.startsWith("src/config/"), feature)).toEqual([])

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
-import { ValidationError } from "../src/errors.js"
+import { ValidationError } from "../src/core/errors.js"
 import { checkSchema, validate } from "../src/json-schema/JsonSchemaValidator.js"
 
 describe("JSON Schema validation (Ajv)", () => {

@@ -5,7 +5,7 @@ import { Chunk, Effect, Layer, Option, Redacted, Schedule, Stream } from "effect
 import { SignJWT } from "jose"
 import { join } from "node:path"
 import WebSocket from "ws"
-import * as Errors from "../src/errors.js"
+import * as Errors from "../src/core/errors.js"
 import { RPC_PATH, ServiceRpcs, type WorkflowUpdate } from "../src/rpc/RpcContract.js"
 import { AgentTestServerLive, FakeProvider } from "./support/fakeProvider.js"
 import { collectMessages } from "./support/sockets.js"

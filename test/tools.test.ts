@@ -1,7 +1,7 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Deferred, Effect, Either, Layer, Schema } from "effect"
 import { defineApp } from "../src/App.js"
-import * as Errors from "../src/errors.js"
+import * as Errors from "../src/core/errors.js"
 import { add, getWeather } from "../src/examples/tools.js"
 import { defineTool } from "../src/tools/Tool.js"
 import { ToolRunner } from "../src/tools/ToolRunner.js"

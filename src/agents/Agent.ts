@@ -1,5 +1,5 @@
 import type { LanguageModelV3 } from "@ai-sdk/provider"
-import { checkDefinitionId } from "../definitionId.js"
+import { checkDefinitionId } from "../core/definitionId.js"
 import type { Tool } from "../tools/Tool.js"
 import type { GenerationOptions } from "./AgentsSchemas.js"
 

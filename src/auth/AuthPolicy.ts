@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
-import { messageOf, Unauthorized } from "../errors.js"
+import { messageOf, Unauthorized } from "../core/errors.js"
 import type { AuthSettings } from "../config/AuthSettings.js"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { makeJwtVerifier } from "./Jwt.js"

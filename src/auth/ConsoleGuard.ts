@@ -1,6 +1,6 @@
 import { hostname } from "node:os"
 import { isIP } from "node:net"
-import { Forbidden, Unauthorized } from "../errors.js"
+import { Forbidden, Unauthorized } from "../core/errors.js"
 
 /**
  * Console routes (updates, setup, observability, logs) act on the developer's machine and are open

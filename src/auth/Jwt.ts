@@ -1,7 +1,7 @@
 import { Effect, Redacted } from "effect"
 import { errors, jwtVerify } from "jose"
 import { createPublicKey, type KeyObject } from "node:crypto"
-import { messageOf, Unauthorized } from "../errors.js"
+import { messageOf, Unauthorized } from "../core/errors.js"
 import { isPublicKey, type JwtSettings } from "../config/AuthSettings.js"
 
 const HMAC = ["HS256", "HS384", "HS512"]

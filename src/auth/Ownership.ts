@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import { Forbidden } from "../errors.js"
+import { Forbidden } from "../core/errors.js"
 
 import type { AdminRule } from "../config/AuthSettings.js"
 

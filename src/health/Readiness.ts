@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Duration, Effect, Layer } from "effect"
 import { ServerConfig } from "../config/ServerConfig.js"
-import { ServiceUnavailable } from "../errors.js"
+import { ServiceUnavailable } from "../core/errors.js"
 import { latestMigrationId, Migrations } from "../storage/Migrations.js"
 import { MIGRATIONS_TABLE } from "../storage/Sql.js"
 import { Lifecycle } from "./Lifecycle.js"

@@ -2,7 +2,7 @@ import { type HttpApp, HttpServerRequest } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Option } from "effect"
 import type { IncomingMessage } from "node:http"
-import { PayloadTooLarge } from "../errors.js"
+import { PayloadTooLarge } from "../core/errors.js"
 
 // How much of an oversized chunked body is read and discarded so the 413 can still be delivered.
 const DRAIN_FACTOR = 4

@@ -1,6 +1,6 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
-import * as Errors from "../errors.js"
+import * as Errors from "../core/errors.js"
 import { Failure } from "./Envelope.js"
 
 /** The wire form and status of every shared error. Endpoints and the API add these, never raw classes. */

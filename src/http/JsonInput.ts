@@ -1,6 +1,6 @@
 import { HttpServerError, type HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
-import type { Issue } from "../errors.js"
+import type { Issue } from "../core/errors.js"
 
 /**
  * Checks every request's JSON once, where it is parsed, before any schema, store or log sees it: nesting is

@@ -1,7 +1,7 @@
 import * as Sse from "@effect/experimental/Sse"
 import { HttpServerResponse } from "@effect/platform"
 import { Cause, Deferred, Effect, Schedule, Stream } from "effect"
-import { messageOf } from "../errors.js"
+import { messageOf } from "../core/errors.js"
 import { Shutdown } from "./Shutdown.js"
 
 const textEncoder = new TextEncoder()

@@ -1,7 +1,7 @@
 import { HttpServerResponse } from "@effect/platform"
 import { Deferred, Effect, FiberId } from "effect"
 import { Readable } from "node:stream"
-import { messageOf } from "../errors.js"
+import { messageOf } from "../core/errors.js"
 import { encodeEvent, HEARTBEAT, jsonEvent } from "./sse.js"
 import { Shutdown } from "./Shutdown.js"
 

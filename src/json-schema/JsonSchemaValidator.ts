@@ -2,8 +2,8 @@ import { Ajv2020 } from "ajv/dist/2020.js"
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
 import addFormatsModule from "ajv-formats"
 import { Either } from "effect"
-import { messageOf } from "../errorMessages.js"
-import type { Issue } from "../errors.js"
+import { messageOf } from "../core/errorMessages.js"
+import type { Issue } from "../core/errors.js"
 
 /** Validates values against client- or author-supplied JSON Schemas with Ajv; compiled validators are cached. */
 

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import type { Caller } from "../auth/Ownership.js"
 import { AgentRegistry } from "../agents/AgentRegistry.js"
-import { NotFound } from "../errors.js"
+import { NotFound } from "../core/errors.js"
 import { ToolRunner } from "../tools/ToolRunner.js"
 import { implementation, mcpTools } from "./catalog.js"
 import type { McpServerInfo } from "./McpSchemas.js"

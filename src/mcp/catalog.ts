@@ -3,9 +3,9 @@ import { Effect, Either, ParseResult, Schema } from "effect"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { AgentSummary } from "../agents/AgentsSchemas.js"
 import type { Caller } from "../auth/Ownership.js"
-import { type ExecutionFailed, type NotFound, ValidationError } from "../errors.js"
+import { type ExecutionFailed, type NotFound, ValidationError } from "../core/errors.js"
 import type { JsonSchema } from "../json-schema/JsonSchemaValidator.js"
-import { serviceInfo } from "../serviceInfo.js"
+import { serviceInfo } from "../core/serviceInfo.js"
 import type { ToolEntry, ToolRunner } from "../tools/ToolRunner.js"
 
 /** The MCP server's name and version, as announced to clients and listed by GET /mcp/servers. */

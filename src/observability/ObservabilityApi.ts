@@ -5,13 +5,8 @@ import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Success } from "../http/Envelope.js"
 import { Forbidden, NotFound } from "../http/Errors.js"
 import { QueryInt, Timestamp } from "../http/Query.js"
-import { LEVELS } from "./LogStore.js"
-import { LogEntry, TraceSummary } from "./ObservabilitySchemas.js"
+import { Level, LogEntry, TraceSummary } from "./ObservabilitySchemas.js"
 import { SpanRecord } from "./Span.js"
-
-export { LogEntry as LogEntrySchema, TraceSummary } from "./ObservabilitySchemas.js"
-
-export const Level = Schema.Literal(...LEVELS)
 
 const LogList = Schema.Struct({ logs: Schema.Array(LogEntry), count: Schema.Number })
 

@@ -1,6 +1,9 @@
 import { Schema } from "effect"
+import { LEVELS } from "./logTable.js"
 
 /** What the observability stores hold and serve, shared by the stores and the API. */
+
+export const Level = Schema.Literal(...LEVELS)
 
 export const LogEntry = Schema.Struct({
   timestamp: Schema.String,

@@ -6,7 +6,7 @@ import { Effect, Layer, Tracer } from "effect"
 import { MetricsLive } from "./metrics/MetricsLive.js"
 import { spanMetricsProcessor } from "./metrics/spanMetrics.js"
 import { exportsOf } from "./moduleExports.js"
-import { serviceInfo } from "../serviceInfo.js"
+import { serviceInfo } from "../core/serviceInfo.js"
 import { sanitizingProcessor } from "./SanitizingSpanProcessor.js"
 import { TraceStore } from "./TraceStore.js"
 

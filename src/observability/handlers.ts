@@ -1,6 +1,6 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { NotFound } from "../errors.js"
+import { NotFound } from "../core/errors.js"
 import { ServiceApi } from "../Api.js"
 import { logLimit, LOGS_MAX } from "../http/Limits.js"
 import type { StorageKind } from "../storage/Sql.js"

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { resolve } from "node:path"
-import { ExecutionFailed, ValidationError } from "../errors.js"
+import { ExecutionFailed, ValidationError } from "../core/errors.js"
 import { envValueProblem, writeEnvValues } from "./EnvFile.js"
 
 export const PUBLIC_KEY_VARIABLE = "SERVICE_PUBLIC_KEY"

@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { readFile } from "node:fs/promises"
 import { dirname, join } from "node:path"
-import { messageOf } from "../errorMessages.js"
+import { messageOf } from "../core/errorMessages.js"
 
 export interface Dependency {
   readonly name: string

@@ -1,6 +1,6 @@
 import { Duration, Effect } from "effect"
 import { spawn } from "node:child_process"
-import { ExecutionFailed } from "../errors.js"
+import { ExecutionFailed } from "../core/errors.js"
 import type { Dependency } from "./dependencies.js"
 
 /** Keeps only the last `limit` bytes of what is pushed into it. */

@@ -1,6 +1,6 @@
 import { Data, Effect } from "effect"
 import { execFile } from "node:child_process"
-import { messageOf } from "../errorMessages.js"
+import { messageOf } from "../core/errorMessages.js"
 
 export const DEFAULT_REGISTRY = "https://registry.npmjs.org/"
 

@@ -10,8 +10,8 @@ import {
   Unauthorized,
   UnprocessableEntity,
   ValidationError
-} from "../errors.js"
-import { Level, LogEntrySchema } from "../observability/ObservabilityApi.js"
+} from "../core/errors.js"
+import { Level, LogEntry } from "../observability/ObservabilitySchemas.js"
 import { ExecuteRequest, ExecutionResult, ExecutionStatus, IdempotencyKey, WorkflowEvent } from "../workflows/WorkflowSchemas.js"
 
 /**
@@ -51,7 +51,7 @@ export type WorkflowUpdate = typeof WorkflowUpdate.Type
 /** As `/ws/logs` sends them: one `initial` batch (the newest matching entries), then an `update` per entry. */
 export const LogFeedMessage = Schema.Struct({
   type: Schema.Literal("initial", "update"),
-  logs: Schema.Array(LogEntrySchema)
+  logs: Schema.Array(LogEntry)
 }).annotations({ identifier: "LogFeedMessage" })
 export type LogFeedMessage = typeof LogFeedMessage.Type
 

@@ -3,7 +3,7 @@ import { Effect, Layer, Option } from "effect"
 import { AuthPolicy, bearerToken } from "../auth/AuthPolicy.js"
 import { CONSOLE_KEY_HEADER } from "../auth/Authentication.js"
 import type { RouteEntry } from "../auth/RouteClass.js"
-import { Forbidden } from "../errors.js"
+import { Forbidden } from "../core/errors.js"
 import { RpcAuthentication, type ServiceRpcs } from "./RpcContract.js"
 
 type Tag = Rpc.Tag<typeof ServiceRpcs extends { requests: ReadonlyMap<string, infer R> } ? R : never>

@@ -9,7 +9,7 @@ import {
 import { Context, Effect, Function } from "effect"
 import { consoleRefusal } from "../auth/ConsoleGuard.js"
 import type { RouteEntry } from "../auth/RouteClass.js"
-import type { Forbidden, Unauthorized } from "../errors.js"
+import type { Forbidden, Unauthorized } from "../core/errors.js"
 import type { ServerConfigShape } from "../config/ServerConfig.js"
 import { ServiceApi } from "../Api.js"
 

@@ -1,6 +1,6 @@
 import { HttpApiBuilder, HttpApiError, type HttpApp, HttpServerError, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { Cause, Context, Effect, Option } from "effect"
-import { BadRequest, InternalError, NotFound, PayloadTooLarge, ValidationError } from "../errors.js"
+import { BadRequest, InternalError, NotFound, PayloadTooLarge, ValidationError } from "../core/errors.js"
 import { isDeclaredError } from "../http/Errors.js"
 import { ServiceApi } from "../Api.js"
 import { limitBody } from "../http/BodyLimit.js"

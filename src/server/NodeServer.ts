@@ -3,7 +3,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { StartupError } from "../config/StartupError.js"
-import { messageOf } from "../errorMessages.js"
+import { messageOf } from "../core/errorMessages.js"
 
 const SHUTDOWN_GRACE_MS = 3000
 

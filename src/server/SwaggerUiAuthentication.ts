@@ -1,7 +1,7 @@
 import { HttpApiBuilder, type HttpApp, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { Context, Effect, Option } from "effect"
 import { AuthPolicy, bearerToken } from "../auth/AuthPolicy.js"
-import type { Unauthorized } from "../errors.js"
+import type { Unauthorized } from "../core/errors.js"
 import { ServiceApi } from "../Api.js"
 
 /** Swagger UI is served beside the API groups; it is a documentation route like /doc. */

@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3"
-import { messageWithCause } from "../errorMessages.js"
+import { messageWithCause } from "../core/errorMessages.js"
 import { appendedRows, byTable, type CommitOutcome, type CommitRequest, type ResultRow, rowsPerInsert, type StagedRow } from "./commits.js"
 
 /** Prepared statements kept at most (their texts repeat: a handful per store operation). */

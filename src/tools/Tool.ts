@@ -1,9 +1,9 @@
 import { Effect, Either, JSONSchema, ParseResult, Schema } from "effect"
-import { checkDefinitionId } from "../definitionId.js"
-import type { Issue } from "../errors.js"
+import { checkDefinitionId } from "../core/definitionId.js"
+import type { Issue } from "../core/errors.js"
 import * as JsonSchemaValidator from "../json-schema/JsonSchemaValidator.js"
 import type { JsonSchema } from "../json-schema/JsonSchemaValidator.js"
-import { fromUserResult, type UserResult } from "../userCode.js"
+import { fromUserResult, type UserResult } from "../core/userCode.js"
 
 /** What a tool sees of its caller. */
 export interface ToolContext {

@@ -1,7 +1,7 @@
 import { Cause, Context, Effect, Layer } from "effect"
-import { ExecutionFailed, messageOf, type NotFound, ValidationError } from "../errors.js"
-import { getOrNotFound } from "../lookup.js"
-import { DuplicateDefinition } from "../definitionId.js"
+import { ExecutionFailed, messageOf, type NotFound, ValidationError } from "../core/errors.js"
+import { getOrNotFound } from "../core/lookup.js"
+import { DuplicateDefinition } from "../core/definitionId.js"
 import type { Tool, ToolContext } from "./Tool.js"
 
 export interface AgentRef {

@@ -1,5 +1,5 @@
 import { Data, Effect, type Fiber, Option, Stream } from "effect"
-import { BadRequest, InternalError, type WorkflowFailed } from "../errors.js"
+import { BadRequest, InternalError, type WorkflowFailed } from "../core/errors.js"
 import type { Execution, ExecutionStore } from "./ExecutionStore.js"
 import { type ExecutionUpdate, resultOf } from "./ExecutionViews.js"
 import type { Launched, makeExecutionWatch } from "./ExecutionWatch.js"

@@ -1,5 +1,5 @@
 import { Either, JSONSchema, type Schema } from "effect"
-import { WorkflowFailed } from "../errors.js"
+import { WorkflowFailed } from "../core/errors.js"
 import type { Execution, ExecutionListing, StoredEvent } from "./ExecutionStore.js"
 import type { Step } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"

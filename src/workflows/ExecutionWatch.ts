@@ -1,5 +1,5 @@
 import { Deferred, Effect, Exit, Fiber, Option, Runtime, Stream } from "effect"
-import { InternalError, type WorkflowFailed } from "../errors.js"
+import { InternalError, type WorkflowFailed } from "../core/errors.js"
 import { type ExecutionHubs, isSettling } from "./ExecutionHubs.js"
 import { type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
 import { type ExecutionUpdate, resultEntry, resultOf, settledBy } from "./ExecutionViews.js"

@@ -3,7 +3,7 @@ import { Context, Effect, Layer, Schedule } from "effect"
 import { createHash } from "node:crypto"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { committingStatements, storeCommitsOrInline } from "../storage/StoreCommits.js"
-import { BadRequest, excerpt, UnprocessableEntity } from "../errors.js"
+import { BadRequest, excerpt, UnprocessableEntity } from "../core/errors.js"
 import { ExecutionStore } from "./ExecutionStore.js"
 import type { ExecuteRequest } from "./WorkflowSchemas.js"
 

@@ -1,6 +1,6 @@
 import { Data, type Schema } from "effect"
-import { checkDefinitionId } from "../definitionId.js"
-import type { UserResult } from "../userCode.js"
+import { checkDefinitionId } from "../core/definitionId.js"
+import type { UserResult } from "../core/userCode.js"
 
 /** Thrown (or failed/died with) by `suspend`: the execution parks at the current step. */
 export class SuspendSignal extends Data.TaggedError("SuspendSignal")<{

@@ -1,7 +1,7 @@
 import { Cause, Data, Effect, Either, ParseResult, Schema } from "effect"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
-import { messageOf, ValidationError } from "../errors.js"
-import { LazySignal, runUserCode, type UserResult } from "../userCode.js"
+import { messageOf, ValidationError } from "../core/errors.js"
+import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
 /** A step that failed (not a suspension, not an interruption). */

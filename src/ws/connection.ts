@@ -1,7 +1,7 @@
 import { type HttpServerRequest, HttpServerResponse, Socket } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Queue, Scope } from "effect"
-import { UpgradeRequired } from "../errors.js"
+import { UpgradeRequired } from "../core/errors.js"
 
 /** Bytes a socket may have waiting to be sent; a message that would pass this closes it with 1013 instead. */
 export const MAX_BUFFERED = 4 * 1024 * 1024

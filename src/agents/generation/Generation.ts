@@ -10,7 +10,7 @@ import {
   type ToolSet
 } from "ai"
 import { Cause, Effect, Option, Runtime, Stream, Tracer } from "effect"
-import { ExecutionFailed, messageOf, ValidationError } from "../../errors.js"
+import { ExecutionFailed, messageOf, ValidationError } from "../../core/errors.js"
 import type { Tool } from "../../tools/Tool.js"
 import { type AgentCallContext, type AgentDefinition, resolveDynamic } from "../Agent.js"
 import type { AgentInput, GenerationOptions, HistoryEntry, TextResult, Usage } from "../AgentsSchemas.js"

@@ -1,6 +1,6 @@
 import { jsonSchema, tool, type ToolSet } from "ai"
 import { Effect, Either, Option, Runtime, type Tracer } from "effect"
-import { ValidationError, type Issue } from "../../errors.js"
+import { ValidationError, type Issue } from "../../core/errors.js"
 import * as JsonSchemaValidator from "../../json-schema/JsonSchemaValidator.js"
 import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
 import type { Tool } from "../../tools/Tool.js"

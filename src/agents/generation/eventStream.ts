@@ -1,6 +1,6 @@
 import type { streamText } from "ai"
 import { Cause } from "effect"
-import { messageOf } from "../../errors.js"
+import { messageOf } from "../../core/errors.js"
 import type { TextResult, Usage } from "../AgentsSchemas.js"
 import { toUsage } from "./results.js"
 

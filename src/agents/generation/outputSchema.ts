@@ -1,5 +1,5 @@
 import { Effect, Either } from "effect"
-import { ValidationError } from "../../errors.js"
+import { ValidationError } from "../../core/errors.js"
 import * as JsonSchemaValidator from "../../json-schema/JsonSchemaValidator.js"
 import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
 import { minimumInstanceSize } from "../../json-schema/instanceSize.js"

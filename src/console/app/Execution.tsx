@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "preact/hooks"
-import { messageOf } from "../../errorMessages.js"
+import { messageOf } from "../../core/errorMessages.js"
 import { api, failure, query, segment, send } from "./api.js"
 import { Json } from "./Json.js"
 import { credentialsEpoch } from "./credentials.js"

@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks"
-import { messageOf } from "../../errorMessages.js"
+import { messageOf } from "../../core/errorMessages.js"
 import { api, query, segment } from "./api.js"
 import { Json } from "./Json.js"
 import { useLoad } from "./load.js"

@@ -1,5 +1,5 @@
 import { useMemo, useState } from "preact/hooks"
-import { messageOf } from "../../errorMessages.js"
+import { messageOf } from "../../core/errorMessages.js"
 import { type Field, fieldsOf, fieldValue, validate } from "./schema.js"
 import type { JsonSchema } from "./types.js"
 

@@ -1,5 +1,5 @@
 import { useCallback, useEffect, useState } from "preact/hooks"
-import { messageOf } from "../../errorMessages.js"
+import { messageOf } from "../../core/errorMessages.js"
 import { credentialsEpoch } from "./credentials.js"
 import { useStore } from "./store.js"
 

@@ -3,7 +3,7 @@
  * types are imported: nothing of effect reaches the browser bundle.
  */
 import type { AgentSummary, HistoryPage as HistoryPageSchema } from "../../agents/AgentsSchemas.js"
-import type { LogEntrySchema, TraceSummary as TraceSummarySchema } from "../../observability/ObservabilityApi.js"
+import type { LogEntry as LogEntrySchema, TraceSummary as TraceSummarySchema } from "../../observability/ObservabilitySchemas.js"
 import type { SpanRecord } from "../../observability/Span.js"
 import type {
   ExecutionRecord as ExecutionRecordSchema,
