@@ -43,8 +43,8 @@ const variablesRead = (): Array<string> => {
       if (entry.isDirectory()) return walk(join(dir, entry.name))
       if (!entry.name.endsWith(".ts")) return
       const text = readFileSync(join(dir, entry.name), "utf8")
-      for (const match of text.matchAll(/\benv(?:\.|\[")([A-Z][A-Z0-9_]+)|\(env, "([A-Z][A-Z0-9_]+)"|process\.env\.([A-Za-z_][A-Za-z0-9_]*)|\bConfig\.\w+\("([A-Z][A-Z0-9_]+)"/g)) {
-        names.add(match[1] ?? match[2] ?? match[3] ?? match[4])
+      for (const match of text.matchAll(/\benv(?:\.|\[")([A-Z][A-Z0-9_]+)|\(env, "([A-Z][A-Z0-9_]+)"|process\.env\.([A-Za-z_][A-Za-z0-9_]*)|\bConfig\.\w+\("([A-Z][A-Z0-9_]+)"|\b(?:variable|secret|parsed|named|positive|booleanFrom)\("([A-Z][A-Z0-9_]+)"/g)) {
+        names.add(match[1] ?? match[2] ?? match[3] ?? match[4] ?? match[5])
       }
     })
   walk(join(ROOT, "src"))

@@ -1,7 +1,9 @@
-import { Context, Either, LogLevel, Redacted, Schema } from "effect"
+import { Config, type ConfigError, Context, Either, LogLevel, Option, Redacted, Schema } from "effect"
 import { readFileSync } from "node:fs"
 import { hostname } from "node:os"
-import { type ModelSettings, resolveModelSettings } from "./ModelSettings.js"
+import { messageOf } from "../core/errorMessages.js"
+import { type Env, invalid, parsed, readEnv, secret, variable } from "./env.js"
+import { type ModelSettings, modelSettingsConfig } from "./ModelSettings.js"
 import { AuthConfigFile, type AuthSettings } from "./AuthSettings.js"
 import { DEFAULT_DATABASE_URL } from "../storage/Sql.js"
 
@@ -130,116 +132,141 @@ const HOUR_MS = 3600 * 1000
 
 export class ServerConfig extends Context.Tag("ServerConfig")<ServerConfig, ServerConfigShape>() {}
 
-/**
- * Fills in the defaults; `production` follows NODE_ENV and turns Swagger UI off unless asked for.
- * Throws when the model variables are wrong (the command line reports that as a StartupError first).
- */
-export const resolveServerConfig = (
-  file: ConfigFile = {},
-  env: Readonly<Record<string, string | undefined>> = {}
-): ServerConfigShape => {
-  const production = env.NODE_ENV === "production"
-  return {
-    port: file.port ?? DEFAULT_PORT,
-    host: file.host ?? "127.0.0.1",
-    bodyLimit: file.bodyLimit ?? DEFAULT_BODY_LIMIT,
-    enableSwaggerUI: file.enableSwaggerUI ?? !production,
-    cors: file.cors ?? {},
-    databaseUrl: env.DATABASE_URL ?? file.storage?.url ?? DEFAULT_DATABASE_URL,
-    production,
-    logLevel: parseLogLevel(env.LOG_LEVEL),
-    logFormat: parseLogFormat(env.LOG_FORMAT),
-    model: Either.getOrThrowWith(resolveModelSettings(env), (message) => new Error(message)),
-    auth: resolveAuth(file.auth, env, production),
-    otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT || undefined,
-    metricExportIntervalMs: positive(env, "OTEL_METRIC_EXPORT_INTERVAL"),
-    retention: {
-      maxTraces: file.observability?.maxTraces ?? 10_000,
-      maxAgeMs: (file.observability?.maxAgeHours ?? 7 * 24) * 3600 * 1000
-    },
-    logRetention: {
-      maxEntries: file.observability?.maxLogs ?? 100_000,
-      maxAgeMs: (file.observability?.logMaxAgeHours ?? 7 * 24) * 3600 * 1000
-    },
-    recordRetention: {
-      executions: {
-        maxCount: file.retention?.executions?.maxCount ?? 100_000,
-        maxAgeMs: (file.retention?.executions?.maxAgeHours ?? 30 * 24) * HOUR_MS
-      },
-      conversations: {
-        maxCount: file.retention?.conversations?.maxCount,
-        maxAgeMs: (file.retention?.conversations?.maxAgeHours ?? 90 * 24) * HOUR_MS
-      }
-    },
-    recordContent: booleanFrom(env, "OBSERVABILITY_RECORD_CONTENT") ?? file.observability?.recordContent ?? false,
-    instanceId: instanceIdFrom(env.SERVICE_INSTANCE_ID) ?? file.instanceId ?? defaultInstanceId(),
-    workflows: {
-      leaseMs: seconds(env, "WORKFLOW_LEASE_SECONDS") ?? (file.workflows?.leaseSeconds ?? 15) * 1000,
-      pollMs: positive(env, "WORKFLOW_POLL_MS") ?? file.workflows?.pollMs ?? 1_000,
-      drainMs: seconds(env, "SHUTDOWN_GRACE_SECONDS", true) ?? (file.workflows?.drainSeconds ?? 10) * 1000,
-      idempotencyTtlMs: (positive(env, "IDEMPOTENCY_KEY_HOURS") ?? file.workflows?.idempotencyKeyHours ?? 24) * 3600 * 1000
-    }
-  }
-}
-
-/** A positive number from the environment; throws (a start-up error) when set but not one. */
-const positive = (env: Readonly<Record<string, string | undefined>>, name: string, zero = false): number | undefined => {
-  const raw = env[name]
-  if (raw === undefined || raw === "") return undefined
+const isPositive = (zero: boolean) => (raw: string): Either.Either<number, string> => {
   const value = Number(raw)
-  if (!Number.isFinite(value) || value < 0 || (!zero && value === 0)) {
-    throw new Error(`${name}: must be a ${zero ? "non-negative" : "positive"} number, got "${raw}"`)
-  }
-  return value
+  return Number.isFinite(value) && value >= 0 && (zero || value !== 0)
+    ? Either.right(value)
+    : Either.left(`must be a ${zero ? "non-negative" : "positive"} number, got "${raw}"`)
 }
 
-/** true/false (or 1/0) from the environment; throws (a start-up error) when set to anything else. */
-const booleanFrom = (env: Readonly<Record<string, string | undefined>>, name: string): boolean | undefined => {
-  const raw = env[name]
-  if (raw === undefined || raw === "") return undefined
-  if (raw === "true" || raw === "1") return true
-  if (raw === "false" || raw === "0") return false
-  throw new Error(`${name}: must be true or false, got "${raw}"`)
-}
+const named = <A>(name: string, parse: (raw: string) => Either.Either<A, string>) =>
+  parsed(name, (raw) => Either.mapLeft(parse(raw), (problem) => `${name}: ${problem}`))
 
-const seconds = (env: Readonly<Record<string, string | undefined>>, name: string, zero = false) => {
-  const value = positive(env, name, zero)
-  return value === undefined ? undefined : value * 1000
-}
+/** A positive number from the environment (non-negative with `zero`); set but not one fails start-up. */
+const positive = (name: string, zero = false) => named(name, isPositive(zero))
 
-const instanceIdFrom = (raw: string | undefined): string | undefined => {
-  if (raw === undefined || raw === "") return undefined
-  return Either.getOrThrowWith(
-    Schema.decodeUnknownEither(InstanceId)(raw),
-    () => new Error(`SERVICE_INSTANCE_ID: must be 1 to 100 letters, digits or . _ : -, got "${raw}"`)
-  )
-}
+/** true/false (or 1/0) from the environment; anything else fails start-up. */
+const booleanFrom = (name: string) =>
+  named(name, (raw) =>
+    raw === "true" || raw === "1"
+      ? Either.right(true)
+      : raw === "false" || raw === "0"
+      ? Either.right(false)
+      : Either.left(`must be true or false, got "${raw}"`))
+
+const instanceIdFrom = named("SERVICE_INSTANCE_ID", (raw) =>
+  Either.mapLeft(Schema.decodeUnknownEither(InstanceId)(raw), () => `must be 1 to 100 letters, digits or . _ : -, got "${raw}"`))
 
 const defaultInstanceId = () =>
   `${hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 60)}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
 
+const seconds = Option.map((value: number) => value * 1000)
+
+/** What the service reads from the environment (every variable in `--help` and .env.example). */
+const environment = Config.all({
+  production: Config.map(variable("NODE_ENV"), (value) => Option.getOrUndefined(value) === "production"),
+  databaseUrl: variable("DATABASE_URL"),
+  logLevel: variable("LOG_LEVEL"),
+  logFormat: variable("LOG_FORMAT"),
+  model: modelSettingsConfig,
+  jwtSecret: secret("JWT_SECRET"),
+  consoleKey: secret("SERVICE_CONSOLE_ACCESS_KEY"),
+  otlpEndpoint: variable("OTEL_EXPORTER_OTLP_ENDPOINT"),
+  metricExportIntervalMs: positive("OTEL_METRIC_EXPORT_INTERVAL"),
+  recordContent: booleanFrom("OBSERVABILITY_RECORD_CONTENT"),
+  instanceId: instanceIdFrom,
+  leaseMs: Config.map(positive("WORKFLOW_LEASE_SECONDS"), seconds),
+  pollMs: positive("WORKFLOW_POLL_MS"),
+  drainMs: Config.map(positive("SHUTDOWN_GRACE_SECONDS", true), seconds),
+  idempotencyKeyHours: positive("IDEMPOTENCY_KEY_HOURS")
+})
+
+/**
+ * The configuration from the config file and the environment (the environment wins): the defaults
+ * filled in; `production` follows NODE_ENV and turns Swagger UI off unless asked for.
+ */
+export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigShape> =>
+  Config.mapOrFail(environment, (env) =>
+    Either.map(resolveAuth(file.auth, env.jwtSecret, env.consoleKey, env.production), (auth): ServerConfigShape => ({
+      port: file.port ?? DEFAULT_PORT,
+      host: file.host ?? "127.0.0.1",
+      bodyLimit: file.bodyLimit ?? DEFAULT_BODY_LIMIT,
+      enableSwaggerUI: file.enableSwaggerUI ?? !env.production,
+      cors: file.cors ?? {},
+      databaseUrl: Option.getOrElse(env.databaseUrl, () => file.storage?.url ?? DEFAULT_DATABASE_URL),
+      production: env.production,
+      logLevel: parseLogLevel(Option.getOrUndefined(env.logLevel)),
+      logFormat: parseLogFormat(Option.getOrUndefined(env.logFormat)),
+      model: env.model,
+      auth,
+      otlpEndpoint: Option.getOrUndefined(env.otlpEndpoint) || undefined,
+      metricExportIntervalMs: Option.getOrUndefined(env.metricExportIntervalMs),
+      retention: {
+        maxTraces: file.observability?.maxTraces ?? 10_000,
+        maxAgeMs: (file.observability?.maxAgeHours ?? 7 * 24) * HOUR_MS
+      },
+      logRetention: {
+        maxEntries: file.observability?.maxLogs ?? 100_000,
+        maxAgeMs: (file.observability?.logMaxAgeHours ?? 7 * 24) * HOUR_MS
+      },
+      recordRetention: {
+        executions: {
+          maxCount: file.retention?.executions?.maxCount ?? 100_000,
+          maxAgeMs: (file.retention?.executions?.maxAgeHours ?? 30 * 24) * HOUR_MS
+        },
+        conversations: {
+          maxCount: file.retention?.conversations?.maxCount,
+          maxAgeMs: (file.retention?.conversations?.maxAgeHours ?? 90 * 24) * HOUR_MS
+        }
+      },
+      recordContent: Option.getOrElse(env.recordContent, () => file.observability?.recordContent ?? false),
+      instanceId: Option.getOrElse(env.instanceId, () => file.instanceId ?? defaultInstanceId()),
+      workflows: {
+        leaseMs: Option.getOrElse(env.leaseMs, () => (file.workflows?.leaseSeconds ?? 15) * 1000),
+        pollMs: Option.getOrElse(env.pollMs, () => file.workflows?.pollMs ?? 1_000),
+        drainMs: Option.getOrElse(env.drainMs, () => (file.workflows?.drainSeconds ?? 10) * 1000),
+        idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS
+      }
+    })))
+
+/**
+ * `serverConfig(file)` read from an environment record. Throws with the reason when a variable is
+ * wrong (the command line reports that as a StartupError first).
+ */
+export const resolveServerConfig = (file: ConfigFile = {}, env: Env = {}): ServerConfigShape =>
+  Either.getOrThrowWith(readEnv(serverConfig(file), env), (message) => new Error(message))
+
 /**
  * JWT from the config file's `auth` (secret or publicKeyFile) or JWT_SECRET; the console key from
- * SERVICE_CONSOLE_ACCESS_KEY. Throws when `auth` names no key or the key file cannot be read.
+ * SERVICE_CONSOLE_ACCESS_KEY. Fails when `auth` names no key or the key file cannot be read.
  */
 const resolveAuth = (
   auth: ConfigFile["auth"],
-  env: Readonly<Record<string, string | undefined>>,
+  envSecret: Option.Option<Redacted.Redacted<string>>,
+  consoleKey: Option.Option<Redacted.Redacted<string>>,
   production: boolean
-): AuthSettings => {
-  const secret = auth?.publicKeyFile !== undefined
-    ? readFileSync(auth.publicKeyFile, "utf8")
-    : auth?.secret ?? env.JWT_SECRET
-  if (auth !== undefined && secret === undefined) throw new Error("auth: needs secret or publicKeyFile (or JWT_SECRET)")
+): Either.Either<AuthSettings, ConfigError.ConfigError> => {
+  let secret: Redacted.Redacted<string> | undefined
+  if (auth?.publicKeyFile !== undefined) {
+    const path = auth.publicKeyFile
+    const read = Either.try(() => readFileSync(path, "utf8"))
+    if (Either.isLeft(read)) return invalid("auth", messageOf(read.left))
+    secret = Redacted.make(read.right)
+  } else {
+    secret = auth?.secret !== undefined ? Redacted.make(auth.secret) : Option.getOrUndefined(envSecret)
+  }
+  if (auth !== undefined && secret === undefined) return invalid("auth", "auth: needs secret or publicKeyFile (or JWT_SECRET)")
   // An empty secret would turn authentication on and then refuse every token.
-  if (secret === "") throw new Error("JWT_SECRET is empty: unset it to run without authentication, or give it a secret")
-  const consoleKey = env.SERVICE_CONSOLE_ACCESS_KEY ? Redacted.make(env.SERVICE_CONSOLE_ACCESS_KEY) : undefined
-  if (secret === undefined) return { production, consoleKey }
-  return {
+  if (secret !== undefined && Redacted.value(secret) === "") {
+    return invalid("JWT_SECRET", "JWT_SECRET is empty: unset it to run without authentication, or give it a secret")
+  }
+  const key = Option.getOrUndefined(Option.filter(consoleKey, (key) => Redacted.value(key) !== ""))
+  if (secret === undefined) return Either.right({ production, consoleKey: key })
+  return Either.right({
     production,
-    consoleKey,
+    consoleKey: key,
     jwt: {
-      secret: Redacted.make(secret),
+      secret,
       defaultPrivate: auth?.defaultPrivate ?? false,
       publicRoutes: auth?.publicRoutes ?? [],
       admin: auth?.admin,
@@ -247,7 +274,7 @@ const resolveAuth = (
       audience: auth?.verifyOptions?.audience,
       issuer: auth?.verifyOptions?.issuer
     }
-  }
+  })
 }
 
 const LOG_LEVELS: Record<string, LogLevel.LogLevel> = {
