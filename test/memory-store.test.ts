@@ -4,8 +4,8 @@ import { join } from "node:path"
 import type { HistoryEntry } from "../src/agents/AgentsSchemas.js"
 import { MemoryStore, MemoryStoreLive } from "../src/agents/memory/MemoryStore.js"
 import { DatabaseLive } from "../src/Database.js"
-import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
-import { fetchJson, json, tempDir, TestServer, TestServerLive } from "./support/TestServer.js"
+import { freshPostgresDatabase, postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
+import { fetchJson, json, tempDir, TestServer } from "./support/TestServer.js"
 
 const entry = (id: string, startTime: string, userId: string | null, conversationId: string | null): HistoryEntry => ({
   id,
@@ -71,12 +71,8 @@ describe("MemoryStore", () => {
   it.scoped.skipIf(!postgresAvailable)("on Postgres", () => Effect.flatMap(freshPostgresDatabase, exercise))
 })
 
-const PostgresServer = Layer.unwrapScoped(
-  Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ config: { databaseUrl } }))
-)
-
 describe.skipIf(!postgresAvailable)("the service on Postgres", () => {
-  layer(PostgresServer, { excludeTestServices: true })("DATABASE_URL=postgres://...", (it) => {
+  layer(PostgresTestServerLive(), { excludeTestServices: true })("DATABASE_URL=postgres://...", (it) => {
     it.effect("keeps conversation memory and history", () =>
       Effect.gen(function*() {
         const { url } = yield* TestServer

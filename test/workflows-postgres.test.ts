@@ -1,14 +1,10 @@
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
-import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
-import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
-
-const PostgresServer = Layer.unwrapScoped(
-  Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ config: { databaseUrl } }))
-)
+import { Effect } from "effect"
+import { postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
+import { fetchJson, json, TestServer } from "./support/TestServer.js"
 
 describe.skipIf(!postgresAvailable)("workflows on Postgres", () => {
-  layer(PostgresServer, { excludeTestServices: true })("DATABASE_URL=postgres://...", (it) => {
+  layer(PostgresTestServerLive(), { excludeTestServices: true })("DATABASE_URL=postgres://...", (it) => {
     it.effect("runs, suspends and resumes; two concurrent resumes have exactly one winner (20 trials)", () =>
       Effect.gen(function*() {
         const { url } = yield* TestServer
