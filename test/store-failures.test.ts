@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Context, Effect, Either, Exit, Layer, Logger, Option, Schema } from "effect"
+import { Cause, Context, type Duration, Effect, Either, Exit, Layer, Logger, Option, Schedule, Schema } from "effect"
 import { join } from "node:path"
 import { ExecutionStore } from "../src/workflows/ExecutionStore.js"
 import { workflow } from "../src/workflows/Workflow.js"
@@ -35,6 +35,17 @@ const storedAs = (store: ExecutionStore["Type"], id: string) =>
     return { row, events: events.map(({ event, seq }) => `${seq} ${event.type}:${event.from}`) }
   })
 
+/** The execution's state once it is no longer running, or as it is after `within`. */
+const stateWhenSettled = (engine: WorkflowEngine["Type"], id: string, within: Duration.DurationInput) =>
+  Effect.repeat(
+    engine.state("three", id),
+    Schedule.spaced("20 millis").pipe(
+      Schedule.upTo(within),
+      Schedule.whileInput((state: { readonly status: string }) => state.status === "running"),
+      Schedule.passthrough
+    )
+  )
+
 const opening = ["1 workflow-start:Three", "2 step-start:a", "3 step-complete:a", "4 step-start:b"]
 const completes = { status: "completed", result: { a: 1, b: 2, c: 3 } }
 
@@ -69,12 +80,7 @@ describe("the execution store failing mid-execution", () => {
       expect(yield* engine.execute("three", { input: {} })).toMatchObject(completes)
       // The next life claims the execution left running and continues it from step b.
       const next = yield* engineOn(url)
-      let state = yield* next.engine.state("three", "y")
-      for (const deadline = Date.now() + 30_000; state.status === "running" && Date.now() < deadline;) {
-        yield* Effect.sleep("20 millis")
-        state = yield* next.engine.state("three", "y")
-      }
-      expect(state).toMatchObject(completes)
+      expect(yield* stateWhenSettled(next.engine, "y", "30 seconds")).toMatchObject(completes)
       expect(ranA.get("y")).toBe(1)
       expect((yield* storedAs(store, "y")).events.slice(4)).toEqual([
         "5 step-start:b",
@@ -83,6 +89,21 @@ describe("the execution store failing mid-execution", () => {
         "8 step-complete:c",
         "9 workflow-complete:Three"
       ])
+    }), 60_000)
+
+  // BUG (ExecutionDriver.drive): when the store fails both the checkpoint and the ending, the fiber dies
+  // and the row stays running, owned by this live instance, with no fiber ("a claimed execution always
+  // has a fiber" no longer holds). Nothing here claims it again: until a restart it never settles, and
+  // an SSE attach to it never ends.
+  it.scopedLive.fails("once the store answers again, an execution its outage left running settles without a restart", () =>
+    Effect.gen(function*() {
+      const { engine, faults } = yield* engineOn(yield* freshFile)
+      yield* faults.inject({ operation: "advance", pass: 1 })
+      yield* faults.inject({ operation: "finish", times: Infinity })
+      yield* Effect.flip(engine.execute("three", { input: {}, options: { executionId: "v" } }))
+
+      yield* faults.heal
+      expect((yield* stateWhenSettled(engine, "v", "3 seconds")).status).not.toBe("running")
     }), 60_000)
 
   it.scopedLive("an opening write that fails stores nothing and fails the request", () =>
