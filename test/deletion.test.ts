@@ -1,12 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer, type Vitest } from "@effect/vitest"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Redacted } from "effect"
 import { SignJWT } from "jose"
 import { defineAgent } from "../src/agents/Agent.js"
 import { builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
 import { defineApp } from "../src/App.js"
 import { approval } from "../src/examples/workflows.js"
-import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
+import { postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 const del = (url: string) => fetchJson(url, { method: "DELETE" })
@@ -117,10 +117,8 @@ const deletionTests = (it: Vitest.MethodsNonLive<TestServer, true>) => {
 
 layer(TestServerLive(), { excludeTestServices: true })("deleting records (SQLite)", deletionTests)
 
-const PostgresServer = Layer.unwrapScoped(Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ config: { databaseUrl } })))
-
 describe.skipIf(!postgresAvailable)("on Postgres", () => {
-  layer(PostgresServer, { excludeTestServices: true })("deleting records (Postgres)", deletionTests)
+  layer(PostgresTestServerLive(), { excludeTestServices: true })("deleting records (Postgres)", deletionTests)
 })
 
 // Under JWT, the DELETE routes find records through the owner-scoped lookups: another user's is 404.
@@ -182,8 +180,5 @@ const ownershipTests = (it: Vitest.MethodsNonLive<TestServer, true>) => {
 layer(TestServerLive({ app: ownedApp, config: jwtConfig }), { excludeTestServices: true })("deleting under ownership (SQLite)", ownershipTests)
 
 describe.skipIf(!postgresAvailable)("ownership on Postgres", () => {
-  const OwnedPostgres = Layer.unwrapScoped(
-    Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ app: ownedApp, config: { ...jwtConfig, databaseUrl } }))
-  )
-  layer(OwnedPostgres, { excludeTestServices: true })("deleting under ownership (Postgres)", ownershipTests)
+  layer(PostgresTestServerLive({ app: ownedApp, config: jwtConfig }), { excludeTestServices: true })("deleting under ownership (Postgres)", ownershipTests)
 })

@@ -7,7 +7,7 @@ import { pruneLogs } from "../src/observability/logTable.js"
 import { makeRemoteFeed } from "../src/observability/remoteFeed.js"
 import { ObservabilitySql, ObservabilitySqlLive } from "../src/observability/ObservabilitySql.js"
 import { DatabaseLive } from "../src/Database.js"
-import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
+import { freshPostgresDatabase, postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
 import { fetchJson, json, TestServer, TestServerLive, tempDir } from "./support/TestServer.js"
 
 const DAY = 24 * 3600 * 1000
@@ -172,10 +172,7 @@ layer(TestServerLive(), { excludeTestServices: true })("/api/logs through SQL on
 })
 
 describe.skipIf(!postgresAvailable)("logs on Postgres", () => {
-  const PostgresServer = Layer.unwrapScoped(
-    Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ config: { databaseUrl } }))
-  )
-  layer(PostgresServer, { excludeTestServices: true })("/api/logs through SQL on Postgres", (it) => {
+  layer(PostgresTestServerLive(), { excludeTestServices: true })("/api/logs through SQL on Postgres", (it) => {
     it.effect("every filter and the limit agree with filtering the whole log; entries name their instance", () => filtersAgree, 60_000)
   })
 

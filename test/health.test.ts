@@ -6,7 +6,7 @@ import type { AuthSettings } from "../src/config/AuthSettings.js"
 import { Lifecycle } from "../src/health/Lifecycle.js"
 import { serviceMigrations } from "../src/Database.js"
 import { latestMigrationId as latestOf } from "../src/storage/Migrations.js"
-import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
+import { postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
 import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
 
 const service = <I, S>(tag: Context.Tag<I, S>) =>
@@ -88,10 +88,6 @@ describe("GET /health and GET /ready", () => {
     }).pipe(Effect.provide(TestServerLive())))
 })
 
-const PostgresServer = Layer.unwrapScoped(
-  Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ config: { databaseUrl } }))
-)
-
 describe.skipIf(!postgresAvailable)("GET /ready on Postgres", () => {
   it.scopedLive("a store that does not answer within 2 s is not ready (503 after about 2 s); ready again once it answers", () =>
     Effect.gen(function*() {
@@ -116,6 +112,6 @@ describe.skipIf(!postgresAvailable)("GET /ready on Postgres", () => {
     }).pipe(
       Effect.provide(Layer.unwrapEffect(Effect.map(TestServer, ({ config }) =>
         PgClient.layer({ url: Redacted.make(config.databaseUrl), maxConnections: 1 })))),
-      Effect.provide(PostgresServer)
+      Effect.provide(PostgresTestServerLive())
     ), 60_000)
 })

@@ -1,13 +1,13 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Layer, Redacted, Schema } from "effect"
+import { Context, Effect, Redacted, Schema } from "effect"
 import { SignJWT } from "jose"
 import { defineApp } from "../src/App.js"
 import { approval, pipeline, slow } from "../src/examples/workflows.js"
 import { IdempotencyKeys, requestHash } from "../src/workflows/IdempotencyKeys.js"
 import { workflow } from "../src/workflows/Workflow.js"
 import { parseSse } from "./support/fakeProvider.js"
-import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
+import { postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
 import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
 
 const failing = workflow({ id: "failing", name: "Failing", purpose: "fails", input: Schema.Struct({}), result: Schema.Unknown })
@@ -345,12 +345,8 @@ layer(TestServerLive({ app, config: { auth } }), { excludeTestServices: true })(
     }))
 })
 
-const PostgresServer = Layer.unwrapScoped(
-  Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ app, config: { databaseUrl } }))
-)
-
 describe.skipIf(!postgresAvailable)("Idempotency-Key on Postgres", () => {
-  layer(PostgresServer, { excludeTestServices: true })("DATABASE_URL=postgres://...", (it) => {
+  layer(PostgresTestServerLive({ app }), { excludeTestServices: true })("DATABASE_URL=postgres://...", (it) => {
     it.effect("20 concurrent /run with one key make exactly one execution (20 trials)", () => raceTrials, 120_000)
 
     it.effect("concurrent /execute and /stream with one key share one execution", () => concurrentStarts)

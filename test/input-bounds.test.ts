@@ -1,6 +1,6 @@
 import { describe, expect, layer, type Vitest } from "@effect/vitest"
-import { Effect, Layer } from "effect"
-import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
+import { Effect } from "effect"
+import { postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 /** A JSON text nested `depth` levels deep around `leaf`: {"a":{"a":...leaf...}}. */
@@ -236,7 +236,7 @@ layer(TestServerLive(), { excludeTestServices: true })("NUL characters on SQLite
 
 describe.skipIf(!postgresAvailable)("NUL characters on Postgres", () => {
   layer(
-    Layer.unwrapScoped(Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ config: { databaseUrl } }))),
+    PostgresTestServerLive(),
     { excludeTestServices: true }
   )("DATABASE_URL=postgres://...", nulCases)
 })

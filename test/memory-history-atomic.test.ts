@@ -3,7 +3,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { DatabaseLive } from "../src/Database.js"
 import { storageKind } from "../src/storage/Sql.js"
-import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
+import { postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 /**
@@ -80,6 +80,6 @@ suite("memory and history together on SQLite", TestServerLive())
 describe.skipIf(!postgresAvailable)("on Postgres", () => {
   suite(
     "memory and history together on Postgres",
-    Layer.unwrapScoped(Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ config: { databaseUrl } })))
+    PostgresTestServerLive()
   )
 })

@@ -4,8 +4,8 @@ import { join } from "node:path"
 import type { HistoryEntry } from "../src/agents/AgentsSchemas.js"
 import { MemoryStore, MemoryStoreLive } from "../src/agents/memory/MemoryStore.js"
 import { DatabaseLive } from "../src/Database.js"
-import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
-import { fetchJson, json, tempDir, TestServer, TestServerLive } from "./support/TestServer.js"
+import { freshPostgresDatabase, postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
+import { makeClient, tempDir } from "./support/TestServer.js"
 
 const entry = (id: string, startTime: string, userId: string | null, conversationId: string | null): HistoryEntry => ({
   id,
@@ -71,24 +71,20 @@ describe("MemoryStore", () => {
   it.scoped.skipIf(!postgresAvailable)("on Postgres", () => Effect.flatMap(freshPostgresDatabase, exercise))
 })
 
-const PostgresServer = Layer.unwrapScoped(
-  Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ config: { databaseUrl } }))
-)
-
 describe.skipIf(!postgresAvailable)("the service on Postgres", () => {
-  layer(PostgresServer, { excludeTestServices: true })("DATABASE_URL=postgres://...", (it) => {
+  layer(PostgresTestServerLive(), { excludeTestServices: true })("DATABASE_URL=postgres://...", (it) => {
     it.effect("keeps conversation memory and history", () =>
       Effect.gen(function*() {
-        const { url } = yield* TestServer
+        const client = yield* makeClient
         const ask = (input: string) =>
-          fetchJson(`${url}/agents/assistant/text`, json({ input, options: { conversationId: "pg", userId: "ada" } }))
+          client.agents.generateText({ path: { id: "assistant" }, payload: { input, options: { conversationId: "pg", userId: "ada" } } })
         yield* ask("first words")
         const second = yield* ask("second words")
-        expect(second.body.data.text).toBe("[builtin/echo] You said: second words")
-        const agents = yield* fetchJson(`${url}/agents`)
-        expect(agents.body.data[0].memory.config.storage).toBe("postgres")
-        const history = yield* fetchJson(`${url}/agents/assistant/history?conversationId=pg`)
-        expect(history.body.data.entries.map((e: any) => e.input)).toEqual(["second words", "first words"])
+        expect(second.text).toBe("[builtin/echo] You said: second words")
+        const agents = yield* client.agents.listAgents()
+        expect(agents[0].memory?.config.storage).toBe("postgres")
+        const history = yield* client.agents.agentHistory({ path: { id: "assistant" }, urlParams: { conversationId: "pg" } })
+        expect(history.entries.map((e) => e.input)).toEqual(["second words", "first words"])
       }))
   })
 })

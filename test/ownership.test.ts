@@ -2,7 +2,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { LanguageModelV3 } from "@ai-sdk/provider"
 import { describe, expect, it, layer, type Vitest } from "@effect/vitest"
-import { Effect, Layer, Option, Redacted, Schema } from "effect"
+import { Effect, Option, Redacted, Schema } from "effect"
 import { SignJWT } from "jose"
 import { type AgentCallContext, defineAgent } from "../src/agents/Agent.js"
 import { builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
@@ -12,7 +12,7 @@ import type { AuthSettings } from "../src/config/AuthSettings.js"
 import { ConfigFile, resolveServerConfig } from "../src/config/ServerConfig.js"
 import { approval } from "../src/examples/workflows.js"
 import { workflow } from "../src/workflows/Workflow.js"
-import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
+import { postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
 import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
 
 /**
@@ -287,10 +287,6 @@ describe("no authentication: everything stays shared", () => {
   })
 })
 
-const PostgresServer = Layer.unwrapScoped(
-  Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ app, config: { ...auth(true), databaseUrl } }))
-)
-
 describe.skipIf(!postgresAvailable)("ownership under JWT (Postgres)", () => {
-  layer(PostgresServer, { excludeTestServices: true })("defaultPrivate", matrix)
+  layer(PostgresTestServerLive({ app, config: auth(true) }), { excludeTestServices: true })("defaultPrivate", matrix)
 })

@@ -1,7 +1,7 @@
 import { describe, expect, it, layer, type Vitest } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { ConfigFile, resolveServerConfig } from "../src/config/ServerConfig.js"
-import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
+import { postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 const SECRET = "zebra-passphrase-7731"
@@ -67,8 +67,7 @@ layer(TestServerLive({ config: { recordContent: true } }), { excludeTestServices
 })
 
 describe.skipIf(!postgresAvailable)("on Postgres", () => {
-  const PostgresServer = Layer.unwrapScoped(Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ config: { databaseUrl } })))
-  layer(PostgresServer, { excludeTestServices: true })("prompts in spans (Postgres, default)", withoutContent)
+  layer(PostgresTestServerLive(), { excludeTestServices: true })("prompts in spans (Postgres, default)", withoutContent)
 })
 
 describe("the recordContent setting", () => {

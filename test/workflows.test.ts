@@ -5,7 +5,7 @@ import { assistant } from "../src/examples/agents.js"
 import { approval, pipeline, slow } from "../src/examples/workflows.js"
 import { workflow } from "../src/workflows/Workflow.js"
 import { parseSse, postSse } from "./support/fakeProvider.js"
-import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
+import { fetchJson, json, makeClient, TestServer, TestServerLive } from "./support/TestServer.js"
 
 const interrupted = { all: Effect.runSync(Deferred.make<string>()), race: Effect.runSync(Deferred.make<string>()) }
 
@@ -118,8 +118,9 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
         result: { text: "hi", upper: "HI", length: 2, doubled: 42, winner: "fast" },
         endAt: expect.any(String)
       })
-      const small = yield* fetchJson(`${url}/workflows/pipeline/execute`, json({ input: { text: "abc", n: 3 } }))
-      expect(small.body.data.result).toEqual({ text: "abc", upper: "ABC", length: 3, doubled: 3, winner: "fast" })
+      const client = yield* makeClient
+      const small = yield* client.workflows.executeWorkflow({ path: { id: "pipeline" }, headers: {}, payload: { input: { text: "abc", n: 3 } } })
+      expect(small.result).toEqual({ text: "abc", upper: "ABC", length: 3, doubled: 3, winner: "fast" })
     }))
 
   it.effect("andWhen false passes through, andTap failure is logged not fatal, andWorkflow and andAgent", () =>
@@ -140,19 +141,20 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
   it.effect("a suspended sub-workflow suspends the parent; resuming continues it", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const first = yield* fetchJson(`${url}/workflows/steps/execute`, json({ input: { n: -3 } }))
-      expect(first.body.data).toMatchObject({
+      const client = yield* makeClient
+      const first = yield* client.workflows.executeWorkflow({ path: { id: "steps" }, headers: {}, payload: { input: { n: -3 } } })
+      expect(first).toMatchObject({
         status: "suspended",
         suspension: { reason: "child needs a go", suspendedStepIndex: 2 }
       })
-      const id = first.body.data.executionId
+      const id = first.executionId
       const bad = yield* fetchJson(`${url}/workflows/steps/executions/${id}/resume`, json({ resumeData: { go: "yes" } }))
       expect(bad).toMatchObject({
         status: 400,
         body: { error: "Input validation failed: resumeData.go: Expected boolean, actual \"yes\"" }
       })
-      const resumed = yield* fetchJson(`${url}/workflows/steps/executions/${id}/resume`, json({ resumeData: { go: true } }))
-      expect(resumed.body.data).toMatchObject({ status: "completed", result: { sub: { n: -2 } } })
+      const resumed = yield* client.workflows.resumeExecution({ path: { id: "steps", executionId: id }, payload: { resumeData: { go: true } } })
+      expect(resumed).toMatchObject({ status: "completed", result: { sub: { n: -2 } } })
     }))
 
   it.effect("andAll: the first failure fails the step and interrupts the rest; andRace interrupts the loser", () =>
@@ -397,11 +399,14 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
   it.effect("executions list: filters, newest first, default and maximum limit, offset, bad filters 400", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      for (let i = 0; i < 3; i++) yield* fetchJson(`${url}/workflows/race/execute`, json({ input: {}, options: { executionId: `race-list-${i}` } }))
-      const races = yield* fetchJson(`${url}/workflows/executions?workflowId=race`)
-      const ids = races.body.data.map((e: any) => e.id)
+      const client = yield* makeClient
+      for (let i = 0; i < 3; i++) {
+        yield* client.workflows.executeWorkflow({ path: { id: "race" }, headers: {}, payload: { input: {}, options: { executionId: `race-list-${i}` } } })
+      }
+      const races = yield* client.workflows.listExecutions({ urlParams: { workflowId: "race" } })
+      const ids = races.map((e) => e.id)
       expect(ids.slice(0, 3)).toEqual(["race-list-2", "race-list-1", "race-list-0"])
-      const record = races.body.data[0]
+      const record = races[0]
       expect(record).toMatchObject({
         workflowId: "race",
         workflowName: "Race",
@@ -412,20 +417,18 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
         createdAt: expect.any(String),
         updatedAt: expect.any(String)
       })
-      expect(record.events.map((e: any) => e.type)).toEqual(["workflow-start", "step-start", "step-complete", "workflow-complete"])
+      expect(record.events.map((e) => e.type)).toEqual(["workflow-start", "step-start", "step-complete", "workflow-complete"])
       expect(record.events[0]).toMatchObject({ id: "1", name: "Race", from: "Race", status: "running", startTime: expect.any(String) })
 
-      const paged = yield* fetchJson(`${url}/workflows/executions?workflowId=race&limit=1&offset=1`)
-      expect(paged.body.data.map((e: any) => e.id)).toEqual(["race-list-1"])
-      const cancelled = yield* fetchJson(`${url}/workflows/executions?status=cancelled`)
-      expect(cancelled.body.data.every((e: any) => e.status === "cancelled")).toBe(true)
-      expect(cancelled.body.data.length).toBeGreaterThan(0)
+      const paged = yield* client.workflows.listExecutions({ urlParams: { workflowId: "race", limit: 1, offset: 1 } })
+      expect(paged.map((e) => e.id)).toEqual(["race-list-1"])
+      const cancelled = yield* client.workflows.listExecutions({ urlParams: { status: "cancelled" } })
+      expect(cancelled.every((e) => e.status === "cancelled")).toBe(true)
+      expect(cancelled.length).toBeGreaterThan(0)
       const everything = yield* fetchJson(`${url}/workflows/executions?limit=100000`)
       expect(everything.status).toBe(200)
-      const future = yield* fetchJson(`${url}/workflows/executions?from=2999-01-01T00:00:00Z`)
-      expect(future.body.data).toEqual([])
-      const past = yield* fetchJson(`${url}/workflows/executions?to=2000-01-01T00:00:00Z`)
-      expect(past.body.data).toEqual([])
+      expect(yield* client.workflows.listExecutions({ urlParams: { from: "2999-01-01T00:00:00Z" } })).toEqual([])
+      expect(yield* client.workflows.listExecutions({ urlParams: { to: "2000-01-01T00:00:00Z" } })).toEqual([])
       expect((yield* fetchJson(`${url}/workflows/executions?status=sleeping`)).status).toBe(400)
       expect((yield* fetchJson(`${url}/workflows/executions?from=yesterday`)).body.error).toBe(
         "Input validation failed: from: must be an ISO 8601 timestamp"

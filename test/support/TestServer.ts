@@ -28,14 +28,14 @@ export const tempDir = Effect.acquireRelease(
  * The real service on a free port of 127.0.0.1, with its own SQLite file. Logs are captured in memory
  * instead of printed.
  */
-export const TestServerLive = (
-  options: {
-    readonly app?: ServiceApp
-    readonly config?: Partial<ServerConfigShape>
-    /** Replaces services of the app (for example a ToolRunner that misbehaves). */
-    readonly override?: Layer.Layer<any>
-  } = {}
-) =>
+export interface TestServerOptions {
+  readonly app?: ServiceApp
+  readonly config?: Partial<ServerConfigShape>
+  /** Replaces services of the app (for example a ToolRunner that misbehaves). */
+  readonly override?: Layer.Layer<any>
+}
+
+export const TestServerLive = (options: TestServerOptions = {}) =>
   Layer.scoped(
     TestServer,
     Effect.gen(function*() {

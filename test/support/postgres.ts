@@ -1,7 +1,7 @@
-import { Effect } from "effect"
-import { Socket } from "node:net"
 import { PgClient } from "@effect/sql-pg"
-import { Redacted } from "effect"
+import { Effect, Layer, Redacted } from "effect"
+import { Socket } from "node:net"
+import { TestServerLive, type TestServerOptions } from "./TestServer.js"
 
 /** Where the tests find Postgres: TEST_DATABASE_URL, or the local server with trust auth. */
 export const POSTGRES_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test"
@@ -41,3 +41,9 @@ export const freshPostgresDatabase = Effect.acquireRelease(
   url.pathname = `/${name}`
   return url.toString()
 }))
+
+/** The test server on a fresh Postgres database of its own, dropped with the layer. */
+export const PostgresTestServerLive = (options: TestServerOptions = {}) =>
+  Layer.unwrapScoped(
+    Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ ...options, config: { ...options.config, databaseUrl } }))
+  )

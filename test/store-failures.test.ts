@@ -1,0 +1,135 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Context, type Duration, Effect, Either, Exit, Layer, Logger, Option, Schedule, Schema } from "effect"
+import { join } from "node:path"
+import { ExecutionStore } from "../src/workflows/ExecutionStore.js"
+import { workflow } from "../src/workflows/Workflow.js"
+import { WorkflowEngine } from "../src/workflows/WorkflowEngine.js"
+import { engineOnFailingStore, StoreFaults } from "./support/failingStore.js"
+import { tempDir } from "./support/TestServer.js"
+
+/**
+ * The store failing under a running workflow: the caller gets an error rather than a hang, the row
+ * stays as one of its writes left it, with its events numbered without gaps, and the engine goes on.
+ */
+
+/** How many times step "a" ran, per execution. */
+const ranA = new Map<string, number>()
+const threeSteps = workflow({ id: "three", name: "Three", purpose: "a, b, c", input: Schema.Struct({}), result: Schema.Unknown })
+  .andThen({ id: "a", execute: ({ executionId }) => (ranA.set(executionId, (ranA.get(executionId) ?? 0) + 1), { a: 1 }) })
+  .andThen({ id: "b", execute: ({ data }) => ({ ...data, b: 2 }) })
+  .andThen({ id: "c", execute: ({ data }) => ({ ...data, c: 3 }) })
+
+const engineOn = (url: string) =>
+  Effect.gen(function*() {
+    const context = yield* Layer.build(engineOnFailingStore([threeSteps], url).pipe(Layer.provide(Logger.remove(Logger.defaultLogger))))
+    return { engine: Context.get(context, WorkflowEngine), faults: Context.get(context, StoreFaults), store: Context.get(context, ExecutionStore) }
+  })
+
+const freshFile = Effect.map(tempDir, (dir) => `file:${join(dir, "store.db")}`)
+
+/** The stored row, and its events as `type:from`, each with its number. */
+const storedAs = (store: ExecutionStore["Type"], id: string) =>
+  Effect.gen(function*() {
+    const row = Option.getOrThrow(yield* store.get(id))
+    const events = yield* store.events(id, 0)
+    return { row, events: events.map(({ event, seq }) => `${seq} ${event.type}:${event.from}`) }
+  })
+
+/** The execution's state once it is no longer running, or as it is after `within`. */
+const stateWhenSettled = (engine: WorkflowEngine["Type"], id: string, within: Duration.DurationInput) =>
+  Effect.repeat(
+    engine.state("three", id),
+    Schedule.spaced("20 millis").pipe(
+      Schedule.upTo(within),
+      Schedule.whileInput((state: { readonly status: string }) => state.status === "running"),
+      Schedule.passthrough
+    )
+  )
+
+const opening = ["1 workflow-start:Three", "2 step-start:a", "3 step-complete:a", "4 step-start:b"]
+const completes = { status: "completed", result: { a: 1, b: 2, c: 3 } }
+
+describe("the execution store failing mid-execution", () => {
+  it.scopedLive("a checkpoint write that fails ends the execution in error at the last committed step; the next one runs", () =>
+    Effect.gen(function*() {
+      const { engine, faults, store } = yield* engineOn(yield* freshFile)
+      yield* faults.inject({ operation: "advance", pass: 1 })
+
+      const failure = yield* Effect.flip(engine.execute("three", { input: {}, options: { executionId: "x" } }))
+      expect(failure).toMatchObject({ _tag: "WorkflowFailed", message: "Failed to execute workflow: Internal error", executionId: "x" })
+      const { events, row } = yield* storedAs(store, "x")
+      expect(row).toMatchObject({ status: "error", error: "Internal error", stepIndex: 1, currentData: { a: 1 }, lastSeq: 5 })
+      expect(events).toEqual([...opening, "5 workflow-error:Three"])
+      expect(yield* engine.execute("three", { input: {} })).toMatchObject(completes)
+    }), 60_000)
+
+  it.scopedLive("with the store down, execute fails instead of hanging; the row keeps its last checkpoint, where the next life goes on", () =>
+    Effect.gen(function*() {
+      const url = yield* freshFile
+      const { engine, faults, store } = yield* engineOn(url)
+      yield* faults.inject({ operation: "advance", pass: 1 })
+      yield* faults.inject({ operation: "finish", times: Infinity })
+
+      const failure = yield* Effect.flip(engine.execute("three", { input: {}, options: { executionId: "y" } }))
+      expect(failure).toMatchObject({ _tag: "InternalError", message: "Internal server error" })
+      const { events, row } = yield* storedAs(store, "y")
+      expect(row).toMatchObject({ status: "running", stepIndex: 1, currentData: { a: 1 }, lastSeq: 4 })
+      expect(events).toEqual(opening)
+
+      yield* faults.heal
+      expect(yield* engine.execute("three", { input: {} })).toMatchObject(completes)
+      // The next life claims the execution left running and continues it from step b.
+      const next = yield* engineOn(url)
+      expect(yield* stateWhenSettled(next.engine, "y", "30 seconds")).toMatchObject(completes)
+      expect(ranA.get("y")).toBe(1)
+      expect((yield* storedAs(store, "y")).events.slice(4)).toEqual([
+        "5 step-start:b",
+        "6 step-complete:b",
+        "7 step-start:c",
+        "8 step-complete:c",
+        "9 workflow-complete:Three"
+      ])
+    }), 60_000)
+
+  // BUG (ExecutionDriver.drive): when the store fails both the checkpoint and the ending, the fiber dies
+  // and the row stays running, owned by this live instance, with no fiber ("a claimed execution always
+  // has a fiber" no longer holds). Nothing here claims it again: until a restart it never settles, and
+  // an SSE attach to it never ends.
+  it.scopedLive.fails("once the store answers again, an execution its outage left running settles without a restart", () =>
+    Effect.gen(function*() {
+      const { engine, faults } = yield* engineOn(yield* freshFile)
+      yield* faults.inject({ operation: "advance", pass: 1 })
+      yield* faults.inject({ operation: "finish", times: Infinity })
+      yield* Effect.flip(engine.execute("three", { input: {}, options: { executionId: "v" } }))
+
+      yield* faults.heal
+      expect((yield* stateWhenSettled(engine, "v", "3 seconds")).status).not.toBe("running")
+    }), 60_000)
+
+  it.scopedLive("an opening write that fails stores nothing and fails the request", () =>
+    Effect.gen(function*() {
+      const { engine, faults, store } = yield* engineOn(yield* freshFile)
+      yield* faults.inject({ operation: "create" })
+
+      const exit = yield* Effect.exit(engine.execute("three", { input: {}, options: { executionId: "z" } }))
+      expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
+      expect(yield* store.exists("z")).toBe(false)
+      expect(yield* engine.execute("three", { input: {}, options: { executionId: "z" } })).toMatchObject(completes)
+    }), 60_000)
+
+  // BUG (ExecutionDriver.drive): a write that commits but whose answer is lost (StoreCommits: the commit
+  // thread died) is never published. The fiber's fail() is then refused (the row has ended) and the
+  // fiber returns normally, so the waiter sees no settling event and no dead fiber. On SQLite nothing
+  // polls the store, so execute hangs (here: times out) over a completed execution.
+  it.scopedLive.fails("a final checkpoint that commits but whose answer is lost still answers the request", () =>
+    Effect.gen(function*() {
+      const { engine, faults, store } = yield* engineOn(yield* freshFile)
+      yield* faults.inject({ operation: "advance", pass: 2, when: "after" })
+
+      const answer = yield* Effect.either(Effect.timeout(engine.execute("three", { input: {}, options: { executionId: "w" } }), "5 seconds"))
+      const { events, row } = yield* storedAs(store, "w")
+      expect(row).toMatchObject({ status: "completed", output: { a: 1, b: 2, c: 3 }, lastSeq: 8 })
+      expect(events.slice(4)).toEqual(["5 step-complete:b", "6 step-start:c", "7 step-complete:c", "8 workflow-complete:Three"])
+      expect(Either.isRight(answer) ? answer.right : answer.left).toMatchObject(completes)
+    }), 60_000)
+})
