@@ -1,4 +1,4 @@
-import { Duration, Effect, Either, Fiber, FiberMap, Option, ParseResult, Schema } from "effect"
+import { Cause, Duration, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Schedule, Schema } from "effect"
 import { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ExecutionHubs } from "./ExecutionHubs.js"
 import type { ExecutionNotices } from "./ExecutionNotices.js"
@@ -24,6 +24,11 @@ export const openingEvents = (definition: WorkflowDefinition, execution: Executi
   return definition.steps.length === 0 ? [started] : [started, stepStart(definition, execution, 0, execution.input)]
 }
 
+/** How a fiber that died of a store failure waits for the store to answer again. */
+const STORE_RETRY = Schedule.exponential("1 second").pipe(Schedule.either(Schedule.spaced("30 seconds")))
+/** The wait before the execution goes on after its `n`th death in a row (a store that reads but does not write). */
+const goOnDelay = (deaths: number) => Duration.seconds(Math.min(60, 2 ** (deaths - 1)))
+
 const stepStart = (definition: WorkflowDefinition, execution: Execution, index: number, input: unknown) => {
   const step = definition.steps[index]
   return workflowEvent(execution, "step-start", step.id, "running", { stepIndex: index, stepType: step.type, input })
@@ -41,6 +46,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
     const store = yield* ExecutionStore
     const agents = yield* AgentRegistry
     const fibers = yield* FiberMap.make<string, void, never>()
+    const scope = yield* Effect.scope
     const claims = new Map<string, Claim>()
     /** Set on shutdown: fibers give their executions up between steps instead of starting the next one. */
     let draining = false
@@ -161,9 +167,13 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             }
           }
         }).pipe(
-          // When the store itself fails, this fails again and the fiber dies: its waiters see that.
+          // When the store itself fails, this fails again and the fiber dies: its waiters see that, and
+          // the execution goes on from its checkpoint once the store answers (see launch).
           Effect.catchAllDefect((defect) =>
-            Effect.zipRight(Effect.logError("workflow execution crashed", defect), fail(claim, execution, "Internal error"))
+            Effect.logError("workflow execution crashed", defect).pipe(
+              Effect.zipRight(fail(claim, execution, "Internal error")),
+              Effect.zipRight(publishStored(id))
+            )
           )
         )
       }).pipe(
@@ -173,6 +183,17 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
           attributes: { "entity.type": "workflow", "entity.id": definition.id, "execution.id": execution.id }
         })
       )
+
+    /**
+     * Publishes what the store holds and the listeners here have not seen: a write that committed but
+     * whose answer was lost (the connection or the commit thread died) published nothing, and its
+     * settling event may be among them.
+     */
+    const publishStored = (id: string) =>
+      Effect.suspend(() => {
+        const seen = hubs.seenOf(id)
+        return seen === undefined ? Effect.void : Effect.flatMap(store.events(id, seen), (events) => hubs.publishFetched(id, events))
+      })
 
     const fail = (claim: Claim, execution: Execution, message: string) =>
       Effect.gen(function*() {
@@ -200,22 +221,56 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
         return released.splice(0)
       })
 
+    /**
+     * Starts (or replaces) the execution's fiber from its stored checkpoint, holding it as claimed (a
+     * fresh execution whose opening write holds its first step-start, or one recovered or resumed).
+     */
+    const launch = (
+      definition: WorkflowDefinition,
+      execution: Execution,
+      options: { readonly startRecorded: boolean; readonly deaths?: number }
+    ): Effect.Effect<Fiber.RuntimeFiber<void>> =>
+      Effect.suspend(() => {
+        const claim: Claim = { id: execution.id, version: execution.version, owner: instanceId }
+        claims.set(execution.id, claim)
+        const forget = Effect.sync(() => {
+          if (claims.get(execution.id) === claim) claims.delete(execution.id)
+        })
+        const died = (exit: Exit.Exit<void>) =>
+          Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)
+            ? Effect.asVoid(Effect.forkIn(goOn(definition, claim, (options.deaths ?? 0) + 1), scope))
+            : Effect.void
+        const driven = drive(definition, execution, claim, options.startRecorded).pipe(Effect.ensuring(forget), Effect.onExit(died))
+        return FiberMap.run(fibers, execution.id, driven)
+      })
+
+    /**
+     * After a fiber died of a store failure, with its execution still running as it held it (not even
+     * its error could be written): once the store answers, the execution goes on from its checkpoint, as
+     * a restarted instance would take it up, instead of staying running with no fiber until a restart.
+     */
+    const goOn = (definition: WorkflowDefinition, claim: Claim, deaths: number) =>
+      Effect.suspend(() => store.get(claim.id)).pipe(
+        Effect.catchAllDefect(Effect.fail),
+        Effect.delay(goOnDelay(deaths)),
+        Effect.retry(STORE_RETRY),
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.void,
+          onSome: (row) =>
+            draining || claims.has(row.id) || row.status !== "running" || row.owner !== claim.owner || row.version !== claim.version
+              ? Effect.void
+              : Effect.zipRight(
+                Effect.logInfo("workflow execution goes on after a store failure"),
+                launch(definition, row, { startRecorded: false, deaths })
+              )
+        })),
+        Effect.annotateLogs({ workflowId: definition.id, executionId: claim.id })
+      )
+
     return {
       record,
       fail,
-      /**
-       * Starts (or replaces) the execution's fiber from its stored checkpoint, holding it as claimed (a
-       * fresh execution whose opening write holds its first step-start, or one recovered or resumed).
-       */
-      launch: (definition: WorkflowDefinition, execution: Execution, options: { readonly startRecorded: boolean }) =>
-        Effect.suspend(() => {
-          const claim: Claim = { id: execution.id, version: execution.version, owner: instanceId }
-          claims.set(execution.id, claim)
-          const forget = Effect.sync(() => {
-            if (claims.get(execution.id) === claim) claims.delete(execution.id)
-          })
-          return FiberMap.run(fibers, execution.id, Effect.ensuring(drive(definition, execution, claim, options.startRecorded), forget))
-        }),
+      launch,
       /** The execution's fiber, if one runs. */
       fiberOf: (id: string) => FiberMap.unsafeGet(fibers, id),
       /** Interrupts the execution's fiber and waits for its end. */
