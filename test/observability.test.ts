@@ -72,6 +72,33 @@ layer(TestServerLive(), { excludeTestServices: true })("observability", (it) => 
       expect((yield* fetchJson(`${url}/observability/traces?entityType=robot`)).status).toBe(400)
     }))
 
+  it.effect("a read through the API is a span of its service: GET /agents/:id is AgentRegistry.details, under the request", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      expect((yield* fetchJson(`${url}/agents/assistant`)).status).toBe(200)
+      expect((yield* fetchJson(`${url}/agents/nobody`)).status).toBe(404)
+      const detailsOf = (agentId: string) =>
+        Effect.gen(function*() {
+          const deadline = Date.now() + 20_000
+          for (;;) {
+            const { traces } = (yield* fetchJson(`${url}/observability/traces?limit=50`)).body.data
+            for (const { traceId } of traces) {
+              const spans: Array<any> = (yield* fetchJson(`${url}/observability/traces/${traceId}`)).body.data.spans
+              const details = spans.find((span) => span.name === "AgentRegistry.details" && span.attributes["agent.id"] === agentId)
+              if (details !== undefined) return { details, request: spans.find((span) => span.kind === "server") }
+            }
+            if (Date.now() > deadline) return yield* Effect.dieMessage(`no AgentRegistry.details span for ${agentId} within 20 s`)
+            yield* Effect.sleep("50 millis")
+          }
+        })
+      const found = yield* detailsOf("assistant")
+      expect(found.details).toMatchObject({ parentSpanId: found.request.spanId, status: { code: "ok" } })
+      // A read is not an agent call: its trace is not filed under the agent.
+      expect(found.details.attributes).not.toHaveProperty("entity.id")
+      const missing = yield* detailsOf("nobody")
+      expect(missing.details.status.code).toBe("error")
+    }))
+
   it.effect("logs: filters by agent, workflow, execution, level, trace and span; newest last; bounded limit", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer

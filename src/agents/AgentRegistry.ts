@@ -27,7 +27,6 @@ export class AgentRegistry extends Context.Tag("AgentRegistry")<AgentRegistry, {
     id: string,
     query: HistoryQuery
   ) => Effect.Effect<typeof HistoryPage.Type, NotFound>
-  /** Deletes a conversation's memory and history; NotFound when the agent has none under that id. */
   /**
    * Deletes a conversation's memory and history (only `owner`'s rows, when given); NotFound when the
    * agent has none under that id (for that owner).
@@ -162,14 +161,19 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
 
       return AgentRegistry.of({
         list: Effect.succeed(summaries),
-        details: (id) =>
-          Effect.map(find(id), (agent) => ({
+        details: Effect.fn("AgentRegistry.details", { captureStackTrace: false })(function*(id: string) {
+          yield* Effect.annotateCurrentSpan("agent.id", id)
+          const agent = yield* find(id)
+          return {
             ...summary(agent),
             tools: toolSummaries(agent).map((tool) => tool.name),
             instructions: typeof agent.instructions === "function" ? "(dynamic)" : agent.instructions
-          })),
-        card: (id, baseUrl) =>
-          Effect.map(find(id), (agent) => ({
+          }
+        }),
+        card: Effect.fn("AgentRegistry.card", { captureStackTrace: false })(function*(id: string, baseUrl: string) {
+          yield* Effect.annotateCurrentSpan("agent.id", id)
+          const agent = yield* find(id)
+          return {
             protocolVersion: "0.3.0",
             name: agent.name,
             description: agent.purpose,
@@ -184,26 +188,26 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
               description: tool.description,
               tags: [...tool.tags]
             }))
-          })),
-        history: (id, query) =>
-          Effect.gen(function*() {
-            yield* find(id)
-            const { entries, total } = yield* memory.history(id, query)
-            return {
-              entries,
-              pagination: { page: query.page, limit: query.limit, total, totalPages: Math.ceil(total / query.limit) }
-            }
-          }),
-        forgetConversation: (id, conversationId, owner) =>
-          Effect.gen(function*() {
+          }
+        }),
+        history: Effect.fn("AgentRegistry.history", { captureStackTrace: false })(function*(id: string, query: HistoryQuery) {
+          yield* Effect.annotateCurrentSpan("agent.id", id)
+          yield* find(id)
+          const { entries, total } = yield* memory.history(id, query)
+          return {
+            entries,
+            pagination: { page: query.page, limit: query.limit, total, totalPages: Math.ceil(total / query.limit) }
+          }
+        }),
+        forgetConversation: Effect.fn("AgentRegistry.forgetConversation", { captureStackTrace: false })(
+          function*(id: string, conversationId: string, owner?: Owner) {
+            yield* Effect.annotateCurrentSpan({ "entity.type": "agent", "entity.id": id })
             yield* find(id)
             const deleted = yield* memory.forget(id, conversationId, owner)
             if (deleted.messages === 0 && deleted.historyEntries === 0) return yield* NotFound.of("Conversation", conversationId)
             return { agentId: id, conversationId, deletedMessages: deleted.messages, deletedHistoryEntries: deleted.historyEntries }
-          }).pipe(Effect.withSpan("AgentRegistry.forgetConversation", {
-            captureStackTrace: false,
-            attributes: { "entity.type": "agent", "entity.id": id }
-          })),
+          }
+        ),
         text: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.text(env, agent, request))),
         stream: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.stream(env, agent, request))),
         chat: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.chat(env, agent, request))),

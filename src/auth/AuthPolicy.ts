@@ -87,12 +87,12 @@ export const makeAuthPolicy = (settings: AuthSettings) => {
   const checksSomething = (request: AuthRequest) =>
     request.routeClass === "console" ? settings.production : verifier !== undefined
 
-  const authorizeCaller = (request: AuthRequest) =>
-    checksSomething(request)
-      ? authorize(request).pipe(
-        Effect.withSpan("AuthPolicy.authorize", { captureStackTrace: false, attributes: { "route.class": request.routeClass } })
-      )
-      : authorize(request)
+  const checked = Effect.fn("AuthPolicy.authorize", { captureStackTrace: false })(function*(request: AuthRequest) {
+    yield* Effect.annotateCurrentSpan("route.class", request.routeClass)
+    return yield* authorize(request)
+  })
+
+  const authorizeCaller = (request: AuthRequest) => checksSomething(request) ? checked(request) : authorize(request)
 
   return AuthPolicy.of({
     requiresToken,

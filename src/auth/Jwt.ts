@@ -8,7 +8,6 @@ const HMAC = ["HS256", "HS384", "HS512"]
 const RSA = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512"]
 const CURVES: Record<string, string> = { prime256v1: "ES256", secp384r1: "ES384", secp521r1: "ES512" }
 
-
 /** The algorithms a public key can verify: its own family only. */
 const familyOf = (key: KeyObject): ReadonlyArray<string> => {
   switch (key.asymmetricKeyType) {
@@ -51,13 +50,13 @@ export const makeJwtVerifier = (settings: JwtSettings): JwtVerifier => {
     ...(settings.issuer === undefined ? {} : { issuer: settings.issuer as string | Array<string> })
   }
   return {
-    verify: (token) =>
+    verify: Effect.fn("Jwt.verify", { captureStackTrace: false })((token: string) =>
       Effect.tryPromise({
         try: () => jwtVerify(token, key, options).then((result) => result.payload as Record<string, unknown>),
         catch: (error) =>
           error instanceof errors.JWTExpired
             ? new Unauthorized({ message: "Token expired" })
             : new Unauthorized({ message: `Invalid token: ${messageOf(error)}` })
-      }).pipe(Effect.withSpan("Jwt.verify", { captureStackTrace: false }))
+      }))
   }
 }

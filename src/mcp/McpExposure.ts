@@ -43,14 +43,16 @@ export const McpExposureLive = Layer.effect(
 
     return McpExposure.of({
       servers: Effect.map(info, (server) => [server]).pipe(Effect.withSpan("McpExposure.servers", { captureStackTrace: false })),
-      server: (id) =>
-        Effect.zipRight(find(id), info).pipe(
-          Effect.withSpan("McpExposure.server", { captureStackTrace: false, attributes: { "mcp.server.id": id } })
-        ),
-      handle: (id, request, caller) =>
-        Effect.zipRight(find(id), request.method === "POST" ? serve(request, caller) : Effect.sync(methodNotAllowed)).pipe(
-          Effect.withSpan("McpExposure.handle", { captureStackTrace: false, attributes: { "mcp.server.id": id, "http.method": request.method } })
-        )
+      server: Effect.fn("McpExposure.server", { captureStackTrace: false })(function*(id: string) {
+        yield* Effect.annotateCurrentSpan("mcp.server.id", id)
+        yield* find(id)
+        return yield* info
+      }),
+      handle: Effect.fn("McpExposure.handle", { captureStackTrace: false })(function*(id: string, request: Request, caller: Caller) {
+        yield* Effect.annotateCurrentSpan({ "mcp.server.id": id, "http.method": request.method })
+        yield* find(id)
+        return request.method === "POST" ? yield* serve(request, caller) : methodNotAllowed()
+      })
     })
   })
 )

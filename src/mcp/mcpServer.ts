@@ -16,14 +16,14 @@ import { implementation, type McpCatalog } from "./catalog.js"
 
 const errorResult = (message: string): CallToolResult => ({ content: [{ type: "text", text: message }], isError: true })
 
-const listTools = (tools: McpCatalog): Effect.Effect<ListToolsResult> =>
-  Effect.map(tools, (entries) => ({
-    tools: entries.map((entry) => entry.definition)
-  })).pipe(Effect.withSpan("McpExposure.listTools", { captureStackTrace: false }))
+const listTools = Effect.fn("McpExposure.listTools", { captureStackTrace: false })(
+  (tools: McpCatalog): Effect.Effect<ListToolsResult> => Effect.map(tools, (entries) => ({ tools: entries.map((entry) => entry.definition) }))
+)
 
 // A tool's failure is a tool result the model can read; an unknown tool is a protocol error.
-const callTool = (tools: McpCatalog, name: string, args: Record<string, unknown>, caller: Caller): Effect.Effect<CallToolResult, McpError> =>
-  Effect.gen(function*() {
+const callTool = Effect.fn("McpExposure.callTool", { captureStackTrace: false })(
+  function*(tools: McpCatalog, name: string, args: Record<string, unknown>, caller: Caller): Effect.fn.Return<CallToolResult, McpError> {
+    yield* Effect.annotateCurrentSpan("mcp.tool.name", name)
     const entry = (yield* tools).find((candidate) => candidate.definition.name === name)
     if (entry === undefined) return yield* Effect.fail(new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`))
     return yield* entry.call(args, caller).pipe(
@@ -34,7 +34,8 @@ const callTool = (tools: McpCatalog, name: string, args: Record<string, unknown>
           : Effect.as(Effect.logError("MCP tool call failed", cause), errorResult("Internal server error"))
       )
     )
-  }).pipe(Effect.withSpan("McpExposure.callTool", { captureStackTrace: false, attributes: { "mcp.tool.name": name } }))
+  }
+)
 
 // A fresh MCP server per request; its handlers run in the request's runtime, so their spans nest.
 const mcpServer = (tools: McpCatalog, runtime: Runtime.Runtime<never>, caller: Caller) => {

@@ -209,19 +209,13 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
         orElse: () => Effect.succeed(Effect.void)
       })
 
-      const query = (q: LogQuery) =>
-        Effect.zipRight(flush, selectLogs(sql, q)).pipe(
-          Effect.orDie,
-          Effect.withSpan("LogStore.query", { captureStackTrace: false })
-        )
-
       return LogStore.of({
         logger,
         subscribe: Effect.tap(live.subscribe, () => remote),
         subscribers: live.subscribers,
         count: Effect.zipRight(flush, countLogs(sql)).pipe(Effect.orDie, Effect.withSpan("LogStore.count", { captureStackTrace: false })),
         dropped: Effect.sync(() => backlog.dropped),
-        query,
+        query: Effect.fn("LogStore.query", { captureStackTrace: false })((q: LogQuery) => Effect.zipRight(flush, selectLogs(sql, q)), Effect.orDie),
         flush
       })
     })

@@ -143,19 +143,14 @@ export const TraceStoreLive = (retention: RetentionOptions, instanceId: string) 
         execute: (spanId) => sql`SELECT * FROM observability_spans WHERE span_id = ${spanId}`
       })
 
-      const traces = (query: TraceQuery) =>
-        listTraces(sql, query).pipe(Effect.orDie, Effect.withSpan("TraceStore.traces", { captureStackTrace: false }))
-
       return TraceStore.of({
         processor,
         subscribe: Effect.tap(live.subscribe, () => remote),
         subscribers: live.subscribers,
         counts: traceCounts(sql).pipe(Effect.orDie, Effect.withSpan("TraceStore.counts", { captureStackTrace: false })),
-        traces,
-        trace: (traceId) =>
-          findTrace(traceId).pipe(Effect.orDie, Effect.withSpan("TraceStore.trace", { captureStackTrace: false })),
-        span: (spanId) =>
-          findSpan(spanId).pipe(Effect.orDie, Effect.withSpan("TraceStore.span", { captureStackTrace: false })),
+        traces: Effect.fn("TraceStore.traces", { captureStackTrace: false })((query: TraceQuery) => listTraces(sql, query), Effect.orDie),
+        trace: Effect.fn("TraceStore.trace", { captureStackTrace: false })(findTrace, Effect.orDie),
+        span: Effect.fn("TraceStore.span", { captureStackTrace: false })(findSpan, Effect.orDie),
         flush
       })
     })

@@ -37,8 +37,8 @@ export const ObservabilitySetupLive = (options: { readonly envFile?: string } = 
       const file = resolve(options.envFile ?? ".env")
       // Read-modify-write: two concurrent calls must not lose each other's lines.
       const lock = yield* Effect.makeSemaphore(1)
-      const writeKeys = (keys: ObservabilityKeys) =>
-        Effect.gen(function*() {
+      const writeKeys = Effect.fn("ObservabilitySetup.writeKeys", { captureStackTrace: false })(
+        function*(keys: ObservabilityKeys) {
           const issues = keyIssues(keys)
           if (issues.length > 0) return yield* ValidationError.fromIssues(issues)
           const values = [[PUBLIC_KEY_VARIABLE, keys.publicKey], [SECRET_KEY_VARIABLE, keys.secretKey]] as const
@@ -47,7 +47,8 @@ export const ObservabilitySetupLive = (options: { readonly envFile?: string } = 
           )
           yield* Effect.logInfo(`Wrote ${PUBLIC_KEY_VARIABLE} and ${SECRET_KEY_VARIABLE} to ${file}`)
           return { file, keys: values.map(([key]) => key) }
-        }).pipe(Effect.withSpan("ObservabilitySetup.writeKeys", { captureStackTrace: false }))
+        }
+      )
       return ObservabilitySetup.of({ writeKeys })
     })
   )

@@ -111,8 +111,9 @@ export const UpdatesLive = (options: UpdatesOptions = {}): Layer.Layer<Updates> 
             return yield* restore(Fiber.join(fiber))
           }))
 
-      const install = (packageName: string | undefined) =>
-        Effect.gen(function*() {
+      const install = Effect.fn("Updates.install", { captureStackTrace: false })(
+        function*(packageName: string | undefined) {
+          yield* Effect.annotateCurrentSpan("package.name", packageName ?? "all")
           if (projectDir.split(sep).includes("node_modules")) {
             return yield* new BadRequest({
               message: "This service is installed as a dependency of another project; update it from that project"
@@ -129,7 +130,8 @@ export const UpdatesLive = (options: UpdatesOptions = {}): Layer.Layer<Updates> 
             }
             return yield* runInstall(packageName, targets)
           }))
-        }).pipe(Effect.withSpan("Updates.install", { captureStackTrace: false, attributes: { "package.name": packageName ?? "all" } }))
+        }
+      )
 
       return Updates.of({ check, install })
     })

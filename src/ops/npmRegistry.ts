@@ -57,28 +57,23 @@ const networkReason = (error: unknown, timeoutMs: number): string => {
 }
 
 /** `dist-tags.latest` of a package, from its abbreviated packument. */
-export const fetchLatest = (
-  registry: string,
-  name: string,
-  timeoutMs: number
-): Effect.Effect<string, RegistryUnreachable | LookupFailed> =>
-  Effect.tryPromise({
-    try: (signal) =>
-      fetch(packumentUrl(registry, name), {
-        headers: { accept: "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8" },
-        signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])
-      }).then(async (response) => ({ status: response.status, body: response.ok ? await response.json() : undefined })),
-    catch: (error) =>
-      error instanceof SyntaxError
-        ? new LookupFailed({ reason: "the registry's answer is not JSON" })
-        : new RegistryUnreachable({ reason: networkReason(error, timeoutMs) })
-  }).pipe(
-    Effect.flatMap(({ body, status }) => {
-      const latest = (body as { "dist-tags"?: { latest?: unknown } } | undefined)?.["dist-tags"]?.latest
-      if (status !== 200) return Effect.fail(new LookupFailed({ reason: `HTTP ${status}` }))
-      return typeof latest === "string"
-        ? Effect.succeed(latest)
-        : Effect.fail(new LookupFailed({ reason: "no dist-tags.latest" }))
-    }),
-    Effect.withSpan("Updates.fetchLatest", { captureStackTrace: false, attributes: { "package.name": name } })
-  )
+export const fetchLatest = Effect.fn("Updates.fetchLatest", { captureStackTrace: false })(
+  function*(registry: string, name: string, timeoutMs: number): Effect.fn.Return<string, RegistryUnreachable | LookupFailed> {
+    yield* Effect.annotateCurrentSpan("package.name", name)
+    const { body, status } = yield* Effect.tryPromise({
+      try: (signal) =>
+        fetch(packumentUrl(registry, name), {
+          headers: { accept: "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8" },
+          signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])
+        }).then(async (response) => ({ status: response.status, body: response.ok ? await response.json() : undefined })),
+      catch: (error) =>
+        error instanceof SyntaxError
+          ? new LookupFailed({ reason: "the registry's answer is not JSON" })
+          : new RegistryUnreachable({ reason: networkReason(error, timeoutMs) })
+    })
+    if (status !== 200) return yield* new LookupFailed({ reason: `HTTP ${status}` })
+    const latest = (body as { "dist-tags"?: { latest?: unknown } } | undefined)?.["dist-tags"]?.latest
+    if (typeof latest !== "string") return yield* new LookupFailed({ reason: "no dist-tags.latest" })
+    return latest
+  }
+)

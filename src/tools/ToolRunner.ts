@@ -89,8 +89,9 @@ const byNameOf = (entries: ReadonlyArray<ToolEntry>) =>
 const makeToolRunner = (byName: ReadonlyMap<string, ToolEntry>) => {
   const list = Effect.succeed([...byName.values()])
   const get = (name: string) => Effect.map(getOrNotFound(byName, "Tool", name), (entry) => entry.tool)
-  const execute = (name: string, input: unknown, caller: CallerContext) =>
-    Effect.gen(function*() {
+  const execute = Effect.fn("ToolRunner.execute", { captureStackTrace: false })(
+    function*(name: string, input: unknown, caller: CallerContext) {
+      yield* Effect.annotateCurrentSpan("tool.name", name)
       const tool = yield* get(name)
       const decoded = tool.decode(input)
       if (decoded._tag === "Left") {
@@ -104,7 +105,8 @@ const makeToolRunner = (byName: ReadonlyMap<string, ToolEntry>) => {
         executionTime: Date.now() - started,
         timestamp: new Date(started).toISOString()
       }
-    }).pipe(Effect.withSpan("ToolRunner.execute", { captureStackTrace: false, attributes: { "tool.name": name } }))
+    }
+  )
   return ToolRunner.of({ list, get, execute })
 }
 

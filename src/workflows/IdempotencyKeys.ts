@@ -1,4 +1,4 @@
-import { SqlClient } from "@effect/sql"
+import { SqlClient, type SqlError } from "@effect/sql"
 import { Context, Effect, Layer, Schedule } from "effect"
 import { createHash } from "node:crypto"
 import { ServerConfig } from "../config/ServerConfig.js"
@@ -125,8 +125,9 @@ export const IdempotencyKeysLive = Layer.scoped(
           `(POST /workflows/${excerpt(scope.workflowId, 60)}/${scope.route}): use a new key for a new request`
       })
 
-    const claim = (scope: KeyScope, hash: string, executionId: string): Effect.Effect<Claimed, UnprocessableEntity> =>
-      Effect.gen(function*() {
+    const claim = Effect.fn("IdempotencyKeys.claim", { captureStackTrace: false })(
+      function*(scope: KeyScope, hash: string, executionId: string): Effect.fn.Return<Claimed, UnprocessableEntity | SqlError.SqlError> {
+        yield* Effect.annotateCurrentSpan("idempotency.route", scope.route)
         // Each turn either settles or sees the row change under it (deleted or renewed meanwhile), so
         // the loop ends as soon as writers stop racing on this one key.
         for (;;) {
@@ -141,10 +142,9 @@ export const IdempotencyKeysLive = Layer.scoped(
           if (row.request_hash !== hash) return yield* otherBody(scope)
           return { executionId: row.execution_id, fresh: false }
         }
-      }).pipe(
-        Effect.catchTag("SqlError", Effect.die),
-        Effect.withSpan("IdempotencyKeys.claim", { captureStackTrace: false, attributes: { "idempotency.route": scope.route } })
-      )
+      },
+      Effect.catchTag("SqlError", Effect.die)
+    )
 
     const release = (scope: KeyScope, executionId: string) =>
       commit(sql`DELETE FROM workflow_idempotency_keys WHERE ${inScope(scope)} AND execution_id = ${executionId}`).pipe(Effect.asVoid)

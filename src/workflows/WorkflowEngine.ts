@@ -212,9 +212,9 @@ export const WorkflowEngineLive = Layer.scoped(
         ))
     )
 
-    const span = (name: string, workflowId: string) =>
-      <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-        Effect.withSpan(effect, `WorkflowEngine.${name}`, { captureStackTrace: false, attributes: { "entity.type": "workflow", "entity.id": workflowId } })
+    /** The attributes of an operation's span on a workflow: the trace index files the trace under it. */
+    const onWorkflow = (workflowId: string) =>
+      Effect.annotateCurrentSpan({ "entity.type": "workflow", "entity.id": workflowId })
 
     const notRunning = (execution: Execution) =>
       new BadRequest({ message: `Execution ${execution.id} is ${execution.status}` })
@@ -228,9 +228,11 @@ export const WorkflowEngineLive = Layer.scoped(
           stepsCount: definition.steps.length,
           status: "idle" as const
         }))
-      ),
-      details: (id) =>
-        Effect.map(findWorkflow(id), (definition) => ({
+      ).pipe(Effect.withSpan("WorkflowEngine.list", { captureStackTrace: false })),
+      details: Effect.fn("WorkflowEngine.details", { captureStackTrace: false })(function*(id: string) {
+        yield* Effect.annotateCurrentSpan("workflow.id", id)
+        const definition = yield* findWorkflow(id)
+        return {
           id: definition.id,
           name: definition.name,
           purpose: definition.purpose,
@@ -240,39 +242,47 @@ export const WorkflowEngineLive = Layer.scoped(
           inputSchema: toJsonSchema(definition.input)!,
           suspendSchema: toJsonSchema(definition.suspendSchema) ?? null,
           resumeSchema: toJsonSchema(definition.resumeSchema) ?? null
-        })),
+        }
+      }),
 
-      execute: (id, request, options) =>
-        Effect.gen(function*() {
+      execute: Effect.fn("WorkflowEngine.execute", { captureStackTrace: false })(
+        function*(id: string, request: S.ExecuteRequest, options?: StartOptions) {
+          yield* onWorkflow(id)
           const { definition, execution } = yield* prepare(id, request, options)
           if (options?.idempotent !== undefined) return yield* join.execute(definition, execution)
           return yield* settleAfter(execution.id, 0, start(definition, execution))
-        }).pipe(span("execute", id)),
+        }
+      ),
 
-      run: (id, request, options) =>
-        Effect.gen(function*() {
-          const { definition, execution } = yield* prepare(id, request, options)
-          if (options?.idempotent !== undefined) return yield* join.run(definition, execution)
-          yield* start(definition, execution)
-          return { executionId: execution.id, workflowId: id, status: "running" as const, startAt: execution.createdAt }
-        }).pipe(span("run", id)),
+      run: Effect.fn("WorkflowEngine.run", { captureStackTrace: false })(function*(id: string, request: S.ExecuteRequest, options?: StartOptions) {
+        yield* onWorkflow(id)
+        const { definition, execution } = yield* prepare(id, request, options)
+        if (options?.idempotent !== undefined) return yield* join.run(definition, execution)
+        yield* start(definition, execution)
+        return { executionId: execution.id, workflowId: id, status: "running" as const, startAt: execution.createdAt }
+      }),
 
-      stream: (id, request, options) =>
-        Effect.flatMap(prepare(id, request, options, true), ({ definition, execution }) =>
-          options?.idempotent !== undefined
-            ? join.stream(definition, execution)
-            : Effect.succeed(follow(execution, 0, Effect.map(start(definition, execution), ({ fiber }) => Option.some(fiber))))
-        ).pipe(span("stream", id)),
+      stream: Effect.fn("WorkflowEngine.stream", { captureStackTrace: false })(
+        function*(id: string, request: S.ExecuteRequest, options?: StartOptions) {
+          yield* onWorkflow(id)
+          const { definition, execution } = yield* prepare(id, request, options, true)
+          if (options?.idempotent !== undefined) return yield* join.stream(definition, execution)
+          return follow(execution, 0, Effect.map(start(definition, execution), ({ fiber }) => Option.some(fiber)))
+        }
+      ),
 
-      attach: (id, executionId, afterSeq, visibility) =>
-        Effect.flatMap(findExecution(id, executionId, visibility), ({ execution }) =>
-          execution.status === "running"
-            ? Effect.succeed(follow(execution, afterSeq, Effect.sync(() => driver.fiberOf(executionId))))
-            : replay(execution, afterSeq)
-        ).pipe(span("attach", id)),
+      attach: Effect.fn("WorkflowEngine.attach", { captureStackTrace: false })(
+        function*(id: string, executionId: string, afterSeq: number, visibility?: Visibility) {
+          yield* onWorkflow(id)
+          const { execution } = yield* findExecution(id, executionId, visibility)
+          if (execution.status !== "running") return yield* replay(execution, afterSeq)
+          return follow(execution, afterSeq, Effect.sync(() => driver.fiberOf(executionId)))
+        }
+      ),
 
-      suspend: (id, executionId, reason, visibility) =>
-        Effect.gen(function*() {
+      suspend: Effect.fn("WorkflowEngine.suspend", { captureStackTrace: false })(
+        function*(id: string, executionId: string, reason: string, visibility?: Visibility) {
+          yield* onWorkflow(id)
           const found = yield* findExecution(id, executionId, visibility)
           const steps = found.definition.steps
           let execution = found.execution
@@ -293,10 +303,12 @@ export const WorkflowEngineLive = Layer.scoped(
             execution = yield* reload(executionId)
           }
           return yield* notRunning(execution)
-        }).pipe(span("suspend", id)),
+        }
+      ),
 
-      resume: (id, executionId, resumeData, stepId, visibility) =>
-        Effect.gen(function*() {
+      resume: Effect.fn("WorkflowEngine.resume", { captureStackTrace: false })(
+        function*(id: string, executionId: string, resumeData: unknown, stepId?: string, visibility?: Visibility) {
+          yield* onWorkflow(id)
           const { definition, execution } = yield* findExecution(id, executionId, visibility)
           const notSuspended = new NotFound({ message: `Execution ${executionId} is not suspended` })
           if (execution.status !== "suspended" || execution.suspension === undefined) return yield* notSuspended
@@ -330,10 +342,12 @@ export const WorkflowEngineLive = Layer.scoped(
             const fiber = yield* launch(definition, claimed.value, { startRecorded: false })
             return { execution: claimed.value, fiber }
           })))
-        }).pipe(span("resume", id)),
+        }
+      ),
 
-      cancel: (id, executionId, reason, visibility) =>
-        Effect.gen(function*() {
+      cancel: Effect.fn("WorkflowEngine.cancel", { captureStackTrace: false })(
+        function*(id: string, executionId: string, reason: string, visibility?: Visibility) {
+          yield* onWorkflow(id)
           const { execution } = yield* findExecution(id, executionId, visibility)
           if (execution.status !== "running" && execution.status !== "suspended") return yield* notRunning(execution)
           const cancelled = workflowEvent(execution, "workflow-cancelled", execution.workflowName, "cancelled", { reason })
@@ -346,32 +360,35 @@ export const WorkflowEngineLive = Layer.scoped(
           yield* countExecution("cancelled")
           yield* Effect.logInfo(`workflow cancelled: ${reason}`).pipe(Effect.annotateLogs({ workflowId: id, executionId }))
           return { executionId, status: "cancelled" as const, cancelledAt: cancelled.timestamp, reason }
-        }).pipe(span("cancel", id)),
+        }
+      ),
 
-      remove: (id, executionId, visibility) =>
-        Effect.gen(function*() {
-          const { execution } = yield* findExecution(id, executionId, visibility)
-          if (execution.status === "running" || execution.status === "suspended") {
-            return yield* new BadRequest({
-              message: `Execution ${executionId} is ${execution.status}: only finished executions (completed, error, cancelled) can be deleted; cancel it first`
-            })
-          }
-          // Only a concurrent delete can make this false: a finished execution never runs again.
-          if (!(yield* store.remove(executionId))) return yield* NotFound.of("Execution", executionId)
-          yield* Effect.logInfo("workflow execution deleted").pipe(Effect.annotateLogs({ workflowId: id, executionId }))
-          return { executionId, workflowId: id, deleted: true as const }
-        }).pipe(span("remove", id)),
+      remove: Effect.fn("WorkflowEngine.remove", { captureStackTrace: false })(function*(id: string, executionId: string, visibility?: Visibility) {
+        yield* onWorkflow(id)
+        const { execution } = yield* findExecution(id, executionId, visibility)
+        if (execution.status === "running" || execution.status === "suspended") {
+          return yield* new BadRequest({
+            message: `Execution ${executionId} is ${execution.status}: only finished executions (completed, error, cancelled) can be deleted; cancel it first`
+          })
+        }
+        // Only a concurrent delete can make this false: a finished execution never runs again.
+        if (!(yield* store.remove(executionId))) return yield* NotFound.of("Execution", executionId)
+        yield* Effect.logInfo("workflow execution deleted").pipe(Effect.annotateLogs({ workflowId: id, executionId }))
+        return { executionId, workflowId: id, deleted: true as const }
+      }),
 
-      state: (id, executionId, visibility) =>
-        Effect.map(findExecution(id, executionId, visibility), ({ execution }) => stateOf(id, execution)).pipe(span("state", id)),
+      state: Effect.fn("WorkflowEngine.state", { captureStackTrace: false })(function*(id: string, executionId: string, visibility?: Visibility) {
+        yield* onWorkflow(id)
+        const { execution } = yield* findExecution(id, executionId, visibility)
+        return stateOf(id, execution)
+      }),
 
-      executions: (query) =>
-        Effect.gen(function*() {
-          if (query.workflowId !== undefined) yield* findWorkflow(query.workflowId)
-          const executions = yield* store.list(query)
-          const events = yield* store.eventsOf(executions.map((e) => e.id))
-          return executions.map((execution) => recordOf(execution, events.get(execution.id) ?? []))
-        }).pipe(Effect.withSpan("WorkflowEngine.executions", { captureStackTrace: false })),
+      executions: Effect.fn("WorkflowEngine.executions", { captureStackTrace: false })(function*(query: ExecutionQuery) {
+        if (query.workflowId !== undefined) yield* findWorkflow(query.workflowId)
+        const executions = yield* store.list(query)
+        const events = yield* store.eventsOf(executions.map((e) => e.id))
+        return executions.map((execution) => recordOf(execution, events.get(execution.id) ?? []))
+      }),
 
       liveEventHubs: hubs.size
     })

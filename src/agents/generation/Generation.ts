@@ -213,8 +213,9 @@ const tracked = <A extends { readonly outcome: Outcome }, E>(
     )
   })
 
-export const text = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest) =>
-  Effect.gen(function*() {
+export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false })(
+  function*(env: GenerationEnv, agent: AgentDefinition, request: CallRequest) {
+    yield* Effect.annotateCurrentSpan(agentSpanAttributes(agent, request))
     const output = yield* outputFor(request.options)
     const prepared = yield* prepare(env, agent, request, true)
     const { result } = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
@@ -234,10 +235,12 @@ export const text = (env: GenerationEnv, agent: AgentDefinition, request: CallRe
       catch: failed(agent)
     }))
     return result
-  }).pipe(Effect.withSpan("AgentRegistry.text", { captureStackTrace: false, attributes: agentSpanAttributes(agent, request) }))
+  }
+)
 
-export const object = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest & { readonly schema: unknown }) =>
-  Effect.gen(function*() {
+export const object = Effect.fn("AgentRegistry.object", { captureStackTrace: false })(
+  function*(env: GenerationEnv, agent: AgentDefinition, request: CallRequest & { readonly schema: unknown }) {
+    yield* Effect.annotateCurrentSpan(agentSpanAttributes(agent, request))
     const schema = yield* checkOutputSchema(request.schema, "schema")
     const prepared = yield* prepare(env, agent, request, false)
     const { result } = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
@@ -253,7 +256,8 @@ export const object = (env: GenerationEnv, agent: AgentDefinition, request: Call
       catch: failed(agent)
     }))
     return result
-  }).pipe(Effect.withSpan("AgentRegistry.object", { captureStackTrace: false, attributes: agentSpanAttributes(agent, request) }))
+  }
+)
 
 /**
  * Records a streamed call's outcome from the SDK's promises, inside the agent call's span, then ends

@@ -103,15 +103,15 @@ export const MemoryStoreLive = Layer.scoped(
         ? sql`agent_id = ${agentId} AND conversation_id = ${conversationId}`
         : sql`agent_id = ${agentId} AND conversation_id = ${conversationId} AND ${ownedBy(owner)}`
 
-    const load = (agentId: string, conversationId: string, limit: number, owner?: Owner) =>
-      sql`SELECT message FROM agent_messages
-        WHERE ${inConversation(agentId, conversationId, owner)}
-        ORDER BY id DESC LIMIT ${limit}`.pipe(
-        Effect.flatMap(decodeMessages),
-        Effect.map((rows) => rows.map((row) => row.message).reverse()),
-        Effect.orDie,
-        Effect.withSpan("MemoryStore.load", { captureStackTrace: false, attributes: { "agent.id": agentId, conversationId } })
-      )
+    const load = Effect.fn("MemoryStore.load", { captureStackTrace: false })(
+      function*(agentId: string, conversationId: string, limit: number, owner?: Owner) {
+        yield* Effect.annotateCurrentSpan({ "agent.id": agentId, conversationId })
+        const rows = yield* sql`SELECT message FROM agent_messages
+          WHERE ${inConversation(agentId, conversationId, owner)}
+          ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.flatMap(decodeMessages), Effect.orDie)
+        return rows.map((row) => row.message).reverse()
+      }
+    )
 
     const insertMessages = (
       agentId: string,
@@ -193,8 +193,9 @@ export const MemoryStoreLive = Layer.scoped(
         return { messages: messages.length, historyEntries: entries.length }
       })).pipe(Effect.orDie, span("forget", agentId))
 
-    const history = (agentId: string, query: HistoryQuery) =>
-      Effect.gen(function*() {
+    const history = Effect.fn("MemoryStore.history", { captureStackTrace: false })(
+      function*(agentId: string, query: HistoryQuery) {
+        yield* Effect.annotateCurrentSpan("agent.id", agentId)
         const filters = [
           sql`agent_id = ${agentId}`,
           ...(query.owner === undefined ? [] : [ownedBy(query.owner)]),
@@ -210,7 +211,9 @@ export const MemoryStoreLive = Layer.scoped(
           Effect.flatMap(decodeHistory)
         )
         return { entries, total: count.total }
-      }).pipe(Effect.orDie, Effect.withSpan("MemoryStore.history", { captureStackTrace: false, attributes: { "agent.id": agentId } }))
+      },
+      Effect.orDie
+    )
 
     return MemoryStore.of({ load, append, record, saveCall, forget, history })
   })
