@@ -197,6 +197,18 @@ const suite = (name: string, url: Effect.Effect<string, never, Scope.Scope>) => 
         }
         expect(yield* ids(sql)).toEqual(["old-suspended"])
       }), { every: "100 millis" }), 30_000)
+
+  it.live(`${name}: each background pass measures ages from its own time, so a record that ages out after start-up goes too`, () =>
+    withRetention(url, (sql) =>
+      Effect.gen(function*() {
+        // Finished after the service started: only a pass that reads the clock again can find it old.
+        yield* insertExecution(sql, { id: "just-completed", status: "completed", at: ago(0), endedAt: ago(0) })
+        const deadline = Date.now() + 20_000
+        while ((yield* ids(sql)).length > 0) {
+          if (Date.now() > deadline) throw new Error("no background pass pruned the execution within 20 s of its ageing out")
+          yield* Effect.sleep("50 millis")
+        }
+      }), { every: "100 millis", settings: { ...SETTINGS, executions: { maxCount: undefined, maxAgeMs: 1_000 } } }), 30_000)
 }
 
 describe("retention of executions and conversations", () => {

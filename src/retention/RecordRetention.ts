@@ -40,7 +40,8 @@ export const RecordRetentionLive = (settings: RecordRetentionSettings, options: 
           return { executions, messages, historyEntries: entries }
         }).pipe(Effect.orDie, Effect.withSpan("RecordRetention.prune", { captureStackTrace: false }))
 
-      yield* pruneNow().pipe(
+      // Suspended, so that every pass reads the clock (a pass built once measured every age from start-up).
+      yield* Effect.suspend(() => pruneNow()).pipe(
         Effect.tap((counts) =>
           counts.executions + counts.messages + counts.historyEntries === 0
             ? Effect.void
