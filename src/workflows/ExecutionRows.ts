@@ -1,6 +1,6 @@
-import { Schema } from "effect"
+import { Predicate, Schema } from "effect"
 import { column, NullableJson, NumberColumn, optionalColumn, optionalJson } from "../storage/ColumnSchemas.js"
-import { ExecutionMetadata, ExecutionStatus, WorkflowEvent } from "./WorkflowSchemas.js"
+import { ExecutionMetadata, ExecutionStatus, type WorkflowEvent, WorkflowEventType } from "./WorkflowSchemas.js"
 
 /** Executions and events as the store keeps them, decoded from their SQL rows. */
 
@@ -61,7 +61,18 @@ export interface ExecutionListing extends Schema.Schema.Type<typeof ExecutionLis
 export const HolderFromRow = ExecutionFromRow.pick("id", "status", "owner", "version", "lastSeq")
 export interface Holder extends Schema.Schema.Type<typeof HolderFromRow> {}
 
-export const StoredEventFromRow = Schema.Struct({ seq: NumberColumn, event: Schema.parseJson(WorkflowEvent) })
+const EVENT_TYPES: ReadonlySet<unknown> = new Set(WorkflowEventType.literals)
+
+/**
+ * An event as the engine stored it: only its type is checked (the engine wrote the rest, and a page of
+ * executions reads hundreds of them), and its JSON comes back as written.
+ */
+const StoredWorkflowEvent = Schema.declare(
+  (input): input is WorkflowEvent => Predicate.hasProperty(input, "type") && EVENT_TYPES.has(input.type),
+  { identifier: "WorkflowEvent" }
+)
+
+export const StoredEventFromRow = Schema.Struct({ seq: NumberColumn, event: Schema.parseJson(StoredWorkflowEvent) })
 export interface StoredEvent extends Schema.Schema.Type<typeof StoredEventFromRow> {}
 
 export interface ExecutionQuery {
