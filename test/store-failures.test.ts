@@ -84,6 +84,25 @@ describe("the execution store failing mid-execution", () => {
       ])
     }), 60_000)
 
+  it.scopedLive("a store that fails again as the execution goes on is waited out again; it settles once the store writes", () =>
+    Effect.gen(function*() {
+      const { engine, faults, store } = yield* engineOn(yield* freshFile)
+      yield* faults.inject({ operation: "advance", pass: 1, times: 2 })
+      yield* faults.inject({ operation: "finish", times: Infinity })
+
+      yield* Effect.flip(engine.execute("three", { input: {}, options: { executionId: "r" } }))
+      // Its first go-on dies on the second failing checkpoint; the next one (later) completes it.
+      expect(yield* stateWhenSettled(engine, "r", "30 seconds")).toMatchObject(completes)
+      expect((yield* storedAs(store, "r")).events.slice(4)).toEqual([
+        "5 step-start:b",
+        "6 step-start:b",
+        "7 step-complete:b",
+        "8 step-start:c",
+        "9 step-complete:c",
+        "10 workflow-complete:Three"
+      ])
+    }), 60_000)
+
   it.scopedLive("an opening write that fails stores nothing and fails the request", () =>
     Effect.gen(function*() {
       const { engine, faults, store } = yield* engineOn(yield* freshFile)
