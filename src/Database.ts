@@ -3,7 +3,7 @@ import { addConversationOwnerIndexes, memoryMigrations } from "./agents/memory/m
 import { observabilityMigrations } from "./observability/migration.js"
 import { retentionMigrations } from "./retention/migration.js"
 import { type Migration, Migrations } from "./storage/Migrations.js"
-import { SqlLive } from "./storage/Sql.js"
+import { type DatabaseUrl, SqlLive } from "./storage/Sql.js"
 import { addExecutionUsers, workflowMigrations } from "./workflows/migration.js"
 
 /** The service's schema: every feature's migrations, in the order of their ids. */
@@ -19,4 +19,4 @@ export const serviceMigrations: Readonly<Record<string, Migration>> = {
 export const ServiceMigrationsLive = Layer.succeed(Migrations, serviceMigrations)
 
 /** The service's database at `url`, migrated; `Migrations` stays in context for the readiness check. */
-export const DatabaseLive = (url?: string) => SqlLive(url).pipe(Layer.provideMerge(ServiceMigrationsLive))
+export const DatabaseLive = (url?: DatabaseUrl) => SqlLive(url).pipe(Layer.provideMerge(ServiceMigrationsLive))

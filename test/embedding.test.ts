@@ -1,6 +1,6 @@
 import { FetchHttpClient, HttpApiClient, HttpServer } from "@effect/platform"
 import { expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, LogLevel, Schema } from "effect"
+import { Context, Effect, Layer, LogLevel, Redacted, Schema } from "effect"
 import { join } from "node:path"
 import { defineAgent, defineApp, defineTool, resolveServerConfig, ServiceApi, ServiceLive, workflow } from "../src/index.js"
 import { tempDir } from "./support/TestServer.js"
@@ -34,7 +34,7 @@ it.scoped("another Effect program embeds the service with its own agents, tools,
     const dir = yield* tempDir
     const config = {
       ...resolveServerConfig({ port: 0, enableSwaggerUI: false }, {}),
-      databaseUrl: `file:${join(dir, "embedded.db")}`,
+      databaseUrl: Redacted.make(`file:${join(dir, "embedded.db")}`),
       logLevel: LogLevel.Warning
     }
     const app = defineApp({ agents: [herald], workflows: [announce] })
@@ -58,7 +58,7 @@ it.scoped("another Effect program embeds the service with its own agents, tools,
 it.scoped("two different definitions under one id fail the layer with DuplicateDefinition, before anything starts", () =>
   Effect.gen(function*() {
     const dir = yield* tempDir
-    const config = { ...resolveServerConfig({ port: 0 }, {}), databaseUrl: `file:${join(dir, "twice.db")}`, logLevel: LogLevel.None }
+    const config = { ...resolveServerConfig({ port: 0 }, {}), databaseUrl: Redacted.make(`file:${join(dir, "twice.db")}`), logLevel: LogLevel.None }
     const otherShout = defineTool({ ...shout, execute: () => Effect.succeed({ loud: "?" }) })
     const apps = [
       [defineApp({ agents: [herald], tools: [otherShout] }), "Two different tools have the name \"shout\""],

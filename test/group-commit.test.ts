@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Layer, Logger, Option, Schema } from "effect"
+import { Context, Deferred, Effect, Exit, Layer, Logger, Option, Redacted, Schema } from "effect"
 import { join } from "node:path"
 import { defineApp } from "../src/App.js"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
@@ -38,7 +38,7 @@ const twoSteps = (gate: Effect.Effect<void>) =>
     .andThen({ id: "b", execute: ({ data }) => Effect.as(gate, { ...data, b: true }) })
 
 const services = (url: string, gate: Effect.Effect<void>) =>
-  ServicesLive(defineApp({ workflows: [twoSteps(gate)] }), { ...resolveServerConfig({}, {}), port: 0, databaseUrl: url }).pipe(
+  ServicesLive(defineApp({ workflows: [twoSteps(gate)] }), { ...resolveServerConfig({}, {}), port: 0, databaseUrl: Redacted.make(url) }).pipe(
     Layer.provide(Logger.remove(Logger.defaultLogger))
   )
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { join } from "node:path"
 import { defineApp } from "../src/App.js"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
@@ -56,7 +56,7 @@ const withService = <A, E>(
     const defaults = resolveServerConfig({}, {})
     const server = TestServerLive({
       app: defineApp({ workflows }),
-      config: { databaseUrl, instanceId: `definition-changes-${++instances}`, workflows: { ...defaults.workflows, drainMs: 50 } }
+      config: { databaseUrl: Redacted.make(databaseUrl), instanceId: `definition-changes-${++instances}`, workflows: { ...defaults.workflows, drainMs: 50 } }
     })
     const { url } = Context.get(yield* Layer.build(server), TestServer)
     return yield* use(url)

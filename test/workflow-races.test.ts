@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect } from "effect"
+import { Context, Effect, Redacted } from "effect"
 import { WorkflowEngine } from "../src/workflows/WorkflowEngine.js"
 import { app, post, races } from "./support/workflowRaces.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
@@ -30,7 +30,7 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflow races on
         const sql = yield* SqlClient.SqlClient
         yield* sql.unsafe(`CREATE TRIGGER fail_broken BEFORE INSERT ON workflow_events
           WHEN NEW.execution_id LIKE 'broken-%' AND NEW.seq >= 3 BEGIN SELECT RAISE(ABORT, 'injected store failure'); END`)
-      }).pipe(Effect.provide(SqliteClient.layer({ filename: config.databaseUrl.replace(/^file:/, "") })), Effect.orDie)
+      }).pipe(Effect.provide(SqliteClient.layer({ filename: Redacted.value(config.databaseUrl).replace(/^file:/, "") })), Effect.orDie)
       const broken = yield* fetchJson(`${url}/workflows/slow/execute`, {
         ...json({ input: { ms: 1 }, options: { executionId: "broken-execute" } }),
         signal: AbortSignal.timeout(20_000)

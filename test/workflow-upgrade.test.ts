@@ -1,7 +1,7 @@
 import { Migrator, SqlClient } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { expect, it } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
 import { join } from "node:path"
 import { serviceMigrations as migrations } from "../src/Database.js"
 import { fetchJson, json, tempDir, TestServer, TestServerLive } from "./support/TestServer.js"
@@ -44,7 +44,7 @@ it.scoped("an execution suspended by the previous version resumes after the upgr
       }
     }).pipe(Effect.provide(SqliteClient.layer({ filename })), Effect.orDie)
 
-    const { url } = Context.get(yield* Layer.build(TestServerLive({ config: { databaseUrl: `file:${filename}` } })), TestServer)
+    const { url } = Context.get(yield* Layer.build(TestServerLive({ config: { databaseUrl: Redacted.make(`file:${filename}`) } })), TestServer)
     const resumed = yield* fetchJson(`${url}/workflows/approval/executions/old-1/resume`, json({ resumeData: { approved: true } }))
     expect(resumed.body.data).toMatchObject({ status: "completed", result: { approved: true, amount: 500 } })
     const listed = yield* fetchJson(`${url}/workflows/executions?workflowId=approval`)

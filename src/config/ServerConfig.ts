@@ -64,7 +64,8 @@ export interface ServerConfigShape {
   readonly bodyLimit: number
   readonly enableSwaggerUI: boolean
   readonly cors: false | typeof CorsConfig.Type
-  readonly databaseUrl: string
+  /** Redacted: a Postgres URL can carry a password. */
+  readonly databaseUrl: Redacted.Redacted<string>
   readonly production: boolean
   readonly logLevel: LogLevel.LogLevel
   /**
@@ -165,7 +166,7 @@ const seconds = Option.map((value: number) => value * 1000)
 /** What the service reads from the environment (every variable in `--help` and .env.example). */
 const environment = Config.all({
   production: Config.map(variable("NODE_ENV"), (value) => Option.getOrUndefined(value) === "production"),
-  databaseUrl: variable("DATABASE_URL"),
+  databaseUrl: secret("DATABASE_URL"),
   logLevel: variable("LOG_LEVEL"),
   logFormat: variable("LOG_FORMAT"),
   model: modelSettingsConfig,
@@ -193,7 +194,7 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
       bodyLimit: file.bodyLimit ?? DEFAULT_BODY_LIMIT,
       enableSwaggerUI: file.enableSwaggerUI ?? !env.production,
       cors: file.cors ?? {},
-      databaseUrl: Option.getOrElse(env.databaseUrl, () => file.storage?.url ?? DEFAULT_DATABASE_URL),
+      databaseUrl: Option.getOrElse(env.databaseUrl, () => Redacted.make(file.storage?.url ?? DEFAULT_DATABASE_URL)),
       production: env.production,
       logLevel: parseLogLevel(Option.getOrUndefined(env.logLevel)),
       logFormat: parseLogFormat(Option.getOrUndefined(env.logFormat)),

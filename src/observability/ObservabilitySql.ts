@@ -2,7 +2,7 @@ import { Migrator, SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
 import { basename, dirname, extname, join } from "node:path"
 import { sqliteConnection } from "../storage/sqliteConnection.js"
-import { sqliteFile, StorageError } from "../storage/Sql.js"
+import { type DatabaseUrl, sqliteFile, StorageError } from "../storage/Sql.js"
 import { addSpanInstance, createLogTable, createSpanTable, createTraceIndex, dropUnreadSpanIndexes } from "./migration.js"
 
 /**
@@ -52,7 +52,7 @@ const migrationsOf = (databaseFile: string) =>
     })
   })
 
-export const ObservabilitySqlLive = (databaseUrl: string): Layer.Layer<ObservabilitySql, StorageError, SqlClient.SqlClient> => {
+export const ObservabilitySqlLive = (databaseUrl: DatabaseUrl): Layer.Layer<ObservabilitySql, StorageError, SqlClient.SqlClient> => {
   const databaseFile = sqliteFile(databaseUrl)
   if (databaseFile === undefined) return Layer.effect(ObservabilitySql, SqlClient.SqlClient)
   const filename = observabilityFile(databaseFile)

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { sqliteFile } from "../storage/Sql.js"
+import { type DatabaseUrl, sqliteFile } from "../storage/Sql.js"
 import { type SpawnThread, threadRequests } from "../storage/workerThread.js"
 import { workerScript } from "../storage/workerScript.js"
 import { ObservabilitySql, observabilityFile } from "./ObservabilitySql.js"
@@ -17,7 +17,7 @@ export class StoreWriter extends Context.Tag("StoreWriter")<StoreWriter, { reado
 
 const WORKER_FILE = "storeWriterWorker.js"
 
-export const StoreWriterLive = (databaseUrl: string, options: { readonly spawn?: SpawnThread } = {}) =>
+export const StoreWriterLive = (databaseUrl: DatabaseUrl, options: { readonly spawn?: SpawnThread } = {}) =>
   Layer.scoped(
     StoreWriter,
     Effect.gen(function*() {

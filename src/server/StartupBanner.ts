@@ -1,5 +1,5 @@
 import { HttpServer } from "@effect/platform"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import type { ModelSettings } from "../config/ModelSettings.js"
 import { type AuthSettings, isPublicKey } from "../config/AuthSettings.js"
 import type { ServerConfigShape } from "../config/ServerConfig.js"
@@ -21,10 +21,10 @@ const describeModel = (model: ModelSettings): string => {
   return `${model.model} (${model.provider}${at})`
 }
 
-const describeStorage = (databaseUrl: string): string => {
+const describeStorage = (databaseUrl: Redacted.Redacted<string>): string => {
   if (storageKind(databaseUrl) === "sqlite") return `SQLite ${sqliteFile(databaseUrl) ?? "in memory"}`
   try {
-    const url = new URL(databaseUrl)
+    const url = new URL(Redacted.value(databaseUrl))
     return `Postgres ${url.host}${url.pathname}`
   } catch {
     return "Postgres"

@@ -13,26 +13,35 @@ export class StorageError extends Schema.TaggedError<StorageError>()("StorageErr
 
 export type StorageKind = "sqlite" | "postgres"
 
-export const storageKind = (url: string): StorageKind => (/^postgres(ql)?:\/\//.test(url) ? "postgres" : "sqlite")
+/**
+ * Where the store lives: `file:path` (SQLite) or `postgres://...`. The service holds it `Redacted`, since
+ * a Postgres URL can carry a password; a plain string is accepted where a caller builds one in code.
+ */
+export type DatabaseUrl = string | Redacted.Redacted<string>
+
+const reveal = (url: DatabaseUrl): string => (Redacted.isRedacted(url) ? Redacted.value(url) : url)
+
+export const storageKind = (url: DatabaseUrl): StorageKind =>
+  /^postgres(ql)?:\/\//.test(reveal(url)) ? "postgres" : "sqlite"
 
 const sqlitePath = (url: string): string => url.replace(/^file:(\/\/)?/, "").replace(/^sqlite:(\/\/)?/, "")
 
 /** The SQLite file a URL names, if it names one another connection can open (not Postgres, not `:memory:`). */
-export const sqliteFile = (url: string): string | undefined => {
+export const sqliteFile = (url: DatabaseUrl): string | undefined => {
   if (storageKind(url) === "postgres") return undefined
-  const filename = sqlitePath(url)
+  const filename = sqlitePath(reveal(url))
   return filename === ":memory:" || filename === "" ? undefined : filename
 }
 
-const clientLayer = (url: string): Layer.Layer<SqlClient.SqlClient, unknown> => {
+const clientLayer = (url: DatabaseUrl): Layer.Layer<SqlClient.SqlClient, unknown> => {
   if (storageKind(url) === "postgres") {
     // Loaded only when used: the Postgres driver is a noticeable part of start-up time.
     return Layer.unwrapEffect(
       Effect.map(Effect.promise(() => import("@effect/sql-pg")), ({ PgClient }) =>
-        PgClient.layer({ url: Redacted.make(url), maxConnections: 10 }))
+        PgClient.layer({ url: Redacted.isRedacted(url) ? url : Redacted.make(url), maxConnections: 10 }))
     )
   }
-  const filename = sqlitePath(url)
+  const filename = sqlitePath(reveal(url))
   return Layer.unwrapEffect(
     Effect.try({
       try: () => {
@@ -89,7 +98,7 @@ export const MIGRATIONS_TABLE = "effect_sql_migrations"
  * A SQL store: SQLite (`file:path`, the default) or Postgres (`postgres://...`), brought to the
  * `Migrations` in context before anything uses it (the service's: src/Database.ts).
  */
-export const SqlLive = (url: string = DEFAULT_DATABASE_URL): Layer.Layer<SqlClient.SqlClient, StorageError, Migrations> =>
+export const SqlLive = (url: DatabaseUrl = DEFAULT_DATABASE_URL): Layer.Layer<SqlClient.SqlClient, StorageError, Migrations> =>
   Layer.effectDiscard(migrate).pipe(
     Layer.provideMerge(clientLayer(url)),
     Layer.mapError((error) =>

@@ -2,7 +2,7 @@ import { SqlClient, type Statement } from "@effect/sql"
 import { Context, Effect, Exit, Layer, Option } from "effect"
 import { allExit, makeBatching } from "./batching.js"
 import { type Commit, type CommitOutcome, commitRequestsOn, type CommitRequest, makeCommit, type ResultRow } from "./commits.js"
-import { sqliteFile } from "./Sql.js"
+import { type DatabaseUrl, sqliteFile } from "./Sql.js"
 import { type SpawnThread, threadRequests } from "./workerThread.js"
 import { workerScript } from "./workerScript.js"
 
@@ -43,7 +43,7 @@ const threadCommit = (sql: SqlClient.SqlClient, script: string, filename: string
     return yield* makeBatching<CommitRequest>(commit)
   })
 
-export const StoreCommitsLive = (databaseUrl: string, options: { readonly spawn?: SpawnThread } = {}) =>
+export const StoreCommitsLive = (databaseUrl: DatabaseUrl, options: { readonly spawn?: SpawnThread } = {}) =>
   Layer.scoped(
     StoreCommits,
     Effect.gen(function*() {

@@ -1,5 +1,5 @@
 import { FetchHttpClient, HttpApiClient, HttpServer } from "@effect/platform"
-import { Context, Effect, HashMap, Layer, Logger, LogLevel } from "effect"
+import { Context, Effect, HashMap, Layer, Logger, LogLevel, Redacted } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -43,7 +43,7 @@ export const TestServerLive = (options: TestServerOptions = {}) =>
       const config: ServerConfigShape = {
         ...resolveServerConfig({}, {}),
         port: 0,
-        databaseUrl: `file:${join(dir, "service.db")}`,
+        databaseUrl: Redacted.make(`file:${join(dir, "service.db")}`),
         logLevel: LogLevel.Info,
         ...options.config
       }

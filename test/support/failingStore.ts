@@ -1,5 +1,5 @@
 import { SqlError } from "@effect/sql/SqlError"
-import { Context, Effect, Layer, Record, Ref } from "effect"
+import { Context, Effect, Layer, Record, Redacted, Ref } from "effect"
 import { AgentRegistryLive, RegisteredAgents } from "../../src/agents/AgentRegistry.js"
 import { MemoryStoreLive } from "../../src/agents/memory/MemoryStore.js"
 import { DefaultModelLive } from "../../src/agents/models/DefaultModel.js"
@@ -70,7 +70,7 @@ export const FailingExecutionStoreLive = Layer.effectContext(Effect.gen(function
  * as ServicesLive builds it (ServicesLive has no seam to swap its ExecutionStore).
  */
 export const engineOnFailingStore = (workflows: ReadonlyArray<WorkflowDefinition>, databaseUrl: string) => {
-  const config = { ...resolveServerConfig({}, {}), port: 0, databaseUrl }
+  const config = { ...resolveServerConfig({}, {}), port: 0, databaseUrl: Redacted.make(databaseUrl) }
   return WorkflowEngineLive.pipe(
     Layer.provideMerge(AgentRegistryLive),
     Layer.provideMerge(Layer.mergeAll(FailingExecutionStoreLive, MemoryStoreLive, DefaultModelLive(config.model))),

@@ -45,5 +45,5 @@ export const freshPostgresDatabase = Effect.acquireRelease(
 /** The test server on a fresh Postgres database of its own, dropped with the layer. */
 export const PostgresTestServerLive = (options: TestServerOptions = {}) =>
   Layer.unwrapScoped(
-    Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ ...options, config: { ...options.config, databaseUrl } }))
+    Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ ...options, config: { ...options.config, databaseUrl: Redacted.make(databaseUrl) } }))
   )
