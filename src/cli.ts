@@ -121,10 +121,7 @@ const configFrom = (
     })
     if (config.auth.jwt !== undefined) {
       const jwt = config.auth.jwt
-      yield* Effect.try({
-        try: () => makeJwtVerifier(jwt),
-        catch: (error) => invalid(`auth: ${messageOf(error)}`)
-      })
+      yield* Effect.mapError(makeJwtVerifier(jwt), (error) => invalid(`auth: ${error.message}`))
     }
     return config
   })

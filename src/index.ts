@@ -32,5 +32,6 @@ export { RegisteredWorkflows, WorkflowEngine } from "./workflows/WorkflowEngine.
 export { LogStore } from "./observability/LogStore.js"
 export { TraceStore } from "./observability/TraceStore.js"
 export { AuthPolicy } from "./auth/AuthPolicy.js"
+export { InvalidJwtKey } from "./auth/Jwt.js"
 export { ObservabilitySetup, ObservabilitySetupLive } from "./ops/ObservabilitySetup.js"
 export { Updates, UpdatesLive } from "./ops/Updates.js"

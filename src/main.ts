@@ -20,7 +20,8 @@ const program = parseCommandLine(process.argv.slice(2), process.env).pipe(
       )
   ),
   Effect.catchTag("StorageError", (error) => new StartupError({ message: error.message, exitCode: 1 })),
-  Effect.catchTag("DuplicateDefinition", (error) => new StartupError({ message: error.message, exitCode: 2 }))
+  Effect.catchTag("DuplicateDefinition", (error) => new StartupError({ message: error.message, exitCode: 2 })),
+  Effect.catchTag("InvalidJwtKey", (error) => new StartupError({ message: `auth: ${error.message}`, exitCode: 2 }))
 )
 
 NodeRuntime.runMain(program, {

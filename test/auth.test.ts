@@ -273,7 +273,7 @@ describe("console access policy", () => {
     consoleKey: Option.fromNullable(key)
   })
   const outcome = (settings: AuthSettings, key?: string) =>
-    Effect.runPromise(Effect.either(makeAuthPolicy(settings).authorize(consoleRequest(key)))).then((e) =>
+    Effect.runPromise(Effect.either(Effect.flatMap(makeAuthPolicy(settings), (policy) => policy.authorize(consoleRequest(key))))).then((e) =>
       e._tag === "Right" ? "ok" : e.left.message
     )
 

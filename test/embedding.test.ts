@@ -70,3 +70,19 @@ it.scoped("two different definitions under one id fail the layer with DuplicateD
       expect(error).toMatchObject({ _tag: "DuplicateDefinition", message })
     }
   }))
+
+it.scoped("a JWT key that cannot verify anything fails the layer with InvalidJwtKey, before anything starts", () =>
+  Effect.gen(function*() {
+    const dir = yield* tempDir
+    const base = { ...resolveServerConfig({ port: 0 }, {}), databaseUrl: Redacted.make(`file:${join(dir, "auth.db")}`), logLevel: LogLevel.None }
+    const withJwt = (secret: string, algorithms?: ReadonlyArray<string>) => ({
+      ...base,
+      auth: { production: false, jwt: { secret: Redacted.make(secret), algorithms, defaultPrivate: false, publicRoutes: [] } }
+    })
+    const wrongFamily = yield* Effect.flip(Layer.build(ServiceLive(defineApp({}), withJwt("a-shared-secret-0123456789", ["RS256"]))))
+    expect(wrongFamily).toMatchObject({ _tag: "InvalidJwtKey", message: "auth.verifyOptions.algorithms: none of RS256 fits the configured key" })
+    const unreadable = yield* Effect.flip(Layer.build(ServiceLive(defineApp({}), withJwt("-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----"))))
+    expect(unreadable).toMatchObject({ _tag: "InvalidJwtKey" })
+    expect(unreadable.message).toMatch(/^the public key cannot be read: /)
+    expect(unreadable.message).not.toContain("nope")
+  }))

@@ -228,8 +228,10 @@ const matrix = (it: Vitest.MethodsNonLive<TestServer, true>) => {
 describe("the admin rule", () => {
   const callerFor = (claims: Record<string, unknown>, admin?: { claim: string; value: string }) =>
     Effect.flatMap(Effect.promise(() => sign(claims)), (token) =>
-      makeAuthPolicy({ production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [], admin } })
-        .authorizeCaller({ routeClass: "execution", method: "GET", path: "/x", token: Option.some(token), consoleKey: Option.none() }))
+      Effect.flatMap(
+        makeAuthPolicy({ production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [], admin } }),
+        (policy) => policy.authorizeCaller({ routeClass: "execution", method: "GET", path: "/x", token: Option.some(token), consoleKey: Option.none() })
+      ))
 
   it.effect("defaults to role: admin; a configured claim counts when it holds the value, alone or in an array", () =>
     Effect.gen(function*() {

@@ -39,9 +39,10 @@ export const bearerToken = (authorization: string | undefined): Option.Option<st
   return match === null ? Option.none() : Option.some(match[1])
 }
 
-export const makeAuthPolicy = (settings: AuthSettings) => {
+/** The policy of `settings`; fails when the JWT key cannot verify anything. */
+export const makeAuthPolicy = Effect.fnUntraced(function*(settings: AuthSettings) {
   const jwt = settings.jwt
-  const verifier = jwt === undefined ? undefined : makeJwtVerifier(jwt)
+  const verifier = jwt === undefined ? undefined : yield* makeJwtVerifier(jwt)
   const isPublic = compilePublicRoutes(jwt?.publicRoutes ?? [])
   const mapUser = jwt?.mapUser ?? ((claims: Record<string, unknown>) => claims)
   const adminRule = jwt?.admin ?? DEFAULT_ADMIN_RULE
@@ -100,7 +101,7 @@ export const makeAuthPolicy = (settings: AuthSettings) => {
     authorizeCaller,
     jwtEnabled: verifier !== undefined
   })
-}
+})
 
-/** The policy of ServerConfig's `auth`. */
-export const AuthPolicyLive = Layer.effect(AuthPolicy, Effect.map(ServerConfig, (config) => makeAuthPolicy(config.auth)))
+/** The policy of ServerConfig's `auth`; an unusable JWT key fails the layer with `InvalidJwtKey`. */
+export const AuthPolicyLive = Layer.effect(AuthPolicy, Effect.flatMap(ServerConfig, (config) => makeAuthPolicy(config.auth)))

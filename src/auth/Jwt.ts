@@ -1,4 +1,4 @@
-import { Effect, Redacted } from "effect"
+import { Data, Effect, Redacted } from "effect"
 import { errors, jwtVerify } from "jose"
 import { createPublicKey, type KeyObject } from "node:crypto"
 import { messageOf, Unauthorized } from "../core/errors.js"
@@ -29,27 +29,40 @@ export interface JwtVerifier {
   readonly verify: (token: string) => Effect.Effect<Record<string, unknown>, Unauthorized>
 }
 
+/** The configured JWT key cannot verify anything: the app cannot start (the command line exits 2). */
+export class InvalidJwtKey extends Data.TaggedError("InvalidJwtKey")<{ readonly message: string }> {}
+
+/** The key as jose takes it: a public key's KeyObject, or an HMAC secret's bytes. */
+const keyOf = (settings: JwtSettings): Effect.Effect<KeyObject | Uint8Array, InvalidJwtKey> =>
+  isPublicKey(settings.secret)
+    ? Effect.try({
+      try: () => createPublicKey(Redacted.value(settings.secret)),
+      // Node's message names the PEM's fault, never its text.
+      catch: (error) => new InvalidJwtKey({ message: `the public key cannot be read: ${messageOf(error)}` })
+    })
+    : Effect.succeed(new TextEncoder().encode(Redacted.value(settings.secret)))
+
 /**
  * A verifier for the configured secret. A PEM public key is a key, never an HMAC secret, so a token
  * signed with HS256 using the public key's text is refused; `alg: none` is never accepted by jose.
- * Throws at start-up when the key cannot be read.
  */
-export const makeJwtVerifier = (settings: JwtSettings): JwtVerifier => {
-  const secret = Redacted.value(settings.secret)
-  const key = isPublicKey(settings.secret) ? createPublicKey(secret) : new TextEncoder().encode(secret)
+export const makeJwtVerifier = Effect.fn("Jwt.makeVerifier")(function*(settings: JwtSettings) {
+  const key = yield* keyOf(settings)
   const defaults = key instanceof Uint8Array ? ["HS256"] : familyOf(key)
   const algorithms = [...(settings.algorithms ?? defaults)].filter((alg) =>
     key instanceof Uint8Array ? HMAC.includes(alg) : familyOf(key).includes(alg)
   )
   if (algorithms.length === 0) {
-    throw new Error(`auth.verifyOptions.algorithms: none of ${settings.algorithms?.join(", ")} fits the configured key`)
+    return yield* new InvalidJwtKey({
+      message: `auth.verifyOptions.algorithms: none of ${settings.algorithms?.join(", ")} fits the configured key`
+    })
   }
   const options = {
     algorithms,
     ...(settings.audience === undefined ? {} : { audience: settings.audience as string | Array<string> }),
     ...(settings.issuer === undefined ? {} : { issuer: settings.issuer as string | Array<string> })
   }
-  return {
+  const verifier: JwtVerifier = {
     verify: Effect.fn("Jwt.verify", { captureStackTrace: false })((token: string) =>
       Effect.tryPromise({
         try: () => jwtVerify(token, key, options).then((result) => result.payload as Record<string, unknown>),
@@ -59,4 +72,5 @@ export const makeJwtVerifier = (settings: JwtSettings): JwtVerifier => {
             : new Unauthorized({ message: `Invalid token: ${messageOf(error)}` })
       }))
   }
-}
+  return verifier
+})
