@@ -1,10 +1,11 @@
-import { describe, expect, it } from "@effect/vitest"
+import { beforeEach, describe, expect, it } from "@effect/vitest"
 import { Cause, Context, type Duration, Effect, Either, Exit, Layer, Logger, Option, Schedule, Schema } from "effect"
 import { join } from "node:path"
 import { ExecutionStore } from "../src/workflows/ExecutionStore.js"
 import { workflow } from "../src/workflows/Workflow.js"
 import { WorkflowEngine } from "../src/workflows/WorkflowEngine.js"
 import { engineOnFailingStore, StoreFaults } from "./support/failingStore.js"
+import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { tempDir } from "./support/TestServer.js"
 
 /**
@@ -26,6 +27,11 @@ const engineOn = (url: string) =>
   })
 
 const freshFile = Effect.map(tempDir, (dir) => `file:${join(dir, "store.db")}`)
+
+const databases = [
+  { name: "SQLite", fresh: freshFile, available: true },
+  { name: "Postgres", fresh: freshPostgresDatabase, available: postgresAvailable }
+] as const
 
 /** The stored row, and its events as `type:from`, each with its number. */
 const storedAs = (store: ExecutionStore["Type"], id: string) =>
@@ -49,10 +55,12 @@ const stateWhenSettled = (engine: WorkflowEngine["Type"], id: string, within: Du
 const opening = ["1 workflow-start:Three", "2 step-start:a", "3 step-complete:a", "4 step-start:b"]
 const completes = { status: "completed", result: { a: 1, b: 2, c: 3 } }
 
-describe("the execution store failing mid-execution", () => {
-  it.scopedLive("a checkpoint write that fails ends the execution in error at the last committed step; the next one runs", () =>
+describe.each(databases)("the execution store failing mid-execution ($name)", ({ available, fresh }) => {
+  beforeEach(() => ranA.clear())
+
+  it.scopedLive.skipIf(!available)("a checkpoint write that fails ends the execution in error at the last committed step; the next one runs", () =>
     Effect.gen(function*() {
-      const { engine, faults, store } = yield* engineOn(yield* freshFile)
+      const { engine, faults, store } = yield* engineOn(yield* fresh)
       yield* faults.inject({ operation: "advance", pass: 1 })
 
       const failure = yield* Effect.flip(engine.execute("three", { input: {}, options: { executionId: "x" } }))
@@ -63,9 +71,9 @@ describe("the execution store failing mid-execution", () => {
       expect(yield* engine.execute("three", { input: {} })).toMatchObject(completes)
     }), 60_000)
 
-  it.scopedLive("with the store down, execute fails instead of hanging; once it answers, the execution goes on from its last checkpoint", () =>
+  it.scopedLive.skipIf(!available)("with the store down, execute fails instead of hanging; once it answers, the execution goes on from its last checkpoint", () =>
     Effect.gen(function*() {
-      const { engine, faults, store } = yield* engineOn(yield* freshFile)
+      const { engine, faults, store } = yield* engineOn(yield* fresh)
       yield* faults.inject({ operation: "advance", pass: 1 })
       yield* faults.inject({ operation: "finish", times: Infinity })
 
@@ -84,9 +92,9 @@ describe("the execution store failing mid-execution", () => {
       ])
     }), 60_000)
 
-  it.scopedLive("a store that fails again as the execution goes on is waited out again; it settles once the store writes", () =>
+  it.scopedLive.skipIf(!available)("a store that fails again as the execution goes on is waited out again; it settles once the store writes", () =>
     Effect.gen(function*() {
-      const { engine, faults, store } = yield* engineOn(yield* freshFile)
+      const { engine, faults, store } = yield* engineOn(yield* fresh)
       yield* faults.inject({ operation: "advance", pass: 1, times: 2 })
       yield* faults.inject({ operation: "finish", times: Infinity })
 
@@ -103,9 +111,9 @@ describe("the execution store failing mid-execution", () => {
       ])
     }), 60_000)
 
-  it.scopedLive("an opening write that fails stores nothing and fails the request", () =>
+  it.scopedLive.skipIf(!available)("an opening write that fails stores nothing and fails the request", () =>
     Effect.gen(function*() {
-      const { engine, faults, store } = yield* engineOn(yield* freshFile)
+      const { engine, faults, store } = yield* engineOn(yield* fresh)
       yield* faults.inject({ operation: "create" })
 
       const exit = yield* Effect.exit(engine.execute("three", { input: {}, options: { executionId: "z" } }))
@@ -117,9 +125,9 @@ describe("the execution store failing mid-execution", () => {
   // A write that commits but whose answer is lost (StoreCommits: the commit thread died) publishes
   // nothing; the fiber's error write is then refused (the row has ended), so the driver publishes what
   // the store holds. Without that, execute hung over a completed execution on SQLite.
-  it.scopedLive("a final checkpoint that commits but whose answer is lost still answers the request", () =>
+  it.scopedLive.skipIf(!available)("a final checkpoint that commits but whose answer is lost still answers the request", () =>
     Effect.gen(function*() {
-      const { engine, faults, store } = yield* engineOn(yield* freshFile)
+      const { engine, faults, store } = yield* engineOn(yield* fresh)
       yield* faults.inject({ operation: "advance", pass: 2, when: "after" })
 
       const answer = yield* Effect.either(Effect.timeout(engine.execute("three", { input: {}, options: { executionId: "w" } }), "5 seconds"))
