@@ -125,8 +125,16 @@ layer(Served, { excludeTestServices: true })("what telemetry records", (it) => {
         attributes: { link: "callback https://example.test/cb?jwt=[redacted]&limit=5" }
       })
       const logs = JSON.stringify(entries)
+      // The entry as exported over OTLP is the recorded one.
+      const exportedLog = "callback https://example.test/cb?jwt=[redacted]&limit=5"
+      expect(yield* Effect.promise(() => until(() => bodies.some((body) => body.includes(exportedLog)), 15_000))).toBe(true)
       feed.socket.close()
-      for (const text of [stored, exported, logs, feed.frames.join("\n")]) {
+      // The line is also an event of the tool's span (Effect's tracer): stored and exported redacted too.
+      const callback = entries.find((entry: any) => entry.message.startsWith("callback "))
+      const toolSpan = (yield* storedTrace(url, callback.traceId)).find((span) => span.name === "execute_tool note")
+      expect(toolSpan.events.map((event: any) => event.name)).toContain(exportedLog)
+      expect(yield* Effect.promise(() => until(() => exportedSpans(bodies, callback.traceId).length > 0, 15_000))).toBe(true)
+      for (const text of [stored, JSON.stringify(toolSpan), bodies.join("\n"), logs, feed.frames.join("\n")]) {
         for (const secret of [CONSOLE_KEY, "GUESS-SECRET-VALUE", "JWT-SECRET-VALUE", "CUSTOM-SECRET-VALUE"]) expect(text).not.toContain(secret)
       }
     }), { timeout: 60_000 })

@@ -25,7 +25,8 @@ const record = (span: ReadableSpan): Recorded => {
   let droppedEvents = 0
   let droppedEventAttributes = 0
   for (const event of span.events) {
-    const name = capString(event.name, VALUE_CAP)
+    // A log line inside a span is one of its events, named by the message: redacted as the log's entry is.
+    const name = capString(redactQueries(event.name), VALUE_CAP)
     const size = jsonSize(name) + 64
     if (size > budget.left) {
       droppedEvents++
