@@ -32,7 +32,7 @@ Environment (every variable, commented, in .env.example; load a file with node -
   SERVICE_CONSOLE_ACCESS_KEY  the x-console-access-key console routes need in production
   LOG_LEVEL            trace, debug, info (default), warn, error, none
   LOG_FORMAT           pretty, logfmt, json (default: pretty on a terminal, else logfmt)
-  OTEL_EXPORTER_OTLP_ENDPOINT  also export spans and metrics over OTLP/HTTP to this URL
+  OTEL_EXPORTER_OTLP_ENDPOINT  also export spans, metrics and logs over OTLP/HTTP to this URL
   OTEL_METRIC_EXPORT_INTERVAL  milliseconds between OTLP metric exports (default 60000)
   OBSERVABILITY_RECORD_CONTENT  true: model spans keep prompts and completions (default false)
   SERVICE_INSTANCE_ID  this instance's name among several on one Postgres (default host-pid-random)

@@ -10,7 +10,11 @@ import { fetchJson, json, TestServer, TestServerLive, tempDir } from "./support/
 import { otlpReceiver } from "./support/otlpReceiver.js"
 
 /** What the local OTLP/HTTP receiver was sent, by signal. */
-class Otlp extends Context.Tag("test/OtlpReceived")<Otlp, { readonly traces: Array<any>; readonly metrics: Array<any> }>() {}
+class Otlp extends Context.Tag("test/OtlpReceived")<Otlp, {
+  readonly traces: Array<any>
+  readonly metrics: Array<any>
+  readonly logs: Array<any>
+}>() {}
 
 interface OtlpSpan {
   readonly traceId: string
@@ -37,6 +41,20 @@ const spansOf = (bodies: ReadonlyArray<any>): Array<OtlpSpan> =>
       (scope.spans ?? []).map((span: any): OtlpSpan => ({
         ...span,
         attributes: Object.fromEntries((span.attributes ?? []).map((a: any) => [a.key, valueOf(a.value)]))
+      })))))
+
+const attributesOf = (attributes: ReadonlyArray<any> | undefined): Record<string, unknown> =>
+  Object.fromEntries((attributes ?? []).map((a: any) => [a.key, valueOf(a.value)]))
+
+/** The OTLP log records received, each with its resource's attributes. */
+const logRecordsOf = (bodies: ReadonlyArray<any>): Array<any> =>
+  bodies.flatMap((body) => (body.resourceLogs ?? []).flatMap((resource: any) =>
+    (resource.scopeLogs ?? []).flatMap((scope: any) =>
+      (scope.logRecords ?? []).map((record: any) => ({
+        ...record,
+        body: valueOf(record.body),
+        attributes: attributesOf(record.attributes),
+        resource: attributesOf(resource.resource?.attributes)
       })))))
 
 const metricNamesOf = (bodies: ReadonlyArray<any>): Set<string> =>
@@ -194,6 +212,22 @@ layer(Served, { excludeTestServices: true })("what an OpenTelemetry backend rece
       const agent = agentSpanOf(spans, "otel-broken")!
       expect(logs[0].traceId).toBe(agent.traceId)
       expect(agent.status?.code).toBe(STATUS_ERROR)
+      // The same entry, as recorded, reaches the collector with its trace and span and the service's resource.
+      const records = yield* eventually(
+        () => logRecordsOf(otlp.logs),
+        (all) => all.some((record) => record.attributes.conversationId === "otel-broken"),
+        "the failure's OTLP log record"
+      )
+      const record = records.find((record) => record.attributes.conversationId === "otel-broken")
+      expect(record).toMatchObject({
+        severityNumber: 13,
+        severityText: "WARN",
+        body: "agent call error",
+        traceId: agent.traceId,
+        spanId: logs[0].spanId,
+        attributes: { agentId: "broken", cause: logs[0].attributes.cause },
+        resource: { "service.name": "agent-workflow-service", "service.instance.id": logs[0].instance }
+      })
       const model = spans.find((span) => span.traceId === agent.traceId && span.name === "chat fake-model")!
       expect(model.status?.code).toBe(STATUS_ERROR)
       expect(model.attributes["error.type"]).toEqual(expect.any(String))
@@ -230,7 +264,7 @@ layer(Served, { excludeTestServices: true })("what an OpenTelemetry backend rece
     }))
 })
 
-it.scoped("node dist/main.js: exports spans and metrics over OTLP, and a streamed call's console lines carry its trace_id and span_id", () =>
+it.scoped("node dist/main.js: exports spans, metrics and logs over OTLP, and a streamed call's console lines carry its trace_id and span_id", () =>
   Effect.gen(function*() {
     const fake = yield* FakeProvider
     const dir = yield* tempDir
@@ -271,7 +305,8 @@ it.scoped("node dist/main.js: exports spans and metrics over OTLP, and a streame
     expect(printed).toMatch(new RegExp(`trace_id\\W+${stored[0].traceId}`))
     expect(printed).toMatch(new RegExp(`span_id\\W+${stored[0].spanId}`))
 
-    // The built service (its exporters are bundled) sends the call's spans and its metrics.
+    // The built service (its exporters are bundled) sends the call's spans, its metrics and its log.
     yield* eventually(() => spansOf(received.traces), (spans) => spans.some((span) => span.traceId === stored[0].traceId), "OTLP spans")
     yield* eventually(() => metricNamesOf(received.metrics), (names) => names.has("gen_ai.client.token.usage"), "OTLP metrics")
+    yield* eventually(() => logRecordsOf(received.logs), (records) => records.some((record) => record.traceId === stored[0].traceId), "OTLP logs")
   }).pipe(Effect.provide(FakeProviderLive)), 60_000)

@@ -1,21 +1,14 @@
-import { Cause, Context, Effect, FiberRef, FiberRefs, HashMap, Layer, List, Logger, type LogLevel, Option, Queue, Schedule, Schema, type Scope, Stream, SubscriptionRef, Tracer } from "effect"
+import { Context, Effect, Layer, Logger, Queue, Schedule, Schema, type Scope, Stream, SubscriptionRef } from "effect"
 import { ConsoleTraceIdsLive } from "./consoleTraceIds.js"
 import { makeLiveFeed } from "./liveFeed.js"
 import { type LogEntry, type LogQuery, type LogRetention, logRow } from "./logTable.js"
 import { countLogs, LogEntryFromRow, selectLogs } from "./observabilityReads.js"
-import { type Budget, capString, jsonSize, LOG_ENTRY_CAP, recordedAttributes, redactQueries } from "./Redaction.js"
+import { recordedLogEntry } from "./recordedLogEntry.js"
 import { followRemoteRows } from "./remoteFeed.js"
 import { ObservabilitySql } from "./ObservabilitySql.js"
 import { storeWriterOrInline } from "./StoreWriter.js"
 
 export { LEVELS, type LogEntry, type LogFilter, type LogQuery, type LogRetention, matches } from "./logTable.js"
-
-const levelName = (level: LogLevel.LogLevel): string =>
-  ({ All: "trace", Trace: "trace", Debug: "debug", Info: "info", Warning: "warn", Error: "error", Fatal: "fatal", None: "fatal" })[
-    level._tag
-  ]
-
-const KNOWN = ["agentId", "workflowId", "executionId", "conversationId"] as const
 
 /**
  * The service's log, kept in the SQL store (shared by every instance on it) and bounded by count and
@@ -103,32 +96,10 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
       // Entries written, or lost to a failed write; with those the backlog dropped, every entry offered is settled.
       const written = yield* SubscriptionRef.make(0)
 
-      const logger = Logger.make<unknown, void>(({ annotations, cause, context, date, logLevel, message }) => {
-        const span = Context.getOption(FiberRefs.getOrDefault(context, FiberRef.currentContext), Tracer.ParentSpan)
-        const annotated: Record<string, unknown> = {}
-        const known: Record<string, string> = {}
-        for (const [key, value] of HashMap.toEntries(annotations)) {
-          if ((KNOWN as ReadonlyArray<string>).includes(key)) known[key] = capString(String(value))
-          else annotated[key] = value
-        }
-        if (!Cause.isEmpty(cause)) annotated.cause = Cause.pretty(cause)
-        const text = List.isList(message) ? [...message].map(String).join(" ") : Array.isArray(message) ? message.map(String).join(" ") : String(message)
-        // Entries are redacted and capped like spans: they are kept, served and pushed to sockets too.
-        const recordedMessage = capString(redactQueries(text))
-        const budget: Budget = { left: LOG_ENTRY_CAP - jsonSize(recordedMessage) }
-        const { attributes } = recordedAttributes(annotated, budget)
-        const entry: LogEntry = {
-          timestamp: date.toISOString(),
-          level: levelName(logLevel),
-          message: recordedMessage,
-          instance: options.instanceId,
-          ...Option.match(span, { onNone: () => ({}), onSome: (s) => ({ traceId: s.traceId, spanId: s.spanId }) }),
-          ...known,
-          attributes
-        }
+      const logger = Logger.make<unknown, void>((call) => {
+        const { entry, size } = recordedLogEntry(call, options.instanceId)
         offered++
-        // What the entry's text and attributes took of its cap: its size, near enough.
-        backlog.push(entry, LOG_ENTRY_CAP - budget.left + 256)
+        backlog.push(entry, size + 256)
         if (backlog.size === 1) wake.unsafeOffer(undefined)
         live.publish(entry)
       })

@@ -6,6 +6,7 @@ import { Effect, Layer, Tracer } from "effect"
 import { MetricsLive } from "./metrics/MetricsLive.js"
 import { spanMetricsProcessor } from "./metrics/spanMetrics.js"
 import { exportsOf } from "./moduleExports.js"
+import { OtlpLogsLive } from "./OtlpLogs.js"
 import { serviceInfo } from "../core/serviceInfo.js"
 import { sanitizingProcessor } from "./SanitizingSpanProcessor.js"
 import { TraceStore } from "./TraceStore.js"
@@ -35,7 +36,7 @@ const effectTracerLive = Layer.unwrapEffect(
  * Effect's tracer backed by OpenTelemetry: every span goes to the TraceStore and, when
  * `otlpEndpoint` (OTEL_EXPORTER_OTLP_ENDPOINT) is set, to that OTLP/HTTP collector too. Both see only
  * the redacted, size-capped span (see Redaction.ts). Also the service's metrics (MetricsLive): over
- * OTLP to the same collector, and for GET /metrics.
+ * OTLP to the same collector, and for GET /metrics; and with an endpoint, its log entries (OtlpLogsLive).
  */
 export const TracingLive = (options: {
   readonly serviceName: string
@@ -48,7 +49,12 @@ export const TracingLive = (options: {
     const store = yield* TraceStore
     const exporters = options.otlpEndpoint ? [yield* otlpProcessor(options.otlpEndpoint)] : []
     const processor = sanitizingProcessor([store.processor, ...exporters])
-    return Layer.merge(effectTracerLive, MetricsLive({ otlpEndpoint: options.otlpEndpoint, exportIntervalMs: options.metricExportIntervalMs })).pipe(
+    const logs = options.otlpEndpoint ? OtlpLogsLive({ endpoint: options.otlpEndpoint, instanceId: options.instanceId }) : Layer.empty
+    return Layer.mergeAll(
+      effectTracerLive,
+      MetricsLive({ otlpEndpoint: options.otlpEndpoint, exportIntervalMs: options.metricExportIntervalMs }),
+      logs
+    ).pipe(
       Layer.provideMerge(OtelTracer.layerTracer),
       // HTTP and token metrics are read off the raw spans as they end (see spanMetrics.ts).
       Layer.provideMerge(NodeSdk.layerTracerProvider([spanMetricsProcessor, processor])),

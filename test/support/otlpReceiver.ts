@@ -7,6 +7,7 @@ export interface OtlpReceived {
   readonly texts: Array<string>
   readonly traces: Array<any>
   readonly metrics: Array<any>
+  readonly logs: Array<any>
 }
 
 /** A local OTLP/HTTP collector on a free port for the scope; it answers every export with 200. */
@@ -14,6 +15,7 @@ export const otlpReceiver: Effect.Effect<OtlpReceived, never, Scope.Scope> = Eff
   const texts: Array<string> = []
   const traces: Array<any> = []
   const metrics: Array<any> = []
+  const logs: Array<any> = []
   const server = createServer((request, response) => {
     const chunks: Array<Buffer> = []
     request.on("data", (chunk) => chunks.push(chunk))
@@ -24,6 +26,7 @@ export const otlpReceiver: Effect.Effect<OtlpReceived, never, Scope.Scope> = Eff
         const body = JSON.parse(text)
         if (request.url === "/v1/traces") traces.push(body)
         if (request.url === "/v1/metrics") metrics.push(body)
+        if (request.url === "/v1/logs") logs.push(body)
       } catch {
         // not OTLP/JSON: kept as text only
       }
@@ -36,5 +39,5 @@ export const otlpReceiver: Effect.Effect<OtlpReceived, never, Scope.Scope> = Eff
   )
   const address = server.address()
   const port = typeof address === "object" && address !== null ? address.port : 0
-  return { url: `http://127.0.0.1:${port}`, texts, traces, metrics }
+  return { url: `http://127.0.0.1:${port}`, texts, traces, metrics, logs }
 })

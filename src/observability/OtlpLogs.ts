@@ -1,0 +1,57 @@
+import { Resource } from "@effect/opentelemetry/Resource"
+import { ROOT_CONTEXT, trace, TraceFlags } from "@opentelemetry/api"
+import type { LogAttributes, SeverityNumber } from "@opentelemetry/api-logs"
+import { Effect, Layer, Logger } from "effect"
+import type { LogEntry } from "./logTable.js"
+import { exportsOf } from "./moduleExports.js"
+import { recordedLogEntry } from "./recordedLogEntry.js"
+
+// OpenTelemetry's SeverityNumber for each of the log's levels (the Logs data model's first of each range).
+const SEVERITY: Readonly<Record<string, SeverityNumber>> = { trace: 1, debug: 5, info: 9, warn: 13, error: 17, fatal: 21 }
+
+/** The record's attributes: the ids the log store keeps as columns, then the entry's own. */
+const attributesOf = ({ agentId, attributes, conversationId, executionId, workflowId }: LogEntry): LogAttributes => ({
+  ...(agentId === undefined ? {} : { agentId }),
+  ...(workflowId === undefined ? {} : { workflowId }),
+  ...(executionId === undefined ? {} : { executionId }),
+  ...(conversationId === undefined ? {} : { conversationId }),
+  ...(attributes as LogAttributes)
+})
+
+// The SDK and the exporter are loaded only when an endpoint is configured.
+const loggerProvider = (endpoint: string) =>
+  Effect.flatMap(Resource, (resource) =>
+    Effect.acquireRelease(
+      Effect.promise(async () => {
+        const [sdk, otlp] = await Promise.all([import("@opentelemetry/sdk-logs"), import("@opentelemetry/exporter-logs-otlp-http")])
+        const { BatchLogRecordProcessor, LoggerProvider } = exportsOf(sdk)
+        const { OTLPLogExporter } = exportsOf(otlp)
+        const exporter = new OTLPLogExporter({ url: `${endpoint.replace(/\/$/, "")}/v1/logs` })
+        // The processor's queue is bounded (2,048 records): past it, records are dropped, never waited for.
+        return new LoggerProvider({ resource, processors: [new BatchLogRecordProcessor({ exporter, scheduledDelayMillis: 500 })] })
+      }),
+      (provider) => Effect.promise(() => provider.shutdown().catch(() => undefined)).pipe(Effect.timeoutOption("3 seconds"))
+    ))
+
+/**
+ * Every log entry, as the log store records it (redacted, capped), also to an OTLP/HTTP collector at
+ * `<endpoint>/v1/logs`, with the trace and span it was logged in and the service's resource
+ * (`service.instance.id` included). Needs the OpenTelemetry `Resource` (TracingLive provides it).
+ */
+export const OtlpLogsLive = (options: { readonly endpoint: string; readonly instanceId: string }) =>
+  Layer.unwrapScoped(Effect.map(loggerProvider(options.endpoint), (provider) => {
+    const otel = provider.getLogger("agent-workflow-service")
+    return Logger.add(Logger.make((call) => {
+      const { entry } = recordedLogEntry(call, options.instanceId)
+      otel.emit({
+        timestamp: call.date,
+        severityNumber: SEVERITY[entry.level],
+        severityText: entry.level.toUpperCase(),
+        body: entry.message,
+        attributes: attributesOf(entry),
+        ...(entry.traceId === undefined || entry.spanId === undefined ? {} : {
+          context: trace.setSpanContext(ROOT_CONTEXT, { traceId: entry.traceId, spanId: entry.spanId, traceFlags: TraceFlags.SAMPLED })
+        })
+      })
+    }))
+  }))
