@@ -62,7 +62,7 @@ export const makeJwtVerifier = Effect.fn("Jwt.makeVerifier")(function*(settings:
     ...(settings.audience === undefined ? {} : { audience: settings.audience as string | Array<string> }),
     ...(settings.issuer === undefined ? {} : { issuer: settings.issuer as string | Array<string> })
   }
-  const verifier: JwtVerifier = {
+  return {
     verify: Effect.fn("Jwt.verify", { captureStackTrace: false })((token: string) =>
       Effect.tryPromise({
         try: () => jwtVerify(token, key, options).then((result) => result.payload as Record<string, unknown>),
@@ -71,6 +71,5 @@ export const makeJwtVerifier = Effect.fn("Jwt.makeVerifier")(function*(settings:
             ? new Unauthorized({ message: "Token expired" })
             : new Unauthorized({ message: `Invalid token: ${messageOf(error)}` })
       }))
-  }
-  return verifier
+  } satisfies JwtVerifier
 })

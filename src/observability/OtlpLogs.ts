@@ -38,9 +38,9 @@ const loggerProvider = (endpoint: string) =>
  * `<endpoint>/v1/logs`, with the trace and span it was logged in and the service's resource
  * (`service.instance.id` included). Needs the OpenTelemetry `Resource` (TracingLive provides it).
  */
-export const OtlpLogsLive = (options: { readonly endpoint: string; readonly instanceId: string }) =>
+export const OtlpLogsLive = (options: { readonly endpoint: string; readonly serviceName: string; readonly instanceId: string }) =>
   Layer.unwrapScoped(Effect.map(loggerProvider(options.endpoint), (provider) => {
-    const otel = provider.getLogger("agent-workflow-service")
+    const otel = provider.getLogger(options.serviceName)
     return Logger.add(Logger.make((call) => {
       const { entry } = recordedLogEntry(call, options.instanceId)
       otel.emit({

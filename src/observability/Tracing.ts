@@ -49,7 +49,7 @@ export const TracingLive = (options: {
     const store = yield* TraceStore
     const exporters = options.otlpEndpoint ? [yield* otlpProcessor(options.otlpEndpoint)] : []
     const processor = sanitizingProcessor([store.processor, ...exporters])
-    const logs = options.otlpEndpoint ? OtlpLogsLive({ endpoint: options.otlpEndpoint, instanceId: options.instanceId }) : Layer.empty
+    const logs = options.otlpEndpoint ? OtlpLogsLive({ endpoint: options.otlpEndpoint, serviceName: options.serviceName, instanceId: options.instanceId }) : Layer.empty
     return Layer.mergeAll(
       effectTracerLive,
       MetricsLive({ otlpEndpoint: options.otlpEndpoint, exportIntervalMs: options.metricExportIntervalMs }),
