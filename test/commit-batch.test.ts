@@ -7,6 +7,7 @@ import { Cause, Effect, Exit, type Layer, Redacted } from "effect"
 import { messageWithCause } from "../src/core/errorMessages.js"
 import { makeBatchCommitter } from "../src/storage/commitBatch.js"
 import { type CommitRequest, commitRequestsOn } from "../src/storage/commits.js"
+import { ownTransaction } from "../src/storage/transaction.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 
 /**
@@ -113,11 +114,16 @@ const onClient = (client: Layer.Layer<SqlClient.SqlClient, unknown>, setup: Read
     // The connection is not left inside the failed transaction.
     expect(yield* run([advance("r1"), create("r2")])).toEqual([{ rows: [{ last_seq: 2 }] }, { rows: [] }])
     expect((yield* stored).events).toEqual([{ run_id: "r1", seq: 1, type: "a" }, { run_id: "r1", seq: 2, type: "b" }])
+
+    // A store's own transaction (a deletion, a batch of span rows) whose COMMIT fails leaves none open either.
+    const [text, params] = orphanNote.statements[0]
+    expect(Exit.isFailure(yield* Effect.exit(ownTransaction(sql)(sql.unsafe(text, params))))).toBe(true)
+    expect((yield* stored).notes).toEqual([])
   }).pipe(Effect.provide(client))
 
 const statementsOf = (text: string) => text.split(";").map((statement) => statement.replace(/--.*$/gm, "").trim()).filter((s) => s !== "")
 
-describe("the service client's batches: a COMMIT that fails fails every request of its batch and the next batch commits", () => {
+describe("the service client's transactions: a COMMIT that fails fails every request of its batch, leaves no transaction open, and the next batch commits", () => {
   it.scoped("on SQLite in memory", () =>
     onClient(SqliteClient.layer({ filename: ":memory:" }), ["PRAGMA foreign_keys = ON", ...statementsOf(TABLES)], () => "?"))
 

@@ -2,6 +2,7 @@ import type { SqlClient } from "@effect/sql"
 import * as Effect from "effect/Effect"
 import { makeBatchInsert } from "./batchInsert.js"
 import type { LogEntry } from "./ObservabilitySchemas.js"
+import { ownTransaction } from "../storage/transaction.js"
 
 /**
  * How log entries are stored (`observability_logs`, migration 0011) and pruned, in the writer thread
@@ -78,7 +79,7 @@ export const logRow = (entry: LogEntry): LogRowValues => [
 /** Stores a batch of log rows in one transaction. */
 export const makeLogRowWriter = (sql: SqlClient.SqlClient) => {
   const insert = makeBatchInsert(sql, { table: "observability_logs", columns: LOG_COLUMNS, onConflict: "" })
-  return (rows: ReadonlyArray<LogRowValues>) => sql.withTransaction(insert(rows))
+  return (rows: ReadonlyArray<LogRowValues>) => ownTransaction(sql)(insert(rows))
 }
 
 /** Entries deleted per statement, so that no single synchronous SQLite statement runs long. */

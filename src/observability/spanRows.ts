@@ -3,6 +3,7 @@ import * as Effect from "effect/Effect"
 import { makeBatchInsert } from "./batchInsert.js"
 import { entityOf, type SpanRecord } from "./Span.js"
 import { type IndexedSpan, makeIndexer } from "./traceIndex.js"
+import { ownTransaction } from "../storage/transaction.js"
 
 /**
  * A span as stored: the values of SPAN_COLUMNS, in order (plain values, so it crosses to a worker as
@@ -69,5 +70,5 @@ export const makeSpanRowWriter = (sql: SqlClient.SqlClient) => {
   const insert = makeBatchInsert(sql, { table: "observability_spans", columns: SPAN_COLUMNS, onConflict: "ON CONFLICT (span_id) DO NOTHING" })
   const index = makeIndexer(sql)
   return (rows: ReadonlyArray<SpanRowValues>) =>
-    sql.withTransaction(Effect.zipRight(insert(rows), Effect.suspend(() => index(rows.map(indexedOfRow)))))
+    ownTransaction(sql)(Effect.zipRight(insert(rows), Effect.suspend(() => index(rows.map(indexedOfRow)))))
 }

@@ -3,6 +3,7 @@ import * as Effect from "effect/Effect"
 import { makeBatchInsert } from "./batchInsert.js"
 import type { TraceSummary } from "./ObservabilitySchemas.js"
 import { entityOf, type SpanRecord } from "./Span.js"
+import { ownTransaction } from "../storage/transaction.js"
 
 /**
  * One row per trace (`observability_traces`) and per entity a trace touches
@@ -167,7 +168,7 @@ export const pruneTraces = (sql: SqlClient.SqlClient, retention: RetentionOption
     while (true) {
       const old = yield* sql<{ trace_id: string }>`SELECT trace_id FROM observability_traces
         WHERE start_time < ${cutoff} ORDER BY start_time LIMIT ${PRUNE_CHUNK}`
-      yield* sql.withTransaction(dropTraces(sql, old.map((row) => row.trace_id)))
+      yield* ownTransaction(sql)(dropTraces(sql, old.map((row) => row.trace_id)))
       if (old.length < PRUNE_CHUNK) break
     }
     while (true) {
@@ -176,7 +177,7 @@ export const pruneTraces = (sql: SqlClient.SqlClient, retention: RetentionOption
       if (excess <= 0) break
       const oldest = yield* sql<{ trace_id: string }>`SELECT trace_id FROM observability_traces
         ORDER BY start_time LIMIT ${excess}`
-      yield* sql.withTransaction(dropTraces(sql, oldest.map((row) => row.trace_id)))
+      yield* ownTransaction(sql)(dropTraces(sql, oldest.map((row) => row.trace_id)))
     }
   })
 

@@ -2,6 +2,7 @@ import type { SqlClient, Statement } from "@effect/sql"
 import { Effect } from "effect"
 import type { RetentionLimit } from "../config/ServerConfig.js"
 import { deleteFinishedExecutions } from "../workflows/executionDeletion.js"
+import { ownTransaction } from "../storage/transaction.js"
 
 /** Rows deleted per transaction, so that no statement (synchronous on SQLite) or lock runs long. */
 export const PRUNE_BATCH = 500
@@ -34,7 +35,7 @@ export const finishedExecutions: Prunable = {
   candidates: (sql) => sql`status IN ('completed', 'error', 'cancelled') AND ended_at IS NOT NULL`,
   index: "workflow_executions_finished_by_end",
   remove: (sql, ids) =>
-    Effect.map(sql.withTransaction(deleteFinishedExecutions(sql, ids.map(String))), (gone) => gone.length)
+    Effect.map(ownTransaction(sql)(deleteFinishedExecutions(sql, ids.map(String))), (gone) => gone.length)
 }
 
 /** Rows of `table` removed by id once their `time` column is past the retention. */

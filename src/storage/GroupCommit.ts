@@ -1,6 +1,7 @@
 import type { SqlClient } from "@effect/sql"
 import { Cause, Effect, Exit, type Scope } from "effect"
 import { allExit, makeBatching } from "./batching.js"
+import { rollbackLeftOpen } from "./transaction.js"
 
 /**
  * Group commit: writes submitted at about the same moment share one transaction, so one commit (one
@@ -60,16 +61,6 @@ export const makeTransactionBatches = <Staged = never>(
       staged = []
     })))
 
-  /**
-   * A COMMIT that fails on SQLite may leave its transaction open (a deferred constraint, SQLITE_FULL,
-   * an I/O error: "may or may not roll back"), and @effect/sql does not roll it back: every later
-   * statement on the one connection would run inside it. Postgres ends a failed transaction itself.
-   */
-  const leaveFailedTransaction = sql.onDialectOrElse({
-    sqlite: () => Effect.ignore(sql.unsafe("ROLLBACK")),
-    orElse: () => Effect.void
-  })
-
   /** Each write alone, in its own transaction: what a batch falls back to when one of its writes failed. */
   const oneByOne = (batch: ReadonlyArray<Write>) => Effect.forEach(batch, (write) => Effect.exit(transaction(write)))
 
@@ -90,7 +81,7 @@ export const makeTransactionBatches = <Staged = never>(
         return yield* oneByOne(batch)
       }
       // BEGIN or COMMIT failed (or the writer was interrupted): nothing is known about the outcome.
-      yield* leaveFailedTransaction
+      yield* rollbackLeftOpen(sql)
       return allExit(batch.length, Exit.failCause(together.cause))
     })
 

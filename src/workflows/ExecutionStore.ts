@@ -21,6 +21,7 @@ import {
 } from "./ExecutionRows.js"
 import { deleteFinishedExecutions } from "./executionDeletion.js"
 import type { WorkflowEvent } from "./WorkflowSchemas.js"
+import { ownTransaction } from "../storage/transaction.js"
 
 export type {
   Checkpoint,
@@ -281,7 +282,7 @@ export const ExecutionStoreLive = Layer.scoped(
 
     const remove = (id: string) =>
       // On the service's own connection: rare, and its statements depend on each other's results.
-      sql.withTransaction(deleteFinishedExecutions(sql, [id])).pipe(Effect.map((gone) => gone.length > 0), untraced)
+      ownTransaction(sql)(deleteFinishedExecutions(sql, [id])).pipe(Effect.map((gone) => gone.length > 0), untraced)
 
     const findEvents = SqlSchema.findAll({
       Request: Schema.Struct({ id: Schema.String, afterSeq: Schema.Number }),

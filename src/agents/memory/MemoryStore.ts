@@ -4,6 +4,7 @@ import { Context, Effect, Layer, Predicate, Schema } from "effect"
 import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { committingStatements, storeCommitsOrInline } from "../../storage/StoreCommits.js"
 import { HistoryEntry, Usage } from "../AgentsSchemas.js"
+import { ownTransaction } from "../../storage/transaction.js"
 
 export interface HistoryQuery {
   readonly page: number
@@ -185,7 +186,7 @@ export const MemoryStoreLive = Layer.scoped(
       }).pipe(span("saveCall", agentId))
 
     const forget = (agentId: string, conversationId: string, owner?: Owner) =>
-      sql.withTransaction(Effect.gen(function*() {
+      ownTransaction(sql)(Effect.gen(function*() {
         const messages = yield* sql<{ id: number | string }>`DELETE FROM agent_messages
           WHERE ${inConversation(agentId, conversationId, owner)} RETURNING id`
         const entries = yield* sql<{ id: string }>`DELETE FROM agent_history
