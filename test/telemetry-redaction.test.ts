@@ -125,9 +125,10 @@ layer(Served, { excludeTestServices: true })("what telemetry records", (it) => {
         attributes: { link: "callback https://example.test/cb?jwt=[redacted]&limit=5" }
       })
       const logs = JSON.stringify(entries)
-      // The entry as exported over OTLP is the recorded one.
+      // The log record exported over OTLP is the recorded entry.
       const exportedLog = "callback https://example.test/cb?jwt=[redacted]&limit=5"
-      expect(yield* Effect.promise(() => until(() => bodies.some((body) => body.includes(exportedLog)), 15_000))).toBe(true)
+      const exportedAsLog = () => bodies.some((body) => body.startsWith("{\"resourceLogs\"") && body.includes(exportedLog))
+      expect(yield* Effect.promise(() => until(exportedAsLog, 15_000))).toBe(true)
       feed.socket.close()
       // The line is also an event of the tool's span (Effect's tracer): stored and exported redacted too.
       const callback = entries.find((entry: any) => entry.message.startsWith("callback "))
