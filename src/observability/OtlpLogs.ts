@@ -30,7 +30,8 @@ const loggerProvider = (endpoint: string) =>
         // The processor's queue is bounded (2,048 records): past it, records are dropped, never waited for.
         return new LoggerProvider({ resource, processors: [new BatchLogRecordProcessor({ exporter, scheduledDelayMillis: 500 })] })
       }),
-      (provider) => Effect.promise(() => provider.shutdown().catch(() => undefined)).pipe(Effect.timeoutOption("3 seconds"))
+      // A live collector takes the last records in milliseconds; a dead one must not hold up the exit.
+      (provider) => Effect.promise(() => provider.shutdown().catch(() => undefined)).pipe(Effect.timeoutOption("1 second"))
     ))
 
 /**
