@@ -115,6 +115,14 @@ const onClient = (client: Layer.Layer<SqlClient.SqlClient, unknown>, setup: Read
     expect(yield* run([advance("r1"), create("r2")])).toEqual([{ rows: [{ last_seq: 2 }] }, { rows: [] }])
     expect((yield* stored).events).toEqual([{ run_id: "r1", seq: 1, type: "a" }, { run_id: "r1", seq: 2, type: "b" }])
 
+    // A batch that falls back to one transaction per request (one request fails): the request whose own
+    // COMMIT fails leaves none open for the next.
+    const alone = yield* run([create("r1"), orphanNote, create("r3")])
+    expect(alone[0]).toEqual({ error: expect.stringMatching(/unique|duplicate/i) })
+    expect(alone[1]).toEqual({ error: expect.stringMatching(/foreign key/i) })
+    expect(alone[2]).toEqual({ rows: [] })
+    expect((yield* stored).notes).toEqual([])
+
     // A store's own transaction (a deletion, a batch of span rows) whose COMMIT fails leaves none open either.
     const [text, params] = orphanNote.statements[0]
     expect(Exit.isFailure(yield* Effect.exit(ownTransaction(sql)(sql.unsafe(text, params))))).toBe(true)

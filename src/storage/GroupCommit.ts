@@ -1,7 +1,7 @@
 import type { SqlClient } from "@effect/sql"
 import { Cause, Effect, Exit, type Scope } from "effect"
 import { allExit, makeBatching } from "./batching.js"
-import { rollbackLeftOpen } from "./transaction.js"
+import { ownTransaction } from "./transaction.js"
 
 /**
  * Group commit: writes submitted at about the same moment share one transaction, so one commit (one
@@ -51,10 +51,10 @@ export const makeTransactionBatches = <Staged = never>(
   })
   /**
    * `body`, then the rows it staged, in one transaction (a flush failure mapped by `flushFailed`);
-   * nothing is left staged after it, whatever its outcome.
+   * nothing is left staged, nor a failed COMMIT's transaction open, after it, whatever its outcome.
    */
   const transaction = <A, E, F = unknown>(body: Effect.Effect<A, E>, flushFailed: (error: unknown) => F = (error) => error as F) =>
-    sql.withTransaction(Effect.suspend(() => {
+    ownTransaction(sql)(Effect.suspend(() => {
       staged = []
       return Effect.tap(body, () => Effect.mapError(flushStaged, flushFailed))
     })).pipe(Effect.ensuring(Effect.sync(() => {
@@ -81,7 +81,6 @@ export const makeTransactionBatches = <Staged = never>(
         return yield* oneByOne(batch)
       }
       // BEGIN or COMMIT failed (or the writer was interrupted): nothing is known about the outcome.
-      yield* rollbackLeftOpen(sql)
       return allExit(batch.length, Exit.failCause(together.cause))
     })
 

@@ -7,7 +7,7 @@ import { Effect } from "effect"
  * statement on the one connection would run inside it. A no-op on Postgres, which ends a failed
  * transaction itself. Runs once the connection is free: never inside another fiber's transaction.
  */
-export const rollbackLeftOpen = (sql: SqlClient.SqlClient): Effect.Effect<void> =>
+const rollbackLeftOpen = (sql: SqlClient.SqlClient): Effect.Effect<void> =>
   sql.onDialectOrElse({
     sqlite: () => Effect.ignore(sql.unsafe("ROLLBACK")),
     orElse: () => Effect.void
