@@ -32,6 +32,8 @@ export class LogStore extends Context.Tag("LogStore")<LogStore, {
   readonly query: (query: LogQuery) => Effect.Effect<ReadonlyArray<LogEntry>>
   /** Waits until every entry logged so far is stored. */
   readonly flush: Effect.Effect<void>
+  /** Hands every entry this instance records to `sink` too, as long as the scope lasts (an exporter). */
+  readonly forward: (sink: (entry: LogEntry) => void) => Effect.Effect<void, never, Scope.Scope>
 }>() {}
 
 /**
@@ -96,12 +98,14 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
       // Entries written, or lost to a failed write; with those the backlog dropped, every entry offered is settled.
       const written = yield* SubscriptionRef.make(0)
 
+      const sinks = new Set<(entry: LogEntry) => void>()
       const logger = Logger.make<unknown, void>((call) => {
         const { entry, size } = recordedLogEntry(call, options.instanceId)
         offered++
         backlog.push(entry, size + 256)
         if (backlog.size === 1) wake.unsafeOffer(undefined)
         live.publish(entry)
+        for (const sink of sinks) sink(entry)
       })
 
       const write = yield* storeWriterOrInline
@@ -187,7 +191,8 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
         count: Effect.zipRight(flush, countLogs(sql)).pipe(Effect.orDie, Effect.withSpan("LogStore.count", { captureStackTrace: false })),
         dropped: Effect.sync(() => backlog.dropped),
         query: Effect.fn("LogStore.query", { captureStackTrace: false })((q: LogQuery) => Effect.zipRight(flush, selectLogs(sql, q)), Effect.orDie),
-        flush
+        flush,
+        forward: (sink) => Effect.acquireRelease(Effect.sync(() => sinks.add(sink)), () => Effect.sync(() => sinks.delete(sink)))
       })
     })
   )

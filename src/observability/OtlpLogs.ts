@@ -1,10 +1,11 @@
 import { Resource } from "@effect/opentelemetry/Resource"
 import { ROOT_CONTEXT, trace, TraceFlags } from "@opentelemetry/api"
 import type { LogAttributes, SeverityNumber } from "@opentelemetry/api-logs"
-import { Effect, Layer, Logger } from "effect"
+import { Effect, Layer } from "effect"
 import type { LogEntry } from "./logTable.js"
+import { LogStore } from "./LogStore.js"
 import { exportsOf } from "./moduleExports.js"
-import { recordedLogEntry } from "./recordedLogEntry.js"
+import { otlpUrl } from "./otlpUrl.js"
 
 // OpenTelemetry's SeverityNumber for each of the log's levels (the Logs data model's first of each range).
 const SEVERITY: Readonly<Record<string, SeverityNumber>> = { trace: 1, debug: 5, info: 9, warn: 13, error: 17, fatal: 21 }
@@ -26,7 +27,7 @@ const loggerProvider = (endpoint: string) =>
         const [sdk, otlp] = await Promise.all([import("@opentelemetry/sdk-logs"), import("@opentelemetry/exporter-logs-otlp-http")])
         const { BatchLogRecordProcessor, LoggerProvider } = exportsOf(sdk)
         const { OTLPLogExporter } = exportsOf(otlp)
-        const exporter = new OTLPLogExporter({ url: `${endpoint.replace(/\/$/, "")}/v1/logs` })
+        const exporter = new OTLPLogExporter({ url: otlpUrl(endpoint, "logs") })
         // The processor's queue is bounded (2,048 records): past it, records are dropped, never waited for.
         return new LoggerProvider({ resource, processors: [new BatchLogRecordProcessor({ exporter, scheduledDelayMillis: 500 })] })
       }),
@@ -35,17 +36,17 @@ const loggerProvider = (endpoint: string) =>
     ))
 
 /**
- * Every log entry, as the log store records it (redacted, capped), also to an OTLP/HTTP collector at
- * `<endpoint>/v1/logs`, with the trace and span it was logged in and the service's resource
- * (`service.instance.id` included). Needs the OpenTelemetry `Resource` (TracingLive provides it).
+ * Every entry the log store records (redacted, capped: recorded once for both), also to an OTLP/HTTP
+ * collector at `<endpoint>/v1/logs`, with the trace and span it was logged in and the service's
+ * resource (`service.instance.id` included). Needs the OpenTelemetry `Resource` (TracingLive provides it).
  */
-export const OtlpLogsLive = (options: { readonly endpoint: string; readonly serviceName: string; readonly instanceId: string }) =>
-  Layer.unwrapScoped(Effect.map(loggerProvider(options.endpoint), (provider) => {
-    const otel = provider.getLogger(options.serviceName)
-    return Logger.add(Logger.make((call) => {
-      const { entry } = recordedLogEntry(call, options.instanceId)
+export const OtlpLogsLive = (options: { readonly endpoint: string; readonly serviceName: string }) =>
+  Layer.scopedDiscard(Effect.gen(function*() {
+    const otel = (yield* loggerProvider(options.endpoint)).getLogger(options.serviceName)
+    const store = yield* LogStore
+    yield* store.forward((entry) =>
       otel.emit({
-        timestamp: call.date,
+        timestamp: Date.parse(entry.timestamp),
         severityNumber: SEVERITY[entry.level],
         severityText: entry.level.toUpperCase(),
         body: entry.message,
@@ -54,5 +55,5 @@ export const OtlpLogsLive = (options: { readonly endpoint: string; readonly serv
           context: trace.setSpanContext(ROOT_CONTEXT, { traceId: entry.traceId, spanId: entry.spanId, traceFlags: TraceFlags.SAMPLED })
         })
       })
-    }))
+    )
   }))

@@ -7,6 +7,7 @@ import { MetricsLive } from "./metrics/MetricsLive.js"
 import { spanMetricsProcessor } from "./metrics/spanMetrics.js"
 import { exportsOf } from "./moduleExports.js"
 import { OtlpLogsLive } from "./OtlpLogs.js"
+import { otlpUrl } from "./otlpUrl.js"
 import { serviceInfo } from "../core/serviceInfo.js"
 import { sanitizingProcessor } from "./SanitizingSpanProcessor.js"
 import { TraceStore } from "./TraceStore.js"
@@ -16,7 +17,7 @@ const otlpProcessor = (endpoint: string) =>
   Effect.map(Effect.promise(() => import("@opentelemetry/exporter-trace-otlp-http")), (module) => {
     const { OTLPTraceExporter } = exportsOf(module)
     return new BatchSpanProcessor(
-      new OTLPTraceExporter({ url: `${endpoint.replace(/\/$/, "")}/v1/traces` }),
+      new OTLPTraceExporter({ url: otlpUrl(endpoint, "traces") }),
       { scheduledDelayMillis: 500 }
     )
   })
@@ -49,7 +50,7 @@ export const TracingLive = (options: {
     const store = yield* TraceStore
     const exporters = options.otlpEndpoint ? [yield* otlpProcessor(options.otlpEndpoint)] : []
     const processor = sanitizingProcessor([store.processor, ...exporters])
-    const logs = options.otlpEndpoint ? OtlpLogsLive({ endpoint: options.otlpEndpoint, serviceName: options.serviceName, instanceId: options.instanceId }) : Layer.empty
+    const logs = options.otlpEndpoint ? OtlpLogsLive({ endpoint: options.otlpEndpoint, serviceName: options.serviceName }) : Layer.empty
     return Layer.mergeAll(
       effectTracerLive,
       MetricsLive({ otlpEndpoint: options.otlpEndpoint, exportIntervalMs: options.metricExportIntervalMs }),

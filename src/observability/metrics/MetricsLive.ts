@@ -3,6 +3,7 @@ import type { MetricProducer } from "@opentelemetry/sdk-metrics"
 import { Context, Effect, Layer, Schedule, Scope } from "effect"
 import { monitorEventLoopDelay } from "node:perf_hooks"
 import { exportsOf } from "../moduleExports.js"
+import { otlpUrl } from "../otlpUrl.js"
 import { recordEventLoopDelay } from "./instruments.js"
 
 /** The metrics in the Prometheus text format, for GET /metrics. */
@@ -21,7 +22,7 @@ const otlpReader = (endpoint: string, intervalMs: number) =>
     const { OTLPMetricExporter } = exportsOf(otlp)
     const { PeriodicExportingMetricReader } = exportsOf(sdk)
     return new PeriodicExportingMetricReader({
-      exporter: new OTLPMetricExporter({ url: `${endpoint.replace(/\/$/, "")}/v1/metrics` }),
+      exporter: new OTLPMetricExporter({ url: otlpUrl(endpoint, "metrics") }),
       exportIntervalMillis: intervalMs
     })
   })
