@@ -1,7 +1,6 @@
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { readFileSync } from "node:fs"
 import { parseArgs } from "node:util"
-import { makeJwtVerifier } from "./auth/Jwt.js"
 import { ConfigFile, resolveServerConfig, type ServerConfigShape } from "./config/ServerConfig.js"
 import { StartupError } from "./config/StartupError.js"
 import { messageOf } from "./core/errors.js"
@@ -115,13 +114,8 @@ const configFrom = (
         return yield* invalid(`--port: must be an integer from 0 to 65535, got "${values.port}"`)
       }
     }
-    const config = yield* Effect.try({
+    return yield* Effect.try({
       try: () => resolveServerConfig({ ...file, port, host: values.host ?? file.host }, env),
       catch: (error) => invalid(messageOf(error))
     })
-    if (config.auth.jwt !== undefined) {
-      const jwt = config.auth.jwt
-      yield* Effect.mapError(makeJwtVerifier(jwt), (error) => invalid(`auth: ${error.message}`))
-    }
-    return config
   })

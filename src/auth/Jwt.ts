@@ -46,7 +46,7 @@ const keyOf = (settings: JwtSettings): Effect.Effect<KeyObject | Uint8Array, Inv
  * A verifier for the configured secret. A PEM public key is a key, never an HMAC secret, so a token
  * signed with HS256 using the public key's text is refused; `alg: none` is never accepted by jose.
  */
-export const makeJwtVerifier = Effect.fn("Jwt.makeVerifier")(function*(settings: JwtSettings) {
+export const makeJwtVerifier = Effect.fnUntraced(function*(settings: JwtSettings) {
   const key = yield* keyOf(settings)
   const defaults = key instanceof Uint8Array ? ["HS256"] : familyOf(key)
   const algorithms = [...(settings.algorithms ?? defaults)].filter((alg) =>
