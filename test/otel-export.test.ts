@@ -35,16 +35,16 @@ const valueOf = (value: any): unknown =>
     : "arrayValue" in value ? (value.arrayValue.values ?? []).map(valueOf)
     : value
 
+const attributesOf = (attributes: ReadonlyArray<any> | undefined): Record<string, unknown> =>
+  Object.fromEntries((attributes ?? []).map((a: any) => [a.key, valueOf(a.value)]))
+
 const spansOf = (bodies: ReadonlyArray<any>): Array<OtlpSpan> =>
   bodies.flatMap((body) => (body.resourceSpans ?? []).flatMap((resource: any) =>
     (resource.scopeSpans ?? []).flatMap((scope: any) =>
       (scope.spans ?? []).map((span: any): OtlpSpan => ({
         ...span,
-        attributes: Object.fromEntries((span.attributes ?? []).map((a: any) => [a.key, valueOf(a.value)]))
+        attributes: attributesOf(span.attributes)
       })))))
-
-const attributesOf = (attributes: ReadonlyArray<any> | undefined): Record<string, unknown> =>
-  Object.fromEntries((attributes ?? []).map((a: any) => [a.key, valueOf(a.value)]))
 
 /** The OTLP log records received, each with its resource's attributes. */
 const logRecordsOf = (bodies: ReadonlyArray<any>): Array<any> =>
