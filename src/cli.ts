@@ -16,7 +16,7 @@ Options:
   --port N             port to listen on (default 3141; 0 picks a free one; PORT is never read)
   --host H             address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)
   --config FILE        JSON config file: port, host, bodyLimit, enableSwaggerUI, cors, storage.url, auth,
-                       instanceId, observability, retention, workflows (unknown fields exit 2);
+                       instanceId, observability, retention, agents, workflows (unknown fields exit 2);
                        flags win over the file, the environment over both
   -h, --help           print this and exit
 
@@ -26,6 +26,7 @@ Environment (every variable, commented, in .env.example; load a file with node -
   AI_MODEL             the model id (defaults: echo, gpt-4o-mini, claude-3-5-haiku-latest)
   AI_BASE_URL          the provider's URL (openai-compatible: required, e.g. http://localhost:11434/v1)
   AI_API_KEY           the provider's key (or OPENAI_API_KEY, ANTHROPIC_API_KEY)
+  PROVIDER_OPTIONS_ALLOW  provider.key list callers may set in options.providerOptions (default none)
   JWT_SECRET           turns JWT authentication on: a shared secret or a PEM public key
   NODE_ENV             production: Swagger UI off unless configured, console routes need a key
   SERVICE_CONSOLE_ACCESS_KEY  the x-console-access-key console routes need in production

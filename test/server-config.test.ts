@@ -30,4 +30,15 @@ describe("the server configuration", () => {
     expect(Redacted.value(fromEnv.databaseUrl)).toBe("file:/tmp/env.db")
     expect(Redacted.value(resolveServerConfig({}, {}).databaseUrl)).toBe("file:./.data/service.db")
   })
+
+  it("takes the provider options callers may set from PROVIDER_OPTIONS_ALLOW over the config file; none by default", () => {
+    expect(resolveServerConfig({}, {}).providerOptionsAllow).toEqual([])
+    const file = { agents: { providerOptionsAllow: ["anthropic.thinking"] } }
+    expect(resolveServerConfig(file, {}).providerOptionsAllow).toEqual(["anthropic.thinking"])
+    expect(resolveServerConfig(file, { PROVIDER_OPTIONS_ALLOW: "openai.reasoningEffort, openai-compatible.user" }).providerOptionsAllow)
+      .toEqual(["openai.reasoningEffort", "openai-compatible.user"])
+    expect(() => resolveServerConfig({}, { PROVIDER_OPTIONS_ALLOW: "openai" })).toThrow(
+      /PROVIDER_OPTIONS_ALLOW: each entry must be provider\.key \(e\.g\. openai\.reasoningEffort\), got "openai"/
+    )
+  })
 })

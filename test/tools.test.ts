@@ -155,6 +155,14 @@ layer(TestServerLive({ app: testApp }), { excludeTestServices: true })("tools ov
       expect(response.status).toBe(500)
       expect(response.body.error).toMatch(/^Tool bigint failed: its result is not JSON \(.*BigInt/)
     }))
+
+  it.effect("a result that does not survive JSON (a sum overflowing to Infinity) is the tool's failure", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const response = yield* fetchJson(`${url}/tools/add/execute`, json({ input: { a: 1e308, b: 1e308 } }))
+      expect(response.status).toBe(500)
+      expect(response.body.error).toMatch(/^Tool add failed: its result is not JSON \(at sum: must be a finite number/)
+    }))
 })
 
 const brokenRunner = Layer.succeed(

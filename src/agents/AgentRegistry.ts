@@ -133,6 +133,7 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
         memory,
         runtime,
         recordContent: config.recordContent,
+        providerOptionsAllow: new Set(config.providerOptionsAllow),
         extraTools: (agent, call) => (agent.subAgents?.length ? [delegateTool(agent, call)] : [])
       }
 

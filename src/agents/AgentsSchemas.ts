@@ -29,9 +29,15 @@ export const GenerationOptions = Schema.Struct({
 }).annotations({ identifier: "GenerationOptions" })
 export type GenerationOptions = typeof GenerationOptions.Type
 
+/** The SDK's message roles; a caller's `system` message is refused (400) when the call is prepared. */
+export const MessageRole = <const Roles extends ReadonlyArray<string>>(...roles: Roles) =>
+  Schema.Literal(...roles).annotations({
+    description: "system is refused (400): the agent's instructions are the only system prompt"
+  })
+
 export const UIMessageInput = Schema.Struct({
   id: Schema.optional(Schema.String),
-  role: Schema.Literal("system", "user", "assistant"),
+  role: MessageRole("system", "user", "assistant"),
   parts: Schema.Array(
     Schema.Struct({ type: Schema.String, text: Schema.optional(Schema.String) }, { key: Schema.String, value: Schema.Unknown })
   ),
@@ -39,7 +45,7 @@ export const UIMessageInput = Schema.Struct({
 }).annotations({ identifier: "UIMessage" })
 
 export const ModelMessageInput = Schema.Struct({
-  role: Schema.Literal("system", "user", "assistant", "tool"),
+  role: MessageRole("system", "user", "assistant", "tool"),
   content: Schema.Union(
     Schema.String,
     Schema.Array(Schema.Struct({ type: Schema.String }, { key: Schema.String, value: Schema.Unknown }))

@@ -1,6 +1,6 @@
 import { ParseResult, Schema, SchemaAST } from "effect"
 import type { UIMessage } from "ai"
-import { type AgentInput, GenerateRequest, GenerationOptions } from "./AgentsSchemas.js"
+import { type AgentInput, GenerateRequest, GenerationOptions, MessageRole } from "./AgentsSchemas.js"
 import type { ClientConversation } from "./generation/messages.js"
 
 /**
@@ -30,7 +30,7 @@ const ChatPart = Schema.Struct({
 
 export const ChatUIMessage = Schema.Struct({
   id: Schema.optional(ShortString),
-  role: Schema.Literal("system", "user", "assistant"),
+  role: MessageRole("system", "user", "assistant"),
   parts: Schema.Array(ChatPart).pipe(Schema.maxItems(CHAT_BOUNDS.partsPerMessage, {
     message: () => `must have at most ${CHAT_BOUNDS.partsPerMessage} parts`
   })),

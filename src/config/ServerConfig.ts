@@ -14,6 +14,13 @@ const InstanceId = Schema.String.pipe(
   Schema.pattern(/^[A-Za-z0-9._:-]{1,100}$/, { message: () => "must be 1 to 100 letters, digits or . _ : -" })
 )
 
+/** `provider.key`, as a call's `options.providerOptions` names it (e.g. `openai.reasoningEffort`). */
+const PROVIDER_OPTION = /^[^.\s]{1,100}\.[^\s]{1,100}$/
+
+const ProviderOptionName = Schema.String.pipe(
+  Schema.pattern(PROVIDER_OPTION, { message: () => "must be provider.key, e.g. openai.reasoningEffort" })
+)
+
 const Port = Schema.Int.pipe(Schema.between(0, 65535, { message: () => "must be an integer from 0 to 65535" }))
 
 export const CorsConfig = Schema.Struct({
@@ -48,6 +55,9 @@ export const ConfigFile = Schema.Struct({
   retention: Schema.optional(Schema.Struct({
     executions: Schema.optional(RetentionLimits),
     conversations: Schema.optional(RetentionLimits)
+  })),
+  agents: Schema.optional(Schema.Struct({
+    providerOptionsAllow: Schema.optional(Schema.Array(ProviderOptionName))
   })),
   workflows: Schema.optional(Schema.Struct({
     leaseSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
@@ -100,6 +110,12 @@ export interface ServerConfigShape {
    */
   readonly instanceId: string
   readonly workflows: WorkflowSettings
+  /**
+   * The keys of a call's `options.providerOptions` that reach the provider, as `provider.key`
+   * (PROVIDER_OPTIONS_ALLOW, comma-separated, or `agents.providerOptionsAllow`); none by default: any
+   * other key is a 400, and provider options inside a caller's messages are dropped unless listed.
+   */
+  readonly providerOptionsAllow: ReadonlyArray<string>
 }
 
 export interface WorkflowSettings {
@@ -161,6 +177,14 @@ const instanceIdFrom = named("SERVICE_INSTANCE_ID", (raw) =>
 const defaultInstanceId = () =>
   `${hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 60)}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
 
+const providerOptionsFrom = named("PROVIDER_OPTIONS_ALLOW", (raw) => {
+  const names = raw.split(",").map((name) => name.trim()).filter((name) => name !== "")
+  const wrong = names.find((name) => !PROVIDER_OPTION.test(name))
+  return wrong === undefined
+    ? Either.right(names)
+    : Either.left(`each entry must be provider.key (e.g. openai.reasoningEffort), got "${wrong.slice(0, 100)}"`)
+})
+
 const seconds = Option.map((value: number) => value * 1000)
 
 /** What the service reads from the environment (every variable in `--help` and .env.example). */
@@ -179,7 +203,8 @@ const environment = Config.all({
   leaseMs: Config.map(positive("WORKFLOW_LEASE_SECONDS"), seconds),
   pollMs: positive("WORKFLOW_POLL_MS"),
   drainMs: Config.map(positive("SHUTDOWN_GRACE_SECONDS", true), seconds),
-  idempotencyKeyHours: positive("IDEMPOTENCY_KEY_HOURS")
+  idempotencyKeyHours: positive("IDEMPOTENCY_KEY_HOURS"),
+  providerOptionsAllow: providerOptionsFrom
 })
 
 /**
@@ -227,7 +252,8 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
         pollMs: Option.getOrElse(env.pollMs, () => file.workflows?.pollMs ?? 1_000),
         drainMs: Option.getOrElse(env.drainMs, () => (file.workflows?.drainSeconds ?? 10) * 1000),
         idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS
-      }
+      },
+      providerOptionsAllow: Option.getOrElse(env.providerOptionsAllow, () => file.agents?.providerOptionsAllow ?? [])
     })))
 
 /**

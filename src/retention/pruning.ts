@@ -50,7 +50,15 @@ const byTime = (table: string, time: string, index: string): Prunable => ({
 
 export const conversationMessages = byTime("agent_messages", "created_at", "agent_messages_by_created")
 
-export const historyEntries = byTime("agent_history", "start_time", "agent_history_by_start")
+/** History entries go with the tool results their calls produced (memory recognises those by them). */
+export const historyEntries: Prunable = {
+  ...byTime("agent_history", "start_time", "agent_history_by_start"),
+  remove: (sql, ids) =>
+    ownTransaction(sql)(Effect.zipRight(
+      sql`DELETE FROM agent_tool_results WHERE ${sql.in("call_id", ids)}`,
+      deleteByIds("agent_history", "id")(sql, ids)
+    ))
+}
 
 const from = (sql: SqlClient.SqlClient, target: Prunable) =>
   sql.onDialectOrElse({

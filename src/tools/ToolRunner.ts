@@ -2,6 +2,7 @@ import { Cause, Context, Effect, Layer } from "effect"
 import { ExecutionFailed, messageOf, type NotFound, ValidationError } from "../core/errors.js"
 import { getOrNotFound } from "../core/lookup.js"
 import { DuplicateDefinition } from "../core/definitionId.js"
+import { jsonValueIssue } from "../core/jsonValue.js"
 import type { Tool, ToolContext } from "./Tool.js"
 
 export interface AgentRef {
@@ -46,6 +47,26 @@ const toolSpanAttributes = (tool: Tool, callId: string | undefined) => ({
 })
 
 /**
+ * A result is sent as JSON (to the caller, or to the model as the tool's result): one JSON cannot carry
+ * as it is (a BigInt, a cycle, Infinity, which would turn into `null`) is the tool's failure, not the
+ * server's, checked as request bodies are (core/jsonValue).
+ */
+const ensureJson = (tool: Tool, value: unknown): Effect.Effect<unknown, ExecutionFailed> =>
+  Effect.suspend(() => {
+    let problem: string | undefined
+    try {
+      JSON.stringify(value)
+      const issue = jsonValueIssue(value)
+      if (issue !== undefined) problem = issue.path.length === 0 ? issue.message : `at ${issue.path.join(".")}: ${issue.message}`
+    } catch (error) {
+      problem = messageOf(error)
+    }
+    return problem === undefined
+      ? Effect.succeed(value === undefined ? null : value)
+      : Effect.fail(new ExecutionFailed({ message: `Tool ${tool.name} failed: its result is not JSON (${problem})` }))
+  })
+
+/**
  * Runs a decoded input through the tool with an abort signal tied to this fiber, in an
  * "execute_tool {name}" span (`callId`: the model's id for the call, when a model asked for it).
  */
@@ -60,19 +81,9 @@ export const runTool = (tool: Tool, input: unknown, caller: CallerContext, callI
         ? Effect.failCause(cause as Cause.Cause<never>)
         : Effect.fail(new ExecutionFailed({ message: `Tool ${tool.name} failed: ${messageOf(Cause.squash(cause))}` }))
     ),
+    Effect.flatMap((value) => ensureJson(tool, value)),
     Effect.withSpan(`execute_tool ${tool.name}`, { captureStackTrace: false, attributes: toolSpanAttributes(tool, callId) })
   )
-
-// A result is sent as JSON; one that cannot be is the tool's failure, not the server's.
-const ensureJson = (tool: Tool, value: unknown): Effect.Effect<unknown, ExecutionFailed> =>
-  Effect.try({
-    try: () => {
-      JSON.stringify(value)
-      return value === undefined ? null : value
-    },
-    catch: (error) =>
-      new ExecutionFailed({ message: `Tool ${tool.name} failed: its result is not JSON (${messageOf(error)})` })
-  })
 
 /** The tools the app serves, each with the agents that own it (the composition root gathers them). */
 export class RegisteredTools extends Context.Tag("RegisteredTools")<RegisteredTools, ReadonlyArray<ToolEntry>>() {}
@@ -98,7 +109,7 @@ const makeToolRunner = (byName: ReadonlyMap<string, ToolEntry>) => {
         return yield* ValidationError.fromIssues(decoded.left, ["input"])
       }
       const started = Date.now()
-      const result = yield* runTool(tool, decoded.right, caller).pipe(Effect.flatMap((value) => ensureJson(tool, value)))
+      const result = yield* runTool(tool, decoded.right, caller)
       return {
         toolName: tool.name,
         result,

@@ -21,8 +21,10 @@ import { collectTools, toUsage } from "./results.js"
 import { tracedModel } from "./tracedModel.js"
 import { agentSpanAttributes, causeOf, endCallSpan, inCallSpan, outcomeExit } from "./callSpan.js"
 import { eventStream, fullStreamAlone } from "./eventStream.js"
-import { checkOutputSchema } from "./outputSchema.js"
+import { checkOutputSchema, outputFor } from "./outputSchema.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
+import { checkClaimedToolResults, refusedCallerInput, withoutProviderOptions } from "./callerInput.js"
+import { type ToolOutcome, toolOutcomes } from "./toolOutcomes.js"
 
 export interface CallRequest {
   readonly input: AgentInput
@@ -43,6 +45,8 @@ export interface GenerationEnv {
   readonly recordContent?: boolean
   /** Tools the registry adds for this agent (delegate_task for one with sub-agents). */
   readonly extraTools: (agent: AgentDefinition, call: AgentCallContext) => ReadonlyArray<Tool>
+  /** The caller's provider options that may reach the provider, as `provider.key` (none when absent). */
+  readonly providerOptionsAllow?: ReadonlySet<string>
 }
 
 interface PreparedCall {
@@ -79,10 +83,14 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
       conversationId: options.conversationId,
       ...(request.owner === undefined ? {} : { owner: request.owner })
     }
+    const field = request.clientConversation === undefined ? "input" : "messages"
+    const allow = env.providerOptionsAllow ?? new Set<string>()
+    const refused = refusedCallerInput(request.input, options, allow, field)
+    if (refused !== undefined) return yield* refused
     const { contextLimit, maxSteps, settings } = resolveSettings(options, agent.defaults)
     const { instructions, model: agentModel } = agent
     // The common case (fixed instructions and model, a text input) needs no promise, so no async hop.
-    const [system, model, newMessages] = typeof instructions === "string" && typeof agentModel !== "function" &&
+    const [system, model, given] = typeof instructions === "string" && typeof agentModel !== "function" &&
         typeof request.input === "string"
       ? [instructions, agentModel ?? env.defaultModel, [{ role: "user", content: request.input } satisfies ModelMessage]]
       : yield* Effect.tryPromise({
@@ -92,8 +100,10 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
             agentModel === undefined ? env.defaultModel : resolveDynamic(agentModel, call),
             toModelMessages(request.input)
           ]),
-        catch: failed(agent, request.clientConversation === undefined ? "input" : "messages")
+        catch: failed(agent, field)
       })
+    const newMessages = typeof request.input === "string" ? given : withoutProviderOptions(given, allow)
+    yield* checkClaimedToolResults(env.memory, agent.id, call.conversationId, request.owner, newMessages, field)
     const parent = yield* Effect.option(Effect.currentSpan)
     const remember = agent.memory === true && call.conversationId !== undefined
     const client = request.clientConversation
@@ -119,15 +129,6 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
     } satisfies PreparedCall
   })
 
-const outputFor = (options: GenerationOptions | undefined) =>
-  Effect.gen(function*() {
-    const requested = options?.experimental_output
-    if (requested === undefined) return undefined
-    if (requested.type === "text") return Output.text()
-    const schema = yield* checkOutputSchema(requested.schema, "options.experimental_output.schema")
-    return Output.object({ schema: validatedJsonSchema(schema) })
-  })
-
 const callArguments = (prepared: PreparedCall) => ({
   model: prepared.model,
   system: prepared.system,
@@ -142,6 +143,7 @@ interface Outcome {
   readonly output?: string | undefined
   readonly usage?: Usage | undefined
   readonly toolCalls?: TextResult["toolCalls"] | undefined
+  readonly toolResults?: ReadonlyArray<ToolOutcome> | undefined
   /** Why an errored call failed (logged with its line). */
   readonly cause?: Cause.Cause<unknown> | undefined
 }
@@ -180,7 +182,7 @@ const finish = (
       endTime: new Date().toISOString(),
       usage: outcome.usage ?? null,
       toolCalls: outcome.toolCalls ?? []
-    }, remembered)
+    }, remembered, outcome.toolResults)
     // Logged once the call is committed, off the response's path (the line costs about as much as the commit's statement).
     // A failed call (a provider's failure, most often) is a warning with its cause.
     const line = outcome.status === "error"
@@ -230,7 +232,8 @@ export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false }
           ...tools,
           ...(output ? { experimental_output: result.output } : {})
         }
-        return { result: data, outcome: { status: "completed" as const, output: result.text, usage, toolCalls: tools.toolCalls } }
+        const outcome = { output: result.text, usage, toolCalls: tools.toolCalls, toolResults: toolOutcomes(result.steps) }
+        return { result: data, outcome: { status: "completed" as const, ...outcome } }
       },
       catch: failed(agent)
     }))
@@ -312,7 +315,8 @@ const streamed = <A, E>(
           status: "completed",
           output: event.text,
           usage: toUsage(event.totalUsage),
-          toolCalls: collectTools(event.steps).toolCalls
+          toolCalls: collectTools(event.steps).toolCalls,
+          toolResults: toolOutcomes(event.steps)
         }),
       onError: ({ error }) => record({ status: "error", cause: causeOf(error) }),
       onAbort: () => record({ status: "cancelled" })

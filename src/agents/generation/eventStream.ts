@@ -3,6 +3,7 @@ import { Cause } from "effect"
 import { messageOf } from "../../core/errors.js"
 import type { TextResult, Usage } from "../AgentsSchemas.js"
 import { toUsage } from "./results.js"
+import { streamedToolOutcome, type ToolOutcome } from "./toolOutcomes.js"
 
 export type StreamEvent =
   | { readonly type: "text-delta"; readonly delta: string }
@@ -21,6 +22,7 @@ export type StreamOutcome =
     readonly output: string
     readonly usage: Usage
     readonly toolCalls: TextResult["toolCalls"]
+    readonly toolResults: ReadonlyArray<ToolOutcome>
   }
   | { readonly status: "error"; readonly cause: Cause.Cause<unknown> }
   | { readonly status: "cancelled" }
@@ -76,6 +78,7 @@ export const eventStream = (
   let recorded = false
   let stepText = ""
   const toolCalls: Array<TextResult["toolCalls"][number]> = []
+  const toolResults: Array<ToolOutcome> = []
   const once = async (outcome: StreamOutcome) => {
     if (recorded) return
     recorded = true
@@ -102,10 +105,11 @@ export const eventStream = (
         if (part.type === "start-step") stepText = ""
         else if (part.type === "text-delta") stepText += part.text
         else if (part.type === "tool-call") toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input })
+        else if (part.type === "tool-result" || part.type === "tool-error") toolResults.push(streamedToolOutcome(part))
         else if (part.type === "error") await once({ status: "error", cause: Cause.fail(part.error) })
         else if (part.type === "abort") await once({ status: "cancelled" })
         else if (part.type === "finish") {
-          await once({ status: "completed", output: stepText, usage: toUsage(part.totalUsage), toolCalls })
+          await once({ status: "completed", output: stepText, usage: toUsage(part.totalUsage), toolCalls, toolResults })
         }
         const event = toStreamEvent(part)
         if (event !== undefined) {

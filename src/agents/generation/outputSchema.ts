@@ -1,8 +1,11 @@
+import { Output } from "ai"
 import { Effect, Either } from "effect"
 import { ValidationError } from "../../core/errors.js"
 import * as JsonSchemaValidator from "../../json-schema/JsonSchemaValidator.js"
 import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
 import { minimumInstanceSize } from "../../json-schema/instanceSize.js"
+import type { GenerationOptions } from "../AgentsSchemas.js"
+import { validatedJsonSchema } from "./aiTools.js"
 
 /** The largest value, in characters of JSON, that a client's output schema may require a model to produce. */
 export const MAX_REQUIRED_OUTPUT = 100_000
@@ -20,4 +23,14 @@ export const checkOutputSchema = (schema: unknown, path: string): Effect.Effect<
         : minimumInstanceSize(valid, MAX_REQUIRED_OUTPUT + 1) > MAX_REQUIRED_OUTPUT
         ? Effect.fail(ValidationError.fromIssues([{ path: [], message: tooLarge }], [path]))
         : Effect.succeed(valid)
+  })
+
+/** The SDK output a call's `options.experimental_output` asks for (its schema checked as above). */
+export const outputFor = (options: GenerationOptions | undefined) =>
+  Effect.gen(function*() {
+    const requested = options?.experimental_output
+    if (requested === undefined) return undefined
+    if (requested.type === "text") return Output.text()
+    const schema = yield* checkOutputSchema(requested.schema, "options.experimental_output.schema")
+    return Output.object({ schema: validatedJsonSchema(schema) })
   })

@@ -33,6 +33,13 @@ export interface RememberedExchange {
   readonly owner?: Owner | undefined
 }
 
+/** A tool result the service produced (generation/toolOutcomes: the digest of what the tool answered). */
+export interface StoredToolResult {
+  readonly toolCallId: string
+  readonly toolName: string
+  readonly outcome: string
+}
+
 export class MemoryStore extends Context.Tag("MemoryStore")<MemoryStore, {
   /** The last `limit` messages of a conversation, oldest first. */
   readonly load: (agentId: string, conversationId: string, limit: number, owner?: Owner) => Effect.Effect<Array<ModelMessage>>
@@ -44,10 +51,22 @@ export class MemoryStore extends Context.Tag("MemoryStore")<MemoryStore, {
   ) => Effect.Effect<void>
   readonly record: (agentId: string, entry: HistoryEntry) => Effect.Effect<void>
   /**
-   * A finished call: its history entry and, when memory is on, the messages to remember, in one
-   * transaction (neither is stored without the other).
+   * A finished call: its history entry, when memory is on the messages to remember, and in a
+   * conversation the tool results it produced, in one transaction (none is stored without the others).
    */
-  readonly saveCall: (agentId: string, entry: HistoryEntry, remembered?: RememberedExchange) => Effect.Effect<void>
+  readonly saveCall: (
+    agentId: string,
+    entry: HistoryEntry,
+    remembered?: RememberedExchange,
+    toolResults?: ReadonlyArray<StoredToolResult>
+  ) => Effect.Effect<void>
+  /** The tool results the service produced in a conversation under these call ids (the owner's only, when given). */
+  readonly toolResults: (
+    agentId: string,
+    conversationId: string,
+    toolCallIds: ReadonlyArray<string>,
+    owner?: Owner
+  ) => Effect.Effect<ReadonlyArray<StoredToolResult>>
   /**
    * A conversation's memory (its messages) and history entries deleted, in one transaction (only the
    * owner's rows, when given); how many of each went (both 0: no such conversation).
@@ -87,6 +106,11 @@ const decodeMessages = Schema.decodeUnknown(Schema.Array(Schema.Struct({ message
 const decodeLastMessage = Schema.decodeUnknown(
   Schema.Array(Schema.Struct({ id: Schema.Union(Schema.Number, Schema.String), message: StoredMessage }))
 )
+const decodeToolResults = Schema.decodeUnknown(Schema.Array(Schema.Struct({
+  toolCallId: column(Schema.String, "tool_call_id"),
+  toolName: column(Schema.String, "tool_name"),
+  outcome: Schema.String
+})))
 const decodeHistory = Schema.decodeUnknown(Schema.Array(HistoryEntryFromRow))
 const decodeCount = Schema.decodeUnknown(Schema.Tuple(Schema.Struct({ total: NumberColumn })))
 
@@ -175,15 +199,39 @@ export const MemoryStoreLive = Layer.scoped(
 
     const record = (agentId: string, entry: HistoryEntry) => committed(insertHistory(agentId, entry)).pipe(span("record", agentId))
 
-    const saveCall = (agentId: string, entry: HistoryEntry, remembered?: RememberedExchange) =>
+    const insertToolResults = (agentId: string, entry: HistoryEntry, results: ReadonlyArray<StoredToolResult>) =>
+      entry.conversationId === null || results.length === 0 ? [] : [
+        sql`INSERT INTO agent_tool_results ${
+          sql.insert(results.map((result) => ({
+            call_id: entry.id,
+            agent_id: agentId,
+            conversation_id: entry.conversationId,
+            user_id: entry.userId,
+            tool_call_id: result.toolCallId,
+            tool_name: result.toolName,
+            outcome: result.outcome
+          })))
+        }`
+      ]
+
+    const saveCall = (agentId: string, entry: HistoryEntry, remembered?: RememberedExchange, toolResults: ReadonlyArray<StoredToolResult> = []) =>
       Effect.gen(function*() {
-        if (remembered === undefined) return yield* committed(insertHistory(agentId, entry))
+        const results = insertToolResults(agentId, entry, toolResults)
+        if (remembered === undefined) return yield* committed(...results, insertHistory(agentId, entry))
         const deletion = remembered.replacesLastAnswer === true ? yield* Effect.orDie(deleteLastAnswer(agentId, remembered)) : []
         const messages = remembered.messages.length === 0
           ? []
           : [insertMessages(agentId, remembered.conversationId, remembered.userId, remembered.messages)]
-        yield* committed(...deletion, ...messages, insertHistory(agentId, entry))
+        yield* committed(...deletion, ...messages, ...results, insertHistory(agentId, entry))
       }).pipe(span("saveCall", agentId))
+
+    const toolResults = (agentId: string, conversationId: string, toolCallIds: ReadonlyArray<string>, owner?: Owner) =>
+      toolCallIds.length === 0 ? Effect.succeed([]) : sql`SELECT tool_call_id, tool_name, outcome FROM agent_tool_results
+        WHERE ${inConversation(agentId, conversationId, owner)} AND ${sql.in("tool_call_id", toolCallIds)}`.pipe(
+        Effect.flatMap(decodeToolResults),
+        Effect.orDie,
+        span("toolResults", agentId)
+      )
 
     const forget = (agentId: string, conversationId: string, owner?: Owner) =>
       ownTransaction(sql)(Effect.gen(function*() {
@@ -191,6 +239,7 @@ export const MemoryStoreLive = Layer.scoped(
           WHERE ${inConversation(agentId, conversationId, owner)} RETURNING id`
         const entries = yield* sql<{ id: string }>`DELETE FROM agent_history
           WHERE ${inConversation(agentId, conversationId, owner)} RETURNING id`
+        yield* sql`DELETE FROM agent_tool_results WHERE ${inConversation(agentId, conversationId, owner)}`
         return { messages: messages.length, historyEntries: entries.length }
       })).pipe(Effect.orDie, span("forget", agentId))
 
@@ -216,6 +265,6 @@ export const MemoryStoreLive = Layer.scoped(
       Effect.orDie
     )
 
-    return MemoryStore.of({ load, append, record, saveCall, forget, history })
+    return MemoryStore.of({ load, append, record, saveCall, toolResults, forget, history })
   })
 )

@@ -46,7 +46,32 @@ export const addConversationOwnerIndexes = Effect.gen(function*() {
   yield* sql`CREATE INDEX agent_history_by_owner_conversation ON agent_history (agent_id, user_id, conversation_id, start_time)`
 })
 
+/**
+ * The tool results the service produced in a conversation (a digest of each, with the history entry of
+ * the call), so a caller's history can carry only those back to the model.
+ */
+export const createToolResultTable = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const serial = sql.onDialectOrElse({
+    pg: () => sql.literal("BIGSERIAL PRIMARY KEY"),
+    orElse: () => sql.literal("INTEGER PRIMARY KEY AUTOINCREMENT")
+  })
+  yield* sql`CREATE TABLE agent_tool_results (
+    id ${serial},
+    call_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    user_id TEXT,
+    tool_call_id TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    outcome TEXT NOT NULL
+  )`
+  yield* sql`CREATE INDEX agent_tool_results_by_call_id ON agent_tool_results (agent_id, conversation_id, tool_call_id)`
+  yield* sql`CREATE INDEX agent_tool_results_by_history ON agent_tool_results (call_id)`
+})
+
 /** This feature's migrations (its half of 0013 is joined with the workflows' at src/Database.ts). */
 export const memoryMigrations: Record<string, Migration> = {
-  "0001_agent_memory": createAgentTables
+  "0001_agent_memory": createAgentTables,
+  "0017_agent_tool_results": createToolResultTable
 }

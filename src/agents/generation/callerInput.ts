@@ -1,0 +1,113 @@
+import type { ModelMessage } from "ai"
+import { Effect } from "effect"
+import { excerpt, ValidationError } from "../../core/errors.js"
+import type { AgentInput, GenerationOptions } from "../AgentsSchemas.js"
+import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
+import { claimedToolResults } from "./toolOutcomes.js"
+
+/**
+ * What a caller may put into the model's context and the provider's request: no system message (the
+ * agent's instructions are the only one), provider options only on the operator's allow-list
+ * (`provider.key`), and tool results only as the service produced them in that conversation.
+ */
+
+/** Tool results checked against memory per call at most (more is a 400). */
+export const MAX_CLAIMED_TOOL_RESULTS = 1000
+
+const SHOWN_ALLOWED = 10
+
+const allowedList = (allow: ReadonlySet<string>): string => {
+  if (allow.size === 0) return "none"
+  const names = [...allow]
+  return names.slice(0, SHOWN_ALLOWED).join(", ") + (names.length > SHOWN_ALLOWED ? `, and ${names.length - SHOWN_ALLOWED} more` : "")
+}
+
+/** A caller's system message, or provider option off the allow-list: the first, as a 400 naming it. */
+export const refusedCallerInput = (
+  input: AgentInput,
+  options: GenerationOptions,
+  allow: ReadonlySet<string>,
+  field: string
+): ValidationError | undefined => {
+  if (typeof input !== "string") {
+    const index = input.findIndex((message) => message.role === "system")
+    if (index !== -1) {
+      return ValidationError.fromIssues([{
+        path: [field, index, "role"],
+        message: "system messages come from the agent's instructions, not the caller"
+      }])
+    }
+  }
+  for (const [provider, keys] of Object.entries(options.providerOptions ?? {})) {
+    for (const key of Object.keys(keys)) {
+      if (!allow.has(`${provider}.${key}`)) {
+        return ValidationError.fromIssues([{
+          path: ["options", "providerOptions", provider, key],
+          message: `is not allowed (allowed: ${allowedList(allow)}; PROVIDER_OPTIONS_ALLOW)`
+        }])
+      }
+    }
+  }
+  return undefined
+}
+
+type ProviderOptions = Record<string, Record<string, unknown>>
+
+const allowedOnly = (options: ProviderOptions, allow: ReadonlySet<string>): ProviderOptions | undefined => {
+  const kept = Object.entries(options).flatMap(([provider, keys]) => {
+    const entries = Object.entries(keys ?? {}).filter(([key]) => allow.has(`${provider}.${key}`))
+    return entries.length === 0 ? [] : [[provider, Object.fromEntries(entries)] as const]
+  })
+  return kept.length === 0 ? undefined : Object.fromEntries(kept)
+}
+
+/** `value` without `providerOptions`, or with only the allowed keys. */
+const stripped = <A extends object>(value: A, allow: ReadonlySet<string>): A => {
+  if (!("providerOptions" in value)) return value
+  const { providerOptions, ...rest } = value as A & { readonly providerOptions?: ProviderOptions }
+  const kept = providerOptions === undefined ? undefined : allowedOnly(providerOptions, allow)
+  return (kept === undefined ? rest : { ...rest, providerOptions: kept }) as A
+}
+
+/**
+ * A caller's messages with the provider options they carry (on a message or a part; UI messages'
+ * `providerMetadata` become these) cut to the allow-list: providers copy them into the request, where
+ * they can override a message's role. Dropped rather than refused, as a UI client sends back the
+ * metadata the provider gave it.
+ */
+export const withoutProviderOptions = (messages: ReadonlyArray<ModelMessage>, allow: ReadonlySet<string>): Array<ModelMessage> =>
+  messages.map((message) => {
+    const outer = stripped(message, allow)
+    return typeof outer.content === "string"
+      ? outer
+      : { ...outer, content: outer.content.map((part) => stripped(part, allow)) } as ModelMessage
+  })
+
+/**
+ * Every tool result in a caller's messages must be one the service produced in this conversation (by
+ * call id, tool and outcome, read from memory, the owner's only); the first that is not is a 400.
+ */
+export const checkClaimedToolResults = (
+  memory: MemoryStore["Type"],
+  agentId: string,
+  conversationId: string | undefined,
+  owner: Owner | undefined,
+  messages: ReadonlyArray<ModelMessage>,
+  field: string
+): Effect.Effect<void, ValidationError> =>
+  Effect.gen(function*() {
+    const claimed = claimedToolResults(messages)
+    if (claimed.length === 0) return
+    if (claimed.length > MAX_CLAIMED_TOOL_RESULTS) {
+      return yield* ValidationError.fromIssues([{ path: [field], message: `must carry at most ${MAX_CLAIMED_TOOL_RESULTS} tool results` }])
+    }
+    const ids = [...new Set(claimed.map((claim) => claim.toolCallId))]
+    const known = conversationId === undefined ? [] : yield* memory.toolResults(agentId, conversationId, ids, owner)
+    const produced = new Set(known.map((row) => `${row.toolCallId}\u0000${row.toolName}\u0000${row.outcome}`))
+    const forged = claimed.find((claim) => !produced.has(`${claim.toolCallId}\u0000${claim.toolName}\u0000${claim.outcome}`))
+    if (forged === undefined) return
+    return yield* ValidationError.fromIssues([{
+      path: [field],
+      message: `the tool result of call ${excerpt(forged.toolCallId, 64)} (${excerpt(forged.toolName, 64)}) is not the one this service produced in this conversation`
+    }])
+  })
