@@ -29,10 +29,10 @@ export const GenerationOptions = Schema.Struct({
 }).annotations({ identifier: "GenerationOptions" })
 export type GenerationOptions = typeof GenerationOptions.Type
 
-/** The SDK's message roles; a caller's `system` message is refused (400) when the call is prepared. */
+/** The SDK's message roles; a caller's `system` messages are dropped when the call is prepared. */
 export const MessageRole = <const Roles extends ReadonlyArray<string>>(...roles: Roles) =>
   Schema.Literal(...roles).annotations({
-    description: "system is refused (400): the agent's instructions are the only system prompt"
+    description: "a caller's system messages are dropped: the agent's instructions are the only system prompt"
   })
 
 export const UIMessageInput = Schema.Struct({

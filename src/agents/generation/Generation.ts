@@ -23,7 +23,7 @@ import { agentSpanAttributes, causeOf, endCallSpan, inCallSpan, outcomeExit } fr
 import { eventStream, fullStreamAlone } from "./eventStream.js"
 import { checkOutputSchema, outputFor } from "./outputSchema.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
-import { checkClaimedToolResults, refusedCallerInput, withoutProviderOptions } from "./callerInput.js"
+import { checkClaimedToolResults, refusedProviderOptions, withoutCallerSystemMessages, withoutProviderOptions } from "./callerInput.js"
 import { type ToolOutcome, toolOutcomes } from "./toolOutcomes.js"
 
 export interface CallRequest {
@@ -85,7 +85,7 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
     }
     const field = request.clientConversation === undefined ? "input" : "messages"
     const allow = env.providerOptionsAllow ?? new Set<string>()
-    const refused = refusedCallerInput(request.input, options, allow, field)
+    const refused = refusedProviderOptions(options, allow)
     if (refused !== undefined) return yield* refused
     const { contextLimit, maxSteps, settings } = resolveSettings(options, agent.defaults)
     const { instructions, model: agentModel } = agent
@@ -102,7 +102,9 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
           ]),
         catch: failed(agent, field)
       })
-    const newMessages = typeof request.input === "string" ? given : withoutProviderOptions(given, allow)
+    const newMessages = typeof request.input === "string"
+      ? given
+      : withoutProviderOptions(yield* withoutCallerSystemMessages(given, field), allow)
     yield* checkClaimedToolResults(env.memory, agent.id, call.conversationId, request.owner, newMessages, field)
     const parent = yield* Effect.option(Effect.currentSpan)
     const remember = agent.memory === true && call.conversationId !== undefined

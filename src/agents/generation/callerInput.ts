@@ -1,13 +1,13 @@
 import type { ModelMessage } from "ai"
-import { Effect } from "effect"
+import { Effect, Either } from "effect"
 import { excerpt, ValidationError } from "../../core/errors.js"
-import type { AgentInput, GenerationOptions } from "../AgentsSchemas.js"
+import type { GenerationOptions } from "../AgentsSchemas.js"
 import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
 import { claimedToolResults } from "./toolOutcomes.js"
 
 /**
  * What a caller may put into the model's context and the provider's request: no system message (the
- * agent's instructions are the only one), provider options only on the operator's allow-list
+ * agent's instructions are the only one; a caller's is dropped), provider options only on the operator's allow-list
  * (`provider.key`), and tool results only as the service produced them in that conversation.
  */
 
@@ -22,22 +22,26 @@ const allowedList = (allow: ReadonlySet<string>): string => {
   return names.slice(0, SHOWN_ALLOWED).join(", ") + (names.length > SHOWN_ALLOWED ? `, and ${names.length - SHOWN_ALLOWED} more` : "")
 }
 
-/** A caller's system message, or provider option off the allow-list: the first, as a 400 naming it. */
-export const refusedCallerInput = (
-  input: AgentInput,
-  options: GenerationOptions,
-  allow: ReadonlySet<string>,
+/**
+ * A caller's messages without their system messages: the agent's instructions are the only system
+ * message. The spec lets model messages carry `role: "system"`, so they are accepted and dropped, not
+ * refused; input that held nothing else is a 400.
+ */
+export const withoutCallerSystemMessages = (
+  messages: ReadonlyArray<ModelMessage>,
   field: string
-): ValidationError | undefined => {
-  if (typeof input !== "string") {
-    const index = input.findIndex((message) => message.role === "system")
-    if (index !== -1) {
-      return ValidationError.fromIssues([{
-        path: [field, index, "role"],
-        message: "system messages come from the agent's instructions, not the caller"
-      }])
-    }
-  }
+): Either.Either<Array<ModelMessage>, ValidationError> => {
+  const kept = messages.filter((message) => message.role !== "system")
+  return kept.length > 0
+    ? Either.right(kept)
+    : Either.left(ValidationError.fromIssues([{
+      path: [field],
+      message: "must hold a message other than system messages (the agent's instructions are the only system message)"
+    }]))
+}
+
+/** The first provider option off the operator's allow-list, as a 400 naming it. */
+export const refusedProviderOptions = (options: GenerationOptions, allow: ReadonlySet<string>): ValidationError | undefined => {
   for (const [provider, keys] of Object.entries(options.providerOptions ?? {})) {
     for (const key of Object.keys(keys)) {
       if (!allow.has(`${provider}.${key}`)) {
