@@ -42,12 +42,14 @@ export const sseBytesResponse = <E>(bytes: Stream.Stream<Uint8Array, E>, headers
     }))
 
 /**
- * An SSE response written frame by frame as the stream produces them, with a `: ping` comment every
- * 15 s. A failure after the start becomes a final `{"type":"error","error"}` frame (logged), since
+ * An SSE response written frame by frame as the stream produces them, each once the socket has taken
+ * the previous ones (the client's pace bounds what waits in memory), with a `: ping` comment every 15 s. A failure after the start becomes a final `{"type":"error","error"}` frame (logged), since
  * the status line is already sent; the stream also ends when the service shuts down.
  */
 export const sseResponse = <E>(events: Stream.Stream<SseEvent, E>) =>
   sseBytesResponse(events.pipe(
+    // One frame per chunk: the server writes a whole chunk before it waits for the socket to drain.
+    Stream.rechunk(1),
     Stream.map(encodeEvent),
     Stream.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause)
