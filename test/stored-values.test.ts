@@ -1,22 +1,21 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it as plain, layer, type Vitest } from "@effect/vitest"
-import { Context, Effect } from "effect"
+import { Context, Effect, Schema } from "effect"
 import { request as httpRequest } from "node:http"
 import { defineApp } from "../src/App.js"
 import { exampleApp } from "../src/examples/app.js"
 import { workflow } from "../src/workflows/Workflow.js"
 import { externalize, parseStored, referencesIn, revive } from "../src/workflows/StoredValues.js"
-import { Schema } from "effect"
 import { postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 /** A step whose output is `size` characters: over the step bound at 5 MiB. */
-const grow = workflow({ id: "grow", name: "Grow", input: Schema.Struct({ size: Schema.Number }), result: Schema.Unknown })
+const grow = workflow({ id: "grow", name: "Grow", purpose: "Outputs a large value", input: Schema.Struct({ size: Schema.Number }), result: Schema.Unknown })
   .andThen({ id: "make", execute: ({ data }) => ({ blob: "g".repeat(data.size) }) })
 /** Passes a 3 MiB value through ten steps: stored once, but its events pass the 32 MiB history bound. */
 const relay = Array.from({ length: 10 }, (_, i) => i).reduce(
   (built, i) => built.andThen({ id: `pass${i}`, execute: ({ data }) => data }),
-  workflow({ id: "relay", name: "Relay", input: Schema.Struct({ size: Schema.Number }), result: Schema.Unknown })
+  workflow({ id: "relay", name: "Relay", purpose: "Passes a large value on", input: Schema.Struct({ size: Schema.Number }), result: Schema.Unknown })
     .andThen({ id: "make", execute: ({ data }) => ({ blob: "r".repeat(data.size) }) })
 )
 const app = defineApp({ ...exampleApp, workflows: [...exampleApp.workflows, grow, relay] })
