@@ -3,7 +3,7 @@ import { createHash } from "node:crypto"
 /**
  * Values stored once (issue #27): a workflow's data flows from step to step, and every event and
  * checkpoint held a copy of it, so one 8 MB input became hundreds of MB of rows. Before a value is
- * stored, each part of it (a string, an array, an object) whose JSON reaches VALUE_THRESHOLD bytes is
+ * stored, each part of it (a string, an array, an object) whose JSON, as written, reaches VALUE_THRESHOLD characters is
  * written once per execution in `workflow_values`, keyed by the hash of its text, and the value refers
  * to it by `{"$v":"<hash>"}` (bottom-up, so a part refers to the parts within it). A text holding
  * references starts with `~`, which no JSON text starts with: every row written before, and every
@@ -33,11 +33,15 @@ const hashOf = (text: string) => createHash("sha256").update(text).digest("base6
 
 /** `value` as JSON.stringify writes it, with its large parts stored apart (undefined: JSON's `null`). */
 export const externalize = (value: unknown): Externalized => {
+  // The common case, a small value without a `$v` key, is its JSON (native, and byte for byte as before).
+  const whole = JSON.stringify(value) ?? "null"
+  if (whole.length < VALUE_THRESHOLD && !whole.includes(`"${MARK}"`)) return { text: whole, values: new Map(), bytes: Buffer.byteLength(whole) }
   const values = new Map<string, string>()
   let marked = false
   const plain = (text: string): Encoded => ({ text, bytes: Buffer.byteLength(text) })
   const apart = (encoded: Encoded, root: boolean): Encoded => {
-    if (root || encoded.bytes < VALUE_THRESHOLD) return encoded
+    // Measured as written (parts within already refer to theirs), so a part made of references stays inline.
+    if (root || encoded.text.length < VALUE_THRESHOLD) return encoded
     const hash = hashOf(encoded.text)
     values.set(hash, encoded.text)
     marked = true
