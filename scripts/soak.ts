@@ -9,6 +9,7 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { get } from "node:http"
 import { parseArgs } from "node:util"
 import WebSocket from "ws"
 import { createPostgresDatabase, DEFAULT_POSTGRES_ADMIN_URL } from "./support/database.js"
@@ -43,6 +44,20 @@ const RSS_GROWTH_ALLOWED = 1.1
 // reading says more about the collector's phase than about leaks. A leak raises the floor.
 const RSS_SAMPLE_MS = 5_000
 const mb = (bytes: number) => (bytes / 2 ** 20).toFixed(1)
+/** One in this many turns of the large-history case runs it (about every 10 s at 60 req/s); the others list workflows. */
+const BIG_EVERY = 50
+/** A listing page answers under this: records over 64 KiB of events are summaries (issue #27 item 2). */
+const LISTING_MAX_BYTES = 1_000_000
+
+/** A reader that re-attaches to an execution's stream, takes the status line, stops reading and goes after `ms`. */
+const stalledReader = (url: string, ms: number) =>
+  new Promise<number>((resolve) => {
+    const request = get(url, (response) => {
+      response.pause()
+      setTimeout(() => (request.destroy(), resolve(response.statusCode ?? 0)), ms)
+    })
+    request.on("error", () => resolve(0))
+  })
 
 interface Minute {
   requests: number
@@ -91,6 +106,25 @@ const main = async (): Promise<number> => {
     if (resumed !== undefined && resumed.data?.status !== "completed") error(`approval resumed to ${resumed.data?.status}`, id)
   }
 
+  /**
+   * Issue #27 item 2: an input over 1 MiB is a 400; a 256 KB one is stored about once, the listing
+   * stays small, and a re-attaching reader that stops reading holds little (the RSS verdict sees it).
+   */
+  let bigTurns = 0
+  const bigHistory = async () => {
+    if (bigTurns++ % BIG_EVERY !== 0) return expect("GET", "/workflows", undefined, 200)
+    await expect("POST", "/workflows/pipeline/execute", { input: { text: "x".repeat(1_100_000), n: 1 } }, 400)
+    const done = await expect("POST", "/workflows/pipeline/execute", { input: { text: "b".repeat(256 * 1024), n: 21 } }, 200)
+    const id = done?.data?.executionId
+    if (id === undefined) return
+    const listing = await expect("GET", "/workflows/executions?limit=50", undefined, 200)
+    const size = JSON.stringify(listing ?? null).length
+    if (size > LISTING_MAX_BYTES) error("GET /workflows/executions: page over 1 MB", `${size} bytes`)
+    minute.requests++
+    const status = await stalledReader(`${base}/workflows/pipeline/executions/${id}/stream`, 3_000)
+    if (status !== 200) error(`GET /workflows/pipeline/executions/:id/stream: ${status}`)
+  }
+
   const mix: ReadonlyArray<() => Promise<unknown>> = [
     () => expect("GET", "/tools", undefined, 200),
     () => expect("POST", "/tools/add/execute", { input: { a: 2, b: 3 } }, 200),
@@ -102,7 +136,8 @@ const main = async (): Promise<number> => {
     () => expect("GET", "/observability/status", undefined, 200),
     () => expect("GET", "/observability/traces?limit=10", undefined, 200),
     () => expect("GET", "/api/logs?limit=50", undefined, 200),
-    () => expect("GET", "/agents/assistant/history?limit=5", undefined, 200)
+    () => expect("GET", "/agents/assistant/history?limit=5", undefined, 200),
+    bigHistory
   ]
 
   const feed = (path: string) => {

@@ -102,7 +102,8 @@ const exercise = (url: string) =>
       metadata: source.metadata,
       output: undefined,
       createdAt: source.createdAt,
-      updatedAt: source.updatedAt
+      updatedAt: source.updatedAt,
+      historyBytes: expect.any(Number)
     })
 
     for (const filter of filters.slice(0, 4)) {

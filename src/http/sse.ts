@@ -33,17 +33,21 @@ export const encodeEvent = (event: SseEvent): Uint8Array => textEncoder.encode(S
 export const numbered = <E, R>(events: Stream.Stream<unknown, E, R>): Stream.Stream<SseEvent, E, R> =>
   Stream.mapAccum(events, 0, (id, data) => [id + 1, jsonEvent(data, id)])
 
-/** Bytes already in SSE form (a library's own encoding), sent as produced; ends on shutdown. */
+/**
+ * Bytes already in SSE form (a library's own encoding), sent as produced, each chunk once the socket
+ * has taken the previous ones; ends on shutdown.
+ */
 export const sseBytesResponse = <E>(bytes: Stream.Stream<Uint8Array, E>, headers: Record<string, string> = {}) =>
   Effect.map(Shutdown, (shutdown) =>
-    HttpServerResponse.stream(Stream.interruptWhen(bytes, Deferred.await(shutdown)), {
+    // One frame per chunk: the server writes a whole chunk before it waits for the socket to drain.
+    HttpServerResponse.stream(Stream.interruptWhen(Stream.rechunk(bytes, 1), Deferred.await(shutdown)), {
       contentType: "text/event-stream",
       headers: { "cache-control": "no-cache", "x-accel-buffering": "no", ...headers }
     }))
 
 /**
- * An SSE response written frame by frame as the stream produces them, with a `: ping` comment every
- * 15 s. A failure after the start becomes a final `{"type":"error","error"}` frame (logged), since
+ * An SSE response written frame by frame as the stream produces them, each once the socket has taken
+ * the previous ones (the client's pace bounds what waits in memory), with a `: ping` comment every 15 s. A failure after the start becomes a final `{"type":"error","error"}` frame (logged), since
  * the status line is already sent; the stream also ends when the service shuts down.
  */
 export const sseResponse = <E>(events: Stream.Stream<SseEvent, E>) =>

@@ -28,6 +28,11 @@ export interface NumberedRows {
 export interface CommitRequest {
   readonly statements: ReadonlyArray<CompiledStatement>
   readonly append?: NumberedRows | undefined
+  /**
+   * Rows inserted with the appended ones (when the last statement returned a row), a row whose key
+   * is already there left out (`ON CONFLICT DO NOTHING`): values stored once, whoever writes them first.
+   */
+  readonly once?: { readonly table: string; readonly rows: ReadonlyArray<Readonly<Record<string, string | number | null>>> } | undefined
 }
 
 export type Commit = (request: CommitRequest) => Effect.Effect<ReadonlyArray<ResultRow>, unknown>
@@ -38,15 +43,23 @@ export type CommitOutcome = { readonly rows: ReadonlyArray<ResultRow> } | { read
 export interface StagedRow {
   readonly table: string
   readonly row: Readonly<Record<string, string | number | null>>
+  /** A row whose key is already there is left out. */
+  readonly once?: boolean
 }
 
 /** The rows a request appends, given the rows its last statement returned (none when it returned none). */
 export const appendedRows = (request: CommitRequest, returned: ReadonlyArray<ResultRow>): ReadonlyArray<StagedRow> => {
-  const append = request.append
-  if (append === undefined || returned.length === 0 || append.rows.length === 0) return []
+  const { append, once } = request
+  if (returned.length === 0) return []
+  const values = once === undefined ? [] : once.rows.map((row) => ({ table: once.table, row, once: true }))
+  if (append === undefined || append.rows.length === 0) return values
   const first = Number(returned[0][append.numberFrom]) - append.rows.length + 1
-  return append.rows.map((row, i) => ({ table: append.table, row: { ...row, [append.numberColumn]: first + i } }))
+  return [...values, ...append.rows.map((row, i) => ({ table: append.table, row: { ...row, [append.numberColumn]: first + i } }))]
 }
+
+/** The tables whose staged rows are inserted once (ON CONFLICT DO NOTHING). */
+export const onceTables = (staged: ReadonlyArray<StagedRow>): ReadonlySet<string> =>
+  new Set(staged.flatMap((staged) => (staged.once === true ? [staged.table] : [])))
 
 /** Staged rows by table, in the order they were staged. */
 export const byTable = (staged: ReadonlyArray<StagedRow>): Map<string, Array<StagedRow["row"]>> => {
@@ -68,10 +81,11 @@ export const rowsPerInsert = (columns: number) => Math.max(1, Math.floor(MAX_PAR
 /** The appended rows of every write of a transaction, one INSERT per table (and per MAX_PARAMETERS). */
 const insertStaged = (sql: SqlClient.SqlClient) => (staged: ReadonlyArray<StagedRow>) =>
   Effect.gen(function*() {
+    const once = onceTables(staged)
     for (const [table, rows] of byTable(staged)) {
       const size = rowsPerInsert(Object.keys(rows[0]).length)
       for (let at = 0; at < rows.length; at += size) {
-        yield* sql`INSERT INTO ${sql(table)} ${sql.insert(rows.slice(at, at + size))}`
+        yield* sql`INSERT INTO ${sql(table)} ${sql.insert(rows.slice(at, at + size))}${once.has(table) ? sql` ON CONFLICT DO NOTHING` : sql``}`
       }
     }
   })
@@ -89,7 +103,7 @@ export const commitRequestsOn = (sql: SqlClient.SqlClient) => {
   return (batch: ReadonlyArray<CommitRequest>) => {
     const [only] = batch
     // One statement alone is its own transaction: no BEGIN and COMMIT around it.
-    return batch.length === 1 && only.statements.length === 1 && only.append === undefined
+    return batch.length === 1 && only.statements.length === 1 && only.append === undefined && only.once === undefined
       ? Effect.map(Effect.exit(sql.unsafe<ResultRow>(...only.statements[0])), (exit) => [exit])
       : group.commit(batch.map(run))
   }

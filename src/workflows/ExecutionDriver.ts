@@ -6,6 +6,7 @@ import { now } from "./ExecutionRows.js"
 import { type Claim, type Ending, type Execution, ExecutionStore } from "./ExecutionStore.js"
 import { countExecution } from "../observability/metrics/instruments.js"
 import { runStep, type StepEnv } from "./runner.js"
+import { jsonBytes, outputRefusal } from "./StoredValues.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
 
@@ -109,6 +110,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
           let data = execution.currentData
           const resumeData = execution.resumeData
           let started = startRecorded
+          let history = execution.historyBytes ?? 0
           if (index >= steps.length) {
             // Nothing left to run (a workflow without steps): only the ending remains.
             const ending = checkResult(definition, data)
@@ -151,6 +153,10 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               }
               return
             }
+            const outputBytes = jsonBytes(outcome.right)
+            history += 2 * outputBytes
+            const refusal = outputRefusal(outputBytes, history)
+            if (refusal !== undefined) return yield* fail(claim, execution, `step ${step.id}: ${refusal}`)
             env.stepData[step.id] = outcome.right
             data = outcome.right
             index++

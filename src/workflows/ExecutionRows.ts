@@ -1,11 +1,36 @@
-import { Predicate, Schema } from "effect"
-import { column, NullableJson, NumberColumn, optionalColumn, optionalJson } from "../storage/ColumnSchemas.js"
+import { Option, Predicate, Schema } from "effect"
+import { column, NumberColumn, optionalColumn, optionalJson } from "../storage/ColumnSchemas.js"
 import { ExecutionMetadata, ExecutionStatus, type WorkflowEvent, WorkflowEventType } from "./WorkflowSchemas.js"
 
 /** Executions and events as the store keeps them, decoded from their SQL rows. */
 
-const Json = Schema.parseJson()
-const JsonRecord = Schema.parseJson(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+/** A stored value the store has already read back whole (its text referred to stored values: StoredValues). */
+export class Resolved {
+  constructor(readonly value: unknown) {}
+}
+
+/** A JSON column: its text, or the value the store resolved it to. */
+const Json = Schema.Union(
+  Schema.parseJson(),
+  Schema.transform(Schema.instanceOf(Resolved), Schema.Unknown, {
+    strict: true,
+    decode: (resolved) => resolved.value,
+    encode: (value) => new Resolved(value)
+  })
+)
+const JsonRecord = Schema.compose(Json, Schema.Record({ key: Schema.String, value: Schema.Unknown }), { strict: false })
+const NullableStoredJson = Schema.Union(Schema.Null.pipe(Schema.transform(Schema.Undefined, {
+  strict: true,
+  decode: () => undefined,
+  encode: () => null
+})), Json)
+const optionalStoredJson = Schema.optionalToOptional(NullableStoredJson, Schema.Unknown, {
+  decode: Option.filter((value) => value !== undefined),
+  encode: (value) => value
+})
+
+/** The columns of an execution's row that may refer to stored values. */
+export const VALUE_COLUMNS = ["input", "step_data", "current_data", "output"] as const
 
 export const Suspension = Schema.Struct({
   suspendedAt: Schema.String,
@@ -32,8 +57,8 @@ export const ExecutionFromRow = Schema.Struct({
   userId: optionalColumn(Schema.String, "user_id"),
   stepIndex: column(NumberColumn, "step_index"),
   stepData: column(JsonRecord, "step_data"),
-  currentData: column(NullableJson, "current_data"),
-  output: optionalJson,
+  currentData: column(NullableStoredJson, "current_data"),
+  output: optionalStoredJson,
   error: Schema.optionalWith(Schema.String, { nullable: true }),
   suspension: Schema.optionalWith(Schema.parseJson(Suspension), { nullable: true }),
   resumeData: optionalJson.pipe(Schema.fromKey("resume_data")),
@@ -47,14 +72,20 @@ export const ExecutionFromRow = Schema.Struct({
   definitionHash: optionalColumn(Schema.String, "definition_hash"),
   createdAt: column(Schema.String, "created_at"),
   updatedAt: column(Schema.String, "updated_at"),
-  endedAt: optionalColumn(Schema.String, "ended_at")
+  endedAt: optionalColumn(Schema.String, "ended_at"),
+  /** The size of its events as JSON (what a reader of them receives); 0 for rows from before 0017 with no events. */
+  historyBytes: optionalColumn(NumberColumn, "history_bytes")
 })
 export interface Execution extends Schema.Schema.Type<typeof ExecutionFromRow> {}
 
-/** What a listing shows of an execution (GET /workflows/executions): no checkpoint, no step data. */
-export const ExecutionListingFromRow = ExecutionFromRow.pick(
-  "id", "workflowId", "workflowName", "status", "input", "metadata", "output", "createdAt", "updatedAt"
-)
+/**
+ * What a listing shows of an execution (GET /workflows/executions): no checkpoint, no step data; no
+ * input or output either when its history is over what a listing shows whole (see listingQuery).
+ */
+export const ExecutionListingFromRow = Schema.Struct({
+  ...ExecutionFromRow.pick("id", "workflowId", "workflowName", "status", "metadata", "output", "createdAt", "updatedAt", "historyBytes").fields,
+  input: optionalStoredJson
+})
 export interface ExecutionListing extends Schema.Schema.Type<typeof ExecutionListingFromRow> {}
 
 /** What the supervisor compares a fiber's claim with. */
@@ -72,7 +103,7 @@ const StoredWorkflowEvent = Schema.declare(
   { identifier: "WorkflowEvent" }
 )
 
-export const StoredEventFromRow = Schema.Struct({ seq: NumberColumn, event: Schema.parseJson(StoredWorkflowEvent) })
+export const StoredEventFromRow = Schema.Struct({ seq: NumberColumn, event: Schema.compose(Json, StoredWorkflowEvent, { strict: false }) })
 export interface StoredEvent extends Schema.Schema.Type<typeof StoredEventFromRow> {}
 
 export interface ExecutionQuery {
@@ -84,6 +115,8 @@ export interface ExecutionQuery {
   readonly userId?: string | null | undefined
   readonly limit: number
   readonly offset: number
+  /** Records whose history is over this many bytes come without input and output (summaries); all whole when absent. */
+  readonly wholeBytes?: number | undefined
 }
 
 export const now = () => new Date().toISOString()

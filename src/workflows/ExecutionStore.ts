@@ -17,11 +17,15 @@ import {
   now,
   type StoredEvent,
   StoredEventFromRow,
-  type Suspension
+  type Suspension,
+  VALUE_COLUMNS
 } from "./ExecutionRows.js"
 import { deleteFinishedExecutions } from "./executionDeletion.js"
 import type { WorkflowEvent } from "./WorkflowSchemas.js"
 import { ownTransaction } from "../storage/transaction.js"
+import { makeStaging, resolveRows } from "./ValueRows.js"
+
+type Staging = ReturnType<typeof makeStaging>
 
 export type {
   Checkpoint,
@@ -103,7 +107,8 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
   readonly cancel: (id: string, event: WorkflowEvent) => Effect.Effect<Option.Option<number>>
   /** A finished execution deleted with its events and Idempotency-Keys, in one transaction; false when it is not finished (or gone). */
   readonly remove: (id: string) => Effect.Effect<boolean>
-  readonly events: (id: string, afterSeq: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
+  /** The events after `afterSeq`, in order; the first `limit` of them when given. */
+  readonly events: (id: string, afterSeq: number, limit?: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
   readonly eventsOf: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<StoredEvent>>>
   readonly list: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<ExecutionListing>>
 }>() {}
@@ -115,6 +120,7 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
  * a listing shows.
  */
 export const listingQuery = (sql: SqlClient.SqlClient, query: ExecutionQuery) => {
+  const whole = query.wholeBytes === undefined ? sql`TRUE` : sql`history_bytes <= ${query.wholeBytes}`
   const filters = [
     ...(query.userId === undefined ? [] : [query.userId === null ? sql`user_id IS NULL` : sql`user_id = ${query.userId}`]),
     ...(query.workflowId === undefined ? [] : [sql`workflow_id = ${query.workflowId}`]),
@@ -122,7 +128,8 @@ export const listingQuery = (sql: SqlClient.SqlClient, query: ExecutionQuery) =>
     ...(query.from === undefined ? [] : [sql`created_at > ${query.from}`]),
     ...(query.to === undefined ? [] : [sql`created_at < ${query.to}`])
   ]
-  return sql`SELECT id, workflow_id, workflow_name, status, input, metadata, output, created_at, updated_at
+  return sql`SELECT id, workflow_id, workflow_name, status, metadata, created_at, updated_at, history_bytes,
+    CASE WHEN ${whole} THEN input END AS input, CASE WHEN ${whole} THEN output END AS output
     FROM workflow_executions WHERE id IN (
       SELECT id FROM workflow_executions ${filters.length ? sql`WHERE ${sql.and(filters)}` : sql``}
       ORDER BY created_at DESC, id DESC LIMIT ${query.limit} OFFSET ${query.offset}
@@ -144,19 +151,24 @@ export const ExecutionStoreLive = Layer.scoped(
      * changed the row, the events are appended with their numbers (in the same transaction). The
      * number of the last event, or none when its condition did not hold.
      */
-    const transition = (id: string, update: Statement.Statement<unknown>, events: ReadonlyArray<WorkflowEvent>) =>
-      Effect.map(
+    const transition = (
+      id: string,
+      events: ReadonlyArray<WorkflowEvent>,
+      update: (staging: Staging, historyBytes: number) => Statement.Statement<unknown>
+    ) => {
+      // The values of the events and of the row are stored once (StoredValues), with the write.
+      const staging = makeStaging()
+      const rows = events.map((event) => ({ execution_id: id, event: staging.event(event), created_at: event.timestamp }))
+      const statement = update(staging, staging.historyBytes()).compile()
+      return Effect.map(
         submit({
-          statements: [update.compile()],
-          append: {
-            table: "workflow_events",
-            numberColumn: "seq",
-            numberFrom: "last_seq",
-            rows: events.map((event) => ({ execution_id: id, event: JSON.stringify(event), created_at: event.timestamp }))
-          }
+          statements: [statement],
+          append: { table: "workflow_events", numberColumn: "seq", numberFrom: "last_seq", rows },
+          once: staging.once(id)
         }),
         (changed) => changed.length === 0 ? Option.none<number>() : Option.some(Number(changed[0].last_seq))
       )
+    }
 
     /** The rows a claim may still write: running, at its version, and its owner's when it names one. */
     const held = (claim: Claim) =>
@@ -165,26 +177,25 @@ export const ExecutionStoreLive = Layer.scoped(
         : sql`id = ${claim.id} AND status = 'running' AND version = ${claim.version} AND owner = ${claim.owner}`
 
     /** The columns an ending sets, besides the counter. */
-    const ended = (ending: Ending, at: string) =>
-      sql`status = ${ending.status}, output = ${ending.status === "completed" ? json(ending.output) : null},
+    const ended = (staging: Staging, ending: Ending, at: string) =>
+      sql`status = ${ending.status}, output = ${ending.status === "completed" && ending.output !== undefined ? staging.text(ending.output) : null},
         error = ${ending.status === "error" ? ending.error : null}, ended_at = ${at}, owner = NULL`
 
     const create: ExecutionStore["Type"]["create"] = (e, events) =>
-      transition(
-        e.id,
+      transition(e.id, events, (staging, historyBytes) =>
         sql`INSERT INTO workflow_executions ${
           sql.insert({
             id: e.id,
             workflow_id: e.workflowId,
             workflow_name: e.workflowName,
             status: e.status,
-            input: JSON.stringify(e.input),
+            input: staging.text(e.input),
             context: JSON.stringify(e.context),
             user_json: json(e.user),
             user_id: e.userId ?? null,
             step_index: e.stepIndex,
-            step_data: JSON.stringify(e.stepData),
-            current_data: json(e.currentData),
+            step_data: staging.text(e.stepData),
+            current_data: e.currentData === undefined ? null : staging.text(e.currentData),
             output: null,
             error: null,
             suspension: null,
@@ -196,16 +207,18 @@ export const ExecutionStoreLive = Layer.scoped(
             definition_hash: e.definitionHash ?? null,
             created_at: e.createdAt,
             updated_at: e.updatedAt,
-            ended_at: null
+            ended_at: null,
+            history_bytes: historyBytes
           })
-        } ON CONFLICT (id) DO NOTHING RETURNING last_seq`,
-        events
-      )
+        } ON CONFLICT (id) DO NOTHING RETURNING last_seq`)
 
+    /** Execution rows with their values read back whole. */
+    const resolveExecutions = (rows: ReadonlyArray<Record<string, unknown>>) =>
+      resolveRows(sql, rows, VALUE_COLUMNS, (row) => String(row.id))
     const findExecution = SqlSchema.findOne({
       Request: Schema.String,
       Result: ExecutionFromRow,
-      execute: (id) => sql`SELECT * FROM workflow_executions WHERE id = ${id}`
+      execute: (id) => Effect.flatMap(sql<Record<string, unknown>>`SELECT * FROM workflow_executions WHERE id = ${id}`, resolveExecutions)
     })
     const get = (id: string) => untraced(findExecution(id))
 
@@ -216,50 +229,44 @@ export const ExecutionStoreLive = Layer.scoped(
       )
 
     const append: ExecutionStore["Type"]["append"] = (claim, events) =>
-      transition(
-        claim.id,
-        sql`UPDATE workflow_executions SET last_seq = last_seq + ${events.length}, updated_at = ${events[0].timestamp}
-          WHERE ${held(claim)} RETURNING last_seq`,
-        events
-      )
+      transition(claim.id, events, (_, historyBytes) =>
+        sql`UPDATE workflow_executions SET last_seq = last_seq + ${events.length}, updated_at = ${events[0].timestamp},
+          history_bytes = history_bytes + ${historyBytes}
+          WHERE ${held(claim)} RETURNING last_seq`)
 
     const advance: ExecutionStore["Type"]["advance"] = (claim, c, events, ending) => {
       // The time of the last event: an ending's `ended_at` is its event's timestamp, as elsewhere.
       const at = events.at(-1)?.timestamp ?? now()
-      return transition(
-        claim.id,
-        sql`UPDATE workflow_executions SET step_index = ${c.stepIndex}, current_data = ${json(c.currentData)},
-          step_data = ${JSON.stringify(c.stepData)}, resume_data = NULL, last_seq = last_seq + ${events.length},
-          updated_at = ${at}${ending === undefined ? sql`` : sql`, ${ended(ending, at)}`}
-          WHERE ${held(claim)} RETURNING last_seq`,
-        events
-      )
+      return transition(claim.id, events, (staging, historyBytes) =>
+        sql`UPDATE workflow_executions SET step_index = ${c.stepIndex},
+          current_data = ${c.currentData === undefined ? null : staging.text(c.currentData)},
+          step_data = ${staging.text(c.stepData)}, resume_data = NULL, last_seq = last_seq + ${events.length},
+          history_bytes = history_bytes + ${historyBytes},
+          updated_at = ${at}${ending === undefined ? sql`` : sql`, ${ended(staging, ending, at)}`}
+          WHERE ${held(claim)} RETURNING last_seq`)
     }
 
     const finish: ExecutionStore["Type"]["finish"] = (claim, ending, event) =>
-      transition(
-        claim.id,
-        sql`UPDATE workflow_executions SET ${ended(ending, event.timestamp)}, last_seq = last_seq + 1, updated_at = ${event.timestamp}
-          WHERE ${held(claim)} RETURNING last_seq`,
-        [event]
-      )
+      transition(claim.id, [event], (staging, historyBytes) =>
+        sql`UPDATE workflow_executions SET ${ended(staging, ending, event.timestamp)}, last_seq = last_seq + 1,
+          history_bytes = history_bytes + ${historyBytes}, updated_at = ${event.timestamp}
+          WHERE ${held(claim)} RETURNING last_seq`)
 
     const suspend: ExecutionStore["Type"]["suspend"] = (claim, suspension, event) =>
-      transition(
-        claim.id,
+      transition(claim.id, [event], (_, historyBytes) =>
         sql`UPDATE workflow_executions SET status = 'suspended', suspension = ${JSON.stringify(suspension)}, owner = NULL,
-          step_index = ${suspension.stepIndex}, version = version + 1, last_seq = last_seq + 1, updated_at = ${suspension.suspendedAt}
-          WHERE ${held(claim)} AND step_index = ${claim.atStep} RETURNING last_seq`,
-        [event]
-      )
+          step_index = ${suspension.stepIndex}, version = version + 1, last_seq = last_seq + 1, updated_at = ${suspension.suspendedAt},
+          history_bytes = history_bytes + ${historyBytes}
+          WHERE ${held(claim)} AND step_index = ${claim.atStep} RETURNING last_seq`)
 
     const decodeExecutions = Schema.decodeUnknown(Schema.Array(ExecutionFromRow))
     /** The executions a claim's UPDATE returned. */
-    const claimed = (rows: ReadonlyArray<object>) => Effect.orDie(decodeExecutions(rows))
+    const claimed = (rows: ReadonlyArray<Record<string, unknown>>) =>
+      Effect.orDie(Effect.flatMap(resolveExecutions(rows), decodeExecutions))
 
     const claimResume: ExecutionStore["Type"]["claimResume"] = (execution, resume) =>
       commit(
-        sql<object>`UPDATE workflow_executions SET status = 'running', owner = ${resume.owner}, step_index = ${resume.stepIndex},
+        sql<Record<string, unknown>>`UPDATE workflow_executions SET status = 'running', owner = ${resume.owner}, step_index = ${resume.stepIndex},
           resume_data = ${json(resume.resumeData) ?? "null"}, definition_hash = ${resume.definitionHash},
           version = version + 1, updated_at = ${now()}
           WHERE id = ${execution.id} AND status = 'suspended' AND version = ${execution.version} RETURNING *`
@@ -272,31 +279,34 @@ export const ExecutionStoreLive = Layer.scoped(
         )
 
     const cancel: ExecutionStore["Type"]["cancel"] = (id, event) =>
-      transition(
-        id,
+      transition(id, [event], (_, historyBytes) =>
         sql`UPDATE workflow_executions SET status = 'cancelled', owner = NULL, version = version + 1, last_seq = last_seq + 1,
-          updated_at = ${event.timestamp}, ended_at = ${event.timestamp}
-          WHERE id = ${id} AND status IN ('running', 'suspended') RETURNING last_seq`,
-        [event]
-      )
+          updated_at = ${event.timestamp}, ended_at = ${event.timestamp}, history_bytes = history_bytes + ${historyBytes}
+          WHERE id = ${id} AND status IN ('running', 'suspended') RETURNING last_seq`)
 
     const remove = (id: string) =>
       // On the service's own connection: rare, and its statements depend on each other's results.
       ownTransaction(sql)(deleteFinishedExecutions(sql, [id])).pipe(Effect.map((gone) => gone.length > 0), untraced)
 
     const findEvents = SqlSchema.findAll({
-      Request: Schema.Struct({ id: Schema.String, afterSeq: Schema.Number }),
+      Request: Schema.Struct({ id: Schema.String, afterSeq: Schema.Number, limit: Schema.optional(Schema.Number) }),
       Result: StoredEventFromRow,
-      execute: ({ afterSeq, id }) =>
-        sql`SELECT seq, event FROM workflow_events WHERE execution_id = ${id} AND seq > ${afterSeq} ORDER BY seq`
+      execute: ({ afterSeq, id, limit }) =>
+        sql<Record<string, unknown>>`SELECT seq, event FROM workflow_events WHERE execution_id = ${id} AND seq > ${afterSeq}
+          ORDER BY seq${limit === undefined ? sql`` : sql` LIMIT ${limit}`}`.pipe(
+            Effect.flatMap((rows) => resolveRows(sql, rows, ["event"], () => id))
+          )
     })
-    const events = (id: string, afterSeq: number) => untraced(findEvents({ id, afterSeq }))
+    const events = (id: string, afterSeq: number, limit?: number) => untraced(findEvents({ id, afterSeq, limit }))
 
     const findEventsOf = SqlSchema.findAll({
       Request: Schema.Array(Schema.String),
       Result: Schema.Struct({ ...StoredEventFromRow.fields, executionId: column(Schema.String, "execution_id") }),
       execute: (ids) =>
-        sql`SELECT execution_id, seq, event FROM workflow_events WHERE ${sql.in("execution_id", ids)} ORDER BY execution_id, seq`
+        sql<Record<string, unknown>>`SELECT execution_id, seq, event FROM workflow_events
+          WHERE ${sql.in("execution_id", ids)} ORDER BY execution_id, seq`.pipe(
+            Effect.flatMap((rows) => resolveRows(sql, rows, ["event"], (row) => String(row.execution_id)))
+          )
     })
     const eventsOf = (ids: ReadonlyArray<string>) =>
       (ids.length === 0 ? Effect.succeed([]) : findEventsOf(ids)).pipe(
@@ -313,7 +323,12 @@ export const ExecutionStoreLive = Layer.scoped(
       )
 
     const decodeListings = Schema.decodeUnknown(Schema.Array(ExecutionListingFromRow))
-    const list = (query: ExecutionQuery) => listingQuery(sql, query).pipe(Effect.flatMap(decodeListings), untraced)
+    const list = (query: ExecutionQuery) =>
+      listingQuery(sql, query).pipe(
+        Effect.flatMap((rows) => resolveRows(sql, rows, ["input", "output"], (row) => String(row.id))),
+        Effect.flatMap(decodeListings),
+        untraced
+      )
 
     const claimOrphans: ExecutionStore["Type"]["claimOrphans"] = (owner, { limit, liveOwners }) => {
       const orphaned = sql`status = 'running' AND ${
@@ -328,7 +343,7 @@ export const ExecutionStoreLive = Layer.scoped(
         Effect.flatMap((found) =>
           found.length === 0
             ? Effect.succeed([])
-            : commit(sql<object>`UPDATE workflow_executions SET owner = ${owner}, version = version + 1, updated_at = ${now()}
+            : commit(sql<Record<string, unknown>>`UPDATE workflow_executions SET owner = ${owner}, version = version + 1, updated_at = ${now()}
               WHERE id IN (
                 SELECT id FROM workflow_executions WHERE ${orphaned}
                 ORDER BY created_at LIMIT ${limit}${sql.onDialectOrElse({ pg: () => sql` FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })}

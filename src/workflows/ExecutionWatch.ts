@@ -1,9 +1,15 @@
-import { Deferred, Effect, Exit, Fiber, Option, Runtime, Stream } from "effect"
+import { Chunk, Deferred, Effect, Exit, Fiber, Option, Runtime, Stream } from "effect"
 import { InternalError, type WorkflowFailed } from "../core/errors.js"
 import { type ExecutionHubs, isSettling } from "./ExecutionHubs.js"
 import { type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
 import { type ExecutionUpdate, resultEntry, resultOf, settledBy } from "./ExecutionViews.js"
 import type * as S from "./WorkflowSchemas.js"
+
+/**
+ * Stored events a stream reads at a time: a reader holds one page (and the socket's buffer), never a
+ * whole history, and the next page is read only once the client has taken the previous one.
+ */
+export const EVENTS_PER_PAGE = 8
 
 /** An execution whose fiber was just started or woken, as that fiber holds it. */
 export interface Launched {
@@ -19,6 +25,17 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
   Effect.gen(function*() {
     const store = yield* ExecutionStore
     const reload = (id: string) => Effect.map(store.get(id), Option.getOrThrow)
+
+    /** The stored events numbered after `from` up to `to`, read page by page as the stream is pulled. */
+    const paged = (id: string, from: number, to: number): Stream.Stream<StoredEvent> =>
+      Stream.paginateChunkEffect(from, (cursor) =>
+        cursor >= to
+          ? Effect.succeed([Chunk.empty<StoredEvent>(), Option.none<number>()] as const)
+          : Effect.map(store.events(id, cursor, EVENTS_PER_PAGE), (page) => {
+            const taken = page.filter((entry) => entry.seq <= to)
+            const last = taken.at(-1)?.seq
+            return [Chunk.unsafeFromArray(taken), last === undefined || taken.length < page.length ? Option.none() : Option.some(last)] as const
+          }))
 
     /**
      * Completes when `fiber` has ended abnormally (died, or was interrupted) while the execution is
@@ -113,9 +130,10 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
         const events = yield* hubs.subscribe(id, known.lastSeq)
         const fiber = yield* start
         const after = Math.min(afterSeq, known.lastSeq)
-        const stored = yield* store.events(id, after)
-        const lastStored = stored.at(-1)?.seq ?? after
-        const settledSince = stored.some((entry) => entry.seq > known.lastSeq && isSettling(entry.event))
+        // Those stored since the row was read (few) are read now; the older ones as the client takes them.
+        const recent = yield* store.events(id, known.lastSeq)
+        const lastStored = recent.at(-1)?.seq ?? known.lastSeq
+        const settledSince = recent.some((entry) => isSettling(entry.event))
         const live = !settledSince
           ? Stream.fromQueue(events).pipe(
             inOrder(id, lastStored),
@@ -123,23 +141,26 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
             Stream.interruptWhen(diedUnsettled(id, known.version, fiber))
           )
           : Stream.empty
-        return Stream.concat(
-          Stream.concat(Stream.fromIterable(stored), live),
-          Stream.fromEffect(Effect.map(reload(id), resultEntry))
+        return Stream.concat(paged(id, after, known.lastSeq), Stream.fromIterable(recent)).pipe(
+          Stream.concat(live),
+          Stream.concat(Stream.fromEffect(Effect.map(reload(id), resultEntry)))
         )
       }))
 
     /**
      * The stored events after `afterSeq` and the result of an execution that is not running (`known`,
-     * read before): nothing to follow, so read at once and handed over as a plain list.
+     * read before): nothing to follow, so read page by page as the client takes them.
      */
     const replay = (known: Execution, afterSeq: number): Effect.Effect<Stream.Stream<ExecutionUpdate>> =>
-      Effect.gen(function*() {
-        const stored = yield* store.events(known.id, afterSeq)
-        // Resumed since it was read: the result must come from the row as it is now.
-        const settled = (stored.at(-1)?.seq ?? 0) > known.lastSeq ? yield* reload(known.id) : known
-        return Stream.fromIterable<ExecutionUpdate>([...stored, resultEntry(settled)])
-      })
+      Effect.succeed(Stream.concat(
+        paged(known.id, afterSeq, known.lastSeq),
+        Stream.unwrap(Effect.gen(function*() {
+          const later = yield* store.events(known.id, Math.max(afterSeq, known.lastSeq))
+          // Resumed since it was read: the result must come from the row as it is now.
+          const settled = later.length > 0 ? yield* reload(known.id) : known
+          return Stream.fromIterable<ExecutionUpdate>([...later, resultEntry(settled)])
+        }))
+      ))
 
     return { reload, settleAfter, follow, replay }
   })

@@ -13,11 +13,12 @@ import { makeExecutionJoin } from "./ExecutionJoin.js"
 import { makeExecutionNotices } from "./ExecutionNotices.js"
 import { type Execution, type ExecutionQuery, ExecutionStore } from "./ExecutionStore.js"
 import { countExecution } from "../observability/metrics/instruments.js"
-import { describeStep, type ExecutionUpdate, recordOf, stateOf, toJsonSchema } from "./ExecutionViews.js"
+import { makeExecutionRecords } from "./ExecutionRecords.js"
+import { describeStep, type ExecutionUpdate, stateOf, toJsonSchema } from "./ExecutionViews.js"
 import { startExecutionSupervisor } from "./ExecutionSupervisor.js"
 import { makeExecutionWatch } from "./ExecutionWatch.js"
 import { makeInstanceRegistry } from "./InstanceRegistry.js"
-import { decodeInput } from "./runner.js"
+import { decodeWorkflowInput } from "./runner.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
 
@@ -89,6 +90,8 @@ export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine
   ) => Effect.Effect<typeof S.ExecutionDeleted.Type, NotFound | BadRequest>
   readonly state: (id: string, executionId: string, visibility?: Visibility) => Effect.Effect<typeof S.ExecutionState.Type, NotFound>
   readonly executions: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<typeof S.ExecutionRecord.Type>, NotFound>
+  /** One execution's whole record (a listing shows large ones as summaries). */
+  readonly record: (executionId: string, visibility?: Visibility) => Effect.Effect<typeof S.ExecutionRecord.Type, NotFound | BadRequest>
   /** How many executions have live listeners (event hubs in memory): for tests and diagnostics. */
   readonly liveEventHubs: Effect.Effect<number>
 }>() {}
@@ -117,6 +120,7 @@ export const WorkflowEngineLive = Layer.scoped(
     const { launch, record } = driver
     const watch = yield* makeExecutionWatch(hubs)
     const { follow, reload, replay, settleAfter } = watch
+    const records = makeExecutionRecords(store)
 
     const findWorkflow = (id: string) => getOrNotFound(byId, "Workflow", id)
 
@@ -142,7 +146,7 @@ export const WorkflowEngineLive = Layer.scoped(
     const prepare = (workflowId: string, request: S.ExecuteRequest, options: StartOptions = {}, checkTaken = false) =>
       Effect.gen(function*() {
         const definition = yield* findWorkflow(workflowId)
-        const input = yield* decodeInput(definition, request.input)
+        const input = yield* decodeWorkflowInput(definition, request.input)
         const chosen = request.options?.executionId ?? crypto.randomUUID()
         const id = options.idempotent === undefined ? chosen : yield* options.idempotent(chosen)
         if (checkTaken && options.idempotent === undefined && (yield* store.exists(id))) return yield* alreadyExists(id)
@@ -385,10 +389,9 @@ export const WorkflowEngineLive = Layer.scoped(
 
       executions: Effect.fn("WorkflowEngine.executions", { captureStackTrace: false })(function*(query: ExecutionQuery) {
         if (query.workflowId !== undefined) yield* findWorkflow(query.workflowId)
-        const executions = yield* store.list(query)
-        const events = yield* store.eventsOf(executions.map((e) => e.id))
-        return executions.map((execution) => recordOf(execution, events.get(execution.id) ?? []))
+        return yield* records.list(query)
       }),
+      record: Effect.fn("WorkflowEngine.record", { captureStackTrace: false })(records.record),
 
       liveEventHubs: hubs.size
     })

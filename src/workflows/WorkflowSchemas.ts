@@ -176,10 +176,18 @@ export const ExecutionRecord = Schema.Struct({
   workflowId: Schema.String,
   workflowName: Schema.String,
   status: ExecutionStatus,
-  input: Schema.Unknown,
+  input: Schema.optional(Schema.Unknown).annotations({ description: "left out of a listing's summary (see truncated)" }),
   metadata: ExecutionMetadata,
   events: Schema.Array(ExecutionEventRecord),
   output: Schema.optional(Schema.Unknown),
   createdAt: Schema.String,
-  updatedAt: Schema.String
+  updatedAt: Schema.String,
+  truncated: Schema.optional(Schema.Struct({
+    historyBytes: Schema.Number,
+    limit: Schema.Number,
+    record: Schema.String
+  }).annotations({
+    description: "Only in a listing, for an execution whose events are over `limit` bytes as JSON: input, output and " +
+      "events are left out; GET `record` answers the whole record"
+  }))
 }).annotations({ identifier: "ExecutionRecord" })

@@ -50,6 +50,12 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
       .annotate(OpenApi.Summary, "Past and present executions, newest first (limit default 50, at most 500)")
   )
   .add(
+    HttpApiEndpoint.get("getExecutionRecord", "/workflows/executions/:executionId")
+      .setPath(Schema.Struct({ executionId: Schema.String }))
+      .addSuccess(Success(ExecutionRecord)).addError(BadRequest).addError(NotFound)
+      .annotate(OpenApi.Summary, "One execution's whole record (a listing shows executions with large events as summaries)")
+  )
+  .add(
     HttpApiEndpoint.get("getWorkflow", "/workflows/:id").setPath(IdPath).addSuccess(Success(WorkflowDetails)).addError(NotFound)
       .annotate(OpenApi.Summary, "A workflow's steps and schemas")
   )

@@ -5,7 +5,7 @@ import { Effect } from "effect"
 export const FINISHED_STATUSES = ["completed", "error", "cancelled"] as const
 
 /**
- * Deletes those of the given executions that have finished, with their events and the
+ * Deletes those of the given executions that have finished, with their events, their stored values and the
  * Idempotency-Keys that point at them (a key left behind would name an execution that is gone, and a
  * retry under it would start a new one under the old id). Run it inside a transaction: the row goes
  * first, conditional on its status, so a running or suspended execution keeps its events. Gives the
@@ -19,6 +19,7 @@ export const deleteFinishedExecutions = (sql: SqlClient.SqlClient, ids: Readonly
     const gone = deleted.map((row) => row.id)
     if (gone.length > 0) {
       yield* sql`DELETE FROM workflow_events WHERE ${sql.in("execution_id", gone)}`
+      yield* sql`DELETE FROM workflow_values WHERE ${sql.in("execution_id", gone)}`
       yield* sql`DELETE FROM workflow_idempotency_keys WHERE ${sql.in("execution_id", gone)}`
     }
     return gone

@@ -63,6 +63,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
             limit: Math.min(urlParams.limit ?? LIST_DEFAULT, LIST_MAX),
             offset: urlParams.offset ?? 0
         })))
+      .handle("getExecutionRecord", ({ path }) => Effect.flatMap(visibility, (seen) => engine.record(path.executionId, seen)))
       .handle("getWorkflow", ({ path }) => engine.details(path.id))
       .handle("executeWorkflow", ({ headers, path, payload }) =>
         Effect.flatMap(startOptions("execute", path.id, payload, headers["idempotency-key"]), (options) =>

@@ -140,6 +140,27 @@ export const addDefinitionHashes = Effect.gen(function*() {
   yield* sql`ALTER TABLE workflow_executions ADD COLUMN definition_hash TEXT`
 })
 
+/**
+ * Values stored once (issue #27, see StoredValues): the large parts of an execution's values, keyed by
+ * execution and the hash of their text, which events and checkpoints refer to; and `history_bytes`,
+ * the size of the execution's events as JSON (what a reader of them receives), which bounds an
+ * execution and tells the listing which records it shows whole. Existing rows get the size of the
+ * events they hold.
+ */
+export const addWorkflowValues = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE workflow_values (
+    execution_id TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    value TEXT NOT NULL,
+    PRIMARY KEY (execution_id, hash)
+  )`
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN history_bytes BIGINT NOT NULL DEFAULT 0`
+  const bytes = sql.onDialectOrElse({ pg: () => sql`octet_length(event)`, orElse: () => sql`length(CAST(event AS BLOB))` })
+  yield* sql`UPDATE workflow_executions SET history_bytes = COALESCE(
+    (SELECT SUM(${bytes}) FROM workflow_events WHERE workflow_events.execution_id = workflow_executions.id), 0)`
+})
+
 /** This feature's migrations (its half of 0013 is joined with agent memory's at src/Database.ts). */
 export const workflowMigrations: Record<string, Migration> = {
   "0002_workflow_executions": createWorkflowTables,
@@ -147,5 +168,6 @@ export const workflowMigrations: Record<string, Migration> = {
   "0006_workflow_listing_indexes": createListingIndexes,
   "0009_workflow_execution_owners": addExecutionOwners,
   "0010_workflow_idempotency_keys": createIdempotencyKeys,
-  "0016_workflow_definition_hash": addDefinitionHashes
+  "0016_workflow_definition_hash": addDefinitionHashes,
+  "0017_workflow_values": addWorkflowValues
 }

@@ -1,7 +1,8 @@
 import { Cause, Data, Effect, Either, ParseResult, Schema } from "effect"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
-import { messageOf, ValidationError } from "../core/errors.js"
+import { BadRequest, messageOf, ValidationError } from "../core/errors.js"
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
+import { formatBytes, jsonBytes, MAX_INPUT_BYTES } from "./StoredValues.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
 /** A step that failed (not a suspension, not an interruption). */
@@ -76,6 +77,15 @@ export const decodeInput = (definition: WorkflowDefinition, input: unknown, path
     Schema.decodeUnknownEither(definition.input as Schema.Schema<unknown>, { errors: "all" })(input),
     (error) => ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error), [path])
   )
+
+/** A workflow's input as a request gives it: decoded, and within MAX_INPUT_BYTES (400 past it). */
+export const decodeWorkflowInput = (definition: WorkflowDefinition, input: unknown) =>
+  Either.flatMap(decodeInput(definition, input), (decoded): Either.Either<unknown, ValidationError | BadRequest> => {
+    const bytes = jsonBytes(decoded)
+    return bytes > MAX_INPUT_BYTES
+      ? Either.left(new BadRequest({ message: `Workflow input is ${formatBytes(bytes)} as JSON, over the ${formatBytes(MAX_INPUT_BYTES)} an execution may store` }))
+      : Either.right(decoded)
+  })
 
 /**
  * One step's output for its input. Suspension, failure and interruption come out of the error

@@ -1,0 +1,90 @@
+import type { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import type { CommitRequest } from "../storage/commits.js"
+import { Resolved } from "./ExecutionRows.js"
+import { externalize, hasReferences, parseStored, referencesIn, revive } from "./StoredValues.js"
+
+/** The stored values of executions (StoredValues) as the store writes and reads them. */
+
+const TABLE = "workflow_values"
+/** Hashes per lookup: far under either dialect's cap on parameters. */
+const HASHES_PER_READ = 500
+
+/** What one write stores: the texts of its values, and the parts they refer to, each once. */
+export const makeStaging = () => {
+  const values = new Map<string, string>()
+  let bytes = 0
+  const stored = (value: unknown) => {
+    const externalized = externalize(value)
+    for (const [hash, text] of externalized.values) values.set(hash, text)
+    return externalized
+  }
+  return {
+    /** The text of a column. */
+    text: (value: unknown): string => stored(value).text,
+    /** The text of an event, counted in the history's bytes. */
+    event: (event: unknown): string => {
+      const externalized = stored(event)
+      bytes += externalized.bytes
+      return externalized.text
+    },
+    /** The size of the events staged so far, as JSON. */
+    historyBytes: () => bytes,
+    /** The parts to insert with the write, under the execution `id`. */
+    once: (id: string): CommitRequest["once"] =>
+      values.size === 0
+        ? undefined
+        : { table: TABLE, rows: Array.from(values, ([hash, value]) => ({ execution_id: id, hash, value })) }
+  }
+}
+
+/**
+ * `rows` with each text of `columns` that refers to stored values replaced by the value, read back
+ * whole (a `Resolved`); the others as they are. `idOf`: the execution a row belongs to. A part
+ * referred to many times is read, and held, once.
+ */
+export const resolveRows = <Row extends Record<string, unknown>>(
+  sql: SqlClient.SqlClient,
+  rows: ReadonlyArray<Row>,
+  columns: ReadonlyArray<string>,
+  idOf: (row: Row) => string
+) =>
+  Effect.gen(function*() {
+    const cells: Array<{ readonly at: number; readonly column: string; readonly parsed: unknown }> = []
+    const wanted = new Map<string, Set<string>>()
+    rows.forEach((row, at) => {
+      for (const column of columns) {
+        const text = row[column]
+        if (typeof text !== "string" || !hasReferences(text)) continue
+        const parsed = parseStored(text)
+        cells.push({ at, column, parsed })
+        const id = idOf(row)
+        wanted.set(id, referencesIn(parsed, wanted.get(id)))
+      }
+    })
+    if (cells.length === 0) return rows
+    const found = new Map<string, Map<string, unknown>>()
+    for (const [id, hashes] of wanted) {
+      const values = new Map<string, unknown>()
+      found.set(id, values)
+      let missing = Array.from(hashes)
+      while (missing.length > 0) {
+        const next = new Set<string>()
+        for (let at = 0; at < missing.length; at += HASHES_PER_READ) {
+          const read = yield* sql<{ hash: string; value: string }>`SELECT hash, value FROM ${sql(TABLE)}
+            WHERE execution_id = ${id} AND ${sql.in("hash", missing.slice(at, at + HASHES_PER_READ))}`
+          for (const { hash, value } of read) {
+            const parsed: unknown = JSON.parse(value)
+            values.set(hash, parsed)
+            for (const inner of referencesIn(parsed)) if (!values.has(inner)) next.add(inner)
+          }
+        }
+        missing = Array.from(next)
+      }
+    }
+    const resolved = rows.slice()
+    for (const { at, column, parsed } of cells) {
+      resolved[at] = { ...resolved[at], [column]: new Resolved(revive(parsed, found.get(idOf(rows[at]))!)) }
+    }
+    return resolved
+  })
