@@ -50,7 +50,7 @@ export const makeExecutionRecords = (store: ExecutionStore["Type"]) => ({
       const execution = found.value
       const bytes = execution.historyBytes ?? 0
       if (bytes > MAX_HISTORY_BYTES) {
-        // Only rows stored before the bound (migration 0017) can be this large.
+        // Only rows stored before the bound (migration 0018) can be this large.
         return yield* new BadRequest({
           message: `Execution ${executionId}'s events are ${formatBytes(bytes)}, over the ${formatBytes(MAX_HISTORY_BYTES)} a record shows whole: ` +
             `read them from GET /workflows/${execution.workflowId}/executions/${executionId}/stream`

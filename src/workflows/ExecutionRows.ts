@@ -73,7 +73,7 @@ export const ExecutionFromRow = Schema.Struct({
   createdAt: column(Schema.String, "created_at"),
   updatedAt: column(Schema.String, "updated_at"),
   endedAt: optionalColumn(Schema.String, "ended_at"),
-  /** The size of its events as JSON (what a reader of them receives); 0 for rows from before 0017 with no events. */
+  /** The size of its events as JSON (what a reader of them receives); 0 for rows from before 0018 with no events. */
   historyBytes: optionalColumn(NumberColumn, "history_bytes")
 })
 export interface Execution extends Schema.Schema.Type<typeof ExecutionFromRow> {}

@@ -169,5 +169,5 @@ export const workflowMigrations: Record<string, Migration> = {
   "0009_workflow_execution_owners": addExecutionOwners,
   "0010_workflow_idempotency_keys": createIdempotencyKeys,
   "0016_workflow_definition_hash": addDefinitionHashes,
-  "0017_workflow_values": addWorkflowValues
+  "0018_workflow_values": addWorkflowValues
 }
