@@ -4,6 +4,7 @@ import { type ExecutionHubs, isSettling } from "./ExecutionHubs.js"
 import { type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
 import { type ExecutionUpdate, resultEntry, resultOf, settledBy } from "./ExecutionViews.js"
 import type * as S from "./WorkflowSchemas.js"
+import { retryingRead } from "./storeRetry.js"
 
 /** An execution whose fiber was just started or woken, as that fiber holds it. */
 export interface Launched {
@@ -18,7 +19,8 @@ export interface Launched {
 export const makeExecutionWatch = (hubs: ExecutionHubs) =>
   Effect.gen(function*() {
     const store = yield* ExecutionStore
-    const reload = (id: string) => Effect.map(store.get(id), Option.getOrThrow)
+    // Reads a request makes while it waits: a store error (a connection reset) is tried again.
+    const reload = (id: string) => Effect.map(retryingRead(store.get(id)), Option.getOrThrow)
 
     /**
      * Completes when `fiber` has ended abnormally (died, or was interrupted) while the execution is
@@ -92,7 +94,7 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
         Stream.mapAccumEffect(lastSeq, (last, entry): Effect.Effect<readonly [number, ReadonlyArray<StoredEvent>]> => {
           if (entry.seq <= last) return Effect.succeed([last, []])
           if (entry.seq === last + 1) return Effect.succeed([entry.seq, [entry]])
-          return Effect.map(store.events(id, last), (missing) => [Math.max(entry.seq, missing.at(-1)?.seq ?? last), missing.length > 0 ? missing : [entry]])
+          return Effect.map(retryingRead(store.events(id, last)), (missing) => [Math.max(entry.seq, missing.at(-1)?.seq ?? last), missing.length > 0 ? missing : [entry]])
         }),
         Stream.flattenIterables
       )
@@ -113,7 +115,7 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
         const events = yield* hubs.subscribe(id, known.lastSeq)
         const fiber = yield* start
         const after = Math.min(afterSeq, known.lastSeq)
-        const stored = yield* store.events(id, after)
+        const stored = yield* retryingRead(store.events(id, after))
         const lastStored = stored.at(-1)?.seq ?? after
         const settledSince = stored.some((entry) => entry.seq > known.lastSeq && isSettling(entry.event))
         const live = !settledSince
@@ -135,7 +137,7 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
      */
     const replay = (known: Execution, afterSeq: number): Effect.Effect<Stream.Stream<ExecutionUpdate>> =>
       Effect.gen(function*() {
-        const stored = yield* store.events(known.id, afterSeq)
+        const stored = yield* retryingRead(store.events(known.id, afterSeq))
         // Resumed since it was read: the result must come from the row as it is now.
         const settled = (stored.at(-1)?.seq ?? 0) > known.lastSeq ? yield* reload(known.id) : known
         return Stream.fromIterable<ExecutionUpdate>([...stored, resultEntry(settled)])

@@ -183,7 +183,7 @@ export const WorkflowEngineLive = Layer.scoped(
     const startIfNew = (definition: WorkflowDefinition, execution: Execution) =>
       Effect.uninterruptible(Effect.gen(function*() {
         const opening = openingEvents(definition, execution)
-        if (Option.isNone(yield* record(execution.id, opening, store.create(execution, opening)))) return Option.none()
+        if (Option.isNone(yield* driver.open(execution, opening))) return Option.none()
         yield* Effect.logInfo("workflow started").pipe(
           Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
         )

@@ -1,0 +1,24 @@
+import { Effect, Predicate, Schedule } from "effect"
+
+/**
+ * How a store operation that failed (a connection reset, a failover) is tried again: at once, then
+ * 100 ms doubling, six times (6.3 s in all). Past that the failure stands.
+ */
+export const STORE_ERROR_RETRY = Schedule.exponential("100 millis").pipe(Schedule.intersect(Schedule.recurs(6)))
+
+/** A defect of the store's SQL (every store operation dies with its SqlError), wherever it surfaced. */
+export const isStoreDefect = (defect: unknown): boolean => Predicate.isTagged(defect, "SqlError")
+
+class StoreDefect {
+  constructor(readonly defect: unknown) {}
+}
+
+/**
+ * A read of the store (running it again changes nothing) tried again while it fails with a store
+ * defect (STORE_ERROR_RETRY); any other defect, or the last store defect, stands.
+ */
+export const retryingRead = <A, E>(read: Effect.Effect<A, E>): Effect.Effect<A, E> =>
+  Effect.retry(
+    Effect.catchAllDefect(read, (defect) => isStoreDefect(defect) ? Effect.fail(new StoreDefect(defect)) : Effect.die(defect)),
+    { schedule: STORE_ERROR_RETRY, while: (error) => error instanceof StoreDefect }
+  ).pipe(Effect.catchIf((error): error is StoreDefect => error instanceof StoreDefect, (error) => Effect.die(error.defect)))
