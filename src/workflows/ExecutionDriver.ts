@@ -74,36 +74,52 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
       }))
 
     /**
-     * After a held execution's write failed in the store, with its outcome unknown: the row read back.
-     * When its last events are the write's, it committed and only its answer was lost; when the claim
-     * still holds and they are not, it did not commit and runs again; otherwise the claim is lost
+     * After a write with events failed in the store, with its outcome unknown: the row read back. When
+     * its last events are the write's, it committed and only its answer was lost; otherwise it runs
+     * again (its own condition decides), unless it is a drive fiber's and its claim no longer holds
      * (none, as a refused write). Fails while the store fails.
      */
-    const settle = (claim: Claim, events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) =>
+    const settle = (
+      id: string,
+      claim: Claim | undefined,
+      events: ReadonlyArray<S.WorkflowEvent>,
+      write: Effect.Effect<Option.Option<number>>
+    ) =>
       Effect.gen(function*() {
-        const [holder] = yield* store.holders([claim.id])
+        const [holder] = yield* store.holders([id])
         if (holder === undefined) return Option.none<number>()
-        const tail = yield* store.events(claim.id, Math.max(0, holder.lastSeq - events.length))
+        const tail = yield* store.events(id, Math.max(0, holder.lastSeq - events.length))
         if (storedAre(tail, events)) return Option.some(holder.lastSeq)
-        const held = holder.status === "running" && holder.version === claim.version &&
-          (claim.owner === undefined || holder.owner === claim.owner)
-        return held ? yield* write : Option.none<number>()
+        const lost = claim !== undefined && !(holder.status === "running" && holder.version === claim.version &&
+          (claim.owner === undefined || holder.owner === claim.owner))
+        return lost ? Option.none<number>() : yield* write
       }).pipe(Effect.catchAllDefect(Effect.fail))
 
     /**
-     * A held execution's write (conditional on its claim) with its events: a store failure is never the
-     * execution's failure. The write is retried (STORE_ERROR_RETRY) until its outcome is known; past that,
-     * StoreUnavailable, and the fiber ends leaving the execution running for `goOn`.
+     * A conditional write with its events, recorded, where a store failure is retried (STORE_ERROR_RETRY)
+     * until its outcome is known; past that, StoreUnavailable.
      */
-    const checkpoint = (claim: Claim, events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) =>
-      record(claim.id, events, write).pipe(
+    const recordRetrying = (
+      id: string,
+      claim: Claim | undefined,
+      events: ReadonlyArray<S.WorkflowEvent>,
+      write: Effect.Effect<Option.Option<number>>
+    ) =>
+      record(id, events, write).pipe(
         Effect.catchAllDefect((defect) =>
           Effect.logWarning("a workflow write failed in the store; retrying it", defect).pipe(
-            Effect.zipRight(Effect.retry(record(claim.id, events, settle(claim, events, write)), STORE_ERROR_RETRY)),
+            Effect.zipRight(Effect.retry(record(id, events, settle(id, claim, events, write)), STORE_ERROR_RETRY)),
             Effect.mapError((cause) => new StoreUnavailable({ cause }))
           )
         )
       )
+
+    /**
+     * A held execution's write (conditional on its claim) with its events: a store failure is never the
+     * execution's failure. Past the retries the fiber ends, leaving the execution running for `goOn`.
+     */
+    const checkpoint = (claim: Claim, events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) =>
+      recordRetrying(claim.id, claim, events, write)
 
     /**
      * A fresh execution's opening write (its row and first events), retried as a checkpoint is. After a
@@ -338,6 +354,9 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
 
     return {
       record,
+      /** `record` for a request's write (cancel, suspend): a store failure is retried; past the retries, a defect. */
+      recordRetrying: (id: string, events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) =>
+        Effect.catchTag(recordRetrying(id, undefined, events, write), "StoreUnavailable", (error) => Effect.die(error.cause)),
       open,
       /** Fails a held execution with `message` (its store failing past the retries is a defect). */
       fail: (claim: Claim, execution: Execution, message: string) =>
