@@ -1,7 +1,10 @@
 /**
- * Chaos: workflow load while the service is SIGKILLed and restarted on the same database, races of
- * resume against cancel, then the invariants. Exits 1 on any violation.
- * Usage: npm run chaos [-- --seconds 60 --kills 10 --clients 6 --races 1000 --store sqlite|postgres --postgres URL]
+ * Chaos: workflow load while the service is SIGKILLed and restarted on the same database (and, on
+ * Postgres, its connections reset), races of resume against cancel, then the invariants. Exits 1 on
+ * any violation.
+ * Usage: npm run chaos [-- --seconds 60 --kills 10 --resets 5 --clients 6 --races 1000 --store sqlite|postgres --postgres URL]
+ * `--resets N` (Postgres; default 0): `pg_terminate_backend` of every connection to the database N
+ * times during the load; then an execution in error is a violation (as a 500 always is).
  * `--postgres URL` (implies `--store postgres`) is the server to create a fresh database on (dropped at
  * the end); by default postgres://postgres@127.0.0.1:5432/postgres.
  */
@@ -16,6 +19,7 @@ const { values } = parseArgs({
   options: {
     seconds: { type: "string" },
     kills: { type: "string" },
+    resets: { type: "string" },
     clients: { type: "string" },
     races: { type: "string" },
     store: { type: "string" },
@@ -36,9 +40,14 @@ const seconds = Math.max(1, count("seconds", values.seconds, 60))
 const kills = count("kills", values.kills, Math.max(1, Math.floor(seconds / 6)))
 const clients = Math.max(1, count("clients", values.clients, 6))
 const races = count("races", values.races, 1000)
+const resets = count("resets", values.resets, 0)
 const store = values.postgres !== undefined ? "postgres" : values.store ?? "sqlite"
 if (store !== "sqlite" && store !== "postgres") {
   console.error(`--store must be sqlite or postgres, got ${store}`)
+  process.exit(2)
+}
+if (resets > 0 && store !== "postgres") {
+  console.error("--resets needs --store postgres (connection resets are Postgres's)")
   process.exit(2)
 }
 
@@ -56,6 +65,7 @@ const main = async () => {
       databaseUrl: url,
       seconds,
       kills,
+      resets,
       clients,
       races,
       log: (line) => console.log(`[chaos ${((Date.now() - startedAt) / 1000).toFixed(1)}s] ${line}`)
@@ -64,6 +74,7 @@ const main = async () => {
     console.table([{
       seconds,
       kills: report.kills,
+      resets: report.resets,
       requests: report.requests,
       "cut by a kill": report.interrupted,
       "executions created": report.created,

@@ -10,9 +10,10 @@ import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 /** The bounded form of `npm run chaos`: a short load with two SIGKILLs, then 20 resume/cancel races. */
 const BOUNDED: Omit<ChaosOptions, "databaseUrl"> = { seconds: 8, kills: 2, clients: 4, races: 20, main: MAIN }
 
-const expectNoViolations = async (databaseUrl: string) => {
-  const report = await runChaos({ ...BOUNDED, databaseUrl })
-  expect(report.kills).toBe(2)
+const expectNoViolations = async (databaseUrl: string, options: Partial<ChaosOptions> = {}) => {
+  const report = await runChaos({ ...BOUNDED, ...options, databaseUrl })
+  expect(report.kills).toBe(options.kills ?? 2)
+  expect(report.resets).toBe(options.resets ?? 0)
   expect(report.created).toBeGreaterThan(20)
   expect(report.executionsChecked).toBeGreaterThanOrEqual(report.created)
   expect(report.violations).toEqual([])
@@ -30,4 +31,10 @@ describe("chaos: SIGKILL under workflow load, restart on the same database", () 
 
   it.scoped.skipIf(!postgresAvailable)("Postgres: the same invariants", () =>
     Effect.flatMap(freshPostgresDatabase, (databaseUrl) => Effect.promise(() => expectNoViolations(databaseUrl))), 120_000)
+})
+
+describe("chaos: Postgres connection resets under workflow load (issue #27 item 3)", () => {
+  it.scoped.skipIf(!postgresAvailable)("five resets, no kill: no 500, no execution in error, and the same invariants", () =>
+    Effect.flatMap(freshPostgresDatabase, (databaseUrl) =>
+      Effect.promise(() => expectNoViolations(databaseUrl, { kills: 0, resets: 5 }))), 120_000)
 })

@@ -1,8 +1,10 @@
 /**
  * Chaos: workflow load on the example workflows while the service is SIGKILLed at random moments and
- * restarted on the same database; then races of resume against cancel; then the invariants
- * (scripts/support/invariants.ts). Every loop is bounded in time and count; loopback only.
+ * restarted on the same database, and (Postgres) its connections reset; then races of resume against
+ * cancel; then the invariants (scripts/support/invariants.ts). Every loop is bounded in time and
+ * count; loopback only.
  */
+import { readStoredRows, resetConnections } from "./database.js"
 import { checkInvariants } from "./invariants.js"
 import { freePort, sleep } from "./service.js"
 import { Supervisor } from "./supervisor.js"
@@ -13,6 +15,12 @@ export interface ChaosOptions {
   readonly seconds: number
   /** SIGKILLs during the load (spread over it at random). */
   readonly kills: number
+  /**
+   * Postgres only: resets of every connection to the database (`pg_terminate_backend`) during the load,
+   * spread like the kills. A store error is never an execution's failure: with resets, an execution in
+   * error is a violation (a 500 always is).
+   */
+  readonly resets?: number
   /** Concurrent client loops. */
   readonly clients: number
   /** Resume-against-cancel trials on suspended `approval` executions, after the load. */
@@ -26,6 +34,7 @@ export interface ChaosReport {
   readonly interrupted: number
   readonly created: number
   readonly kills: number
+  readonly resets: number
   readonly races: { readonly trials: number; readonly resumeWon: number; readonly cancelWon: number }
   readonly executionsChecked: number
   readonly violations: ReturnType<Violations["summary"]>
@@ -47,6 +56,8 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
   const created = new Map<string, Known>()
   let requests = 0
   let interrupted = 0
+  const resets = options.resets ?? 0
+  let resetsDone = 0
   let sequence = 0
   const newId = (prefix: string) => `${prefix}-${process.pid}-${++sequence}`
 
@@ -129,8 +140,16 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
         downtime += Date.now() - killedAt
       }
     }
-    log(`load: ${options.clients} clients for ${options.seconds} s with ${options.kills} kills on ${redact(options.databaseUrl)}`)
-    await Promise.all([killer(), ...Array.from({ length: options.clients }, client)])
+    const resetter = async () => {
+      const slots = Array.from({ length: resets }, (_, i) => 0.1 + (0.8 * (i + Math.random())) / resets)
+      for (const slot of slots) {
+        while (upTime() < slot * loadMs) await sleep(Math.min(100, slot * loadMs - upTime()))
+        const ended = await resetConnections(options.databaseUrl)
+        log(`connection reset ${++resetsDone}/${resets}: ${ended} connections ended`)
+      }
+    }
+    log(`load: ${options.clients} clients for ${options.seconds} s with ${options.kills} kills and ${resets} connection resets on ${redact(options.databaseUrl)}`)
+    await Promise.all([killer(), resetter(), ...Array.from({ length: options.clients }, client)])
     await server.ensureUp()
 
     const races = await raceResumeAndCancel(server, options.races, violations, log)
@@ -138,11 +157,18 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
 
     log("checking the invariants")
     const executionsChecked = await checkInvariants(server, options.databaseUrl, created, violations, log)
+    if (resets > 0) {
+      // None of the example workflows fails on its own: an execution in error failed of a store error.
+      for (const { id } of (await readStoredRows(options.databaseUrl)).executions.filter((row) => row.status === "error")) {
+        violations.add("execution failed under connection resets", id)
+      }
+    }
     return {
       requests,
       interrupted,
       created: created.size,
       kills: server.kills,
+      resets: resetsDone,
       races: { trials: options.races, resumeWon: races.resumeWon, cancelWon: races.cancelWon },
       executionsChecked,
       violations: violations.summary()

@@ -51,3 +51,14 @@ export const readStoredRows = (databaseUrl: string): Promise<StoredRows> =>
       }
       return { executions: executions.map((row) => ({ id: row.id, status: row.status })), seqs }
     }))
+
+/**
+ * Ends every connection to the Postgres database at `url` but the one asking, as a failover or a
+ * pooler restart does (`pg_terminate_backend`); resolves to how many it ended.
+ */
+export const resetConnections = (url: string): Promise<number> =>
+  withClient(url, (sql) =>
+    Effect.map(
+      sql.unsafe(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`),
+      (rows) => rows.length
+    ))

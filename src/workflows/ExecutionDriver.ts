@@ -1,12 +1,13 @@
-import { Cause, Duration, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Schedule, Schema } from "effect"
+import { Cause, Data, Duration, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Schedule, Schema } from "effect"
 import { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ExecutionHubs } from "./ExecutionHubs.js"
 import type { ExecutionNotices } from "./ExecutionNotices.js"
 import { now } from "./ExecutionRows.js"
-import { type Claim, type Ending, type Execution, ExecutionStore } from "./ExecutionStore.js"
+import { type Claim, type Ending, type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
 import { countExecution } from "../observability/metrics/instruments.js"
 import { runStep, type StepEnv } from "./runner.js"
 import { jsonBytes, outputRefusal } from "./StoredValues.js"
+import { isStoreDefect, STORE_ERROR_RETRY } from "./storeRetry.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
 
@@ -27,6 +28,14 @@ export const openingEvents = (definition: WorkflowDefinition, execution: Executi
 
 /** How a fiber that died of a store failure waits for the store to answer again. */
 const STORE_RETRY = Schedule.exponential("1 second").pipe(Schedule.either(Schedule.spaced("30 seconds")))
+/** A write of a drive fiber that the store kept failing through STORE_ERROR_RETRY: no verdict on the execution. */
+class StoreUnavailable extends Data.TaggedError("StoreUnavailable")<{ readonly cause: unknown }> {}
+
+/** Whether the last stored events are these (the same type, origin and time each): a write that committed. */
+const storedAre = (stored: ReadonlyArray<StoredEvent>, events: ReadonlyArray<S.WorkflowEvent>) =>
+  stored.length === events.length && stored.every(({ event }, i) =>
+    event.type === events[i].type && event.from === events[i].from && event.timestamp === events[i].timestamp)
+
 /** The wait before the execution goes on after its `n`th death in a row (a store that reads but does not write). */
 const goOnDelay = (deaths: number) => Duration.seconds(Math.min(60, 2 ** (deaths - 1)))
 
@@ -58,12 +67,83 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
      * `lastSeq`). Uninterruptible, so events that are stored are also published (waiters wait for the
      * settling one).
      */
-    const record = (id: string, events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) =>
+    const record = <E>(id: string, events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>, E>) =>
       Effect.uninterruptible(Effect.tap(write, (lastSeq) => {
         if (Option.isNone(lastSeq)) return Effect.void
         notices.changed(id)
         return Effect.forEach(events, (event, i) => hubs.publish(id, { seq: lastSeq.value - events.length + 1 + i, event }), { discard: true })
       }))
+
+    /**
+     * After a write with events failed in the store, with its outcome unknown: the row read back. When
+     * its last events are the write's, it committed and only its answer was lost; otherwise it runs
+     * again (its own condition decides), unless it is a drive fiber's and its claim no longer holds
+     * (none, as a refused write). Fails while the store fails.
+     */
+    const settle = (
+      id: string,
+      claim: Claim | undefined,
+      events: ReadonlyArray<S.WorkflowEvent>,
+      write: Effect.Effect<Option.Option<number>>
+    ) =>
+      Effect.gen(function*() {
+        const [holder] = yield* store.holders([id])
+        if (holder === undefined) return Option.none<number>()
+        const tail = yield* store.events(id, Math.max(0, holder.lastSeq - events.length))
+        if (storedAre(tail, events)) return Option.some(holder.lastSeq)
+        const lost = claim !== undefined && !(holder.status === "running" && holder.version === claim.version &&
+          (claim.owner === undefined || holder.owner === claim.owner))
+        return lost ? Option.none<number>() : yield* write
+      }).pipe(Effect.catchAllDefect(Effect.fail))
+
+    /**
+     * A conditional write with its events, recorded, where a store failure is retried (STORE_ERROR_RETRY)
+     * until its outcome is known; past that, StoreUnavailable.
+     */
+    const recordRetrying = (
+      id: string,
+      claim: Claim | undefined,
+      events: ReadonlyArray<S.WorkflowEvent>,
+      write: Effect.Effect<Option.Option<number>>
+    ) =>
+      record(id, events, write).pipe(
+        Effect.catchAllDefect((defect) =>
+          Effect.logWarning("a workflow write failed in the store; retrying it", defect).pipe(
+            Effect.zipRight(Effect.retry(record(id, events, settle(id, claim, events, write)), STORE_ERROR_RETRY)),
+            Effect.mapError((cause) => new StoreUnavailable({ cause }))
+          )
+        )
+      )
+
+    /**
+     * A held execution's write (conditional on its claim) with its events: a store failure is never the
+     * execution's failure. Past the retries the fiber ends, leaving the execution running for `goOn`.
+     */
+    const checkpoint = (claim: Claim, events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) =>
+      recordRetrying(claim.id, claim, events, write)
+
+    /**
+     * A fresh execution's opening write (its row and first events), retried as a checkpoint is. After a
+     * failure the row is read back: this one's (its creation time and owner), it committed and only
+     * its answer was lost; absent, the write runs again; another's, the id is taken (none).
+     */
+    const open = (execution: Execution, events: ReadonlyArray<S.WorkflowEvent>) => {
+      const write = store.create(execution, events)
+      const settleOpening = Effect.gen(function*() {
+        const row = yield* store.get(execution.id)
+        if (Option.isNone(row)) return yield* write
+        const ours = row.value.createdAt === execution.createdAt && row.value.owner === execution.owner
+        return ours ? Option.some(row.value.lastSeq) : Option.none<number>()
+      }).pipe(Effect.catchAllDefect(Effect.fail))
+      return record(execution.id, events, write).pipe(
+        Effect.catchAllDefect((defect) =>
+          Effect.logWarning("a workflow's opening write failed in the store; retrying it", defect).pipe(
+            Effect.zipRight(Effect.retry(record(execution.id, events, settleOpening), STORE_ERROR_RETRY)),
+            Effect.orDie
+          )
+        )
+      )
+    }
 
     const checkResult = (definition: WorkflowDefinition, output: unknown): Ending =>
       Either.match(Schema.decodeUnknownEither(definition.result as Schema.Schema<unknown>)(output), {
@@ -115,7 +195,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             // Nothing left to run (a workflow without steps): only the ending remains.
             const ending = checkResult(definition, data)
             const event = endingEvent(definition, execution, ending)
-            if (Option.isSome(yield* record(id, [event], store.finish(claim, ending, event)))) yield* logEnding(ending)
+            if (Option.isSome(yield* checkpoint(claim, [event], store.finish(claim, ending, event)))) yield* logEnding(ending)
             return
           }
           while (index < steps.length) {
@@ -127,7 +207,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             }
             if (!started) {
               const start = stepStart(definition, execution, index, data)
-              if (Option.isNone(yield* record(id, [start], store.append(claim, [start])))) return
+              if (Option.isNone(yield* checkpoint(claim, [start], store.append(claim, [start])))) return
             }
             const outcome = yield* Effect.either(runStep(env, step, data, index === execution.stepIndex ? resumeData : undefined)).pipe(
               Effect.withSpan("workflow.step", {
@@ -147,7 +227,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               if (failure._tag === "StepFailed") return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`)
               const suspended = workflowEvent(execution, "workflow-suspended", step.id, "suspended", { stepIndex: index, reason: failure.reason })
               const suspension = { suspendedAt: suspended.timestamp, reason: failure.reason, stepIndex: index, stepId: step.id, data: failure.data }
-              if (Option.isSome(yield* record(id, [suspended], store.suspend({ ...claim, atStep: index }, suspension, suspended)))) {
+              if (Option.isSome(yield* checkpoint(claim, [suspended], store.suspend({ ...claim, atStep: index }, suspension, suspended)))) {
                 yield* countExecution("suspended")
                 yield* Effect.logInfo(`workflow suspended at ${step.id}: ${failure.reason}`)
               }
@@ -161,26 +241,31 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             data = outcome.right
             index++
             const completed = workflowEvent(execution, "step-complete", step.id, "success", { stepIndex: index - 1, stepType: step.type, output: data })
-            const checkpoint = { stepIndex: index, currentData: data, stepData: env.stepData }
+            const stepCheckpoint = { stepIndex: index, currentData: data, stepData: env.stepData }
             if (index < steps.length) {
               const events = [completed, stepStart(definition, execution, index, data)]
-              if (Option.isNone(yield* record(id, events, store.advance(claim, checkpoint, events)))) return
+              if (Option.isNone(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events)))) return
               started = true
             } else {
               const ending = checkResult(definition, data)
               const events = [completed, endingEvent(definition, execution, ending)]
-              if (Option.isSome(yield* record(id, events, store.advance(claim, checkpoint, events, ending)))) yield* logEnding(ending)
+              if (Option.isSome(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events, ending)))) yield* logEnding(ending)
             }
           }
         }).pipe(
-          // When the store itself fails, this fails again and the fiber dies: its waiters see that, and
-          // the execution goes on from its checkpoint once the store answers (see launch).
+          // A store that failed through the retries, wherever its SqlError surfaced (a step's agent
+          // call writes memory too), is no verdict on the execution: the fiber dies, its waiters see
+          // that, and the execution goes on from its checkpoint once the store answers (see launch).
+          // Any other defect fails the execution.
           Effect.catchAllDefect((defect) =>
-            Effect.logError("workflow execution crashed", defect).pipe(
-              Effect.zipRight(fail(claim, execution, "Internal error")),
-              Effect.zipRight(publishStored(id))
-            )
-          )
+            isStoreDefect(defect)
+              ? Effect.fail(new StoreUnavailable({ cause: defect }))
+              : Effect.logError("workflow execution crashed", defect).pipe(
+                Effect.zipRight(fail(claim, execution, "Internal error")),
+                Effect.zipRight(publishStored(id))
+              )
+          ),
+          Effect.catchTag("StoreUnavailable", (error) => Effect.zipRight(Effect.exit(publishStored(id)), Effect.die(error.cause)))
         )
       }).pipe(
         Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id }),
@@ -205,7 +290,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
       Effect.gen(function*() {
         const failed = workflowEvent(execution, "workflow-error", execution.workflowName, "error", { error: message })
         const ending: Ending = { status: "error", error: message }
-        if (Option.isSome(yield* record(execution.id, [failed], store.finish(claim, ending, failed)))) yield* logEnding(ending)
+        if (Option.isSome(yield* checkpoint(claim, [failed], store.finish(claim, ending, failed)))) yield* logEnding(ending)
       })
 
     /**
@@ -275,7 +360,13 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
 
     return {
       record,
-      fail,
+      /** `record` for a request's write (cancel, suspend): a store failure is retried; past the retries, a defect. */
+      recordRetrying: (id: string, events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) =>
+        Effect.catchTag(recordRetrying(id, undefined, events, write), "StoreUnavailable", (error) => Effect.die(error.cause)),
+      open,
+      /** Fails a held execution with `message` (its store failing past the retries is a defect). */
+      fail: (claim: Claim, execution: Execution, message: string) =>
+        Effect.catchTag(fail(claim, execution, message), "StoreUnavailable", (error) => Effect.die(error.cause)),
       launch,
       /** The execution's fiber, if one runs. */
       fiberOf: (id: string) => FiberMap.unsafeGet(fibers, id),

@@ -4,6 +4,7 @@ import { type ExecutionHubs, isSettling } from "./ExecutionHubs.js"
 import { type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
 import { type ExecutionUpdate, resultEntry, resultOf, settledBy } from "./ExecutionViews.js"
 import type * as S from "./WorkflowSchemas.js"
+import { retryingRead } from "./storeRetry.js"
 
 /**
  * Stored events a stream reads at a time: a reader holds one page (and the socket's buffer), never a
@@ -24,14 +25,15 @@ export interface Launched {
 export const makeExecutionWatch = (hubs: ExecutionHubs) =>
   Effect.gen(function*() {
     const store = yield* ExecutionStore
-    const reload = (id: string) => Effect.map(store.get(id), Option.getOrThrow)
+    // Reads a request makes while it waits: a store error (a connection reset) is tried again.
+    const reload = (id: string) => Effect.map(retryingRead(store.get(id)), Option.getOrThrow)
 
     /** The stored events numbered after `from` up to `to`, read page by page as the stream is pulled. */
     const paged = (id: string, from: number, to: number): Stream.Stream<StoredEvent> =>
       Stream.paginateChunkEffect(from, (cursor) =>
         cursor >= to
           ? Effect.succeed([Chunk.empty<StoredEvent>(), Option.none<number>()] as const)
-          : Effect.map(store.events(id, cursor, EVENTS_PER_PAGE), (page) => {
+          : Effect.map(retryingRead(store.events(id, cursor, EVENTS_PER_PAGE)), (page) => {
             const taken = page.filter((entry) => entry.seq <= to)
             const last = taken.at(-1)?.seq
             return [Chunk.unsafeFromArray(taken), last === undefined || taken.length < page.length ? Option.none() : Option.some(last)] as const
@@ -109,7 +111,7 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
         Stream.mapAccumEffect(lastSeq, (last, entry): Effect.Effect<readonly [number, ReadonlyArray<StoredEvent>]> => {
           if (entry.seq <= last) return Effect.succeed([last, []])
           if (entry.seq === last + 1) return Effect.succeed([entry.seq, [entry]])
-          return Effect.map(store.events(id, last), (missing) => [Math.max(entry.seq, missing.at(-1)?.seq ?? last), missing.length > 0 ? missing : [entry]])
+          return Effect.map(retryingRead(store.events(id, last)), (missing) => [Math.max(entry.seq, missing.at(-1)?.seq ?? last), missing.length > 0 ? missing : [entry]])
         }),
         Stream.flattenIterables
       )
@@ -131,7 +133,7 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
         const fiber = yield* start
         const after = Math.min(afterSeq, known.lastSeq)
         // Those stored since the row was read (few) are read now; the older ones as the client takes them.
-        const recent = yield* store.events(id, known.lastSeq)
+        const recent = yield* retryingRead(store.events(id, known.lastSeq))
         const lastStored = recent.at(-1)?.seq ?? known.lastSeq
         const settledSince = recent.some((entry) => isSettling(entry.event))
         const live = !settledSince
@@ -155,7 +157,7 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
       Effect.succeed(Stream.concat(
         paged(known.id, afterSeq, known.lastSeq),
         Stream.unwrap(Effect.gen(function*() {
-          const later = yield* store.events(known.id, Math.max(afterSeq, known.lastSeq))
+          const later = yield* retryingRead(store.events(known.id, Math.max(afterSeq, known.lastSeq)))
           // Resumed since it was read: the result must come from the row as it is now.
           const settled = later.length > 0 ? yield* reload(known.id) : known
           return Stream.fromIterable<ExecutionUpdate>([...later, resultEntry(settled)])

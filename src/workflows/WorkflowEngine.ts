@@ -17,6 +17,7 @@ import { makeExecutionRecords } from "./ExecutionRecords.js"
 import { describeStep, type ExecutionUpdate, stateOf, toJsonSchema } from "./ExecutionViews.js"
 import { startExecutionSupervisor } from "./ExecutionSupervisor.js"
 import { makeExecutionWatch } from "./ExecutionWatch.js"
+import { claimResumeRetrying, retryingRead } from "./storeRetry.js"
 import { makeInstanceRegistry } from "./InstanceRegistry.js"
 import { decodeWorkflowInput } from "./runner.js"
 import type { WorkflowDefinition } from "./Workflow.js"
@@ -117,7 +118,7 @@ export const WorkflowEngineLive = Layer.scoped(
     const notices = yield* makeExecutionNotices(instanceId)
     const hubs = yield* makeExecutionHubs
     const driver = yield* makeExecutionDriver(hubs, notices, instanceId)
-    const { launch, record } = driver
+    const { launch } = driver
     const watch = yield* makeExecutionWatch(hubs)
     const { follow, reload, replay, settleAfter } = watch
     const records = makeExecutionRecords(store)
@@ -127,7 +128,7 @@ export const WorkflowEngineLive = Layer.scoped(
     const findExecution = (workflowId: string, executionId: string, visibility: Visibility = EVERYONE) =>
       Effect.gen(function*() {
         const definition = yield* findWorkflow(workflowId)
-        const execution = yield* store.get(executionId)
+        const execution = yield* retryingRead(store.get(executionId))
         if (
           Option.isNone(execution) || execution.value.workflowId !== workflowId ||
           !canSee(visibility, execution.value.userId)
@@ -187,7 +188,7 @@ export const WorkflowEngineLive = Layer.scoped(
     const startIfNew = (definition: WorkflowDefinition, execution: Execution) =>
       Effect.uninterruptible(Effect.gen(function*() {
         const opening = openingEvents(definition, execution)
-        if (Option.isNone(yield* record(execution.id, opening, store.create(execution, opening)))) return Option.none()
+        if (Option.isNone(yield* driver.open(execution, opening))) return Option.none()
         yield* Effect.logInfo("workflow started").pipe(
           Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
         )
@@ -298,7 +299,7 @@ export const WorkflowEngineLive = Layer.scoped(
             const suspension = { suspendedAt: suspended.timestamp, reason, stepIndex, stepId: suspended.from }
             const claim = { id: executionId, version: execution.version, atStep: execution.stepIndex }
             const stored = yield* Effect.uninterruptible(Effect.tap(
-              record(executionId, [suspended], store.suspend(claim, suspension, suspended)),
+              driver.recordRetrying(executionId, [suspended], store.suspend(claim, suspension, suspended)),
               (seq) => Option.isSome(seq) ? driver.stop(executionId) : Effect.void
             ))
             if (Option.isSome(stored)) {
@@ -336,7 +337,7 @@ export const WorkflowEngineLive = Layer.scoped(
             )
           // Claim and launch are one uninterruptible action: a claimed execution always has a fiber.
           return yield* settleAfter(executionId, execution.lastSeq, Effect.uninterruptible(Effect.gen(function*() {
-            const claimed = yield* store.claimResume(execution, {
+            const claimed = yield* claimResumeRetrying(store, execution, {
               stepIndex,
               resumeData: decoded,
               owner: instanceId,
@@ -357,7 +358,7 @@ export const WorkflowEngineLive = Layer.scoped(
           const cancelled = workflowEvent(execution, "workflow-cancelled", execution.workflowName, "cancelled", { reason })
           // Stored first, then the fiber is interrupted: a fiber launched meanwhile has its first write refused.
           const stored = yield* Effect.uninterruptible(Effect.tap(
-            record(executionId, [cancelled], store.cancel(executionId, cancelled)),
+            driver.recordRetrying(executionId, [cancelled], store.cancel(executionId, cancelled)),
             (seq) => Option.isSome(seq) ? driver.stop(executionId) : Effect.void
           ))
           if (Option.isNone(stored)) return yield* notRunning(yield* reload(executionId))
