@@ -1,5 +1,5 @@
-import { Context, Effect, Either, Layer, Option, ParseResult, Schema, type Stream } from "effect"
-import { BadRequest, Conflict, type InternalError, NotFound, type UnprocessableEntity, ValidationError, type WorkflowFailed } from "../core/errors.js"
+import { Context, Effect, Either, Layer, Option, ParseResult, Schema } from "effect"
+import { BadRequest, Conflict, NotFound, ValidationError } from "../core/errors.js"
 import { getOrNotFound } from "../core/lookup.js"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { DuplicateDefinition } from "../core/definitionId.js"
@@ -14,7 +14,7 @@ import { makeExecutionNotices } from "./ExecutionNotices.js"
 import { type Execution, type ExecutionQuery, ExecutionStore } from "./ExecutionStore.js"
 import { countExecution } from "../observability/metrics/instruments.js"
 import { makeExecutionRecords } from "./ExecutionRecords.js"
-import { describeStep, type ExecutionUpdate, stateOf, toJsonSchema } from "./ExecutionViews.js"
+import { describeStep, stateOf, toJsonSchema } from "./ExecutionViews.js"
 import { startExecutionSupervisor } from "./ExecutionSupervisor.js"
 import { makeExecutionWatch } from "./ExecutionWatch.js"
 import { claimResumeRetrying, retryingRead } from "./storeRetry.js"
@@ -22,80 +22,11 @@ import { makeInstanceRegistry } from "./InstanceRegistry.js"
 import { decodeWorkflowInput } from "./runner.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
+import type { StartOptions, WorkflowEngineService } from "./WorkflowEngineContract.js"
 
-export interface StartOptions {
-  readonly user?: unknown
-  /** The user the execution belongs to. */
-  readonly userId?: string | undefined
-  /**
-   * Under an Idempotency-Key: gives the id to use for the execution the request would start as
-   * `executionId` (once the request is valid). The execution stored under it is then the one asked
-   * for, joined instead of refused.
-   */
-  readonly idempotent?: (executionId: string) => Effect.Effect<string, BadRequest | UnprocessableEntity>
-}
+export type { StartOptions } from "./WorkflowEngineContract.js"
 
-export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine, {
-  readonly list: Effect.Effect<ReadonlyArray<typeof S.WorkflowSummary.Type>>
-  readonly details: (id: string) => Effect.Effect<typeof S.WorkflowDetails.Type, NotFound>
-  /** Runs to the end or the first suspension. */
-  readonly execute: (
-    id: string,
-    request: S.ExecuteRequest,
-    options?: StartOptions
-  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | UnprocessableEntity | WorkflowFailed | InternalError>
-  /** Starts in the background. */
-  readonly run: (
-    id: string,
-    request: S.ExecuteRequest,
-    options?: StartOptions
-  ) => Effect.Effect<typeof S.RunStarted.Type, NotFound | ValidationError | BadRequest | UnprocessableEntity>
-  /** Starts and follows the execution's events until it settles, then its result. */
-  readonly stream: (
-    id: string,
-    request: S.ExecuteRequest,
-    options?: StartOptions
-  ) => Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest>, NotFound | ValidationError | BadRequest | UnprocessableEntity>
-  /** Replays the events after `afterSeq`, then follows live ones until the execution settles, then its result. */
-  // `visibility` (default: everyone's): another user's execution is not found, exactly like a missing one.
-  readonly attach: (
-    id: string,
-    executionId: string,
-    afterSeq: number,
-    visibility?: Visibility
-  ) => Effect.Effect<Stream.Stream<ExecutionUpdate>, NotFound>
-  readonly suspend: (
-    id: string,
-    executionId: string,
-    reason: string,
-    visibility?: Visibility
-  ) => Effect.Effect<typeof S.SuspendResult.Type, NotFound | BadRequest>
-  readonly resume: (
-    id: string,
-    executionId: string,
-    resumeData: unknown,
-    stepId?: string,
-    visibility?: Visibility
-  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | Conflict | WorkflowFailed | InternalError>
-  readonly cancel: (
-    id: string,
-    executionId: string,
-    reason: string,
-    visibility?: Visibility
-  ) => Effect.Effect<typeof S.CancelResult.Type, NotFound | BadRequest>
-  /** Deletes a finished execution with its events; a running or suspended one is refused (BadRequest). */
-  readonly remove: (
-    id: string,
-    executionId: string,
-    visibility?: Visibility
-  ) => Effect.Effect<typeof S.ExecutionDeleted.Type, NotFound | BadRequest>
-  readonly state: (id: string, executionId: string, visibility?: Visibility) => Effect.Effect<typeof S.ExecutionState.Type, NotFound>
-  readonly executions: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<typeof S.ExecutionRecord.Type>, NotFound>
-  /** One execution's whole record (a listing shows large ones as summaries). */
-  readonly record: (executionId: string, visibility?: Visibility) => Effect.Effect<typeof S.ExecutionRecord.Type, NotFound | BadRequest>
-  /** How many executions have live listeners (event hubs in memory): for tests and diagnostics. */
-  readonly liveEventHubs: Effect.Effect<number>
-}>() {}
+export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine, WorkflowEngineService>() {}
 
 /** The workflows the app serves (the composition root provides them). */
 export class RegisteredWorkflows extends Context.Tag("RegisteredWorkflows")<RegisteredWorkflows, ReadonlyArray<WorkflowDefinition>>() {}

@@ -1,0 +1,81 @@
+import type { Effect, Stream } from "effect"
+import type { BadRequest, Conflict, InternalError, NotFound, UnprocessableEntity, ValidationError, WorkflowFailed } from "../core/errors.js"
+import type { Visibility } from "../auth/Ownership.js"
+import type { ExecutionQuery } from "./ExecutionStore.js"
+import type { ExecutionUpdate } from "./ExecutionViews.js"
+import type * as S from "./WorkflowSchemas.js"
+
+export interface StartOptions {
+  readonly user?: unknown
+  /** The user the execution belongs to. */
+  readonly userId?: string | undefined
+  /**
+   * Under an Idempotency-Key: gives the id to use for the execution the request would start as
+   * `executionId` (once the request is valid). The execution stored under it is then the one asked
+   * for, joined instead of refused.
+   */
+  readonly idempotent?: (executionId: string) => Effect.Effect<string, BadRequest | UnprocessableEntity>
+}
+
+/** What the workflow engine offers (the WorkflowEngine tag's service). */
+export interface WorkflowEngineService {
+  readonly list: Effect.Effect<ReadonlyArray<typeof S.WorkflowSummary.Type>>
+  readonly details: (id: string) => Effect.Effect<typeof S.WorkflowDetails.Type, NotFound>
+  /** Runs to the end or the first suspension. */
+  readonly execute: (
+    id: string,
+    request: S.ExecuteRequest,
+    options?: StartOptions
+  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | UnprocessableEntity | WorkflowFailed | InternalError>
+  /** Starts in the background. */
+  readonly run: (
+    id: string,
+    request: S.ExecuteRequest,
+    options?: StartOptions
+  ) => Effect.Effect<typeof S.RunStarted.Type, NotFound | ValidationError | BadRequest | UnprocessableEntity>
+  /** Starts and follows the execution's events until it settles, then its result. */
+  readonly stream: (
+    id: string,
+    request: S.ExecuteRequest,
+    options?: StartOptions
+  ) => Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest>, NotFound | ValidationError | BadRequest | UnprocessableEntity>
+  /** Replays the events after `afterSeq`, then follows live ones until the execution settles, then its result. */
+  // `visibility` (default: everyone's): another user's execution is not found, exactly like a missing one.
+  readonly attach: (
+    id: string,
+    executionId: string,
+    afterSeq: number,
+    visibility?: Visibility
+  ) => Effect.Effect<Stream.Stream<ExecutionUpdate>, NotFound>
+  readonly suspend: (
+    id: string,
+    executionId: string,
+    reason: string,
+    visibility?: Visibility
+  ) => Effect.Effect<typeof S.SuspendResult.Type, NotFound | BadRequest>
+  readonly resume: (
+    id: string,
+    executionId: string,
+    resumeData: unknown,
+    stepId?: string,
+    visibility?: Visibility
+  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | Conflict | WorkflowFailed | InternalError>
+  readonly cancel: (
+    id: string,
+    executionId: string,
+    reason: string,
+    visibility?: Visibility
+  ) => Effect.Effect<typeof S.CancelResult.Type, NotFound | BadRequest>
+  /** Deletes a finished execution with its events; a running or suspended one is refused (BadRequest). */
+  readonly remove: (
+    id: string,
+    executionId: string,
+    visibility?: Visibility
+  ) => Effect.Effect<typeof S.ExecutionDeleted.Type, NotFound | BadRequest>
+  readonly state: (id: string, executionId: string, visibility?: Visibility) => Effect.Effect<typeof S.ExecutionState.Type, NotFound>
+  readonly executions: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<typeof S.ExecutionRecord.Type>, NotFound>
+  /** One execution's whole record (a listing shows large ones as summaries). */
+  readonly record: (executionId: string, visibility?: Visibility) => Effect.Effect<typeof S.ExecutionRecord.Type, NotFound | BadRequest>
+  /** How many executions have live listeners (event hubs in memory): for tests and diagnostics. */
+  readonly liveEventHubs: Effect.Effect<number>
+}
