@@ -1,6 +1,6 @@
 import { HttpApiBuilder, type HttpApp, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
-import { RpcSerialization, RpcServer } from "@effect/rpc"
+import { RpcServer } from "@effect/rpc"
 import { Effect, Layer, Option } from "effect"
 import { randomBytes } from "node:crypto"
 import { AuthPolicy, bearerToken } from "../auth/AuthPolicy.js"
@@ -10,6 +10,7 @@ import type { ServerConfigShape } from "../config/ServerConfig.js"
 import { messageOf } from "../core/errors.js"
 import { ANONYMOUS_MESSAGE_LIMIT, upgradeWithLimit } from "../http/WebSocketUpgrade.js"
 import { CONSOLE_VERDICT_HEADER, RpcAuthenticationLive } from "./authentication.js"
+import { BoundedJsonLive } from "./BoundedSerialization.js"
 import { RpcHandlersLive } from "./handlers.js"
 import { RPC_PATH, ServiceRpcs } from "./RpcContract.js"
 import { MAX_CONNECTIONS_PER_CALLER } from "./RpcLimits.js"
@@ -136,6 +137,6 @@ export const RpcRouteLive = (config: ServerConfigShape, routes: ReadonlyArray<Ro
       yield* router.get(RPC_PATH, guardedApp(app, { policy, bodyLimit: config.bodyLimit, withVerdict: consoleVerdict(config, nonce) }))
     })
   ).pipe(
-    Layer.provide([RpcHandlersLive, RpcAuthenticationLive(routes, nonce), RpcSerialization.layerJson])
+    Layer.provide([RpcHandlersLive, RpcAuthenticationLive(routes, nonce), BoundedJsonLive])
   )
 }
