@@ -158,11 +158,11 @@ describe("/rpc and /ws bounds, open configuration", () => {
             // Live log feeds: each sends its first chunk and then waits for an acknowledgement that never comes.
             for (let i = 1; i <= MAX_STREAMS_PER_CONNECTION + 3; i++) request(socket, String(i), "LiveLogs", { limit: 1 })
             const refused = await received.next((m) => m._tag === "Exit" && m.requestId === String(MAX_STREAMS_PER_CONNECTION + 3))
-            const open = new Set(received.messages.filter((m) => m._tag === "Chunk").map((m) => m.requestId))
             socket.send(JSON.stringify({ _tag: "Interrupt", requestId: "1" }))
             await received.next((m) => m._tag === "Exit" && m.requestId === "1")
-            request(socket, "again", "LiveLogs", { limit: 1 })
-            const again = await received.next((m) => (m._tag === "Chunk" || m._tag === "Exit") && m.requestId === "again")
+            request(socket, "100", "LiveLogs", { limit: 1 })
+            const again = await received.next((m) => (m._tag === "Chunk" || m._tag === "Exit") && m.requestId === "100")
+            const open = new Set(received.messages.filter((m) => m._tag === "Chunk" && m.requestId !== "100").map((m) => m.requestId))
             return { refused, open: open.size, again: again._tag }
           } finally {
             socket.close()

@@ -7,6 +7,7 @@ import {
   ExecutionFailed,
   Forbidden,
   NotFound,
+  TooManyRequests,
   Unauthorized,
   UnprocessableEntity,
   ValidationError
@@ -67,6 +68,12 @@ export class RpcAuthentication extends RpcMiddleware.Tag<RpcAuthentication>()("R
   provides: CurrentCaller
 }) {}
 
+/** Holds a connection to MAX_STREAMS_PER_CONNECTION open calls (src/rpc/RpcLimits.ts); another fails at once. */
+export class RpcStreamLimit extends RpcMiddleware.Tag<RpcStreamLimit>()("RpcStreamLimit", {
+  failure: TooManyRequests,
+  wrap: true
+}) {}
+
 export class ServiceRpcs extends RpcGroup.make(
   /** Twin of `POST /agents/:id/stream`. Interrupting the stream aborts the model call. */
   Rpc.make("AgentStream", {
@@ -103,7 +110,7 @@ export class ServiceRpcs extends RpcGroup.make(
     success: LogFeedMessage,
     stream: true
   })
-).middleware(RpcAuthentication) {}
+).middleware(RpcAuthentication).middleware(RpcStreamLimit) {}
 
 /** The path the group is served at (a WebSocket). */
 export const RPC_PATH = "/rpc"

@@ -13,7 +13,7 @@ import { CONSOLE_VERDICT_HEADER, RpcAuthenticationLive } from "./authentication.
 import { BoundedJsonLive } from "./BoundedSerialization.js"
 import { RpcHandlersLive } from "./handlers.js"
 import { RPC_PATH, ServiceRpcs } from "./RpcContract.js"
-import { MAX_CONNECTIONS_PER_CALLER } from "./RpcLimits.js"
+import { MAX_CONNECTIONS_PER_CALLER, RpcStreamLimitLive } from "./RpcLimits.js"
 import { boundedRpcSocket } from "./RpcSocket.js"
 
 interface Handshake {
@@ -137,6 +137,6 @@ export const RpcRouteLive = (config: ServerConfigShape, routes: ReadonlyArray<Ro
       yield* router.get(RPC_PATH, guardedApp(app, { policy, bodyLimit: config.bodyLimit, withVerdict: consoleVerdict(config, nonce) }))
     })
   ).pipe(
-    Layer.provide([RpcHandlersLive, RpcAuthenticationLive(routes, nonce), BoundedJsonLive])
+    Layer.provide([RpcHandlersLive, RpcAuthenticationLive(routes, nonce), RpcStreamLimitLive, BoundedJsonLive])
   )
 }
