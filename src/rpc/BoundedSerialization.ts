@@ -11,7 +11,7 @@ import { excerpt } from "../core/errors.js"
  */
 
 /** A line of a failure keeps this many characters, and a failure this many lines. */
-const LINE_CHARS = 240
+const LINE_CHARS = 512
 const LINES = 24
 /** A failure whose bounded JSON is still longer than this (many strings) is sent as one excerpt of it. */
 const MAX_FAILURE_CHARS = 8 * 1024
