@@ -10,6 +10,7 @@ import { type FuzzCase, fuzzCase, type KnownIds } from "./fuzz-cases.js"
 import { bodyText, describeBody } from "./fuzz-mutations.js"
 import { judge } from "./fuzz-oracle.js"
 import { postRoutes } from "./fuzz-routes.js"
+import { describeRpcCase, rpcCases, rpcProbes, sendRpcCase } from "./fuzz-rpc.js"
 import { getData, postData, send, type Service, startService } from "./fuzz-service.js"
 
 export interface FuzzOptions<Id extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R> {
@@ -24,6 +25,8 @@ export interface FuzzOptions<Id extends string, Groups extends HttpApiGroup.Http
   /** Per request; an answer that takes longer is a hang. */
   readonly timeoutMs?: number
   readonly onProgress?: (done: number, total: number) => void
+  /** Cases sent over /rpc after those over HTTP (default a quarter of `cases`), then the /rpc probes. */
+  readonly rpcCases?: number
 }
 
 export interface Violation {
@@ -196,6 +199,32 @@ export const fuzz = async <Id extends string, Groups extends HttpApiGroup.HttpAp
       }
     }
     await Promise.all(Array.from({ length: options.concurrency ?? 4 }, worker))
+    // The /rpc door: the same mutations as payloads of raw RPC requests, then the probes of items 4, 7, 8.
+    const rpcUrl = `ws://127.0.0.1:${service.port}/rpc`
+    const overRpc = stopped ? [] : rpcCases(options.seed, options.rpcCases ?? Math.ceil(options.cases / 4))
+    let nextRpc = 0
+    const rpcWorker = async () => {
+      while (!stopped && nextRpc < overRpc.length) {
+        const index = nextRpc++
+        const fuzzed = overRpc[index]!
+        const reason = await sendRpcCase(rpcUrl, fuzzed, timeoutMs)
+        count(statuses, "rpc")
+        if (dead()) {
+          if (!stopped) died(cases.length + index, undefined)
+          stopped = true
+          return
+        }
+        if (reason !== undefined) {
+          violations.push({ index: cases.length + index, route: `/rpc ${fuzzed.tag}`, mutation: fuzzed.mutation, request: describeRpcCase(fuzzed), reason })
+        }
+      }
+    }
+    await Promise.all(Array.from({ length: options.concurrency ?? 4 }, rpcWorker))
+    if (!stopped) {
+      for (const reason of await rpcProbes(rpcUrl)) {
+        violations.push({ index: cases.length + overRpc.length, route: "/rpc probes", mutation: "-", request: "-", reason })
+      }
+    }
     if (!stopped) {
       if (dead()) died(cases.length, undefined)
       else await alive(cases.length)

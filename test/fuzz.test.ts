@@ -19,6 +19,8 @@ describe("schema-derived fuzz of every POST route (node dist/main.js)", () => {
       // Every POST route was reached, and some requests ran to success (the fuzz is not only refused).
       expect(Object.entries(report.routes).filter(([, n]) => n === 0).map(([route]) => route), summary).toEqual([])
       expect(report.statuses["200"] ?? 0, summary).toBeGreaterThan(CASES_PER_MODE / 20)
+      // The same mutations went over /rpc too (then its probes of issue #27 items 4, 7 and 8).
+      expect(report.statuses["rpc"], summary).toBe(CASES_PER_MODE / 4)
     }
     expect(reports.flatMap((report) => report.violations).length, `${summary}\nreplay: FUZZ_SEED=${SEED} npx vitest run test/fuzz.test.ts`).toBe(0)
     console.log(reports.map((report) => formatReport(report).split("\n")[0]).join("\n"))

@@ -116,6 +116,11 @@ export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", {
   message: Schema.String
 }) {}
 
+/** The caller already holds as much as one caller may (e.g. streams on one /rpc connection). */
+export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooManyRequests", {
+  message: Schema.String
+}) {}
+
 /** The instance cannot take work now (draining, or its store does not answer). */
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
   message: Schema.String

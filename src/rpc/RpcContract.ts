@@ -7,10 +7,12 @@ import {
   ExecutionFailed,
   Forbidden,
   NotFound,
+  TooManyRequests,
   Unauthorized,
   UnprocessableEntity,
   ValidationError
 } from "../core/errors.js"
+import { jsonValueIssue } from "../http/JsonInput.js"
 import { Level, LogEntry } from "../observability/ObservabilitySchemas.js"
 import { ExecuteRequest, ExecutionResult, ExecutionStatus, IdempotencyKey, WorkflowEvent } from "../workflows/WorkflowSchemas.js"
 
@@ -58,6 +60,21 @@ export type LogFeedMessage = typeof LogFeedMessage.Type
 const NonNegativeInt = Schema.Int.pipe(Schema.nonNegative())
 
 /**
+ * A procedure's payload: first the rules every HTTP body is held to where it is parsed (src/http/JsonInput.ts:
+ * finite numbers, no NUL in a string or key, at most 64 levels of nesting), on the payload as it came, then
+ * its fields' schema. A payload that breaks a rule fails to decode, naming where, before any service sees it.
+ */
+const checkedPayload = <Fields extends Schema.Struct.Fields>(name: string, fields: Fields) =>
+  Schema.compose(
+    Schema.Unknown.pipe(Schema.filter((payload) => {
+      const issue = jsonValueIssue(payload)
+      return issue === undefined || ValidationError.fromIssues([issue]).message
+    })).annotations({ identifier: "JsonInput" }),
+    Schema.Struct(fields).annotations({ identifier: `${name} payload` }),
+    { strict: false }
+  ).annotations({ identifier: `${name} payload` })
+
+/**
  * Decides, per call, from the `authorization` header (`Bearer <JWT>`) and `x-console-access-key`, as the
  * HTTP route the procedure mirrors; provides the caller to the handler. Set the headers from the client
  * with `RpcClient.withHeaders` (or on the WebSocket handshake, where the client can).
@@ -67,31 +84,37 @@ export class RpcAuthentication extends RpcMiddleware.Tag<RpcAuthentication>()("R
   provides: CurrentCaller
 }) {}
 
+/** Holds a connection to MAX_STREAMS_PER_CONNECTION open calls (src/rpc/RpcLimits.ts); another fails at once. */
+export class RpcStreamLimit extends RpcMiddleware.Tag<RpcStreamLimit>()("RpcStreamLimit", {
+  failure: TooManyRequests,
+  wrap: true
+}) {}
+
 export class ServiceRpcs extends RpcGroup.make(
   /** Twin of `POST /agents/:id/stream`. Interrupting the stream aborts the model call. */
   Rpc.make("AgentStream", {
-    payload: { agentId: Schema.String, input: AgentInput, options: Schema.optional(GenerationOptions) },
+    payload: checkedPayload("AgentStream", { agentId: Schema.String, input: AgentInput, options: Schema.optional(GenerationOptions) }),
     success: AgentStreamEvent,
     error: Schema.Union(NotFound, ValidationError, ExecutionFailed, Forbidden),
     stream: true
   }),
   /** Twin of `POST /workflows/:id/stream`: starts an execution and follows it until it settles or suspends. */
   Rpc.make("WorkflowStream", {
-    payload: { workflowId: Schema.String, ...ExecuteRequest.fields, idempotencyKey: Schema.optional(IdempotencyKey) },
+    payload: checkedPayload("WorkflowStream", { workflowId: Schema.String, ...ExecuteRequest.fields, idempotencyKey: Schema.optional(IdempotencyKey) }),
     success: WorkflowUpdate,
     error: Schema.Union(NotFound, ValidationError, BadRequest, UnprocessableEntity, Forbidden),
     stream: true
   }),
   /** Twin of `GET /workflows/:id/executions/:executionId/stream`: the events numbered after `after` (default 0), then live ones. */
   Rpc.make("WorkflowAttach", {
-    payload: { workflowId: Schema.String, executionId: Schema.String, after: Schema.optional(NonNegativeInt) },
+    payload: checkedPayload("WorkflowAttach", { workflowId: Schema.String, executionId: Schema.String, after: Schema.optional(NonNegativeInt) }),
     success: WorkflowUpdate,
     error: NotFound,
     stream: true
   }),
   /** Twin of `/ws/logs` (a console route: the console key in production, own origin only). */
   Rpc.make("LiveLogs", {
-    payload: {
+    payload: checkedPayload("LiveLogs", {
       level: Schema.optional(Level),
       agentId: Schema.optional(Schema.String),
       workflowId: Schema.optional(Schema.String),
@@ -99,11 +122,11 @@ export class ServiceRpcs extends RpcGroup.make(
       conversationId: Schema.optional(Schema.String),
       /** How many of the newest matching entries the initial batch holds (default 100, at most 1000). */
       limit: Schema.optional(NonNegativeInt)
-    },
+    }),
     success: LogFeedMessage,
     stream: true
   })
-).middleware(RpcAuthentication) {}
+).middleware(RpcAuthentication).middleware(RpcStreamLimit) {}
 
 /** The path the group is served at (a WebSocket). */
 export const RPC_PATH = "/rpc"

@@ -4,6 +4,7 @@ import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { StartupError } from "../config/StartupError.js"
 import { messageOf } from "../core/errorMessages.js"
+import { rememberUpgradeHead } from "../http/WebSocketUpgrade.js"
 
 const SHUTDOWN_GRACE_MS = 3000
 
@@ -22,8 +23,12 @@ const describeListenError = (cause: unknown): string => {
  */
 export const NodeServerLive = (options: { readonly port: number; readonly host: string }) => {
   const server = createServer()
-  // A client reset during a WebSocket handshake must not crash the process.
-  server.on("upgrade", (_request, socket) => socket.on("error", () => {}))
+  // A client reset during a WebSocket handshake must not crash the process. Registered before the
+  // platform's handler, so the sockets' routes can complete the handshake with their own message limit.
+  server.on("upgrade", (request, socket, head) => {
+    socket.on("error", () => {})
+    rememberUpgradeHead(request, head)
+  })
   const listening = NodeHttpServer.layer(() => server, { port: options.port, host: options.host }).pipe(
     Layer.mapError((error) =>
       new StartupError({

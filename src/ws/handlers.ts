@@ -1,10 +1,12 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
 import { AuthPolicy } from "../auth/AuthPolicy.js"
+import { ServerConfig } from "../config/ServerConfig.js"
 import { ServiceApi } from "../Api.js"
 import { followLogs } from "../observability/logFollow.js"
 import { type LogEntry, LogStore } from "../observability/LogStore.js"
 import { logLimit } from "../http/Limits.js"
+import { ANONYMOUS_MESSAGE_LIMIT } from "../http/WebSocketUpgrade.js"
 import { entityOf } from "../observability/Span.js"
 import { TraceStore } from "../observability/TraceStore.js"
 import { forward, serve } from "./connection.js"
@@ -14,6 +16,7 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
     const policy = yield* AuthPolicy
     const logs = yield* LogStore
     const traces = yield* TraceStore
+    const { bodyLimit } = yield* ServerConfig
     const console = (key: string | undefined) =>
       policy.authorize({ routeClass: "console", method: "GET", path: "/ws", token: Option.none(), consoleKey: Option.fromNullable(key) })
 
@@ -33,6 +36,8 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
           }
           const claims = (user ?? null) as { sub?: unknown; id?: unknown } | null
           return yield* serve(request, {
+            // A socket a token let in (or where none is needed) may send what a request body may.
+            maxPayload: user !== null || !policy.jwtEnabled ? bodyLimit : ANONYMOUS_MESSAGE_LIMIT,
             onOpen: ({ send }) =>
               send({
                 type: "CONNECTION_TEST",
@@ -59,6 +64,8 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
         Effect.gen(function*() {
           yield* console(urlParams.key)
           return yield* serve(request, {
+            // The console feeds read nothing from their clients.
+            maxPayload: ANONYMOUS_MESSAGE_LIMIT,
             onOpen: (connection) =>
               Effect.gen(function*() {
                 const { initial, isNew, live } = yield* followLogs(logs, { ...urlParams, limit: logLimit(urlParams.limit) })
@@ -77,6 +84,8 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
             entry.workflowId !== undefined ? { type: "workflow", id: entry.workflowId } :
             entry.agentId !== undefined ? { type: "agent", id: entry.agentId } : undefined
           return yield* serve(request, {
+            // The console feeds read nothing from their clients.
+            maxPayload: ANONYMOUS_MESSAGE_LIMIT,
             onOpen: (connection) =>
               Effect.gen(function*() {
                 yield* forward(yield* traces.subscribe, (event) => {
