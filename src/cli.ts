@@ -27,6 +27,7 @@ Environment (every variable, commented, in .env.example; load a file with node -
   AI_BASE_URL          the provider's URL (openai-compatible: required, e.g. http://localhost:11434/v1)
   AI_API_KEY           the provider's key (or OPENAI_API_KEY, ANTHROPIC_API_KEY)
   JWT_SECRET           turns JWT authentication on: a shared secret or a PEM public key
+  JWT_ALLOW_NO_EXP     true: accept tokens without exp (default false: 401)
   NODE_ENV             production: Swagger UI off unless configured, console routes need a key
   SERVICE_CONSOLE_ACCESS_KEY  the x-console-access-key console routes need in production
   LOG_LEVEL            trace, debug, info (default), warn, error, none

@@ -30,4 +30,14 @@ describe("the server configuration", () => {
     expect(Redacted.value(fromEnv.databaseUrl)).toBe("file:/tmp/env.db")
     expect(Redacted.value(resolveServerConfig({}, {}).databaseUrl)).toBe("file:./.data/service.db")
   })
+
+  it("JWT: exp is required unless auth.allowNoExp or JWT_ALLOW_NO_EXP; the clock tolerance comes from verifyOptions", () => {
+    const secret = { JWT_SECRET: secrets.JWT_SECRET }
+    expect(resolveServerConfig({}, secret).auth.jwt).toMatchObject({ allowNoExp: false, clockToleranceSeconds: undefined })
+    expect(resolveServerConfig({}, { ...secret, JWT_ALLOW_NO_EXP: "true" }).auth.jwt?.allowNoExp).toBe(true)
+    const file = { auth: { allowNoExp: true, verifyOptions: { clockToleranceSeconds: 5 } } }
+    expect(resolveServerConfig(file, secret).auth.jwt).toMatchObject({ allowNoExp: true, clockToleranceSeconds: 5 })
+    expect(resolveServerConfig(file, { ...secret, JWT_ALLOW_NO_EXP: "false" }).auth.jwt?.allowNoExp).toBe(false)
+    expect(() => resolveServerConfig({}, { ...secret, JWT_ALLOW_NO_EXP: "yes" })).toThrow(/JWT_ALLOW_NO_EXP: must be true or false/)
+  })
 })

@@ -63,12 +63,17 @@ export const makeAuthPolicy = Effect.fnUntraced(function*(settings: AuthSettings
       : Effect.fail(new Unauthorized({ message: "Invalid console access key" }))
   }
 
+  // A verified token names its owner (`sub`, or the id `mapUser` gives): one without is refused, never
+  // taken as the anonymous owner whose records every other such token and no token at all would share.
   const callerOf = (token: string) =>
     Effect.flatMap(verifier!.verify(token), (claims) =>
-      Effect.tryPromise({
-        try: () => Promise.resolve(mapUser(claims)).then((user) => authenticatedCaller(adminRule, claims, user)),
-        catch: (error) => new Unauthorized({ message: `Invalid token: ${messageOf(error)}` })
-      }))
+      Effect.flatMap(
+        Effect.tryPromise({
+          try: () => Promise.resolve(mapUser(claims)).then((user) => authenticatedCaller(adminRule, claims, user)),
+          catch: (error) => new Unauthorized({ message: `Invalid token: ${messageOf(error)}` })
+        }),
+        (caller) => caller.userId === null ? Effect.fail(new Unauthorized({ message: "Invalid token: no subject" })) : Effect.succeed(caller)
+      ))
 
   const authorize = (request: AuthRequest): Effect.Effect<Caller, Unauthorized> => {
     if (request.routeClass === "console") return Effect.as(consoleAccess(request.consoleKey), SHARED_CALLER)

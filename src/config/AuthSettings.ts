@@ -18,7 +18,12 @@ export const AuthConfigFile = Schema.Struct({
     claim: Schema.String.pipe(Schema.minLength(1)),
     value: Schema.String
   })),
+  /** Accept tokens without `exp` (they never expire); off by default. JWT_ALLOW_NO_EXP=true also sets it. */
+  allowNoExp: Schema.optional(Schema.Boolean),
   verifyOptions: Schema.optional(Schema.Struct({
+    clockToleranceSeconds: Schema.optional(Schema.Int.pipe(
+      Schema.between(0, 300, { message: () => "must be an integer from 0 to 300" })
+    )),
     algorithms: Schema.optional(Schema.Array(Schema.String)),
     audience: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String))),
     issuer: Schema.optional(Schema.Union(Schema.String, Schema.Array(Schema.String)))
@@ -34,6 +39,10 @@ export interface JwtSettings {
   readonly algorithms?: ReadonlyArray<string> | undefined
   readonly audience?: string | ReadonlyArray<string> | undefined
   readonly issuer?: string | ReadonlyArray<string> | undefined
+  /** Accept tokens without `exp` (default: refused, `Invalid token: missing required "exp" claim`). */
+  readonly allowNoExp?: boolean | undefined
+  /** How far `iat`/`nbf` may be ahead of the clock and `exp` behind it (default 30 s). */
+  readonly clockToleranceSeconds?: number | undefined
   /** The claim (or role) whose holders see and manage every user's records (default `role: "admin"`). */
   readonly admin?: AdminRule | undefined
   /** Builds the user from the verified claims (default: the claims). Embedding programs set it in code. */

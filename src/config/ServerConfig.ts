@@ -171,6 +171,7 @@ const environment = Config.all({
   logFormat: variable("LOG_FORMAT"),
   model: modelSettingsConfig,
   jwtSecret: secret("JWT_SECRET"),
+  jwtAllowNoExp: booleanFrom("JWT_ALLOW_NO_EXP"),
   consoleKey: secret("SERVICE_CONSOLE_ACCESS_KEY"),
   otlpEndpoint: variable("OTEL_EXPORTER_OTLP_ENDPOINT"),
   metricExportIntervalMs: positive("OTEL_METRIC_EXPORT_INTERVAL"),
@@ -188,7 +189,7 @@ const environment = Config.all({
  */
 export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigShape> =>
   Config.mapOrFail(environment, (env) =>
-    Either.map(resolveAuth(file.auth, env.jwtSecret, env.consoleKey, env.production), (auth): ServerConfigShape => ({
+    Either.map(resolveAuth(file.auth, env), (auth): ServerConfigShape => ({
       port: file.port ?? DEFAULT_PORT,
       host: file.host ?? "127.0.0.1",
       bodyLimit: file.bodyLimit ?? DEFAULT_BODY_LIMIT,
@@ -243,10 +244,9 @@ export const resolveServerConfig = (file: ConfigFile = {}, env: Env = {}): Serve
  */
 const resolveAuth = (
   auth: ConfigFile["auth"],
-  envSecret: Option.Option<Redacted.Redacted<string>>,
-  consoleKey: Option.Option<Redacted.Redacted<string>>,
-  production: boolean
+  env: Pick<Config.Config.Success<typeof environment>, "jwtSecret" | "jwtAllowNoExp" | "consoleKey" | "production">
 ): Either.Either<AuthSettings, ConfigError.ConfigError> => {
+  const { consoleKey, jwtSecret: envSecret, production } = env
   let secret: Redacted.Redacted<string> | undefined
   if (auth?.publicKeyFile !== undefined) {
     const path = auth.publicKeyFile
@@ -273,7 +273,9 @@ const resolveAuth = (
       admin: auth?.admin,
       algorithms: auth?.verifyOptions?.algorithms,
       audience: auth?.verifyOptions?.audience,
-      issuer: auth?.verifyOptions?.issuer
+      issuer: auth?.verifyOptions?.issuer,
+      clockToleranceSeconds: auth?.verifyOptions?.clockToleranceSeconds,
+      allowNoExp: Option.getOrElse(env.jwtAllowNoExp, () => auth?.allowNoExp ?? false)
     }
   })
 }
