@@ -343,7 +343,7 @@ describe("console access policy", () => {
     consoleKey: Option.fromNullable(key)
   })
   const outcome = (settings: AuthSettings, key?: string) =>
-    Effect.runPromise(Effect.either(Effect.flatMap(makeAuthPolicy(settings), (policy) => policy.authorize(consoleRequest(key))))).then((e) =>
+    Effect.runPromise(Effect.either(Effect.flatMap(makeAuthPolicy(settings, "127.0.0.1"), (policy) => policy.authorize(consoleRequest(key))))).then((e) =>
       e._tag === "Right" ? "ok" : e.left.message
     )
 

@@ -1,4 +1,5 @@
 import { Redacted, Schema } from "effect"
+import { isIP } from "node:net"
 
 /** The claim (or role) that makes a caller an administrator: `auth.admin` in the config file. */
 export interface AdminRule {
@@ -59,3 +60,18 @@ export interface AuthSettings {
   readonly production: boolean
   readonly consoleKey?: Redacted.Redacted<string> | undefined
 }
+
+/** Whether `host` (an address to listen on) is a loopback address or name. */
+export const isLoopbackHost = (host: string): boolean => {
+  const address = host.replace(/^\[(.*)\]$/, "$1").toLowerCase()
+  return address === "localhost" || address === "::1" || (isIP(address) === 4 && address.startsWith("127."))
+}
+
+/**
+ * How console routes are reached: `open` outside production on a loopback address only; on any other
+ * address, or in production, they need SERVICE_CONSOLE_ACCESS_KEY (`key`), and are `closed` without one.
+ */
+export type ConsoleAccess = "open" | "key" | "closed"
+
+export const consoleAccessOf = (auth: AuthSettings, host: string): ConsoleAccess =>
+  !auth.production && isLoopbackHost(host) ? "open" : auth.consoleKey === undefined ? "closed" : "key"
