@@ -49,6 +49,12 @@ export const ConfigFile = Schema.Struct({
     executions: Schema.optional(RetentionLimits),
     conversations: Schema.optional(RetentionLimits)
   })),
+  http: Schema.optional(Schema.Struct({
+    headersTimeoutSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
+    requestTimeoutSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
+    maxConnectionsPerClient: Schema.optional(Schema.Int.pipe(Schema.nonNegative()))
+  })),
+  publicUrl: Schema.optional(Schema.String.pipe(Schema.filter((url) => publicUrlProblem(url) ?? true))),
   workflows: Schema.optional(Schema.Struct({
     leaseSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
     pollMs: Schema.optional(Schema.Int.pipe(Schema.positive())),
@@ -100,6 +106,35 @@ export interface ServerConfigShape {
    */
   readonly instanceId: string
   readonly workflows: WorkflowSettings
+  readonly http: HttpSettings
+  /**
+   * Where clients reach the service (SERVICE_PUBLIC_URL or `publicUrl`; http or https), for the URLs it
+   * states about itself (the A2A card); unset: the listening address.
+   */
+  readonly publicUrl?: string | undefined
+}
+
+/** Node's HTTP server bounds (the `http` section of the config file, or HTTP_* variables). */
+export interface HttpSettings {
+  /** A request's headers must arrive within this long (HTTP_HEADERS_TIMEOUT_SECONDS, 10 s), else 408. */
+  readonly headersTimeoutMs: number
+  /** The whole request, body included, within this long (HTTP_REQUEST_TIMEOUT_SECONDS, 60 s), else 408. */
+  readonly requestTimeoutMs: number
+  /**
+   * Open connections from one remote address (HTTP_MAX_CONNECTIONS_PER_CLIENT, 256; 0: no cap); one
+   * more is answered 503 and closed. Loopback peers are not counted (a proxy on this host is many clients).
+   */
+  readonly maxConnectionsPerClient: number
+}
+
+/** Why `raw` cannot be the public URL (not an absolute http or https URL), or undefined. */
+export const publicUrlProblem = (raw: string): string | undefined => {
+  try {
+    const url = new URL(raw)
+    return url.protocol === "http:" || url.protocol === "https:" ? undefined : `must be an http or https URL, got ${url.protocol}`
+  } catch {
+    return "must be an absolute http or https URL"
+  }
 }
 
 export interface WorkflowSettings {
@@ -180,7 +215,15 @@ const environment = Config.all({
   leaseMs: Config.map(positive("WORKFLOW_LEASE_SECONDS"), seconds),
   pollMs: positive("WORKFLOW_POLL_MS"),
   drainMs: Config.map(positive("SHUTDOWN_GRACE_SECONDS", true), seconds),
-  idempotencyKeyHours: positive("IDEMPOTENCY_KEY_HOURS")
+  idempotencyKeyHours: positive("IDEMPOTENCY_KEY_HOURS"),
+  headersTimeoutMs: Config.map(positive("HTTP_HEADERS_TIMEOUT_SECONDS"), seconds),
+  requestTimeoutMs: Config.map(positive("HTTP_REQUEST_TIMEOUT_SECONDS"), seconds),
+  maxConnectionsPerClient: named("HTTP_MAX_CONNECTIONS_PER_CLIENT", (raw) =>
+    /^\d+$/.test(raw) ? Either.right(Number(raw)) : Either.left(`must be a non-negative integer, got "${raw}"`)),
+  publicUrl: named("SERVICE_PUBLIC_URL", (raw) => {
+    const problem = publicUrlProblem(raw)
+    return problem === undefined ? Either.right(raw) : Either.left(problem)
+  })
 })
 
 /**
@@ -228,7 +271,13 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
         pollMs: Option.getOrElse(env.pollMs, () => file.workflows?.pollMs ?? 1_000),
         drainMs: Option.getOrElse(env.drainMs, () => (file.workflows?.drainSeconds ?? 10) * 1000),
         idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS
-      }
+      },
+      http: {
+        headersTimeoutMs: Option.getOrElse(env.headersTimeoutMs, () => (file.http?.headersTimeoutSeconds ?? 10) * 1000),
+        requestTimeoutMs: Option.getOrElse(env.requestTimeoutMs, () => (file.http?.requestTimeoutSeconds ?? 60) * 1000),
+        maxConnectionsPerClient: Option.getOrElse(env.maxConnectionsPerClient, () => file.http?.maxConnectionsPerClient ?? 256)
+      },
+      publicUrl: Option.getOrUndefined(env.publicUrl) ?? file.publicUrl
     })))
 
 /**
