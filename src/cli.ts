@@ -30,7 +30,7 @@ Environment (every variable, commented, in .env.example; load a file with node -
   JWT_SECRET           turns JWT authentication on: a shared secret or a PEM public key
   JWT_ALLOW_NO_EXP     true: accept tokens without exp (default false: 401)
   NODE_ENV             production: Swagger UI off unless configured, console routes need a key
-  SERVICE_CONSOLE_ACCESS_KEY  the x-console-access-key console routes need in production
+  SERVICE_CONSOLE_ACCESS_KEY  the x-console-access-key console routes need in production or off loopback
   LOG_LEVEL            trace, debug, info (default), warn, error, none
   LOG_FORMAT           pretty, logfmt, json (default: pretty on a terminal, else logfmt)
   OTEL_EXPORTER_OTLP_ENDPOINT  also export spans, metrics and logs over OTLP/HTTP to this URL
