@@ -54,7 +54,7 @@ const authorizations = async (): Promise<Record<AuthKind, string | undefined>> =
 /** Environment of the child: none of the caller's service settings, a registry that is never reached. */
 const childEnv = (dir: string, closedPort: number) => {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) =>
-    !/^(AI_|OPENAI_|ANTHROPIC_|DATABASE_URL$|JWT_SECRET$|SERVICE_|LOG_LEVEL$|NODE_ENV$|PORT$|OTEL_|npm_config_registry$|NPM_CONFIG_REGISTRY$)/.test(key)
+    !/^(AI_|OPENAI_|ANTHROPIC_|DATABASE_URL$|JWT_|HTTP_(HEADERS|REQUEST)_TIMEOUT_SECONDS$|HTTP_MAX_CONNECTIONS_PER_CLIENT$|SERVICE_|LOG_LEVEL$|NODE_ENV$|PORT$|OTEL_|npm_config_registry$|NPM_CONFIG_REGISTRY$)/.test(key)
   ))
   return {
     ...inherited,
