@@ -34,8 +34,10 @@ const freePort = (): Promise<number> =>
     })
   })
 
+// Issued an hour before it expires, or now if that is sooner: an `iat` ahead of the clock is refused.
 const sign = (secret: string, expiresAt: number) =>
-  new SignJWT({ sub: "fuzz" }).setProtectedHeader({ alg: "HS256" }).setIssuedAt(expiresAt - 3600).setExpirationTime(expiresAt)
+  new SignJWT({ sub: "fuzz" }).setProtectedHeader({ alg: "HS256" })
+    .setIssuedAt(Math.min(expiresAt - 3600, Math.floor(Date.now() / 1000))).setExpirationTime(expiresAt)
     .sign(new TextEncoder().encode(secret))
 
 const authorizations = async (): Promise<Record<AuthKind, string | undefined>> => {
