@@ -34,8 +34,10 @@ const freePort = (): Promise<number> =>
     })
   })
 
+// Issued an hour before it expires, or now if that is sooner: an `iat` ahead of the clock is refused.
 const sign = (secret: string, expiresAt: number) =>
-  new SignJWT({ sub: "fuzz" }).setProtectedHeader({ alg: "HS256" }).setIssuedAt(expiresAt - 3600).setExpirationTime(expiresAt)
+  new SignJWT({ sub: "fuzz" }).setProtectedHeader({ alg: "HS256" })
+    .setIssuedAt(Math.min(expiresAt - 3600, Math.floor(Date.now() / 1000))).setExpirationTime(expiresAt)
     .sign(new TextEncoder().encode(secret))
 
 const authorizations = async (): Promise<Record<AuthKind, string | undefined>> => {
@@ -54,7 +56,7 @@ const authorizations = async (): Promise<Record<AuthKind, string | undefined>> =
 /** Environment of the child: none of the caller's service settings, a registry that is never reached. */
 const childEnv = (dir: string, closedPort: number) => {
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) =>
-    !/^(AI_|OPENAI_|ANTHROPIC_|DATABASE_URL$|JWT_SECRET$|SERVICE_|LOG_LEVEL$|NODE_ENV$|PORT$|OTEL_|npm_config_registry$|NPM_CONFIG_REGISTRY$)/.test(key)
+    !/^(AI_|OPENAI_|ANTHROPIC_|DATABASE_URL$|JWT_|HTTP_(HEADERS|REQUEST)_TIMEOUT_SECONDS$|HTTP_MAX_CONNECTIONS_PER_CLIENT$|SERVICE_|LOG_LEVEL$|NODE_ENV$|PORT$|OTEL_|npm_config_registry$|NPM_CONFIG_REGISTRY$)/.test(key)
   ))
   return {
     ...inherited,

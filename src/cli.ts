@@ -16,7 +16,8 @@ Options:
   --port N             port to listen on (default 3141; 0 picks a free one; PORT is never read)
   --host H             address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)
   --config FILE        JSON config file: port, host, bodyLimit, enableSwaggerUI, cors, storage.url, auth,
-                       instanceId, observability, retention, agents, workflows (unknown fields exit 2);
+                       instanceId, observability, retention, agents, workflows, http, publicUrl
+                       (unknown fields exit 2);
                        flags win over the file, the environment over both
   -h, --help           print this and exit
 
@@ -28,14 +29,18 @@ Environment (every variable, commented, in .env.example; load a file with node -
   AI_API_KEY           the provider's key (or OPENAI_API_KEY, ANTHROPIC_API_KEY)
   PROVIDER_OPTIONS_ALLOW  provider.key list callers may set in options.providerOptions (default none)
   JWT_SECRET           turns JWT authentication on: a shared secret or a PEM public key
+  JWT_ALLOW_NO_EXP     true: accept tokens without exp (default false: 401)
   NODE_ENV             production: Swagger UI off unless configured, console routes need a key
-  SERVICE_CONSOLE_ACCESS_KEY  the x-console-access-key console routes need in production
+  SERVICE_CONSOLE_ACCESS_KEY  the x-console-access-key console routes need in production or off loopback
   LOG_LEVEL            trace, debug, info (default), warn, error, none
   LOG_FORMAT           pretty, logfmt, json (default: pretty on a terminal, else logfmt)
   OTEL_EXPORTER_OTLP_ENDPOINT  also export spans, metrics and logs over OTLP/HTTP to this URL
   OTEL_METRIC_EXPORT_INTERVAL  milliseconds between OTLP metric exports (default 60000)
   OBSERVABILITY_RECORD_CONTENT  true: model spans keep prompts and completions (default false)
   SERVICE_INSTANCE_ID  this instance's name among several on one Postgres (default host-pid-random)
+  HTTP_HEADERS_TIMEOUT_SECONDS (10), HTTP_REQUEST_TIMEOUT_SECONDS (60)  time to send headers, whole request (else 408)
+  HTTP_MAX_CONNECTIONS_PER_CLIENT  open connections per remote address, loopback not counted (256; 0: none)
+  SERVICE_PUBLIC_URL   the service's public http(s) URL, for the A2A card (default: the listening address)
   WORKFLOW_LEASE_SECONDS (15), WORKFLOW_POLL_MS (1000), SHUTDOWN_GRACE_SECONDS (10),
   IDEMPOTENCY_KEY_HOURS (24)  workflow ownership, drain on shutdown, Idempotency-Key memory
 

@@ -19,11 +19,14 @@ const RSA_PEM = await exportSPKI(rsa.publicKey)
 const secretKey = (secret: string) => new TextEncoder().encode(secret)
 const now = () => Math.floor(Date.now() / 1000)
 
-const sign = (claims: Record<string, unknown>, options: { secret?: string; alg?: string; exp?: number; nbf?: number } = {}) => {
+const sign = (
+  claims: Record<string, unknown>,
+  options: { secret?: string; alg?: string; exp?: number | null; nbf?: number; iat?: number } = {}
+) => {
   const jwt = new SignJWT({ sub: "ada", role: "admin", ...claims })
     .setProtectedHeader({ alg: options.alg ?? "HS256" })
-    .setIssuedAt()
-    .setExpirationTime(options.exp ?? now() + 3600)
+    .setIssuedAt(options.iat)
+  if (options.exp !== null) jwt.setExpirationTime(options.exp ?? now() + 3600)
   if (options.nbf !== undefined) jwt.setNotBefore(options.nbf)
   return jwt.sign(secretKey(options.secret ?? SECRET))
 }
@@ -39,7 +42,14 @@ const tokens = {
   hmacWithPublicKey: await sign({}, { secret: RSA_PEM }),
   wrongAudience: await sign({ aud: "someone-else", iss: "issuer" }),
   wrongIssuer: await sign({ aud: "service", iss: "impostor" }),
-  rightAudience: await sign({ aud: "service", iss: "issuer" })
+  rightAudience: await sign({ aud: "service", iss: "issuer" }),
+  noSubject: await sign({ sub: undefined, role: "user" }),
+  emptySubject: await sign({ sub: "", role: "user" }),
+  noExp: await sign({}, { exp: null }),
+  issuedInTheFuture: await sign({}, { iat: now() + 600 }),
+  issuedWithinSkew: await sign({}, { iat: now() + 10 }),
+  notBeforeWithinSkew: await sign({}, { nbf: now() + 10 }),
+  expiredWithinSkew: await sign({}, { exp: now() - 10 })
 }
 
 const seen: Array<unknown> = []
@@ -128,6 +138,33 @@ layer(TestServerLive({ app, config: { auth: jwt() } }), { excludeTestServices: t
       expect(rs.status).toBe(401)
       const garbage = yield* call(url, routes.execution, "not.a.jwt")
       expect(garbage.body.error).toMatch(/^Invalid token: /)
+    }))
+
+  it.effect("a verified token without a subject (or with an empty one) is refused, not the anonymous owner", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      for (const token of [tokens.noSubject, tokens.emptySubject]) {
+        const executed = yield* fetchJson(`${url}/workflows/who/execute`, {
+          method: "POST",
+          headers: { "content-type": "application/json", ...bearer(token) },
+          body: JSON.stringify({ input: {} })
+        })
+        expect(executed).toMatchObject({ status: 401, body: { success: false, error: "Invalid token: no subject" } })
+        expect((yield* call(url, routes.execution, token)).body.error).toBe("Invalid token: no subject")
+      }
+    }))
+
+  it.effect("exp is required; iat and nbf may be at most 30 s ahead, exp at most 30 s behind", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const noExp = yield* call(url, routes.execution, tokens.noExp)
+      expect(noExp).toMatchObject({ status: 401, body: { error: 'Invalid token: missing required "exp" claim' } })
+      const future = yield* call(url, routes.execution, tokens.issuedInTheFuture)
+      expect(future.status).toBe(401)
+      expect(future.body.error).toMatch(/^Invalid token: "iat" claim .*in the past/)
+      expect((yield* call(url, routes.execution, tokens.issuedWithinSkew)).status).toBe(200)
+      expect((yield* call(url, routes.execution, tokens.notBeforeWithinSkew)).status).toBe(200)
+      expect((yield* call(url, routes.execution, tokens.expiredWithinSkew)).status).toBe(200)
     }))
 
   it.effect("authentication is checked before the body; the dev header never bypasses JWT; unknown routes stay 404", () =>
@@ -264,6 +301,39 @@ layer(
     }))
 })
 
+layer(
+  TestServerLive({ app, config: { auth: jwt({ allowNoExp: true, clockToleranceSeconds: 0 }) } }),
+  { excludeTestServices: true }
+)("JWT allowing tokens without exp, with no clock tolerance", (it) => {
+  it.effect("a token without exp passes; nothing ahead of the clock does", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      expect((yield* call(url, routes.execution, tokens.noExp)).status).toBe(200)
+      expect((yield* call(url, routes.execution, tokens.notBeforeWithinSkew)).status).toBe(401)
+      expect((yield* call(url, routes.execution, tokens.issuedWithinSkew)).status).toBe(401)
+      expect((yield* call(url, routes.execution, tokens.expiredWithinSkew)).body.error).toBe("Token expired")
+    }))
+})
+
+layer(
+  TestServerLive({ app, config: { auth: jwt({ mapUser: (claims) => ({ id: claims.email ?? null }) }) } }),
+  { excludeTestServices: true }
+)("mapUser supplying the user id", (it) => {
+  it.effect("a token without sub passes when mapUser gives an id, and is refused when it does not", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const withEmail = yield* Effect.promise(() => sign({ sub: undefined, email: "ada@example.com" }))
+      const who = yield* fetchJson(`${url}/tools/whoami/execute`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...bearer(withEmail) },
+        body: "{}"
+      })
+      expect(who.status).toBe(200)
+      expect(who.body.data.result.user).toEqual({ id: "ada@example.com" })
+      expect((yield* call(url, routes.execution, tokens.noSubject)).body.error).toBe("Invalid token: no subject")
+    }))
+})
+
 describe("console access policy", () => {
   const consoleRequest = (key?: string) => ({
     routeClass: "console" as const,
@@ -273,7 +343,7 @@ describe("console access policy", () => {
     consoleKey: Option.fromNullable(key)
   })
   const outcome = (settings: AuthSettings, key?: string) =>
-    Effect.runPromise(Effect.either(Effect.flatMap(makeAuthPolicy(settings), (policy) => policy.authorize(consoleRequest(key))))).then((e) =>
+    Effect.runPromise(Effect.either(Effect.flatMap(makeAuthPolicy(settings, "127.0.0.1"), (policy) => policy.authorize(consoleRequest(key))))).then((e) =>
       e._tag === "Right" ? "ok" : e.left.message
     )
 

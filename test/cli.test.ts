@@ -240,10 +240,10 @@ describe("node dist/main.js", () => {
         `  OpenAPI   ${url}/doc`,
         "  model     m (openai-compatible at http://127.0.0.1:9/v1)",
         `  storage   Postgres 127.0.0.1:${database.port || 5432}${database.pathname}`,
-        "  auth      JWT (shared secret), execution routes need a bearer token; console routes open (not production)"
+        "  auth      JWT (shared secret), execution routes need a bearer token; console routes open (not production, loopback)"
       ].join("\n"))
       // A call that fails at the provider, and one with a forged token, log what they log.
-      const token = await new SignJWT({ sub: "ann" }).setProtectedHeader({ alg: "HS256" })
+      const token = await new SignJWT({ sub: "ann" }).setProtectedHeader({ alg: "HS256" }).setExpirationTime("1h")
         .sign(new TextEncoder().encode(secrets.jwt))
       const call = (authorization: string) =>
         fetch(`${url}/agents/assistant/text`, {

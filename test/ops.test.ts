@@ -360,6 +360,21 @@ layer(TestServerLive({ override: opsLayer({ projectDir: empty, registry: registr
         expect(readFileSync(envFile, "utf8")).toBe(before)
         expect(readdirSync(envDir)).toEqual([".env"])
       }))
+
+    it.effect("a key longer than 1,024 characters is 400 and the file is untouched; 1,024 is written", () =>
+      Effect.gen(function*() {
+        writeFileSync(envFile, "FOO=bar\n", { mode: 0o600 })
+        const before = readFileSync(envFile, "utf8")
+        expect(yield* setup({ publicKey: "p".repeat(9 * 1024 * 1024), secretKey: "sk" })).toMatchObject({
+          status: 400,
+          body: { success: false, error: "Input validation failed: publicKey: must be at most 1024 characters" }
+        })
+        expect((yield* setup({ publicKey: "pk", secretKey: "s".repeat(1025) })).body.error)
+          .toBe("Input validation failed: secretKey: must be at most 1024 characters")
+        expect(readFileSync(envFile, "utf8")).toBe(before)
+        expect((yield* setup({ publicKey: "p".repeat(1024), secretKey: "sk" })).status).toBe(200)
+        expect(parseEnv(readFileSync(envFile, "utf8")).SERVICE_PUBLIC_KEY).toHaveLength(1024)
+      }))
   }
 )
 

@@ -229,7 +229,7 @@ describe("the admin rule", () => {
   const callerFor = (claims: Record<string, unknown>, admin?: { claim: string; value: string }) =>
     Effect.flatMap(Effect.promise(() => sign(claims)), (token) =>
       Effect.flatMap(
-        makeAuthPolicy({ production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [], admin } }),
+        makeAuthPolicy({ production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [], admin } }, "127.0.0.1"),
         (policy) => policy.authorizeCaller({ routeClass: "execution", method: "GET", path: "/x", token: Option.some(token), consoleKey: Option.none() })
       ))
 

@@ -41,4 +41,30 @@ describe("the server configuration", () => {
       /PROVIDER_OPTIONS_ALLOW: each entry must be provider\.key \(e\.g\. openai\.reasoningEffort\), got "openai"/
     )
   })
+
+  it("JWT: exp is required unless auth.allowNoExp or JWT_ALLOW_NO_EXP; the clock tolerance comes from verifyOptions", () => {
+    const secret = { JWT_SECRET: secrets.JWT_SECRET }
+    expect(resolveServerConfig({}, secret).auth.jwt).toMatchObject({ allowNoExp: false, clockToleranceSeconds: undefined })
+    expect(resolveServerConfig({}, { ...secret, JWT_ALLOW_NO_EXP: "true" }).auth.jwt?.allowNoExp).toBe(true)
+    const file = { auth: { allowNoExp: true, verifyOptions: { clockToleranceSeconds: 5 } } }
+    expect(resolveServerConfig(file, secret).auth.jwt).toMatchObject({ allowNoExp: true, clockToleranceSeconds: 5 })
+    expect(resolveServerConfig(file, { ...secret, JWT_ALLOW_NO_EXP: "false" }).auth.jwt?.allowNoExp).toBe(false)
+    expect(() => resolveServerConfig({}, { ...secret, JWT_ALLOW_NO_EXP: "yes" })).toThrow(/JWT_ALLOW_NO_EXP: must be true or false/)
+  })
+
+  it("HTTP bounds: 10 s for headers, 60 s for a request, 256 connections per client; the file and HTTP_* variables change them", () => {
+    expect(resolveServerConfig({}, {}).http).toEqual({ headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, maxConnectionsPerClient: 256 })
+    const file = { http: { headersTimeoutSeconds: 2, requestTimeoutSeconds: 5, maxConnectionsPerClient: 0 } }
+    expect(resolveServerConfig(file, {}).http).toEqual({ headersTimeoutMs: 2_000, requestTimeoutMs: 5_000, maxConnectionsPerClient: 0 })
+    const env = { HTTP_HEADERS_TIMEOUT_SECONDS: "0.5", HTTP_REQUEST_TIMEOUT_SECONDS: "30", HTTP_MAX_CONNECTIONS_PER_CLIENT: "16" }
+    expect(resolveServerConfig(file, env).http).toEqual({ headersTimeoutMs: 500, requestTimeoutMs: 30_000, maxConnectionsPerClient: 16 })
+    expect(() => resolveServerConfig({}, { HTTP_MAX_CONNECTIONS_PER_CLIENT: "-1" })).toThrow(/HTTP_MAX_CONNECTIONS_PER_CLIENT/)
+  })
+
+  it("the public URL is an http or https URL", () => {
+    expect(resolveServerConfig({}, {}).publicUrl).toBeUndefined()
+    expect(resolveServerConfig({ publicUrl: "https://agents.example.com" }, {}).publicUrl).toBe("https://agents.example.com")
+    expect(resolveServerConfig({}, { SERVICE_PUBLIC_URL: "http://10.0.0.5:3141" }).publicUrl).toBe("http://10.0.0.5:3141")
+    expect(() => resolveServerConfig({}, { SERVICE_PUBLIC_URL: "javascript://evil.example/" })).toThrow(/SERVICE_PUBLIC_URL: must be an http or https URL/)
+  })
 })

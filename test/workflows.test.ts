@@ -218,7 +218,7 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
       })
       expect(yield* fetchJson(`${base}/resume`, json({ resumeData: { approved: true } }))).toMatchObject({
         status: 404,
-        body: { error: "Execution approval-1 is not suspended" }
+        body: { error: "Execution approval-1 is not suspended (it is completed)" }
       })
       expect((yield* fetchJson(`${base}/suspend`, json({}))).status).toBe(400)
       expect((yield* fetchJson(`${base}/cancel`, json({}))).body.error).toBe("Execution approval-1 is completed")
@@ -294,7 +294,10 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
         cancelledAt: expect.any(String),
         reason: "not needed"
       })
-      expect((yield* fetchJson(`${base}/resume`, json({}))).status).toBe(404)
+      expect(yield* fetchJson(`${base}/resume`, json({}))).toMatchObject({
+        status: 404,
+        body: { success: false, error: "Execution slow-1 is not suspended (it is cancelled)" }
+      })
 
       yield* fetchJson(`${url}/workflows/slow/run`, json({ input: { ms: 60_000 }, options: { executionId: "slow-2" } }))
       yield* fetchJson(`${url}/workflows/slow/executions/slow-2/suspend`, json({}))

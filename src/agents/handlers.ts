@@ -1,9 +1,12 @@
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
-import { Effect } from "effect"
+import { HttpApiBuilder, HttpServer } from "@effect/platform"
+import { isIP } from "node:net"
+import { hostname } from "node:os"
+import { Effect, Option } from "effect"
 import { CurrentCaller } from "../auth/Authentication.js"
 import { actingUserId } from "../auth/Ownership.js"
 import type { GenerationOptions } from "./AgentsSchemas.js"
 import { ServiceApi } from "../Api.js"
+import { ServerConfig, type ServerConfigShape } from "../config/ServerConfig.js"
 import { fixedJsonResponse } from "../http/fixedResponse.js"
 import { numbered, sseBytesResponse, sseResponse } from "../http/sse.js"
 import { webSseResponse } from "../http/webSse.js"
@@ -13,11 +16,17 @@ import { fromSdkChatRequest, isSdkChatRequest } from "./ChatSchemas.js"
 
 const HISTORY_MAX = 100
 
-const baseUrl = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
-  const host = request.headers["host"] ?? "localhost"
-  const proto = request.headers["x-forwarded-proto"] ?? "http"
-  return `${proto}://${host}`
-})
+/**
+ * Where the service says it is (the A2A card's url): the configured public URL (http or https, checked
+ * at start-up), else the listening address; never the request's Host or X-Forwarded-Proto, which a
+ * caller writes. A wildcard address names this machine.
+ */
+const serviceUrl = (config: ServerConfigShape, address: HttpServer.Address): string => {
+  if (config.publicUrl !== undefined) return config.publicUrl.replace(/\/+$/, "")
+  if (address._tag === "UnixAddress") return "http://localhost"
+  const host = address.hostname === "0.0.0.0" || address.hostname === "::" ? hostname() : address.hostname
+  return `http://${isIP(host) === 6 ? `[${host}]` : host}:${address.port}`
+}
 
 /**
  * The request with the authenticated user (null when anonymous), which reaches instructions and tools,
@@ -41,6 +50,8 @@ export const withUser = <A extends { readonly options?: GenerationOptions | unde
 export const AgentsHandlers = HttpApiBuilder.group(ServiceApi, "agents", (handlers) =>
   Effect.gen(function*() {
     const agents = yield* AgentRegistry
+    const config = yield* ServerConfig
+    const configured: HttpServer.Address = { _tag: "TcpAddress", hostname: config.host, port: config.port }
     // The agents are fixed at start-up, and so is their list.
     const listed = yield* Effect.flatMap(agents.list, (list) => fixedJsonResponse(AgentList, list))
     return handlers
@@ -74,5 +85,8 @@ export const AgentsHandlers = HttpApiBuilder.group(ServiceApi, "agents", (handle
       .handle("deleteConversation", ({ path }) =>
         Effect.flatMap(CurrentCaller, ({ visibility }) =>
           agents.forgetConversation(path.id, path.conversationId, visibility.all ? undefined : { userId: visibility.userId })))
-      .handle("agentCard", ({ path }) => Effect.flatMap(baseUrl, (url) => agents.card(path.id, url)))
+      .handle("agentCard", ({ path }) =>
+        // The server is in every request's context; read as an option so the group does not require it.
+        Effect.flatMap(Effect.serviceOption(HttpServer.HttpServer), (server) =>
+          agents.card(path.id, serviceUrl(config, Option.match(server, { onNone: () => configured, onSome: ({ address }) => address })))))
   }))

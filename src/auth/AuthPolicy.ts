@@ -1,7 +1,7 @@
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { messageOf, Unauthorized } from "../core/errors.js"
-import type { AuthSettings } from "../config/AuthSettings.js"
+import { type AuthSettings, consoleAccessOf } from "../config/AuthSettings.js"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { makeJwtVerifier } from "./Jwt.js"
 import { anonymousCaller, authenticatedCaller, type Caller, DEFAULT_ADMIN_RULE, SHARED_CALLER } from "./Ownership.js"
@@ -26,6 +26,8 @@ export class AuthPolicy extends Context.Tag("AuthPolicy")<AuthPolicy, {
   /** As `authorize`, with whose records the caller may see and change. */
   readonly authorizeCaller: (request: AuthRequest) => Effect.Effect<Caller, Unauthorized>
   readonly jwtEnabled: boolean
+  /** Whether console routes need the console key (production, or an address that is not loopback). */
+  readonly consoleKeyRequired: boolean
 }>() {}
 
 const digest = (text: string) => createHash("sha256").update(text).digest()
@@ -39,8 +41,11 @@ export const bearerToken = (authorization: string | undefined): Option.Option<st
   return match === null ? Option.none() : Option.some(match[1])
 }
 
-/** The policy of `settings`; fails when the JWT key cannot verify anything. */
-export const makeAuthPolicy = Effect.fnUntraced(function*(settings: AuthSettings) {
+/**
+ * The policy of `settings` for a service listening on `host` (console routes are open without a key
+ * only outside production on loopback); fails when the JWT key cannot verify anything.
+ */
+export const makeAuthPolicy = Effect.fnUntraced(function*(settings: AuthSettings, host: string) {
   const jwt = settings.jwt
   const verifier = jwt === undefined ? undefined : yield* makeJwtVerifier(jwt)
   const isPublic = compilePublicRoutes(jwt?.publicRoutes ?? [])
@@ -52,23 +57,30 @@ export const makeAuthPolicy = Effect.fnUntraced(function*(settings: AuthSettings
     return routeClass === "execution" || jwt.defaultPrivate
   }
 
+  const consoleMode = consoleAccessOf(settings, host)
+  const disabled = settings.production
+    ? "Console access is disabled: SERVICE_CONSOLE_ACCESS_KEY is not set"
+    : `Console access is disabled: the service listens on ${host}, not loopback, and SERVICE_CONSOLE_ACCESS_KEY is not set`
   const consoleAccess = (key: Option.Option<string>) => {
-    if (!settings.production) return Effect.succeed(null)
-    if (settings.consoleKey === undefined) {
-      return Effect.fail(new Unauthorized({ message: "Console access is disabled: SERVICE_CONSOLE_ACCESS_KEY is not set" }))
-    }
+    if (consoleMode === "open") return Effect.succeed(null)
+    if (settings.consoleKey === undefined) return Effect.fail(new Unauthorized({ message: disabled }))
     if (Option.isNone(key)) return Effect.fail(new Unauthorized({ message: "Console access key required" }))
     return sameKey(key.value, settings.consoleKey)
       ? Effect.succeed(null)
       : Effect.fail(new Unauthorized({ message: "Invalid console access key" }))
   }
 
+  // A verified token names its owner (`sub`, or the id `mapUser` gives): one without is refused, never
+  // taken as the anonymous owner whose records every other such token and no token at all would share.
   const callerOf = (token: string) =>
     Effect.flatMap(verifier!.verify(token), (claims) =>
-      Effect.tryPromise({
-        try: () => Promise.resolve(mapUser(claims)).then((user) => authenticatedCaller(adminRule, claims, user)),
-        catch: (error) => new Unauthorized({ message: `Invalid token: ${messageOf(error)}` })
-      }))
+      Effect.flatMap(
+        Effect.tryPromise({
+          try: () => Promise.resolve(mapUser(claims)).then((user) => authenticatedCaller(adminRule, claims, user)),
+          catch: (error) => new Unauthorized({ message: `Invalid token: ${messageOf(error)}` })
+        }),
+        (caller) => caller.userId === null ? Effect.fail(new Unauthorized({ message: "Invalid token: no subject" })) : Effect.succeed(caller)
+      ))
 
   const authorize = (request: AuthRequest): Effect.Effect<Caller, Unauthorized> => {
     if (request.routeClass === "console") return Effect.as(consoleAccess(request.consoleKey), SHARED_CALLER)
@@ -86,7 +98,7 @@ export const makeAuthPolicy = Effect.fnUntraced(function*(settings: AuthSettings
   // Only a decision that checks something (a token, a console key) is a span of its own: an open route
   // under an open configuration is decided without work, and a span for it was half the spans of a GET.
   const checksSomething = (request: AuthRequest) =>
-    request.routeClass === "console" ? settings.production : verifier !== undefined
+    request.routeClass === "console" ? consoleMode !== "open" : verifier !== undefined
 
   const checked = Effect.fn("AuthPolicy.authorize", { captureStackTrace: false })(function*(request: AuthRequest) {
     yield* Effect.annotateCurrentSpan("route.class", request.routeClass)
@@ -99,9 +111,10 @@ export const makeAuthPolicy = Effect.fnUntraced(function*(settings: AuthSettings
     requiresToken,
     authorize: (request) => Effect.map(authorizeCaller(request), (caller) => caller.user),
     authorizeCaller,
-    jwtEnabled: verifier !== undefined
+    jwtEnabled: verifier !== undefined,
+    consoleKeyRequired: consoleMode !== "open"
   })
 })
 
 /** The policy of ServerConfig's `auth`; an unusable JWT key fails the layer with `InvalidJwtKey`. */
-export const AuthPolicyLive = Layer.effect(AuthPolicy, Effect.flatMap(ServerConfig, (config) => makeAuthPolicy(config.auth)))
+export const AuthPolicyLive = Layer.effect(AuthPolicy, Effect.flatMap(ServerConfig, (config) => makeAuthPolicy(config.auth, config.host)))

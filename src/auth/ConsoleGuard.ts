@@ -1,10 +1,11 @@
 import { hostname } from "node:os"
 import { isIP } from "node:net"
 import { Forbidden, Unauthorized } from "../core/errors.js"
+import { isLoopbackHost } from "../config/AuthSettings.js"
 
 /**
  * Console routes (updates, setup, observability, logs) act on the developer's machine and are open
- * without a key outside production, so a page the developer visits must not reach them: they answer no
+ * without a key outside production on a loopback address, so a page the developer visits must not reach them: they answer no
  * CORS, refuse a foreign `Origin` and a `Host` that is not an address of the service (DNS rebinding),
  * and writes need a header a cross-site form cannot send.
  */
@@ -25,10 +26,6 @@ const LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]"]
 
 const bare = (host: string) => host.replace(/^\[(.*)\]$/, "$1")
 
-const isLoopback = (host: string) => {
-  const address = bare(host).toLowerCase()
-  return address === "localhost" || address === "::1" || (isIP(address) === 4 && address.startsWith("127."))
-}
 
 const isWildcard = (host: string) => ["0.0.0.0", "::", "[::]"].includes(host)
 
@@ -48,7 +45,7 @@ const normalise = (host: string): string | undefined => {
  */
 export const allowedHost = (listening: string): (name: string) => boolean => {
   const names = new Set([normalise(listening)])
-  if (isLoopback(listening)) LOOPBACK_NAMES.forEach((name) => names.add(name))
+  if (isLoopbackHost(listening)) LOOPBACK_NAMES.forEach((name) => names.add(name))
   if (isWildcard(listening)) {
     names.add("localhost")
     names.add(normalise(hostname()))

@@ -1,5 +1,5 @@
 import { Data, Effect, Redacted } from "effect"
-import { errors, jwtVerify } from "jose"
+import { errors, type JWTPayload, jwtVerify } from "jose"
 import { createPublicKey, type KeyObject } from "node:crypto"
 import { messageOf, Unauthorized } from "../core/errors.js"
 import { isPublicKey, type JwtSettings } from "../config/AuthSettings.js"
@@ -57,15 +57,18 @@ export const makeJwtVerifier = Effect.fnUntraced(function*(settings: JwtSettings
       message: `auth.verifyOptions.algorithms: none of ${settings.algorithms?.join(", ")} fits the configured key`
     })
   }
+  const clockTolerance = settings.clockToleranceSeconds ?? DEFAULT_CLOCK_TOLERANCE_SECONDS
   const options = {
     algorithms,
+    clockTolerance,
+    requiredClaims: settings.allowNoExp === true ? [] : ["exp"],
     ...(settings.audience === undefined ? {} : { audience: settings.audience as string | Array<string> }),
     ...(settings.issuer === undefined ? {} : { issuer: settings.issuer as string | Array<string> })
   }
   return {
     verify: Effect.fn("Jwt.verify", { captureStackTrace: false })((token: string) =>
       Effect.tryPromise({
-        try: () => jwtVerify(token, key, options).then((result) => result.payload as Record<string, unknown>),
+        try: () => jwtVerify(token, key, options).then((result) => issuedInThePast(result.payload, clockTolerance)),
         catch: (error) =>
           error instanceof errors.JWTExpired
             ? new Unauthorized({ message: "Token expired" })
@@ -73,3 +76,18 @@ export const makeJwtVerifier = Effect.fnUntraced(function*(settings: JwtSettings
       }))
   } satisfies JwtVerifier
 })
+
+/** How far `iat` and `nbf` may be ahead of this clock, and `exp` behind it (`auth.verifyOptions.clockToleranceSeconds`). */
+export const DEFAULT_CLOCK_TOLERANCE_SECONDS = 30
+
+/**
+ * jose checks a future `iat` only along with `maxTokenAge` (which would make `iat` required): a token
+ * issued later than now plus the tolerance is refused here, with jose's wording.
+ */
+const issuedInThePast = (payload: JWTPayload, tolerance: number): Record<string, unknown> => {
+  // jose has already refused an `iat` that is not a number.
+  if (payload.iat !== undefined && payload.iat > Date.now() / 1000 + tolerance) {
+    throw new errors.JWTClaimValidationFailed("\"iat\" claim timestamp check failed (it should be in the past)", payload, "iat", "check_failed")
+  }
+  return payload as Record<string, unknown>
+}

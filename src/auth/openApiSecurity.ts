@@ -10,8 +10,7 @@ const CONSOLE = { consoleKey: { type: "apiKey", in: "header", name: "x-console-a
  */
 export const withSecurity = (
   policy: AuthPolicy["Type"],
-  routes: ReadonlyArray<RouteEntry>,
-  options: { readonly production: boolean }
+  routes: ReadonlyArray<RouteEntry>
 ) =>
 (spec: Record<string, any>): Record<string, any> => {
   const byOperation = new Map(routes.map((route) => [route.operationId, route]))
@@ -25,7 +24,7 @@ export const withSecurity = (
       const routeClass = route?.routeClass ?? (path === "/ui" ? "documentation" : "custom")
       const pattern = route?.path ?? path
       let security: Array<Record<string, Array<string>>> = []
-      if (routeClass === "console" && options.production) {
+      if (routeClass === "console" && policy.consoleKeyRequired) {
         security = [{ consoleKey: [] }]
         usesConsole = true
       } else if (policy.requiresToken(routeClass, method.toUpperCase(), pattern)) {

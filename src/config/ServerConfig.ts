@@ -59,6 +59,12 @@ export const ConfigFile = Schema.Struct({
   agents: Schema.optional(Schema.Struct({
     providerOptionsAllow: Schema.optional(Schema.Array(ProviderOptionName))
   })),
+  http: Schema.optional(Schema.Struct({
+    headersTimeoutSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
+    requestTimeoutSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
+    maxConnectionsPerClient: Schema.optional(Schema.Int.pipe(Schema.nonNegative()))
+  })),
+  publicUrl: Schema.optional(Schema.String.pipe(Schema.filter((url) => publicUrlProblem(url) ?? true))),
   workflows: Schema.optional(Schema.Struct({
     leaseSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
     pollMs: Schema.optional(Schema.Int.pipe(Schema.positive())),
@@ -116,6 +122,35 @@ export interface ServerConfigShape {
    * other key is a 400, and provider options inside a caller's messages are dropped unless listed.
    */
   readonly providerOptionsAllow: ReadonlyArray<string>
+  readonly http: HttpSettings
+  /**
+   * Where clients reach the service (SERVICE_PUBLIC_URL or `publicUrl`; http or https), for the URLs it
+   * states about itself (the A2A card); unset: the listening address.
+   */
+  readonly publicUrl?: string | undefined
+}
+
+/** Node's HTTP server bounds (the `http` section of the config file, or HTTP_* variables). */
+export interface HttpSettings {
+  /** A request's headers must arrive within this long (HTTP_HEADERS_TIMEOUT_SECONDS, 10 s), else 408. */
+  readonly headersTimeoutMs: number
+  /** The whole request, body included, within this long (HTTP_REQUEST_TIMEOUT_SECONDS, 60 s), else 408. */
+  readonly requestTimeoutMs: number
+  /**
+   * Open connections from one remote address (HTTP_MAX_CONNECTIONS_PER_CLIENT, 256; 0: no cap); one
+   * more is answered 503 and closed. Loopback peers are not counted (a proxy on this host is many clients).
+   */
+  readonly maxConnectionsPerClient: number
+}
+
+/** Why `raw` cannot be the public URL (not an absolute http or https URL), or undefined. */
+export const publicUrlProblem = (raw: string): string | undefined => {
+  try {
+    const url = new URL(raw)
+    return url.protocol === "http:" || url.protocol === "https:" ? undefined : `must be an http or https URL, got ${url.protocol}`
+  } catch {
+    return "must be an absolute http or https URL"
+  }
 }
 
 export interface WorkflowSettings {
@@ -195,6 +230,7 @@ const environment = Config.all({
   logFormat: variable("LOG_FORMAT"),
   model: modelSettingsConfig,
   jwtSecret: secret("JWT_SECRET"),
+  jwtAllowNoExp: booleanFrom("JWT_ALLOW_NO_EXP"),
   consoleKey: secret("SERVICE_CONSOLE_ACCESS_KEY"),
   otlpEndpoint: variable("OTEL_EXPORTER_OTLP_ENDPOINT"),
   metricExportIntervalMs: positive("OTEL_METRIC_EXPORT_INTERVAL"),
@@ -204,7 +240,15 @@ const environment = Config.all({
   pollMs: positive("WORKFLOW_POLL_MS"),
   drainMs: Config.map(positive("SHUTDOWN_GRACE_SECONDS", true), seconds),
   idempotencyKeyHours: positive("IDEMPOTENCY_KEY_HOURS"),
-  providerOptionsAllow: providerOptionsFrom
+  providerOptionsAllow: providerOptionsFrom,
+  headersTimeoutMs: Config.map(positive("HTTP_HEADERS_TIMEOUT_SECONDS"), seconds),
+  requestTimeoutMs: Config.map(positive("HTTP_REQUEST_TIMEOUT_SECONDS"), seconds),
+  maxConnectionsPerClient: named("HTTP_MAX_CONNECTIONS_PER_CLIENT", (raw) =>
+    /^\d+$/.test(raw) ? Either.right(Number(raw)) : Either.left(`must be a non-negative integer, got "${raw}"`)),
+  publicUrl: named("SERVICE_PUBLIC_URL", (raw) => {
+    const problem = publicUrlProblem(raw)
+    return problem === undefined ? Either.right(raw) : Either.left(problem)
+  })
 })
 
 /**
@@ -213,7 +257,7 @@ const environment = Config.all({
  */
 export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigShape> =>
   Config.mapOrFail(environment, (env) =>
-    Either.map(resolveAuth(file.auth, env.jwtSecret, env.consoleKey, env.production), (auth): ServerConfigShape => ({
+    Either.map(resolveAuth(file.auth, env), (auth): ServerConfigShape => ({
       port: file.port ?? DEFAULT_PORT,
       host: file.host ?? "127.0.0.1",
       bodyLimit: file.bodyLimit ?? DEFAULT_BODY_LIMIT,
@@ -253,7 +297,13 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
         drainMs: Option.getOrElse(env.drainMs, () => (file.workflows?.drainSeconds ?? 10) * 1000),
         idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS
       },
-      providerOptionsAllow: Option.getOrElse(env.providerOptionsAllow, () => file.agents?.providerOptionsAllow ?? [])
+      providerOptionsAllow: Option.getOrElse(env.providerOptionsAllow, () => file.agents?.providerOptionsAllow ?? []),
+      http: {
+        headersTimeoutMs: Option.getOrElse(env.headersTimeoutMs, () => (file.http?.headersTimeoutSeconds ?? 10) * 1000),
+        requestTimeoutMs: Option.getOrElse(env.requestTimeoutMs, () => (file.http?.requestTimeoutSeconds ?? 60) * 1000),
+        maxConnectionsPerClient: Option.getOrElse(env.maxConnectionsPerClient, () => file.http?.maxConnectionsPerClient ?? 256)
+      },
+      publicUrl: Option.getOrUndefined(env.publicUrl) ?? file.publicUrl
     })))
 
 /**
@@ -269,10 +319,9 @@ export const resolveServerConfig = (file: ConfigFile = {}, env: Env = {}): Serve
  */
 const resolveAuth = (
   auth: ConfigFile["auth"],
-  envSecret: Option.Option<Redacted.Redacted<string>>,
-  consoleKey: Option.Option<Redacted.Redacted<string>>,
-  production: boolean
+  env: Pick<Config.Config.Success<typeof environment>, "jwtSecret" | "jwtAllowNoExp" | "consoleKey" | "production">
 ): Either.Either<AuthSettings, ConfigError.ConfigError> => {
+  const { consoleKey, jwtSecret: envSecret, production } = env
   let secret: Redacted.Redacted<string> | undefined
   if (auth?.publicKeyFile !== undefined) {
     const path = auth.publicKeyFile
@@ -299,7 +348,9 @@ const resolveAuth = (
       admin: auth?.admin,
       algorithms: auth?.verifyOptions?.algorithms,
       audience: auth?.verifyOptions?.audience,
-      issuer: auth?.verifyOptions?.issuer
+      issuer: auth?.verifyOptions?.issuer,
+      clockToleranceSeconds: auth?.verifyOptions?.clockToleranceSeconds,
+      allowNoExp: Option.getOrElse(env.jwtAllowNoExp, () => auth?.allowNoExp ?? false)
     }
   })
 }

@@ -4,6 +4,7 @@ import { ServiceApi } from "../Api.js"
 import { ServerConfig } from "../config/ServerConfig.js"
 import type { AppCatalog } from "./appCatalog.js"
 import { landingPage, socketOrigin } from "./landingPage.js"
+import { withPageSecurity } from "./pageSecurity.js"
 
 /**
  * `api` is the API as served (its OpenAPI annotations reflect the active configuration); `catalog`
@@ -23,6 +24,6 @@ export const DocsHandlers = (api: typeof ServiceApi, catalog: Effect.Effect<AppC
       return handlers
         .handle("landing", () =>
           Effect.zipWith(landing, HttpServerRequest.HttpServerRequest, (page, request) =>
-            HttpServerResponse.html(page.render(socketOrigin(request.headers, fallbackHost)))))
+            withPageSecurity(HttpServerResponse.html(page.render(socketOrigin(request.headers, fallbackHost))), { inlineStyles: false })))
         .handle("openApi", () => document)
     }))

@@ -1,10 +1,12 @@
 import { HttpApi, HttpApiBuilder } from "@effect/platform"
 import { Context, Effect, Layer } from "effect"
+import { withPageSecurity } from "./pageSecurity.js"
 
 /**
  * Swagger UI at `path`, built by its first request. The platform's page inlines about 2 MB of script
  * and embeds the OpenAPI document, both paid at start-up by `HttpApiSwagger.layer`; here its module is
- * imported on demand and its layer mounted on a router of its own, which then answers the request.
+ * imported on demand and its layer mounted on a router of its own, which then answers the request,
+ * with a CSP that runs only its own inline script and forbids framing.
  */
 export const SwaggerUiLive = (path: `/${string}`) =>
   HttpApiBuilder.Router.use((router) =>
@@ -17,6 +19,6 @@ export const SwaggerUiLive = (path: `/${string}`) =>
         )
         return yield* Context.get(built, HttpApiBuilder.Router).router
       })))
-      yield* router.get(path, Effect.flatten(page))
+      yield* router.get(path, Effect.map(Effect.flatten(page), (response) => withPageSecurity(response, { inlineStyles: true })))
     })
   )

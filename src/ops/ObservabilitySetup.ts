@@ -22,10 +22,16 @@ export class ObservabilitySetup extends Context.Tag("ObservabilitySetup")<Observ
   readonly writeKeys: (keys: ObservabilityKeys) => Effect.Effect<SetupResult, ValidationError | ExecutionFailed>
 }>() {}
 
+/** The longest key written (operations platforms' keys are tens of characters). */
+export const MAX_KEY_LENGTH = 1024
+
+export const keyLengthProblem = (key: string): string | undefined =>
+  key === "" ? "must not be empty" : key.length > MAX_KEY_LENGTH ? `must be at most ${MAX_KEY_LENGTH} characters` : undefined
+
 // The API validates too; this guard keeps an embedding caller from injecting lines into the file.
 const keyIssues = (keys: ObservabilityKeys) =>
   (["publicKey", "secretKey"] as const).flatMap((field) => {
-    const problem = keys[field] === "" ? "must not be empty" : envValueProblem(keys[field])
+    const problem = keyLengthProblem(keys[field]) ?? envValueProblem(keys[field])
     return problem === undefined ? [] : [{ path: [field], message: problem }]
   })
 

@@ -5,6 +5,7 @@ import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Success } from "../http/Envelope.js"
 import { BadRequest, ExecutionFailed, Forbidden, ValidationError } from "../http/Errors.js"
 import { envValueProblem } from "./EnvFile.js"
+import { keyLengthProblem, MAX_KEY_LENGTH } from "./ObservabilitySetup.js"
 import { InstallReport, UpdateReport } from "./UpdatesSchemas.js"
 
 export const InstallRequest = Schema.Struct({
@@ -14,7 +15,7 @@ export const InstallRequest = Schema.Struct({
 })
 
 const Key = Schema.String.pipe(
-  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.filter((text) => keyLengthProblem(text) ?? true, { jsonSchema: { minLength: 1, maxLength: MAX_KEY_LENGTH } }),
   Schema.filter((text) => envValueProblem(text) ?? true)
 )
 

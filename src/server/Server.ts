@@ -33,7 +33,7 @@ const routes = routeTable(ServiceApi)
 /** The API as served: its OpenAPI document marks the security each route has under this configuration. */
 const ApiLive = (config: ServerConfigShape) =>
   Layer.unwrapEffect(Effect.gen(function*() {
-    const secure = withSecurity(yield* AuthPolicy, routes, { production: config.production })
+    const secure = withSecurity(yield* AuthPolicy, routes)
     // Read when the document is first built (the transform is synchronous, and so are the reads).
     const catalog = yield* readAppCatalog
     const examples = withAppExamples(() => Effect.runSync(catalog))

@@ -1,7 +1,7 @@
 import { HttpServer } from "@effect/platform"
 import { Effect, Layer, Redacted } from "effect"
 import type { ModelSettings } from "../config/ModelSettings.js"
-import { type AuthSettings, isPublicKey } from "../config/AuthSettings.js"
+import { type AuthSettings, consoleAccessOf, isPublicKey } from "../config/AuthSettings.js"
 import type { ServerConfigShape } from "../config/ServerConfig.js"
 import { sqliteFile, storageKind } from "../storage/Sql.js"
 
@@ -31,12 +31,21 @@ const describeStorage = (databaseUrl: Redacted.Redacted<string>): string => {
   }
 }
 
-const describeAuth = (auth: AuthSettings): string => {
-  const console = !auth.production
-    ? "console routes open (not production)"
-    : auth.consoleKey === undefined
-    ? "console routes closed (production without SERVICE_CONSOLE_ACCESS_KEY)"
-    : "console routes need x-console-access-key"
+const describeConsole = (auth: AuthSettings, host: string): string => {
+  switch (consoleAccessOf(auth, host)) {
+    case "open":
+      return "console routes open (not production, loopback)"
+    case "key":
+      return "console routes need x-console-access-key"
+    case "closed":
+      return auth.production
+        ? "console routes closed (production without SERVICE_CONSOLE_ACCESS_KEY)"
+        : `console routes closed (${host} is not loopback and SERVICE_CONSOLE_ACCESS_KEY is not set)`
+  }
+}
+
+const describeAuth = (auth: AuthSettings, host: string): string => {
+  const console = describeConsole(auth, host)
   if (auth.jwt === undefined) return `none, every route is public; ${console}`
   const key = isPublicKey(auth.jwt.secret) ? "public key" : "shared secret"
   const scope = auth.jwt.defaultPrivate
@@ -57,7 +66,7 @@ export const startupBanner = (config: ServerConfigShape, url: string): string =>
     `  OpenAPI   ${url}/doc`,
     `  model     ${describeModel(config.model)}`,
     `  storage   ${describeStorage(config.databaseUrl)}`,
-    `  auth      ${describeAuth(config.auth)}`
+    `  auth      ${describeAuth(config.auth, config.host)}`
   ].join("\n")
 
 /** Logs the banner (at info) once `layer` serves; in place of the platform's `withLogAddress`. */

@@ -246,8 +246,10 @@ export const WorkflowEngineLive = Layer.scoped(
         function*(id: string, executionId: string, resumeData: unknown, stepId?: string, visibility?: Visibility) {
           yield* onWorkflow(id)
           const { definition, execution } = yield* findExecution(id, executionId, visibility)
-          const notSuspended = new NotFound({ message: `Execution ${executionId} is not suspended` })
-          if (execution.status !== "suspended" || execution.suspension === undefined) return yield* notSuspended
+          // The spec's 404, saying what the execution is now (a resume may have lost a race to a cancel).
+          const notSuspended = (now: string | undefined) =>
+            new NotFound({ message: `Execution ${executionId} is not suspended (${now === undefined ? "it was deleted" : `it is ${now}`})` })
+          if (execution.status !== "suspended" || execution.suspension === undefined) return yield* notSuspended(execution.status)
           // Its own step, by id when the workflow changed since (409 when gone); or the one asked for.
           const stepIndex = stepId === undefined
             ? yield* Either.mapLeft(
@@ -274,7 +276,7 @@ export const WorkflowEngineLive = Layer.scoped(
               owner: instanceId,
               definitionHash: definitionHash(definition)
             })
-            if (Option.isNone(claimed)) return yield* notSuspended
+            if (Option.isNone(claimed)) return yield* notSuspended(Option.getOrUndefined(yield* store.get(executionId))?.status)
             const fiber = yield* launch(definition, claimed.value, { startRecorded: false })
             return { execution: claimed.value, fiber }
           })))

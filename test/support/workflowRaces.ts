@@ -83,6 +83,7 @@ export const races = (backend: string) => (it: Vitest.MethodsNonLive<TestServer,
           expect(status).toBe("cancelled")
           expect([404, 200]).toContain(resume.status)
           if (resume.status === 200) expect(resume.body.data.status).toBe("cancelled")
+          else expect(resume.body.error).toBe(`Execution ${executionId} is not suspended (it is cancelled)`)
           expectWellFormed(events, "workflow-cancelled")
         } else {
           expect(cancel).toMatchObject({ status: 400, body: { success: false, error: `Execution ${executionId} is completed` } })
@@ -113,6 +114,7 @@ export const races = (backend: string) => (it: Vitest.MethodsNonLive<TestServer,
       for (const { cancel, executionId, resume } of trials) {
         const { events, status } = stored.get(executionId)!
         expect([200, 404]).toContain(resume.status)
+        if (resume.status === 404) expect(resume.body.error).toBe(`Execution ${executionId} is not suspended (it is cancelled)`)
         expect([200, 400]).toContain(cancel.status)
         expect(status).toBe(cancel.status === 200 ? "cancelled" : "completed")
         expectWellFormed(events, cancel.status === 200 ? "workflow-cancelled" : "workflow-complete")
