@@ -13,7 +13,7 @@ import { messageOf } from "../core/errorMessages.js"
 /** The largest RE2 program (in instructions, `RE2JS.programSize`) a pattern may compile to. */
 export const MAX_PATTERN_PROGRAM = 1_000
 /** What one validation's pattern tests may cost together: the sum of (characters + 1) × program size. */
-export const PATTERN_WORK = 20_000_000
+export const PATTERN_WORK = 5_000_000
 
 /** Why a pattern cannot be used, as an issue's message; the pattern is quoted as an excerpt. */
 export class UnusablePattern extends Error {}
