@@ -174,11 +174,14 @@ export const fuzz = async <Id extends string, Groups extends HttpApiGroup.HttpAp
     const heartbeat = async () => {
       while (!finished && !dead()) {
         const sentAt = Date.now()
-        const suspects = [...inFlight].map(([index, fuzzed]) => `${fuzzed.route.name} [${fuzzed.mutation}] #${index}`)
+        const before = new Map(inFlight)
         const health = await send(service.port, { method: "GET", path: "/health", authorization: service.authorization("valid") }, timeoutMs)
         const ms = Date.now() - sentAt
         if (ms > STALL_MS || ("answer" in health && health.answer.status !== 200)) {
-          const [first] = inFlight
+          // In flight when /health was asked or when it was answered.
+          const during = new Map([...before, ...inFlight])
+          const suspects = [...during].map(([index, fuzzed]) => `${fuzzed.route.name} [${fuzzed.mutation}] #${index}`)
+          const [first] = during
           violations.push({
             index: first?.[0] ?? ran,
             route: "GET /health",
