@@ -35,12 +35,17 @@ const examples = (route: string, params: Readonly<Record<string, string>>): Read
     { input: "please add 2 and 40" },
     { input: "what is the weather in Paris", options: { conversationId: "fuzz", maxSteps: 2, temperature: 0 } },
     { input: [{ role: "user", content: "hello" }] },
-    { input: [{ role: "user", parts: [{ type: "text", text: "hi" }] }], options: { experimental_output: { type: "text" } } }
+    { input: [{ role: "user", parts: [{ type: "text", text: "hi" }] }], options: { experimental_output: { type: "text" } } },
+    { input: REDOS_INPUT, options: { experimental_output: { type: "object", schema: REDOS_SCHEMA } } }
   ]
-  const objectCall = [{
-    input: "describe a city",
-    schema: { type: "object", properties: { name: { type: "string" }, tags: { type: "array", items: { type: "string" }, minItems: 2 } }, required: ["name"] }
-  }]
+  const objectCall = [
+    {
+      input: "describe a city",
+      schema: { type: "object", properties: { name: { type: "string" }, tags: { type: "array", items: { type: "string" }, minItems: 2 } }, required: ["name"] }
+    },
+    // Issue #27 item 1: the built-in model puts the quoted text in `a`, a backtracking RegExp's worst case.
+    { input: REDOS_INPUT, schema: REDOS_SCHEMA }
+  ]
   const workflowInputs: Record<string, ReadonlyArray<unknown>> = {
     approval: [{ amount: 50 }, { amount: 500 }],
     pipeline: [{ text: " hi ", n: 21 }],
@@ -87,6 +92,26 @@ const examples = (route: string, params: Readonly<Record<string, string>>): Read
   }
 }
 
+/** `^(a+)+$` over 40 `a`s and a `!` blocked the event loop for 106 s with JavaScript's RegExp (issue #27 item 1). */
+const REDOS_INPUT = `a is "${"a".repeat(40)}!"`
+const REDOS_SCHEMA = { type: "object", properties: { a: { type: "string", pattern: "^(a+)+$" } }, required: ["a"] }
+
+/**
+ * Schemas that cost the service if it compiled or ran them as they are (issue #27 items 1 and 5):
+ * backtracking patterns, patterns RE2 refuses, and the issue's 10,000 and 40,000 properties.
+ */
+const hostileSchema: fc.Arbitrary<Record<string, unknown>> = fc.oneof(
+  fc.constantFrom("^(a+)+$", "^(a|aa)+$", "(x+x+)+y", "^(a)\\1$", "(?=a)a", "(?<!b)a", "[ab]{999}c").map((pattern) => ({
+    type: "object",
+    properties: { a: { type: "string", pattern } },
+    patternProperties: { [pattern]: { type: "string" } }
+  })),
+  fc.constantFrom(10_000, 40_000).map((n) => ({
+    type: "object",
+    properties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, n > 10_000 ? { type: "string", pattern: "^a+$" } : { type: "string" }]))
+  }))
+)
+
 /** A small size most of the time; the huge-size mutation supplies the absurd ones. */
 const size = fc.nat({ max: 4 })
 
@@ -111,7 +136,10 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 const withJsonSchemas = (route: FuzzRoute, body: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> =>
   route.jsonSchemaPaths.length === 0 ? body : fc.tuple(
     body,
-    fc.array(fc.option(jsonSchema, { freq: 4, nil: undefined }), { minLength: route.jsonSchemaPaths.length, maxLength: route.jsonSchemaPaths.length })
+    fc.array(
+      fc.option(fc.oneof({ weight: 9, arbitrary: jsonSchema }, { weight: 1, arbitrary: hostileSchema }), { freq: 4, nil: undefined }),
+      { minLength: route.jsonSchemaPaths.length, maxLength: route.jsonSchemaPaths.length }
+    )
   ).map(([value, schemas]) => {
     const copy = JSON.parse(JSON.stringify(value ?? {})) as unknown
     route.jsonSchemaPaths.forEach((path, index) => {

@@ -100,6 +100,10 @@ const withoutRealPackages = (root: string) => {
   }
 }
 
+/** /health is asked this often through a run; an answer slower than `STALL_MS` is a stalled event loop. */
+const HEARTBEAT_MS = 250
+export const STALL_MS = 4_000
+
 const isTransportError = (reason: string) => /^(no answer within|connection error|answer cut)/.test(reason)
 
 /** Requests that got no answer because the service was dying are one violation: its death. */
@@ -166,11 +170,40 @@ export const fuzz = async <Id extends string, Groups extends HttpApiGroup.HttpAp
     }
     let next = 0
     let stopped = false
+    let finished = false
+    const inFlight = new Map<number, FuzzCase>()
+    // The oracle for work that blocks the event loop (a backtracking pattern, a huge schema compiled): every
+    // route answers slowly then, so /health is asked all along and the cases in flight are named.
+    const heartbeat = async () => {
+      while (!finished && !dead()) {
+        const sentAt = Date.now()
+        const before = new Map(inFlight)
+        const health = await send(service.port, { method: "GET", path: "/health", authorization: service.authorization("valid") }, timeoutMs)
+        const ms = Date.now() - sentAt
+        if (ms > STALL_MS || ("answer" in health && health.answer.status !== 200)) {
+          // In flight when /health was asked or when it was answered.
+          const during = new Map([...before, ...inFlight])
+          const suspects = [...during].map(([index, fuzzed]) => `${fuzzed.route.name} [${fuzzed.mutation}] #${index}`)
+          const [first] = during
+          violations.push({
+            index: first?.[0] ?? ran,
+            route: "GET /health",
+            mutation: first?.[1].mutation ?? "-",
+            request: first === undefined ? "GET /health" : describe(first[1]),
+            reason: `event loop stalled: GET /health answered in ${ms} ms (at most ${STALL_MS}) ` +
+              `${"error" in health ? health.error : health.answer.status}; in flight: ${suspects.join(", ") || "-"}`
+          })
+        }
+        await new Promise((resolve) => setTimeout(resolve, HEARTBEAT_MS))
+      }
+    }
+    const beating = heartbeat()
     const worker = async () => {
       while (!stopped && next < cases.length) {
         const index = next++
         const fuzzed = cases[index]!
         const sentAt = Date.now()
+        inFlight.set(index, fuzzed)
         const outcome = await send(service.port, {
           path: fuzzed.path,
           body: bodyText(fuzzed.body),
@@ -178,6 +211,7 @@ export const fuzz = async <Id extends string, Groups extends HttpApiGroup.HttpAp
           chunked: fuzzed.chunked,
           console: fuzzed.route.routeClass === "console"
         }, timeoutMs)
+        inFlight.delete(index)
         ran++
         const ms = Date.now() - sentAt
         slowest.push({ ms, request: `${fuzzed.route.name} [${fuzzed.mutation}] #${index}` })
@@ -225,6 +259,8 @@ export const fuzz = async <Id extends string, Groups extends HttpApiGroup.HttpAp
         violations.push({ index: cases.length + overRpc.length, route: "/rpc probes", mutation: "-", request: "-", reason })
       }
     }
+    finished = true
+    await beating
     if (!stopped) {
       if (dead()) died(cases.length, undefined)
       else await alive(cases.length)

@@ -38,4 +38,19 @@ describe("JSON Schema validation (Ajv)", () => {
     expect(Either.isLeft(checkSchema({ type: "strnig" }))).toBe(true)
     expect(Either.isRight(checkSchema(person))).toBe(true)
   })
+
+  it("runs patterns on RE2: ECMAScript escapes work, each test is charged to the validation's work", () => {
+    const unicode = { type: "string", pattern: "^\\u0041\\u{1F600}$" }
+    expect(Either.isRight(validate(unicode, "A😀"))).toBe(true)
+    expect(Either.isLeft(validate(unicode, "B😀"))).toBe(true)
+    // Distinct patterns in one schema stay distinct (Ajv keys compiled patterns by their text).
+    const two = { type: "object", properties: { a: { type: "string", pattern: "^a$" }, b: { type: "string", pattern: "^b$" } } }
+    expect(Either.isRight(validate(two, { a: "a", b: "b" }))).toBe(true)
+    expect(Either.isLeft(validate(two, { a: "b", b: "a" }))).toBe(true)
+    // A 1,000-instruction program over 30,000 characters is more than one validation may spend.
+    const costly = { type: "string", pattern: "[ab]{900}c" }
+    const result = validate(costly, "ab".repeat(15_000))
+    expect(Either.isLeft(result) && result.left[0]!.message).toMatch(/would exceed the 5000000 units of work/)
+    expect(Either.isLeft(validate(costly, "ab".repeat(50)))).toBe(true)
+  })
 })

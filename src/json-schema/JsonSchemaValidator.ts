@@ -4,13 +4,18 @@ import addFormatsModule from "ajv-formats"
 import { Either } from "effect"
 import { messageOf } from "../core/errorMessages.js"
 import type { Issue } from "../core/errors.js"
+import { linearRegExp, PatternWorkExceeded, withPatternWork } from "./linearPatterns.js"
+import { schemaBoundsIssues } from "./schemaBounds.js"
 
-/** Validates values against client- or author-supplied JSON Schemas with Ajv; compiled validators are cached. */
+/**
+ * Validates values against client- or author-supplied JSON Schemas with Ajv; compiled validators are cached.
+ * Every schema's patterns run on RE2 (linearPatterns.ts), an operator's as a client's: one mechanism.
+ */
 
 export type JsonSchema = Record<string, unknown>
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv | Ajv2020) => void
-const options = { allErrors: true, strict: false, validateFormats: true } as const
+const options = { allErrors: true, strict: false, validateFormats: true, code: { regExp: linearRegExp } } as const
 
 // Each engine is built when a schema first needs it (building one compiles its meta-schemas: start-up
 // time that a process validating only one draft, or none, would pay for nothing).
@@ -81,7 +86,20 @@ export const checkSchema = (schema: unknown): Either.Either<JsonSchema, Readonly
   return Either.right(schema as JsonSchema)
 }
 
+/** `checkSchema` after the bounds on what a client's schema may hold (schemaBounds.ts), checked first. */
+export const checkClientSchema = (schema: unknown): Either.Either<JsonSchema, ReadonlyArray<Issue>> => {
+  const issues = schemaBoundsIssues(schema)
+  return issues.length > 0 ? Either.left(issues) : checkSchema(schema)
+}
+
 export const validate = (schema: JsonSchema, value: unknown): Either.Either<unknown, ReadonlyArray<Issue>> => {
   const validator = compile(schema)
-  return validator(value) ? Either.right(value) : Either.left((validator.errors ?? []).map(toIssue))
+  try {
+    return withPatternWork(() => validator(value))
+      ? Either.right(value)
+      : Either.left((validator.errors ?? []).map(toIssue))
+  } catch (error) {
+    if (error instanceof PatternWorkExceeded) return Either.left([{ path: [], message: error.message }])
+    throw error
+  }
 }

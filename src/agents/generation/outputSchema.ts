@@ -13,9 +13,12 @@ export const MAX_REQUIRED_OUTPUT = 100_000
 const tooLarge = `requires values of more than ${MAX_REQUIRED_OUTPUT} characters of JSON (through minItems, minLength, ` +
   `minProperties or required parts), more than a model is asked to generate; at most ${MAX_REQUIRED_OUTPUT} is allowed`
 
-/** A client-supplied output schema: a valid JSON Schema whose root is an object, whose values a model can produce. */
+/**
+ * A client-supplied output schema: within the bounds of schemaBounds.ts, a valid JSON Schema whose root is
+ * an object, whose values a model can produce.
+ */
 export const checkOutputSchema = (schema: unknown, path: string): Effect.Effect<JsonSchema, ValidationError> =>
-  Either.match(JsonSchemaValidator.checkSchema(schema), {
+  Either.match(JsonSchemaValidator.checkClientSchema(schema), {
     onLeft: (issues) => Effect.fail(ValidationError.fromIssues(issues, [path])),
     onRight: (valid) =>
       valid.type !== "object"
