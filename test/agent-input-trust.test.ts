@@ -1,11 +1,11 @@
 import { expect, layer, type Vitest } from "@effect/vitest"
-import { AbstractChat, type ChatState, type ChatStatus, DefaultChatTransport, type UIMessage } from "ai"
 import { Effect, Layer } from "effect"
 import { defineApp } from "../src/App.js"
 import type { ServerConfigShape } from "../src/config/ServerConfig.js"
 import { assistant } from "../src/examples/agents.js"
 import { FakeProvider, FakeProviderLive, fakeModelSettings, postSse } from "./support/fakeProvider.js"
 import { postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
+import { send, TestChat } from "./support/chat.js"
 import { fetchJson, json, TestServer, type TestServerOptions, TestServerLive } from "./support/TestServer.js"
 
 /**
@@ -24,27 +24,6 @@ const serverOn = (
     Layer.provideMerge(FakeProviderLive)
   )
 
-class PlainState implements ChatState<UIMessage> {
-  status: ChatStatus = "ready"
-  error: Error | undefined = undefined
-  messages: Array<UIMessage> = []
-  pushMessage = (message: UIMessage) => void this.messages.push(message)
-  popMessage = () => void this.messages.pop()
-  replaceMessage = (index: number, message: UIMessage) => void (this.messages[index] = message)
-  snapshot = <T>(thing: T): T => structuredClone(thing)
-}
-
-class TestChat extends AbstractChat<UIMessage> {
-  constructor(id: string, api: string) {
-    super({ id, transport: new DefaultChatTransport({ api }), state: new PlainState() })
-  }
-}
-
-const send = (chat: TestChat, action: () => Promise<void>) =>
-  Effect.promise(async () => {
-    await action()
-    if (chat.status === "error") throw chat.error
-  })
 
 const userMessage = (text: string) => ({ id: crypto.randomUUID(), role: "user", parts: [{ type: "text", text }] })
 

@@ -1,38 +1,12 @@
 import { expect, layer } from "@effect/vitest"
-import { AbstractChat, type ChatState, type ChatStatus, DefaultChatTransport, type UIMessage } from "ai"
+import { DefaultChatTransport, type UIMessage } from "ai"
 import { Context, Effect } from "effect"
 import { MemoryStore } from "../src/agents/memory/MemoryStore.js"
 import { CHAT_BOUNDS } from "../src/agents/ChatSchemas.js"
 import { AgentTestServerLive, FakeProvider, postSse } from "./support/fakeProvider.js"
+import { send, TestChat, textOf } from "./support/chat.js"
 import { fetchJson, json, TestServer } from "./support/TestServer.js"
 
-/** The plain state a UI framework would hold (what `@ai-sdk/react`'s Chat keeps in React state). */
-class PlainState implements ChatState<UIMessage> {
-  status: ChatStatus = "ready"
-  error: Error | undefined = undefined
-  messages: Array<UIMessage> = []
-  pushMessage = (message: UIMessage) => void this.messages.push(message)
-  popMessage = () => void this.messages.pop()
-  replaceMessage = (index: number, message: UIMessage) => void (this.messages[index] = message)
-  snapshot = <T>(thing: T): T => structuredClone(thing)
-}
-
-class TestChat extends AbstractChat<UIMessage> {
-  constructor(id: string, api: string) {
-    // The transport at its defaults: only where to post.
-    super({ id, transport: new DefaultChatTransport({ api }), state: new PlainState() })
-  }
-}
-
-const textOf = (message: UIMessage | undefined) =>
-  (message?.parts ?? []).flatMap((part) => (part.type === "text" ? [part.text] : [])).join("")
-
-/** Sends, and fails the test with the chat's own error when the request did not succeed. */
-const send = (chat: TestChat, action: () => Promise<void>) =>
-  Effect.promise(async () => {
-    await action()
-    if (chat.status === "error") throw chat.error
-  })
 
 const stored = (conversationId: string) =>
   Effect.gen(function*() {

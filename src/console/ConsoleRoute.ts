@@ -1,5 +1,6 @@
 import { HttpApiBuilder, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
+import { securityHeaders } from "../http/SecurityHeaders.js"
 import { type ConsoleAssets, loadConsoleAssets } from "./ConsoleAssets.js"
 
 /**
@@ -7,22 +8,7 @@ import { type ConsoleAssets, loadConsoleAssets } from "./ConsoleAssets.js"
  * or style, no plugin, no framing. What a user, model or tool wrote is rendered as text, and this is the
  * second line should a bug ever render it as HTML.
  */
-export const CONSOLE_CSP = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "connect-src 'self'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'"
-].join("; ")
-
-const SECURITY_HEADERS = {
-  "content-security-policy": CONSOLE_CSP,
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer"
-}
+const SECURITY_HEADERS = securityHeaders({ scripts: ["'self'"], styles: ["'self'"] })
 
 export const ASSETS_PATH = "/console/assets"
 
