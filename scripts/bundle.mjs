@@ -19,7 +19,7 @@ const common = {
   bundle: true,
   format: "esm",
   platform: "node",
-  target: "node20",
+  target: "node22",
   minify: true,
   sourcemap: "linked",
   legalComments: "none",

@@ -68,7 +68,7 @@ const ctx = await context({
   chunkNames: "chunks/[name]-[hash]",
   format: "esm",
   platform: "node",
-  target: "node20",
+  target: "node22",
   sourcemap: "linked",
   external: ["better-sqlite3", "pg-native"],
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { createHash } from "node:crypto"
 import { once } from "node:events"
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -12,8 +12,8 @@ import { freePort } from "./support/process.js"
 
 // What an embedder does, against `npm pack` output in a new directory: install the package with the
 // peers the README names, compile the README's samples with tsc and run them. Nothing is downloaded:
-// npm runs --offline from the cache `npm ci` filled, and better-sqlite3's native module is the one
-// already built in this checkout (install scripts are skipped).
+// npm runs --offline from the cache `npm ci` filled. better-sqlite3 ≥ 13 ships its Node-API binaries
+// inside the package, so the one installed loads on every supported line (checked below, naming the ABI).
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const README = readFileSync(join(ROOT, "README.md"), "utf8")
@@ -26,15 +26,20 @@ const sample = (name: string): string => {
   return match[1]
 }
 
-/** `name@range` specs of the README's install lines, by command (`npm install` / `npm install --save-dev`). */
+/** The README's install steps: `npm pkg set overrides.NAME=RANGE` lines, then `name@range` specs by
+ *  command (`npm install` / `npm install --save-dev`). */
 const installSpecs = () => {
-  const [dependencies, devDependencies] = sample("install").split("\n").map((line) =>
-    line.replace(/^npm install (--save-dev )?/, "").split(/\s+/).map((spec) => {
+  const lines = sample("install").split("\n")
+  const specs = (prefix: RegExp) =>
+    lines.filter((line) => prefix.test(line)).flatMap((line) => line.replace(prefix, "").split(/\s+/)).map((spec) => {
       const at = spec.lastIndexOf("@")
       return at > 0 ? [spec.slice(0, at), spec.slice(at + 1)] as const : [spec, "*"] as const
     })
-  )
-  return { dependencies, devDependencies }
+  const overrides = Object.fromEntries(lines.flatMap((line) => {
+    const match = /^npm pkg set overrides\.(\S+)=(\S+)$/.exec(line)
+    return match === null ? [] : [[match[1], match[2]]]
+  }))
+  return { overrides, dependencies: specs(/^npm install (?!--save-dev)/), devDependencies: specs(/^npm install --save-dev /) }
 }
 
 const packageJson = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"))
@@ -84,7 +89,11 @@ const waitForStatus = async (url: string, child: ChildProcess, output: () => str
 
 describe("embedding the packed package", () => {
   it("the README names the peers at package.json's ranges, and effect and the @effect packages of the types are peers", () => {
-    const { dependencies } = installSpecs()
+    const { dependencies, devDependencies, overrides } = installSpecs()
+    // Issue #28: @effect/sql-sqlite-node pins better-sqlite3 ^12 (the ObjectWrap abort on Node ≥ 24.19);
+    // the embedder's own override lifts every copy to ours.
+    expect(overrides).toEqual({ "better-sqlite3": packageJson.dependencies["better-sqlite3"] })
+    expect(Object.fromEntries(devDependencies)["@types/node"], "@types/node follows the lowest supported line").toBe(/^\^(\d+)/.exec(packageJson.engines.node)![1])
     expect(dependencies[0][0]).toBe(packageJson.name)
     expect(Object.fromEntries(dependencies.slice(1))).toEqual(packageJson.peerDependencies)
     for (const [name, range] of Object.entries<string>(packageJson.peerDependencies)) {
@@ -120,7 +129,7 @@ describe("embedding the packed package", () => {
       // The fresh project: the README's install lines, the package from its tarball. Its lock is this
       // repository's (the versions `npm ci` put in the cache) under the new root.
       const tarball = `file:../${packed.filename}`
-      const { dependencies, devDependencies } = installSpecs()
+      const { dependencies, devDependencies, overrides } = installSpecs()
       const app = join(dir, "app")
       mkdirSync(app)
       const manifest = {
@@ -128,7 +137,8 @@ describe("embedding the packed package", () => {
         private: true,
         type: "module",
         dependencies: Object.fromEntries(dependencies.map(([name, range]) => [name, name === packageJson.name ? tarball : range])),
-        devDependencies: Object.fromEntries(devDependencies)
+        devDependencies: Object.fromEntries(devDependencies),
+        overrides
       }
       writeFileSync(join(app, "package.json"), JSON.stringify(manifest, null, 2))
       const { "": _root, ...locked } = rootLock.packages
@@ -162,12 +172,21 @@ describe("embedding the packed package", () => {
       walk(join(modules, packageJson.name, "dist"))
       expect([...typeImports].filter((name) => installed.peerDependencies?.[name] === undefined), "imported by the types but not a peer").toEqual([])
 
-      // The native module this checkout built, instead of compiling (or downloading) another.
-      const sqlite = (root: string) => join(root, "node_modules", "better-sqlite3")
-      expect(JSON.parse(readFileSync(join(sqlite(app), "package.json"), "utf8")).version)
-        .toBe(JSON.parse(readFileSync(join(sqlite(ROOT), "package.json"), "utf8")).version)
-      mkdirSync(join(sqlite(app), "build", "Release"), { recursive: true })
-      copyFileSync(join(sqlite(ROOT), "build", "Release", "better_sqlite3.node"), join(sqlite(app), "build", "Release", "better_sqlite3.node"))
+      // One better-sqlite3 in the tree (ours and @effect/sql-sqlite-node's), without the ObjectWrap abort.
+      const listed = JSON.parse((await npm(app, ["ls", "better-sqlite3", "--all", "--json"])).stdout)
+      const versions = new Set<string>()
+      const collect = (node: { dependencies?: Record<string, { version?: string }> }): void =>
+        Object.entries(node.dependencies ?? {}).forEach(([name, child]) => {
+          if (name === "better-sqlite3" && child.version !== undefined) versions.add(child.version)
+          collect(child as never)
+        })
+      collect(listed)
+      expect([...versions], "npm ls better-sqlite3 in the embedding project").toHaveLength(1)
+      expect(Number([...versions][0].split(".")[0])).toBeGreaterThanOrEqual(13)
+      // Its binary loads on this line (Node-API, one build for all lines), or the failure names the ABI.
+      await run(process.execPath, ["-e", "new (require('better-sqlite3'))(':memory:').prepare('select 1').get()"], { cwd: app }).catch((error) => {
+        throw new Error(`better-sqlite3 ${[...versions][0]} does not load on Node ${process.version} (ABI ${process.versions.modules}, Node-API ${process.versions.napi}):\n${error.stderr}`)
+      })
 
       writeFileSync(join(app, "server.ts"), sample("server.ts"))
       writeFileSync(join(app, "client.ts"), sample("client.ts"))
