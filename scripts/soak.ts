@@ -203,6 +203,13 @@ const main = async (): Promise<number> => {
     return verdict(samples, errorKinds, feedsClosed, inFlight)
   } finally {
     await stopService(service)
+    // Issue #28: the run ends with SIGTERM, and the service must exit 0 (not 134, not killed).
+    const exit = await service.exited
+    console.log(`SIGTERM: exit ${exit.code ?? exit.signal}`)
+    if (exit.code !== 0) {
+      console.log(`SOAK FAILED: the service did not exit 0 on SIGTERM:\n${service.output().slice(-2000)}`)
+      process.exitCode = 1
+    }
     await drop()
   }
 }
@@ -231,4 +238,5 @@ const verdict = (
   return 1
 }
 
-process.exitCode = await main()
+const code = await main()
+process.exitCode = Math.max(code, Number(process.exitCode ?? 0))
