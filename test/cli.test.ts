@@ -371,7 +371,7 @@ describe("node dist/main.js", () => {
 
 describe("npm run dev", () => {
   it("serves the sources, rebuilds and restarts on a change, keeps the last good build through a broken one", async () => {
-    expect(JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts.dev).toBe("node scripts/dev.mjs")
+    expect(JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts.dev).toBe("node scripts/require-node-line.mjs && node scripts/dev.mjs")
     // A copy of the sources, so that the test can change them.
     const dir = mkdtempSync(join(tmpdir(), "service-dev-"))
     dirs.push(dir)

@@ -50,6 +50,25 @@ describe("Node lines", () => {
     expect(readFileSync(join(ROOT, ".ci", "run"), "utf8")).toMatch(/for line in 22 24 26; do[\s\S]*scripts\/node-line "\$line" --fetch/)
   })
 
+  it("every npm script starts by refusing an unsupported Node, naming the scripts/node-line command", async (context) => {
+    const { scripts } = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"))
+    const unguarded = Object.entries<string>(scripts)
+      .filter(([name, command]) => !["pretest", "prepack"].includes(name) && !command.startsWith("node scripts/require-node-line.mjs && "))
+    expect(unguarded).toEqual([])
+    // The machine's own Node, when it is an unsupported line (20 here), shows the refusal itself.
+    const machineNode = "/usr/bin/node"
+    const version = existsSync(machineNode) ? (await run(machineNode, ["--version"])).stdout.trim() : ""
+    if (!/^v(1\d|20|21|23|25)\./.test(version)) {
+      console.warn(`skipped: no unsupported Node at ${machineNode} (${version || "none"}) to check the refusal with`)
+      return context.skip()
+    }
+    const refused = await run(machineNode, [join(ROOT, "scripts", "require-node-line.mjs")], { env: { ...process.env, npm_lifecycle_event: "test" } })
+      .then(() => ({ code: 0, stderr: "" }), (error) => ({ code: error.code, stderr: String(error.stderr) }))
+    expect(refused.code).toBe(1)
+    expect(refused.stderr).toContain(`Node ${version.slice(1)} is not supported`)
+    expect(refused.stderr).toContain("scripts/node-line 24 npm test")
+  })
+
   for (const [line, version] of Object.entries(PINNED)) {
     it(`the pinned Node ${version} is in the cache (fetched by .ci/run; never at test time)`, async (context) => {
       const found = await run(join(ROOT, "scripts", "node-line"), [line, "node", "--version"], { env: { ...process.env, NODE_LINE_OFFLINE: "1" } })
