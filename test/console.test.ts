@@ -75,7 +75,7 @@ const traceRowsAre = (page: Page, entity: string) =>
 
 /** The log pane: whether it overflows, and whether it is scrolled to its newest line. */
 const logPane = (page: Page) =>
-  page.getByTestId("log-pane").evaluate((pane) => ({
+  page.getByRole("log").evaluate((pane) => ({
     overflows: pane.scrollHeight > pane.clientHeight,
     atBottom: pane.scrollHeight - pane.scrollTop - pane.clientHeight <= 8,
     scrollTop: pane.scrollTop
@@ -197,6 +197,7 @@ const openTrace = async (page: Page, save: boolean) => {
   const held = new Promise<void>((resolve) => (release = resolve))
   const traceList = /\/observability\/traces\?/
   await page.route(traceList, (route) => held.then(() => route.continue()))
+  await page.getByTestId("nav-agents").click()
   await page.getByTestId("nav-traces").click()
   await page.getByLabel("Entity id").fill("approval")
   release()
@@ -275,10 +276,10 @@ const inputAndLogs = async (page: Page, url: string, headers: Record<string, str
     expect(response.status).toBe(200)
     await page.getByTestId("log-line").filter({ hasText: text }).first().waitFor({ state: "attached", ...WAIT })
   }
-  await page.getByTestId("log-pane").hover()
+  await page.getByRole("log").hover()
   await page.mouse.wheel(0, -200)
   await page.waitForFunction(() => {
-    const pane = document.querySelector("[data-testid=log-pane]")!
+    const pane = document.querySelector("[role=log]")!
     return pane.scrollHeight - pane.scrollTop - pane.clientHeight > 40
   }, undefined, WAIT)
   const readingAt = (await logPane(page)).scrollTop
@@ -286,7 +287,7 @@ const inputAndLogs = async (page: Page, url: string, headers: Record<string, str
   expect(await logPane(page)).toMatchObject({ atBottom: false, scrollTop: readingAt })
   await page.mouse.wheel(0, 100_000)
   await page.waitForFunction(() => {
-    const pane = document.querySelector("[data-testid=log-pane]")!
+    const pane = document.querySelector("[role=log]")!
     return pane.scrollHeight - pane.scrollTop - pane.clientHeight <= 8
   }, undefined, WAIT)
   await logged(`following-${Date.now()}`)

@@ -116,7 +116,7 @@ export const Logs = () => {
           : <button type="button" onClick={() => setPaused(true)}>Pause</button>}
         <button type="button" onClick={() => ((following.current = true), setLines([]))}>Clear</button>
       </div>
-      <ol class="log-lines" role="log" aria-live="off" ref={pane} onScroll={onScroll} data-testid="log-pane">
+      <ol class="log-lines" role="log" aria-live="off" ref={pane} onScroll={onScroll}>
         {lines.map((log, index) => (
           <li key={index} data-testid="log-line" class={`log ${log.level}`}>
             <span class="meta">{log.timestamp}</span> <span class="level">{log.level}</span>{" "}
