@@ -69,7 +69,7 @@ const historyLayout = async (page: Page, width: number) => {
 /** Waits until the trace list shows rows, all of `entity` (a list being loaded still shows the previous one). */
 const traceRowsAre = (page: Page, entity: string) =>
   page.waitForFunction((entity) => {
-    const cells = [...document.querySelectorAll("[data-testid=trace-row] td:nth-child(3)")].map((cell) => cell.textContent)
+    const cells = Array.from(document.querySelectorAll("[data-testid=trace-row] td:nth-child(3)"), (cell) => cell.textContent)
     return cells.length > 0 && cells.every((cell) => cell === entity)
   }, entity, WAIT)
 
