@@ -1,7 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import { SignJWT } from "jose"
-import { mkdirSync } from "node:fs"
+import { mkdirSync, readdirSync, statSync } from "node:fs"
 import type { Browser, Page } from "playwright-core"
 import { CHROMIUM, launchChromium } from "./support/chromium.js"
 import { TestServer, TestServerLive } from "./support/TestServer.js"
@@ -11,6 +11,8 @@ if (CHROMIUM === undefined) {
 }
 
 const SCREENSHOTS = "docs/console"
+/** The README's screenshots are tracked: rewritten only when asked (UPDATE_SCREENSHOTS=1). */
+const UPDATE_SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === "1"
 const XSS = `<img src=x onerror="window.__xss = 1">`
 const WAIT = { timeout: 30_000 }
 
@@ -37,7 +39,47 @@ const injected = (page: Page) =>
   }))
 
 const shoot = (page: Page, name: string, save: boolean) =>
-  save ? page.screenshot({ path: `${SCREENSHOTS}/${name}.png` }) : Promise.resolve()
+  save && UPDATE_SCREENSHOTS ? page.screenshot({ path: `${SCREENSHOTS}/${name}.png` }) : Promise.resolve()
+
+/** When each tracked screenshot was last written. */
+const screenshotTimes = () =>
+  Object.fromEntries(readdirSync(SCREENSHOTS).filter((name) => name.endsWith(".png"))
+    .map((name) => [name, statSync(`${SCREENSHOTS}/${name}`).mtimeMs]))
+
+/**
+ * The History tab's table at a viewport width: its width against its card's, and the Tools cell of a
+ * call with a tool (its first name's lines and whether the name is clipped).
+ */
+const historyLayout = async (page: Page, width: number) => {
+  await page.setViewportSize({ width, height: 860 })
+  return page.evaluate((width) => {
+    const table = document.querySelector<HTMLElement>(".history table")!
+    const card = table.closest<HTMLElement>(".detail")!
+    const padding = parseFloat(getComputedStyle(card).paddingLeft) + parseFloat(getComputedStyle(card).paddingRight)
+    const tool = document.querySelector<HTMLElement>("[data-testid=history-tools] li")
+    return {
+      width,
+      fits: table.scrollWidth <= card.clientWidth - padding && table.getBoundingClientRect().right <= card.getBoundingClientRect().right,
+      toolLines: tool === null ? 0 : Math.round(tool.getBoundingClientRect().height / parseFloat(getComputedStyle(tool).lineHeight)),
+      toolClipped: tool === null || tool.scrollWidth > tool.clientWidth
+    }
+  }, width)
+}
+
+/** Waits until the trace list shows rows, all of `entity` (a list being loaded still shows the previous one). */
+const traceRowsAre = (page: Page, entity: string) =>
+  page.waitForFunction((entity) => {
+    const cells = Array.from(document.querySelectorAll("[data-testid=trace-row] td:nth-child(3)"), (cell) => cell.textContent)
+    return cells.length > 0 && cells.every((cell) => cell === entity)
+  }, entity, WAIT)
+
+/** The log pane: whether it overflows, and whether it is scrolled to its newest line. */
+const logPane = (page: Page) =>
+  page.getByRole("log").evaluate((pane) => ({
+    overflows: pane.scrollHeight > pane.clientHeight,
+    atBottom: pane.scrollHeight - pane.scrollTop - pane.clientHeight <= 8,
+    scrollTop: pane.scrollTop
+  }))
 
 const chatWithAssistant = async (page: Page, save: boolean) => {
   await page.getByTestId("nav-agents").click()
@@ -79,6 +121,13 @@ const chatWithAssistant = async (page: Page, save: boolean) => {
   await page.getByRole("tab", { name: "History" }).click()
   await page.getByTestId("history-row").nth(1).waitFor(WAIT)
   expect(await page.getByTestId("history-row").first().innerText()).toContain(conversationId)
+  // The calls' inputs as the user's text (the chat sent UI messages), the tools by name, all within the card.
+  expect(await page.getByTestId("history-input").allInnerTexts())
+    .toEqual([XSS, "Please call get_weather for Paris and tell me the weather there"])
+  expect(await page.getByTestId("history-tools").last().innerText()).toBe("get_weather")
+  const layouts = [await historyLayout(page, 1400), await historyLayout(page, 800)]
+  await page.setViewportSize({ width: 1366, height: 860 })
+  expect(layouts).toEqual([1400, 800].map((width) => ({ width, fits: true, toolLines: 1, toolClipped: false })))
   await page.getByTestId("history-row").last().getByRole("button", { name: "Trace" }).click()
   await page.getByTestId("span-bar").first().waitFor(WAIT)
   expect(await page.locator(".waterfall").innerText()).toContain("execute_tool")
@@ -90,6 +139,10 @@ const chatWithAssistant = async (page: Page, save: boolean) => {
 const runApproval = async (page: Page, save: boolean) => {
   await page.getByTestId("nav-workflows").click()
   await page.getByTestId("workflow-item").filter({ hasText: "approval" }).click()
+  // The run form starts from the input schema's first example ({ amount: 250 }).
+  const amount = page.locator("[data-testid=workflow-input] input[name=amount]")
+  await amount.waitFor(WAIT)
+  expect(await amount.inputValue()).toBe("250")
   // Checked against the input schema before anything is sent.
   await page.getByRole("button", { name: "Edit as JSON" }).click()
   await page.locator("[data-testid=workflow-input] textarea").fill(JSON.stringify({ amount: "lots" }))
@@ -105,6 +158,8 @@ const runApproval = async (page: Page, save: boolean) => {
   expect(await suspended.innerText()).toContain("manager approval required")
   expect(await page.locator("[data-testid=execution-event][data-type=step-complete]").first().innerText()).toMatch(/\d+ ms/)
   const executionId = decodeURIComponent(page.url().split("/").pop()!)
+  // A resume is a person's decision: its form is not pre-filled from the example ({ approved: true }).
+  expect(await page.locator("[data-testid=resume-input] input[name=approved]").isChecked()).toBe(false)
   await page.locator("[data-testid=resume-input] input[name=approved]").check()
   await page.getByTestId("resume-submit").click()
   await page.getByTestId("execution-status").getByText("completed").waitFor(WAIT)
@@ -137,8 +192,25 @@ const openTrace = async (page: Page, save: boolean) => {
   await page.locator(".waterfall li", { hasText: "WorkflowEngine.run" }).getByTestId("span-bar").click()
   await page.locator(".span-detail").getByText("entity.type").waitFor(WAIT)
   await shoot(page, "traces", save)
+  // An id typed while the list loads, then Refresh (no Enter): the list is that id's.
+  let release = () => {}
+  const held = new Promise<void>((resolve) => (release = resolve))
+  const traceList = /\/observability\/traces\?/
+  await page.route(traceList, (route) => held.then(() => route.continue()))
+  await page.getByTestId("nav-agents").click()
   await page.getByTestId("nav-traces").click()
+  await page.getByLabel("Entity id").fill("approval")
+  release()
   await page.getByTestId("trace-row").first().waitFor(WAIT)
+  await page.unroute(traceList)
+  await page.getByRole("button", { name: "Refresh" }).click()
+  await page.waitForURL(/#\/traces\/by\/any\/approval$/, WAIT)
+  await traceRowsAre(page, "workflow approval")
+  // An id typed, then an entity type chosen: the filter is both.
+  await page.getByLabel("Entity id").fill("assistant")
+  await page.locator("section .filters select").selectOption("agent")
+  await page.waitForURL(/#\/traces\/by\/agent\/assistant$/, WAIT)
+  await traceRowsAre(page, "agent assistant")
   // A workflow's traces: every row is that workflow's.
   await page.getByTestId("nav-workflows").click()
   await page.getByTestId("workflow-item").filter({ hasText: "approval" }).click()
@@ -176,6 +248,8 @@ const inputAndLogs = async (page: Page, url: string, headers: Record<string, str
   expect(await page.locator(".state").innerText()).toContain("<img src=x")
   expect(await injected(page)).toEqual({ ran: false, images: 0 })
 
+  // A low window, so that the session's lines overflow the log pane.
+  await page.setViewportSize({ width: 1366, height: 480 })
   await page.getByTestId("nav-logs").click()
   await page.locator("[role=status]").getByText("live").waitFor(WAIT)
   const marker = `live-${Date.now()}`
@@ -189,6 +263,36 @@ const inputAndLogs = async (page: Page, url: string, headers: Record<string, str
   await line.first().waitFor(WAIT)
   expect(await line.first().innerText()).toContain("<img src=x")
   expect(await injected(page)).toEqual({ ran: false, images: 0 })
+  // Opened at the newest line, and following the new ones.
+  expect(await logPane(page)).toMatchObject({ overflows: true, atBottom: true })
+
+  // Scrolled up, the pane stays where the user is; back at the bottom, it follows again.
+  const logged = async (text: string) => {
+    const response = await fetch(`${url}/workflows/pipeline/execute`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify({ input: { text, n: 1 } })
+    })
+    expect(response.status).toBe(200)
+    await page.getByTestId("log-line").filter({ hasText: text }).first().waitFor({ state: "attached", ...WAIT })
+  }
+  await page.getByRole("log").hover()
+  await page.mouse.wheel(0, -200)
+  await page.waitForFunction(() => {
+    const pane = document.querySelector("[role=log]")!
+    return pane.scrollHeight - pane.scrollTop - pane.clientHeight > 40
+  }, undefined, WAIT)
+  const readingAt = (await logPane(page)).scrollTop
+  await logged(`reading-${Date.now()}`)
+  expect(await logPane(page)).toMatchObject({ atBottom: false, scrollTop: readingAt })
+  await page.mouse.wheel(0, 100_000)
+  await page.waitForFunction(() => {
+    const pane = document.querySelector("[role=log]")!
+    return pane.scrollHeight - pane.scrollTop - pane.clientHeight <= 8
+  }, undefined, WAIT)
+  await logged(`following-${Date.now()}`)
+  expect(await logPane(page)).toMatchObject({ atBottom: true })
+  await page.setViewportSize({ width: 1366, height: 860 })
   await shoot(page, "logs", save)
 
   // Paused, new lines wait (counted) until the tail is resumed.
@@ -244,6 +348,7 @@ layer(TestServerLive(), { excludeTestServices: true })("Console in headless Chro
       const { url } = yield* TestServer
       const browser = yield* launchChromium
       mkdirSync(SCREENSHOTS, { recursive: true })
+      const screenshotsBefore = screenshotTimes()
       const outcome = yield* Effect.promise(async () => {
         const { csp, page, problems } = await openConsole(browser, url)
         const conversationId = await chatWithAssistant(page, true)
@@ -256,6 +361,7 @@ layer(TestServerLive(), { excludeTestServices: true })("Console in headless Chro
       expect(outcome.csp).toContain("script-src 'self'")
       expect(outcome.csp).not.toContain("unsafe-inline")
       expect(outcome.problems).toEqual([])
+      if (!UPDATE_SCREENSHOTS) expect(screenshotTimes()).toEqual(screenshotsBefore)
       // The chat kept one conversation id, so the service's memory and history hold both calls under it.
       const history = yield* Effect.promise(() =>
         fetch(`${url}/agents/assistant/history?conversationId=${outcome.conversationId}`).then((response) => response.json())

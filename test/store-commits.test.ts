@@ -7,6 +7,7 @@ import { DatabaseLive } from "../src/Database.js"
 import { type CommitRequest, StoreCommits, StoreCommitsLive } from "../src/storage/StoreCommits.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { tempDir } from "./support/TestServer.js"
+import { expectingThreadDeath } from "./support/threadDeaths.js"
 
 /**
  * The stores' commits (src/storage/StoreCommits.ts): on a SQLite file a writer thread commits their
@@ -95,7 +96,7 @@ describe.each(backends)("store commits on $name", ({ skip, url }) => {
 
 describe("the commit thread", () => {
   it.scopedLive("dies: what it had fails or commits, a new thread takes over", () =>
-    Effect.gen(function*() {
+    expectingThreadDeath(Effect.gen(function*() {
       const databaseUrl = `file:${join(yield* tempDir, "dies.db")}`
       const { commit, sql, threads } = yield* commitsOn(databaseUrl)
       yield* setUp(sql)
@@ -114,7 +115,7 @@ describe("the commit thread", () => {
       const ids = (yield* sql<{ id: string }>`SELECT id FROM counters ORDER BY id`).map((row) => row.id)
       expect(ids).toEqual(expect.arrayContaining(["after-1", "after-2", "before-1", "before-2"]))
       if (Exit.isSuccess(during)) expect(ids).toEqual(expect.arrayContaining(["during-1", "during-2"]))
-    }))
+    })))
 
   it.scopedLive("boots off start-up's path without waiting for a request, once", () =>
     Effect.gen(function*() {

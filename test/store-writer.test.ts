@@ -9,6 +9,7 @@ import { TraceStore, TraceStoreLive } from "../src/observability/TraceStore.js"
 import { ObservabilitySql, ObservabilitySqlLive } from "../src/observability/ObservabilitySql.js"
 import { DatabaseLive } from "../src/Database.js"
 import { tempDir } from "./support/TestServer.js"
+import { expectingThreadDeath } from "./support/threadDeaths.js"
 
 const span = (traceId: string, spanId: string): SpanRecord => ({
   traceId,
@@ -29,7 +30,7 @@ const spanIds = Effect.flatMap(ObservabilitySql, (sql) =>
 
 describe("the observability writer thread", () => {
   it.scopedLive("writes span rows and their trace index on its own connection to the service's SQLite file", () =>
-    Effect.gen(function*() {
+    expectingThreadDeath(Effect.gen(function*() {
       const url = `file:${join(yield* tempDir, "writer.db")}`
       const threads: Array<Worker> = []
       const sql = ObservabilitySqlLive(url).pipe(Layer.provideMerge(DatabaseLive(url)))
@@ -60,7 +61,7 @@ describe("the observability writer thread", () => {
       expect(stored).toContain("d")
       // Either the write was queued for the new thread or it failed (and its caller logs the rows lost).
       if (Exit.isSuccess(afterDeath)) expect(stored).toContain("c")
-    }))
+    })))
 
   it.scopedLive("the TraceStore's flush means stored, through the thread; spans pending at shutdown are written", () =>
     Effect.gen(function*() {

@@ -1,8 +1,8 @@
 import { useState } from "preact/hooks"
 import { messageOf } from "../../core/errorMessages.js"
 import { api, query, segment } from "./api.js"
-import { Json } from "./Json.js"
 import { useLoad } from "./load.js"
+import { messageText } from "./messageText.js"
 import { navigate } from "./route.js"
 import type { HistoryEntry, HistoryPage, TraceSummary } from "./types.js"
 
@@ -19,8 +19,6 @@ const traceOf = async (agentId: string, entry: HistoryEntry) => {
   const start = Date.parse(entry.startTime)
   return traces.find((trace) => Date.parse(trace.startTime) <= start && start <= Date.parse(trace.endTime))
 }
-
-const inputText = (input: unknown) => (typeof input === "string" ? input : JSON.stringify(input))
 
 /** The agent's past calls, newest first, page by page. */
 export const History = ({ agentId }: { agentId: string }) => {
@@ -42,22 +40,36 @@ export const History = ({ agentId }: { agentId: string }) => {
     <div class="history">
       {history.error !== undefined && <p role="alert" class="error">{history.error}</p>}
       {traceError !== undefined && <p role="alert" class="error">{traceError}</p>}
-      <table>
+      <table class="history-table">
+        <colgroup>
+          <col class="when" /><col class="status" /><col class="conversation" /><col /><col /><col class="tools" /><col class="open" />
+        </colgroup>
         <thead>
           <tr><th>Started</th><th>Status</th><th>Conversation</th><th>Input</th><th>Output</th><th>Tools</th><th /></tr>
         </thead>
         <tbody>
-          {history.data?.entries.map((entry) => (
-            <tr key={entry.id} data-testid="history-row">
-              <td>{new Date(entry.startTime).toLocaleString()}</td>
-              <td>{entry.status}</td>
-              <td><code>{entry.conversationId ?? "—"}</code></td>
-              <td class="clip">{inputText(entry.input)}</td>
-              <td class="clip">{entry.output ?? "—"}</td>
-              <td>{entry.toolCalls.length === 0 ? "—" : <Json value={entry.toolCalls} />}</td>
-              <td><button type="button" onClick={() => openTrace(entry)}>Trace</button></td>
-            </tr>
-          ))}
+          {history.data?.entries.map((entry) => {
+            const input = messageText(entry.input)
+            return (
+              <tr key={entry.id} data-testid="history-row">
+                <td>{new Date(entry.startTime).toLocaleString()}</td>
+                <td>{entry.status}</td>
+                <td class="clip" title={entry.conversationId ?? undefined}><code>{entry.conversationId ?? "—"}</code></td>
+                <td class="clip" title={input} data-testid="history-input">{input}</td>
+                <td class="clip" title={entry.output ?? undefined}>{entry.output ?? "—"}</td>
+                <td data-testid="history-tools">
+                  {entry.toolCalls.length === 0 ? "—" : (
+                    <ul class="tool-names">
+                      {entry.toolCalls.map((call) => (
+                        <li key={call.toolCallId} title={`${call.toolName}(${JSON.stringify(call.args)})`}>{call.toolName}</li>
+                      ))}
+                    </ul>
+                  )}
+                </td>
+                <td><button type="button" onClick={() => openTrace(entry)}>Trace</button></td>
+              </tr>
+            )
+          })}
         </tbody>
       </table>
       {pagination !== undefined && (

@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from "preact/hooks"
+import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks"
 import { credentialsEpoch, credentialsPrompt, socketParams } from "./credentials.js"
 import { href } from "./route.js"
 import { useStore } from "./store.js"
@@ -13,6 +13,8 @@ const ENTITIES = [
 ] as const
 /** Lines kept on screen; older ones scroll away. */
 const KEEP = 500
+/** Pixels from the bottom that still count as at the bottom (zoom leaves fractions). */
+const FOLLOW_SLACK = 8
 
 type Connection = "connecting" | "live" | "closed" | "refused"
 
@@ -33,6 +35,17 @@ export const Logs = () => {
   const [connection, setConnection] = useState<Connection>("connecting")
   const pausedRef = useRef(paused)
   pausedRef.current = paused
+  const pane = useRef<HTMLOListElement>(null)
+  // Whether the pane follows the tail: it does while the user is at its bottom, and stops when they scroll up.
+  const following = useRef(true)
+  useLayoutEffect(() => {
+    const element = pane.current
+    if (element !== null && following.current) element.scrollTop = element.scrollHeight
+  }, [lines])
+  const onScroll = () => {
+    const element = pane.current
+    if (element !== null) following.current = element.scrollHeight - element.scrollTop - element.clientHeight <= FOLLOW_SLACK
+  }
 
   useEffect(() => {
     const params = socketParams(new URLSearchParams())
@@ -43,6 +56,7 @@ export const Logs = () => {
     setLines([])
     setHeld([])
     setConnection("connecting")
+    following.current = true
     socket.onopen = () => {
       opened = true
       setConnection("live")
@@ -100,9 +114,9 @@ export const Logs = () => {
         {paused
           ? <button type="button" onClick={resume}>Resume ({held.length} waiting)</button>
           : <button type="button" onClick={() => setPaused(true)}>Pause</button>}
-        <button type="button" onClick={() => setLines([])}>Clear</button>
+        <button type="button" onClick={() => ((following.current = true), setLines([]))}>Clear</button>
       </div>
-      <ol class="log-lines" role="log" aria-live="off">
+      <ol class="log-lines" role="log" aria-live="off" ref={pane} onScroll={onScroll}>
         {lines.map((log, index) => (
           <li key={index} data-testid="log-line" class={`log ${log.level}`}>
             <span class="meta">{log.timestamp}</span> <span class="level">{log.level}</span>{" "}

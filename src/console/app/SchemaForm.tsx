@@ -1,6 +1,6 @@
 import { useMemo, useState } from "preact/hooks"
 import { messageOf } from "../../core/errorMessages.js"
-import { type Field, fieldsOf, fieldValue, validate } from "./schema.js"
+import { exampleOf, type Field, fieldsOf, fieldValue, initialText, propertiesOf, validate } from "./schema.js"
 import type { JsonSchema } from "./types.js"
 
 export interface SchemaFormProps {
@@ -10,6 +10,8 @@ export interface SchemaFormProps {
   readonly testId: string
   readonly submitTestId: string
   readonly submitLabel: string
+  /** Whether the form starts from the schema's `default` or first of its `examples` (else blank). */
+  readonly prefill?: boolean
   readonly onSubmit: (value: unknown) => Promise<void>
 }
 
@@ -48,10 +50,13 @@ const FieldInput = ({ field, id, text, setText }: { field: Field; id: string; te
  */
 export const SchemaForm = (props: SchemaFormProps) => {
   const fields = useMemo(() => fieldsOf(props.schema), [props.schema])
+  const example = props.prefill === true ? exampleOf(props.schema) : undefined
   const [asJson, setAsJson] = useState(fields === undefined)
-  const [texts, setTexts] = useState<Record<string, string>>(() =>
-    Object.fromEntries((fields ?? []).map((field) => [field.name, field.kind === "boolean" ? "false" : field.kind === "enum" && field.required ? field.options[0] ?? "" : ""])))
-  const [json, setJson] = useState("{}")
+  const [texts, setTexts] = useState<Record<string, string>>(() => {
+    const properties = props.prefill === true ? propertiesOf(props.schema) : {}
+    return Object.fromEntries((fields ?? []).map((field) => [field.name, initialText(field, example, properties[field.name])]))
+  })
+  const [json, setJson] = useState(() => JSON.stringify(example ?? {}, null, 2))
   const [errors, setErrors] = useState<ReadonlyArray<string>>([])
   const [busy, setBusy] = useState(false)
 

@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks"
+import { useEffect, useState } from "preact/hooks"
 import { api, query } from "./api.js"
 import { useLoad } from "./load.js"
 import { navigate } from "./route.js"
@@ -15,6 +15,9 @@ export const Traces = ({ path }: { path: ReadonlyArray<string> }) => {
   const filtered = path[0] === "by"
   const entityType = filtered && path[1] !== "any" ? path[1] ?? "" : ""
   const entityId = filtered ? path[2] ?? "" : ""
+  // The id as typed: applied on Enter, on leaving the field, with Refresh or with a change of entity type.
+  const [typedId, setTypedId] = useState(entityId)
+  useEffect(() => setTypedId(entityId), [entityId])
   const setFilter = (type: string, id: string) => {
     setOffset(0)
     if (type === "" && id === "") navigate("traces")
@@ -27,15 +30,20 @@ export const Traces = ({ path }: { path: ReadonlyArray<string> }) => {
     ),
     [entityType, entityId, offset]
   )
+  /** Reads the list again with the filter as the fields show it now. */
+  const refresh = () => {
+    if (typedId.trim() === entityId) traces.reload()
+    else setFilter(entityType, typedId.trim())
+  }
   if (path[0] !== undefined && !filtered) return <Waterfall key={path[0]} traceId={path[0]} />
   const rows = traces.data?.traces ?? []
   return (
     <section aria-labelledby="traces-heading">
       <h1 id="traces-heading">Traces</h1>
-      <div class="row filters">
+      <form class="row filters" onSubmit={(event) => (event.preventDefault(), refresh())}>
         <label>
           Entity
-          <select value={entityType} onChange={(event) => setFilter(event.currentTarget.value, entityId)}>
+          <select value={entityType} onChange={(event) => setFilter(event.currentTarget.value, typedId.trim())}>
             <option value="">any</option>
             <option value="agent">agent</option>
             <option value="workflow">workflow</option>
@@ -43,10 +51,14 @@ export const Traces = ({ path }: { path: ReadonlyArray<string> }) => {
         </label>
         <label>
           Entity id
-          <input value={entityId} onChange={(event) => setFilter(entityType, event.currentTarget.value.trim())} />
+          <input
+            value={typedId}
+            onInput={(event) => setTypedId(event.currentTarget.value)}
+            onChange={(event) => setFilter(entityType, event.currentTarget.value.trim())}
+          />
         </label>
-        <button type="button" onClick={traces.reload}>Refresh</button>
-      </div>
+        <button type="button" onClick={refresh}>Refresh</button>
+      </form>
       {traces.error !== undefined && <p role="alert" class="error">{traces.error}</p>}
       <table>
         <thead>

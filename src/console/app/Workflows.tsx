@@ -31,6 +31,7 @@ const Details = ({ id }: { id: string }) => {
         testId="workflow-input"
         submitTestId="workflow-run"
         submitLabel="Run"
+        prefill
         onSubmit={async (input) => {
           const started = await api<RunStarted>(`/workflows/${segment(workflow.id)}/run`, { method: "POST", body: { input } })
           navigate("workflows", workflow.id, "executions", started.executionId)

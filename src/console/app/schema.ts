@@ -92,3 +92,23 @@ export const fieldValue = (field: Field, text: string): unknown => {
   if (field.kind === "boolean") return text === "true"
   return text === "" && !field.required ? undefined : text
 }
+
+/** A schema's own value to start from: its `default`, else its first `examples` entry, else undefined. */
+export const exampleOf = (schema: JsonSchema): unknown =>
+  schema.default !== undefined ? schema.default : Array.isArray(schema.examples) ? schema.examples[0] : undefined
+
+/**
+ * A field's starting text: the property's value in the schema's example, else the property's own
+ * default or example; booleans start unchecked and a required enum at its first option otherwise.
+ */
+export const initialText = (field: Field, example: unknown, property: JsonSchema | undefined): string => {
+  const given = isObject(example) && field.name in example ? example[field.name] : property === undefined ? undefined : exampleOf(property)
+  if (field.kind === "boolean") return given === true ? "true" : "false"
+  if ((field.kind === "number" || field.kind === "integer") && typeof given === "number") return String(given)
+  if ((field.kind === "string" || field.kind === "enum") && typeof given === "string") return given
+  return field.kind === "enum" && field.required ? field.options[0] ?? "" : ""
+}
+
+/** The schema's properties by name (none when it has no `properties` object). */
+export const propertiesOf = (schema: JsonSchema): Record<string, JsonSchema> =>
+  isObject(schema.properties) ? (schema.properties as Record<string, JsonSchema>) : {}
