@@ -48,7 +48,7 @@ layer(TestServerLive({ config: { bodyLimit: LIMIT } }), { excludeTestServices: t
   it.effect("no body at all (no content type, or JSON's with nothing) is an empty object: cancel and suspend need none", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      for (const headers of [{}, { "content-type": "application/json" }]) {
+      for (const headers of [{}, { "content-type": "application/json" }] as Array<Record<string, string>>) {
         const started = yield* fetchJson(`${url}/workflows/approval/execute`, json({ input: { amount: 250 } }))
         expect(started.body.data.status).toBe("suspended")
         const cancel = yield* fetchJson(`${url}/workflows/approval/executions/${started.body.data.executionId}/cancel`, { method: "POST", headers })
