@@ -76,9 +76,10 @@ const ctx = await context({
   plugins: [{
     name: "restart",
     setup: (build) =>
+      // onEnd's callback returns nothing (esbuild reports any other value as an error of the plugin).
       build.onEnd((result) => {
-        if (result.errors.length > 0) return say("build failed; the last good build keeps running")
-        restart(builds++ === 0)
+        if (result.errors.length > 0) say("build failed; the last good build keeps running")
+        else restart(builds++ === 0)
       })
   }]
 })

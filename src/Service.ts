@@ -1,4 +1,4 @@
-import { Effect, Layer, Logger } from "effect"
+import { Effect, Layer } from "effect"
 import { agentToolEntries, AgentRegistryLive, RegisteredAgents } from "./agents/AgentRegistry.js"
 import { MemoryStoreLive } from "./agents/memory/MemoryStore.js"
 import { DefaultModelLive } from "./agents/models/DefaultModel.js"
@@ -19,6 +19,7 @@ import { ObservabilitySqlLive } from "./observability/ObservabilitySql.js"
 import { StoreWriterLive } from "./observability/StoreWriter.js"
 import { TraceStoreLive } from "./observability/TraceStore.js"
 import { TracingLive } from "./observability/Tracing.js"
+import { ConsoleLoggingLive } from "./observability/consoleTraceIds.js"
 import { RecordRetentionLive } from "./retention/RecordRetention.js"
 import { StoreCommitsLive } from "./storage/StoreCommits.js"
 import { RegisteredTools, ToolRunnerLive } from "./tools/ToolRunner.js"
@@ -58,7 +59,9 @@ export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
     Layer.provideMerge(Layer.mergeAll(StoreWriterLive(config.databaseUrl), StoreCommitsLive(config.databaseUrl))),
     Layer.provideMerge(ObservabilitySqlLive(config.databaseUrl)),
     Layer.provideMerge(DatabaseLive(config.databaseUrl)),
-    Layer.provideMerge(Layer.mergeAll(Layer.succeed(ServerConfig, config), AppLive(app)))
+    Layer.provideMerge(Layer.mergeAll(Layer.succeed(ServerConfig, config), AppLive(app))),
+    // LOG_FORMAT and LOG_LEVEL, before anything logs.
+    Layer.provideMerge(ConsoleLoggingLive({ format: config.logFormat, level: config.logLevel }))
   )
 
 /** The app's definitions, as the registries read them; two different ones under one id fail here. */
@@ -80,7 +83,7 @@ export const serveWith = <E>(config: ServerConfigShape, services: Layer.Layer<La
   HttpLive(config, NodeServerLive(config)).pipe(
     Layer.provide(services),
     Layer.provide(NodePlatformLive),
-    Layer.provide(Logger.minimumLogLevel(config.logLevel))
+    Layer.provide(ConsoleLoggingLive({ format: config.logFormat, level: config.logLevel }))
   )
 
 /** The whole service for an app: its services and the HTTP server. */

@@ -37,6 +37,7 @@ Environment (every variable, commented, in .env.example; load a file with node -
   OTEL_EXPORTER_OTLP_ENDPOINT  also export spans, metrics and logs over OTLP/HTTP to this URL
   OTEL_METRIC_EXPORT_INTERVAL  milliseconds between OTLP metric exports (default 60000)
   OBSERVABILITY_RECORD_CONTENT  true: model spans keep prompts and completions (default false)
+  TRACE_CONSOLE_READS  true: also trace the console's and explorer's own reads (default false)
   SERVICE_INSTANCE_ID  this instance's name among several on one Postgres (default host-pid-random)
   HTTP_HEADERS_TIMEOUT_SECONDS (10), HTTP_REQUEST_TIMEOUT_SECONDS (60)  time to send headers, whole request (else 408)
   HTTP_MAX_CONNECTIONS_PER_CLIENT  open connections per remote address, loopback not counted (256; 0: none)

@@ -1,10 +1,9 @@
 #!/usr/bin/env node
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Console, Effect, Exit, Layer, Logger, Option } from "effect"
+import { Cause, Console, Effect, Exit, Layer, Option } from "effect"
 import { parseCommandLine } from "./cli.js"
 import { StartupError } from "./config/StartupError.js"
 import { exampleApp } from "./examples/app.js"
-import { consoleLoggerOf } from "./observability/consoleTraceIds.js"
 import { limitHeapGrowth } from "./ops/HeapGrowth.js"
 import { IdleHeapLive } from "./ops/IdleHeap.js"
 import { ServiceLive } from "./Service.js"
@@ -15,9 +14,11 @@ const program = parseCommandLine(process.argv.slice(2), process.env).pipe(
   Effect.flatMap((line) =>
     line._tag === "Help"
       ? Console.log(line.text)
-      : Layer.launch(Layer.merge(ServiceLive(exampleApp, line.config), IdleHeapLive())).pipe(
-        Effect.provide(Logger.replace(Logger.defaultLogger, consoleLoggerOf[line.config.logFormat ?? (process.stdout.isTTY ? "pretty" : "logfmt")]))
-      )
+      // Unset LOG_FORMAT: pretty on a terminal, else logfmt (ServiceLive applies it).
+      : Layer.launch(Layer.merge(
+        ServiceLive(exampleApp, { ...line.config, logFormat: line.config.logFormat ?? (process.stdout.isTTY ? "pretty" : "logfmt") }),
+        IdleHeapLive()
+      ))
   ),
   Effect.catchTag("StorageError", (error) => new StartupError({ message: error.message, exitCode: 1 })),
   Effect.catchTag("DuplicateDefinition", (error) => new StartupError({ message: error.message, exitCode: 2 })),

@@ -417,6 +417,9 @@ describe("npm run dev", () => {
       await eventually("the broken build is reported", async () => output, (text) => text.includes("[dev] build failed"))
       expect(await addDescription()).toBe("Add two numbers, changed")
       expect(output).not.toContain("the service exited")
+      // The compiler's error once, and nothing of esbuild's own (a plugin error with its stack).
+      expect(output.match(/Unexpected ";"/g)).toHaveLength(1)
+      expect(output).not.toMatch(/onEnd\(\) callback|\n\s+at /)
 
       dev.kill("SIGTERM")
       expect(await exited).toBe(0)

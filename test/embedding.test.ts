@@ -1,8 +1,9 @@
 import { FetchHttpClient, HttpApiClient, HttpServer } from "@effect/platform"
 import { expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, LogLevel, Redacted, Schema } from "effect"
+import { vi } from "vitest"
+import { Context, Effect, Layer, Logger, LogLevel, Redacted, Schema, type Scope } from "effect"
 import { join } from "node:path"
-import { defineAgent, defineApp, defineTool, resolveServerConfig, ServiceApi, ServiceLive, workflow } from "../src/index.js"
+import { defineAgent, defineApp, defineTool, resolveServerConfig, ServiceApi, type ServerConfigShape, ServiceLive, ServicesLive, workflow } from "../src/index.js"
 import { tempDir } from "./support/TestServer.js"
 
 // What an embedding program writes: its own tool, its own config, the service's layers.
@@ -85,4 +86,33 @@ it.scoped("a JWT key that cannot verify anything fails the layer with InvalidJwt
     expect(unreadable).toMatchObject({ _tag: "InvalidJwtKey" })
     expect(unreadable.message).toMatch(/^the public key cannot be read: /)
     expect(unreadable.message).not.toContain("nope")
+  }))
+
+it.scoped("LOG_FORMAT and LOG_LEVEL apply to an embedding program, through ServiceLive or ServicesLive alone", () =>
+  Effect.gen(function*() {
+    const dir = yield* tempDir
+    const lines: Array<string> = []
+    const log = vi.spyOn(console, "log").mockImplementation((...args: Array<unknown>) => void lines.push(args.map(String).join(" ")))
+    yield* Effect.addFinalizer(() => Effect.sync(() => log.mockRestore()))
+    const app = defineApp({ agents: [herald], workflows: [announce] })
+    type Within = (config: ServerConfigShape) => <E>(effect: Effect.Effect<void, E, Scope.Scope>) => Effect.Effect<void, unknown, Scope.Scope>
+    const layers: ReadonlyArray<readonly [string, Within]> = [
+      ["ServiceLive", (config) => Effect.provide(ServiceLive(app, config))],
+      ["ServicesLive", (config) => Effect.provide(ServicesLive(app, config))]
+    ]
+    for (const [name, within] of layers) {
+      const config = {
+        ...resolveServerConfig({ port: 0, enableSwaggerUI: false }, { LOG_FORMAT: "json", LOG_LEVEL: "warn" }),
+        databaseUrl: Redacted.make(`file:${join(dir, `${name}.db`)}`)
+      }
+      lines.length = 0
+      // As the README's program runs it: NodeRuntime.runMain installs Effect's pretty logger.
+      yield* Effect.scoped(Effect.gen(function*() {
+        yield* Effect.logInfo(`${name}: an info line`)
+        yield* Effect.logWarning(`${name}: a warning`)
+      }).pipe(within(config), Effect.provide(Logger.pretty)))
+      const mine = lines.filter((line) => line.includes(name))
+      expect(mine, name).toHaveLength(1)
+      expect(JSON.parse(mine[0]!), name).toMatchObject({ message: `${name}: a warning`, logLevel: "WARN" })
+    }
   }))

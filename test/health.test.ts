@@ -83,7 +83,7 @@ describe("GET /health and GET /ready", () => {
       const { url } = yield* TestServer
       for (let i = 0; i < 3; i++) expect((yield* fetchJson(`${url}/ready`)).status).toBe(200)
       const { traces } = (yield* fetchJson(`${url}/observability/traces?limit=500`)).body.data
-      const requests = traces.filter((trace: { name: string }) => trace.name === "http.server GET")
+      const requests = traces.filter((trace: { name: string }) => trace.name === "GET /ready")
       expect(requests.map((trace: { spanCount: number }) => trace.spanCount)).toEqual([1, 1, 1])
     }).pipe(Effect.provide(TestServerLive())))
 })

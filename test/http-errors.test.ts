@@ -45,6 +45,23 @@ layer(TestServerLive({ config: { bodyLimit: LIMIT } }), { excludeTestServices: t
       expect(response.body.error).toMatch(/^Invalid JSON body: .+/)
     }))
 
+  it.effect("no body at all (no content type, or JSON's with nothing) is an empty object: cancel and suspend need none", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      for (const headers of [{}, { "content-type": "application/json" }] as Array<Record<string, string>>) {
+        const started = yield* fetchJson(`${url}/workflows/approval/execute`, json({ input: { amount: 250 } }))
+        expect(started.body.data.status).toBe("suspended")
+        const cancel = yield* fetchJson(`${url}/workflows/approval/executions/${started.body.data.executionId}/cancel`, { method: "POST", headers })
+        expect(cancel, JSON.stringify(cancel.body)).toMatchObject({ status: 200, body: { success: true } })
+        const suspend = yield* fetchJson(`${url}/workflows/approval/executions/no-such-execution/suspend`, { method: "POST", headers })
+        expect(suspend.status, JSON.stringify(headers)).toBe(404)
+      }
+      // A body with required fields names what is missing.
+      const text = yield* fetchJson(`${url}/agents/assistant/text`, { method: "POST" })
+      expect(text.status).toBe(400)
+      expect(text.body.error).not.toContain("body: must be an object")
+    }))
+
   it.effect("schema failure: 400 Input validation failed: <path>: <message>, never a schema dump", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer

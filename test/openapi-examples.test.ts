@@ -98,6 +98,45 @@ layer(TestServerLive({ override: ObservabilitySetupLive({ envFile }) }), { exclu
       expect(needRecord.sort()).toEqual(expect.arrayContaining(["workflows.resumeExecution", "workflows.executionState"]))
     }), 120_000)
 
+  it.effect("every path example with a body example of the same name executes as that pair (not 400); the first ones pair up", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const spec: Spec = (yield* fetchJson(`${url}/doc`)).body
+      let pairs = 0
+      for (const { method, operation, path } of operations(spec)) {
+        const bodies = operation.requestBody?.content["application/json"]?.examples
+        const named = pathParameters(operation).filter((parameter) => parameter.examples !== undefined)
+        if (bodies === undefined || named.length === 0) continue
+        for (const parameter of named) {
+          // What Swagger UI pre-selects: the first of each list.
+          expect(Object.keys(parameter.examples!)[0], `${operation.operationId} {${parameter.name}}`).toBe(Object.keys(bodies)[0])
+        }
+        for (const [name, body] of Object.entries(bodies)) {
+          const values = Object.fromEntries(named.map((parameter) => [parameter.name, parameter.examples![name]?.value]))
+          for (const parameter of named) expect(values[parameter.name], `${operation.operationId} {${parameter.name}} for ${name}`).toBeDefined()
+          if (pathParameters(operation).some((parameter) => values[parameter.name] === undefined)) continue
+          const withBody = { ...operation, requestBody: { content: { "application/json": { example: body.value } } } }
+          const { status, text } = yield* firstClick(url, path, method, withBody, values)
+          expect(status, `${method} ${path} as ${name}: ${text.slice(0, 300)}`).not.toBe(400)
+          expect(status, `${method} ${path} as ${name}: ${text.slice(0, 300)}`).toBeLessThan(500)
+          pairs++
+        }
+      }
+      expect(pairs).toBeGreaterThan(6)
+    }), 120_000)
+
+  it.effect("MCP's {id} is pre-filled with its server", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const spec: Spec = (yield* fetchJson(`${url}/doc`)).body
+      for (const [path, method] of [["/mcp/servers/{id}", "get"], ["/mcp/{id}/mcp", "post"], ["/mcp/{id}/mcp", "get"], ["/mcp/{id}/mcp", "delete"]] as const) {
+        const id = pathParameters(spec.paths[path]![method]!).find((parameter) => parameter.name === "id")!
+        expect(prefilled(id), `${method} ${path}`).toEqual({ value: "default" })
+      }
+      const { status } = yield* firstClick(url, "/mcp/servers/{id}", "get", spec.paths["/mcp/servers/{id}"]!.get!, { id: "default" })
+      expect(status).toBe(200)
+    }))
+
   it.effect("path examples are the app's own agents, tools and workflows", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer

@@ -50,7 +50,8 @@ export const ConfigFile = Schema.Struct({
     maxAgeHours: Schema.optional(Schema.Number.pipe(Schema.positive())),
     maxLogs: Schema.optional(Schema.Int.pipe(Schema.positive())),
     logMaxAgeHours: Schema.optional(Schema.Number.pipe(Schema.positive())),
-    recordContent: Schema.optional(Schema.Boolean)
+    recordContent: Schema.optional(Schema.Boolean),
+    traceConsoleReads: Schema.optional(Schema.Boolean)
   })),
   retention: Schema.optional(Schema.Struct({
     executions: Schema.optional(RetentionLimits),
@@ -106,6 +107,12 @@ export interface ServerConfigShape {
    * OBSERVABILITY_RECORD_CONTENT=true); off, they keep lengths and token counts only.
    */
   readonly recordContent: boolean
+  /**
+   * Whether the service's own console and explorer reads (GET /observability/*, /api/logs, /metrics,
+   * /doc, the console's and /ui's pages) are traced (`observability.traceConsoleReads` or
+   * TRACE_CONSOLE_READS=true); off (or unset) they are not.
+   */
+  readonly traceConsoleReads?: boolean | undefined
   /** OTEL_EXPORTER_OTLP_ENDPOINT: also export spans and metrics there over OTLP/HTTP. */
   readonly otlpEndpoint?: string | undefined
   /** OTEL_METRIC_EXPORT_INTERVAL: milliseconds between two OTLP metric exports (60,000). */
@@ -235,6 +242,7 @@ const environment = Config.all({
   otlpEndpoint: variable("OTEL_EXPORTER_OTLP_ENDPOINT"),
   metricExportIntervalMs: positive("OTEL_METRIC_EXPORT_INTERVAL"),
   recordContent: booleanFrom("OBSERVABILITY_RECORD_CONTENT"),
+  traceConsoleReads: booleanFrom("TRACE_CONSOLE_READS"),
   instanceId: instanceIdFrom,
   leaseMs: Config.map(positive("WORKFLOW_LEASE_SECONDS"), seconds),
   pollMs: positive("WORKFLOW_POLL_MS"),
@@ -290,6 +298,7 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
         }
       },
       recordContent: Option.getOrElse(env.recordContent, () => file.observability?.recordContent ?? false),
+      traceConsoleReads: Option.getOrElse(env.traceConsoleReads, () => file.observability?.traceConsoleReads ?? false),
       instanceId: Option.getOrElse(env.instanceId, () => file.instanceId ?? defaultInstanceId()),
       workflows: {
         leaseMs: Option.getOrElse(env.leaseMs, () => (file.workflows?.leaseSeconds ?? 15) * 1000),

@@ -1,11 +1,12 @@
+import { SERVER_ID as MCP_SERVER_ID } from "../mcp/McpExposure.js"
 import type { AppCatalog } from "./appCatalog.js"
 
 /**
  * Examples that make the explorer's first click succeed, taken from the app being served rather than
  * written into the contracts (an embedder's app has other ids): path parameters naming an agent, a tool
- * or a workflow offer the registered ones, and the bodies that depend on which one (a tool's input, a
- * workflow's input or resume data) offer one example per entry, under the same names and in the same
- * order, so the pre-selected pair belongs together. Parameters naming records made at run time
+ * or a workflow offer the registered ones (MCP's `{id}` its one server), and the bodies that depend on
+ * which one (a tool's input, a workflow's input or resume data) offer one example per entry, under the
+ * same names and in the same order, so the pre-selected pair belongs together. Parameters naming records made at run time
  * (executions, conversations) get none: no value exists before a call, and a delete should not be
  * pre-filled. Bodies that do not depend on the entry carry their schema's own `examples`, which Swagger
  * UI pre-fills when the media type has none.
@@ -43,6 +44,7 @@ const examplesFor = (catalog: AppCatalog): Examples => {
     parameter: {
       "agents.*.id": agents,
       "tools.*.name": tools,
+      "mcp.*.id": [{ key: MCP_SERVER_ID, value: MCP_SERVER_ID }],
       "workflows.*.id": workflows(catalog.workflows),
       "workflows.executeWorkflow.id": workflows(startable),
       "workflows.runWorkflow.id": workflows(startable),

@@ -22,9 +22,11 @@ export class RefusedJsonValue extends Error {
 const refused = (request: HttpServerRequest.HttpServerRequest, issue: Issue) =>
   new HttpServerError.RequestError({ request, reason: "Decode", cause: new RefusedJsonValue(issue) })
 
+// An empty body (none sent, with or without a content type) is an empty object: a POST whose fields are
+// all optional (cancel, suspend) needs none, and one that has required fields names the missing ones.
 const parseChecked = (request: HttpServerRequest.HttpServerRequest, text: string) =>
   Effect.try({
-    try: () => (text === "" ? null : JSON.parse(text) as unknown),
+    try: () => (text === "" ? {} : JSON.parse(text) as unknown),
     catch: (cause) => new HttpServerError.RequestError({ request, reason: "Decode", cause })
   }).pipe(Effect.flatMap((value) => {
     const issue = jsonValueIssue(value)

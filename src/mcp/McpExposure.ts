@@ -14,7 +14,8 @@ export class McpExposure extends Context.Tag("McpExposure")<McpExposure, {
   readonly handle: (id: string, request: Request, caller: Caller) => Effect.Effect<Response, NotFound>
 }>() {}
 
-const SERVER_ID = "default"
+/** The one MCP server: every tool and agent, at /mcp/default/mcp. */
+export const SERVER_ID = "default"
 
 // Stateless: there is no SSE stream to open (GET) nor session to end (DELETE); the MCP spec answers 405.
 const methodNotAllowed = () =>

@@ -10,6 +10,7 @@ import { OtlpLogsLive } from "./OtlpLogs.js"
 import { otlpUrl } from "./otlpUrl.js"
 import { serviceInfo } from "../core/serviceInfo.js"
 import { sanitizingProcessor } from "./SanitizingSpanProcessor.js"
+import { serverSpanNames } from "./serverSpanNames.js"
 import { TraceStore } from "./TraceStore.js"
 
 // The OTLP exporter is loaded only when an endpoint is configured.
@@ -58,7 +59,7 @@ export const TracingLive = (options: {
     ).pipe(
       Layer.provideMerge(OtelTracer.layerTracer),
       // HTTP and token metrics are read off the raw spans as they end (see spanMetrics.ts).
-      Layer.provideMerge(NodeSdk.layerTracerProvider([spanMetricsProcessor, processor])),
+      Layer.provideMerge(NodeSdk.layerTracerProvider([serverSpanNames, spanMetricsProcessor, processor])),
       // As NodeSdk.layer builds it: OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES, then ours.
       Layer.provideMerge(OtelResource.layerFromEnv(
         OtelResource.configToAttributes({

@@ -1,4 +1,5 @@
-import { Context, Effect, FiberRef, FiberRefs, HashMap, HashSet, Layer, Logger, Tracer } from "effect"
+import { Context, Effect, FiberRef, FiberRefs, HashMap, HashSet, Layer, Logger, type LogLevel, Tracer } from "effect"
+import type { LogFormat } from "../config/ServerConfig.js"
 
 /**
  * The logger with `trace_id` and `span_id` annotations on every line logged inside a span, so a log
@@ -42,3 +43,23 @@ export const ConsoleTraceIdsLive: Layer.Layer<never> = Layer.scopedDiscard(
     return replaced
   })
 )
+
+/**
+ * LOG_FORMAT and LOG_LEVEL, for whoever builds the services (`node dist/main.js`, or an embedder's
+ * program: ServicesLive includes it). The format replaces Effect's console loggers where installed (the
+ * default one, or the pretty one NodeRuntime.runMain installs), with trace ids; unset, they are left
+ * as they are. A logger put in their place (an embedder's, a test's capture) is left alone.
+ */
+export const ConsoleLoggingLive = (options: { readonly format?: LogFormat | undefined; readonly level: LogLevel.LogLevel }): Layer.Layer<never> => {
+  const level = Logger.minimumLogLevel(options.level)
+  if (options.format === undefined) return level
+  const chosen = consoleLoggers.find(([plain]) => plain === consoleLoggerOf[options.format!])![1]
+  const format = Layer.scopedDiscard(
+    Effect.locallyScopedWith(FiberRef.currentLoggers, (loggers) => {
+      let replaced = loggers
+      for (const pair of consoleLoggers) for (const logger of pair) replaced = HashSet.remove(replaced, logger)
+      return HashSet.size(replaced) === HashSet.size(loggers) ? loggers : HashSet.add(replaced, chosen)
+    })
+  )
+  return Layer.merge(level, format)
+}

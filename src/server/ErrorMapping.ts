@@ -59,6 +59,8 @@ const toEnvelopeError = (limit: number) => (cause: Cause.Cause<unknown>): Effect
     : Effect.fail(mapped)
 }
 
+const WRITES = new Set(["POST", "PUT", "PATCH"])
+
 const hasBody = (request: HttpServerRequest.HttpServerRequest): boolean =>
   request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0
 
@@ -91,6 +93,7 @@ export const ErrorMappingLive = (bodyLimit: number) =>
       }
       const nul = nulInUrl(request.url)
       if (nul !== undefined) return Effect.fail(ValidationError.fromIssues([nul]))
-      return hasBody(request) ? withBody : app
+      // A POST without a body is wrapped too: its empty body is read as `{}` (JsonInput).
+      return hasBody(request) || WRITES.has(request.method) ? withBody : app
     }).pipe(Effect.catchAllCause(toEnvelopeError(bodyLimit))) as HttpApp.Default<MappedError>
   })

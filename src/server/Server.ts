@@ -1,4 +1,4 @@
-import { Etag, FileSystem, HttpApi, HttpApiBuilder, type HttpApp, HttpPlatform, type HttpRouter, HttpServer, OpenApi, Path } from "@effect/platform"
+import { Etag, FileSystem, HttpApi, HttpApiBuilder, type HttpApp, HttpMiddleware, HttpPlatform, type HttpRouter, HttpServer, OpenApi, Path } from "@effect/platform"
 import { Context, Effect, Layer, Scope } from "effect"
 import { AgentsHandlers } from "../agents/handlers.js"
 import { AuthenticationLive } from "../auth/Authentication.js"
@@ -22,6 +22,7 @@ import { describeOpenApi } from "../docs/openApiDocument.js"
 import { withAppExamples } from "../docs/openApiExamples.js"
 import { FaviconLive } from "../docs/favicon.js"
 import { DocsHandlers } from "../docs/handlers.js"
+import { isConsoleRead, untracedWhen } from "./ConsoleReads.js"
 import { CrossOriginLive } from "./CrossOrigin.js"
 import { ErrorMappingLive } from "./ErrorMapping.js"
 import { SwaggerUiLive } from "../docs/swaggerUi.js"
@@ -71,18 +72,34 @@ const requestContext = Context.pick(
 
 type RequestServices = Scope.Scope | HttpServer.HttpServer | HttpApi.Api | HttpRouter.HttpRouter.DefaultServices
 
-/** HttpApiBuilder.serve(), with request fibers started from `requestContext`. */
-const serveApi = HttpApiBuilder.httpApp.pipe(
-  Effect.map((app) =>
-    Layer.scopedDiscard(
-      Effect.flatMap(HttpServer.HttpServer, (server) => server.serve(app as HttpApp.Default)).pipe(
-        Effect.mapInputContext((context: Context.Context<RequestServices>) => requestContext(context) as Context.Context<RequestServices>)
+/**
+ * A server span is named by its method when it starts, before routing; once the router has matched, it
+ * is renamed `<METHOD> <route>` (src/observability/serverSpanNames.ts).
+ */
+const spanName = (request: { readonly method: string }) => request.method
+
+/**
+ * HttpApiBuilder.serve(), with request fibers started from `requestContext`. The service's own console
+ * and explorer reads are not traced unless `traceConsoleReads` (TRACE_CONSOLE_READS).
+ */
+const serveApi = (config: ServerConfigShape) => {
+  const untraced = config.traceConsoleReads === true ? undefined : isConsoleRead(routes)
+  return HttpApiBuilder.httpApp.pipe(
+    Effect.map((app) =>
+      Layer.scopedDiscard(
+        Effect.flatMap(HttpServer.HttpServer, (server) =>
+          untraced === undefined
+            ? server.serve(app as HttpApp.Default)
+            : server.serve(app as HttpApp.Default, untracedWhen(untraced)).pipe(HttpMiddleware.withTracerDisabledWhenEffect(untraced))).pipe(
+            Effect.provideService(HttpMiddleware.SpanNameGenerator, spanName),
+            Effect.mapInputContext((context: Context.Context<RequestServices>) => requestContext(context) as Context.Context<RequestServices>)
+          )
       )
-    )
-  ),
-  Layer.unwrapEffect,
-  Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer])
-)
+    ),
+    Layer.unwrapEffect,
+    Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer])
+  )
+}
 
 /** An HttpServer provided from outside (the embedder's own). */
 const providedServer = Layer.effect(HttpServer.HttpServer, HttpServer.HttpServer)
@@ -97,7 +114,7 @@ export const HttpLive = <A extends HttpServer.HttpServer = HttpServer.HttpServer
   config: ServerConfigShape,
   server: Layer.Layer<A, E, R> = providedServer as unknown as Layer.Layer<A, E, R>
 ) =>
-  serveApi.pipe(
+  serveApi(config).pipe(
     withStartupBanner(config),
     Layer.provideMerge(server),
     Layer.provide(config.enableSwaggerUI ? SwaggerUiLive("/ui") : Layer.empty),
