@@ -102,6 +102,19 @@ describe("embedding the packed package", () => {
     expect(documented).toEqual(actual)
   })
 
+  it("the package: dist/ and the README, source maps without copies of the sources, about 4 MB packed", async () => {
+    if (!existsSync(join(ROOT, "dist", "index.d.ts"))) throw new Error("dist/ is missing: run `npm run build` first")
+    const { stdout } = await run("npm", ["pack", "--dry-run", "--ignore-scripts", "--json"], { cwd: ROOT, maxBuffer: 64 * 1024 * 1024 })
+    const [packed] = JSON.parse(stdout) as Array<{ size: number; unpackedSize: number; files: Array<{ path: string }> }>
+    const maps = packed!.files.map((file) => file.path).filter((path) => path.endsWith(".map"))
+    expect(maps.length).toBeGreaterThan(0)
+    // Issue #29: 45 MB unpacked, 25 MB of it the sources' copies inside the maps. A trace keeps file:line.
+    const copying = maps.filter((path) => "sourcesContent" in JSON.parse(readFileSync(join(ROOT, path), "utf8")))
+    expect(copying, "source maps with sourcesContent").toEqual([])
+    console.info(`npm pack: ${(packed!.size / 1e6).toFixed(1)} MB, ${(packed!.unpackedSize / 1e6).toFixed(1)} MB unpacked`)
+    expect(packed!.unpackedSize).toBeLessThan(25e6)
+  })
+
   it("the README's steps, as written, in an empty folder: install offline, tsc exits 0, one Effect, the samples serve", async (context) => {
     if (!existsSync(join(ROOT, "dist", "index.d.ts"))) throw new Error("dist/ is missing: run `npm run build` first")
     if (!existsSync(await prefetchMarker(STEPS))) {
