@@ -21,7 +21,10 @@ const common = {
   platform: "node",
   target: "node22",
   minify: true,
+  // Maps without copies of the sources (three quarters of their size): a stack trace under
+  // --enable-source-maps still names each frame's file and line.
   sourcemap: "linked",
+  sourcesContent: false,
   legalComments: "none",
   external: ["better-sqlite3", "pg-native"],
   banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
