@@ -3,6 +3,7 @@ import { Output, generateText, jsonSchema, stepCountIs, streamText, tool } from 
 import { Ajv2020 } from "ajv/dist/2020.js"
 import addFormatsModule from "ajv-formats"
 import { BUILTIN_MODEL_ID, builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
+import type { JSONSchema7 } from "json-schema"
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void
 
@@ -77,7 +78,7 @@ describe("builtin/echo model through the AI SDK", () => {
   })
 
   it("fills a structured output schema with a valid value", async () => {
-    const schema = {
+    const schema: JSONSchema7 = {
       type: "object",
       properties: {
         name: { type: "string" },
@@ -95,7 +96,7 @@ describe("builtin/echo model through the AI SDK", () => {
       $defs: {
         address: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
       }
-    } as const
+    }
     const result = await generateText({
       model: builtinEchoModel(),
       prompt: "x",

@@ -1,12 +1,19 @@
 import { describe, expect, it } from "@effect/vitest"
 import { generateText, jsonSchema, Output, stepCountIs, tool } from "ai"
 import { builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
+import type { JSONSchema7Definition } from "json-schema"
 
 /** A tool whose execute returns its input, so the answer shows the arguments the model chose. */
 const echoTool = (description: string, schema: Record<string, unknown>) =>
   tool({ description, inputSchema: jsonSchema<Record<string, unknown>>(schema), execute: async (input) => input })
 
-const object = (properties: Record<string, unknown>, required = Object.keys(properties)) => ({ type: "object", properties, required })
+/** A type literal, not JSONSchema7 (an interface): both the AI SDK's `jsonSchema` and the readers take it. */
+type ObjectSchema = { type: "object"; properties: Record<string, JSONSchema7Definition>; required: Array<string> }
+const object = (properties: Record<string, JSONSchema7Definition>, required = Object.keys(properties)): ObjectSchema => ({
+  type: "object",
+  properties,
+  required
+})
 
 const tools = {
   forecast: echoTool("Tomorrow's outlook for a town", object({ town: { type: "string" }, days: { type: "integer" } })),

@@ -3,6 +3,7 @@
  * on first use and stopped at the end of the run), and the seeded database (made once per invocation).
  */
 import { type RunningService, type Server, fakeModelEnv, startBenchService, startFake } from "./processes.js"
+import type { JSONSchema7 } from "json-schema"
 
 export interface BenchOptions {
   readonly seconds: number
@@ -75,6 +76,9 @@ export const makeLab = (options: BenchOptions): Lab => {
 /** The agent every agent row calls, and the chat request the service sends the fake for it (as near as the bench can say). */
 export const AGENT_ID = "assistant"
 
+const weatherParameters: JSONSchema7 = { type: "object", properties: { location: { type: "string" } }, required: ["location"] }
+const addParameters: JSONSchema7 = { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] }
+
 export const chatRequest = (input: string, stream: boolean) => ({
   model: "fake-model",
   messages: [
@@ -90,7 +94,7 @@ export const chatRequest = (input: string, stream: boolean) => ({
       function: {
         name: "get_weather",
         description: "Current weather for a location",
-        parameters: { type: "object", properties: { location: { type: "string" } }, required: ["location"] }
+        parameters: weatherParameters
       }
     },
     {
@@ -98,7 +102,7 @@ export const chatRequest = (input: string, stream: boolean) => ({
       function: {
         name: "add",
         description: "Add two numbers",
-        parameters: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] }
+        parameters: addParameters
       }
     }
   ],
