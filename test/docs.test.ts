@@ -36,6 +36,17 @@ layer(TestServerLive(), { excludeTestServices: true })("documentation", (it) => 
       for (const route of [...implemented, "get /ui"]) expect(documented).toContain(route)
     }))
 
+  it.effect("/doc marks a body optional exactly when an empty one is accepted (an object requiring nothing)", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const { body: spec } = yield* fetchJson(`${url}/doc`)
+      const required = (path: string) => spec.paths[path].post.requestBody.required
+      expect(required("/workflows/{id}/executions/{executionId}/cancel")).toBe(false)
+      expect(required("/workflows/{id}/executions/{executionId}/suspend")).toBe(false)
+      expect(required("/agents/{id}/text")).toBe(true)
+      expect(required("/setup-observability")).toBe(true)
+    }))
+
   it.effect("/doc shows the envelopes actually sent, not the library's decode error", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer

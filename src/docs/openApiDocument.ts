@@ -79,9 +79,20 @@ const mergeEnvelopeUnions = (paths: Record<string, any>, schemas: Record<string,
   return { paths: out, schemas: used && template !== undefined ? { ...schemas, [ENVELOPE]: template } : schemas }
 }
 
+/** A request with no body reads as `{}` (src/http/JsonInput.ts), so a body whose object requires nothing is optional. */
+const optionalBodies = (paths: Record<string, any>): Record<string, any> =>
+  Object.fromEntries(Object.entries(paths).map(([path, item]) => [
+    path,
+    Object.fromEntries(Object.entries(item as Record<string, any>).map(([method, operation]) => {
+      const schema = operation.requestBody?.content?.["application/json"]?.schema
+      const optional = schema?.type === "object" && (schema.required ?? []).length === 0
+      return [method, optional ? { ...operation, requestBody: { ...operation.requestBody, required: false } } : operation]
+    }))
+  ]))
+
 export const describeOpenApi = (spec: Record<string, any>): Record<string, any> => {
   const out = rewrite(spec) as Record<string, any>
   const { HttpApiDecodeError: _decode, Issue: _issue, PropertyKey: _key, ...declared } = out.components.schemas
   const { paths, schemas } = mergeEnvelopeUnions({ ...out.paths, "/ui": uiPath }, declared)
-  return { ...out, paths, components: { ...out.components, schemas } }
+  return { ...out, paths: optionalBodies(paths), components: { ...out.components, schemas } }
 }
