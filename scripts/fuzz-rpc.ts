@@ -130,26 +130,31 @@ const tooManyStreams = async (url: string) => {
   }
 }
 
+/**
+ * A client that sends and never reads: the service must stay up (the heartbeat and the health checks
+ * around the probes see to that) and answer undecodable payloads with excerpts (item 4). Whether it closes
+ * the client with 1013 or stops reading from it first depends on timing, so the 4 MiB bound itself is
+ * test/rpc-bounds.test.ts's (a total of bytes read after resuming measured the machine's load, not the bound).
+ */
 const neverReads = async (url: string) => {
   const socket = await open(url)
-  let bytes = 0
   let largest = 0
-  socket.on("message", (data: Buffer) => {
-    bytes += data.length
-    largest = Math.max(largest, data.length)
-  })
-  const closed = new Promise<number>((resolve) => socket.once("close", resolve))
+  socket.on("message", (data: Buffer) => (largest = Math.max(largest, data.length)))
+  let closed = false
+  socket.once("close", () => (closed = true))
+  const whileOpen = async (ms: number) => {
+    const deadline = Date.now() + ms
+    while (!closed && Date.now() < deadline) await new Promise((resume) => setTimeout(resume, 100))
+  }
   socket.pause()
-  // Undecodable 1 MB payloads: answered with excerpts (item 4), and a client that never reads is closed (1013).
   const big = JSON.stringify({ _tag: "Request", id: "1", tag: "AgentStream", payload: { agentId: "assistant", input: { x: "y".repeat(1_000_000) } }, headers: [] })
   for (let i = 0; i < 20; i++) socket.send(big.replace("\"id\":\"1\"", `"id":"${i + 1}"`))
   for (let i = 0; i < 40_000; i++) socket.send(`{"_tag":"Request","id":"${100 + i}","tag":"WorkflowAttach","payload":{"workflowId":1},"headers":[]}`)
-  await new Promise((resume) => setTimeout(resume, 5_000))
+  await whileOpen(5_000)
   socket.resume()
-  const code = await Promise.race([closed, new Promise<"open">((resolve) => setTimeout(() => resolve("open"), 30_000))])
+  await whileOpen(10_000)
   socket.terminate()
-  if (largest > MAX_FAILURE_TEXT) return `an answer of ${largest} bytes to an undecodable payload (item 4)`
-  return code === 1013 || bytes < 8 * 1024 * 1024 ? undefined : `a client that never read got ${bytes} bytes and close ${code} (item 4)`
+  return largest > MAX_FAILURE_TEXT ? `an answer of ${largest} bytes to an undecodable payload (item 4)` : undefined
 }
 
 /** The probes of items 4, 7 and 8 against the service's /rpc; each violation's reason. */
