@@ -19,10 +19,12 @@ export const approval = workflow({
     id: "manager-approval",
     purpose: "Wait for the manager's decision when needed",
     resumeSchema: Schema.Struct({ approved: Schema.Boolean }).annotations({ examples: [{ approved: true }] }),
+    // What the approver sees in the suspension (execution result, state, events, console).
+    suspendSchema: Schema.Struct({ amount: Schema.Number }),
     execute: ({ data, resumeData, suspend }) => {
       if (!data.needsApproval) return { approved: true, amount: data.amount }
-      if (resumeData === undefined) return suspend("manager approval required")
-      return { approved: (resumeData as { approved: boolean }).approved, amount: data.amount }
+      if (resumeData === undefined) return suspend("manager approval required", { amount: data.amount })
+      return { approved: resumeData.approved, amount: data.amount }
     }
   })
 
@@ -50,9 +52,9 @@ export const pipeline = workflow({
   })
   .andThen({
     id: "merge",
-    execute: ({ data, getStepData }) => {
-      const { n, text } = getStepData("normalize") as { text: string; n: number }
-      const [upper, length] = data as [string, number]
+    execute: ({ data, steps }) => {
+      const { n, text } = steps.normalize
+      const [upper, length] = data
       return { text, upper, length, doubled: n, n }
     }
   })

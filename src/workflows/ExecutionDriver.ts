@@ -184,7 +184,8 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             context: execution.context,
             user: execution.user,
             userId: execution.userId,
-            stepData: { ...execution.stepData }
+            stepData: { ...execution.stepData },
+            suspendSchema: definition.suspendSchema
           }
           let index = execution.stepIndex
           let data = execution.currentData
