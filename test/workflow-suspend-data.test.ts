@@ -1,7 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { defineApp } from "../src/App.js"
-import { approval } from "../src/examples/workflows.js"
 import { workflow } from "../src/workflows/Workflow.js"
 import { postSse } from "./support/fakeProvider.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
@@ -38,6 +37,26 @@ const inner = workflow({ id: "inner-suspend", name: "Inner", purpose: "andAll in
       { id: "first", execute: ({ data, resumeData, suspend }) => (resumeData === undefined ? suspend("inner", { size: data.size }) : 1) },
       { id: "second", execute: () => 2 }
     ]
+  })
+
+/** The example's approval, with the amount shown to the approver. */
+const approval = workflow({
+  id: "approval",
+  name: "Approval",
+  purpose: "Approve an expense, asking a manager when the amount is over 100",
+  input: Schema.Struct({ amount: Schema.Number }),
+  result: Schema.Struct({ approved: Schema.Boolean, amount: Schema.Number })
+})
+  .andThen({ id: "check", execute: ({ data }) => ({ amount: data.amount, needsApproval: data.amount > 100 }) })
+  .andThen({
+    id: "manager-approval",
+    resumeSchema: Schema.Struct({ approved: Schema.Boolean }),
+    suspendSchema: Schema.Struct({ amount: Schema.Number }),
+    execute: ({ data, resumeData, suspend }) => {
+      if (!data.needsApproval) return { approved: true, amount: data.amount }
+      if (resumeData === undefined) return suspend("manager approval required", { amount: data.amount })
+      return { approved: resumeData.approved, amount: data.amount }
+    }
   })
 
 const app = defineApp({ workflows: [approval, sized, inner] })

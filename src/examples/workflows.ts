@@ -19,11 +19,9 @@ export const approval = workflow({
     id: "manager-approval",
     purpose: "Wait for the manager's decision when needed",
     resumeSchema: Schema.Struct({ approved: Schema.Boolean }).annotations({ examples: [{ approved: true }] }),
-    // What the approver sees in the suspension (execution result, state, events, console).
-    suspendSchema: Schema.Struct({ amount: Schema.Number }),
     execute: ({ data, resumeData, suspend }) => {
       if (!data.needsApproval) return { approved: true, amount: data.amount }
-      if (resumeData === undefined) return suspend("manager approval required", { amount: data.amount })
+      if (resumeData === undefined) return suspend("manager approval required")
       return { approved: resumeData.approved, amount: data.amount }
     }
   })
