@@ -27,7 +27,14 @@ export { RegisteredTools, type ToolEntry, type ToolExecution, ToolRunner, ToolRu
 export { defineAgent, type AgentCallContext, type AgentDefinition } from "./agents/Agent.js"
 export { AgentRegistry, RegisteredAgents } from "./agents/AgentRegistry.js"
 export { builtinEchoModel } from "./agents/models/BuiltinEchoModel.js"
-export { type StepContext, workflow, type WorkflowDefinition } from "./workflows/Workflow.js"
+export {
+  type LastDataDoesNotFitResult,
+  type SchemaOf,
+  type StepContext,
+  workflow,
+  type WorkflowBuilder,
+  type WorkflowDefinition
+} from "./workflows/Workflow.js"
 export { RegisteredWorkflows, WorkflowEngine } from "./workflows/WorkflowEngine.js"
 export { LogStore } from "./observability/LogStore.js"
 export { TraceStore } from "./observability/TraceStore.js"

@@ -22,7 +22,7 @@ export const approval = workflow({
     execute: ({ data, resumeData, suspend }) => {
       if (!data.needsApproval) return { approved: true, amount: data.amount }
       if (resumeData === undefined) return suspend("manager approval required")
-      return { approved: (resumeData as { approved: boolean }).approved, amount: data.amount }
+      return { approved: resumeData.approved, amount: data.amount }
     }
   })
 
@@ -50,9 +50,9 @@ export const pipeline = workflow({
   })
   .andThen({
     id: "merge",
-    execute: ({ data, getStepData }) => {
-      const { n, text } = getStepData("normalize") as { text: string; n: number }
-      const [upper, length] = data as [string, number]
+    execute: ({ data, steps }) => {
+      const { n, text } = steps.normalize
+      const [upper, length] = data
       return { text, upper, length, doubled: n, n }
     }
   })

@@ -184,7 +184,8 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             context: execution.context,
             user: execution.user,
             userId: execution.userId,
-            stepData: { ...execution.stepData }
+            stepData: { ...execution.stepData },
+            suspendSchema: definition.suspendSchema
           }
           let index = execution.stepIndex
           let data = execution.currentData
@@ -225,7 +226,11 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             if (Either.isLeft(outcome)) {
               const failure = outcome.left
               if (failure._tag === "StepFailed") return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`)
-              const suspended = workflowEvent(execution, "workflow-suspended", step.id, "suspended", { stepIndex: index, reason: failure.reason })
+              const suspended = workflowEvent(execution, "workflow-suspended", step.id, "suspended", {
+                stepIndex: index,
+                reason: failure.reason,
+                ...(failure.data === undefined ? {} : { data: failure.data })
+              })
               const suspension = { suspendedAt: suspended.timestamp, reason: failure.reason, stepIndex: index, stepId: step.id, data: failure.data }
               if (Option.isSome(yield* checkpoint(claim, [suspended], store.suspend({ ...claim, atStep: index }, suspension, suspended)))) {
                 yield* countExecution("suspended")

@@ -22,6 +22,10 @@ export const describeStep = (step: Step): typeof S.StepDescription.Type => ({
   ...(step.resumeSchema ? { resumeSchema: toJsonSchema(step.resumeSchema)! } : {})
 })
 
+/** A suspension's data, when it has some (a suspension by the API or without data has none). */
+const dataOf = (suspension: { readonly data?: unknown }): { readonly data?: unknown } =>
+  suspension.data === undefined ? {} : { data: suspension.data }
+
 /** The answer of execute and resume: the settled execution, or its failure. */
 export const resultOf = (execution: Execution): Either.Either<S.ExecutionResult, WorkflowFailed> => {
   if (execution.status === "error") {
@@ -38,7 +42,14 @@ export const resultOf = (execution: Execution): Either.Either<S.ExecutionResult,
     status: execution.status,
     result: execution.status === "completed" ? execution.output ?? null : null,
     ...(suspension
-      ? { suspension: { suspendedAt: suspension.suspendedAt, reason: suspension.reason, suspendedStepIndex: suspension.stepIndex } }
+      ? {
+        suspension: {
+          suspendedAt: suspension.suspendedAt,
+          reason: suspension.reason,
+          suspendedStepIndex: suspension.stepIndex,
+          ...dataOf(suspension)
+        }
+      }
       : {})
   })
 }
@@ -57,7 +68,13 @@ export const settledBy = (execution: Execution, { event, seq }: StoredEvent): Ex
       return {
         ...settled,
         status: "suspended",
-        suspension: { suspendedAt: event.timestamp, reason: event.reason ?? "", stepIndex: event.stepIndex ?? 0, stepId: event.from }
+        suspension: {
+          suspendedAt: event.timestamp,
+          reason: event.reason ?? "",
+          stepIndex: event.stepIndex ?? 0,
+          stepId: event.from,
+          ...dataOf(event)
+        }
       }
     default:
       return settled
@@ -111,7 +128,8 @@ export const stateOf = (workflowId: string, execution: Execution): typeof S.Exec
         suspendedAt: execution.suspension.suspendedAt,
         reason: execution.suspension.reason,
         stepIndex: execution.suspension.stepIndex,
-        stepId: execution.suspension.stepId
+        stepId: execution.suspension.stepId,
+        ...dataOf(execution.suspension)
       }
     }
     : {}),

@@ -146,6 +146,8 @@ export const formatBytes = (bytes: number) =>
 /** The bounds of what an execution stores (documented in README and docs/decisions.md). */
 export const MAX_INPUT_BYTES = 1024 * 1024
 export const MAX_STEP_OUTPUT_BYTES = 4 * 1024 * 1024
+/** Of a suspension's data as JSON (issue #30: shown to whoever resumes it). */
+export const MAX_SUSPEND_DATA_BYTES = 64 * 1024
 /** Of an execution's events as JSON: what it stores before sharing values, and what a reader of them receives. */
 export const MAX_HISTORY_BYTES = 32 * 1024 * 1024
 /** A listing shows a record whole when its events are at most this size; else a summary (input, output, events' values left out). */

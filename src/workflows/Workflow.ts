@@ -1,6 +1,20 @@
 import { Data, type Schema } from "effect"
 import { checkDefinitionId } from "../core/definitionId.js"
 import type { UserResult } from "../core/userCode.js"
+import type {
+  AllOutput,
+  InnerError,
+  InnerOutput,
+  ResultContext,
+  ResultValue,
+  SchemaOf,
+  SuspendFn,
+  WithInner,
+  WithStep,
+  WithWhen
+} from "./WorkflowTypes.js"
+
+export type { SchemaOf } from "./WorkflowTypes.js"
 
 /** Thrown (or failed/died with) by `suspend`: the execution parks at the current step. */
 export class SuspendSignal extends Data.TaggedError("SuspendSignal")<{
@@ -10,12 +24,20 @@ export class SuspendSignal extends Data.TaggedError("SuspendSignal")<{
 
 export const isSuspendSignal = (value: unknown): value is SuspendSignal => value instanceof SuspendSignal
 
-/** What a step sees. */
-export interface StepContext<Data = unknown, Input = unknown> {
+/**
+ * What a step sees. `Steps` is the record of earlier steps' outputs by id; `Resume` the type of its
+ * `resumeSchema` (or the workflow's); `Suspend` that of its `suspendSchema` (or the workflow's).
+ */
+export interface StepContext<Data = unknown, Input = unknown, Steps = Readonly<Record<string, unknown>>, Resume = unknown, Suspend = unknown> {
   /** The previous step's output (the workflow input for the first step). */
   readonly data: Data
   /** The workflow's input. */
   readonly input: Input
+  /**
+   * The output of every earlier step, by id: the top-level ones, andAll's inner ones, andRace's and
+   * andWhen's inner ones (undefined when they did not run or lost). A child workflow's steps are not here.
+   */
+  readonly steps: Steps
   /** The caller's `options.context`. */
   readonly context: Readonly<Record<string, unknown>>
   /** The user who started the execution, or null. */
@@ -23,98 +45,268 @@ export interface StepContext<Data = unknown, Input = unknown> {
   /** The id of the user the execution belongs to (the caller's under authentication), if any. */
   readonly userId: string | undefined
   readonly executionId: string
-  /** The output of an earlier step, by id. */
+  /**
+   * The output of an earlier step, by id.
+   * @deprecated Use `steps["id"]`, which is typed; `getStepData` goes in the next release.
+   */
   readonly getStepData: (stepId: string) => unknown
-  /** Parks the execution here; on resume this step runs again with `resumeData`. Never returns. */
-  readonly suspend: (reason: string, data?: unknown) => never
-  /** The data the execution was resumed with, when this step is the one being resumed. */
-  readonly resumeData: unknown
+  /**
+   * Parks the execution here; on resume this step runs again with `resumeData`. Never returns. With a
+   * `suspendSchema`, `data` is required, checked against it and at most 64 KiB of JSON.
+   */
+  readonly suspend: SuspendFn<Suspend>
+  /** The data the execution was resumed with (decoded by `resumeSchema`), when this step is the one being resumed. */
+  readonly resumeData: Resume | undefined
   /** Aborted when the step is interrupted (suspend, cancel, race lost, shutdown). */
   readonly signal: AbortSignal
 }
 
-export type StepFn<A = unknown> = (context: StepContext<any, any>) => UserResult<A>
+/** A step's function as the runtime holds it. */
+export type StepFn<A = unknown> = (context: StepContext<any, any, any, any, any>) => UserResult<A>
 
 interface StepMeta {
   readonly id: string
   readonly name?: string | undefined
   readonly purpose?: string | undefined
-  readonly inputSchema?: Schema.Schema.Any | undefined
-  readonly outputSchema?: Schema.Schema.Any | undefined
-  readonly suspendSchema?: Schema.Schema.Any | undefined
-  readonly resumeSchema?: Schema.Schema.Any | undefined
+  readonly inputSchema?: Schema.Schema.AnyNoContext | undefined
+  readonly outputSchema?: Schema.Schema.AnyNoContext | undefined
+  readonly suspendSchema?: Schema.Schema.AnyNoContext | undefined
+  readonly resumeSchema?: Schema.Schema.AnyNoContext | undefined
 }
 
-/** A plain step: `execute` gets the context and returns the output. */
+/** A plain step as the runtime holds it: `execute` gets the context and returns the output. */
 export interface StepSpec extends StepMeta {
   readonly execute: StepFn
 }
 
+/** A step of a definition, as the runtime holds it (the builder's types are erased here). */
 export type Step =
   | (StepSpec & { readonly type: "andThen" })
   | (StepSpec & { readonly type: "andTap" })
-  | (StepMeta & { readonly type: "andWhen"; readonly condition: (context: StepContext<any, any>) => boolean | PromiseLike<boolean>; readonly step: StepSpec })
+  | (StepMeta & { readonly type: "andWhen"; readonly condition: (context: StepContext<any, any, any, any, any>) => boolean | PromiseLike<boolean>; readonly step: StepSpec })
   | (StepMeta & { readonly type: "andAll"; readonly steps: ReadonlyArray<StepSpec> })
   | (StepMeta & { readonly type: "andRace"; readonly steps: ReadonlyArray<StepSpec> })
   | (StepMeta & {
     readonly type: "andAgent"
     readonly agent: string
-    readonly prompt: (context: StepContext<any, any>) => string | PromiseLike<string>
+    readonly prompt: (context: StepContext<any, any, any, any, any>) => string | PromiseLike<string>
     /** JSON Schema of the object the agent must answer with; text when absent. */
     readonly output?: Record<string, unknown> | undefined
   })
   | (StepMeta & {
     readonly type: "andWorkflow"
     readonly workflow: WorkflowDefinition
-    readonly input?: ((context: StepContext<any, any>) => unknown) | undefined
+    readonly input?: ((context: StepContext<any, any, any, any, any>) => unknown) | undefined
   })
 
 export type StepType = Step["type"]
 
-export interface WorkflowDefinition {
+export declare const WorkflowTypeId: unique symbol
+
+/** The types a definition carries, for the compiler only: what it takes (`I`), gives (`O`) and requires (`R`). */
+export interface WorkflowVariance<in I, out O, out R> {
+  readonly _I: (input: I) => void
+  readonly _O: () => O
+  readonly _R: () => R
+}
+
+/**
+ * A finished workflow: its last step's data fits `result`. `R` is what its steps require (`never`
+ * when nothing). The schemas are held erased; their types are in the brand.
+ */
+export interface WorkflowDefinition<in I = any, out O = any, out R = any> {
+  readonly [WorkflowTypeId]: WorkflowVariance<I, O, R>
   readonly id: string
   readonly name: string
   readonly purpose: string
-  readonly input: Schema.Schema.Any
-  readonly result: Schema.Schema.Any
-  readonly suspendSchema?: Schema.Schema.Any | undefined
-  readonly resumeSchema?: Schema.Schema.Any | undefined
+  readonly input: Schema.Schema.AnyNoContext
+  readonly result: Schema.Schema.AnyNoContext
+  readonly suspendSchema?: Schema.Schema.AnyNoContext | undefined
+  readonly resumeSchema?: Schema.Schema.AnyNoContext | undefined
   readonly steps: ReadonlyArray<Step>
 }
 
-/** The chainable builder: each `and*` returns a new builder with the step appended. */
-export interface WorkflowBuilder extends WorkflowDefinition {
-  readonly andThen: (step: StepSpec) => WorkflowBuilder
-  readonly andTap: (step: StepSpec) => WorkflowBuilder
-  readonly andWhen: (step: StepMeta & { condition: (context: StepContext<any, any>) => boolean | PromiseLike<boolean>; step: StepSpec }) => WorkflowBuilder
-  readonly andAll: (step: StepMeta & { steps: ReadonlyArray<StepSpec> }) => WorkflowBuilder
-  readonly andRace: (step: StepMeta & { steps: ReadonlyArray<StepSpec> }) => WorkflowBuilder
-  readonly andAgent: (step: StepMeta & { agent: string; prompt: (context: StepContext<any, any>) => string | PromiseLike<string>; output?: Record<string, unknown> }) => WorkflowBuilder
-  readonly andWorkflow: (step: StepMeta & { workflow: WorkflowDefinition; input?: (context: StepContext<any, any>) => unknown }) => WorkflowBuilder
+/** The optional descriptive fields of a step. */
+interface Described {
+  readonly name?: string | undefined
+  readonly purpose?: string | undefined
+  /** Shown in /workflows/:id; not enforced. */
+  readonly inputSchema?: Schema.Schema.AnyNoContext | undefined
+  /** The output is checked against it (andThen). */
+  readonly outputSchema?: Schema.Schema.AnyNoContext | undefined
 }
 
-const build = (definition: WorkflowDefinition): WorkflowBuilder => {
-  const add = (step: Step): WorkflowBuilder => {
-    checkDefinitionId("Step id", step.id)
-    if (definition.steps.some((existing) => existing.id === step.id)) {
-      throw new Error(`Workflow ${definition.id} has two steps with the id "${step.id}"`)
+/** An inner step of andAll/andRace/andWhen, seeing the context `Ctx` (its suspension and resume are the outer step's). */
+export interface InnerStep<Ctx> extends Described {
+  readonly id: string
+  readonly execute: (context: Ctx) => unknown
+}
+
+/** The chain's methods, shared by finished and unfinished builders. */
+export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out WRes, in out WSus> {
+  /** Its output is the next data. */
+  readonly andThen: <Id extends string, Ret, Res = WRes, Sus = WSus>(step: Described & {
+    readonly id: Id
+    readonly resumeSchema?: SchemaOf<Res> | undefined
+    readonly suspendSchema?: SchemaOf<Sus> | undefined
+    readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret
+  }) => Next<I, O, ResultValue<Ret>, WithStep<S, Id, ResultValue<Ret>>, R | ResultContext<Ret>, WRes, WSus>
+  /** Runs for its effect; the data goes on unchanged (a failure is logged, not fatal). */
+  readonly andTap: <Id extends string, Ret, Res = WRes, Sus = WSus>(step: Described & {
+    readonly id: Id
+    readonly resumeSchema?: SchemaOf<Res> | undefined
+    readonly suspendSchema?: SchemaOf<Sus> | undefined
+    readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret
+  }) => Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus>
+  /** Runs `step` when `condition` holds: the data is then its output, else unchanged. */
+  readonly andWhen: <Id extends string, InnerId extends string, Ret, Res = WRes, Sus = WSus>(step: Described & {
+    readonly id: Id
+    readonly resumeSchema?: SchemaOf<Res> | undefined
+    readonly suspendSchema?: SchemaOf<Sus> | undefined
+    readonly condition: (context: StepContext<D, I, S, Res, Sus>) => boolean | PromiseLike<boolean>
+    readonly step: Described & { readonly id: InnerId; readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret }
+  }) => Next<I, O, D | ResultValue<Ret>, WithWhen<S, Id, InnerId, D, ResultValue<Ret>>, R | ResultContext<Ret>, WRes, WSus>
+  /** Runs its steps concurrently on the same data: the next data is the tuple of their outputs. */
+  readonly andAll: <Id extends string, const T extends ReadonlyArray<InnerStep<StepContext<D, I, S, Res, Sus>>>, Res = WRes, Sus = WSus>(
+    step: Described & {
+      readonly id: Id
+      readonly resumeSchema?: SchemaOf<Res> | undefined
+      readonly suspendSchema?: SchemaOf<Sus> | undefined
+      readonly steps: T
+    }
+  ) => Next<I, O, AllOutput<T>, WithInner<S, Id, AllOutput<T>, T, never>, R | InnerContext<T>, WRes, WSus>
+  /** Runs its steps concurrently: the first to finish gives the next data, the others are interrupted. */
+  readonly andRace: <Id extends string, const T extends ReadonlyArray<InnerStep<StepContext<D, I, S, Res, Sus>>>, Res = WRes, Sus = WSus>(
+    step: Described & {
+      readonly id: Id
+      readonly resumeSchema?: SchemaOf<Res> | undefined
+      readonly suspendSchema?: SchemaOf<Sus> | undefined
+      readonly steps: T
+    }
+  ) => Next<
+    I,
+    O,
+    InnerOutput<T[number]>,
+    WithInner<S, Id, InnerOutput<T[number]>, T, undefined>,
+    R | InnerContext<T>,
+    WRes,
+    WSus
+  >
+  /** Asks an agent (by id): the next data is its text, or the object when `output` (a JSON Schema) is given. */
+  readonly andAgent: <Id extends string, Out extends Record<string, unknown> | undefined = undefined>(step: Described & {
+    readonly id: Id
+    readonly agent: string
+    readonly prompt: (context: StepContext<D, I, S, WRes, WSus>) => string | PromiseLike<string>
+    readonly output?: Out
+  }) => Next<I, O, AgentOutput<Out>, WithStep<S, Id, AgentOutput<Out>>, R, WRes, WSus>
+  /**
+   * Runs another workflow inline: the next data is its result. Its input is the data, or what `input`
+   * returns; either must fit the child's input type.
+   */
+  readonly andWorkflow: {
+    <Id extends string, CO, CR>(step: Described & {
+      readonly id: Id
+      readonly resumeSchema?: SchemaOf<WRes> | undefined
+      readonly workflow: WorkflowDefinition<D, CO, CR>
+      readonly input?: undefined
+    }): Next<I, O, CO, WithStep<S, Id, CO>, R | CR, WRes, WSus>
+    <Id extends string, CO, CR, X>(step: Described & {
+      readonly id: Id
+      readonly resumeSchema?: SchemaOf<WRes> | undefined
+      readonly workflow: WorkflowDefinition<X, CO, CR>
+      readonly input: (context: StepContext<D, I, S, WRes, WSus>) => UserResult<X>
+    }): Next<I, O, CO, WithStep<S, Id, CO>, R | CR, WRes, WSus>
+  }
+}
+
+type AgentOutput<Out> = [Out] extends [undefined] ? string : unknown
+
+type InnerContext<T extends ReadonlyArray<unknown>> = T[number] extends infer U
+  ? U extends { readonly execute: (...args: never) => infer Ret } ? ResultContext<Ret> : never
+  : never
+
+/** The errors an inner step's `execute` may fail with (each step's `E` is kept on its type). */
+export type InnerErrors<T extends ReadonlyArray<unknown>> = InnerError<T[number]>
+
+/** A builder whose last data fits `result`: a definition, and more steps may follow. */
+export interface WorkflowBuilder<in out I, in out O, out D, out S, out R = never, in out WRes = unknown, in out WSus = unknown>
+  extends WorkflowChain<I, O, D, S, R, WRes, WSus>, WorkflowDefinition<I, O, R>
+{}
+
+/**
+ * A builder whose last data does not fit `result` (yet): more steps may follow, but it is no
+ * definition, so registering it (defineApp, andWorkflow) does not compile. `Data` is its last data.
+ */
+export interface LastDataDoesNotFitResult<out Data, in out Result, in out I, out S, out R = never, in out WRes = unknown, in out WSus = unknown>
+  extends WorkflowChain<I, Result, Data, S, R, WRes, WSus>
+{
+  readonly id: string
+  readonly steps: ReadonlyArray<Step>
+}
+
+/** The builder after a step whose output is `D`. */
+export type Next<I, O, D, S, R, WRes, WSus> = [D] extends [O] ? WorkflowBuilder<I, O, D, S, R, WRes, WSus>
+  : LastDataDoesNotFitResult<D, O, I, S, R, WRes, WSus>
+
+/** What `workflow(...)` takes. */
+export interface WorkflowOptions<I, O, WRes, WSus> {
+  readonly id: string
+  readonly name: string
+  readonly purpose: string
+  readonly input: SchemaOf<I>
+  readonly result: SchemaOf<O>
+  /** The default `suspendSchema` of its steps. */
+  readonly suspendSchema?: SchemaOf<WSus> | undefined
+  /** The default `resumeSchema` of its steps. */
+  readonly resumeSchema?: SchemaOf<WRes> | undefined
+}
+
+/** The ids of a step and its inner steps. */
+const idsOf = (step: Step): ReadonlyArray<string> =>
+  step.type === "andAll" || step.type === "andRace"
+    ? [step.id, ...step.steps.map((inner) => inner.id)]
+    : step.type === "andWhen"
+    ? [step.id, step.step.id]
+    : [step.id]
+
+interface Erased {
+  readonly options: Omit<WorkflowDefinition, "steps" | typeof WorkflowTypeId>
+  readonly steps: ReadonlyArray<Step>
+}
+
+// The chain is typed by its interfaces; at run time every builder is the same shape.
+const build = (definition: Erased): any => {
+  const add = (step: Step) => {
+    const taken = new Set(definition.steps.flatMap(idsOf))
+    const ids = idsOf(step)
+    for (const [index, id] of ids.entries()) {
+      checkDefinitionId("Step id", id)
+      if (taken.has(id) || ids.indexOf(id) !== index) {
+        throw new Error(`Workflow ${definition.options.id} has two steps with the id "${id}"`)
+      }
     }
     return build({ ...definition, steps: [...definition.steps, step] })
   }
   return {
-    ...definition,
-    andThen: (step) => add({ ...step, type: "andThen" }),
-    andTap: (step) => add({ ...step, type: "andTap" }),
-    andWhen: (step) => add({ ...step, type: "andWhen" }),
-    andAll: (step) => add({ ...step, type: "andAll" }),
-    andRace: (step) => add({ ...step, type: "andRace" }),
-    andAgent: (step) => add({ ...step, type: "andAgent" }),
-    andWorkflow: (step) => add({ ...step, type: "andWorkflow" })
+    ...definition.options,
+    steps: definition.steps,
+    andThen: (step: StepSpec) => add({ ...step, type: "andThen" }),
+    andTap: (step: StepSpec) => add({ ...step, type: "andTap" }),
+    andWhen: (step: Omit<Extract<Step, { type: "andWhen" }>, "type">) => add({ ...step, type: "andWhen" }),
+    andAll: (step: Omit<Extract<Step, { type: "andAll" }>, "type">) => add({ ...step, type: "andAll" }),
+    andRace: (step: Omit<Extract<Step, { type: "andRace" }>, "type">) => add({ ...step, type: "andRace" }),
+    andAgent: (step: Omit<Extract<Step, { type: "andAgent" }>, "type">) => add({ ...step, type: "andAgent" }),
+    andWorkflow: (step: Omit<Extract<Step, { type: "andWorkflow" }>, "type">) => add({ ...step, type: "andWorkflow" })
   }
 }
 
-/** Starts a workflow definition; add steps with `.andThen(...)` and friends. */
-export const workflow = (options: Omit<WorkflowDefinition, "steps">): WorkflowBuilder => {
+/**
+ * Starts a workflow definition; add steps with `.andThen(...)` and friends. Each step's `data` is the
+ * previous step's output, typed; the chain is a definition once its last data fits `result`.
+ */
+export const workflow = <I, O, WRes = unknown, WSus = unknown>(
+  options: WorkflowOptions<I, O, WRes, WSus>
+): Next<I, O, I, {}, never, WRes, WSus> => {
   checkDefinitionId("Workflow id", options.id)
-  return build({ ...options, steps: [] })
+  return build({ options, steps: [] })
 }

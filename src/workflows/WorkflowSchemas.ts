@@ -29,7 +29,8 @@ export const WorkflowEvent = Schema.Struct({
   input: Schema.optional(Schema.Unknown),
   output: Schema.optional(Schema.Unknown),
   error: Schema.optional(Schema.String),
-  reason: Schema.optional(Schema.String)
+  reason: Schema.optional(Schema.String),
+  data: Schema.optional(Schema.Unknown).annotations({ description: "workflow-suspended: the data the step suspended with, if any" })
 }).annotations({ identifier: "WorkflowEvent" })
 export type WorkflowEvent = typeof WorkflowEvent.Type
 
@@ -88,7 +89,8 @@ export const ExecutionResult = Schema.Struct({
   suspension: Schema.optional(Schema.Struct({
     suspendedAt: Schema.String,
     reason: Schema.String,
-    suspendedStepIndex: Schema.Number
+    suspendedStepIndex: Schema.Number,
+    data: Schema.optional(Schema.Unknown).annotations({ description: "the data the step suspended with (`suspend(reason, data)`), if any" })
   }))
 }).annotations({ identifier: "ExecutionResult" })
 export type ExecutionResult = typeof ExecutionResult.Type
@@ -150,7 +152,8 @@ export const ExecutionState = Schema.Struct({
     suspendedAt: Schema.String,
     reason: Schema.String,
     stepIndex: Schema.Number,
-    stepId: Schema.String
+    stepId: Schema.String,
+    data: Schema.optional(Schema.Unknown).annotations({ description: "the data the step suspended with (`suspend(reason, data)`), if any" })
   })),
   input: Schema.Unknown,
   context: Schema.Unknown,

@@ -2,7 +2,7 @@ import { Cause, Data, Effect, Either, ParseResult, Schema } from "effect"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import { BadRequest, messageOf, ValidationError } from "../core/errors.js"
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
-import { formatBytes, jsonBytes, MAX_INPUT_BYTES } from "./StoredValues.js"
+import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
 /** A step that failed (not a suspension, not an interruption). */
@@ -22,9 +22,30 @@ export interface StepEnv {
   readonly user: unknown
   readonly userId: string | undefined
   readonly stepData: Record<string, unknown>
+  /** The workflow's `suspendSchema`: what a step without its own checks `suspend`'s data against. */
+  readonly suspendSchema?: Schema.Schema.AnyNoContext | undefined
 }
 
-const suspendHere = (reason: string, data?: unknown): never => {
+type SuspendSchema = Schema.Schema.AnyNoContext | undefined
+
+/** `suspend` for a step: its data checked against the schema (the path on failure) and bounded, then the signal. */
+const suspendHere = (stepId: string, schema: SuspendSchema) => (reason: string, data?: unknown): never => {
+  if (schema !== undefined) {
+    const decoded = Schema.decodeUnknownEither(schema, { errors: "all" })(data)
+    if (Either.isLeft(decoded)) {
+      throw new StepFailed({
+        stepId,
+        message: `suspend data does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`
+      })
+    }
+  }
+  const bytes = jsonBytes(data)
+  if (data !== undefined && bytes > MAX_SUSPEND_DATA_BYTES) {
+    throw new StepFailed({
+      stepId,
+      message: `suspend data is ${formatBytes(bytes)} as JSON, over the ${formatBytes(MAX_SUSPEND_DATA_BYTES)} a suspension may hold`
+    })
+  }
   throw new SuspendSignal({ reason, data })
 }
 
@@ -42,23 +63,32 @@ const toStepOutcome = (stepId: string) => (cause: Cause.Cause<unknown>): Effect.
 const runCode = <A>(stepId: string, code: (signal: LazySignal) => UserResult<A>): Effect.Effect<A, StepOutcome> =>
   runUserCode(code, toStepOutcome(stepId))
 
-const contextFor = (env: StepEnv, data: unknown, resumeData: unknown, lazySignal: LazySignal): StepContext => ({
+interface Running {
+  readonly id: string
+  readonly suspendSchema?: SuspendSchema
+}
+
+const contextFor = (env: StepEnv, step: Running, data: unknown, resumeData: unknown, lazySignal: LazySignal): StepContext => ({
   data,
   input: env.input,
+  steps: env.stepData,
   context: env.context,
   user: env.user,
   userId: env.userId,
   executionId: env.executionId,
   getStepData: (stepId) => env.stepData[stepId],
-  suspend: suspendHere,
+  suspend: suspendHere(step.id, step.suspendSchema ?? env.suspendSchema),
   resumeData,
   get signal() {
     return lazySignal.signal
   }
 })
 
-const runFn = (env: StepEnv, stepId: string, fn: StepFn, data: unknown, resumeData: unknown) =>
-  runCode(stepId, (signal) => fn(contextFor(env, data, resumeData, signal)))
+/** Runs `fn` as `step` (an inner step suspends with its outer step's schema unless it has its own). */
+const runFn = (env: StepEnv, step: Running, fn: StepFn, data: unknown, resumeData: unknown) =>
+  runCode(step.id, (signal) => fn(contextFor(env, step, data, resumeData, signal)))
+
+const inner = (outer: Running, step: Running): Running => ({ id: step.id, suspendSchema: step.suspendSchema ?? outer.suspendSchema })
 
 const checkOutput = (step: { readonly id: string; readonly outputSchema?: Schema.Schema.Any | undefined }, value: unknown) => {
   if (step.outputSchema === undefined) return Effect.succeed(value)
@@ -94,31 +124,37 @@ export const decodeWorkflowInput = (definition: WorkflowDefinition, input: unkno
 export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unknown): Effect.Effect<unknown, StepOutcome> => {
   switch (step.type) {
     case "andThen":
-      return Effect.flatMap(runFn(env, step.id, step.execute, data, resumeData), (out) => checkOutput(step, out))
+      return Effect.flatMap(runFn(env, step, step.execute, data, resumeData), (out) => checkOutput(step, out))
     case "andTap":
-      return runFn(env, step.id, step.execute, data, resumeData).pipe(
+      return runFn(env, step, step.execute, data, resumeData).pipe(
         Effect.catchTag("StepFailed", (failure) => Effect.logWarning(`tap step ${step.id} failed: ${failure.message}`)),
         Effect.as(data)
       )
     case "andWhen":
-      return runCode(step.id, (signal) => step.condition(contextFor(env, data, resumeData, signal))).pipe(
-        Effect.flatMap((holds) => (holds ? runFn(env, step.step.id, step.step.execute, data, resumeData) : Effect.succeed(data)))
+      return runCode(step.id, (signal) => step.condition(contextFor(env, step, data, resumeData, signal))).pipe(
+        Effect.flatMap((holds) =>
+          holds
+            ? Effect.tap(runFn(env, inner(step, step.step), step.step.execute, data, resumeData), (out) => {
+              env.stepData[step.step.id] = out
+            })
+            : Effect.succeed(data)
+        )
       )
     case "andAll":
       return Effect.all(
-        step.steps.map((inner) => Effect.tap(runFn(env, inner.id, inner.execute, data, resumeData), (out) => {
-          env.stepData[inner.id] = out
+        step.steps.map((one) => Effect.tap(runFn(env, inner(step, one), one.execute, data, resumeData), (out) => {
+          env.stepData[one.id] = out
         })),
         { concurrency: "unbounded" }
       )
     case "andRace":
       return Effect.raceAll(
-        step.steps.map((inner) => Effect.tap(runFn(env, inner.id, inner.execute, data, resumeData), (out) => {
-          env.stepData[inner.id] = out
+        step.steps.map((one) => Effect.tap(runFn(env, inner(step, one), one.execute, data, resumeData), (out) => {
+          env.stepData[one.id] = out
         }))
       )
     case "andAgent":
-      return runCode(step.id, (signal) => step.prompt(contextFor(env, data, resumeData, signal))).pipe(
+      return runCode(step.id, (signal) => step.prompt(contextFor(env, step, data, resumeData, signal))).pipe(
         Effect.flatMap((prompt) => {
           // The agent call is the execution's owner's: its history entry is theirs.
           const request = {
@@ -137,7 +173,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
       )
     case "andWorkflow":
       return runCode(step.id, (signal) =>
-        step.input ? step.input(contextFor(env, data, resumeData, signal)) : data).pipe(
+        step.input ? step.input(contextFor(env, step, data, resumeData, signal)) : data).pipe(
           Effect.flatMap((childInput) =>
             Either.match(decodeInput(step.workflow, childInput), {
               onLeft: (error) => Effect.fail(new StepFailed({ stepId: step.id, message: `sub-workflow ${step.workflow.id}: ${error.message}` })),
@@ -151,7 +187,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
 /** A sub-workflow runs inline: its steps in order, its suspension suspending the parent step. */
 const runChild = (env: StepEnv, child: WorkflowDefinition, input: unknown, resumeData: unknown) =>
   Effect.gen(function*() {
-    const childEnv: StepEnv = { ...env, input, stepData: {} }
+    const childEnv: StepEnv = { ...env, input, stepData: {}, suspendSchema: child.suspendSchema }
     let data = input
     for (const step of child.steps) {
       const out = yield* runStep(childEnv, step, data, resumeData)

@@ -126,6 +126,9 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
       {state?.suspension !== undefined && status === "suspended" && workflow.data !== undefined && (
         <div class="suspension">
           <p>Suspended at <code>{state.suspension.stepId}</code>: <span class="reason">{state.suspension.reason}</span></p>
+          {state.suspension.data !== undefined && (
+            <pre class="json" data-testid="suspension-data">{JSON.stringify(state.suspension.data, null, 2)}</pre>
+          )}
           <h3>Resume</h3>
           <SchemaForm
             key={`${state.suspension.stepId}-${state.suspension.suspendedAt}`}
