@@ -39,7 +39,13 @@ const Served = Layer.unwrapScoped(Effect.gen(function*() {
   return Layer.merge(
     TestServerLive({
       app: defineApp({ ...exampleApp, tools: [...exampleApp.tools, bloat, note] }),
-      config: { production: true, otlpEndpoint: received.url, auth: { production: true, consoleKey: Redacted.make(CONSOLE_KEY) } }
+      // Console reads (/api/logs here) carry the secrets this checks; they are traced only with traceConsoleReads.
+      config: {
+        production: true,
+        traceConsoleReads: true,
+        otlpEndpoint: received.url,
+        auth: { production: true, consoleKey: Redacted.make(CONSOLE_KEY) }
+      }
     }),
     Layer.succeed(Otlp, { bodies: received.texts })
   )
