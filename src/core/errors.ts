@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ErrorDetail } from "./errorDetail.js"
 
 export { messageOf, messageWithCause } from "./errorMessages.js"
 
@@ -97,7 +98,8 @@ export class InternalError extends Schema.TaggedError<InternalError>()("Internal
 /** A workflow execution that ended in error; the client gets the execution id to inspect it. */
 export class WorkflowFailed extends Schema.TaggedError<WorkflowFailed>()("WorkflowFailed", {
   message: Schema.String,
-  executionId: Schema.String
+  executionId: Schema.String,
+  errorDetail: Schema.optional(ErrorDetail)
 }) {}
 
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {

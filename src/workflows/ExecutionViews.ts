@@ -27,7 +27,8 @@ export const resultOf = (execution: Execution): Either.Either<S.ExecutionResult,
   if (execution.status === "error") {
     return Either.left(new WorkflowFailed({
       message: `Failed to execute workflow: ${execution.error ?? "unknown error"}`,
-      executionId: execution.id
+      executionId: execution.id,
+      ...(execution.errorDetail ? { errorDetail: execution.errorDetail } : {})
     }))
   }
   const suspension = execution.status === "suspended" ? execution.suspension : undefined
@@ -50,7 +51,7 @@ export const settledBy = (execution: Execution, { event, seq }: StoredEvent): Ex
     case "workflow-complete":
       return { ...settled, status: "completed", output: event.output, endedAt: event.timestamp }
     case "workflow-error":
-      return { ...settled, status: "error", error: event.error, endedAt: event.timestamp }
+      return { ...settled, status: "error", error: event.error, errorDetail: event.errorDetail, endedAt: event.timestamp }
     case "workflow-cancelled":
       return { ...settled, status: "cancelled", endedAt: event.timestamp }
     case "workflow-suspended":
@@ -73,6 +74,7 @@ export interface WorkflowResultEvent {
   readonly endAt: string | null
   readonly suspension?: NonNullable<S.ExecutionResult["suspension"]>
   readonly error?: string
+  readonly errorDetail?: S.WorkflowEvent["errorDetail"]
 }
 
 /** The last entry of every followed execution: its result, numbered after the execution's last event. */
@@ -95,7 +97,8 @@ export const resultEntry = (execution: Execution): ResultEntry => {
       result: Either.isRight(result) ? result.right.result : null,
       endAt: execution.endedAt ?? null,
       ...(Either.isRight(result) && result.right.suspension ? { suspension: result.right.suspension } : {}),
-      ...(execution.error ? { error: execution.error } : {})
+      ...(execution.error ? { error: execution.error } : {}),
+      ...(execution.errorDetail ? { errorDetail: execution.errorDetail } : {})
     }
   }
 }
@@ -119,7 +122,8 @@ export const stateOf = (workflowId: string, execution: Execution): typeof S.Exec
   context: execution.context,
   ...(execution.endedAt ? { endAt: execution.endedAt } : {}),
   ...(execution.status === "completed" ? { result: execution.output ?? null } : {}),
-  ...(execution.error ? { error: execution.error } : {})
+  ...(execution.error ? { error: execution.error } : {}),
+  ...(execution.errorDetail ? { errorDetail: execution.errorDetail } : {})
 })
 
 export const recordOf = (execution: ExecutionListing, events: ReadonlyArray<StoredEvent>): typeof S.ExecutionRecord.Type => ({

@@ -41,14 +41,14 @@ const byIdOf = (workflows: ReadonlyArray<WorkflowDefinition>) =>
 export const WorkflowEngineLive = Layer.scoped(
   WorkflowEngine,
   Effect.gen(function*() {
-    const { instanceId, workflows: settings } = yield* ServerConfig
+    const { instanceId, recordContent, workflows: settings } = yield* ServerConfig
     const { pollMs } = settings
     const store = yield* ExecutionStore
     const byId = yield* Effect.flatMap(RegisteredWorkflows, byIdOf)
     const registry = yield* makeInstanceRegistry(instanceId, { leaseMs: settings.leaseMs, pollMs })
     const notices = yield* makeExecutionNotices(instanceId)
     const hubs = yield* makeExecutionHubs
-    const driver = yield* makeExecutionDriver(hubs, notices, instanceId)
+    const driver = yield* makeExecutionDriver(hubs, notices, instanceId, recordContent)
     const { launch } = driver
     const watch = yield* makeExecutionWatch(hubs)
     const { follow, reload, replay, settleAfter } = watch

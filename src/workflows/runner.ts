@@ -1,6 +1,8 @@
 import { Cause, Data, Effect, Either, ParseResult, Schema } from "effect"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
-import { BadRequest, messageOf, ValidationError } from "../core/errors.js"
+import type { ErrorDetail } from "../core/errorDetail.js"
+import { BadRequest, ValidationError } from "../core/errors.js"
+import { errorDetailOf, failureMessage } from "../observability/errorDetail.js"
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES } from "./StoredValues.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
@@ -9,7 +11,15 @@ import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSigna
 export class StepFailed extends Data.TaggedError("StepFailed")<{
   readonly stepId: string
   readonly message: string
+  /** What the step's code failed with, as recorded beside the message (issue #30). */
+  readonly detail?: ErrorDetail | undefined
 }> {}
+
+/** The failure of a step whose code failed with `error`: its message, or its tag and fields without one. */
+export const stepFailure = (stepId: string, error: unknown): StepFailed => {
+  const detail = errorDetailOf(error)
+  return new StepFailed({ stepId, message: failureMessage(error, detail), detail })
+}
 
 export type StepOutcome = SuspendSignal | StepFailed
 
@@ -32,7 +42,7 @@ const toStepOutcome = (stepId: string) => (cause: Cause.Cause<unknown>): Effect.
   if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
   const error = Cause.squash(cause)
   if (isSuspendSignal(error)) return Effect.fail(error)
-  return Effect.fail(error instanceof StepFailed ? error : new StepFailed({ stepId, message: messageOf(error) }))
+  return Effect.fail(error instanceof StepFailed ? error : stepFailure(stepId, error))
 }
 
 /**
@@ -132,7 +142,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
         }),
         Effect.catchIf(
           (error): error is Exclude<typeof error, StepOutcome> => error._tag !== "StepFailed" && error._tag !== "SuspendSignal",
-          (error) => Effect.fail(new StepFailed({ stepId: step.id, message: error.message }))
+          (error) => Effect.fail(stepFailure(step.id, error))
         )
       )
     case "andWorkflow":
