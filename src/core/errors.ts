@@ -84,6 +84,16 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("Payl
   }
 }
 
+/**
+ * A failure a tool declared (`defineTool({ errors })`): answered with the status its class is annotated
+ * with (tools/handlers), `message` its own (or its tag and fields), `errorDetail` beside it.
+ */
+export class DeclaredToolError extends Schema.TaggedError<DeclaredToolError>()("DeclaredToolError", {
+  message: Schema.String,
+  status: Schema.Number,
+  errorDetail: ErrorDetail
+}) {}
+
 /** A failure of user code (a tool, a step) that the caller should see, unlike a defect. */
 export class ExecutionFailed extends Schema.TaggedError<ExecutionFailed>()("ExecutionFailed", {
   message: Schema.String

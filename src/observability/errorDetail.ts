@@ -1,3 +1,4 @@
+import { Schema } from "effect"
 import type { ErrorDetail } from "../core/errorDetail.js"
 import { messageOf } from "../core/errorMessages.js"
 import { capString, capValue, jsonSize, redactQueries, VALUE_CAP } from "./Redaction.js"
@@ -82,7 +83,14 @@ const tagOf = (error: object): string | undefined => {
   return typeof tag === "string" && tag !== "" ? capString(tag, TAG_CAP) : undefined
 }
 
+/**
+ * The error's message, "" without one. A `Schema.TaggedError` without a `message` field derives one
+ * from its fields (`{ "ticketId": "T-9" }`), which names no tag: that is no message of its own.
+ */
 const ownMessage = (error: object): string => {
+  const make: unknown = error.constructor
+  const fields = Schema.isSchema(make) ? (make as { readonly fields?: unknown }).fields : undefined
+  if (typeof fields === "object" && fields !== null && !("message" in fields)) return ""
   const message = (error as { readonly message?: unknown }).message
   return typeof message === "string" ? message : ""
 }

@@ -1,5 +1,6 @@
 import { Cause, Context, Effect, Layer } from "effect"
-import { ExecutionFailed, messageOf, type NotFound, ValidationError } from "../core/errors.js"
+import { DeclaredToolError, ExecutionFailed, messageOf, type NotFound, ValidationError } from "../core/errors.js"
+import { errorDetailOf, failureMessage } from "../observability/errorDetail.js"
 import { getOrNotFound } from "../core/lookup.js"
 import { DuplicateDefinition } from "../core/definitionId.js"
 import { jsonValueIssue } from "../core/jsonValue.js"
@@ -33,7 +34,7 @@ export class ToolRunner extends Context.Tag("ToolRunner")<ToolRunner, {
     name: string,
     input: unknown,
     caller: CallerContext
-  ) => Effect.Effect<ToolExecution, NotFound | ValidationError | ExecutionFailed>
+  ) => Effect.Effect<ToolExecution, NotFound | ValidationError | ExecutionFailed | DeclaredToolError>
 }>() {}
 
 /** The span attributes of a tool run, as the OpenTelemetry GenAI semantic conventions name them ("execute_tool"). */
@@ -67,19 +68,36 @@ const ensureJson = (tool: Tool, value: unknown): Effect.Effect<unknown, Executio
   })
 
 /**
+ * What a tool failed with, as its caller sees it: one of its declared errors keeps its status and
+ * detail; anything else is `Tool <name> failed: <message>`. The span gets `error.type` (a tagged
+ * error's tag), never its fields.
+ */
+const toolFailure = (tool: Tool, error: unknown): Effect.Effect<never, ExecutionFailed | DeclaredToolError> => {
+  const detail = errorDetailOf(error)
+  const declared = detail === undefined ? undefined : tool.declaredErrors.find((candidate) => candidate.is(error))
+  const failure = declared !== undefined && detail !== undefined
+    ? new DeclaredToolError({ message: failureMessage(error, detail), status: declared.status, errorDetail: detail })
+    : new ExecutionFailed({ message: `Tool ${tool.name} failed: ${failureMessage(error, detail)}` })
+  return detail === undefined ? Effect.fail(failure) : Effect.zipRight(Effect.annotateCurrentSpan("error.type", detail._tag), Effect.fail(failure))
+}
+
+/**
  * Runs a decoded input through the tool with an abort signal tied to this fiber, in an
  * "execute_tool {name}" span (`callId`: the model's id for the call, when a model asked for it).
  */
-export const runTool = (tool: Tool, input: unknown, caller: CallerContext, callId?: string): Effect.Effect<unknown, ExecutionFailed> =>
+export const runTool = (
+  tool: Tool,
+  input: unknown,
+  caller: CallerContext,
+  callId?: string
+): Effect.Effect<unknown, ExecutionFailed | DeclaredToolError> =>
   Effect.acquireUseRelease(
     Effect.sync(() => new AbortController()),
     (controller) => tool.run(input, { ...caller, signal: controller.signal }),
     (controller) => Effect.sync(() => controller.abort())
   ).pipe(
     Effect.catchAllCause((cause) =>
-      Cause.isInterruptedOnly(cause)
-        ? Effect.failCause(cause as Cause.Cause<never>)
-        : Effect.fail(new ExecutionFailed({ message: `Tool ${tool.name} failed: ${messageOf(Cause.squash(cause))}` }))
+      Cause.isInterruptedOnly(cause) ? Effect.failCause(cause as Cause.Cause<never>) : toolFailure(tool, Cause.squash(cause))
     ),
     Effect.flatMap((value) => ensureJson(tool, value)),
     Effect.withSpan(`execute_tool ${tool.name}`, { captureStackTrace: false, attributes: toolSpanAttributes(tool, callId) })
