@@ -3,7 +3,7 @@ import { DeclaredToolError, ExecutionFailed, messageOf, type NotFound, Validatio
 import { errorDetailOf, failureMessage } from "../observability/errorDetail.js"
 import { getOrNotFound } from "../core/lookup.js"
 import { DuplicateDefinition } from "../core/definitionId.js"
-import { jsonValueIssue } from "../core/jsonValue.js"
+import { jsonValueIssue, nonJsonValue } from "../core/jsonValue.js"
 import type { Tool, ToolContext } from "./Tool.js"
 
 export interface AgentRef {
@@ -49,16 +49,18 @@ const toolSpanAttributes = (tool: Tool, callId: string | undefined) => ({
 
 /**
  * A result is sent as JSON (to the caller, or to the model as the tool's result): one JSON cannot carry
- * as it is (a BigInt, a cycle, Infinity, which would turn into `null`) is the tool's failure, not the
- * server's, checked as request bodies are (core/jsonValue).
+ * as it is (a BigInt, a function or a Map it would drop or empty, a cycle, Infinity, which would turn
+ * into `null`) is the tool's failure, not the server's, checked as request bodies are (core/jsonValue).
+ * A Date or a class instance passes: a result is only sent, never read back as what it was.
  */
 const ensureJson = (tool: Tool, value: unknown): Effect.Effect<unknown, ExecutionFailed> =>
   Effect.suspend(() => {
     let problem: string | undefined
     try {
-      JSON.stringify(value)
-      const issue = jsonValueIssue(value)
-      if (issue !== undefined) problem = issue.path.length === 0 ? issue.message : `at ${issue.path.join(".")}: ${issue.message}`
+      const found = nonJsonValue(value, { strict: false })
+      const issue = found === undefined ? jsonValueIssue(value) : { path: found.path, message: `is ${found.what} (${found.why})` }
+      if (issue === undefined) JSON.stringify(value)
+      else problem = issue.path.length === 0 ? issue.message : `at ${issue.path.join(".")}: ${issue.message}`
     } catch (error) {
       problem = messageOf(error)
     }

@@ -6,7 +6,7 @@ import type { ExecutionHubs } from "./ExecutionHubs.js"
 import type { ExecutionNotices } from "./ExecutionNotices.js"
 import { type Claim, type Ending, type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
 import { countExecution } from "../observability/metrics/instruments.js"
-import { runStep, type StepEnv } from "./runner.js"
+import { nonJsonOutput, runStep, type StepEnv } from "./runner.js"
 import { jsonBytes, outputRefusal } from "./StoredValues.js"
 import { isStoreDefect, STORE_ERROR_RETRY } from "./storeRetry.js"
 import type { WorkflowDefinition } from "./Workflow.js"
@@ -197,6 +197,8 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               }
               return
             }
+            const nonJson = nonJsonOutput(step, outcome.right)
+            if (nonJson !== undefined) return yield* fail(claim, execution, `step ${step.id} returned ${nonJson}`)
             const outputBytes = jsonBytes(outcome.right)
             history += 2 * outputBytes
             const refusal = outputRefusal(outputBytes, history)

@@ -3,6 +3,7 @@ import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ErrorDetail } from "../core/errorDetail.js"
 import { BadRequest, ValidationError } from "../core/errors.js"
 import { errorDetailOf, failureMessage } from "../observability/errorDetail.js"
+import { codePath, nonJsonValue } from "../core/jsonValue.js"
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES } from "./StoredValues.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
@@ -79,6 +80,20 @@ const checkOutput = (step: { readonly id: string; readonly outputSchema?: Schema
       ),
     onRight: () => Effect.succeed(value)
   })
+}
+
+/**
+ * Why a step's output cannot be stored as it is, if it cannot (`a bigint at .total`): a later step
+ * or a recovered execution reads it back from JSON, so a bigint, a function, a cycle, a Date, a Map or
+ * a class instance would come back as something else, or not at all. With an `outputSchema` its
+ * encoded form is what is checked: the schema says how it is written.
+ */
+export const nonJsonOutput = (step: Step, value: unknown): string | undefined => {
+  const written = step.outputSchema === undefined
+    ? value
+    : Either.getOrElse(Schema.encodeUnknownEither(step.outputSchema as Schema.Schema<unknown, unknown>)(value), () => value)
+  const found = nonJsonValue(written, { strict: true })
+  return found === undefined ? undefined : found.path.length === 0 ? found.what : `${found.what} at ${codePath(found.path)}`
 }
 
 /** Decodes a workflow's input; the message is the API's validation message. */
