@@ -107,6 +107,21 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("declared tool er
       expect(down.body).toEqual({ success: false, error: "Tool lookup_ticket failed: LedgerDown {\"region\":\"eu\"}" })
       const open = yield* fetchJson(`${url}/tools/lookup_ticket/execute`, json({ input: { ticketId: "T-1" } }))
       expect(open.status).toBe(200)
+
+      // The execute_tool span names the error's tag, never its fields.
+      const deadline = Date.now() + 20_000
+      let span: any
+      while (span === undefined) {
+        const traces = (yield* fetchJson(`${url}/observability/traces?limit=100`)).body.data.traces
+        for (const summary of traces) {
+          const trace = (yield* fetchJson(`${url}/observability/traces/${summary.traceId}`)).body.data
+          span ??= trace.spans.find((candidate: any) =>
+            candidate.name === "execute_tool lookup_ticket" && candidate.attributes["error.type"] === "TicketNotFound")
+        }
+        if (span === undefined && Date.now() > deadline) throw new Error("the tool's span was not stored within 20 s")
+        if (span === undefined) yield* Effect.sleep("50 millis")
+      }
+      expect(JSON.stringify(span)).not.toContain("T-9")
     }))
 
   it.effect("the model gets a declared error as the tool's result, {error: {_tag, message}}", () =>

@@ -8,6 +8,7 @@ import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServe
 /** A domain error with no message: only its tag and fields say what went wrong. */
 class RefundRefused extends Data.TaggedError("RefundRefused")<{
   readonly ticketId: string
+  readonly reason: string
   readonly amount: number
   readonly at: Date
   readonly count: bigint
@@ -24,6 +25,7 @@ const refund = workflow({ id: "refund", name: "Refund", purpose: "Refunds a tick
     execute: ({ data }) =>
       Effect.fail(new RefundRefused({
         ticketId: data.ticketId,
+        reason: "card-expired-7731",
         amount: 12.5,
         at: new Date(0),
         count: 10n,
@@ -64,7 +66,7 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("typed step errors
       const executed = yield* fetchJson(`${url}/workflows/refund/execute`, json({ input: { ticketId: "T-1" } }))
       expect(executed.status).toBe(500)
       const { error, errorDetail, executionId } = executed.body
-      expect(error).toMatch(/^Failed to execute workflow: step refund: RefundRefused \{"ticketId":"T-1","amount":12.5,"at":"Date",/)
+      expect(error).toMatch(/^Failed to execute workflow: step refund: RefundRefused \{"ticketId":"T-1","reason":"card-expired-7731","amount":12.5,"at":"Date",/)
       expect(errorDetail._tag).toBe("RefundRefused")
       expect(error).toBe(`Failed to execute workflow: step refund: ${errorDetail.message}`)
       expectedFields(errorDetail.fields)
@@ -88,6 +90,7 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("typed step errors
       expect(logged.attributes.errorDetail._tag).toBe("RefundRefused")
       expectedFields(logged.attributes.errorDetail.fields)
       expect(JSON.stringify(logged)).not.toContain("s3cret-token")
+      expect(logged.traceId).toEqual(expect.any(String))
 
       const step = yield* poll("the refund step's span", Effect.gen(function*() {
         const traces = (yield* fetchJson(`${url}/observability/traces?entityType=workflow&entityId=refund&limit=50`)).body.data.traces
@@ -101,7 +104,9 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("typed step errors
       }))
       expect(step.span.attributes["error.type"]).toBe("RefundRefused")
       expect(step.span.attributes).not.toHaveProperty("error.fields")
-      expect(JSON.stringify(step.trace)).not.toContain("s3cret-token")
+      // Nowhere in the trace: not in the step span's status or exception, nor as the log line's event.
+      expect(JSON.stringify(step.trace)).not.toContain("card-expired-7731")
+      expect(step.trace.traceId).toBe(logged.traceId)
     }), 60_000)
 })
 
@@ -125,7 +130,11 @@ layer(TestServerLive({ app, config: { recordContent: true } }), { excludeTestSer
       const executed = yield* fetchJson(`${url}/workflows/refund/execute`, json({ input: { ticketId: "T-2" } }))
       const span = yield* stepSpanOf(url, "refund", executed.body.executionId, "refund")
       expect(span.attributes["error.type"]).toBe("RefundRefused")
-      expect(JSON.parse(span.attributes["error.fields"])).toMatchObject({ ticketId: "T-2", callback: "https://pay.example/cb?token=[redacted]&page=2" })
+      expect(JSON.parse(span.attributes["error.fields"])).toMatchObject({
+        ticketId: "T-2",
+        reason: "card-expired-7731",
+        callback: "https://pay.example/cb?token=[redacted]&page=2"
+      })
     }), 60_000)
 
   it.effect("/doc shows errorDetail, optional, on the failure envelope and the state", () =>

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Data, Effect, Schema, type Tracer } from "effect"
 import type { ErrorDetail } from "../core/errorDetail.js"
 import { messageOf } from "../core/errorMessages.js"
 import { capString, capValue, jsonSize, redactQueries, VALUE_CAP } from "./Redaction.js"
@@ -120,3 +120,64 @@ export const failureMessage = (error: unknown, detail: ErrorDetail | undefined =
   if (typeof error === "object" && error !== null && ownMessage(error) !== "") return ownMessage(error)
   return detail?.message ?? messageOf(error)
 }
+
+/**
+ * What a span may record as the failure's message instead of `failureMessage`, when that was made
+ * of the error's fields (a tagged error without a message): its tag alone. Undefined when the message
+ * is the error's own (or there is no detail): spans record it as they always did.
+ */
+export const spanMessageOf = (error: unknown, detail: ErrorDetail | undefined): string | undefined =>
+  detail === undefined || (typeof error === "object" && error !== null && ownMessage(error) !== "") ? undefined : detail._tag
+
+const SPAN_MESSAGE = Symbol.for("effect-agent-server/spanMessage")
+
+/**
+ * Marks `failure` with the message a span records instead of its own (see withoutFieldsInSpan). A
+ * property of the error rather than a map keyed by it: Effect hands failures on behind a proxy.
+ */
+export const markSpanMessage = <E extends object>(failure: E, message: string | undefined): E => {
+  if (message !== undefined) Object.defineProperty(failure, SPAN_MESSAGE, { value: message, enumerable: false })
+  return failure
+}
+
+/** The message `markSpanMessage` gave the failure, if any. */
+export const markedSpanMessage = (failure: unknown): string | undefined => {
+  const message = typeof failure === "object" && failure !== null ? (failure as { readonly [SPAN_MESSAGE]?: unknown })[SPAN_MESSAGE] : undefined
+  return typeof message === "string" ? message : undefined
+}
+
+/**
+ * `error` (a message ending with the detail's message) as a span may record it: when the detail's
+ * message was made of its fields (`Tag {...}`), that end is the tag alone; else undefined (as it is).
+ */
+export const spanSafeError = (error: string, detail: ErrorDetail | undefined): string | undefined => {
+  if (detail === undefined || !error.endsWith(detail.message)) return undefined
+  const derived = detail.message === detail._tag || detail.message.startsWith(`${detail._tag} {`)
+  return derived && detail.message !== detail._tag ? `${error.slice(0, error.length - detail.message.length)}${detail._tag}` : undefined
+}
+
+/** A failure as a span sees it: the original's name, a message without its fields. */
+class SpanFailure extends Data.Error<{ readonly name: string; readonly message: string; readonly failure: unknown }> {}
+
+/**
+ * Runs `effect` in the span `name` where a failure whose message was made of user data (`spanMessage`
+ * answers the message the span records instead) ends the span with that message, and leaves it as it
+ * was: a span's status and exception event carry the failure's message, and an error's fields are
+ * recorded only with `recordContent`.
+ */
+export const withoutFieldsInSpan = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  name: string,
+  options: Tracer.SpanOptions,
+  spanMessage: (error: E) => string | undefined
+): Effect.Effect<A, E, Exclude<R, Tracer.ParentSpan>> =>
+  effect.pipe(
+    Effect.mapError((error): E | SpanFailure => {
+      const message = spanMessage(error)
+      if (message === undefined) return error
+      const name = (error as { readonly _tag?: unknown })._tag
+      return new SpanFailure({ name: typeof name === "string" ? name : "Error", message, failure: error })
+    }),
+    Effect.withSpan(name, options),
+    Effect.mapError((error) => (error instanceof SpanFailure ? error.failure as E : error))
+  )

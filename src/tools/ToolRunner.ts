@@ -1,6 +1,6 @@
 import { Cause, Context, Effect, Layer } from "effect"
 import { DeclaredToolError, ExecutionFailed, messageOf, type NotFound, ValidationError } from "../core/errors.js"
-import { errorDetailOf, failureMessage } from "../observability/errorDetail.js"
+import { errorDetailOf, failureMessage, markedSpanMessage, markSpanMessage, spanMessageOf, withoutFieldsInSpan } from "../observability/errorDetail.js"
 import { getOrNotFound } from "../core/lookup.js"
 import { DuplicateDefinition } from "../core/definitionId.js"
 import { jsonValueIssue, nonJsonValue } from "../core/jsonValue.js"
@@ -69,17 +69,21 @@ const ensureJson = (tool: Tool, value: unknown): Effect.Effect<unknown, Executio
       : Effect.fail(new ExecutionFailed({ message: `Tool ${tool.name} failed: its result is not JSON (${problem})` }))
   })
 
+type ToolFailure = ExecutionFailed | DeclaredToolError
+
 /**
  * What a tool failed with, as its caller sees it: one of its declared errors keeps its status and
  * detail; anything else is `Tool <name> failed: <message>`. The span gets `error.type` (a tagged
- * error's tag), never its fields.
+ * error's tag), never its fields: a message made of them is marked with the one the span shows instead.
  */
-const toolFailure = (tool: Tool, error: unknown): Effect.Effect<never, ExecutionFailed | DeclaredToolError> => {
+const toolFailure = (tool: Tool, error: unknown): Effect.Effect<never, ToolFailure> => {
   const detail = errorDetailOf(error)
   const declared = detail === undefined ? undefined : tool.declaredErrors.find((candidate) => candidate.is(error))
   const failure = declared !== undefined && detail !== undefined
     ? new DeclaredToolError({ message: failureMessage(error, detail), status: declared.status, errorDetail: detail })
     : new ExecutionFailed({ message: `Tool ${tool.name} failed: ${failureMessage(error, detail)}` })
+  const spanMessage = spanMessageOf(error, detail)
+  markSpanMessage(failure, spanMessage === undefined || declared !== undefined ? spanMessage : `Tool ${tool.name} failed: ${spanMessage}`)
   return detail === undefined ? Effect.fail(failure) : Effect.zipRight(Effect.annotateCurrentSpan("error.type", detail._tag), Effect.fail(failure))
 }
 
@@ -92,18 +96,21 @@ export const runTool = (
   input: unknown,
   caller: CallerContext,
   callId?: string
-): Effect.Effect<unknown, ExecutionFailed | DeclaredToolError> =>
-  Effect.acquireUseRelease(
-    Effect.sync(() => new AbortController()),
-    (controller) => tool.run(input, { ...caller, signal: controller.signal }),
-    (controller) => Effect.sync(() => controller.abort())
-  ).pipe(
-    Effect.catchAllCause((cause) =>
-      Cause.isInterruptedOnly(cause) ? Effect.failCause(cause as Cause.Cause<never>) : toolFailure(tool, Cause.squash(cause))
-    ),
-    Effect.flatMap((value) => ensureJson(tool, value)),
-    Effect.withSpan(`execute_tool ${tool.name}`, { captureStackTrace: false, attributes: toolSpanAttributes(tool, callId) })
-  )
+): Effect.Effect<unknown, ToolFailure> =>
+  Effect.suspend(() => {
+    const run = Effect.acquireUseRelease(
+      Effect.sync(() => new AbortController()),
+      (controller) => tool.run(input, { ...caller, signal: controller.signal }),
+      (controller) => Effect.sync(() => controller.abort())
+    ).pipe(
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause) ? Effect.failCause(cause as Cause.Cause<never>) : toolFailure(tool, Cause.squash(cause))
+      ),
+      Effect.flatMap((value) => ensureJson(tool, value))
+    )
+    const span = { captureStackTrace: false, attributes: toolSpanAttributes(tool, callId) }
+    return withoutFieldsInSpan(run, `execute_tool ${tool.name}`, span, markedSpanMessage)
+  })
 
 /** The tools the app serves, each with the agents that own it (the composition root gathers them). */
 export class RegisteredTools extends Context.Tag("RegisteredTools")<RegisteredTools, ReadonlyArray<ToolEntry>>() {}

@@ -170,7 +170,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             // Nothing left to run (a workflow without steps): only the ending remains.
             const ending = checkResult(definition, data)
             const event = endingEvent(definition, execution, ending)
-            if (Option.isSome(yield* checkpoint(claim, [event], store.finish(claim, ending, event)))) yield* logEnding(ending)
+            if (Option.isSome(yield* checkpoint(claim, [event], store.finish(claim, ending, event)))) yield* logEnding(ending, recordContent)
             return
           }
           while (index < steps.length) {
@@ -215,7 +215,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             } else {
               const ending = checkResult(definition, data)
               const events = [completed, endingEvent(definition, execution, ending)]
-              if (Option.isSome(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events, ending)))) yield* logEnding(ending)
+              if (Option.isSome(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events, ending)))) yield* logEnding(ending, recordContent)
             }
           }
         }).pipe(
@@ -256,7 +256,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
       Effect.gen(function*() {
         const failed = errorEvent(execution, message, errorDetail)
         const ending: Ending = { status: "error", error: message, ...(errorDetail ? { errorDetail } : {}) }
-        if (Option.isSome(yield* checkpoint(claim, [failed], store.finish(claim, ending, failed)))) yield* logEnding(ending)
+        if (Option.isSome(yield* checkpoint(claim, [failed], store.finish(claim, ending, failed)))) yield* logEnding(ending, recordContent)
       })
 
     /**

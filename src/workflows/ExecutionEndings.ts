@@ -1,6 +1,7 @@
-import { Effect, Either, ParseResult, Schema } from "effect"
+import { Effect, Either, Option, ParseResult, Schema, Tracer } from "effect"
 import type { ErrorDetail } from "../core/errorDetail.js"
 import { countExecution } from "../observability/metrics/instruments.js"
+import { withoutFieldsInSpan } from "../observability/errorDetail.js"
 import { capString } from "../observability/Redaction.js"
 import { now } from "./ExecutionRows.js"
 import type { Ending, Execution } from "./ExecutionStore.js"
@@ -40,22 +41,31 @@ export const endingEvent = (definition: WorkflowDefinition, execution: Execution
 const LOGGED_ERROR_CAP = 2 * 1024
 
 /**
+ * Logs under the current span's ids without being one of its events: a log line inside a span is
+ * also recorded as an event of the span, and this one carries user data that spans keep only with
+ * `recordContent` (an external span as parent is one Effect's tracer does not write events to).
+ */
+const besideSpan = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.flatMap(Effect.option(Effect.currentSpan), Option.match({
+    onNone: () => effect,
+    onSome: (span) => Effect.withParentSpan(effect, Tracer.externalSpan({ traceId: span.traceId, spanId: span.spanId, sampled: span.sampled }))
+  }))
+
+/**
  * A failure's log line carries its detail's tag and fields (its message is the line), within the log
  * entry's cap: the line's text is cut first so that the detail (up to 8 KiB of fields) fits beside it.
+ * It is not an event of the span it is written in unless `recordContent`.
  */
-export const logEnding = (ending: Ending) =>
-  ending.status === "completed"
-    ? Effect.zipRight(countExecution("completed"), Effect.logInfo("workflow completed"))
-    : Effect.zipRight(
-      countExecution("failed"),
-      ending.errorDetail === undefined
-        ? Effect.logWarning(`workflow failed: ${ending.error}`)
-        : Effect.annotateLogs(
-          Effect.logWarning(`workflow failed: ${capString(ending.error, LOGGED_ERROR_CAP)}`),
-          "errorDetail",
-          { _tag: ending.errorDetail._tag, fields: ending.errorDetail.fields }
-        )
-    )
+export const logEnding = (ending: Ending, recordContent: boolean) => {
+  if (ending.status === "completed") return Effect.zipRight(countExecution("completed"), Effect.logInfo("workflow completed"))
+  if (ending.errorDetail === undefined) return Effect.zipRight(countExecution("failed"), Effect.logWarning(`workflow failed: ${ending.error}`))
+  const line = Effect.annotateLogs(
+    Effect.logWarning(`workflow failed: ${capString(ending.error, LOGGED_ERROR_CAP)}`),
+    "errorDetail",
+    { _tag: ending.errorDetail._tag, fields: ending.errorDetail.fields }
+  )
+  return Effect.zipRight(countExecution("failed"), recordContent ? line : besideSpan(line))
+}
 
 /**
  * Runs a step in its `workflow.step` span. A failed step's span gets `error.type` (the error's tag),
@@ -65,24 +75,27 @@ export const inStepSpan = <A>(
   run: Effect.Effect<A, StepOutcome>,
   attributes: { readonly definition: WorkflowDefinition; readonly executionId: string; readonly step: Step; readonly index: number },
   recordContent: boolean
-): Effect.Effect<A, StepOutcome> =>
-  run.pipe(
-    Effect.tapError((outcome) => {
-      if (outcome._tag !== "StepFailed" || outcome.detail === undefined) return Effect.void
-      const detail = outcome.detail
-      return Effect.annotateCurrentSpan(recordContent
-        ? { "error.type": detail._tag, "error.fields": JSON.stringify(detail.fields) }
-        : { "error.type": detail._tag })
-    }),
-    Effect.withSpan("workflow.step", {
-      captureStackTrace: false,
-      attributes: {
-        "entity.type": "workflow",
-        "entity.id": attributes.definition.id,
-        "execution.id": attributes.executionId,
-        "step.id": attributes.step.id,
-        "step.type": attributes.step.type,
-        "step.index": attributes.index
-      }
-    })
-  )
+): Effect.Effect<A, StepOutcome> => {
+  const annotated = Effect.tapError(run, (outcome) => {
+    if (outcome._tag !== "StepFailed" || outcome.detail === undefined) return Effect.void
+    const detail = outcome.detail
+    return Effect.annotateCurrentSpan(recordContent
+      ? { "error.type": detail._tag, "error.fields": JSON.stringify(detail.fields) }
+      : { "error.type": detail._tag })
+  })
+  const span = {
+    captureStackTrace: false,
+    attributes: {
+      "entity.type": "workflow",
+      "entity.id": attributes.definition.id,
+      "execution.id": attributes.executionId,
+      "step.id": attributes.step.id,
+      "step.type": attributes.step.type,
+      "step.index": attributes.index
+    }
+  }
+  // The span's status and exception event carry the failure's message: made of the fields, it is their tag alone.
+  return recordContent
+    ? Effect.withSpan(annotated, "workflow.step", span)
+    : withoutFieldsInSpan(annotated, "workflow.step", span, (outcome) => (outcome._tag === "StepFailed" ? outcome.spanMessage : undefined))
+}

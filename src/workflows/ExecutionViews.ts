@@ -1,5 +1,6 @@
 import { Either, JSONSchema, type Schema } from "effect"
 import { WorkflowFailed } from "../core/errors.js"
+import { markSpanMessage, spanSafeError } from "../observability/errorDetail.js"
 import type { Execution, ExecutionListing, StoredEvent } from "./ExecutionStore.js"
 import type { Step } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
@@ -25,11 +26,14 @@ export const describeStep = (step: Step): typeof S.StepDescription.Type => ({
 /** The answer of execute and resume: the settled execution, or its failure. */
 export const resultOf = (execution: Execution): Either.Either<S.ExecutionResult, WorkflowFailed> => {
   if (execution.status === "error") {
-    return Either.left(new WorkflowFailed({
-      message: `Failed to execute workflow: ${execution.error ?? "unknown error"}`,
+    const message = `Failed to execute workflow: ${execution.error ?? "unknown error"}`
+    const failed = new WorkflowFailed({
+      message,
       executionId: execution.id,
       ...(execution.errorDetail ? { errorDetail: execution.errorDetail } : {})
-    }))
+    })
+    // Its spans (WorkflowEngine.execute, .resume) record the message without the error's fields.
+    return Either.left(markSpanMessage(failed, spanSafeError(message, execution.errorDetail)))
   }
   const suspension = execution.status === "suspended" ? execution.suspension : undefined
   return Either.right({

@@ -2,7 +2,7 @@ import { Cause, Data, Effect, Either, ParseResult, Schema } from "effect"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ErrorDetail } from "../core/errorDetail.js"
 import { BadRequest, ValidationError } from "../core/errors.js"
-import { errorDetailOf, failureMessage } from "../observability/errorDetail.js"
+import { errorDetailOf, failureMessage, spanMessageOf } from "../observability/errorDetail.js"
 import { codePath, nonJsonValue } from "../core/jsonValue.js"
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES } from "./StoredValues.js"
@@ -14,12 +14,14 @@ export class StepFailed extends Data.TaggedError("StepFailed")<{
   readonly message: string
   /** What the step's code failed with, as recorded beside the message (issue #30). */
   readonly detail?: ErrorDetail | undefined
+  /** The message a span records instead, when `message` was made of the error's fields (user data). */
+  readonly spanMessage?: string | undefined
 }> {}
 
 /** The failure of a step whose code failed with `error`: its message, or its tag and fields without one. */
 export const stepFailure = (stepId: string, error: unknown): StepFailed => {
   const detail = errorDetailOf(error)
-  return new StepFailed({ stepId, message: failureMessage(error, detail), detail })
+  return new StepFailed({ stepId, message: failureMessage(error, detail), detail, spanMessage: spanMessageOf(error, detail) })
 }
 
 export type StepOutcome = SuspendSignal | StepFailed
