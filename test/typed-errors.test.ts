@@ -34,7 +34,13 @@ const refund = workflow({ id: "refund", name: "Refund", purpose: "Refunds a tick
       }))
   })
 
-const app = defineApp({ workflows: [refund] })
+class AuditRefused extends Data.TaggedError("AuditRefused")<{ readonly auditor: string }> {}
+
+const audited = workflow({ id: "audited", name: "Audited", purpose: "A tap that fails", input: Ticket, result: Schema.Unknown })
+  .andTap({ id: "audit", execute: () => Effect.fail(new AuditRefused({ auditor: "auditor-5521" })) })
+  .andThen({ id: "done", execute: ({ data }) => data })
+
+const app = defineApp({ workflows: [refund, audited] })
 
 const expectedFields = (fields: Record<string, unknown>) => {
   expect(fields).toMatchObject({
@@ -107,6 +113,24 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("typed step errors
       // Nowhere in the trace: not in the step span's status or exception, nor as the log line's event.
       expect(JSON.stringify(step.trace)).not.toContain("card-expired-7731")
       expect(step.trace.traceId).toBe(logged.traceId)
+    }), 60_000)
+})
+
+layer(TestServerLive({ app }), { excludeTestServices: true })("typed tap errors", (it) => {
+  it.effect("a failed tap step's warning names the error's tag, and its fields stay out of the trace", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const executed = yield* fetchJson(`${url}/workflows/audited/execute`, json({ input: { ticketId: "T-3" } }))
+      expect(executed.body.data.status).toBe("completed")
+      const { executionId } = executed.body.data
+      const warned = yield* poll("the tap's warning", Effect.map(
+        fetchJson(`${url}/api/logs?executionId=${executionId}&limit=100`),
+        (response) => (response.body.data as Array<any>).find((entry) => entry.message.startsWith("tap step audit failed"))
+      ))
+      expect(warned.message).toBe("tap step audit failed: AuditRefused")
+      const span = yield* stepSpanOf(url, "audited", executionId, "audit")
+      const trace = (yield* fetchJson(`${url}/observability/traces/${span.traceId}`)).body.data
+      expect(JSON.stringify(trace)).not.toContain("auditor-5521")
     }), 60_000)
 })
 

@@ -124,7 +124,8 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
       return Effect.flatMap(runFn(env, step.id, step.execute, data, resumeData), (out) => checkOutput(step, out))
     case "andTap":
       return runFn(env, step.id, step.execute, data, resumeData).pipe(
-        Effect.catchTag("StepFailed", (failure) => Effect.logWarning(`tap step ${step.id} failed: ${failure.message}`)),
+        // Written inside the step's span (as one of its events): a message made of the error's fields is its tag alone.
+        Effect.catchTag("StepFailed", (failure) => Effect.logWarning(`tap step ${step.id} failed: ${failure.spanMessage ?? failure.message}`)),
         Effect.as(data)
       )
     case "andWhen":
