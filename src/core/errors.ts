@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ErrorDetail } from "./errorDetail.js"
 
 export { messageOf, messageWithCause } from "./errorMessages.js"
 
@@ -83,6 +84,16 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("Payl
   }
 }
 
+/**
+ * A failure a tool declared (`defineTool({ errors })`): answered with the status its class is annotated
+ * with (tools/handlers), `message` its own (or its tag and fields), `errorDetail` beside it.
+ */
+export class DeclaredToolError extends Schema.TaggedError<DeclaredToolError>()("DeclaredToolError", {
+  message: Schema.String,
+  status: Schema.Number,
+  errorDetail: ErrorDetail
+}) {}
+
 /** A failure of user code (a tool, a step) that the caller should see, unlike a defect. */
 export class ExecutionFailed extends Schema.TaggedError<ExecutionFailed>()("ExecutionFailed", {
   message: Schema.String
@@ -97,7 +108,8 @@ export class InternalError extends Schema.TaggedError<InternalError>()("Internal
 /** A workflow execution that ended in error; the client gets the execution id to inspect it. */
 export class WorkflowFailed extends Schema.TaggedError<WorkflowFailed>()("WorkflowFailed", {
   message: Schema.String,
-  executionId: Schema.String
+  executionId: Schema.String,
+  errorDetail: Schema.optional(ErrorDetail)
 }) {}
 
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", {

@@ -55,3 +55,83 @@ export const jsonValueIssue = (root: unknown): Issue | undefined => {
   return undefined
 }
 
+
+/** A value JSON does not carry as it is: where, what it is (`a bigint`), and what JSON would do with it. */
+export interface NonJsonValue {
+  readonly path: ReadonlyArray<PropertyKey>
+  readonly what: string
+  readonly why: string
+}
+
+// Objects JSON writes as `{}` whatever they hold: refused even where class instances may pass.
+const EMPTIED: ReadonlySet<unknown> = new Set([Map, Set, WeakMap, WeakSet, Promise])
+
+const isPlainObject = (value: object): boolean => {
+  const proto = Object.getPrototypeOf(value)
+  return proto === Object.prototype || proto === null
+}
+
+const instanceName = (value: object): string => {
+  const make: unknown = value.constructor
+  const name = typeof make === "function" && make.name !== "" ? make.name : "object"
+  // Built-ins (Date, Map, Uint8Array, ...) by their name; a class of the app's own as an instance of it.
+  const builtin = typeof make === "function" && (globalThis as Record<string, unknown>)[name] === make
+  return builtin ? `a ${name}` : `an instance of ${name}`
+}
+
+const whatOf = (value: unknown, strict: boolean): Pick<NonJsonValue, "what" | "why"> | undefined => {
+  switch (typeof value) {
+    case "bigint":
+      return { what: "a bigint", why: "JSON has no BigInt" }
+    case "function":
+      return { what: "a function", why: "JSON drops it" }
+    case "symbol":
+      return { what: "a symbol", why: "JSON drops it" }
+    case "number":
+      return strict && !Number.isFinite(value) ? { what: `a non-finite number (${value})`, why: "JSON writes it as null" } : undefined
+    case "object": {
+      if (value === null || Array.isArray(value) || isPlainObject(value)) return undefined
+      if (EMPTIED.has(value.constructor)) return { what: instanceName(value), why: "JSON writes it as {}" }
+      return strict ? { what: instanceName(value), why: "it is read back as a plain object or a string" } : undefined
+    }
+    default:
+      return undefined
+  }
+}
+
+/**
+ * The first value in `root` (depth first) that JSON does not carry as it is: a bigint, a function, a
+ * symbol, a cycle, a Map or Set (written as `{}`). `strict` (a step's output, which a later step may
+ * read back from the store) also refuses non-finite numbers and every object that is not a plain
+ * object or array (a Date, a class instance): JSON would hand back something else. Nesting is
+ * followed to MAX_JSON_DEPTH (jsonValueIssue reports deeper values).
+ */
+export const nonJsonValue = (root: unknown, options: { readonly strict: boolean }): NonJsonValue | undefined => {
+  const ancestors = new Set<object>()
+  const path: Array<PropertyKey> = []
+  const visit = (value: unknown, depth: number): NonJsonValue | undefined => {
+    const found = whatOf(value, options.strict)
+    if (found !== undefined) return { path: [...path], ...found }
+    if (typeof value !== "object" || value === null || depth > MAX_JSON_DEPTH) return undefined
+    if (ancestors.has(value)) return { path: [...path], what: "a cycle", why: "JSON cannot write a value that contains itself" }
+    // An instance JSON writes through its toJSON (a Date where it may pass) is not looked into.
+    if (typeof (value as { readonly toJSON?: unknown }).toJSON === "function") return undefined
+    ancestors.add(value)
+    const entries: Array<[PropertyKey, unknown]> = Array.isArray(value) ? value.map((item, index) => [index, item]) : Object.entries(value)
+    for (const [key, child] of entries) {
+      path.push(key)
+      const issue = visit(child, depth + 1)
+      path.pop()
+      if (issue !== undefined) return issue
+    }
+    ancestors.delete(value)
+    return undefined
+  }
+  return visit(root, 1)
+}
+
+/** A path as code reads it: `.total`, `.lines[2].amount`; empty for the value itself. */
+export const codePath = (path: ReadonlyArray<PropertyKey>): string =>
+  path.map((key) =>
+    typeof key === "number" ? `[${key}]` : /^[A-Za-z_$][\w$]*$/.test(String(key)) ? `.${String(key)}` : `[${JSON.stringify(String(key))}]`
+  ).join("")

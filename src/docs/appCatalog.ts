@@ -8,6 +8,8 @@ export interface AppCatalog {
   readonly agents: ReadonlyArray<{ readonly id: string; readonly name: string }>
   /** Tools with an input that their parameters accept: their schema's first example, else `{}` when valid. */
   readonly tools: ReadonlyArray<{ readonly name: string; readonly input: unknown }>
+  /** The errors tools declare (`defineTool({ errors })`), each with its tool and HTTP status. */
+  readonly toolErrors: ReadonlyArray<{ readonly tool: string; readonly tag: string; readonly status: number }>
   readonly workflows: ReadonlyArray<{
     readonly id: string
     readonly name: string
@@ -43,6 +45,8 @@ export const readAppCatalog = Effect.gen(function*() {
         const input = candidates.find((candidate) => Either.isRight(tool.decode(candidate)))
         return input === undefined ? [] : [{ name: tool.name, input }]
       }),
+      toolErrors: toolList.flatMap(({ tool }) =>
+        tool.declaredErrors.map(({ status, tag }) => ({ tool: tool.name, tag, status }))),
       workflows: workflowList.map((details) => {
         const [input] = firstExample(details.inputSchema)
         const [resumeData] = [details.resumeSchema, ...details.steps.map((step) => step.resumeSchema)]

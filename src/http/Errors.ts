@@ -1,5 +1,6 @@
 import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
+import { ErrorDetail } from "../core/errorDetail.js"
 import * as Errors from "../core/errors.js"
 import { Failure } from "./Envelope.js"
 
@@ -19,12 +20,27 @@ export const ServiceUnavailable = Failure(Errors.ServiceUnavailable, 503)
 
 /** 500 with the envelope plus the execution's id (contract §4). */
 export const WorkflowFailed = Schema.transform(
-  Schema.Struct({ success: Schema.Literal(false), error: Schema.String, executionId: Schema.String }),
+  Schema.Struct({
+    success: Schema.Literal(false),
+    error: Schema.String,
+    executionId: Schema.String,
+    errorDetail: Schema.optional(ErrorDetail)
+  }),
   Schema.typeSchema(Errors.WorkflowFailed),
   {
     strict: false,
-    decode: (body) => new Errors.WorkflowFailed({ message: body.error, executionId: body.executionId }),
-    encode: (error) => ({ success: false as const, error: error.message, executionId: error.executionId })
+    decode: (body) =>
+      new Errors.WorkflowFailed({
+        message: body.error,
+        executionId: body.executionId,
+        ...(body.errorDetail === undefined ? {} : { errorDetail: body.errorDetail })
+      }),
+    encode: (error) => ({
+      success: false as const,
+      error: error.message,
+      executionId: error.executionId,
+      ...(error.errorDetail === undefined ? {} : { errorDetail: error.errorDetail })
+    })
   }
 ).annotations(HttpApiSchema.annotations({ status: 500 }))
 

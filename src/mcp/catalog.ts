@@ -46,7 +46,16 @@ const toolEntry = (runner: ToolRunner["Type"]) => ({ tool }: ToolEntry): Array<M
   return [{
     definition: { name: tool.name, description: tool.description, inputSchema },
     call: (args, caller) =>
-      Effect.map(runner.execute(tool.name, args, { context: {}, user: caller.user }), (execution) => jsonResult(execution.result))
+      runner.execute(tool.name, args, { context: {}, user: caller.user }).pipe(
+        Effect.map((execution) => jsonResult(execution.result)),
+        // An error the tool declared is a result the model reads, as an agent's model does.
+        Effect.catchTag("DeclaredToolError", (error) =>
+          Effect.succeed({
+            content: [{ type: "text" as const, text: error.message }],
+            structuredContent: { error: { _tag: error.errorDetail._tag, message: error.message } },
+            isError: true
+          }))
+      )
   }]
 }
 

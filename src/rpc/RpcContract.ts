@@ -40,7 +40,8 @@ export const WorkflowResultEvent = Schema.Struct({
   result: Schema.Unknown,
   endAt: Schema.NullOr(Schema.String),
   suspension: ExecutionResult.fields.suspension,
-  error: Schema.optional(Schema.String)
+  error: Schema.optional(Schema.String),
+  errorDetail: WorkflowEvent.fields.errorDetail
 }).annotations({ identifier: "WorkflowResultEvent" })
 
 /** One numbered entry of an execution's stream; `seq` is what `WorkflowAttach` resumes after. */

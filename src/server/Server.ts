@@ -20,6 +20,7 @@ import { ServiceApi } from "../Api.js"
 import { readAppCatalog } from "../docs/appCatalog.js"
 import { describeOpenApi } from "../docs/openApiDocument.js"
 import { withAppExamples } from "../docs/openApiExamples.js"
+import { withToolErrorStatuses } from "../docs/toolErrorStatuses.js"
 import { FaviconLive } from "../docs/favicon.js"
 import { DocsHandlers } from "../docs/handlers.js"
 import { isConsoleRead, untracedWhen } from "./ConsoleReads.js"
@@ -38,7 +39,8 @@ const ApiLive = (config: ServerConfigShape) =>
     // Read when the document is first built (the transform is synchronous, and so are the reads).
     const catalog = yield* readAppCatalog
     const examples = withAppExamples(() => Effect.runSync(catalog))
-    const api = ServiceApi.annotateContext(OpenApi.annotations({ transform: (spec) => secure(examples(describeOpenApi(spec))) }))
+    const toolErrors = withToolErrorStatuses(() => Effect.runSync(catalog))
+    const api = ServiceApi.annotateContext(OpenApi.annotations({ transform: (spec) => secure(toolErrors(examples(describeOpenApi(spec)))) }))
     return HttpApiBuilder.api(api).pipe(Layer.provide(DocsHandlers(api, catalog)))
   })).pipe(
     Layer.provide([

@@ -1,3 +1,4 @@
+import { HttpApiSchema } from "@effect/platform"
 import { Effect, Either, JSONSchema, ParseResult, Schema } from "effect"
 import { checkDefinitionId } from "../core/definitionId.js"
 import type { Issue } from "../core/errors.js"
@@ -17,6 +18,39 @@ export interface ToolContext {
 
 export type ToolExecute<A> = (input: A, context: ToolContext) => UserResult<unknown>
 
+/**
+ * An error class a tool may declare: a `Schema.TaggedError` annotated with its HTTP status,
+ * `class TicketNotFound extends Schema.TaggedError<TicketNotFound>()("TicketNotFound", { ticketId: Schema.String },
+ * HttpApiSchema.annotations({ status: 404 })) {}`.
+ */
+export type ToolErrorClass = Schema.Schema.Any & { readonly _tag: string }
+
+/** A declared error as the runner matches it: its tag, its status, and whether a failure is one. */
+export interface DeclaredError {
+  readonly tag: string
+  readonly status: number
+  readonly is: (error: unknown) => boolean
+}
+
+/** 401, 403 and 407 would read as the caller's authentication failing, not the tool. */
+const RESERVED_STATUSES: ReadonlySet<number> = new Set([401, 403, 407])
+
+const declaredErrors = (tool: string, errors: ReadonlyArray<ToolErrorClass>): ReadonlyArray<DeclaredError> =>
+  errors.map((error) => {
+    const tag: unknown = error?._tag
+    if (!Schema.isSchema(error) || typeof tag !== "string") {
+      throw new Error(`Tool "${tool}" errors: each must be a Schema.TaggedError class`)
+    }
+    const status = HttpApiSchema.getStatusError(error)
+    if (!Number.isInteger(status) || status < 400 || status > 499 || RESERVED_STATUSES.has(status)) {
+      throw new Error(
+        `Tool "${tool}" error ${tag}: its status is ${status}; annotate the class with HttpApiSchema.annotations({ status }), ` +
+          "a status in 400-499 other than 401, 403 and 407"
+      )
+    }
+    return { tag, status, is: Schema.is(error) }
+  })
+
 export interface Tool {
   readonly name: string
   readonly description: string
@@ -24,6 +58,8 @@ export interface Tool {
   /** The input as JSON Schema, for clients, models and the OpenAPI document. */
   readonly parameters: JsonSchema
   readonly decode: (input: unknown) => Either.Either<unknown, ReadonlyArray<Issue>>
+  /** The errors it declares: a failure that is one is answered with its status, not 500. */
+  readonly declaredErrors: ReadonlyArray<DeclaredError>
   /** Runs the tool on decoded input; any failure, thrown or returned, is the error channel. */
   readonly run: (input: unknown, context: ToolContext) => Effect.Effect<unknown, unknown>
 }
@@ -33,6 +69,12 @@ interface ToolOptions<P> {
   readonly description: string
   readonly tags?: ReadonlyArray<string>
   readonly parameters: P
+  /**
+   * Errors the tool fails with on purpose, each a `Schema.TaggedError` class annotated with its HTTP
+   * status (400-499 other than 401, 403, 407): POST /tools/:name/execute answers that status, a model
+   * gets `{ error: { _tag, message } }` as the tool's result, MCP an `isError` result.
+   */
+  readonly errors?: ReadonlyArray<ToolErrorClass>
 }
 
 const make = (
@@ -48,6 +90,7 @@ const make = (
     tags: options.tags ?? [],
     parameters,
     decode,
+    declaredErrors: declaredErrors(options.name, options.errors ?? []),
     run: (input, context) => Effect.suspend(() => fromUserResult(execute(input, context)))
   }
 }

@@ -1,8 +1,9 @@
 import { Cause, Context, Effect, Layer } from "effect"
-import { ExecutionFailed, messageOf, type NotFound, ValidationError } from "../core/errors.js"
+import { DeclaredToolError, ExecutionFailed, messageOf, type NotFound, ValidationError } from "../core/errors.js"
+import { errorDetailOf, failureMessage, markedSpanMessage, markSpanMessage, spanMessageOf, withoutFieldsInSpan } from "../observability/errorDetail.js"
 import { getOrNotFound } from "../core/lookup.js"
 import { DuplicateDefinition } from "../core/definitionId.js"
-import { jsonValueIssue } from "../core/jsonValue.js"
+import { jsonValueIssue, nonJsonValue } from "../core/jsonValue.js"
 import type { Tool, ToolContext } from "./Tool.js"
 
 export interface AgentRef {
@@ -33,7 +34,7 @@ export class ToolRunner extends Context.Tag("ToolRunner")<ToolRunner, {
     name: string,
     input: unknown,
     caller: CallerContext
-  ) => Effect.Effect<ToolExecution, NotFound | ValidationError | ExecutionFailed>
+  ) => Effect.Effect<ToolExecution, NotFound | ValidationError | ExecutionFailed | DeclaredToolError>
 }>() {}
 
 /** The span attributes of a tool run, as the OpenTelemetry GenAI semantic conventions name them ("execute_tool"). */
@@ -48,16 +49,18 @@ const toolSpanAttributes = (tool: Tool, callId: string | undefined) => ({
 
 /**
  * A result is sent as JSON (to the caller, or to the model as the tool's result): one JSON cannot carry
- * as it is (a BigInt, a cycle, Infinity, which would turn into `null`) is the tool's failure, not the
- * server's, checked as request bodies are (core/jsonValue).
+ * as it is (a BigInt, a function or a Map it would drop or empty, a cycle, Infinity, which would turn
+ * into `null`) is the tool's failure, not the server's, checked as request bodies are (core/jsonValue).
+ * A Date or a class instance passes: a result is only sent, never read back as what it was.
  */
 const ensureJson = (tool: Tool, value: unknown): Effect.Effect<unknown, ExecutionFailed> =>
   Effect.suspend(() => {
     let problem: string | undefined
     try {
-      JSON.stringify(value)
-      const issue = jsonValueIssue(value)
-      if (issue !== undefined) problem = issue.path.length === 0 ? issue.message : `at ${issue.path.join(".")}: ${issue.message}`
+      const found = nonJsonValue(value, { strict: false })
+      const issue = found === undefined ? jsonValueIssue(value) : { path: found.path, message: `is ${found.what} (${found.why})` }
+      if (issue === undefined) JSON.stringify(value)
+      else problem = issue.path.length === 0 ? issue.message : `at ${issue.path.join(".")}: ${issue.message}`
     } catch (error) {
       problem = messageOf(error)
     }
@@ -66,24 +69,48 @@ const ensureJson = (tool: Tool, value: unknown): Effect.Effect<unknown, Executio
       : Effect.fail(new ExecutionFailed({ message: `Tool ${tool.name} failed: its result is not JSON (${problem})` }))
   })
 
+type ToolFailure = ExecutionFailed | DeclaredToolError
+
+/**
+ * What a tool failed with, as its caller sees it: one of its declared errors keeps its status and
+ * detail; anything else is `Tool <name> failed: <message>`. The span gets `error.type` (a tagged
+ * error's tag), never its fields: a message made of them is marked with the one the span shows instead.
+ */
+const toolFailure = (tool: Tool, error: unknown): Effect.Effect<never, ToolFailure> => {
+  const detail = errorDetailOf(error)
+  const declared = detail === undefined ? undefined : tool.declaredErrors.find((candidate) => candidate.is(error))
+  const failure = declared !== undefined && detail !== undefined
+    ? new DeclaredToolError({ message: failureMessage(error, detail), status: declared.status, errorDetail: detail })
+    : new ExecutionFailed({ message: `Tool ${tool.name} failed: ${failureMessage(error, detail)}` })
+  const spanMessage = spanMessageOf(error, detail)
+  markSpanMessage(failure, spanMessage === undefined || declared !== undefined ? spanMessage : `Tool ${tool.name} failed: ${spanMessage}`)
+  return detail === undefined ? Effect.fail(failure) : Effect.zipRight(Effect.annotateCurrentSpan("error.type", detail._tag), Effect.fail(failure))
+}
+
 /**
  * Runs a decoded input through the tool with an abort signal tied to this fiber, in an
  * "execute_tool {name}" span (`callId`: the model's id for the call, when a model asked for it).
  */
-export const runTool = (tool: Tool, input: unknown, caller: CallerContext, callId?: string): Effect.Effect<unknown, ExecutionFailed> =>
-  Effect.acquireUseRelease(
-    Effect.sync(() => new AbortController()),
-    (controller) => tool.run(input, { ...caller, signal: controller.signal }),
-    (controller) => Effect.sync(() => controller.abort())
-  ).pipe(
-    Effect.catchAllCause((cause) =>
-      Cause.isInterruptedOnly(cause)
-        ? Effect.failCause(cause as Cause.Cause<never>)
-        : Effect.fail(new ExecutionFailed({ message: `Tool ${tool.name} failed: ${messageOf(Cause.squash(cause))}` }))
-    ),
-    Effect.flatMap((value) => ensureJson(tool, value)),
-    Effect.withSpan(`execute_tool ${tool.name}`, { captureStackTrace: false, attributes: toolSpanAttributes(tool, callId) })
-  )
+export const runTool = (
+  tool: Tool,
+  input: unknown,
+  caller: CallerContext,
+  callId?: string
+): Effect.Effect<unknown, ToolFailure> =>
+  Effect.suspend(() => {
+    const run = Effect.acquireUseRelease(
+      Effect.sync(() => new AbortController()),
+      (controller) => tool.run(input, { ...caller, signal: controller.signal }),
+      (controller) => Effect.sync(() => controller.abort())
+    ).pipe(
+      Effect.catchAllCause((cause) =>
+        Cause.isInterruptedOnly(cause) ? Effect.failCause(cause as Cause.Cause<never>) : toolFailure(tool, Cause.squash(cause))
+      ),
+      Effect.flatMap((value) => ensureJson(tool, value))
+    )
+    const span = { captureStackTrace: false, attributes: toolSpanAttributes(tool, callId) }
+    return withoutFieldsInSpan(run, `execute_tool ${tool.name}`, span, markedSpanMessage)
+  })
 
 /** The tools the app serves, each with the agents that own it (the composition root gathers them). */
 export class RegisteredTools extends Context.Tag("RegisteredTools")<RegisteredTools, ReadonlyArray<ToolEntry>>() {}

@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { CurrentUser } from "../auth/Authentication.js"
 import { ServiceApi } from "../Api.js"
@@ -20,5 +20,12 @@ export const ToolsHandlers = HttpApiBuilder.group(ServiceApi, "tools", (handlers
           }))
         ))
       .handle("executeTool", ({ path, payload }) =>
-        Effect.flatMap(CurrentUser, (user) => runner.execute(path.name, payload.input, { context: payload.context ?? {}, user })))
+        Effect.flatMap(CurrentUser, (user) => runner.execute(path.name, payload.input, { context: payload.context ?? {}, user })).pipe(
+          // An error the tool declared: the envelope with its detail, at the status its class is annotated with.
+          Effect.catchTag("DeclaredToolError", (error) =>
+            Effect.succeed(HttpServerResponse.unsafeJson(
+              { success: false, error: error.message, errorDetail: error.errorDetail },
+              { status: error.status }
+            )))
+        ))
   }))

@@ -1,24 +1,18 @@
-import { Cause, Data, Duration, Effect, Either, Exit, Fiber, FiberMap, Option, ParseResult, Schedule, Schema } from "effect"
+import { Cause, Data, Duration, Effect, Either, Exit, Fiber, FiberMap, Option, Schedule } from "effect"
 import { AgentRegistry } from "../agents/AgentRegistry.js"
+import type { ErrorDetail } from "../core/errorDetail.js"
+import { checkResult, endingEvent, errorEvent, inStepSpan, logEnding, workflowEvent } from "./ExecutionEndings.js"
 import type { ExecutionHubs } from "./ExecutionHubs.js"
 import type { ExecutionNotices } from "./ExecutionNotices.js"
-import { now } from "./ExecutionRows.js"
 import { type Claim, type Ending, type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
 import { countExecution } from "../observability/metrics/instruments.js"
-import { runStep, type StepEnv } from "./runner.js"
+import { nonJsonOutput, runStep, type StepEnv } from "./runner.js"
 import { jsonBytes, outputRefusal } from "./StoredValues.js"
 import { isStoreDefect, STORE_ERROR_RETRY } from "./storeRetry.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
 
-
-export const workflowEvent = (
-  execution: { readonly id: string },
-  type: S.WorkflowEvent["type"],
-  from: string,
-  status: string,
-  extra: Partial<S.WorkflowEvent> = {}
-): S.WorkflowEvent => ({ type, executionId: execution.id, from, timestamp: now(), status, ...extra })
+export { workflowEvent }
 
 /** The events an execution starts with: workflow-start, and its first step's step-start when it has one. */
 export const openingEvents = (definition: WorkflowDefinition, execution: Execution): ReadonlyArray<S.WorkflowEvent> => {
@@ -51,7 +45,7 @@ const stepStart = (definition: WorkflowDefinition, execution: Execution, index: 
  * then ends: a suspended execution holds nothing in memory, and its resume starts a fresh fiber from
  * the stored checkpoint.
  */
-export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotices, instanceId: string) =>
+export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotices, instanceId: string, recordContent = false) =>
   Effect.gen(function*() {
     const store = yield* ExecutionStore
     const agents = yield* AgentRegistry
@@ -145,25 +139,6 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
       )
     }
 
-    const checkResult = (definition: WorkflowDefinition, output: unknown): Ending =>
-      Either.match(Schema.decodeUnknownEither(definition.result as Schema.Schema<unknown>)(output), {
-        onLeft: (error) => ({
-          status: "error",
-          error: `result does not match the workflow's result schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
-        }),
-        onRight: () => ({ status: "completed", output })
-      })
-
-    const endingEvent = (definition: WorkflowDefinition, execution: Execution, ending: Ending) =>
-      ending.status === "completed"
-        ? workflowEvent(execution, "workflow-complete", definition.name, "success", { output: ending.output })
-        : workflowEvent(execution, "workflow-error", execution.workflowName, "error", { error: ending.error })
-
-    const logEnding = (ending: Ending) =>
-      ending.status === "completed"
-        ? Effect.zipRight(countExecution("completed"), Effect.logInfo("workflow completed"))
-        : Effect.zipRight(countExecution("failed"), Effect.logWarning(`workflow failed: ${ending.error}`))
-
     /**
      * Runs from the execution's checkpoint until it settles. Each step's output is committed, with its
      * step-complete and the next step's step-start (or the execution's end), in one write before the
@@ -196,7 +171,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             // Nothing left to run (a workflow without steps): only the ending remains.
             const ending = checkResult(definition, data)
             const event = endingEvent(definition, execution, ending)
-            if (Option.isSome(yield* checkpoint(claim, [event], store.finish(claim, ending, event)))) yield* logEnding(ending)
+            if (Option.isSome(yield* checkpoint(claim, [event], store.finish(claim, ending, event)))) yield* logEnding(ending, recordContent)
             return
           }
           while (index < steps.length) {
@@ -210,22 +185,11 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               const start = stepStart(definition, execution, index, data)
               if (Option.isNone(yield* checkpoint(claim, [start], store.append(claim, [start])))) return
             }
-            const outcome = yield* Effect.either(runStep(env, step, data, index === execution.stepIndex ? resumeData : undefined)).pipe(
-              Effect.withSpan("workflow.step", {
-                captureStackTrace: false,
-                attributes: {
-                  "entity.type": "workflow",
-                  "entity.id": definition.id,
-                  "execution.id": id,
-                  "step.id": step.id,
-                  "step.type": step.type,
-                  "step.index": index
-                }
-              })
-            )
+            const run = runStep(env, step, data, index === execution.stepIndex ? resumeData : undefined)
+            const outcome = yield* Effect.either(inStepSpan(run, { definition, executionId: id, step, index }, recordContent))
             if (Either.isLeft(outcome)) {
               const failure = outcome.left
-              if (failure._tag === "StepFailed") return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`)
+              if (failure._tag === "StepFailed") return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`, failure.detail)
               const suspended = workflowEvent(execution, "workflow-suspended", step.id, "suspended", {
                 stepIndex: index,
                 reason: failure.reason,
@@ -238,6 +202,8 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               }
               return
             }
+            const nonJson = nonJsonOutput(step, outcome.right)
+            if (nonJson !== undefined) return yield* fail(claim, execution, `step ${step.id} returned ${nonJson}`)
             const outputBytes = jsonBytes(outcome.right)
             history += 2 * outputBytes
             const refusal = outputRefusal(outputBytes, history)
@@ -254,7 +220,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             } else {
               const ending = checkResult(definition, data)
               const events = [completed, endingEvent(definition, execution, ending)]
-              if (Option.isSome(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events, ending)))) yield* logEnding(ending)
+              if (Option.isSome(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events, ending)))) yield* logEnding(ending, recordContent)
             }
           }
         }).pipe(
@@ -291,11 +257,11 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
         return seen === undefined ? Effect.void : Effect.flatMap(store.events(id, seen), (events) => hubs.publishFetched(id, events))
       })
 
-    const fail = (claim: Claim, execution: Execution, message: string) =>
+    const fail = (claim: Claim, execution: Execution, message: string, errorDetail?: ErrorDetail) =>
       Effect.gen(function*() {
-        const failed = workflowEvent(execution, "workflow-error", execution.workflowName, "error", { error: message })
-        const ending: Ending = { status: "error", error: message }
-        if (Option.isSome(yield* checkpoint(claim, [failed], store.finish(claim, ending, failed)))) yield* logEnding(ending)
+        const failed = errorEvent(execution, message, errorDetail)
+        const ending: Ending = { status: "error", error: message, ...(errorDetail ? { errorDetail } : {}) }
+        if (Option.isSome(yield* checkpoint(claim, [failed], store.finish(claim, ending, failed)))) yield* logEnding(ending, recordContent)
       })
 
     /**

@@ -1,5 +1,6 @@
 import { Option, Predicate, Schema } from "effect"
 import { column, NumberColumn, optionalColumn, optionalJson } from "../storage/ColumnSchemas.js"
+import { ErrorDetail } from "../core/errorDetail.js"
 import { ExecutionMetadata, ExecutionStatus, type WorkflowEvent, WorkflowEventType } from "./WorkflowSchemas.js"
 
 /** Executions and events as the store keeps them, decoded from their SQL rows. */
@@ -60,6 +61,8 @@ export const ExecutionFromRow = Schema.Struct({
   currentData: column(NullableStoredJson, "current_data"),
   output: optionalStoredJson,
   error: Schema.optionalWith(Schema.String, { nullable: true }),
+  /** The error's tag, message and fields (issue #30); none for rows from before 0019 or errors without one. */
+  errorDetail: optionalColumn(Schema.parseJson(ErrorDetail), "error_detail"),
   suspension: Schema.optionalWith(Schema.parseJson(Suspension), { nullable: true }),
   resumeData: optionalJson.pipe(Schema.fromKey("resume_data")),
   metadata: Schema.parseJson(ExecutionMetadata),
@@ -145,4 +148,4 @@ export interface Checkpoint {
 /** How a running execution ends by itself. */
 export type Ending =
   | { readonly status: "completed"; readonly output: unknown }
-  | { readonly status: "error"; readonly error: string }
+  | { readonly status: "error"; readonly error: string; readonly errorDetail?: ErrorDetail | undefined }

@@ -179,7 +179,8 @@ export const ExecutionStoreLive = Layer.scoped(
     /** The columns an ending sets, besides the counter. */
     const ended = (staging: Staging, ending: Ending, at: string) =>
       sql`status = ${ending.status}, output = ${ending.status === "completed" && ending.output !== undefined ? staging.text(ending.output) : null},
-        error = ${ending.status === "error" ? ending.error : null}, ended_at = ${at}, owner = NULL`
+        error = ${ending.status === "error" ? ending.error : null},
+        error_detail = ${ending.status === "error" && ending.errorDetail !== undefined ? JSON.stringify(ending.errorDetail) : null}, ended_at = ${at}, owner = NULL`
 
     const create: ExecutionStore["Type"]["create"] = (e, events) =>
       transition(e.id, events, (staging, historyBytes) =>
@@ -198,6 +199,7 @@ export const ExecutionStoreLive = Layer.scoped(
             current_data: e.currentData === undefined ? null : staging.text(e.currentData),
             output: null,
             error: null,
+            error_detail: null,
             suspension: null,
             resume_data: null,
             metadata: JSON.stringify(e.metadata),

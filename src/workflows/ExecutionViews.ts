@@ -1,5 +1,6 @@
 import { Either, JSONSchema, type Schema } from "effect"
 import { WorkflowFailed } from "../core/errors.js"
+import { markSpanMessage, spanSafeError } from "../observability/errorDetail.js"
 import type { Execution, ExecutionListing, StoredEvent } from "./ExecutionStore.js"
 import type { Step } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
@@ -29,10 +30,14 @@ const dataOf = (suspension: { readonly data?: unknown }): { readonly data?: unkn
 /** The answer of execute and resume: the settled execution, or its failure. */
 export const resultOf = (execution: Execution): Either.Either<S.ExecutionResult, WorkflowFailed> => {
   if (execution.status === "error") {
-    return Either.left(new WorkflowFailed({
-      message: `Failed to execute workflow: ${execution.error ?? "unknown error"}`,
-      executionId: execution.id
-    }))
+    const message = `Failed to execute workflow: ${execution.error ?? "unknown error"}`
+    const failed = new WorkflowFailed({
+      message,
+      executionId: execution.id,
+      ...(execution.errorDetail ? { errorDetail: execution.errorDetail } : {})
+    })
+    // Its spans (WorkflowEngine.execute, .resume) record the message without the error's fields.
+    return Either.left(markSpanMessage(failed, spanSafeError(message, execution.errorDetail)))
   }
   const suspension = execution.status === "suspended" ? execution.suspension : undefined
   return Either.right({
@@ -61,7 +66,7 @@ export const settledBy = (execution: Execution, { event, seq }: StoredEvent): Ex
     case "workflow-complete":
       return { ...settled, status: "completed", output: event.output, endedAt: event.timestamp }
     case "workflow-error":
-      return { ...settled, status: "error", error: event.error, endedAt: event.timestamp }
+      return { ...settled, status: "error", error: event.error, errorDetail: event.errorDetail, endedAt: event.timestamp }
     case "workflow-cancelled":
       return { ...settled, status: "cancelled", endedAt: event.timestamp }
     case "workflow-suspended":
@@ -90,6 +95,7 @@ export interface WorkflowResultEvent {
   readonly endAt: string | null
   readonly suspension?: NonNullable<S.ExecutionResult["suspension"]>
   readonly error?: string
+  readonly errorDetail?: S.WorkflowEvent["errorDetail"]
 }
 
 /** The last entry of every followed execution: its result, numbered after the execution's last event. */
@@ -112,7 +118,8 @@ export const resultEntry = (execution: Execution): ResultEntry => {
       result: Either.isRight(result) ? result.right.result : null,
       endAt: execution.endedAt ?? null,
       ...(Either.isRight(result) && result.right.suspension ? { suspension: result.right.suspension } : {}),
-      ...(execution.error ? { error: execution.error } : {})
+      ...(execution.error ? { error: execution.error } : {}),
+      ...(execution.errorDetail ? { errorDetail: execution.errorDetail } : {})
     }
   }
 }
@@ -137,7 +144,8 @@ export const stateOf = (workflowId: string, execution: Execution): typeof S.Exec
   context: execution.context,
   ...(execution.endedAt ? { endAt: execution.endedAt } : {}),
   ...(execution.status === "completed" ? { result: execution.output ?? null } : {}),
-  ...(execution.error ? { error: execution.error } : {})
+  ...(execution.error ? { error: execution.error } : {}),
+  ...(execution.errorDetail ? { errorDetail: execution.errorDetail } : {})
 })
 
 export const recordOf = (execution: ExecutionListing, events: ReadonlyArray<StoredEvent>): typeof S.ExecutionRecord.Type => ({

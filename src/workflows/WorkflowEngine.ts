@@ -12,6 +12,7 @@ import { makeExecutionHubs } from "./ExecutionHubs.js"
 import { makeExecutionJoin } from "./ExecutionJoin.js"
 import { makeExecutionNotices } from "./ExecutionNotices.js"
 import { type Execution, type ExecutionQuery, ExecutionStore } from "./ExecutionStore.js"
+import { markedSpanMessage, withoutFieldsInSpan } from "../observability/errorDetail.js"
 import { countExecution } from "../observability/metrics/instruments.js"
 import { makeExecutionRecords } from "./ExecutionRecords.js"
 import { describeStep, stateOf, toJsonSchema } from "./ExecutionViews.js"
@@ -41,14 +42,14 @@ const byIdOf = (workflows: ReadonlyArray<WorkflowDefinition>) =>
 export const WorkflowEngineLive = Layer.scoped(
   WorkflowEngine,
   Effect.gen(function*() {
-    const { instanceId, workflows: settings } = yield* ServerConfig
+    const { instanceId, recordContent, workflows: settings } = yield* ServerConfig
     const { pollMs } = settings
     const store = yield* ExecutionStore
     const byId = yield* Effect.flatMap(RegisteredWorkflows, byIdOf)
     const registry = yield* makeInstanceRegistry(instanceId, { leaseMs: settings.leaseMs, pollMs })
     const notices = yield* makeExecutionNotices(instanceId)
     const hubs = yield* makeExecutionHubs
-    const driver = yield* makeExecutionDriver(hubs, notices, instanceId)
+    const driver = yield* makeExecutionDriver(hubs, notices, instanceId, recordContent)
     const { launch } = driver
     const watch = yield* makeExecutionWatch(hubs)
     const { follow, reload, replay, settleAfter } = watch
@@ -181,14 +182,18 @@ export const WorkflowEngineLive = Layer.scoped(
         }
       }),
 
-      execute: Effect.fn("WorkflowEngine.execute", { captureStackTrace: false })(
-        function*(id: string, request: S.ExecuteRequest, options?: StartOptions) {
-          yield* onWorkflow(id)
-          const { definition, execution } = yield* prepare(id, request, options)
-          if (options?.idempotent !== undefined) return yield* join.execute(definition, execution)
-          return yield* settleAfter(execution.id, 0, start(definition, execution))
-        }
-      ),
+      execute: (id: string, request: S.ExecuteRequest, options?: StartOptions) =>
+        withoutFieldsInSpan(
+          Effect.gen(function*() {
+            yield* onWorkflow(id)
+            const { definition, execution } = yield* prepare(id, request, options)
+            if (options?.idempotent !== undefined) return yield* join.execute(definition, execution)
+            return yield* settleAfter(execution.id, 0, start(definition, execution))
+          }),
+          "WorkflowEngine.execute",
+          { captureStackTrace: false },
+          markedSpanMessage
+        ),
 
       run: Effect.fn("WorkflowEngine.run", { captureStackTrace: false })(function*(id: string, request: S.ExecuteRequest, options?: StartOptions) {
         yield* onWorkflow(id)
@@ -242,8 +247,8 @@ export const WorkflowEngineLive = Layer.scoped(
         }
       ),
 
-      resume: Effect.fn("WorkflowEngine.resume", { captureStackTrace: false })(
-        function*(id: string, executionId: string, resumeData: unknown, stepId?: string, visibility?: Visibility) {
+      resume: (id: string, executionId: string, resumeData: unknown, stepId?: string, visibility?: Visibility) =>
+        withoutFieldsInSpan(Effect.gen(function*() {
           yield* onWorkflow(id)
           const { definition, execution } = yield* findExecution(id, executionId, visibility)
           // The spec's 404, saying what the execution is now (a resume may have lost a race to a cancel).
@@ -280,8 +285,7 @@ export const WorkflowEngineLive = Layer.scoped(
             const fiber = yield* launch(definition, claimed.value, { startRecorded: false })
             return { execution: claimed.value, fiber }
           })))
-        }
-      ),
+        }), "WorkflowEngine.resume", { captureStackTrace: false }, markedSpanMessage),
 
       cancel: Effect.fn("WorkflowEngine.cancel", { captureStackTrace: false })(
         function*(id: string, executionId: string, reason: string, visibility?: Visibility) {

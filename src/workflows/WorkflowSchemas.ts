@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { ErrorDetail } from "../core/errorDetail.js"
 import { JsonSchemaObject } from "../json-schema/JsonSchemaObject.js"
 
 export const ExecutionStatus = Schema.Literal("running", "suspended", "completed", "error", "cancelled")
@@ -29,6 +30,7 @@ export const WorkflowEvent = Schema.Struct({
   input: Schema.optional(Schema.Unknown),
   output: Schema.optional(Schema.Unknown),
   error: Schema.optional(Schema.String),
+  errorDetail: Schema.optional(ErrorDetail),
   reason: Schema.optional(Schema.String),
   data: Schema.optional(Schema.Unknown).annotations({ description: "workflow-suspended: the data the step suspended with, if any" })
 }).annotations({ identifier: "WorkflowEvent" })
@@ -159,7 +161,8 @@ export const ExecutionState = Schema.Struct({
   context: Schema.Unknown,
   endAt: Schema.optional(Schema.String),
   result: Schema.optional(Schema.Unknown),
-  error: Schema.optional(Schema.String)
+  error: Schema.optional(Schema.String),
+  errorDetail: Schema.optional(ErrorDetail)
 }).annotations({ identifier: "ExecutionState" })
 
 export const ExecutionEventRecord = Schema.Struct({

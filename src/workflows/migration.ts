@@ -161,6 +161,12 @@ export const addWorkflowValues = Effect.gen(function*() {
     (SELECT SUM(${bytes}) FROM workflow_events WHERE workflow_events.execution_id = workflow_executions.id), 0)`
 })
 
+/** The tag, message and fields of the error an execution ended with (issue #30); existing rows keep NULL. */
+export const addErrorDetails = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN error_detail TEXT`
+})
+
 /** This feature's migrations (its half of 0013 is joined with agent memory's at src/Database.ts). */
 export const workflowMigrations: Record<string, Migration> = {
   "0002_workflow_executions": createWorkflowTables,
@@ -169,5 +175,6 @@ export const workflowMigrations: Record<string, Migration> = {
   "0009_workflow_execution_owners": addExecutionOwners,
   "0010_workflow_idempotency_keys": createIdempotencyKeys,
   "0016_workflow_definition_hash": addDefinitionHashes,
-  "0018_workflow_values": addWorkflowValues
+  "0018_workflow_values": addWorkflowValues,
+  "0019_workflow_error_detail": addErrorDetails
 }

@@ -1,6 +1,9 @@
 import { Cause, Data, Effect, Either, ParseResult, Schema } from "effect"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
-import { BadRequest, messageOf, ValidationError } from "../core/errors.js"
+import type { ErrorDetail } from "../core/errorDetail.js"
+import { BadRequest, ValidationError } from "../core/errors.js"
+import { errorDetailOf, failureMessage, spanMessageOf } from "../observability/errorDetail.js"
+import { codePath, nonJsonValue } from "../core/jsonValue.js"
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
@@ -9,7 +12,17 @@ import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSigna
 export class StepFailed extends Data.TaggedError("StepFailed")<{
   readonly stepId: string
   readonly message: string
+  /** What the step's code failed with, as recorded beside the message (issue #30). */
+  readonly detail?: ErrorDetail | undefined
+  /** The message a span records instead, when `message` was made of the error's fields (user data). */
+  readonly spanMessage?: string | undefined
 }> {}
+
+/** The failure of a step whose code failed with `error`: its message, or its tag and fields without one. */
+export const stepFailure = (stepId: string, error: unknown): StepFailed => {
+  const detail = errorDetailOf(error)
+  return new StepFailed({ stepId, message: failureMessage(error, detail), detail, spanMessage: spanMessageOf(error, detail) })
+}
 
 export type StepOutcome = SuspendSignal | StepFailed
 
@@ -53,7 +66,7 @@ const toStepOutcome = (stepId: string) => (cause: Cause.Cause<unknown>): Effect.
   if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
   const error = Cause.squash(cause)
   if (isSuspendSignal(error)) return Effect.fail(error)
-  return Effect.fail(error instanceof StepFailed ? error : new StepFailed({ stepId, message: messageOf(error) }))
+  return Effect.fail(error instanceof StepFailed ? error : stepFailure(stepId, error))
 }
 
 /**
@@ -101,6 +114,20 @@ const checkOutput = (step: { readonly id: string; readonly outputSchema?: Schema
   })
 }
 
+/**
+ * Why a step's output cannot be stored as it is, if it cannot (`a bigint at .total`): a later step
+ * or a recovered execution reads it back from JSON, so a bigint, a function, a cycle, a Date, a Map or
+ * a class instance would come back as something else, or not at all. With an `outputSchema` its
+ * encoded form is what is checked: the schema says how it is written.
+ */
+export const nonJsonOutput = (step: Step, value: unknown): string | undefined => {
+  const written = step.outputSchema === undefined
+    ? value
+    : Either.getOrElse(Schema.encodeUnknownEither(step.outputSchema as Schema.Schema<unknown, unknown>)(value), () => value)
+  const found = nonJsonValue(written, { strict: true })
+  return found === undefined ? undefined : found.path.length === 0 ? found.what : `${found.what} at ${codePath(found.path)}`
+}
+
 /** Decodes a workflow's input; the message is the API's validation message. */
 export const decodeInput = (definition: WorkflowDefinition, input: unknown, path = "input") =>
   Either.mapLeft(
@@ -127,7 +154,8 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
       return Effect.flatMap(runFn(env, step, step.execute, data, resumeData), (out) => checkOutput(step, out))
     case "andTap":
       return runFn(env, step, step.execute, data, resumeData).pipe(
-        Effect.catchTag("StepFailed", (failure) => Effect.logWarning(`tap step ${step.id} failed: ${failure.message}`)),
+        // Written inside the step's span (as one of its events): a message made of the error's fields is its tag alone.
+        Effect.catchTag("StepFailed", (failure) => Effect.logWarning(`tap step ${step.id} failed: ${failure.spanMessage ?? failure.message}`)),
         Effect.as(data)
       )
     case "andWhen":
@@ -168,7 +196,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
         }),
         Effect.catchIf(
           (error): error is Exclude<typeof error, StepOutcome> => error._tag !== "StepFailed" && error._tag !== "SuspendSignal",
-          (error) => Effect.fail(new StepFailed({ stepId: step.id, message: error.message }))
+          (error) => Effect.fail(stepFailure(step.id, error))
         )
       )
     case "andWorkflow":

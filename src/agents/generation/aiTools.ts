@@ -21,7 +21,8 @@ export const validatedJsonSchema = (schema: JsonSchema) =>
 /**
  * The agent's tools as the SDK wants them: inputs decoded by the tool's own schema, execution through
  * the same runner as POST /tools/:name/execute, with the caller's context and the step's abort signal.
- * A failing tool reaches the model as a tool error, as the SDK does for a throwing tool.
+ * A failing tool reaches the model as a tool error, as the SDK does for a throwing tool; an error the
+ * tool declared (`errors`) as its result, `{ error: { _tag, message } }`.
  */
 export const toAiTools = (
   tools: ReadonlyArray<Tool>,
@@ -38,8 +39,10 @@ export const toAiTools = (
         const run = runTool(t, input, caller, toolCallId)
         const call = Option.match(parent, { onNone: () => run, onSome: (span) => Effect.withParentSpan(run, span) })
         const result = await Runtime.runPromise(runtime)(Effect.either(call), { signal: abortSignal })
-        if (Either.isLeft(result)) throw new Error(result.left.message)
-        return result.right
+        if (Either.isRight(result)) return result.right
+        // An error the tool declared is an answer the model can act on (a ticket that does not exist).
+        if (result.left._tag === "DeclaredToolError") return { error: { _tag: result.left.errorDetail._tag, message: result.left.message } }
+        throw new Error(result.left.message)
       }
     })
   ]))
