@@ -8,6 +8,10 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Two files at a time: most tests wait on sockets and child processes, and vitest's default on 2 cores
+    // is one (cpus - 1), which ran the suite file after file (736 s; 138 s of it importing).
+    maxWorkers: 2,
+    minWorkers: 1,
     reporters: ["default", "./test/support/summaryReporter.ts"],
     projects: [
       { extends: true, test: { name: "process", include: [...PROCESS_TESTS] } },
