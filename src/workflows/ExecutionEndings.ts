@@ -6,6 +6,7 @@ import { capString } from "../observability/Redaction.js"
 import { now } from "./ExecutionRows.js"
 import type { Ending, Execution } from "./ExecutionStore.js"
 import type { StepOutcome } from "./runner.js"
+import { encodeValue } from "./StepCodec.js"
 import type { Step, WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
 
@@ -19,14 +20,22 @@ export const workflowEvent = (
   extra: Partial<S.WorkflowEvent> = {}
 ): S.WorkflowEvent => ({ type, executionId: execution.id, from, timestamp: now(), status, ...extra })
 
-export const checkResult = (definition: WorkflowDefinition, output: unknown): Ending =>
-  Either.match(Schema.decodeUnknownEither(definition.result as Schema.Schema<unknown>)(output), {
-    onLeft: (error) => ({
+/**
+ * The ending of an execution whose last data is `output`: completed with it stored encoded by the
+ * result schema (a value of its type; data in its encoded form, as checked before issue #30, as it is),
+ * or an error when it fits neither.
+ */
+export const checkResult = (definition: WorkflowDefinition, output: unknown): Ending => {
+  const encoded = encodeValue(definition.result, output)
+  if (Either.isRight(encoded)) return { status: "completed", output: encoded.right }
+  return Either.match(Schema.decodeUnknownEither(definition.result as Schema.Schema<unknown>)(output), {
+    onLeft: () => ({
       status: "error",
-      error: `result does not match the workflow's result schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+      error: `result does not match the workflow's result schema: ${ParseResult.TreeFormatter.formatErrorSync(encoded.left)}`
     }),
     onRight: () => ({ status: "completed", output })
   })
+}
 
 /** The workflow-error event of a failed execution: `error` the message, `errorDetail` the step's error when it had one. */
 export const errorEvent = (execution: Execution, error: string, errorDetail: ErrorDetail | undefined) =>
