@@ -175,9 +175,12 @@ export const storedOutput = (
     entries[inner.id] = encoded.right
   }
   if (output === given.live && schema === schemas[index]) return Either.right({ data: given.stored, entries })
-  const encoded = encodeValue(schema, output)
+  const last = schema === undefined && index === definition.steps.length - 1
+  // The last step's output is the result: without a schema of its own, the result schema writes it
+  // when it fits (when it does not, the ending says so, as before).
+  const encoded = last ? Either.orElse(encodeValue(definition.result, output), () => Either.right(output)) : encodeValue(schema, output)
   if (Either.isLeft(encoded)) return Either.left(`step ${step.id}: ${mismatch(encoded.left)}`)
-  const problem = nonJson(encoded.right, schema)
+  const problem = nonJson(encoded.right, last && encoded.right !== output ? definition.result : schema)
   return problem === undefined ? Either.right({ data: encoded.right, entries }) : Either.left(`step ${step.id} returned ${problem}`)
 }
 
