@@ -114,7 +114,7 @@ export interface WorkflowVariance<in I, out O, out R> {
  * A finished workflow: its last step's data fits `result`. `R` is what its steps require (`never`
  * when nothing). The schemas are held erased; their types are in the brand.
  */
-export interface WorkflowDefinition<in I = any, out O = any, out R = any> {
+export interface WorkflowDefinition<in I = any, out O = any, out R = never> {
   readonly [WorkflowTypeId]: WorkflowVariance<I, O, R>
   readonly id: string
   readonly name: string
