@@ -174,7 +174,12 @@ export const storedOutput = (
     if (Either.isLeft(encoded)) return Either.left(`step ${inner.id}: ${mismatch(encoded.left)}`)
     entries[inner.id] = encoded.right
   }
-  if (output === given.live && schema === schemas[index]) return Either.right({ data: given.stored, entries })
+  if (output === given.live && schema === schemas[index]) {
+    // Passed on (a tap, a false andWhen): encoded, its stored form stands; as it is, it is checked as any output.
+    if (schema !== undefined && !isPlain(schema)) return Either.right({ data: given.stored, entries })
+    const problem = nonJson(output, schema)
+    return problem === undefined ? Either.right({ data: output, entries }) : Either.left(`step ${step.id} returned ${problem}`)
+  }
   const last = schema === undefined && index === definition.steps.length - 1
   // The last step's output is the result: without a schema of its own, the result schema writes it
   // when it fits (when it does not, the ending says so, as before).
