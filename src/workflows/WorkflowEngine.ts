@@ -34,14 +34,11 @@ export type { StartOptions } from "./WorkflowEngineContract.js"
  */
 const storedResumeData = (schema: Schema.Schema.AnyNoContext | undefined, resumeData: unknown) => {
   if (schema === undefined) return Either.right(resumeData)
-  return Either.flatMap(
-    Either.mapLeft(
-      Schema.decodeUnknownEither(schema as Schema.Schema<unknown>, { errors: "all" })(resumeData),
-      (error) => ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error), ["resumeData"])
-    ),
-    (decoded) =>
-      Either.mapLeft(storedForm(schema, decoded), (error) => ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error), ["resumeData"]))
+  const stored = Either.flatMap(
+    Schema.decodeUnknownEither(schema as Schema.Schema<unknown>, { errors: "all" })(resumeData),
+    (decoded) => storedForm(schema, decoded)
   )
+  return Either.mapLeft(stored, (error) => ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error), ["resumeData"]))
 }
 
 export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine, WorkflowEngineService>() {}

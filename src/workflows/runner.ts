@@ -4,7 +4,7 @@ import type { ErrorDetail } from "../core/errorDetail.js"
 import { BadRequest, ValidationError } from "../core/errors.js"
 import { errorDetailOf, failureMessage, spanMessageOf } from "../observability/errorDetail.js"
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
-import { checkOutput, encodeValue, storedForm } from "./StepCodec.js"
+import { checkOutput, encodeValue, isPlain, storedForm } from "./StepCodec.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
@@ -52,10 +52,9 @@ const suspendHere = (stepId: string, schema: SuspendSchema) => (reason: string, 
     const encoded = encodeValue(schema, data)
     const decoded = Either.isLeft(encoded) ? Schema.decodeUnknownEither(schema, { errors: "all" })(data) : encoded
     if (Either.isLeft(decoded)) {
-      throw new StepFailed({
-        stepId,
-        message: `suspend data does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`
-      })
+      // What is wrong with it as a value of the schema's type (a plain schema's: every path, as before).
+      const error = Either.isLeft(encoded) && !isPlain(schema) ? encoded.left : decoded.left
+      throw new StepFailed({ stepId, message: `suspend data does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}` })
     }
     if (Either.isRight(encoded)) stored = encoded.right
   }
