@@ -25,6 +25,7 @@ import { StoreCommitsLive } from "./storage/StoreCommits.js"
 import { RegisteredTools, ToolRunnerLive } from "./tools/ToolRunner.js"
 import { ExecutionStoreLive } from "./workflows/ExecutionStore.js"
 import { IdempotencyKeysLive } from "./workflows/IdempotencyKeys.js"
+import { agentsOf } from "./workflows/Workflow.js"
 import { RegisteredWorkflows, WorkflowEngineLive } from "./workflows/WorkflowEngine.js"
 
 const SERVICE_NAME = "agent-workflow-service"
@@ -64,16 +65,21 @@ export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
     Layer.provideMerge(ConsoleLoggingLive({ format: config.logFormat, level: config.logLevel }))
   )
 
-/** The app's definitions, as the registries read them; two different ones under one id fail here. */
-const AppLive = (app: ServiceApp) =>
-  Layer.mergeAll(
-    Layer.succeed(RegisteredAgents, app.agents),
+/**
+ * The app's definitions, as the registries read them; two different ones under one id fail here. The
+ * agents its workflows' andAgent steps call are registered beside its own (as sub-agents are).
+ */
+const AppLive = (app: ServiceApp) => {
+  const agents = [...app.agents, ...app.workflows.flatMap(agentsOf)]
+  return Layer.mergeAll(
+    Layer.succeed(RegisteredAgents, agents),
     Layer.succeed(RegisteredWorkflows, app.workflows),
     Layer.effect(
       RegisteredTools,
-      Effect.map(agentToolEntries(app.agents), (owned) => [...owned, ...app.tools.map((tool) => ({ tool, agents: [] }))])
+      Effect.map(agentToolEntries(agents), (owned) => [...owned, ...app.tools.map((tool) => ({ tool, agents: [] }))])
     )
   )
+}
 
 /**
  * The HTTP service over the given services, listening on config.host:config.port (0 picks a free

@@ -25,7 +25,8 @@ export { DatabaseLive, serviceMigrations, ServiceMigrationsLive } from "./Databa
 export { defineTool, type Tool, type ToolContext, type ToolErrorClass } from "./tools/Tool.js"
 export { RegisteredTools, type ToolEntry, type ToolExecution, ToolRunner, ToolRunnerLive } from "./tools/ToolRunner.js"
 export { defineAgent, type AgentCallContext, type AgentDefinition } from "./agents/Agent.js"
-export { AgentRegistry, RegisteredAgents } from "./agents/AgentRegistry.js"
+export { AgentRegistry, type CallRequestWith, RegisteredAgents } from "./agents/AgentRegistry.js"
+export { AgentOutputInvalid, type JsonSchemaInput, type OutputSchema } from "./agents/AgentOutput.js"
 export { builtinEchoModel } from "./agents/models/BuiltinEchoModel.js"
 export {
   type LastDataDoesNotFitResult,

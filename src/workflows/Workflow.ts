@@ -1,4 +1,6 @@
-import { Data, type Schema } from "effect"
+import { Data, type Effect, type Schema } from "effect"
+import type { AgentDefinition } from "../agents/Agent.js"
+import { isOutputSchema, type JsonSchemaInput, type OutputSchema, prepareOutput } from "../agents/AgentOutput.js"
 import { checkDefinitionId } from "../core/definitionId.js"
 import type { UserResult } from "../core/userCode.js"
 import type {
@@ -88,10 +90,16 @@ export type Step =
   | (StepMeta & { readonly type: "andRace"; readonly steps: ReadonlyArray<StepSpec> })
   | (StepMeta & {
     readonly type: "andAgent"
-    readonly agent: string
-    readonly prompt: (context: StepContext<any, any, any, any, any>) => string | PromiseLike<string>
-    /** JSON Schema of the object the agent must answer with; text when absent. */
-    readonly output?: Record<string, unknown> | undefined
+    /** The agent itself (registered with the app's agents when the layer builds); called by its id. */
+    readonly agent: AgentDefinition
+    readonly prompt: (context: StepContext<any, any, any, any, any>) => UserResult<string>
+    /**
+     * What the agent must answer with: an Effect Schema (its answer decoded) or a JSON Schema (its
+     * object as is); its text when absent.
+     */
+    readonly output?: Schema.Schema.AnyNoContext | JsonSchemaInput | undefined
+    /** Turns the answer into the step's output, with the step's context. */
+    readonly map?: ((out: any, context: StepContext<any, any, any, any, any>) => UserResult<unknown>) | undefined
   })
   | (StepMeta & {
     readonly type: "andWorkflow"
@@ -192,13 +200,23 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
     WRes,
     WSus
   >
-  /** Asks an agent (by id): the next data is its text, or the object when `output` (a JSON Schema) is given. */
-  readonly andAgent: <Id extends string, Out extends Record<string, unknown> | undefined = undefined>(step: Described & {
+  /**
+   * Asks an agent (the object; it is registered with the app when the layer builds): the next data is
+   * its text, or with `output` an Effect Schema's type (the answer decoded; a JSON Schema gives
+   * `unknown`), or what `map(answer, context)` returns.
+   */
+  readonly andAgent: <
+    Id extends string,
+    P extends AgentPrompt,
+    Out extends AgentOutputSpec = undefined,
+    Ret = AgentAnswer<Out>
+  >(step: Described & {
     readonly id: Id
-    readonly agent: string
-    readonly prompt: (context: StepContext<D, I, S, WRes, WSus>) => string | PromiseLike<string>
+    readonly agent: AgentDefinition
+    readonly prompt: (context: StepContext<D, I, S, WRes, WSus>) => P
     readonly output?: Out
-  }) => Next<I, O, AgentOutput<Out>, WithStep<S, Id, AgentOutput<Out>>, R, WRes, WSus>
+    readonly map?: (out: AgentAnswer<Out>, context: StepContext<D, I, S, WRes, WSus>) => Ret
+  }) => Next<I, O, ResultValue<Ret>, WithStep<S, Id, ResultValue<Ret>>, R | ResultContext<P> | ResultContext<Ret>, WRes, WSus>
   /**
    * Runs another workflow inline: the next data is its result. Its input is the data, or what `input`
    * returns; either must fit the child's input type.
@@ -219,7 +237,16 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
   }
 }
 
-type AgentOutput<Out> = [Out] extends [undefined] ? string : unknown
+/** What an andAgent's prompt returns: the text, as a value, a Promise or an Effect. */
+export type AgentPrompt = string | PromiseLike<string> | Effect.Effect<string, any, any>
+
+/** What an andAgent's `output` may be: an Effect Schema, a JSON Schema, or nothing (text). */
+export type AgentOutputSpec = OutputSchema<any> | JsonSchemaInput | undefined
+
+/** The agent's answer for an `output`: the Schema's type, `unknown` for a JSON Schema, the text without one. */
+export type AgentAnswer<Out> = [Out] extends [undefined] ? string
+  : Out extends Schema.Schema<infer A, infer _I, infer _R> ? A
+  : unknown
 
 type InnerContext<T extends ReadonlyArray<unknown>> = T[number] extends infer U
   ? U extends { readonly execute: (...args: never) => infer Ret } ? ResultContext<Ret> : never
@@ -269,6 +296,23 @@ const idsOf = (step: Step): ReadonlyArray<string> =>
     ? [step.id, step.step.id]
     : [step.id]
 
+/** An andAgent step as given, checked: an agent object, and an Effect Schema `output` that describes an object. */
+const checkAgentStep = <T extends Omit<Extract<Step, { type: "andAgent" }>, "type">>(step: T): T => {
+  if (typeof step.agent !== "object" || step.agent === null || typeof step.agent.id !== "string") {
+    throw new Error(`andAgent ${step.id}: agent must be an agent definition (defineAgent), not ${typeof step.agent}`)
+  }
+  if (step.output !== undefined && isOutputSchema(step.output) && prepareOutput(step.output).jsonSchema.type !== "object") {
+    throw new Error(`andAgent ${step.id}: output must be a Schema of an object (a model answers with a JSON object)`)
+  }
+  return step
+}
+
+/** The agents a workflow's andAgent steps call, its sub-workflows' included (registered with the app's). */
+export const agentsOf = (definition: WorkflowDefinition): ReadonlyArray<AgentDefinition> =>
+  definition.steps.flatMap((step) =>
+    step.type === "andAgent" ? [step.agent] : step.type === "andWorkflow" ? agentsOf(step.workflow) : []
+  )
+
 interface Erased {
   readonly options: Omit<WorkflowDefinition, "steps" | typeof WorkflowTypeId>
   readonly steps: ReadonlyArray<Step>
@@ -295,7 +339,7 @@ const build = (definition: Erased): any => {
     andWhen: (step: Omit<Extract<Step, { type: "andWhen" }>, "type">) => add({ ...step, type: "andWhen" }),
     andAll: (step: Omit<Extract<Step, { type: "andAll" }>, "type">) => add({ ...step, type: "andAll" }),
     andRace: (step: Omit<Extract<Step, { type: "andRace" }>, "type">) => add({ ...step, type: "andRace" }),
-    andAgent: (step: Omit<Extract<Step, { type: "andAgent" }>, "type">) => add({ ...step, type: "andAgent" }),
+    andAgent: (step: Omit<Extract<Step, { type: "andAgent" }>, "type">) => add({ ...checkAgentStep(step), type: "andAgent" }),
     andWorkflow: (step: Omit<Extract<Step, { type: "andWorkflow" }>, "type">) => add({ ...step, type: "andWorkflow" })
   }
 }
