@@ -296,15 +296,20 @@ const idsOf = (step: Step): ReadonlyArray<string> =>
     ? [step.id, step.step.id]
     : [step.id]
 
-/** An andAgent step as given, checked: an agent object, and an Effect Schema `output` that describes an object. */
+/**
+ * An andAgent step as given, checked: an agent object, and an Effect Schema `output` that describes an
+ * object. Without `map` the decoded answer is the step's output: that Schema is its `outputSchema`
+ * (unless it has one), so the answer is stored in its encoded form (a Schema.Class is JSON there).
+ */
 const checkAgentStep = <T extends Omit<Extract<Step, { type: "andAgent" }>, "type">>(step: T): T => {
   if (typeof step.agent !== "object" || step.agent === null || typeof step.agent.id !== "string") {
     throw new Error(`andAgent ${step.id}: agent must be an agent definition (defineAgent), not ${typeof step.agent}`)
   }
-  if (step.output !== undefined && isOutputSchema(step.output) && prepareOutput(step.output).jsonSchema.type !== "object") {
+  if (step.output === undefined || !isOutputSchema(step.output)) return step
+  if (prepareOutput(step.output).jsonSchema.type !== "object") {
     throw new Error(`andAgent ${step.id}: output must be a Schema of an object (a model answers with a JSON object)`)
   }
-  return step
+  return step.map === undefined && step.outputSchema === undefined ? { ...step, outputSchema: step.output } : step
 }
 
 /** The agents a workflow's andAgent steps call, its sub-workflows' included (registered with the app's). */
