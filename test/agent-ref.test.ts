@@ -1,4 +1,5 @@
 import { expect, it, layer } from "@effect/vitest"
+import { expectTypeOf } from "vitest"
 import { Context, Effect, JSONSchema, Layer, LogLevel, Redacted, Schema } from "effect"
 import { join } from "node:path"
 import { defineAgent } from "../src/agents/Agent.js"
@@ -6,6 +7,7 @@ import { prepareOutput } from "../src/agents/AgentOutput.js"
 import { AgentRegistry } from "../src/agents/AgentRegistry.js"
 import { defineApp } from "../src/App.js"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
+import { defineTool } from "../src/tools/Tool.js"
 import { triage } from "../src/examples/workflows.js"
 import { ServicesLive } from "../src/Service.js"
 import { workflow } from "../src/workflows/Workflow.js"
@@ -180,3 +182,29 @@ it.scoped("an andAgent agent that is another object under a registered id fails 
       expect(error).toMatchObject({ _tag: "DuplicateDefinition", message: "Two different agents have the id \"support\"" })
     }
   }))
+
+it("JSONSchema.make's value is taken wherever a JSON Schema is, without a cast (the input/output is then unknown)", () => {
+  const root: JSONSchema.JsonSchema7Root = JSONSchema.make(Schema.Struct({ word: Schema.String }))
+  const tool = defineTool({
+    name: "json_root",
+    description: "Takes Effect's JSON Schema value as its parameters",
+    parameters: root,
+    execute: (input) => {
+      expectTypeOf(input).toEqualTypeOf<unknown>()
+      return input
+    }
+  })
+  expect(tool.decode({ word: 1 })._tag).toBe("Left")
+  const asked = workflow({ id: "json-root", name: "J", purpose: "p", input: Schema.Struct({}), result: Schema.Unknown })
+    .andAgent({ id: "ask", agent: support, prompt: () => "x", output: root })
+    .andThen({
+      id: "after",
+      execute: ({ data }) => {
+        expectTypeOf(data).toEqualTypeOf<unknown>()
+        return data
+      }
+    })
+  expect(asked.steps[0]).toMatchObject({ type: "andAgent", output: root })
+  // The agent registry's `object` (the HTTP route's call) takes it too.
+  expectTypeOf(root).toMatchTypeOf<Parameters<AgentRegistry["Type"]["object"]>[1]["schema"]>()
+})

@@ -30,7 +30,9 @@ const expected: Record<string, { readonly code: number; readonly names: Readonly
   "when-inner-undefined.ts": { code: 18048, names: ["'steps.double' is possibly 'undefined'"] },
   "race-union.ts": { code: 2339, names: ["'ms'", "{ winner: string; }"] },
   "tap-unchanged.ts": { code: 2339, names: ["'audited'"] },
-  "agent-text.ts": { code: 2339, names: ["'answer'", "type 'string'"] }
+  "agent-text.ts": { code: 2339, names: ["'answer'", "type 'string'"] },
+  "agent-output-field.ts": { code: 2551, names: ["'answr'", "{ readonly answer: string; }"] },
+  "agent-map-field.ts": { code: 2551, names: ["'sumary'", "{ ticketId: string; summary: string; }"] }
 }
 
 const compile = () => {
