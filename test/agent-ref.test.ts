@@ -208,3 +208,37 @@ it("JSONSchema.make's value is taken wherever a JSON Schema is, without a cast (
   // The agent registry's `object` (the HTTP route's call) takes it too.
   expectTypeOf(root).toMatchTypeOf<Parameters<AgentRegistry["Type"]["object"]>[1]["schema"]>()
 })
+
+// The agent an andAgent step calls is bound to the app's context as the app's own agents are: its
+// dynamic instructions and its tool use a service of the user's own, provided by the layer.
+class Tone extends Context.Tag("app/Tone")<Tone, { readonly word: string }>() {}
+const toned = defineAgent({
+  id: "toned",
+  name: "Toned",
+  purpose: "Answers in a tone",
+  instructions: () => Effect.map(Tone, (tone) => `Answer ${tone.word}.`),
+  tools: [
+    defineTool({
+      name: "add",
+      description: "Adds two numbers in the tone",
+      parameters: Schema.Struct({ a: Schema.Number, b: Schema.Number }),
+      execute: ({ a, b }) => Effect.map(Tone, (tone) => `${tone.word} ${a + b}`)
+    })
+  ]
+})
+const tonedFlow = workflow({ id: "toned", name: "Toned", purpose: "p", input: Schema.Struct({}), result: Schema.String })
+  .andAgent({ id: "sum", agent: toned, prompt: () => Effect.map(Tone, (tone) => `add 2 and 3 (${tone.word})`) })
+
+layer(AgentTestServerLive(defineApp({ workflows: [tonedFlow] }), undefined, Layer.succeed(Tone, { word: "gently" })), {
+  excludeTestServices: true
+})("an andAgent agent using a service of the user's own", (it) => {
+  it.effect("its prompt, instructions and tool get the service the layer provides", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const fake = yield* FakeProvider
+      const response = yield* execute(url, "toned", {})
+      expect(response.status).toBe(200)
+      expect(response.body.data.result).toBe("The tool said: gently 5")
+      expect(JSON.stringify(fake.requests[0]?.messages)).toContain("Answer gently.")
+    }))
+})

@@ -7,6 +7,7 @@ import { storageKind } from "../storage/Sql.js"
 import { defineTool, type Tool } from "../tools/Tool.js"
 import type { ToolEntry } from "../tools/ToolRunner.js"
 import type { AgentCallContext, AgentDefinition } from "./Agent.js"
+import { originalOf } from "../app/bindApp.js"
 import { type AgentOutputInvalid, type OutputSchema, prepareOutput } from "./AgentOutput.js"
 import type { AgentCard, AgentDetails, AgentSummary, ConversationDeleted, HistoryPage, TextResult } from "./AgentsSchemas.js"
 import type * as Generation from "./generation/Generation.js"
@@ -47,8 +48,8 @@ export class AgentRegistry extends Context.Tag("AgentRegistry")<AgentRegistry, {
    * asked for that schema's JSON Schema and its object comes back decoded (AgentOutputInvalid if not).
    */
   readonly call: {
-    <A>(agent: AgentDefinition, request: CallRequestWith<A>): Effect.Effect<A, CallError | AgentOutputInvalid>
-    (agent: AgentDefinition, request: Generation.CallRequest): Effect.Effect<TextResult, CallError>
+    <A>(agent: AgentDefinition<unknown>, request: CallRequestWith<A>): Effect.Effect<A, CallError | AgentOutputInvalid>
+    (agent: AgentDefinition<unknown>, request: Generation.CallRequest): Effect.Effect<TextResult, CallError>
   }
   /** The events as the model produces them; cancelling the stream aborts the model call. */
   readonly stream: (id: string, request: Generation.CallRequest) => Effect.Effect<ReadableStream<Generation.StreamEvent>, CallError>
@@ -116,9 +117,11 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
 
       const find = (id: string) => getOrNotFound(byId, "Agent", id)
 
-      const findRegistered = (agent: AgentDefinition) =>
-        byId.get(agent.id) === agent
-          ? Effect.succeed(agent)
+      // The registry holds the definitions bound to the app's context; the caller holds what it defined.
+      const findRegistered = (agent: AgentDefinition<unknown>) => {
+        const registered = byId.get(agent.id)
+        return registered !== undefined && originalOf(registered) === originalOf(agent)
+          ? Effect.succeed(registered)
           : Effect.fail(
             new NotFound({
               message: byId.has(agent.id)
@@ -126,11 +129,12 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
                 : `Agent ${agent.id} is not registered in this app`
             })
           )
+      }
 
-      function call<A>(agent: AgentDefinition, request: CallRequestWith<A>): Effect.Effect<A, CallError | AgentOutputInvalid>
-      function call(agent: AgentDefinition, request: Generation.CallRequest): Effect.Effect<TextResult, CallError>
+      function call<A>(agent: AgentDefinition<unknown>, request: CallRequestWith<A>): Effect.Effect<A, CallError | AgentOutputInvalid>
+      function call(agent: AgentDefinition<unknown>, request: Generation.CallRequest): Effect.Effect<TextResult, CallError>
       function call(
-        agent: AgentDefinition,
+        agent: AgentDefinition<unknown>,
         { output, ...request }: Generation.CallRequest & { readonly output?: Schema.Schema.AnyNoContext }
       ): Effect.Effect<unknown, CallError | AgentOutputInvalid> {
         return Effect.flatMap(findRegistered(agent), (found) =>

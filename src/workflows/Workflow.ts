@@ -90,7 +90,10 @@ export type Step =
   | (StepMeta & { readonly type: "andRace"; readonly steps: ReadonlyArray<StepSpec> })
   | (StepMeta & {
     readonly type: "andAgent"
-    /** The agent itself (registered with the app's agents when the layer builds); called by its id. */
+    /**
+     * The agent itself (registered with the app's agents when the layer builds, bound to its context
+     * there: held erased, as step code is); called by its id.
+     */
     readonly agent: AgentDefinition
     readonly prompt: (context: StepContext<any, any, any, any, any>) => UserResult<string>
     /**
@@ -122,7 +125,7 @@ export interface WorkflowVariance<in I, out O, out R> {
  * A finished workflow: its last step's data fits `result`. `R` is what its steps require (`never`
  * when nothing). The schemas are held erased; their types are in the brand.
  */
-export interface WorkflowDefinition<in I = any, out O = any, out R = any> {
+export interface WorkflowDefinition<in I = any, out O = any, out R = never> {
   readonly [WorkflowTypeId]: WorkflowVariance<I, O, R>
   readonly id: string
   readonly name: string
@@ -209,14 +212,15 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
     Id extends string,
     P extends AgentPrompt,
     Out extends AgentOutputSpec = undefined,
-    Ret = AgentAnswer<Out>
+    Ret = AgentAnswer<Out>,
+    AR = never
   >(step: Described & {
     readonly id: Id
-    readonly agent: AgentDefinition
+    readonly agent: AgentDefinition<AR>
     readonly prompt: (context: StepContext<D, I, S, WRes, WSus>) => P
     readonly output?: Out
     readonly map?: (out: AgentAnswer<Out>, context: StepContext<D, I, S, WRes, WSus>) => Ret
-  }) => Next<I, O, ResultValue<Ret>, WithStep<S, Id, ResultValue<Ret>>, R | ResultContext<P> | ResultContext<Ret>, WRes, WSus>
+  }) => Next<I, O, ResultValue<Ret>, WithStep<S, Id, ResultValue<Ret>>, R | AR | ResultContext<P> | ResultContext<Ret>, WRes, WSus>
   /**
    * Runs another workflow inline: the next data is its result. Its input is the data, or what `input`
    * returns; either must fit the child's input type.

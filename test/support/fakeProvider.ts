@@ -2,6 +2,7 @@ import * as Sse from "@effect/experimental/Sse"
 import { Context, Effect, Layer } from "effect"
 import type { ModelSettings } from "../../src/config/ModelSettings.js"
 import type { ServiceApp } from "../../src/App.js"
+import type { AppRequirementsOf } from "../../src/Service.js"
 import { type FakeOpenAI, type FakeOpenAIOptions, startFakeOpenAI } from "../../scripts/fake-openai.js"
 import { TestServerLive } from "./TestServer.js"
 
@@ -24,9 +25,13 @@ export const fakeModelSettings = (fake: FakeOpenAI): ModelSettings => ({
 })
 
 /** The service with its agents' model served by the fake provider; both are in the context. */
-export const AgentTestServerLive = (app?: ServiceApp, fakeOptions?: FakeOpenAIOptions) =>
+export const AgentTestServerLive = <R = never>(
+  app?: ServiceApp<R>,
+  fakeOptions?: FakeOpenAIOptions,
+  provide?: Layer.Layer<AppRequirementsOf<R>>
+) =>
   Layer.unwrapEffect(Effect.map(FakeProvider, (fake) =>
-    TestServerLive({ ...(app ? { app } : {}), config: { model: fakeModelSettings(fake) } }))).pipe(
+    TestServerLive<R>({ ...(app ? { app } : {}), ...(provide ? { provide } : {}), config: { model: fakeModelSettings(fake) } }))).pipe(
       Layer.provideMerge(fakeOptions === undefined ? FakeProviderLive : FakeProviderWith(fakeOptions))
     )
 
