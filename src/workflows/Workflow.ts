@@ -85,7 +85,7 @@ export interface StepSpec extends StepMeta {
 export type Step =
   | (StepSpec & { readonly type: "andThen" })
   | (StepSpec & { readonly type: "andTap" })
-  | (StepMeta & { readonly type: "andWhen"; readonly condition: (context: StepContext<any, any, any, any, any>) => boolean | PromiseLike<boolean>; readonly step: StepSpec })
+  | (StepMeta & { readonly type: "andWhen"; readonly condition: (context: StepContext<any, any, any, any, any>) => UserResult<boolean>; readonly step: StepSpec })
   | (StepMeta & { readonly type: "andAll"; readonly steps: ReadonlyArray<StepSpec> })
   | (StepMeta & { readonly type: "andRace"; readonly steps: ReadonlyArray<StepSpec> })
   | (StepMeta & {
@@ -107,7 +107,7 @@ export type Step =
   | (StepMeta & {
     readonly type: "andWorkflow"
     readonly workflow: WorkflowDefinition
-    readonly input?: ((context: StepContext<any, any, any, any, any>) => unknown) | undefined
+    readonly input?: ((context: StepContext<any, any, any, any, any>) => UserResult<unknown>) | undefined
   })
 
 export type StepType = Step["type"]
@@ -170,13 +170,13 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
     readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret
   }) => Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus>
   /** Runs `step` when `condition` holds: the data is then its output, else unchanged. */
-  readonly andWhen: <Id extends string, InnerId extends string, Ret, Res = WRes, Sus = WSus>(step: Described & {
+  readonly andWhen: <Id extends string, InnerId extends string, Ret, Cond extends Condition, Res = WRes, Sus = WSus>(step: Described & {
     readonly id: Id
     readonly resumeSchema?: SchemaOf<Res> | undefined
     readonly suspendSchema?: SchemaOf<Sus> | undefined
-    readonly condition: (context: StepContext<D, I, S, Res, Sus>) => boolean | PromiseLike<boolean>
+    readonly condition: (context: StepContext<D, I, S, Res, Sus>) => Cond
     readonly step: Described & { readonly id: InnerId; readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret }
-  }) => Next<I, O, D | ResultValue<Ret>, WithWhen<S, Id, InnerId, D, ResultValue<Ret>>, R | ResultContext<Ret>, WRes, WSus>
+  }) => Next<I, O, D | ResultValue<Ret>, WithWhen<S, Id, InnerId, D, ResultValue<Ret>>, R | ResultContext<Ret> | ResultContext<Cond>, WRes, WSus>
   /** Runs its steps concurrently on the same data: the next data is the tuple of their outputs. */
   readonly andAll: <Id extends string, const T extends ReadonlyArray<InnerStep<StepContext<D, I, S, Res, Sus>>>, Res = WRes, Sus = WSus>(
     step: Described & {
@@ -232,12 +232,12 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
       readonly workflow: WorkflowDefinition<D, CO, CR>
       readonly input?: undefined
     }): Next<I, O, CO, WithStep<S, Id, CO>, R | CR, WRes, WSus>
-    <Id extends string, CO, CR, X>(step: Described & {
+    <Id extends string, CO, CR, X, XR = never>(step: Described & {
       readonly id: Id
       readonly resumeSchema?: SchemaOf<WRes> | undefined
       readonly workflow: WorkflowDefinition<X, CO, CR>
-      readonly input: (context: StepContext<D, I, S, WRes, WSus>) => UserResult<X>
-    }): Next<I, O, CO, WithStep<S, Id, CO>, R | CR, WRes, WSus>
+      readonly input: (context: StepContext<D, I, S, WRes, WSus>) => X | PromiseLike<X> | Effect.Effect<X, unknown, XR>
+    }): Next<I, O, CO, WithStep<S, Id, CO>, R | CR | XR, WRes, WSus>
   }
 }
 
@@ -251,6 +251,9 @@ export type AgentOutputSpec = OutputSchema<any> | JsonSchemaInput | undefined
 export type AgentAnswer<Out> = [Out] extends [undefined] ? string
   : Out extends Schema.Schema<infer A, infer _I, infer _R> ? A
   : unknown
+
+/** What `andWhen`'s condition may return. */
+type Condition = boolean | PromiseLike<boolean> | Effect.Effect<boolean, unknown, unknown>
 
 type InnerContext<T extends ReadonlyArray<unknown>> = T[number] extends infer U
   ? U extends { readonly execute: (...args: never) => infer Ret } ? ResultContext<Ret> : never
