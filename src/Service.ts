@@ -27,6 +27,7 @@ import { StoreCommitsLive } from "./storage/StoreCommits.js"
 import { RegisteredTools, ToolRunner, ToolRunnerLive } from "./tools/ToolRunner.js"
 import { ExecutionStoreLive } from "./workflows/ExecutionStore.js"
 import { IdempotencyKeysLive } from "./workflows/IdempotencyKeys.js"
+import { agentsOf } from "./workflows/Workflow.js"
 import { RegisteredWorkflows, WorkflowEngine, WorkflowEngineLive } from "./workflows/WorkflowEngine.js"
 
 const SERVICE_NAME = "agent-workflow-service"
@@ -83,19 +84,22 @@ const servicesFor = <R>(app: ServiceApp<R>, config: ServerConfigShape) =>
 
 /**
  * The app's definitions, as the registries read them, bound to the context this layer is built with
- * (what their code requires); two different ones under one id fail here.
+ * (what their code requires); two different ones under one id fail here (an agent a workflow's
+ * andAgent calls included).
  */
 const AppLive = <R>(app: ServiceApp<R>) =>
   Layer.unwrapEffect(Effect.gen(function*() {
     const userContext = makeUserContext(yield* Effect.context<AppRequirementsOf<R>>())
     const bound = bindApp(app, userContext.provide)
+    // The agents its workflows' andAgent steps call are registered beside its own, as sub-agents are.
+    const agents = [...bound.agents, ...bound.workflows.flatMap(agentsOf)]
     return Layer.mergeAll(
       Layer.succeed(UserContext, userContext),
-      Layer.succeed(RegisteredAgents, bound.agents),
+      Layer.succeed(RegisteredAgents, agents),
       Layer.succeed(RegisteredWorkflows, bound.workflows),
       Layer.effect(
         RegisteredTools,
-        Effect.map(agentToolEntries(bound.agents), (owned) => [...owned, ...bound.tools.map((tool) => ({ tool, agents: [] }))])
+        Effect.map(agentToolEntries(agents), (owned) => [...owned, ...bound.tools.map((tool) => ({ tool, agents: [] }))])
       )
     )
   }))

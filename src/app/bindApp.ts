@@ -65,7 +65,7 @@ export const bindApp = <R>(app: ServiceApp<R>, provide: Provide): ServiceApp<nev
       case "andRace":
         return { ...original, steps: original.steps.map(spec) }
       case "andAgent":
-        return { ...original, prompt: code(original.prompt) }
+        return { ...original, agent: agent(original.agent), prompt: code(original.prompt), map: optionalCode(original.map) }
       case "andWorkflow":
         return { ...original, workflow: workflow(original.workflow), input: optionalCode(original.input) }
     }

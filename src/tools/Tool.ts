@@ -3,7 +3,7 @@ import { Effect, Either, JSONSchema, ParseResult, Schema } from "effect"
 import { checkDefinitionId } from "../core/definitionId.js"
 import type { Issue } from "../core/errors.js"
 import * as JsonSchemaValidator from "../json-schema/JsonSchemaValidator.js"
-import type { JsonSchema } from "../json-schema/JsonSchemaValidator.js"
+import type { JsonSchema, JsonSchemaInput } from "../json-schema/JsonSchemaValidator.js"
 import { fromUserResult, type ResultContext } from "../core/userCode.js"
 
 /** What a tool sees of its caller. */
@@ -110,16 +110,16 @@ const fromEffectSchema = <A, I>(schema: Schema.Schema<A, I>): Pick<Tool, "parame
 
 /**
  * A tool whose parameters are an Effect Schema (decoded input is typed) or a JSON Schema object
- * (validated with Ajv, input is `unknown`).
+ * (validated with Ajv, input is `unknown`; `JSONSchema.make(schema)`'s value is one too).
  */
 export function defineTool<A, I, Ret>(
   options: ToolOptions<Schema.Schema<A, I>> & { readonly execute: ToolExecute<A, Ret> }
 ): Tool<ResultContext<Ret>>
 export function defineTool<Ret>(
-  options: ToolOptions<JsonSchema> & { readonly execute: ToolExecute<unknown, Ret> }
+  options: ToolOptions<JsonSchemaInput> & { readonly execute: ToolExecute<unknown, Ret> }
 ): Tool<ResultContext<Ret>>
 export function defineTool(
-  options: ToolOptions<Schema.Schema<any, any> | JsonSchema> & { readonly execute: ToolExecute<any, unknown> }
+  options: ToolOptions<Schema.Schema<any, any> | JsonSchemaInput> & { readonly execute: ToolExecute<any, unknown> }
 ): Tool<unknown> {
   if (Schema.isSchema(options.parameters)) {
     const { decode, parameters } = fromEffectSchema(options.parameters)
