@@ -8,6 +8,7 @@ import { ServicesLive } from "../src/Service.js"
 import type { ResumeData, ResumeStepId, WorkflowInput, WorkflowResult } from "../src/workflows/TypedCalls.js"
 import { workflow, type WorkflowDefinition } from "../src/workflows/Workflow.js"
 import { WorkflowEngine } from "../src/workflows/WorkflowEngine.js"
+import * as readme from "./fixtures/readme/typed-calls.js"
 import { fetchJson, tempDir, TestServer, TestServerLive } from "./support/TestServer.js"
 
 /**
@@ -59,12 +60,12 @@ const impostor = workflow({ id: "stamp", name: "Stamp", purpose: "same id, anoth
 
 const app = defineApp({ workflows: [stamp, approval] })
 
-const ServicesOnSqlite = Layer.unwrapScoped(Effect.map(tempDir, (dir) =>
-  ServicesLive(app, { ...resolveServerConfig({}, {}), port: 0, databaseUrl: Redacted.make(`file:${join(dir, "typed.db")}`) }).pipe(
+const servicesOnSqlite = (served: typeof app) => Layer.unwrapScoped(Effect.map(tempDir, (dir) =>
+  ServicesLive(served, { ...resolveServerConfig({}, {}), port: 0, databaseUrl: Redacted.make(`file:${join(dir, "typed.db")}`) }).pipe(
     Layer.provide(Logger.remove(Logger.defaultLogger))
   )))
 
-layer(ServicesOnSqlite, { timeout: 60_000 })("typed calls on the WorkflowEngine", (it) => {
+layer(servicesOnSqlite(app), { timeout: 60_000 })("typed calls on the WorkflowEngine", (it) => {
   it.effect("executeWorkflow: typed input encoded through the validated path, result decoded (a Date)", () =>
     Effect.gen(function*() {
       const engine = yield* WorkflowEngine
@@ -165,6 +166,16 @@ layer(ServicesOnSqlite, { timeout: 60_000 })("typed calls on the WorkflowEngine"
       const other = yield* Effect.flip(engine.executeWorkflow(impostor, {}))
       expect(other).toMatchObject({ _tag: "WorkflowNotRegistered", workflowId: "stamp" })
       expect(other.message).toContain("not the one registered in the app")
+    }))
+})
+
+layer(servicesOnSqlite(readme.app), { timeout: 60_000 })("the README's sample", (it) => {
+  it.effect("runs: suspended for u1, resumed by u1 with typed data, completed with the typed result", () =>
+    Effect.gen(function*() {
+      const outcome = yield* readme.shoutForU1
+      expect(outcome).toMatchObject({ status: "completed", result: { loud: "HI" } })
+      const state = yield* Effect.flatMap(WorkflowEngine, (engine) => engine.state("announce", outcome.executionId, { all: false, userId: "u1" }))
+      expect(state.status).toBe("completed")
     }))
 })
 
