@@ -8,6 +8,7 @@ import {
   ValidationError,
   type WorkflowFailed
 } from "../core/errors.js"
+import { originalOf } from "../app/bindApp.js"
 import { EVERYONE, type Visibility } from "../auth/Ownership.js"
 import type { WorkflowDefinition, WorkflowResumesId } from "./Workflow.js"
 import type { WorkflowEngineCore } from "./WorkflowEngineContract.js"
@@ -73,6 +74,9 @@ export interface WorkflowCancelled {
  */
 export type WorkflowOutcome<O> = WorkflowCompleted<O> | WorkflowSuspended | WorkflowCancelled
 
+/** Any definition, whatever it requires: the registry holds it bound to the layer's context. */
+type AnyWorkflow = WorkflowDefinition<any, any, unknown>
+
 /** The input type of a definition. */
 export type WorkflowInput<W> = W extends WorkflowDefinition<infer I, infer _O, infer _R> ? I : never
 /** The result type of a definition. */
@@ -97,7 +101,7 @@ export type ResumeData<W, K extends string = never> = Known<ResumesOf<W>> extend
   : unknown
 
 /** What `resumeWorkflow` takes: an object, so that no two strings sit side by side. */
-export interface ResumeWorkflowRequest<W extends WorkflowDefinition, K extends string = never> {
+export interface ResumeWorkflowRequest<W extends AnyWorkflow, K extends string = never> {
   readonly workflow: W
   readonly executionId: string
   /** The step to resume at; by default the one it is suspended at. */
@@ -122,7 +126,7 @@ export interface TypedCalls {
     options?: WorkflowCallOptions
   ) => Effect.Effect<typeof S.RunStarted.Type, WorkflowNotRegistered | ValidationError | BadRequest | InternalError>
   /** Resumes a suspended execution of `workflow` with `data`, to the end or the next suspension. */
-  readonly resumeWorkflow: <W extends WorkflowDefinition, K extends ResumeStepId<W> = never>(
+  readonly resumeWorkflow: <W extends AnyWorkflow, K extends ResumeStepId<W> = never>(
     request: ResumeWorkflowRequest<W, K>
   ) => Effect.Effect<
     WorkflowOutcome<WorkflowResult<W>>,
@@ -148,16 +152,21 @@ const encoded = (schema: Schema.Schema.AnyNoContext | undefined, value: unknown,
     : Either.mapLeft(Schema.encodeUnknownEither(schema as Schema.Schema<unknown, unknown>, { errors: "all" })(value), invalid(path))
 
 export const makeTypedCalls = (engine: Untyped, registered: ReadonlyMap<string, WorkflowDefinition>) => {
-  /** The definition itself when it is the one registered under its id. */
-  const registeredOne = <W extends WorkflowDefinition>(workflow: W): Either.Either<W, WorkflowNotRegistered> =>
-    registered.get(workflow.id) === workflow ? Either.right(workflow) : Either.left(
+  /**
+   * The definition registered under the workflow's id when it was made from this very object (the
+   * registry holds it bound to the layer's context): its schemas are the workflow's.
+   */
+  const registeredOne = (workflow: AnyWorkflow): Either.Either<WorkflowDefinition, WorkflowNotRegistered> => {
+    const found = registered.get(workflow.id)
+    return found !== undefined && (found === workflow || originalOf(found) === workflow) ? Either.right(found) : Either.left(
       new WorkflowNotRegistered({
         workflowId: workflow.id,
-        message: registered.has(workflow.id)
-          ? `Workflow ${workflow.id} is not the one registered in the app under that id (another definition is)`
-          : `Workflow ${workflow.id} is not registered in the app (defineApp({ workflows }))`
+        message: found === undefined
+          ? `Workflow ${workflow.id} is not registered in the app (defineApp({ workflows }))`
+          : `Workflow ${workflow.id} is not the one registered in the app under that id (another definition is)`
       })
     )
+  }
 
   const requestOf = (definition: WorkflowDefinition, input: unknown, options: WorkflowCallOptions) =>
     Either.map(encoded(definition.input, input, "input"), (wire): S.ExecuteRequest => ({
