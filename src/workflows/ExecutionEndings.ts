@@ -6,7 +6,6 @@ import { capString } from "../observability/Redaction.js"
 import { now } from "./ExecutionRows.js"
 import type { Ending, Execution } from "./ExecutionStore.js"
 import type { StepOutcome } from "./runner.js"
-import { encodeValue } from "./StepCodec.js"
 import type { Step, WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
 
@@ -21,18 +20,21 @@ export const workflowEvent = (
 ): S.WorkflowEvent => ({ type, executionId: execution.id, from, timestamp: now(), status, ...extra })
 
 /**
- * The ending of an execution whose last data is `output`: completed with it stored encoded by the
- * result schema (a value of its type; data in its encoded form, as checked before issue #30, as it is),
- * or an error when it fits neither.
+ * The ending for the last step's data. Stored as it is when it decodes with `result` (JSON-shaped data,
+ * as before); else, a value of the schema's type (a Date of `Schema.Date`), stored encoded: what the
+ * typed `executeWorkflow` decodes back to the type.
  */
 export const checkResult = (definition: WorkflowDefinition, output: unknown): Ending => {
-  const encoded = encodeValue(definition.result, output)
-  if (Either.isRight(encoded)) return { status: "completed", output: encoded.right }
-  return Either.match(Schema.decodeUnknownEither(definition.result as Schema.Schema<unknown>)(output), {
-    onLeft: () => ({
-      status: "error",
-      error: `result does not match the workflow's result schema: ${ParseResult.TreeFormatter.formatErrorSync(encoded.left)}`
-    }),
+  const schema = definition.result as Schema.Schema<unknown, unknown>
+  return Either.match(Schema.decodeUnknownEither(schema)(output), {
+    onLeft: (error) =>
+      Either.match(Schema.encodeUnknownEither(schema, { onExcessProperty: "preserve" })(output), {
+        onLeft: () => ({
+          status: "error",
+          error: `result does not match the workflow's result schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+        }),
+        onRight: (encoded) => ({ status: "completed", output: encoded })
+      }),
     onRight: () => ({ status: "completed", output })
   })
 }

@@ -14,6 +14,9 @@ import type { Step, WorkflowDefinition } from "./Workflow.js"
 
 type AnySchema = Schema.Schema.AnyNoContext
 
+/** Properties the schema does not describe are kept both ways, as a plain schema's value keeps them (and as the result is written). */
+const preserve = { onExcessProperty: "preserve" } as const
+
 const plainCache = new WeakMap<SchemaAST.AST, boolean>()
 
 const plainAst = (ast: SchemaAST.AST, seen: Set<SchemaAST.AST>): boolean => {
@@ -55,12 +58,12 @@ export const isPlain = (schema: Schema.Schema.Any): boolean => {
 export const encodeValue = (schema: Schema.Schema.Any | undefined, value: unknown): Either.Either<unknown, ParseResult.ParseError> => {
   if (schema === undefined) return Either.right(value)
   if (isPlain(schema)) return Either.map(Schema.decodeUnknownEither(schema as Schema.Schema<unknown>)(value), () => value)
-  return Schema.encodeUnknownEither(schema as Schema.Schema<unknown, unknown>)(value)
+  return Schema.encodeUnknownEither(schema as Schema.Schema<unknown, unknown>, preserve)(value)
 }
 
 /** A value just decoded by `schema`, in its stored form (a plain schema's: the value). */
 export const storedForm = (schema: Schema.Schema.Any, decoded: unknown): Either.Either<unknown, ParseResult.ParseError> =>
-  isPlain(schema) ? Either.right(decoded) : Schema.encodeUnknownEither(schema as Schema.Schema<unknown, unknown>)(decoded)
+  isPlain(schema) ? Either.right(decoded) : Schema.encodeUnknownEither(schema as Schema.Schema<unknown, unknown>, preserve)(decoded)
 
 /**
  * A stored form decoded by its schema. A plain schema's form is the value: checked only when
@@ -73,7 +76,7 @@ export const decodeValue = (
 ): Either.Either<unknown, ParseResult.ParseError> => {
   if (schema === undefined) return Either.right(stored)
   if (isPlain(schema)) return checked ? Either.map(Schema.decodeUnknownEither(schema as Schema.Schema<unknown>)(stored), () => stored) : Either.right(stored)
-  return Schema.decodeUnknownEither(schema as Schema.Schema<unknown>)(stored)
+  return Schema.decodeUnknownEither(schema as Schema.Schema<unknown>, preserve)(stored)
 }
 
 /**

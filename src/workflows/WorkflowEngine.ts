@@ -24,7 +24,8 @@ import { decodeWorkflowInput } from "./runner.js"
 import { handedData, storedForm } from "./StepCodec.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
-import type { StartOptions, WorkflowEngineService } from "./WorkflowEngineContract.js"
+import type { StartOptions, WorkflowEngineCore, WorkflowEngineService } from "./WorkflowEngineContract.js"
+import { makeTypedCalls } from "./TypedCalls.js"
 
 export type { StartOptions } from "./WorkflowEngineContract.js"
 
@@ -171,7 +172,7 @@ export const WorkflowEngineLive = Layer.scoped(
     const notRunning = (execution: Execution) =>
       new BadRequest({ message: `Execution ${execution.id} is ${execution.status}` })
 
-    return WorkflowEngine.of({
+    const core: WorkflowEngineCore = {
       list: Effect.sync(() =>
         [...byId.values()].map((definition) => ({
           id: definition.id,
@@ -352,6 +353,7 @@ export const WorkflowEngineLive = Layer.scoped(
       record: Effect.fn("WorkflowEngine.record", { captureStackTrace: false })(records.record),
 
       liveEventHubs: hubs.size
-    })
+    }
+    return WorkflowEngine.of({ ...core, ...makeTypedCalls(core, byId) })
   })
 )
