@@ -70,6 +70,19 @@ const counted = workflow({ id: "counted", name: "counted", purpose: "an old row"
     }
   })
 
+/** A child whose result holds a Date; the parent neither declares an outputSchema nor suspends after it. */
+const datedChild = workflow({ id: "dated-child", name: "dated child", purpose: "gives a Date", input: Schema.Struct({ when: Schema.Date }), result: Schema.Struct({ at: Schema.Date }) })
+  .andThen({ id: "child-stamp", execute: ({ data }) => ({ at: data.when }) })
+const parent = workflow({ id: "parent", name: "parent", purpose: "runs the child", input: Schema.Struct({ when: Schema.Date }), result: Schema.Struct({ at: Schema.Date }) })
+  .andWorkflow({ id: "child", workflow: datedChild })
+  .andThen({
+    id: "wait",
+    execute: ({ data, resumeData, suspend }) => {
+      if (!(data.at instanceof Date)) throw notDate("data.at", data.at)
+      return resumeData === undefined ? suspend("wait") : data
+    }
+  })
+
 const encodedStorage = (databaseUrl: Effect.Effect<string, never, any>) => {
   it.scopedLive("input, a step's output, suspension and resume data come back as Dates in another engine; the API shows them as ISO strings", () =>
     Effect.gen(function*() {
@@ -127,6 +140,21 @@ const encodedStorage = (databaseUrl: Effect.Effect<string, never, any>) => {
           const state = yield* settled(base, "moved", "m1")
           expect(state.status).toBe("error")
           expect(state.error).toMatch(/^cannot continue: the data step hold would be handed does not match the output schema of step audit: [\s\S]*audited/)
+        }))
+    }), 60_000)
+
+  it.scopedLive("a child workflow's result is stored by its result schema: the step after it gets a Date, in another engine too", () =>
+    Effect.gen(function*() {
+      const url = yield* databaseUrl
+      yield* withService(url, [parent], (base) =>
+        Effect.gen(function*() {
+          const suspended = yield* fetchJson(`${base}/workflows/parent/execute`, json({ input: { when: "2026-01-02T03:04:05.000Z" }, options: { executionId: "p1" } }))
+          expect(suspended.body).toMatchObject({ data: { status: "suspended" } })
+        }))
+      yield* withService(url, [parent], (base) =>
+        Effect.gen(function*() {
+          const resumed = yield* fetchJson(`${base}/workflows/parent/executions/p1/resume`, json({ resumeData: true }))
+          expect(resumed.body.data).toMatchObject({ status: "completed", result: { at: "2026-01-02T03:04:05.000Z" } })
         }))
     }), 60_000)
 

@@ -101,6 +101,9 @@ const schemaAfter = (step: Step, before: AnySchema | undefined): AnySchema | und
         : undefined
     case "andRace":
       return eitherOf(step.steps.map((inner) => inner.outputSchema))
+    case "andWorkflow":
+      // The child's result: what its type says the step gives.
+      return step.workflow.result
     default:
       return undefined
   }

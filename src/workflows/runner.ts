@@ -118,6 +118,14 @@ export const decodeInput = (definition: WorkflowDefinition, input: unknown, path
   )
 
 /**
+ * A child workflow's input, as the parent's code gives it: its typed value (a `Date` for `Schema.Date`)
+ * is checked as the schema's type; a value in the encoded form (JSON-shaped, as before typed data) is
+ * decoded.
+ */
+const childInputOf = (child: WorkflowDefinition, input: unknown): Either.Either<unknown, ValidationError> =>
+  Schema.is(child.input as Schema.Schema<unknown>)(input) ? Either.right(input) : decodeInput(child, input)
+
+/**
  * A workflow's input as a request gives it: decoded, then in its stored form (StepCodec: encoded by the
  * input schema), within MAX_INPUT_BYTES (400 past it).
  */
@@ -181,7 +189,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
       return runCode(step.id, (signal) =>
         step.input ? step.input(contextFor(env, step, data, resumeData, signal)) : data).pipe(
           Effect.flatMap((childInput) =>
-            Either.match(decodeInput(step.workflow, childInput), {
+            Either.match(childInputOf(step.workflow, childInput), {
               onLeft: (error) => Effect.fail(new StepFailed({ stepId: step.id, message: `sub-workflow ${step.workflow.id}: ${error.message}` })),
               onRight: (decoded) => runChild(env, step.workflow, decoded, resumeData)
             })
