@@ -10,10 +10,10 @@ import { expected, FIXTURES, fixtureFiles, OK_FIXTURES, ROOT } from "./support/t
 // Issue #30 (settled 13): the mistake fixtures give the same diagnostics under the newest TypeScript a
 // user installs (7.x, the native compiler, which has no stable JS compiler API: its `tsc` is run on all
 // fixtures at once and its `file(line,col): error TSxxxx: message` lines read). That TypeScript is the
-// one the README's `npm install --save-dev typescript` resolves, installed offline from the npm cache
-// that `node scripts/embedding-steps.mjs --prefetch` (CI's set-up) filled, as test/embedding-pack.test.ts
-// does: nothing downloads here. The fixtures keep importing the repo's src: a tsconfig in a temporary
-// folder extends the repo's and lists them.
+// one the README's `npm install --save-dev typescript ...` line resolves, run as written and offline from
+// the npm cache that `node scripts/embedding-steps.mjs --prefetch` (CI's set-up) filled, as
+// test/embedding-pack.test.ts does: nothing downloads here. The fixtures keep importing the repo's src:
+// a tsconfig in a temporary folder extends the repo's and lists them.
 
 const README = readFileSync(join(ROOT, "README.md"), "utf8")
 const STEPS = embeddingSteps(README)
@@ -47,11 +47,11 @@ const parseTscOutput = (output: string, cwd: string) => {
   return { byFile, global }
 }
 
-/** The README's TypeScript install line's spec (`typescript`, unpinned): what a reader gets. */
-const typescriptSpec = () => {
-  const spec = STEPS.install.flatMap((line) => line.split(/\s+/)).find((word) => /^typescript(@|$)/.test(word))
-  if (spec === undefined) throw new Error("the README's install steps no longer install typescript")
-  return spec
+/** The README's install line of TypeScript (`npm install --save-dev typescript ...`, unpinned): what a reader runs. */
+const typescriptInstall = () => {
+  const lines = STEPS.install.filter((line) => line.split(/\s+/).includes("typescript"))
+  if (lines.length !== 1) throw new Error(`the README's install steps should install typescript on one line: ${JSON.stringify(STEPS.install)}`)
+  return lines
 }
 
 describe("the typed workflow builder's compile errors under the newest TypeScript (7.x)", () => {
@@ -70,9 +70,10 @@ describe("the typed workflow builder's compile errors under the newest TypeScrip
       return
     }
     dir = mkdtempSync(join(tmpdir(), "type-fixtures-ts7-"))
-    await installProject(dir, { files: { "package.json": "{ \"private\": true }\n" }, install: [`npm install --save-dev ${typescriptSpec()}`] }, {
-      name: "",
-      tarball: "",
+    // No package name to replace by a tarball in that line: `name` matches no word of it.
+    await installProject(dir, { files: { "package.json": "{ \"private\": true }\n" }, install: typescriptInstall() }, {
+      name: "-",
+      tarball: "-",
       offline: true
     })
     const typescript = join(dir, "node_modules", "typescript")
