@@ -71,7 +71,7 @@ describe("the typed workflow builder's compile errors under the newest TypeScrip
     }
     dir = mkdtempSync(join(tmpdir(), "type-fixtures-ts7-"))
     // No package name to replace by a tarball in that line: `name` matches no word of it.
-    await installProject(dir, { files: { "package.json": "{ \"private\": true }\n" }, install: typescriptInstall() }, {
+    await installProject(dir, { files: { "package.json": "{ \"private\": true }\n" }, install: typescriptInstall(), run: [] }, {
       name: "-",
       tarball: "-",
       offline: true
