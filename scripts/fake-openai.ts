@@ -66,6 +66,11 @@ export interface FakeOpenAIOptions {
   readonly slowMinWords?: number
   /** Keep every request for `requests` (the default); off for a process no one can ask, so long loads do not grow it. */
   readonly recordRequests?: boolean
+  /**
+   * Refuse, as OpenAI's strict structured outputs do (400), a `strict: true` response_format whose schema
+   * has an object that does not require every property or allows additional ones. Off by default.
+   */
+  readonly strictSchemas?: boolean
 }
 
 export type JsonSchema = { readonly [key: string]: unknown }
@@ -213,6 +218,40 @@ const fillSchema = (schema: JsonSchema, root: JsonSchema, depth = 0): unknown =>
 }
 
 // ---------------------------------------------------------------------------
+// Strict structured outputs
+
+/** Why OpenAI's strict mode refuses `schema` (the first object it finds wrong), if it does. */
+export const strictSchemaIssue = (schema: unknown, path: ReadonlyArray<string> = []): string | undefined => {
+  if (Array.isArray(schema)) {
+    for (const [index, item] of schema.entries()) {
+      const issue = strictSchemaIssue(item, [...path, String(index)])
+      if (issue !== undefined) return issue
+    }
+    return undefined
+  }
+  if (typeof schema !== "object" || schema === null) return undefined
+  const node = schema as JsonSchema
+  const where = `context=(${path.map((key) => `'${key}'`).join(", ")})`
+  if (node.properties !== undefined || node.type === "object") {
+    if (node.additionalProperties !== false) {
+      return `In ${where}, 'additionalProperties' is required to be supplied and to be false.`
+    }
+    const required = new Set(Array.isArray(node.required) ? node.required : [])
+    const missing = Object.keys(asSchema(node.properties)).filter((key) => !required.has(key))
+    if (missing.length > 0) {
+      return `In ${where}, 'required' is required to be supplied and to be an array including every key in properties. ` +
+        `Missing '${missing[0]}'.`
+    }
+  }
+  for (const [key, value] of Object.entries(node)) {
+    if (key === "const" || key === "enum" || key === "default" || key === "examples") continue
+    const issue = strictSchemaIssue(value, [...path, key])
+    if (issue !== undefined) return issue
+  }
+  return undefined
+}
+
+// ---------------------------------------------------------------------------
 // Wire format
 
 const usageOf = (request: ChatRequestRecord, answer: Answer): Usage => {
@@ -272,6 +311,17 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
   const defaultWordDelayMs = options.wordDelayMs ?? 0
 
   const respond = (res: ServerResponse, request: ChatRequestRecord): void => {
+    const format = request.response_format
+    if (options.strictSchemas === true && format?.type === "json_schema" && format.json_schema.strict === true) {
+      const issue = strictSchemaIssue(format.json_schema.schema)
+      if (issue !== undefined) {
+        const name = format.json_schema.name ?? "response"
+        sendJson(res, 400, {
+          error: { message: `Invalid schema for response_format '${name}': ${issue}`, type: "invalid_request_error", param: "response_format", code: null }
+        })
+        return
+      }
+    }
     const answer = decideAnswer(request, options.slowMinWords ?? SLOW_MIN_WORDS)
     const header = {
       id: `chatcmpl-${++completionCounter}`,

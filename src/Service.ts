@@ -1,8 +1,10 @@
-import { Effect, Layer } from "effect"
-import { agentToolEntries, AgentRegistryLive, RegisteredAgents } from "./agents/AgentRegistry.js"
+import { Context, Effect, Layer } from "effect"
+import { AgentRegistry, agentToolEntries, AgentRegistryLive, RegisteredAgents } from "./agents/AgentRegistry.js"
 import { MemoryStoreLive } from "./agents/memory/MemoryStore.js"
 import { DefaultModelLive } from "./agents/models/DefaultModel.js"
 import type { ServiceApp } from "./App.js"
+import { bindApp } from "./app/bindApp.js"
+import { makeUserContext, UserContext } from "./app/UserContext.js"
 import { AuthPolicyLive } from "./auth/AuthPolicy.js"
 import { DatabaseLive } from "./Database.js"
 import { ServerConfig, type ServerConfigShape } from "./config/ServerConfig.js"
@@ -22,15 +24,31 @@ import { TracingLive } from "./observability/Tracing.js"
 import { ConsoleLoggingLive } from "./observability/consoleTraceIds.js"
 import { RecordRetentionLive } from "./retention/RecordRetention.js"
 import { StoreCommitsLive } from "./storage/StoreCommits.js"
-import { RegisteredTools, ToolRunnerLive } from "./tools/ToolRunner.js"
+import { RegisteredTools, ToolRunner, ToolRunnerLive } from "./tools/ToolRunner.js"
 import { ExecutionStoreLive } from "./workflows/ExecutionStore.js"
 import { IdempotencyKeysLive } from "./workflows/IdempotencyKeys.js"
-import { RegisteredWorkflows, WorkflowEngineLive } from "./workflows/WorkflowEngine.js"
+import { agentsOf } from "./workflows/Workflow.js"
+import { RegisteredWorkflows, WorkflowEngine, WorkflowEngineLive } from "./workflows/WorkflowEngine.js"
 
 const SERVICE_NAME = "agent-workflow-service"
 
-/** Every service of the app, without the HTTP server: for embedding or for tests. */
-export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
+/**
+ * The service's own services that user code may use: provided to it at call time (they are built
+ * from the app, so requiring them of the caller would be a cycle).
+ */
+export type OwnServices = AgentRegistry | WorkflowEngine | ToolRunner
+
+/** What an app's layer requires: what its code requires, but the service's own services. */
+export type AppRequirementsOf<R> = Exclude<R, OwnServices>
+
+/**
+ * Every service of the app, without the HTTP server: for embedding or for tests. It requires what the
+ * app's code requires (`R`, but the service's own services): provide your layers to it.
+ */
+export const ServicesLive = <R>(app: ServiceApp<R>, config: ServerConfigShape) =>
+  OwnServicesForUserCode.pipe(Layer.provideMerge(servicesFor(app, config)))
+
+const servicesFor = <R>(app: ServiceApp<R>, config: ServerConfigShape) =>
   Layer.mergeAll(McpExposureLive, WorkflowEngineLive, IdempotencyKeysLive, ReadinessLive).pipe(
     Layer.provideMerge(Layer.mergeAll(
       ToolRunnerLive,
@@ -64,27 +82,45 @@ export const ServicesLive = (app: ServiceApp, config: ServerConfigShape) =>
     Layer.provideMerge(ConsoleLoggingLive({ format: config.logFormat, level: config.logLevel }))
   )
 
-/** The app's definitions, as the registries read them; two different ones under one id fail here. */
-const AppLive = (app: ServiceApp) =>
-  Layer.mergeAll(
-    Layer.succeed(RegisteredAgents, app.agents),
-    Layer.succeed(RegisteredWorkflows, app.workflows),
-    Layer.effect(
-      RegisteredTools,
-      Effect.map(agentToolEntries(app.agents), (owned) => [...owned, ...app.tools.map((tool) => ({ tool, agents: [] }))])
+/**
+ * The app's definitions, as the registries read them, bound to the context this layer is built with
+ * (what their code requires); two different ones under one id fail here (an agent a workflow's
+ * andAgent calls included).
+ */
+const AppLive = <R>(app: ServiceApp<R>) =>
+  Layer.unwrapEffect(Effect.gen(function*() {
+    const userContext = makeUserContext(yield* Effect.context<AppRequirementsOf<R>>())
+    const bound = bindApp(app, userContext.provide)
+    // The agents its workflows' andAgent steps call are registered beside its own, as sub-agents are.
+    const agents = [...bound.agents, ...bound.workflows.flatMap(agentsOf)]
+    return Layer.mergeAll(
+      Layer.succeed(UserContext, userContext),
+      Layer.succeed(RegisteredAgents, agents),
+      Layer.succeed(RegisteredWorkflows, bound.workflows),
+      Layer.effect(
+        RegisteredTools,
+        Effect.map(agentToolEntries(agents), (owned) => [...owned, ...bound.tools.map((tool) => ({ tool, agents: [] }))])
+      )
     )
-  )
+  }))
+
+/** Hands the service's own services to user code once they are built. */
+const OwnServicesForUserCode = Layer.effectDiscard(Effect.gen(function*() {
+  const own = yield* Effect.context<OwnServices>()
+  const userContext = yield* UserContext
+  userContext.ownServicesBuilt(Context.pick(AgentRegistry, WorkflowEngine, ToolRunner)(own))
+}))
 
 /**
  * The HTTP service over the given services, listening on config.host:config.port (0 picks a free
  * port; read it from the HttpServer this layer provides). `Layer.launch` it to run until interrupted.
  */
-export const serveWith = <E>(config: ServerConfigShape, services: Layer.Layer<Layer.Layer.Success<ReturnType<typeof ServicesLive>>, E>) =>
+export const serveWith = <E, R>(config: ServerConfigShape, services: Layer.Layer<Layer.Layer.Success<ReturnType<typeof servicesFor>>, E, R>) =>
   HttpLive(config, NodeServerLive(config)).pipe(
     Layer.provide(services),
     Layer.provide(NodePlatformLive),
     Layer.provide(ConsoleLoggingLive({ format: config.logFormat, level: config.logLevel }))
   )
 
-/** The whole service for an app: its services and the HTTP server. */
-export const ServiceLive = (app: ServiceApp, config: ServerConfigShape) => serveWith(config, ServicesLive(app, config))
+/** The whole service for an app: its services and the HTTP server. It requires what the app's code requires (see ServicesLive). */
+export const ServiceLive = <R>(app: ServiceApp<R>, config: ServerConfigShape) => serveWith(config, ServicesLive(app, config))

@@ -2,7 +2,7 @@
  * Embedding surface: define tools and an app, configure, and run the service's layers inside your own
  * Effect program (see README "Embedding").
  */
-export { defineApp, type ServiceApp } from "./App.js"
+export { type AppParts, type AppRequirements, defineApp, type ServiceApp } from "./App.js"
 export { loadConfig } from "./cli.js"
 export { StartupError } from "./config/StartupError.js"
 export {
@@ -14,18 +14,20 @@ export {
   type ServerConfigShape
 } from "./config/ServerConfig.js"
 export * as Errors from "./core/errors.js"
+export { ErrorDetail } from "./core/errorDetail.js"
 export { DuplicateDefinition } from "./core/definitionId.js"
 export { ServiceApi } from "./Api.js"
 export { HttpLive } from "./server/Server.js"
 export * as RpcContract from "./rpc/RpcContract.js"
-export { serveWith, ServiceLive, ServicesLive } from "./Service.js"
+export { type AppRequirementsOf, type OwnServices, serveWith, ServiceLive, ServicesLive } from "./Service.js"
 export { DEFAULT_DATABASE_URL, SqlLive, StorageError } from "./storage/Sql.js"
 export { type Migration, Migrations } from "./storage/Migrations.js"
 export { DatabaseLive, serviceMigrations, ServiceMigrationsLive } from "./Database.js"
 export { defineTool, type Tool, type ToolContext, type ToolErrorClass } from "./tools/Tool.js"
 export { RegisteredTools, type ToolEntry, type ToolExecution, ToolRunner, ToolRunnerLive } from "./tools/ToolRunner.js"
-export { defineAgent, type AgentCallContext, type AgentDefinition } from "./agents/Agent.js"
-export { AgentRegistry, RegisteredAgents } from "./agents/AgentRegistry.js"
+export { type AgentCallContext, type AgentDefinition, type AgentRequirements, defineAgent, type Dynamic } from "./agents/Agent.js"
+export { AgentRegistry, type CallRequestWith, RegisteredAgents } from "./agents/AgentRegistry.js"
+export { AgentOutputInvalid, type JsonSchemaInput, type OutputSchema } from "./agents/AgentOutput.js"
 export { builtinEchoModel } from "./agents/models/BuiltinEchoModel.js"
 export {
   type LastDataDoesNotFitResult,

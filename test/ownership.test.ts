@@ -58,7 +58,7 @@ const notes = defineAgent({
 })
 const whoAmI = workflow({ id: "whoami", name: "Who am I", purpose: "Shows the owner", input: Schema.Struct({}), result: Schema.Unknown })
   .andThen({ id: "who", execute: ({ user, userId }) => ({ userId, sub: (user as { sub?: string } | null)?.sub ?? null }) })
-  .andAgent({ id: "ask", agent: "notes", prompt: ({ data }) => `step of ${data.userId} (${data.sub})` })
+  .andAgent({ id: "ask", agent: notes, prompt: ({ data }) => `step of ${data.userId} (${data.sub})` })
 const app = defineApp({ agents: [notes], workflows: [approval, whoAmI] })
 
 const auth = (defaultPrivate: boolean): { auth: AuthSettings } => ({

@@ -2,6 +2,7 @@ import { Effect, Schema } from "effect"
 import { describe, expect, expectTypeOf, it } from "vitest"
 import { defineApp } from "../src/App.js"
 import { pipeline } from "../src/examples/workflows.js"
+import { assistant } from "../src/examples/agents.js"
 import { workflow, type WorkflowDefinition } from "../src/workflows/Workflow.js"
 import { large, many } from "./type-fixtures-ok/large-workflow.js"
 
@@ -45,7 +46,7 @@ const typed = workflow({ id: "typed", name: "Typed", purpose: "every step type",
     ]
   })
   .andWorkflow({ id: "sub", workflow: child })
-  .andAgent({ id: "ask", agent: "assistant", prompt: ({ data }) => `double is ${data.doubled}` })
+  .andAgent({ id: "ask", agent: assistant, prompt: ({ data }) => `double is ${data.doubled}` })
   .andThen({
     id: "approve",
     resumeSchema: Schema.Struct({ approved: Schema.Boolean }),

@@ -29,10 +29,10 @@ const steps = workflow({
   .andWhen({ id: "when", condition: ({ data }) => data.n > 10, step: { id: "halve", execute: ({ data }) => ({ n: data.n / 2 }) } })
   .andTap({ id: "tap-fails", execute: () => Effect.fail(new Error("tap broke")) })
   .andWorkflow({ id: "sub", workflow: child })
-  .andAgent({ id: "ask", agent: "assistant", prompt: ({ data }) => `number ${data.n}` })
+  .andAgent({ id: "ask", agent: assistant, prompt: ({ data }) => `number ${data.n}` })
   .andAgent({
     id: "ask-object",
-    agent: "assistant",
+    agent: assistant,
     prompt: () => "give me an object",
     output: { type: "object", properties: { label: { type: "string" } }, required: ["label"] }
   })

@@ -1,5 +1,7 @@
 import type { LanguageModelV3 } from "@ai-sdk/provider"
+import { Effect } from "effect"
 import { checkDefinitionId } from "../core/definitionId.js"
+import { fromUserResult, type ResultContext } from "../core/userCode.js"
 import type { Tool } from "../tools/Tool.js"
 import type { GenerationOptions } from "./AgentsSchemas.js"
 
@@ -16,35 +18,63 @@ export interface AgentCallContext {
   readonly owner?: { readonly userId: string | null } | undefined
 }
 
-/** A value, or a function of the call that computes it. */
-export type Dynamic<A> = A | ((call: AgentCallContext) => A | PromiseLike<A>)
+/** A value, or a function of the call that computes it (a value, a Promise or an Effect requiring `R`). */
+export type Dynamic<A, R = never> = A | ((call: AgentCallContext) => A | PromiseLike<A> | Effect.Effect<A, unknown, R>)
 
 export type AgentDefaults = Pick<
   GenerationOptions,
   "maxSteps" | "temperature" | "maxOutputTokens" | "topP" | "frequencyPenalty" | "presencePenalty" | "contextLimit"
 >
 
-export interface AgentDefinition {
+/**
+ * An agent; `R` is what its tools, sub-agents and dynamic parts require (the services of your own they
+ * use, provided by the layer you give `ServiceLive`/`ServicesLive`), `never` when nothing.
+ */
+export interface AgentDefinition<out R = never> {
   readonly id: string
   readonly name: string
   /** What the agent is for; shown as its description. */
   readonly purpose: string
-  readonly instructions: Dynamic<string>
+  readonly instructions: Dynamic<string, R>
   /** Defaults to the service's model (AI_PROVIDER / AI_MODEL). */
-  readonly model?: Dynamic<LanguageModelV3> | undefined
-  readonly tools?: ReadonlyArray<Tool> | undefined
+  readonly model?: Dynamic<LanguageModelV3, R> | undefined
+  readonly tools?: ReadonlyArray<Tool<R>> | undefined
   /** Narrows `tools` per call, by name (for example by the caller's tier). */
   readonly activeTools?: ((call: AgentCallContext) => ReadonlyArray<string>) | undefined
-  readonly subAgents?: ReadonlyArray<AgentDefinition> | undefined
+  readonly subAgents?: ReadonlyArray<AgentDefinition<R>> | undefined
   /** Keep conversation memory in the SQL store (used when a call names a conversationId). */
   readonly memory?: boolean | undefined
   readonly defaults?: AgentDefaults | undefined
 }
 
-export const defineAgent = (definition: AgentDefinition): AgentDefinition => {
+/** The field `K` of `D` if it has one (not the constraint's type when absent). */
+type Field<D, K extends string> = K extends keyof D ? D[K] : never
+
+type DynamicRequirements<X> = X extends (call: AgentCallContext) => infer Ret ? ResultContext<Ret> : never
+
+type ElementRequirements<T> = T extends ReadonlyArray<infer E>
+  ? E extends Tool<infer R> ? R : E extends AgentDefinition<infer R> ? R : never
+  : never
+
+/** What an agent's definition requires: its dynamic parts', its tools' and its sub-agents' `R`. */
+export type AgentRequirements<D extends AgentDefinition<unknown>> =
+  | DynamicRequirements<Field<D, "instructions">>
+  | DynamicRequirements<Field<D, "model">>
+  | ElementRequirements<Field<D, "tools">>
+  | ElementRequirements<Field<D, "subAgents">>
+
+/** An agent; its type carries what its tools, sub-agents and dynamic parts require. */
+export const defineAgent = <const D extends AgentDefinition<unknown>>(definition: D): AgentDefinition<AgentRequirements<D>> => {
   checkDefinitionId("Agent id", definition.id)
-  return definition
+  // Its requirements are read off its parts: the same object, typed by what it holds.
+  return definition as AgentDefinition<unknown> as AgentDefinition<never>
 }
 
-export const resolveDynamic = <A>(value: Dynamic<A>, call: AgentCallContext): Promise<A> =>
-  Promise.resolve(typeof value === "function" ? (value as (call: AgentCallContext) => A | PromiseLike<A>)(call) : value)
+/** A dynamic part's value for a call; what its function throws or fails with is the error. */
+export const resolveDynamic = <A>(value: Dynamic<A, unknown>, call: AgentCallContext): Effect.Effect<A, unknown> =>
+  typeof value === "function"
+    ? Effect.flatMap(
+      Effect.try({ try: () => (value as (call: AgentCallContext) => A | PromiseLike<A>)(call), catch: (error) => error }),
+      fromUserResult
+    )
+    : Effect.succeed(value)

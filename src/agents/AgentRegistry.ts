@@ -7,6 +7,8 @@ import { storageKind } from "../storage/Sql.js"
 import { defineTool, type Tool } from "../tools/Tool.js"
 import type { ToolEntry } from "../tools/ToolRunner.js"
 import type { AgentCallContext, AgentDefinition } from "./Agent.js"
+import { originalOf } from "../app/bindApp.js"
+import { type AgentOutputInvalid, type OutputSchema, prepareOutput } from "./AgentOutput.js"
 import type { AgentCard, AgentDetails, AgentSummary, ConversationDeleted, HistoryPage, TextResult } from "./AgentsSchemas.js"
 import type * as Generation from "./generation/Generation.js"
 import { DEFAULTS } from "./generation/settings.js"
@@ -18,6 +20,9 @@ export type { CallRequest, ObjectEvent, StreamEvent } from "./generation/Generat
 
 type ObjectRequest = Generation.CallRequest & { readonly schema: unknown }
 type CallError = NotFound | ValidationError | ExecutionFailed
+
+/** A call asking for structured output described by an Effect Schema. */
+export type CallRequestWith<A> = Generation.CallRequest & { readonly output: OutputSchema<A> }
 
 export class AgentRegistry extends Context.Tag("AgentRegistry")<AgentRegistry, {
   readonly list: Effect.Effect<ReadonlyArray<AgentSummary>>
@@ -37,6 +42,15 @@ export class AgentRegistry extends Context.Tag("AgentRegistry")<AgentRegistry, {
     owner?: Owner
   ) => Effect.Effect<typeof ConversationDeleted.Type, NotFound>
   readonly text: (id: string, request: Generation.CallRequest) => Effect.Effect<TextResult, CallError>
+  /**
+   * Calls an agent by reference (issue #30): it must be the one registered under its id (another
+   * object under that id is NotFound). Its TextResult; with `output` (an Effect Schema), the model is
+   * asked for that schema's JSON Schema and its object comes back decoded (AgentOutputInvalid if not).
+   */
+  readonly call: {
+    <A>(agent: AgentDefinition<unknown>, request: CallRequestWith<A>): Effect.Effect<A, CallError | AgentOutputInvalid>
+    (agent: AgentDefinition<unknown>, request: Generation.CallRequest): Effect.Effect<TextResult, CallError>
+  }
   /** The events as the model produces them; cancelling the stream aborts the model call. */
   readonly stream: (id: string, request: Generation.CallRequest) => Effect.Effect<ReadableStream<Generation.StreamEvent>, CallError>
   /** SSE bytes in the AI SDK's UI message stream format. */
@@ -102,6 +116,34 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
       const generation = yield* Effect.cached(Effect.promise(() => import("./generation/Generation.js")))
 
       const find = (id: string) => getOrNotFound(byId, "Agent", id)
+
+      // The registry holds the definitions bound to the app's context; the caller holds what it defined.
+      const findRegistered = (agent: AgentDefinition<unknown>) => {
+        const registered = byId.get(agent.id)
+        return registered !== undefined && originalOf(registered) === originalOf(agent)
+          ? Effect.succeed(registered)
+          : Effect.fail(
+            new NotFound({
+              message: byId.has(agent.id)
+                ? `Agent ${agent.id} is not the agent registered under that id`
+                : `Agent ${agent.id} is not registered in this app`
+            })
+          )
+      }
+
+      function call<A>(agent: AgentDefinition<unknown>, request: CallRequestWith<A>): Effect.Effect<A, CallError | AgentOutputInvalid>
+      function call(agent: AgentDefinition<unknown>, request: Generation.CallRequest): Effect.Effect<TextResult, CallError>
+      function call(
+        agent: AgentDefinition<unknown>,
+        { output, ...request }: Generation.CallRequest & { readonly output?: Schema.Schema.AnyNoContext }
+      ): Effect.Effect<unknown, CallError | AgentOutputInvalid> {
+        return Effect.flatMap(findRegistered(agent), (found) =>
+          Effect.flatMap(generation, (g) => {
+            if (output === undefined) return g.text(env, found, request)
+            const prepared = prepareOutput(output)
+            return Effect.flatMap(g.object(env, found, { ...request, schema: prepared.jsonSchema }), (value) => prepared.decode(found.id, value))
+          }))
+      }
 
       const delegateTool = (agent: AgentDefinition, call: AgentCallContext): Tool =>
         defineTool({
@@ -210,6 +252,7 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
           }
         ),
         text: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.text(env, agent, request))),
+        call,
         stream: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.stream(env, agent, request))),
         chat: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.chat(env, agent, request))),
         object: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.object(env, agent, request))),

@@ -1,7 +1,24 @@
 import { Cause, Effect, Exit, Predicate } from "effect"
 
-/** What user code (a tool's `execute`, a workflow step's function) may return. */
-export type UserResult<A> = A | PromiseLike<A> | Effect.Effect<A, unknown>
+/**
+ * What user code (a tool's `execute`, a workflow step's function, an agent's dynamic part) may return.
+ * At run time its Effect's requirements are already provided (see `UserContext`); the types that
+ * carry them are on the definitions (`Tool<R>`, `AgentDefinition<R>`, `WorkflowDefinition<I, O, R>`).
+ */
+export type UserResult<A> = A | PromiseLike<A> | Effect.Effect<A, unknown, unknown>
+
+/** The value user code produces: an Effect's success, a Promise's value, or the value itself. */
+export type ResultValue<Ret> = Ret extends Effect.Effect<infer A, infer _E, infer _R> ? A
+  : Ret extends PromiseLike<infer A> ? A
+  : Ret
+
+/** How user code fails: an Effect's `E`, `unknown` for a Promise's rejection, `never` for a plain value. */
+export type ResultError<Ret> = Ret extends Effect.Effect<infer _A, infer E, infer _R> ? E
+  : Ret extends PromiseLike<unknown> ? unknown
+  : never
+
+/** What user code requires: an Effect's `R`, `never` otherwise (and for `any`: code typed `any` opted out). */
+export type ResultContext<Ret> = 0 extends 1 & Ret ? never : Ret extends Effect.Effect<infer _A, infer _E, infer R> ? R : never
 
 /** What user code returned, as an Effect: an Effect runs as is, a Promise fails with its rejection. */
 export const fromUserResult = <A>(out: UserResult<A>): Effect.Effect<A, unknown> =>

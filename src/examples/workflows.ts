@@ -1,5 +1,6 @@
 import { Effect, Schema } from "effect"
 import { workflow } from "../workflows/Workflow.js"
+import { assistant } from "./agents.js"
 
 /** Amounts over 100 wait for a manager. */
 export const approval = workflow({
@@ -89,3 +90,35 @@ export const slow = workflow({
   result: Schema.Struct({ waitedMs: Schema.Number })
 })
   .andThen({ id: "wait", execute: ({ data }) => Effect.as(Effect.sleep(data.ms), { waitedMs: data.ms }) })
+
+/** An item a customer message names. */
+export class OrderLine extends Schema.Class<OrderLine>("OrderLine")({ item: Schema.String, quantity: Schema.Number }) {}
+
+/** What the assistant answers when it sorts a message (the model is asked for its JSON Schema). */
+export const Triage = Schema.Struct({
+  category: Schema.Literal("billing", "delivery", "other"),
+  urgent: Schema.Boolean,
+  note: Schema.optional(Schema.String),
+  lines: Schema.Array(OrderLine)
+})
+
+/** Asks the assistant to sort a customer message: its answer decoded with `Triage`, merged with the input by `map`. */
+export const triage = workflow({
+  id: "triage",
+  name: "Triage",
+  purpose: "Ask the assistant to sort a customer message",
+  input: Schema.Struct({ message: Schema.String }).annotations({ examples: [{ message: "Two mugs arrived broken" }] }),
+  result: Schema.Struct({ message: Schema.String, category: Schema.String, urgent: Schema.Boolean, items: Schema.Number })
+})
+  .andAgent({
+    id: "sort",
+    agent: assistant,
+    prompt: ({ data }) => `Sort this customer message: ${data.message}`,
+    output: Triage,
+    map: (answer, { input }) => ({
+      message: input.message,
+      category: answer.category,
+      urgent: answer.urgent,
+      items: answer.lines.reduce((sum, line) => sum + line.quantity, 0)
+    })
+  })

@@ -1,7 +1,7 @@
 import { Ajv2020 } from "ajv/dist/2020.js"
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
 import addFormatsModule from "ajv-formats"
-import { Either } from "effect"
+import { Either, type JSONSchema } from "effect"
 import { messageOf } from "../core/errorMessages.js"
 import type { Issue } from "../core/errors.js"
 import { linearRegExp, PatternWorkExceeded, withPatternWork } from "./linearPatterns.js"
@@ -13,6 +13,9 @@ import { schemaBoundsIssues } from "./schemaBounds.js"
  */
 
 export type JsonSchema = Record<string, unknown>
+
+/** What a JSON-Schema slot of the public API takes: a plain JSON Schema object or the value of Effect's `JSONSchema.make`. */
+export type JsonSchemaInput = JsonSchema | JSONSchema.JsonSchema7Root
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv | Ajv2020) => void
 const options = { allErrors: true, strict: false, validateFormats: true, code: { regExp: linearRegExp } } as const

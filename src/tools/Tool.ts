@@ -3,8 +3,8 @@ import { Effect, Either, JSONSchema, ParseResult, Schema } from "effect"
 import { checkDefinitionId } from "../core/definitionId.js"
 import type { Issue } from "../core/errors.js"
 import * as JsonSchemaValidator from "../json-schema/JsonSchemaValidator.js"
-import type { JsonSchema } from "../json-schema/JsonSchemaValidator.js"
-import { fromUserResult, type UserResult } from "../core/userCode.js"
+import type { JsonSchema, JsonSchemaInput } from "../json-schema/JsonSchemaValidator.js"
+import { fromUserResult, type ResultContext } from "../core/userCode.js"
 
 /** What a tool sees of its caller. */
 export interface ToolContext {
@@ -16,7 +16,8 @@ export interface ToolContext {
   readonly signal: AbortSignal
 }
 
-export type ToolExecute<A> = (input: A, context: ToolContext) => UserResult<unknown>
+/** A tool's code: a value, a Promise or an Effect; an Effect's requirements become the tool's `R`. */
+export type ToolExecute<A, Ret> = (input: A, context: ToolContext) => Ret
 
 /**
  * An error class a tool may declare: a `Schema.TaggedError` annotated with its HTTP status,
@@ -51,7 +52,11 @@ const declaredErrors = (tool: string, errors: ReadonlyArray<ToolErrorClass>): Re
     return { tag, status, is: Schema.is(error) }
   })
 
-export interface Tool {
+/**
+ * A tool; `R` is what its `execute` requires (the services of your own it uses, provided by the layer
+ * you give `ServiceLive`/`ServicesLive`), `never` when nothing.
+ */
+export interface Tool<out R = never> {
   readonly name: string
   readonly description: string
   readonly tags: ReadonlyArray<string>
@@ -61,7 +66,7 @@ export interface Tool {
   /** The errors it declares: a failure that is one is answered with its status, not 500. */
   readonly declaredErrors: ReadonlyArray<DeclaredError>
   /** Runs the tool on decoded input; any failure, thrown or returned, is the error channel. */
-  readonly run: (input: unknown, context: ToolContext) => Effect.Effect<unknown, unknown>
+  readonly run: (input: unknown, context: ToolContext) => Effect.Effect<unknown, unknown, R>
 }
 
 interface ToolOptions<P> {
@@ -81,7 +86,7 @@ const make = (
   options: ToolOptions<unknown>,
   parameters: JsonSchema,
   decode: Tool["decode"],
-  execute: ToolExecute<any>
+  execute: ToolExecute<any, unknown>
 ): Tool => {
   checkDefinitionId("Tool name", options.name)
   return {
@@ -105,15 +110,17 @@ const fromEffectSchema = <A, I>(schema: Schema.Schema<A, I>): Pick<Tool, "parame
 
 /**
  * A tool whose parameters are an Effect Schema (decoded input is typed) or a JSON Schema object
- * (validated with Ajv, input is `unknown`).
+ * (validated with Ajv, input is `unknown`; `JSONSchema.make(schema)`'s value is one too).
  */
-export function defineTool<A, I>(
-  options: ToolOptions<Schema.Schema<A, I>> & { readonly execute: ToolExecute<A> }
-): Tool
-export function defineTool(options: ToolOptions<JsonSchema> & { readonly execute: ToolExecute<unknown> }): Tool
+export function defineTool<A, I, Ret>(
+  options: ToolOptions<Schema.Schema<A, I>> & { readonly execute: ToolExecute<A, Ret> }
+): Tool<ResultContext<Ret>>
+export function defineTool<Ret>(
+  options: ToolOptions<JsonSchemaInput> & { readonly execute: ToolExecute<unknown, Ret> }
+): Tool<ResultContext<Ret>>
 export function defineTool(
-  options: ToolOptions<Schema.Schema<any, any> | JsonSchema> & { readonly execute: ToolExecute<any> }
-): Tool {
+  options: ToolOptions<Schema.Schema<any, any> | JsonSchemaInput> & { readonly execute: ToolExecute<any, unknown> }
+): Tool<unknown> {
   if (Schema.isSchema(options.parameters)) {
     const { decode, parameters } = fromEffectSchema(options.parameters)
     return make(options, parameters, decode, options.execute)

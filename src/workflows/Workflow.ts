@@ -1,4 +1,6 @@
-import { Data, type Schema } from "effect"
+import { Data, type Effect, type Schema } from "effect"
+import type { AgentDefinition } from "../agents/Agent.js"
+import { isOutputSchema, type JsonSchemaInput, type OutputSchema, prepareOutput } from "../agents/AgentOutput.js"
 import { checkDefinitionId } from "../core/definitionId.js"
 import type { UserResult } from "../core/userCode.js"
 import type {
@@ -83,20 +85,29 @@ export interface StepSpec extends StepMeta {
 export type Step =
   | (StepSpec & { readonly type: "andThen" })
   | (StepSpec & { readonly type: "andTap" })
-  | (StepMeta & { readonly type: "andWhen"; readonly condition: (context: StepContext<any, any, any, any, any>) => boolean | PromiseLike<boolean>; readonly step: StepSpec })
+  | (StepMeta & { readonly type: "andWhen"; readonly condition: (context: StepContext<any, any, any, any, any>) => UserResult<boolean>; readonly step: StepSpec })
   | (StepMeta & { readonly type: "andAll"; readonly steps: ReadonlyArray<StepSpec> })
   | (StepMeta & { readonly type: "andRace"; readonly steps: ReadonlyArray<StepSpec> })
   | (StepMeta & {
     readonly type: "andAgent"
-    readonly agent: string
-    readonly prompt: (context: StepContext<any, any, any, any, any>) => string | PromiseLike<string>
-    /** JSON Schema of the object the agent must answer with; text when absent. */
-    readonly output?: Record<string, unknown> | undefined
+    /**
+     * The agent itself (registered with the app's agents when the layer builds, bound to its context
+     * there: held erased, as step code is); called by its id.
+     */
+    readonly agent: AgentDefinition
+    readonly prompt: (context: StepContext<any, any, any, any, any>) => UserResult<string>
+    /**
+     * What the agent must answer with: an Effect Schema (its answer decoded) or a JSON Schema (its
+     * object as is); its text when absent.
+     */
+    readonly output?: Schema.Schema.AnyNoContext | JsonSchemaInput | undefined
+    /** Turns the answer into the step's output, with the step's context. */
+    readonly map?: ((out: any, context: StepContext<any, any, any, any, any>) => UserResult<unknown>) | undefined
   })
   | (StepMeta & {
     readonly type: "andWorkflow"
     readonly workflow: WorkflowDefinition
-    readonly input?: ((context: StepContext<any, any, any, any, any>) => unknown) | undefined
+    readonly input?: ((context: StepContext<any, any, any, any, any>) => UserResult<unknown>) | undefined
   })
 
 export type StepType = Step["type"]
@@ -114,7 +125,7 @@ export interface WorkflowVariance<in I, out O, out R> {
  * A finished workflow: its last step's data fits `result`. `R` is what its steps require (`never`
  * when nothing). The schemas are held erased; their types are in the brand.
  */
-export interface WorkflowDefinition<in I = any, out O = any, out R = any> {
+export interface WorkflowDefinition<in I = any, out O = any, out R = never> {
   readonly [WorkflowTypeId]: WorkflowVariance<I, O, R>
   readonly id: string
   readonly name: string
@@ -159,13 +170,13 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
     readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret
   }) => Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus>
   /** Runs `step` when `condition` holds: the data is then its output, else unchanged. */
-  readonly andWhen: <Id extends string, InnerId extends string, Ret, Res = WRes, Sus = WSus>(step: Described & {
+  readonly andWhen: <Id extends string, InnerId extends string, Ret, Cond extends Condition, Res = WRes, Sus = WSus>(step: Described & {
     readonly id: Id
     readonly resumeSchema?: SchemaOf<Res> | undefined
     readonly suspendSchema?: SchemaOf<Sus> | undefined
-    readonly condition: (context: StepContext<D, I, S, Res, Sus>) => boolean | PromiseLike<boolean>
+    readonly condition: (context: StepContext<D, I, S, Res, Sus>) => Cond
     readonly step: Described & { readonly id: InnerId; readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret }
-  }) => Next<I, O, D | ResultValue<Ret>, WithWhen<S, Id, InnerId, D, ResultValue<Ret>>, R | ResultContext<Ret>, WRes, WSus>
+  }) => Next<I, O, D | ResultValue<Ret>, WithWhen<S, Id, InnerId, D, ResultValue<Ret>>, R | ResultContext<Ret> | ResultContext<Cond>, WRes, WSus>
   /** Runs its steps concurrently on the same data: the next data is the tuple of their outputs. */
   readonly andAll: <Id extends string, const T extends ReadonlyArray<InnerStep<StepContext<D, I, S, Res, Sus>>>, Res = WRes, Sus = WSus>(
     step: Described & {
@@ -192,13 +203,24 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
     WRes,
     WSus
   >
-  /** Asks an agent (by id): the next data is its text, or the object when `output` (a JSON Schema) is given. */
-  readonly andAgent: <Id extends string, Out extends Record<string, unknown> | undefined = undefined>(step: Described & {
+  /**
+   * Asks an agent (the object; it is registered with the app when the layer builds): the next data is
+   * its text, or with `output` an Effect Schema's type (the answer decoded; a JSON Schema gives
+   * `unknown`), or what `map(answer, context)` returns.
+   */
+  readonly andAgent: <
+    Id extends string,
+    P extends AgentPrompt,
+    Out extends AgentOutputSpec = undefined,
+    Ret = AgentAnswer<Out>,
+    AR = never
+  >(step: Described & {
     readonly id: Id
-    readonly agent: string
-    readonly prompt: (context: StepContext<D, I, S, WRes, WSus>) => string | PromiseLike<string>
+    readonly agent: AgentDefinition<AR>
+    readonly prompt: (context: StepContext<D, I, S, WRes, WSus>) => P
     readonly output?: Out
-  }) => Next<I, O, AgentOutput<Out>, WithStep<S, Id, AgentOutput<Out>>, R, WRes, WSus>
+    readonly map?: (out: AgentAnswer<Out>, context: StepContext<D, I, S, WRes, WSus>) => Ret
+  }) => Next<I, O, ResultValue<Ret>, WithStep<S, Id, ResultValue<Ret>>, R | AR | ResultContext<P> | ResultContext<Ret>, WRes, WSus>
   /**
    * Runs another workflow inline: the next data is its result. Its input is the data, or what `input`
    * returns; either must fit the child's input type.
@@ -210,16 +232,28 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
       readonly workflow: WorkflowDefinition<D, CO, CR>
       readonly input?: undefined
     }): Next<I, O, CO, WithStep<S, Id, CO>, R | CR, WRes, WSus>
-    <Id extends string, CO, CR, X>(step: Described & {
+    <Id extends string, CO, CR, X, XR = never>(step: Described & {
       readonly id: Id
       readonly resumeSchema?: SchemaOf<WRes> | undefined
       readonly workflow: WorkflowDefinition<X, CO, CR>
-      readonly input: (context: StepContext<D, I, S, WRes, WSus>) => UserResult<X>
-    }): Next<I, O, CO, WithStep<S, Id, CO>, R | CR, WRes, WSus>
+      readonly input: (context: StepContext<D, I, S, WRes, WSus>) => X | PromiseLike<X> | Effect.Effect<X, unknown, XR>
+    }): Next<I, O, CO, WithStep<S, Id, CO>, R | CR | XR, WRes, WSus>
   }
 }
 
-type AgentOutput<Out> = [Out] extends [undefined] ? string : unknown
+/** What an andAgent's prompt returns: the text, as a value, a Promise or an Effect. */
+export type AgentPrompt = string | PromiseLike<string> | Effect.Effect<string, any, any>
+
+/** What an andAgent's `output` may be: an Effect Schema, a JSON Schema, or nothing (text). */
+export type AgentOutputSpec = OutputSchema<any> | JsonSchemaInput | undefined
+
+/** The agent's answer for an `output`: the Schema's type, `unknown` for a JSON Schema, the text without one. */
+export type AgentAnswer<Out> = [Out] extends [undefined] ? string
+  : Out extends Schema.Schema<infer A, infer _I, infer _R> ? A
+  : unknown
+
+/** What `andWhen`'s condition may return. */
+type Condition = boolean | PromiseLike<boolean> | Effect.Effect<boolean, unknown, unknown>
 
 type InnerContext<T extends ReadonlyArray<unknown>> = T[number] extends infer U
   ? U extends { readonly execute: (...args: never) => infer Ret } ? ResultContext<Ret> : never
@@ -269,6 +303,28 @@ const idsOf = (step: Step): ReadonlyArray<string> =>
     ? [step.id, step.step.id]
     : [step.id]
 
+/**
+ * An andAgent step as given, checked: an agent object, and an Effect Schema `output` that describes an
+ * object. Without `map` the decoded answer is the step's output: that Schema is its `outputSchema`
+ * (unless it has one), so the answer is stored in its encoded form (a Schema.Class is JSON there).
+ */
+const checkAgentStep = <T extends Omit<Extract<Step, { type: "andAgent" }>, "type">>(step: T): T => {
+  if (typeof step.agent !== "object" || step.agent === null || typeof step.agent.id !== "string") {
+    throw new Error(`andAgent ${step.id}: agent must be an agent definition (defineAgent), not ${typeof step.agent}`)
+  }
+  if (step.output === undefined || !isOutputSchema(step.output)) return step
+  if (prepareOutput(step.output).jsonSchema.type !== "object") {
+    throw new Error(`andAgent ${step.id}: output must be a Schema of an object (a model answers with a JSON object)`)
+  }
+  return step.map === undefined && step.outputSchema === undefined ? { ...step, outputSchema: step.output } : step
+}
+
+/** The agents a workflow's andAgent steps call, its sub-workflows' included (registered with the app's). */
+export const agentsOf = (definition: WorkflowDefinition): ReadonlyArray<AgentDefinition> =>
+  definition.steps.flatMap((step) =>
+    step.type === "andAgent" ? [step.agent] : step.type === "andWorkflow" ? agentsOf(step.workflow) : []
+  )
+
 interface Erased {
   readonly options: Omit<WorkflowDefinition, "steps" | typeof WorkflowTypeId>
   readonly steps: ReadonlyArray<Step>
@@ -295,7 +351,7 @@ const build = (definition: Erased): any => {
     andWhen: (step: Omit<Extract<Step, { type: "andWhen" }>, "type">) => add({ ...step, type: "andWhen" }),
     andAll: (step: Omit<Extract<Step, { type: "andAll" }>, "type">) => add({ ...step, type: "andAll" }),
     andRace: (step: Omit<Extract<Step, { type: "andRace" }>, "type">) => add({ ...step, type: "andRace" }),
-    andAgent: (step: Omit<Extract<Step, { type: "andAgent" }>, "type">) => add({ ...step, type: "andAgent" }),
+    andAgent: (step: Omit<Extract<Step, { type: "andAgent" }>, "type">) => add({ ...checkAgentStep(step), type: "andAgent" }),
     andWorkflow: (step: Omit<Extract<Step, { type: "andWorkflow" }>, "type">) => add({ ...step, type: "andWorkflow" })
   }
 }

@@ -1,20 +1,10 @@
-import type { Effect, Schema } from "effect"
+import type { Schema } from "effect"
+import type { ResultError, ResultValue } from "../core/userCode.js"
 
 /** A schema the builder takes: its Type is `A`, any encoding, no requirements. */
 export type SchemaOf<A> = Schema.Schema<A, any, never>
 
-/** The value user code produces: an Effect's success, a Promise's value, or the value itself. */
-export type ResultValue<Ret> = Ret extends Effect.Effect<infer A, infer _E, infer _R> ? A
-  : Ret extends PromiseLike<infer A> ? A
-  : Ret
-
-/** How user code fails: an Effect's `E`, `unknown` for a Promise's rejection, `never` for a plain value. */
-export type ResultError<Ret> = Ret extends Effect.Effect<infer _A, infer E, infer _R> ? E
-  : Ret extends PromiseLike<unknown> ? unknown
-  : never
-
-/** What user code requires: an Effect's `R`, `never` otherwise. */
-export type ResultContext<Ret> = Ret extends Effect.Effect<infer _A, infer _E, infer R> ? R : never
+export type { ResultContext, ResultError, ResultValue } from "../core/userCode.js"
 
 /** `suspend` as a step sees it: `data` is optional and untyped without a `suspendSchema`, required and typed with one. */
 export type SuspendFn<S> = unknown extends S ? (reason: string, data?: unknown) => never : (reason: string, data: S) => never

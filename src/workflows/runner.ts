@@ -1,4 +1,5 @@
 import { Cause, Data, Effect, Either, ParseResult, Schema } from "effect"
+import { isOutputSchema } from "../agents/AgentOutput.js"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ErrorDetail } from "../core/errorDetail.js"
 import { BadRequest, ValidationError } from "../core/errors.js"
@@ -183,21 +184,11 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
       )
     case "andAgent":
       return runCode(step.id, (signal) => step.prompt(contextFor(env, step, data, resumeData, signal))).pipe(
-        Effect.flatMap((prompt) => {
-          // The agent call is the execution's owner's: its history entry is theirs.
-          const request = {
-            input: prompt,
-            options: { context: { ...env.context }, ...(env.userId === undefined ? {} : { userId: env.userId }) },
-            user: env.user
-          }
-          return step.output === undefined
-            ? Effect.map(env.agents.text(step.agent, request), (result) => result.text)
-            : env.agents.object(step.agent, { ...request, schema: step.output })
-        }),
-        Effect.catchIf(
-          (error): error is Exclude<typeof error, StepOutcome> => error._tag !== "StepFailed" && error._tag !== "SuspendSignal",
-          (error) => Effect.fail(stepFailure(step.id, error))
-        )
+        Effect.flatMap((prompt) => askAgent(env, step, prompt)),
+        Effect.flatMap((answer) => {
+          const map = step.map
+          return map === undefined ? Effect.succeed(answer) : runFn(env, step, (context) => map(answer, context), data, resumeData)
+        })
       )
     case "andWorkflow":
       return runCode(step.id, (signal) =>
@@ -210,6 +201,23 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
           )
         )
   }
+}
+
+/** An andAgent step's call: the agent's text, its object (JSON Schema `output`) or its decoded answer (Effect Schema). */
+const askAgent = (env: StepEnv, step: Extract<Step, { type: "andAgent" }>, prompt: string): Effect.Effect<unknown, StepOutcome> => {
+  // The agent call is the execution's owner's: its history entry is theirs.
+  const request = {
+    input: prompt,
+    options: { context: { ...env.context }, ...(env.userId === undefined ? {} : { userId: env.userId }) },
+    user: env.user
+  }
+  const output = step.output
+  const answer: Effect.Effect<unknown, { readonly _tag: string }> = output === undefined
+    ? Effect.map(env.agents.call(step.agent, request), (result) => result.text)
+    : isOutputSchema(output)
+    ? env.agents.call(step.agent, { ...request, output })
+    : env.agents.object(step.agent.id, { ...request, schema: output })
+  return Effect.mapError(answer, (error) => stepFailure(step.id, error))
 }
 
 /** A sub-workflow runs inline: its steps in order, its suspension suspending the parent step. */

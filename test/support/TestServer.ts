@@ -7,7 +7,7 @@ import type { ServiceApp } from "../../src/App.js"
 import { resolveServerConfig, type ServerConfigShape } from "../../src/config/ServerConfig.js"
 import { exampleApp } from "../../src/examples/app.js"
 import { ServiceApi } from "../../src/Api.js"
-import { serveWith, ServicesLive } from "../../src/Service.js"
+import { type AppRequirementsOf, serveWith, ServicesLive } from "../../src/Service.js"
 
 
 export class TestServer extends Context.Tag("test/TestServer")<TestServer, {
@@ -28,14 +28,16 @@ export const tempDir = Effect.acquireRelease(
  * The real service on a free port of 127.0.0.1, with its own SQLite file. Logs are captured in memory
  * instead of printed.
  */
-export interface TestServerOptions {
-  readonly app?: ServiceApp
+export interface TestServerOptions<R = never> {
+  readonly app?: ServiceApp<R>
+  /** The layers of the services the app's code requires (its `R`). */
+  readonly provide?: Layer.Layer<AppRequirementsOf<R>>
   readonly config?: Partial<ServerConfigShape>
   /** Replaces services of the app (for example a ToolRunner that misbehaves). */
   readonly override?: Layer.Layer<any>
 }
 
-export const TestServerLive = (options: TestServerOptions = {}) =>
+export const TestServerLive = <R = never>(options: TestServerOptions<R> = {}) =>
   Layer.scoped(
     TestServer,
     Effect.gen(function*() {
@@ -52,7 +54,9 @@ export const TestServerLive = (options: TestServerOptions = {}) =>
         const annotated = [...HashMap.toEntries(annotations)].map(([key, value]) => ` ${key}=${String(value)}`).join("")
         logs.push([message].flat().map(String).join(" ") + annotated + (cause._tag === "Empty" ? "" : ` ${String(cause)}`))
       })
-      const services = ServicesLive(options.app ?? exampleApp, config)
+      // Without `provide`, the app requires nothing (an app that does would not compile without it).
+      const provided = options.provide ?? (Layer.empty as Layer.Layer<AppRequirementsOf<R>>)
+      const services = ServicesLive(options.app ?? exampleApp, config).pipe(Layer.provide(provided))
       const withOverride = options.override ? Layer.merge(services, options.override) : services
       // `services` is built once (layers are shared by reference within a build) and also kept.
       const context = yield* Layer.build(Layer.merge(serveWith(config, withOverride), services)).pipe(

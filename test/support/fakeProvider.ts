@@ -2,16 +2,21 @@ import * as Sse from "@effect/experimental/Sse"
 import { Context, Effect, Layer } from "effect"
 import type { ModelSettings } from "../../src/config/ModelSettings.js"
 import type { ServiceApp } from "../../src/App.js"
-import { type FakeOpenAI, startFakeOpenAI } from "../../scripts/fake-openai.js"
+import type { AppRequirementsOf } from "../../src/Service.js"
+import { type FakeOpenAI, type FakeOpenAIOptions, startFakeOpenAI } from "../../scripts/fake-openai.js"
 import { TestServerLive } from "./TestServer.js"
 
 /** The fake OpenAI-compatible server, over real HTTP on a free port. */
 export class FakeProvider extends Context.Tag("test/FakeProvider")<FakeProvider, FakeOpenAI>() {}
 
-export const FakeProviderLive = Layer.scoped(
-  FakeProvider,
-  Effect.acquireRelease(Effect.promise(() => startFakeOpenAI()), (fake) => Effect.promise(() => fake.close()))
-)
+/** The fake provider started with `options` (for example `strictSchemas`). */
+export const FakeProviderWith = (options?: FakeOpenAIOptions) =>
+  Layer.scoped(
+    FakeProvider,
+    Effect.acquireRelease(Effect.promise(() => startFakeOpenAI(options)), (fake) => Effect.promise(() => fake.close()))
+  )
+
+export const FakeProviderLive = FakeProviderWith()
 
 export const fakeModelSettings = (fake: FakeOpenAI): ModelSettings => ({
   provider: "openai-compatible",
@@ -20,10 +25,14 @@ export const fakeModelSettings = (fake: FakeOpenAI): ModelSettings => ({
 })
 
 /** The service with its agents' model served by the fake provider; both are in the context. */
-export const AgentTestServerLive = (app?: ServiceApp) =>
+export const AgentTestServerLive = <R = never>(
+  app?: ServiceApp<R>,
+  fakeOptions?: FakeOpenAIOptions,
+  provide?: Layer.Layer<AppRequirementsOf<R>>
+) =>
   Layer.unwrapEffect(Effect.map(FakeProvider, (fake) =>
-    TestServerLive({ ...(app ? { app } : {}), config: { model: fakeModelSettings(fake) } }))).pipe(
-      Layer.provideMerge(FakeProviderLive)
+    TestServerLive<R>({ ...(app ? { app } : {}), ...(provide ? { provide } : {}), config: { model: fakeModelSettings(fake) } }))).pipe(
+      Layer.provideMerge(fakeOptions === undefined ? FakeProviderLive : FakeProviderWith(fakeOptions))
     )
 
 export interface SseEvent extends Omit<Sse.Event, "data"> {

@@ -51,7 +51,14 @@ export const expected: Record<string, Expected> = {
   "when-inner-undefined.ts": { code: 18048, names: ["'steps.double' is possibly 'undefined'"] },
   "race-union.ts": { code: 2339, names: ["'ms'", "{ winner: string; }"] },
   "tap-unchanged.ts": { code: 2339, names: ["'audited'"] },
-  "agent-text.ts": { code: 2339, names: ["'answer'", "type 'string'"] }
+  "agent-text.ts": { code: 2339, names: ["'answer'", "type 'string'"] },
+  "agent-output-field.ts": { code: 2551, names: ["'answr'", "{ readonly answer: string; }"] },
+  "agent-map-field.ts": { code: 2551, names: ["'sumary'", "{ ticketId: string; summary: string; }"] },
+  "unprovided-service.ts": { code: 2345, names: ["Type 'Tickets' is not assignable to type 'never'"] },
+  "unprovided-step-service.ts": { code: 2345, names: ["Type 'Tickets' is not assignable to type 'never'"] },
+  "agent-tool-service.ts": { code: 2345, names: ["Type 'Billing' is not assignable to type 'never'"] },
+  "agent-step-service.ts": { code: 2345, names: ["Type 'Billing' is not assignable to type 'never'"] },
+  "registered-by-hand.ts": { code: 2322, names: ["Type 'Tickets' is not assignable to type 'never'", "WorkflowDefinition<any, any, never>"] }
 }
 
 /** The `.ts` files of a fixture folder, as absolute paths. */

@@ -93,15 +93,11 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
     const [system, model, given] = typeof instructions === "string" && typeof agentModel !== "function" &&
         typeof request.input === "string"
       ? [instructions, agentModel ?? env.defaultModel, [{ role: "user", content: request.input } satisfies ModelMessage]]
-      : yield* Effect.tryPromise({
-        try: () =>
-          Promise.all([
-            resolveDynamic(instructions, call),
-            agentModel === undefined ? env.defaultModel : resolveDynamic(agentModel, call),
-            toModelMessages(request.input)
-          ]),
-        catch: failed(agent, field)
-      })
+      : yield* Effect.all([
+        resolveDynamic(instructions, call),
+        agentModel === undefined ? Effect.succeed(env.defaultModel) : resolveDynamic(agentModel, call),
+        Effect.tryPromise({ try: () => toModelMessages(request.input), catch: (error) => error })
+      ]).pipe(Effect.mapError(failed(agent, field)))
     const newMessages = typeof request.input === "string"
       ? given
       : withoutProviderOptions(yield* withoutCallerSystemMessages(given, field), allow)

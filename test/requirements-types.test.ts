@@ -1,0 +1,80 @@
+import { describe, expectTypeOf, it } from "@effect/vitest"
+import { Context, Effect, type Layer, Schema } from "effect"
+import { defineAgent } from "../src/agents/Agent.js"
+import type { AgentRegistry } from "../src/agents/AgentRegistry.js"
+import { defineApp, type ServiceApp } from "../src/App.js"
+import { resolveServerConfig } from "../src/config/ServerConfig.js"
+import { ServicesLive } from "../src/Service.js"
+import { defineTool, type Tool } from "../src/tools/Tool.js"
+import { workflow, type WorkflowDefinition } from "../src/workflows/Workflow.js"
+
+// Issue #30 item 1: what user code requires accumulates on its definition, then on the app, then on
+// the layer (the service's own services excepted). Compile-time promises; the runtime side is
+// test/user-services.test.ts.
+
+class Tickets extends Context.Tag("app/Tickets")<Tickets, { readonly open: Effect.Effect<boolean> }>() {}
+class Billing extends Context.Tag("app/Billing")<Billing, { readonly total: Effect.Effect<number> }>() {}
+class Audit extends Context.Tag("app/Audit")<Audit, { readonly note: (text: string) => Effect.Effect<void> }>() {}
+
+const ticketsTool = defineTool({
+  name: "tickets",
+  description: "d",
+  parameters: Schema.Struct({}),
+  execute: () => Effect.flatMap(Tickets, (tickets) => tickets.open)
+})
+const plainTool = defineTool({ name: "plain", description: "d", parameters: Schema.Struct({}), execute: () => 1 })
+const promiseTool = defineTool({ name: "promised", description: "d", parameters: Schema.Struct({}), execute: async () => 1 })
+
+const child = workflow({ id: "child", name: "C", purpose: "p", input: Schema.Number, result: Schema.Number })
+  .andThen({ id: "c1", execute: ({ data }) => Effect.map(Billing, () => data) })
+
+describe("requirements flow to the layer", () => {
+  it("a tool carries its execute's R; plain values and promises require nothing", () => {
+    expectTypeOf(ticketsTool).toEqualTypeOf<Tool<Tickets>>()
+    expectTypeOf(plainTool).toEqualTypeOf<Tool<never>>()
+    expectTypeOf(promiseTool).toEqualTypeOf<Tool<never>>()
+  })
+
+  it("an agent carries its tools', sub-agents' and dynamic parts' R", () => {
+    const sub = defineAgent({ id: "sub", name: "S", purpose: "p", instructions: () => Effect.as(Audit, "be brief") })
+    const agent = defineAgent({ id: "a", name: "A", purpose: "p", instructions: "hi", tools: [ticketsTool, plainTool], subAgents: [sub] })
+    expectTypeOf(agent).toEqualTypeOf<import("../src/agents/Agent.js").AgentDefinition<Tickets | Audit>>()
+    expectTypeOf(defineAgent({ id: "b", name: "B", purpose: "p", instructions: "hi" })).toEqualTypeOf<
+      import("../src/agents/Agent.js").AgentDefinition<never>
+    >()
+  })
+
+  it("a workflow carries its steps', conditions' and child inputs' R", () => {
+    const flow = workflow({ id: "w", name: "W", purpose: "p", input: Schema.Number, result: Schema.Number })
+      .andWhen({
+        id: "when",
+        condition: () => Effect.flatMap(Tickets, (tickets) => tickets.open),
+        step: { id: "inner", execute: ({ data }) => data }
+      })
+      .andWorkflow({ id: "sub", workflow: child, input: ({ data }) => Effect.as(Effect.flatMap(Audit, (audit) => audit.note("x")), data) })
+    expectTypeOf(flow).toMatchTypeOf<WorkflowDefinition<number, number, Tickets | Billing | Audit>>()
+    expectTypeOf(flow).not.toMatchTypeOf<WorkflowDefinition<number, number, Tickets | Billing>>()
+  })
+
+  it("an app carries every part's R; the layer requires it but the service's own services", () => {
+    const usesRegistry = defineTool({
+      name: "registry",
+      description: "d",
+      parameters: Schema.Struct({}),
+      execute: () => Effect.flatMap(Effect.serviceOption(Tickets), () => Effect.succeed(1)).pipe(Effect.zipLeft(Effect.void))
+    })
+    const app = defineApp({ tools: [ticketsTool, usesRegistry], workflows: [child] })
+    expectTypeOf(app).toEqualTypeOf<ServiceApp<Tickets | Billing>>()
+    const layer = ServicesLive(app, resolveServerConfig({}, {}))
+    expectTypeOf<Layer.Layer.Context<typeof layer>>().toEqualTypeOf<Tickets | Billing>()
+    const own = defineTool({
+      name: "own",
+      description: "d",
+      parameters: Schema.Struct({}),
+      execute: () => Effect.flatMap(Effect.context<AgentRegistry>(), () => Effect.succeed(1))
+    })
+    expectTypeOf(own).toEqualTypeOf<Tool<AgentRegistry>>()
+    const ownLayer = ServicesLive(defineApp({ tools: [own] }), resolveServerConfig({}, {}))
+    expectTypeOf<Layer.Layer.Context<typeof ownLayer>>().toEqualTypeOf<never>()
+  })
+})
