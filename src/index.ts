@@ -38,6 +38,20 @@ export {
   type WorkflowDefinition
 } from "./workflows/Workflow.js"
 export { RegisteredWorkflows, WorkflowEngine } from "./workflows/WorkflowEngine.js"
+export {
+  type ResumeData,
+  type ResumeStepId,
+  type ResumeWorkflowRequest,
+  type WorkflowCallOptions,
+  type WorkflowCancelled,
+  type WorkflowCompleted,
+  type WorkflowInput,
+  WorkflowNotRegistered,
+  type WorkflowOutcome,
+  type WorkflowResult,
+  type WorkflowSuspended
+} from "./workflows/TypedCalls.js"
+export type { StartOptions, WorkflowEngineCore, WorkflowEngineService } from "./workflows/WorkflowEngineContract.js"
 export { LogStore } from "./observability/LogStore.js"
 export { TraceStore } from "./observability/TraceStore.js"
 export { AuthPolicy } from "./auth/AuthPolicy.js"

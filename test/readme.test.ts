@@ -57,6 +57,13 @@ describe("README", () => {
     expect(sample).toBeDefined()
     expect(fixture.slice(fixture.indexOf("\n\n") + 2).replace(/^(\/\/|import).*\n/gm, "").replace(/^\n+/, "")).toBe(sample)
   })
+
+  it("the typed-calls sample is test/fixtures/readme/typed-calls.ts below its marker", () => {
+    const sample = /<!-- readme: typed-calls -->\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]
+    const fixture = readFileSync(new URL("./fixtures/readme/typed-calls.ts", import.meta.url), "utf8")
+    expect(sample).toBeDefined()
+    expect(fixture.slice(fixture.indexOf("// README:\n") + "// README:\n".length)).toBe(sample)
+  })
 })
 
 const ownApp = defineApp({ agents: [forecaster], tools: [toFahrenheit], workflows: [greeting] })

@@ -19,14 +19,25 @@ export const workflowEvent = (
   extra: Partial<S.WorkflowEvent> = {}
 ): S.WorkflowEvent => ({ type, executionId: execution.id, from, timestamp: now(), status, ...extra })
 
-export const checkResult = (definition: WorkflowDefinition, output: unknown): Ending =>
-  Either.match(Schema.decodeUnknownEither(definition.result as Schema.Schema<unknown>)(output), {
-    onLeft: (error) => ({
-      status: "error",
-      error: `result does not match the workflow's result schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
-    }),
+/**
+ * The ending for the last step's data. Stored as it is when it decodes with `result` (JSON-shaped data,
+ * as before); else, a value of the schema's type (a Date of `Schema.Date`), stored encoded: what the
+ * typed `executeWorkflow` decodes back to the type.
+ */
+export const checkResult = (definition: WorkflowDefinition, output: unknown): Ending => {
+  const schema = definition.result as Schema.Schema<unknown, unknown>
+  return Either.match(Schema.decodeUnknownEither(schema)(output), {
+    onLeft: (error) =>
+      Either.match(Schema.encodeUnknownEither(schema, { onExcessProperty: "preserve" })(output), {
+        onLeft: () => ({
+          status: "error",
+          error: `result does not match the workflow's result schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+        }),
+        onRight: (encoded) => ({ status: "completed", output: encoded })
+      }),
     onRight: () => ({ status: "completed", output })
   })
+}
 
 /** The workflow-error event of a failed execution: `error` the message, `errorDetail` the step's error when it had one. */
 export const errorEvent = (execution: Execution, error: string, errorDetail: ErrorDetail | undefined) =>

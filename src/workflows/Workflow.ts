@@ -114,6 +114,9 @@ export type StepType = Step["type"]
 
 export declare const WorkflowTypeId: unique symbol
 
+/** The key of a builder's phantom record of resume types (see `WorkflowChain`). */
+export declare const WorkflowResumesId: unique symbol
+
 /** The types a definition carries, for the compiler only: what it takes (`I`), gives (`O`) and requires (`R`). */
 export interface WorkflowVariance<in I, out O, out R> {
   readonly _I: (input: I) => void
@@ -153,22 +156,28 @@ export interface InnerStep<Ctx> extends Described {
   readonly execute: (context: Ctx) => unknown
 }
 
-/** The chain's methods, shared by finished and unfinished builders. */
-export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out WRes, in out WSus> {
+/**
+ * The chain's methods, shared by finished and unfinished builders. `Rs` is, for the compiler only, the
+ * union of `readonly [stepId, ResumeType]` of its top-level steps (what `resumeWorkflow` types `data` by).
+ */
+export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out WRes, in out WSus, Rs = never> {
+  // A method's parameter, so bivariant: it never decides whether one builder is assignable to another
+  // (a builder grown in a loop keeps its type), it only lets `resumeWorkflow` read it.
+  [WorkflowResumesId]?(resumes: Rs): void
   /** Its output is the next data. */
   readonly andThen: <Id extends string, Ret, Res = WRes, Sus = WSus>(step: Described & {
     readonly id: Id
     readonly resumeSchema?: SchemaOf<Res> | undefined
     readonly suspendSchema?: SchemaOf<Sus> | undefined
     readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret
-  }) => Next<I, O, ResultValue<Ret>, WithStep<S, Id, ResultValue<Ret>>, R | ResultContext<Ret>, WRes, WSus>
+  }) => Next<I, O, ResultValue<Ret>, WithStep<S, Id, ResultValue<Ret>>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, Res]>
   /** Runs for its effect; the data goes on unchanged (a failure is logged, not fatal). */
   readonly andTap: <Id extends string, Ret, Res = WRes, Sus = WSus>(step: Described & {
     readonly id: Id
     readonly resumeSchema?: SchemaOf<Res> | undefined
     readonly suspendSchema?: SchemaOf<Sus> | undefined
     readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret
-  }) => Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus>
+  }) => Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, Res]>
   /** Runs `step` when `condition` holds: the data is then its output, else unchanged. */
   readonly andWhen: <Id extends string, InnerId extends string, Ret, Cond extends Condition, Res = WRes, Sus = WSus>(step: Described & {
     readonly id: Id
@@ -176,7 +185,7 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
     readonly suspendSchema?: SchemaOf<Sus> | undefined
     readonly condition: (context: StepContext<D, I, S, Res, Sus>) => Cond
     readonly step: Described & { readonly id: InnerId; readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret }
-  }) => Next<I, O, D | ResultValue<Ret>, WithWhen<S, Id, InnerId, D, ResultValue<Ret>>, R | ResultContext<Ret> | ResultContext<Cond>, WRes, WSus>
+  }) => Next<I, O, D | ResultValue<Ret>, WithWhen<S, Id, InnerId, D, ResultValue<Ret>>, R | ResultContext<Ret> | ResultContext<Cond>, WRes, WSus, Rs | readonly [Id, Res]>
   /** Runs its steps concurrently on the same data: the next data is the tuple of their outputs. */
   readonly andAll: <Id extends string, const T extends ReadonlyArray<InnerStep<StepContext<D, I, S, Res, Sus>>>, Res = WRes, Sus = WSus>(
     step: Described & {
@@ -185,7 +194,7 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
       readonly suspendSchema?: SchemaOf<Sus> | undefined
       readonly steps: T
     }
-  ) => Next<I, O, AllOutput<T>, WithInner<S, Id, AllOutput<T>, T, never>, R | InnerContext<T>, WRes, WSus>
+  ) => Next<I, O, AllOutput<T>, WithInner<S, Id, AllOutput<T>, T, never>, R | InnerContext<T>, WRes, WSus, Rs | readonly [Id, Res]>
   /** Runs its steps concurrently: the first to finish gives the next data, the others are interrupted. */
   readonly andRace: <Id extends string, const T extends ReadonlyArray<InnerStep<StepContext<D, I, S, Res, Sus>>>, Res = WRes, Sus = WSus>(
     step: Described & {
@@ -201,7 +210,8 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
     WithInner<S, Id, InnerOutput<T[number]>, T, undefined>,
     R | InnerContext<T>,
     WRes,
-    WSus
+    WSus,
+    Rs | readonly [Id, Res]
   >
   /**
    * Asks an agent (the object; it is registered with the app when the layer builds): the next data is
@@ -220,7 +230,7 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
     readonly prompt: (context: StepContext<D, I, S, WRes, WSus>) => P
     readonly output?: Out
     readonly map?: (out: AgentAnswer<Out>, context: StepContext<D, I, S, WRes, WSus>) => Ret
-  }) => Next<I, O, ResultValue<Ret>, WithStep<S, Id, ResultValue<Ret>>, R | AR | ResultContext<P> | ResultContext<Ret>, WRes, WSus>
+  }) => Next<I, O, ResultValue<Ret>, WithStep<S, Id, ResultValue<Ret>>, R | AR | ResultContext<P> | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, WRes]>
   /**
    * Runs another workflow inline: the next data is its result. Its input is the data, or what `input`
    * returns; either must fit the child's input type.
@@ -231,13 +241,13 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
       readonly resumeSchema?: SchemaOf<WRes> | undefined
       readonly workflow: WorkflowDefinition<D, CO, CR>
       readonly input?: undefined
-    }): Next<I, O, CO, WithStep<S, Id, CO>, R | CR, WRes, WSus>
+    }): Next<I, O, CO, WithStep<S, Id, CO>, R | CR, WRes, WSus, Rs | readonly [Id, WRes]>
     <Id extends string, CO, CR, X, XR = never>(step: Described & {
       readonly id: Id
       readonly resumeSchema?: SchemaOf<WRes> | undefined
       readonly workflow: WorkflowDefinition<X, CO, CR>
       readonly input: (context: StepContext<D, I, S, WRes, WSus>) => X | PromiseLike<X> | Effect.Effect<X, unknown, XR>
-    }): Next<I, O, CO, WithStep<S, Id, CO>, R | CR | XR, WRes, WSus>
+    }): Next<I, O, CO, WithStep<S, Id, CO>, R | CR | XR, WRes, WSus, Rs | readonly [Id, WRes]>
   }
 }
 
@@ -263,24 +273,32 @@ type InnerContext<T extends ReadonlyArray<unknown>> = T[number] extends infer U
 export type InnerErrors<T extends ReadonlyArray<unknown>> = InnerError<T[number]>
 
 /** A builder whose last data fits `result`: a definition, and more steps may follow. */
-export interface WorkflowBuilder<in out I, in out O, out D, out S, out R = never, in out WRes = unknown, in out WSus = unknown>
-  extends WorkflowChain<I, O, D, S, R, WRes, WSus>, WorkflowDefinition<I, O, R>
+export interface WorkflowBuilder<in out I, in out O, out D, out S, out R = never, in out WRes = unknown, in out WSus = unknown, Rs = never>
+  extends WorkflowChain<I, O, D, S, R, WRes, WSus, Rs>, WorkflowDefinition<I, O, R>
 {}
 
 /**
  * A builder whose last data does not fit `result` (yet): more steps may follow, but it is no
  * definition, so registering it (defineApp, andWorkflow) does not compile. `Data` is its last data.
  */
-export interface LastDataDoesNotFitResult<out Data, in out Result, in out I, out S, out R = never, in out WRes = unknown, in out WSus = unknown>
-  extends WorkflowChain<I, Result, Data, S, R, WRes, WSus>
+export interface LastDataDoesNotFitResult<
+  out Data,
+  in out Result,
+  in out I,
+  out S,
+  out R = never,
+  in out WRes = unknown,
+  in out WSus = unknown,
+  Rs = never
+> extends WorkflowChain<I, Result, Data, S, R, WRes, WSus, Rs>
 {
   readonly id: string
   readonly steps: ReadonlyArray<Step>
 }
 
 /** The builder after a step whose output is `D`. */
-export type Next<I, O, D, S, R, WRes, WSus> = [D] extends [O] ? WorkflowBuilder<I, O, D, S, R, WRes, WSus>
-  : LastDataDoesNotFitResult<D, O, I, S, R, WRes, WSus>
+export type Next<I, O, D, S, R, WRes, WSus, Rs = never> = [D] extends [O] ? WorkflowBuilder<I, O, D, S, R, WRes, WSus, Rs>
+  : LastDataDoesNotFitResult<D, O, I, S, R, WRes, WSus, Rs>
 
 /** What `workflow(...)` takes. */
 export interface WorkflowOptions<I, O, WRes, WSus> {

@@ -23,7 +23,8 @@ import { makeInstanceRegistry } from "./InstanceRegistry.js"
 import { decodeWorkflowInput } from "./runner.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
-import type { StartOptions, WorkflowEngineService } from "./WorkflowEngineContract.js"
+import type { StartOptions, WorkflowEngineCore, WorkflowEngineService } from "./WorkflowEngineContract.js"
+import { makeTypedCalls } from "./TypedCalls.js"
 
 export type { StartOptions } from "./WorkflowEngineContract.js"
 
@@ -156,7 +157,7 @@ export const WorkflowEngineLive = Layer.scoped(
     const notRunning = (execution: Execution) =>
       new BadRequest({ message: `Execution ${execution.id} is ${execution.status}` })
 
-    return WorkflowEngine.of({
+    const core: WorkflowEngineCore = {
       list: Effect.sync(() =>
         [...byId.values()].map((definition) => ({
           id: definition.id,
@@ -332,6 +333,7 @@ export const WorkflowEngineLive = Layer.scoped(
       record: Effect.fn("WorkflowEngine.record", { captureStackTrace: false })(records.record),
 
       liveEventHubs: hubs.size
-    })
+    }
+    return WorkflowEngine.of({ ...core, ...makeTypedCalls(core, byId) })
   })
 )

@@ -3,6 +3,7 @@ import type { BadRequest, Conflict, InternalError, NotFound, UnprocessableEntity
 import type { Visibility } from "../auth/Ownership.js"
 import type { ExecutionQuery } from "./ExecutionStore.js"
 import type { ExecutionUpdate } from "./ExecutionViews.js"
+import type { TypedCalls } from "./TypedCalls.js"
 import type * as S from "./WorkflowSchemas.js"
 
 export interface StartOptions {
@@ -17,8 +18,8 @@ export interface StartOptions {
   readonly idempotent?: (executionId: string) => Effect.Effect<string, BadRequest | UnprocessableEntity>
 }
 
-/** What the workflow engine offers (the WorkflowEngine tag's service). */
-export interface WorkflowEngineService {
+/** The engine's calls by workflow id (what the HTTP layer uses). */
+export interface WorkflowEngineCore {
   readonly list: Effect.Effect<ReadonlyArray<typeof S.WorkflowSummary.Type>>
   readonly details: (id: string) => Effect.Effect<typeof S.WorkflowDetails.Type, NotFound>
   /** Runs to the end or the first suspension. */
@@ -79,3 +80,9 @@ export interface WorkflowEngineService {
   /** How many executions have live listeners (event hubs in memory): for tests and diagnostics. */
   readonly liveEventHubs: Effect.Effect<number>
 }
+
+/**
+ * What the workflow engine offers (the WorkflowEngine tag's service): the calls by id, and the typed
+ * ones by reference (`executeWorkflow`, `runWorkflow`, `resumeWorkflow`) for Effect code.
+ */
+export interface WorkflowEngineService extends WorkflowEngineCore, TypedCalls {}

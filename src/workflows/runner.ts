@@ -106,7 +106,11 @@ const inner = (outer: Running, step: Running): Running => ({ id: step.id, suspen
 
 const checkOutput = (step: { readonly id: string; readonly outputSchema?: Schema.Schema.Any | undefined }, value: unknown) => {
   if (step.outputSchema === undefined) return Effect.succeed(value)
-  return Either.match(Schema.decodeUnknownEither(step.outputSchema as Schema.Schema<unknown>)(value), {
+  const schema = step.outputSchema as Schema.Schema<unknown, unknown>
+  // JSON-shaped output decodes (as before); a value of the schema's type (a Date of Schema.Date) validates.
+  const checked = Either.orElse(Schema.decodeUnknownEither(schema)(value), (error) =>
+    Either.mapLeft(Schema.validateEither(schema)(value), () => error))
+  return Either.match(checked, {
     onLeft: (error) =>
       Effect.fail(
         new StepFailed({ stepId: step.id, message: `output does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}` })
