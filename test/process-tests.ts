@@ -10,6 +10,7 @@ export const PROCESS_TESTS = [
   "test/cluster-startup.test.ts",
   "test/connection-reset.test.ts",
   "test/embedding-pack.test.ts",
+  "test/encoded-storage-process.test.ts",
   "test/fuzz.test.ts",
   "test/idle-heap.test.ts",
   "test/logs-instances.test.ts",

@@ -1,11 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Redacted, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { join } from "node:path"
-import { defineApp } from "../src/App.js"
-import { resolveServerConfig } from "../src/config/ServerConfig.js"
-import { workflow, type WorkflowDefinition } from "../src/workflows/Workflow.js"
+import { workflow } from "../src/workflows/Workflow.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
-import { fetchJson, json, tempDir, TestServer, TestServerLive } from "./support/TestServer.js"
+import { eventsOf, settled, startedStep, stateOf, withService } from "./support/serviceOnDatabase.js"
+import { fetchJson, json, tempDir } from "./support/TestServer.js"
 
 /**
  * A workflow whose definition changes between two runs of the service on one database: executions
@@ -44,57 +43,6 @@ const holdMoved = (id: string) =>
   workflow(shape(id)).andThen(check).andThen(audit).andThen({ id: "hold", execute: ({ data }: any) => ({ ...data, held: true }) })
     .andThen(close("v2"))
 const holdGone = (id: string) => workflow(shape(id)).andThen(check).andThen({ id: "wait", execute: ({ data }: any) => data }).andThen(close("v2"))
-
-let instances = 0
-/** The service with these workflows on `databaseUrl`, for the length of `use`; shut down afterwards. */
-const withService = <A, E>(
-  databaseUrl: string,
-  workflows: ReadonlyArray<WorkflowDefinition>,
-  use: (url: string) => Effect.Effect<A, E>
-) =>
-  Effect.scoped(Effect.gen(function*() {
-    const defaults = resolveServerConfig({}, {})
-    const server = TestServerLive({
-      app: defineApp({ workflows }),
-      config: { databaseUrl: Redacted.make(databaseUrl), instanceId: `definition-changes-${++instances}`, workflows: { ...defaults.workflows, drainMs: 50 } }
-    })
-    const { url } = Context.get(yield* Layer.build(server), TestServer)
-    return yield* use(url)
-  }))
-
-const stateOf = (url: string, workflowId: string, executionId: string) =>
-  Effect.map(fetchJson(`${url}/workflows/${workflowId}/executions/${executionId}/state`), (response) => response.body.data)
-
-/** Polls the execution's state until it is no longer running (generous deadline). */
-const settled = (url: string, workflowId: string, executionId: string) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + 20_000
-    let state = yield* stateOf(url, workflowId, executionId)
-    while (state.status === "running" && Date.now() < deadline) {
-      yield* Effect.sleep("50 millis")
-      state = yield* stateOf(url, workflowId, executionId)
-    }
-    return state
-  })
-
-/** Polls until the execution has started `stepId`. */
-const startedStep = (url: string, workflowId: string, executionId: string, stepId: string) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + 20_000
-    while (Date.now() < deadline) {
-      const listed = yield* fetchJson(`${url}/workflows/executions?workflowId=${workflowId}`)
-      const events: Array<any> = listed.body.data.find((e: any) => e.id === executionId)?.events ?? []
-      if (events.some((event) => event.type === "step-start" && event.from === stepId)) return
-      yield* Effect.sleep("50 millis")
-    }
-    throw new Error(`${executionId} never started ${stepId}`)
-  })
-
-const eventsOf = (url: string, workflowId: string, executionId: string) =>
-  Effect.map(
-    fetchJson(`${url}/workflows/executions?workflowId=${workflowId}`),
-    (listed): Array<any> => listed.body.data.find((e: any) => e.id === executionId).events
-  )
 
 const suspendedUnderV1 = (databaseUrl: string) =>
   withService(databaseUrl, [reviewV1], (url) =>

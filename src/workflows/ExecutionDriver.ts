@@ -6,7 +6,8 @@ import type { ExecutionHubs } from "./ExecutionHubs.js"
 import type { ExecutionNotices } from "./ExecutionNotices.js"
 import { type Claim, type Ending, type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
 import { countExecution } from "../observability/metrics/instruments.js"
-import { nonJsonOutput, runStep, type StepEnv } from "./runner.js"
+import { runStep, type StepEnv } from "./runner.js"
+import { restore, storedOutput } from "./StepCodec.js"
 import { jsonBytes, outputRefusal } from "./StoredValues.js"
 import { isStoreDefect, STORE_ERROR_RETRY } from "./storeRetry.js"
 import type { WorkflowDefinition } from "./Workflow.js"
@@ -145,26 +146,39 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
      * next step runs. Every write is conditional on the claim (running, at the version this fiber
      * holds): a refused write means the execution was cancelled or suspended from outside, and the
      * fiber stops at once, runs no further step and publishes nothing. `startRecorded`: the first
-     * step's step-start is already stored (a fresh execution's opening write holds it).
+     * step's step-start is already stored (a fresh execution's opening write holds it). The stored
+     * values are decoded first (StepCodec); `checked`: the data the step gets came from another
+     * predecessor (a resume at another step, a changed definition) and must fit, else the execution fails.
      */
-    const drive = (definition: WorkflowDefinition, execution: Execution, claim: Claim, startRecorded: boolean): Effect.Effect<void> =>
+    const drive = (
+      definition: WorkflowDefinition,
+      execution: Execution,
+      claim: Claim,
+      startRecorded: boolean,
+      checked: boolean
+    ): Effect.Effect<void> =>
       Effect.suspend(() => {
         const id = execution.id
         const steps = definition.steps
         return Effect.gen(function*() {
+          const restored = restore(definition, execution, checked)
+          if (Either.isLeft(restored)) return yield* fail(claim, execution, `cannot continue: ${restored.left}`)
           const env: StepEnv = {
             agents,
             executionId: id,
-            input: execution.input,
+            input: restored.right.input,
             context: execution.context,
             user: execution.user,
             userId: execution.userId,
-            stepData: { ...execution.stepData },
+            stepData: restored.right.stepData,
             suspendSchema: definition.suspendSchema
           }
+          /** The `steps` record and the data as stored: encoded where their step has a schema. */
+          const storedSteps: Record<string, unknown> = { ...execution.stepData }
+          let stored = execution.currentData
           let index = execution.stepIndex
-          let data = execution.currentData
-          const resumeData = execution.resumeData
+          let data = restored.right.data
+          const resumeData = restored.right.resumeData
           let started = startRecorded
           let history = execution.historyBytes ?? 0
           if (index >= steps.length) {
@@ -182,7 +196,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               return
             }
             if (!started) {
-              const start = stepStart(definition, execution, index, data)
+              const start = stepStart(definition, execution, index, stored)
               if (Option.isNone(yield* checkpoint(claim, [start], store.append(claim, [start])))) return
             }
             const run = runStep(env, step, data, index === execution.stepIndex ? resumeData : undefined)
@@ -202,19 +216,21 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               }
               return
             }
-            const nonJson = nonJsonOutput(step, outcome.right)
-            if (nonJson !== undefined) return yield* fail(claim, execution, `step ${step.id} returned ${nonJson}`)
-            const outputBytes = jsonBytes(outcome.right)
+            const output = storedOutput(definition, index, outcome.right, { live: data, stored }, env.stepData)
+            if (Either.isLeft(output)) return yield* fail(claim, execution, output.left)
+            const outputBytes = jsonBytes(output.right.data)
             history += 2 * outputBytes
             const refusal = outputRefusal(outputBytes, history)
             if (refusal !== undefined) return yield* fail(claim, execution, `step ${step.id}: ${refusal}`)
             env.stepData[step.id] = outcome.right
+            Object.assign(storedSteps, output.right.entries, { [step.id]: output.right.data })
             data = outcome.right
+            stored = output.right.data
             index++
-            const completed = workflowEvent(execution, "step-complete", step.id, "success", { stepIndex: index - 1, stepType: step.type, output: data })
-            const stepCheckpoint = { stepIndex: index, currentData: data, stepData: env.stepData }
+            const completed = workflowEvent(execution, "step-complete", step.id, "success", { stepIndex: index - 1, stepType: step.type, output: stored })
+            const stepCheckpoint = { stepIndex: index, currentData: stored, stepData: storedSteps }
             if (index < steps.length) {
-              const events = [completed, stepStart(definition, execution, index, data)]
+              const events = [completed, stepStart(definition, execution, index, stored)]
               if (Option.isNone(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events)))) return
               started = true
             } else {
@@ -290,7 +306,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
     const launch = (
       definition: WorkflowDefinition,
       execution: Execution,
-      options: { readonly startRecorded: boolean; readonly deaths?: number }
+      options: { readonly startRecorded: boolean; readonly deaths?: number; readonly checked?: boolean }
     ): Effect.Effect<Fiber.RuntimeFiber<void>> =>
       Effect.suspend(() => {
         const claim: Claim = { id: execution.id, version: execution.version, owner: instanceId }
@@ -300,9 +316,9 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
         })
         const died = (exit: Exit.Exit<void>) =>
           Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)
-            ? Effect.asVoid(Effect.forkIn(goOn(definition, claim, (options.deaths ?? 0) + 1), scope))
+            ? Effect.asVoid(Effect.forkIn(goOn(definition, claim, (options.deaths ?? 0) + 1, options.checked ?? false), scope))
             : Effect.void
-        const driven = drive(definition, execution, claim, options.startRecorded).pipe(Effect.ensuring(forget), Effect.onExit(died))
+        const driven = drive(definition, execution, claim, options.startRecorded, options.checked ?? false).pipe(Effect.ensuring(forget), Effect.onExit(died))
         return FiberMap.run(fibers, execution.id, driven)
       })
 
@@ -311,7 +327,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
      * its error could be written): once the store answers, the execution goes on from its checkpoint, as
      * a restarted instance would take it up, instead of staying running with no fiber until a restart.
      */
-    const goOn = (definition: WorkflowDefinition, claim: Claim, deaths: number) =>
+    const goOn = (definition: WorkflowDefinition, claim: Claim, deaths: number, checked: boolean) =>
       Effect.suspend(() => store.get(claim.id)).pipe(
         Effect.catchAllDefect(Effect.fail),
         Effect.delay(goOnDelay(deaths)),
@@ -323,7 +339,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               ? Effect.void
               : Effect.zipRight(
                 Effect.logInfo("workflow execution goes on after a store failure"),
-                launch(definition, row, { startRecorded: false, deaths })
+                launch(definition, row, { startRecorded: false, deaths, checked })
               )
         })),
         Effect.annotateLogs({ workflowId: definition.id, executionId: claim.id })

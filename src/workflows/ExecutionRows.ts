@@ -44,7 +44,8 @@ export interface Suspension extends Schema.Schema.Type<typeof Suspension> {}
 
 /**
  * An execution as stored, from its row (`SELECT *`): the checkpoint is `stepIndex` (next step),
- * `currentData` (its input) and `stepData`.
+ * `currentData` (its input) and `stepData`. Its values (input, currentData, stepData, resumeData, the
+ * suspension's data) are in their stored form: encoded by their schemas (StepCodec decodes them).
  */
 export const ExecutionFromRow = Schema.Struct({
   id: Schema.String,

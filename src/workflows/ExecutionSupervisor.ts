@@ -53,7 +53,9 @@ export const startExecutionSupervisor = (options: {
         const definition = options.workflows.get(execution.workflowId)
         if (definition === undefined) return yield* driver.fail(execution, execution, `workflow ${execution.workflowId} is not registered`)
         let adopted = execution
-        if (execution.definitionHash !== definitionHash(definition)) {
+        // Under a changed definition the step may have another predecessor now: its data must fit (StepCodec).
+        const checked = execution.definitionHash !== definitionHash(definition)
+        if (checked) {
           const latest = yield* store.events(execution.id, Math.max(0, execution.lastSeq - STEP_EVENTS))
           const stepId = runningStepId(execution.stepIndex, latest)
           const at = continueAt(definition, execution, { stepIndex: execution.stepIndex, stepId })
@@ -63,7 +65,7 @@ export const startExecutionSupervisor = (options: {
         }
         yield* countTakeover
         yield* Effect.logInfo("recovering workflow execution")
-        yield* driver.launch(definition, adopted, { startRecorded: false })
+        yield* driver.launch(definition, adopted, { startRecorded: false, checked })
       }).pipe(Effect.annotateLogs({ workflowId: execution.workflowId, executionId: execution.id }))
 
     const claimOrphans: Effect.Effect<void> = Effect.gen(function*() {

@@ -21,12 +21,26 @@ import { makeExecutionWatch } from "./ExecutionWatch.js"
 import { claimResumeRetrying, retryingRead } from "./storeRetry.js"
 import { makeInstanceRegistry } from "./InstanceRegistry.js"
 import { decodeWorkflowInput } from "./runner.js"
+import { handedData, storedForm } from "./StepCodec.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
 import type { StartOptions, WorkflowEngineCore, WorkflowEngineService } from "./WorkflowEngineContract.js"
 import { makeTypedCalls } from "./TypedCalls.js"
 
 export type { StartOptions } from "./WorkflowEngineContract.js"
+
+/**
+ * Resume data as stored: decoded by the schema (400 with the paths when it does not fit), then encoded
+ * by it, so the resumed step decodes it wherever it runs.
+ */
+const storedResumeData = (schema: Schema.Schema.AnyNoContext | undefined, resumeData: unknown) => {
+  if (schema === undefined) return Either.right(resumeData)
+  const stored = Either.flatMap(
+    Schema.decodeUnknownEither(schema as Schema.Schema<unknown>, { errors: "all" })(resumeData),
+    (decoded) => storedForm(schema, decoded)
+  )
+  return Either.mapLeft(stored, (error) => ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error), ["resumeData"]))
+}
 
 export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine, WorkflowEngineService>() {}
 
@@ -80,6 +94,7 @@ export const WorkflowEngineLive = Layer.scoped(
     const prepare = (workflowId: string, request: S.ExecuteRequest, options: StartOptions = {}, checkTaken = false) =>
       Effect.gen(function*() {
         const definition = yield* findWorkflow(workflowId)
+        // Stored encoded by the input schema (StepCodec): the first step decodes it, here or after a crash.
         const input = yield* decodeWorkflowInput(definition, request.input)
         const chosen = request.options?.executionId ?? crypto.randomUUID()
         const id = options.idempotent === undefined ? chosen : yield* options.idempotent(chosen)
@@ -268,22 +283,27 @@ export const WorkflowEngineLive = Layer.scoped(
             : definition.steps.findIndex((step) => step.id === stepId)
           if (stepIndex < 0) return yield* new BadRequest({ message: `Workflow ${id} has no step ${stepId}` })
           const schema = definition.steps[stepIndex].resumeSchema ?? definition.resumeSchema
-          const decoded = schema === undefined
-            ? resumeData
-            : yield* Either.mapLeft(
-              Schema.decodeUnknownEither(schema as Schema.Schema<unknown>, { errors: "all" })(resumeData),
-              (error) => ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error), ["resumeData"])
+          const stored = yield* storedResumeData(schema, resumeData)
+          // Another step than the one it stopped at, or a changed definition: the data that step gets
+          // came from another predecessor, and must fit the schema of the one before it (409 if not).
+          const checked = definitionHash(definition) !== execution.definitionHash ||
+            definition.steps[stepIndex].id !== execution.suspension.stepId
+          if (checked) {
+            yield* Either.mapLeft(
+              handedData(definition, stepIndex, execution.currentData),
+              (message) => new Conflict({ message: `Cannot resume at step ${definition.steps[stepIndex].id}: ${message}` })
             )
+          }
           // Claim and launch are one uninterruptible action: a claimed execution always has a fiber.
           return yield* settleAfter(executionId, execution.lastSeq, Effect.uninterruptible(Effect.gen(function*() {
             const claimed = yield* claimResumeRetrying(store, execution, {
               stepIndex,
-              resumeData: decoded,
+              resumeData: stored,
               owner: instanceId,
               definitionHash: definitionHash(definition)
             })
             if (Option.isNone(claimed)) return yield* notSuspended(Option.getOrUndefined(yield* store.get(executionId))?.status)
-            const fiber = yield* launch(definition, claimed.value, { startRecorded: false })
+            const fiber = yield* launch(definition, claimed.value, { startRecorded: false, checked })
             return { execution: claimed.value, fiber }
           })))
         }), "WorkflowEngine.resume", { captureStackTrace: false }, markedSpanMessage),

@@ -4,8 +4,8 @@ import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ErrorDetail } from "../core/errorDetail.js"
 import { BadRequest, ValidationError } from "../core/errors.js"
 import { errorDetailOf, failureMessage, spanMessageOf } from "../observability/errorDetail.js"
-import { codePath, nonJsonValue } from "../core/jsonValue.js"
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
+import { checkOutput, encodeValue, isPlain, storedForm } from "./StepCodec.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
@@ -42,25 +42,31 @@ export interface StepEnv {
 
 type SuspendSchema = Schema.Schema.AnyNoContext | undefined
 
-/** `suspend` for a step: its data checked against the schema (the path on failure) and bounded, then the signal. */
+/**
+ * `suspend` for a step: its data checked against the schema (the path on failure), stored encoded by it
+ * (a value of its type; data in its encoded form, as checked before issue #30, is stored as it is) and
+ * bounded, then the signal.
+ */
 const suspendHere = (stepId: string, schema: SuspendSchema) => (reason: string, data?: unknown): never => {
+  let stored = data
   if (schema !== undefined) {
-    const decoded = Schema.decodeUnknownEither(schema, { errors: "all" })(data)
+    const encoded = encodeValue(schema, data)
+    const decoded = Either.isLeft(encoded) ? Schema.decodeUnknownEither(schema, { errors: "all" })(data) : encoded
     if (Either.isLeft(decoded)) {
-      throw new StepFailed({
-        stepId,
-        message: `suspend data does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(decoded.left)}`
-      })
+      // What is wrong with it as a value of the schema's type (a plain schema's: every path, as before).
+      const error = Either.isLeft(encoded) && !isPlain(schema) ? encoded.left : decoded.left
+      throw new StepFailed({ stepId, message: `suspend data does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}` })
     }
+    if (Either.isRight(encoded)) stored = encoded.right
   }
-  const bytes = jsonBytes(data)
-  if (data !== undefined && bytes > MAX_SUSPEND_DATA_BYTES) {
+  const bytes = jsonBytes(stored)
+  if (stored !== undefined && bytes > MAX_SUSPEND_DATA_BYTES) {
     throw new StepFailed({
       stepId,
       message: `suspend data is ${formatBytes(bytes)} as JSON, over the ${formatBytes(MAX_SUSPEND_DATA_BYTES)} a suspension may hold`
     })
   }
-  throw new SuspendSignal({ reason, data })
+  throw new SuspendSignal({ reason, data: stored })
 }
 
 const toStepOutcome = (stepId: string) => (cause: Cause.Cause<unknown>): Effect.Effect<never, StepOutcome> => {
@@ -104,35 +110,6 @@ const runFn = (env: StepEnv, step: Running, fn: StepFn, data: unknown, resumeDat
 
 const inner = (outer: Running, step: Running): Running => ({ id: step.id, suspendSchema: step.suspendSchema ?? outer.suspendSchema })
 
-const checkOutput = (step: { readonly id: string; readonly outputSchema?: Schema.Schema.Any | undefined }, value: unknown) => {
-  if (step.outputSchema === undefined) return Effect.succeed(value)
-  const schema = step.outputSchema as Schema.Schema<unknown, unknown>
-  // JSON-shaped output decodes (as before); a value of the schema's type (a Date of Schema.Date) validates.
-  const checked = Either.orElse(Schema.decodeUnknownEither(schema)(value), (error) =>
-    Either.mapLeft(Schema.validateEither(schema)(value), () => error))
-  return Either.match(checked, {
-    onLeft: (error) =>
-      Effect.fail(
-        new StepFailed({ stepId: step.id, message: `output does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}` })
-      ),
-    onRight: () => Effect.succeed(value)
-  })
-}
-
-/**
- * Why a step's output cannot be stored as it is, if it cannot (`a bigint at .total`): a later step
- * or a recovered execution reads it back from JSON, so a bigint, a function, a cycle, a Date, a Map or
- * a class instance would come back as something else, or not at all. With an `outputSchema` its
- * encoded form is what is checked: the schema says how it is written.
- */
-export const nonJsonOutput = (step: Step, value: unknown): string | undefined => {
-  const written = step.outputSchema === undefined
-    ? value
-    : Either.getOrElse(Schema.encodeUnknownEither(step.outputSchema as Schema.Schema<unknown, unknown>)(value), () => value)
-  const found = nonJsonValue(written, { strict: true })
-  return found === undefined ? undefined : found.path.length === 0 ? found.what : `${found.what} at ${codePath(found.path)}`
-}
-
 /** Decodes a workflow's input; the message is the API's validation message. */
 export const decodeInput = (definition: WorkflowDefinition, input: unknown, path = "input") =>
   Either.mapLeft(
@@ -140,13 +117,18 @@ export const decodeInput = (definition: WorkflowDefinition, input: unknown, path
     (error) => ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error), [path])
   )
 
-/** A workflow's input as a request gives it: decoded, and within MAX_INPUT_BYTES (400 past it). */
+/**
+ * A workflow's input as a request gives it: decoded, then in its stored form (StepCodec: encoded by the
+ * input schema), within MAX_INPUT_BYTES (400 past it).
+ */
 export const decodeWorkflowInput = (definition: WorkflowDefinition, input: unknown) =>
   Either.flatMap(decodeInput(definition, input), (decoded): Either.Either<unknown, ValidationError | BadRequest> => {
-    const bytes = jsonBytes(decoded)
+    const stored = storedForm(definition.input, decoded)
+    if (Either.isLeft(stored)) return Either.left(ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(stored.left), ["input"]))
+    const bytes = jsonBytes(stored.right)
     return bytes > MAX_INPUT_BYTES
       ? Either.left(new BadRequest({ message: `Workflow input is ${formatBytes(bytes)} as JSON, over the ${formatBytes(MAX_INPUT_BYTES)} an execution may store` }))
-      : Either.right(decoded)
+      : Either.right(stored.right)
   })
 
 /**
@@ -156,7 +138,8 @@ export const decodeWorkflowInput = (definition: WorkflowDefinition, input: unkno
 export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unknown): Effect.Effect<unknown, StepOutcome> => {
   switch (step.type) {
     case "andThen":
-      return Effect.flatMap(runFn(env, step, step.execute, data, resumeData), (out) => checkOutput(step, out))
+      // Its output is checked against its outputSchema where it is stored (ExecutionDriver) or, in a child, below.
+      return runFn(env, step, step.execute, data, resumeData)
     case "andTap":
       return runFn(env, step, step.execute, data, resumeData).pipe(
         // Written inside the step's span (as one of its events): a message made of the error's fields is its tag alone.
@@ -231,6 +214,8 @@ const runChild = (env: StepEnv, child: WorkflowDefinition, input: unknown, resum
     let data = input
     for (const step of child.steps) {
       const out = yield* runStep(childEnv, step, data, resumeData)
+      const mismatch = checkOutput(step, out)
+      if (mismatch !== undefined) return yield* new StepFailed({ stepId: step.id, message: mismatch })
       childEnv.stepData[step.id] = out
       data = out
     }

@@ -13,10 +13,13 @@ export interface Spawned {
   readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
 }
 
-/** Runs `node dist/main.js ...args` with the given environment (PORT and friends removed unless given). */
+/**
+ * Runs `node dist/main.js ...args` (or `node <script> ...args`: an app of a test's own served from the
+ * build) with the given environment (PORT and friends removed unless given).
+ */
 export const spawnMain = (
   args: ReadonlyArray<string>,
-  options: { readonly env?: Record<string, string>; readonly cwd?: string } = {}
+  options: { readonly env?: Record<string, string>; readonly cwd?: string; readonly script?: string } = {}
 ): Spawned => {
   const {
     AI_API_KEY: _key,
@@ -33,7 +36,7 @@ export const spawnMain = (
     PORT: _port,
     ...inherited
   } = process.env
-  const child = spawn(process.execPath, [MAIN, ...args], {
+  const child = spawn(process.execPath, [options.script ?? MAIN, ...args], {
     cwd: options.cwd,
     env: { ...inherited, ...options.env },
     stdio: ["ignore", "pipe", "pipe"]
