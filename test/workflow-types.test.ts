@@ -4,7 +4,7 @@ import { defineApp } from "../src/App.js"
 import { pipeline } from "../src/examples/workflows.js"
 import { assistant } from "../src/examples/agents.js"
 import { workflow, type WorkflowDefinition } from "../src/workflows/Workflow.js"
-import { large, many } from "./types/large-workflow.js"
+import { large, many } from "./type-fixtures-ok/large-workflow.js"
 
 // Issue #30: what the typed builder infers, checked by the compiler (`npm test` type-checks first);
 // the mistakes it refuses are test/workflow-type-errors.test.ts.
