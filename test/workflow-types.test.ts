@@ -4,7 +4,6 @@ import { defineApp } from "../src/App.js"
 import { pipeline } from "../src/examples/workflows.js"
 import { assistant } from "../src/examples/agents.js"
 import { workflow, type WorkflowDefinition } from "../src/workflows/Workflow.js"
-import { large, many } from "./type-fixtures-ok/large-workflow.js"
 
 // Issue #30: what the typed builder infers, checked by the compiler (`npm test` type-checks first);
 // the mistakes it refuses are test/workflow-type-errors.test.ts.
@@ -104,7 +103,13 @@ describe("the typed workflow builder", () => {
     )
   })
 
-  it("a 60-step workflow and an app of 20 workflows compile (no TS2589)", () => {
+  it("the compile-cost fixture holds a 60-step workflow and an app of 20 workflows (compiled by the fixture tests)", async () => {
+    // Imported by a computed path: the fixture stays out of `npm run typecheck` (issue #30 settled 14).
+    const path = "./type-fixtures-ok/large-workflow.js"
+    const { large, many }: {
+      readonly large: { readonly steps: ReadonlyArray<unknown> }
+      readonly many: { readonly workflows: ReadonlyArray<unknown> }
+    } = await import(path)
     expect(large.steps.length).toBeGreaterThanOrEqual(60)
     expect(many.workflows).toHaveLength(20)
   })
