@@ -57,13 +57,7 @@ describe("requirements flow to the layer", () => {
   })
 
   it("an app carries every part's R; the layer requires it but the service's own services", () => {
-    const usesRegistry = defineTool({
-      name: "registry",
-      description: "d",
-      parameters: Schema.Struct({}),
-      execute: () => Effect.flatMap(Effect.serviceOption(Tickets), () => Effect.succeed(1)).pipe(Effect.zipLeft(Effect.void))
-    })
-    const app = defineApp({ tools: [ticketsTool, usesRegistry], workflows: [child] })
+    const app = defineApp({ tools: [ticketsTool, plainTool], workflows: [child] })
     expectTypeOf(app).toEqualTypeOf<ServiceApp<Tickets | Billing>>()
     const layer = ServicesLive(app, resolveServerConfig({}, {}))
     expectTypeOf<Layer.Layer.Context<typeof layer>>().toEqualTypeOf<Tickets | Billing>()

@@ -70,12 +70,21 @@ const support = defineAgent({
   tools: [askSupport, lookupTicket]
 })
 
+/** A child whose input the parent computes with a service of the user's own. */
+const amountOf = workflow({
+  id: "amount-of",
+  name: "Amount of",
+  purpose: "Reads a ticket's amount",
+  input: Schema.Struct({ id: Schema.String, amount: Schema.Number }),
+  result: Schema.Number
+}).andThen({ id: "read-amount", execute: ({ data }) => data.amount })
+
 const refund = workflow({
   id: "refund",
   name: "Refund",
   purpose: "Refunds a ticket",
   input: Schema.Struct({ ticketId: Schema.String, hold: Schema.optional(Schema.Boolean) }),
-  result: Schema.Struct({ id: Schema.String, amount: Schema.Number, workflows: Schema.Number })
+  result: Schema.Struct({ id: Schema.String, amount: Schema.Number, open: Schema.Boolean, workflows: Schema.Number })
 })
   .andThen({
     id: "load",
@@ -87,14 +96,29 @@ const refund = workflow({
         return yield* (yield* Tickets).lookup(data.ticketId)
       })
   })
+  .andWhen({
+    id: "check-open",
+    // A condition that uses the service: when it is missing the step fails, it does not skip.
+    condition: ({ data }) => Effect.map(Effect.flatMap(Tickets, (tickets) => tickets.lookup(data.id)), (ticket) => ticket.amount > 0),
+    step: { id: "mark-open", execute: ({ data }) => ({ ...data, open: true }) }
+  })
+  .andWorkflow({
+    id: "amount",
+    workflow: amountOf,
+    input: ({ data }) => Effect.flatMap(Tickets, (tickets) => tickets.lookup(data.id))
+  })
   .andThen({
     id: "count",
-    execute: ({ data }) => Effect.map(WorkflowEngine, () => ({ ...data, workflows: 1 })).pipe(
-      Effect.zipLeft(Effect.flatMap(WorkflowEngine, (engine) => engine.list))
-    )
+    execute: ({ data, steps }) =>
+      Effect.map(Effect.flatMap(WorkflowEngine, (engine) => engine.list), (workflows) => ({
+        id: steps.load.id,
+        amount: data,
+        open: steps["mark-open"] !== undefined,
+        workflows: workflows.length
+      }))
   })
 
-const app = defineApp({ agents: [support], workflows: [refund] })
+const app = defineApp({ agents: [support], workflows: [refund, amountOf] })
 
 const waitFor = <A>(what: string, probe: () => A | undefined, deadlineMs = 30_000) =>
   Effect.gen(function*() {
@@ -117,12 +141,12 @@ layer(TestServerLive({ app, provide: TicketsLive }), { excludeTestServices: true
       expect(seen.parents.get("tool")).toBe("execute_tool lookup_ticket")
     }))
 
-  it.effect("a step's code gets Tickets and the WorkflowEngine, under the workflow.step span, its logs annotated", () =>
+  it.effect("a step's code, a condition and a child's input get Tickets and the WorkflowEngine, under the workflow.step span, logs annotated", () =>
     Effect.gen(function*() {
       const { logs, url } = yield* TestServer
       const response = yield* fetchJson(`${url}/workflows/refund/execute`, json({ input: { ticketId: "T-2" } }))
       expect(response.status).toBe(200)
-      expect(response.body.data).toMatchObject({ status: "completed", result: { id: "T-2", amount: 42, workflows: 1 } })
+      expect(response.body.data).toMatchObject({ status: "completed", result: { id: "T-2", amount: 42, open: true, workflows: 2 } })
       expect(seen.parents.get("step")).toBe("workflow.step")
       const line = logs.find((entry) => entry.startsWith("ticket loaded") && entry.includes(`executionId=${response.body.data.executionId}`))
       expect(line).toBeDefined()
