@@ -109,6 +109,7 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
   readonly remove: (id: string) => Effect.Effect<boolean>
   /** The events after `afterSeq`, in order; the first `limit` of them when given. */
   readonly events: (id: string, afterSeq: number, limit?: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
+  /** The top-level events of each of these executions (an inner step's, with a path, are read by page with `events`). */
   readonly eventsOf: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<StoredEvent>>>
   readonly list: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<ExecutionListing>>
 }>() {}
@@ -158,7 +159,12 @@ export const ExecutionStoreLive = Layer.scoped(
     ) => {
       // The values of the events and of the row are stored once (StoredValues), with the write.
       const staging = makeStaging()
-      const rows = events.map((event) => ({ execution_id: id, event: staging.event(event), created_at: event.timestamp }))
+      const rows = events.map((event) => ({
+        execution_id: id,
+        event: staging.event(event),
+        created_at: event.timestamp,
+        path: event.path ?? null
+      }))
       const statement = update(staging, staging.historyBytes()).compile()
       return Effect.map(
         submit({
@@ -306,7 +312,7 @@ export const ExecutionStoreLive = Layer.scoped(
       Result: Schema.Struct({ ...StoredEventFromRow.fields, executionId: column(Schema.String, "execution_id") }),
       execute: (ids) =>
         sql<Record<string, unknown>>`SELECT execution_id, seq, event FROM workflow_events
-          WHERE ${sql.in("execution_id", ids)} ORDER BY execution_id, seq`.pipe(
+          WHERE ${sql.in("execution_id", ids)} AND path IS NULL ORDER BY execution_id, seq`.pipe(
             Effect.flatMap((rows) => resolveRows(sql, rows, ["event"], (row) => String(row.execution_id)))
           )
     })

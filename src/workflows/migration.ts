@@ -167,6 +167,15 @@ export const addErrorDetails = Effect.gen(function*() {
   yield* sql`ALTER TABLE workflow_executions ADD COLUMN error_detail TEXT`
 })
 
+/**
+ * The path of an inner step's event (issue #31): NULL on a top-level step's. A listing shows only the
+ * top-level events; inner ones are read by page (GET …/executions/:executionId/events).
+ */
+export const addEventPaths = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE workflow_events ADD COLUMN path TEXT`
+})
+
 /** This feature's migrations (its half of 0013 is joined with agent memory's at src/Database.ts). */
 export const workflowMigrations: Record<string, Migration> = {
   "0002_workflow_executions": createWorkflowTables,
@@ -176,5 +185,6 @@ export const workflowMigrations: Record<string, Migration> = {
   "0010_workflow_idempotency_keys": createIdempotencyKeys,
   "0016_workflow_definition_hash": addDefinitionHashes,
   "0018_workflow_values": addWorkflowValues,
-  "0019_workflow_error_detail": addErrorDetails
+  "0019_workflow_error_detail": addErrorDetails,
+  "0023_workflow_event_paths": addEventPaths
 }
