@@ -6,7 +6,7 @@
  */
 import { readStoredRows } from "./database.js"
 import { sleep } from "./service.js"
-import type { Supervisor } from "./supervisor.js"
+import type { Instances } from "./instances.js"
 import type { Violations } from "./violations.js"
 
 const FINAL_EVENT_OF: Record<string, string> = {
@@ -26,7 +26,7 @@ interface Listed {
 }
 
 /** Every execution, paging through GET /workflows/executions. */
-const listAll = async (server: Supervisor, status?: string): Promise<Array<Listed>> => {
+const listAll = async (server: Instances, status?: string): Promise<Array<Listed>> => {
   const all: Array<Listed> = []
   for (let offset = 0; ; offset += PAGE) {
     const filter = status === undefined ? "" : `&status=${status}`
@@ -51,7 +51,7 @@ const describeSeqProblem = (seqs: ReadonlyArray<number>): string | undefined => 
 }
 
 export const checkInvariants = async (
-  server: Supervisor,
+  server: Instances,
   databaseUrl: string,
   created: ReadonlyMap<string, { readonly workflowId: string }>,
   violations: Violations,
