@@ -15,7 +15,8 @@ export const WorkflowEventType = Schema.Literal(
   "workflow-suspended",
   "workflow-complete",
   "workflow-error",
-  "workflow-cancelled"
+  "workflow-cancelled",
+  "step-sleep"
 )
 
 /** One entry of an execution's event log, as stored and as streamed. */
@@ -32,7 +33,8 @@ export const WorkflowEvent = Schema.Struct({
   error: Schema.optional(Schema.String),
   errorDetail: Schema.optional(ErrorDetail),
   reason: Schema.optional(Schema.String),
-  data: Schema.optional(Schema.Unknown).annotations({ description: "workflow-suspended: the data the step suspended with, if any" })
+  data: Schema.optional(Schema.Unknown).annotations({ description: "workflow-suspended: the data the step suspended with, if any" }),
+  wakeAt: Schema.optional(Schema.String).annotations({ description: "step-sleep: when the execution wakes (ISO)" })
 }).annotations({ identifier: "WorkflowEvent" })
 export type WorkflowEvent = typeof WorkflowEvent.Type
 
@@ -162,7 +164,8 @@ export const ExecutionState = Schema.Struct({
   endAt: Schema.optional(Schema.String),
   result: Schema.optional(Schema.Unknown),
   error: Schema.optional(Schema.String),
-  errorDetail: Schema.optional(ErrorDetail)
+  errorDetail: Schema.optional(ErrorDetail),
+  waitingUntil: Schema.optional(Schema.String).annotations({ description: "a running execution parked by a sleep step: when it wakes (ISO)" })
 }).annotations({ identifier: "ExecutionState" })
 
 export const ExecutionEventRecord = Schema.Struct({
@@ -188,6 +191,7 @@ export const ExecutionRecord = Schema.Struct({
   output: Schema.optional(Schema.Unknown),
   createdAt: Schema.String,
   updatedAt: Schema.String,
+  waitingUntil: Schema.optional(Schema.String).annotations({ description: "a running execution parked by a sleep step: when it wakes (ISO)" }),
   truncated: Schema.optional(Schema.Struct({
     historyBytes: Schema.Number,
     limit: Schema.Number,
