@@ -177,7 +177,8 @@ export const ExecutionEventRecord = Schema.Struct({
   endTime: Schema.String,
   status: Schema.String,
   input: Schema.optional(Schema.Unknown),
-  output: Schema.optional(Schema.Unknown)
+  output: Schema.optional(Schema.Unknown),
+  wakeAt: Schema.optional(Schema.String).annotations({ description: "step-sleep: when the execution wakes (ISO)" })
 })
 
 export const ExecutionRecord = Schema.Struct({
