@@ -12,7 +12,7 @@ export const reminder = workflow({
   input: Schema.Struct({
     message: Schema.String,
     delaySeconds: Schema.Number.pipe(Schema.nonNegative(), Schema.lessThanOrEqualTo(31_622_400))
-  }).annotations({ examples: [{ message: "stand up and stretch", delaySeconds: 5 }] }),
+  }).annotations({ examples: [{ message: "stand up and stretch", delaySeconds: 2 }] }),
   result: Schema.Struct({ message: Schema.String, delaySeconds: Schema.Number, deliveredAt: Schema.String })
 })
   .andThen({ id: "note", execute: ({ data }) => Effect.succeed({ message: data.message, delaySeconds: data.delaySeconds }) })

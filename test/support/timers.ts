@@ -86,7 +86,7 @@ export const expectWellFormed = (events: ReadonlyArray<any>, final: string) => {
 const TRIALS = 200
 const BATCH = 25
 
-const inBatches = (count: number, trial: (i: number) => Effect.Effect<void>) =>
+const inBatches = <R>(count: number, trial: (i: number) => Effect.Effect<void, never, R>) =>
   Effect.forEach(Array.from({ length: Math.ceil(count / BATCH) }, (_, b) => b), (b) =>
     Effect.forEach(Array.from({ length: Math.min(BATCH, count - b * BATCH) }, (_, i) => b * BATCH + i), trial, { concurrency: BATCH, discard: true }), {
     discard: true
@@ -105,7 +105,7 @@ const parkOne = (url: string, id: string, ms: number) =>
 const aroundTime = (at: number) => Effect.suspend(() => Effect.sleep(Duration.millis(Math.max(0, at - Date.now() + Math.floor(Math.random() * 40) - 15))))
 
 /** Wake against cancel and wake against suspend, `TRIALS` each: one winner, consistent state, nothing after a final event. */
-export const timerRaces = (store: string) => (it: Vitest.Methods) => {
+export const timerRaces = (store: string) => (it: Vitest.MethodsNonLive<TestServer, true>) => {
   it.effect(`${store}: wake vs cancel, ${TRIALS} trials`, () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
