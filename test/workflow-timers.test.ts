@@ -127,5 +127,27 @@ layer(TestServerLive({ app: timersApp }), { excludeTestServices: true })("durabl
       expect(events.filter((e) => e.type === "step-sleep")).toHaveLength(1)
     }), 30_000)
 
+  it.effect("observability: each wake is a root span `workflow.wake <id>` found by the entity filter, linked to the start; metrics parked and lateness", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      yield* post(`${url}/workflows/until/run`, { input: { at: new Date(Date.now() + 400).toISOString() }, options: { executionId: "traced" } })
+      yield* eventually(stateOf(url, "until", "traced"), (s) => s.status === "completed", "traced completed")
+      const wakes = yield* eventually(
+        Effect.map(fetchJson(`${url}/observability/traces?entityType=workflow&entityId=until&limit=500`), (r) =>
+          (r.body.data.traces as Array<any>).filter((t) => t.name === "workflow.wake until")),
+        (found) => found.length > 0,
+        "a workflow.wake trace"
+      )
+      const trace = yield* fetchJson(`${url}/observability/traces/${wakes[0].traceId}`)
+      const spans = trace.body.data.spans as Array<any>
+      const root = spans.find((span) => span.name === "workflow.wake until")
+      expect(root.parentSpanId ?? null).toBeNull()
+      expect(root.attributes).toMatchObject({ "entity.type": "workflow", "entity.id": "until", "execution.id": "traced" })
+      expect(spans.some((span) => span.name === "workflow.step" && span.attributes["step.id"] === "until")).toBe(true)
+      const metrics = yield* Effect.promise(() => fetch(`${url}/metrics`).then((r) => r.text()))
+      expect(metrics).toMatch(/^workflow_timers_parked\{[^}]*\} \d+$/m)
+      expect(metrics).toMatch(/^workflow_timer_lateness_count\{[^}]*\} [1-9]\d*$/m)
+    }), 30_000)
+
   timerRaces("sqlite")(it)
 })
