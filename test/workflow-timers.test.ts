@@ -127,6 +127,21 @@ layer(TestServerLive({ app: timersApp }), { excludeTestServices: true })("durabl
       expect(events.filter((e) => e.type === "step-sleep")).toHaveLength(1)
     }), 30_000)
 
+  it.effect("resumed at an earlier step, the sleep is entered anew: its time evaluated again, not the committed one", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      yield* post(`${url}/workflows/nap/run`, { input: { ms: 300 }, options: { executionId: "resume-earlier" } })
+      const first = yield* parked(url, "nap", "resume-earlier")
+      yield* post(`${url}/workflows/nap/executions/resume-earlier/suspend`, { reason: "hold" })
+      yield* Effect.sleep("600 millis")
+      yield* Effect.fork(post(`${url}/workflows/nap/executions/resume-earlier/resume`, { options: { stepId: "before" } }))
+      const again = yield* parked(url, "nap", "resume-earlier")
+      expect(Date.parse(again.waitingUntil)).toBeGreaterThan(Date.parse(first.waitingUntil))
+      yield* eventually(stateOf(url, "nap", "resume-earlier"), (s) => s.status === "completed", "completed")
+      const events = yield* eventsOf(url, "resume-earlier")
+      expect(events.filter((e) => e.type === "step-sleep")).toHaveLength(2)
+    }), 30_000)
+
   it.effect("observability: each wake is a root span `workflow.wake <id>` found by the entity filter, linked to the start; metrics parked and lateness", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer

@@ -173,7 +173,8 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             userId: execution.userId,
             stepData: restored.right.stepData,
             suspendSchema: definition.suspendSchema,
-            sleep: execution.sleep
+            // The committed wake time, only when it (re)starts at that sleep step: one reached again after a resume elsewhere evaluates anew.
+            sleep: execution.sleep?.stepId === steps[execution.stepIndex]?.id ? execution.sleep : undefined
           }
           /** The `steps` record and the data as stored: encoded where their step has a schema. */
           const storedSteps: Record<string, unknown> = { ...execution.stepData }
