@@ -91,23 +91,30 @@ const checkUpgraded = async (base: string) => {
   expect(continued.body.data.text).toBe("[builtin/echo] You said: Again please")
   // The builtin model counts a word a token: the four remembered messages are 4 + 7 + 4 + 7 words.
   expect(continued.body.data.usage.promptTokens - fresh.body.data.usage.promptTokens).toBe(22)
+
+  // Migration 0020 (issue #31) applied: a durable timer parks and wakes on the upgraded database.
+  const reminded = await post(`${base}/workflows/reminder/execute`, { input: { message: "upgraded", delaySeconds: 1 } })
+  expect(reminded.body.data).toMatchObject({ status: "completed", result: { message: "upgraded", delaySeconds: 1 } })
 }
 
-describe("a SQLite file made by the release before 0016 (test/fixtures/upgrade)", () => {
+// before-0016: main at 91b4f03 (migrations up to 0010); before-0020: main at b385247 (up to 0019).
+const RELEASES = ["before-0016", "before-0020"] as const
+
+describe.each(RELEASES)("a SQLite file made by the release %s (test/fixtures/upgrade)", (release) => {
   it.scopedLive("copied: migrated at start-up; executions finish, the conversation reads as before", () =>
     Effect.gen(function*() {
       const file = join(yield* tempDir, "service.db")
-      copyFileSync(join(FIXTURES, "before-0016.sqlite"), file)
+      copyFileSync(join(FIXTURES, `${release}.sqlite`), file)
       yield* upgradeAndCheck(`file:${file}`)
     }), 90_000)
 
 })
 
-describe.skipIf(!postgresAvailable)("a Postgres dump made by the release before 0016 (test/fixtures/upgrade)", () => {
+describe.skipIf(!postgresAvailable).each(RELEASES)("a Postgres dump made by the release %s (test/fixtures/upgrade)", (release) => {
   it.scopedLive("restored into a fresh database: migrated at start-up; executions finish, the conversation reads as before", () =>
     Effect.gen(function*() {
       const url = yield* freshPostgresDatabase
-      execFileSync("psql", ["-q", "-v", "ON_ERROR_STOP=1", "-f", join(FIXTURES, "before-0016.postgres.sql"), url], { stdio: "pipe" })
+      execFileSync("psql", ["-q", "-v", "ON_ERROR_STOP=1", "-f", join(FIXTURES, `${release}.postgres.sql`), url], { stdio: "pipe" })
       yield* upgradeAndCheck(url)
     }), 90_000)
 })
