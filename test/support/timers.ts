@@ -85,6 +85,8 @@ export const expectWellFormed = (events: ReadonlyArray<any>, final: string) => {
 
 const TRIALS = 200
 const BATCH = 25
+/** Long enough for a batch of executions to park (and the test to read their wake time) before it comes, on a loaded machine. */
+const NAP_MS = 1500
 
 const inBatches = <R>(count: number, trial: (i: number) => Effect.Effect<void, never, R>) =>
   Effect.forEach(Array.from({ length: Math.ceil(count / BATCH) }, (_, b) => b), (b) =>
@@ -102,7 +104,8 @@ const parkOne = (url: string, id: string, ms: number) =>
   })
 
 /** Waits until about `at` (ms), give or take a few milliseconds at random: the race's other side is the timer. */
-const aroundTime = (at: number) => Effect.suspend(() => Effect.sleep(Duration.millis(Math.max(0, at - Date.now() + Math.floor(Math.random() * 40) - 15))))
+const aroundTime = (at: number, from = -15, span = 40) =>
+  Effect.suspend(() => Effect.sleep(Duration.millis(Math.max(0, at - Date.now() + from + Math.floor(Math.random() * span)))))
 
 /** Wake against cancel and wake against suspend, `TRIALS` each: one winner, consistent state, nothing after a final event. */
 export const timerRaces = (store: string) => (it: Vitest.MethodsNonLive<TestServer, true>) => {
@@ -113,7 +116,7 @@ export const timerRaces = (store: string) => (it: Vitest.MethodsNonLive<TestServ
       yield* inBatches(TRIALS, (i) =>
         Effect.gen(function*() {
           const id = `race-cancel-${store}-${i}`
-          const wakeAt = yield* parkOne(url, id, 400)
+          const wakeAt = yield* parkOne(url, id, NAP_MS)
           yield* aroundTime(wakeAt)
           const cancel = yield* post(`${url}/workflows/nap/executions/${id}/cancel`, { reason: "race" })
           expect([200, 400]).toContain(cancel.status)
@@ -151,8 +154,9 @@ export const timerRaces = (store: string) => (it: Vitest.MethodsNonLive<TestServ
       yield* inBatches(TRIALS, (i) =>
         Effect.gen(function*() {
           const id = `race-suspend-${store}-${i}`
-          const wakeAt = yield* parkOne(url, id, 400)
-          yield* aroundTime(wakeAt)
+          const wakeAt = yield* parkOne(url, id, NAP_MS)
+          // A suspend reads the row before its conditional write: sent a little earlier than a cancel.
+          yield* aroundTime(wakeAt, -40, 50)
           const suspend = yield* post(`${url}/workflows/nap/executions/${id}/suspend`, { reason: "race" })
           expect([200, 400]).toContain(suspend.status)
           if (suspend.status === 200) {
@@ -167,9 +171,12 @@ export const timerRaces = (store: string) => (it: Vitest.MethodsNonLive<TestServ
             else outcomes.suspendedAsleep++
             const resumed = yield* post(`${url}/workflows/nap/executions/${id}/resume`, {})
             expect(resumed.status).toBe(200)
-          } else outcomes.refused++
+          } else {
+            outcomes.refused++
+            if (outcomes.refused === 1) console.log(`${store}: refused suspend: ${JSON.stringify(suspend.body)} at ${Date.now() - wakeAt} ms from wakeAt`)
+          }
           const state = yield* eventually(stateOf(url, "nap", id), (s) => s.status === "completed", `${id} completes`)
-          expect(state.result.ms).toBe(400)
+          expect(state.result.ms).toBe(NAP_MS)
           yield* Effect.sleep("100 millis")
           const events = yield* eventsOf(url, id)
           expectWellFormed(events, "workflow-complete")
