@@ -142,7 +142,7 @@ layer(TestServerLive({ app: timersApp }), { excludeTestServices: true })("durabl
       expect(events.filter((e) => e.type === "step-sleep")).toHaveLength(2)
     }), 30_000)
 
-  it.effect("observability: each wake is a root span `workflow.wake <id>` found by the entity filter, linked to the start; metrics parked and lateness", () =>
+  it.effect("observability: each wake is a root span `workflow.wake <id>` found by the entity filter; metrics parked and lateness (the link: workflow-timers-otel)", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
       yield* post(`${url}/workflows/until/run`, { input: { at: new Date(Date.now() + 400).toISOString() }, options: { executionId: "traced" } })
