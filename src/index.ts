@@ -38,6 +38,8 @@ export {
   type WorkflowDefinition
 } from "./workflows/Workflow.js"
 export { RegisteredWorkflows, WorkflowEngine } from "./workflows/WorkflowEngine.js"
+export { MAX_SLEEP, type SleepChain } from "./workflows/steps/Sleep.js"
+export { type DueKind, DueWork, DueWorkLive, type DueWorkService } from "./scheduling/DueWork.js"
 export {
   type ResumeData,
   type ResumeStepId,

@@ -11,6 +11,7 @@ import { restore, storedOutput } from "./StepCodec.js"
 import { jsonBytes, outputRefusal } from "./StoredValues.js"
 import { isStoreDefect, STORE_ERROR_RETRY } from "./storeRetry.js"
 import type { WorkflowDefinition } from "./Workflow.js"
+import type { Park } from "./steps/SleepTimers.js"
 import type * as S from "./WorkflowSchemas.js"
 
 export { workflowEvent }
@@ -46,7 +47,7 @@ const stepStart = (definition: WorkflowDefinition, execution: Execution, index: 
  * then ends: a suspended execution holds nothing in memory, and its resume starts a fresh fiber from
  * the stored checkpoint.
  */
-export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotices, instanceId: string, recordContent = false) =>
+export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotices, instanceId: string, recordContent = false, park?: Park) =>
   Effect.gen(function*() {
     const store = yield* ExecutionStore
     const agents = yield* AgentRegistry
@@ -171,7 +172,9 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             user: execution.user,
             userId: execution.userId,
             stepData: restored.right.stepData,
-            suspendSchema: definition.suspendSchema
+            suspendSchema: definition.suspendSchema,
+            // The committed wake time, only when it (re)starts at that sleep step: one reached again after a resume elsewhere evaluates anew.
+            sleep: execution.sleep?.stepId === steps[execution.stepIndex]?.id ? execution.sleep : undefined
           }
           /** The `steps` record and the data as stored: encoded where their step has a schema. */
           const storedSteps: Record<string, unknown> = { ...execution.stepData }
@@ -204,6 +207,11 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             if (Either.isLeft(outcome)) {
               const failure = outcome.left
               if (failure._tag === "StepFailed") return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`, failure.detail)
+              if (failure._tag === "SleepSignal") {
+                // Parked until its wake time (issue #31): the fiber ends, holding nothing.
+                if (park === undefined) return yield* fail(claim, execution, `step ${step.id}: sleep steps need the timer service`)
+                return yield* park({ claim, execution, step, index, signal: failure, checkpoint: (events, write) => checkpoint(claim, events, write) })
+              }
               const suspended = workflowEvent(execution, "workflow-suspended", step.id, "suspended", {
                 stepIndex: index,
                 reason: failure.reason,

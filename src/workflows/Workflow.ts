@@ -2,6 +2,7 @@ import { Data, type Effect, type Schema } from "effect"
 import type { AgentDefinition } from "../agents/Agent.js"
 import { isOutputSchema, type JsonSchemaInput, type OutputSchema, prepareOutput } from "../agents/AgentOutput.js"
 import { checkDefinitionId } from "../core/definitionId.js"
+import { type SleepChain, sleepMethods, type SleepStepFields } from "./steps/Sleep.js"
 import type { UserResult } from "../core/userCode.js"
 import type {
   AllOutput,
@@ -110,6 +111,8 @@ export type Step =
     readonly input?: ((context: StepContext<any, any, any, any, any>) => UserResult<unknown>) | undefined
   })
 
+  | (StepMeta & SleepStepFields)
+
 export type StepType = Step["type"]
 
 export declare const WorkflowTypeId: unique symbol
@@ -160,7 +163,9 @@ export interface InnerStep<Ctx> extends Described {
  * The chain's methods, shared by finished and unfinished builders. `Rs` is, for the compiler only, the
  * union of `readonly [stepId, ResumeType]` of its top-level steps (what `resumeWorkflow` types `data` by).
  */
-export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out WRes, in out WSus, Rs = never> {
+export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out WRes, in out WSus, Rs = never>
+  extends SleepChain<I, O, D, S, R, WRes, WSus, Rs>
+{
   // A method's parameter, so bivariant: it never decides whether one builder is assignable to another
   // (a builder grown in a loop keeps its type), it only lets `resumeWorkflow` read it.
   [WorkflowResumesId]?(resumes: Rs): void
@@ -370,7 +375,8 @@ const build = (definition: Erased): any => {
     andAll: (step: Omit<Extract<Step, { type: "andAll" }>, "type">) => add({ ...step, type: "andAll" }),
     andRace: (step: Omit<Extract<Step, { type: "andRace" }>, "type">) => add({ ...step, type: "andRace" }),
     andAgent: (step: Omit<Extract<Step, { type: "andAgent" }>, "type">) => add({ ...checkAgentStep(step), type: "andAgent" }),
-    andWorkflow: (step: Omit<Extract<Step, { type: "andWorkflow" }>, "type">) => add({ ...step, type: "andWorkflow" })
+    andWorkflow: (step: Omit<Extract<Step, { type: "andWorkflow" }>, "type">) => add({ ...step, type: "andWorkflow" }),
+    ...sleepMethods(add)
   }
 }
 

@@ -15,7 +15,8 @@ export const WorkflowEventType = Schema.Literal(
   "workflow-suspended",
   "workflow-complete",
   "workflow-error",
-  "workflow-cancelled"
+  "workflow-cancelled",
+  "step-sleep"
 )
 
 /** One entry of an execution's event log, as stored and as streamed. */
@@ -35,7 +36,8 @@ export const WorkflowEvent = Schema.Struct({
   data: Schema.optional(Schema.Unknown).annotations({ description: "workflow-suspended: the data the step suspended with, if any" }),
   path: Schema.optional(Schema.String).annotations({
     description: "an inner step's path (`measure/upper`, `credit-lines[3]`, `notify/send`); absent on a top-level step's events"
-  })
+  }),
+  wakeAt: Schema.optional(Schema.String).annotations({ description: "step-sleep: when the execution wakes (ISO)" })
 }).annotations({ identifier: "WorkflowEvent" })
 export type WorkflowEvent = typeof WorkflowEvent.Type
 
@@ -171,7 +173,8 @@ export const ExecutionState = Schema.Struct({
   endAt: Schema.optional(Schema.String),
   result: Schema.optional(Schema.Unknown),
   error: Schema.optional(Schema.String),
-  errorDetail: Schema.optional(ErrorDetail)
+  errorDetail: Schema.optional(ErrorDetail),
+  waitingUntil: Schema.optional(Schema.String).annotations({ description: "a running execution parked by a sleep step: when it wakes (ISO)" })
 }).annotations({ identifier: "ExecutionState" })
 
 export const ExecutionEventRecord = Schema.Struct({
@@ -183,7 +186,8 @@ export const ExecutionEventRecord = Schema.Struct({
   endTime: Schema.String,
   status: Schema.String,
   input: Schema.optional(Schema.Unknown),
-  output: Schema.optional(Schema.Unknown)
+  output: Schema.optional(Schema.Unknown),
+  wakeAt: Schema.optional(Schema.String).annotations({ description: "step-sleep: when the execution wakes (ISO)" })
 })
 
 export const ExecutionRecord = Schema.Struct({
@@ -197,6 +201,7 @@ export const ExecutionRecord = Schema.Struct({
   output: Schema.optional(Schema.Unknown),
   createdAt: Schema.String,
   updatedAt: Schema.String,
+  waitingUntil: Schema.optional(Schema.String).annotations({ description: "a running execution parked by a sleep step: when it wakes (ISO)" }),
   truncated: Schema.optional(Schema.Struct({
     historyBytes: Schema.Number,
     limit: Schema.Number,

@@ -7,6 +7,8 @@ import { errorDetailOf, failureMessage, spanMessageOf } from "../observability/e
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
 import { checkOutput, encodeValue, isPlain, storedForm } from "./StepCodec.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
+import { enterSleep, type SleepSignal } from "./steps/Sleep.js"
+import type { SleepRecord } from "./ExecutionRows.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
 /** A step that failed (not a suspension, not an interruption). */
@@ -25,7 +27,7 @@ export const stepFailure = (stepId: string, error: unknown): StepFailed => {
   return new StepFailed({ stepId, message: failureMessage(error, detail), detail, spanMessage: spanMessageOf(error, detail) })
 }
 
-export type StepOutcome = SuspendSignal | StepFailed
+export type StepOutcome = SuspendSignal | StepFailed | SleepSignal
 
 /** What running steps needs from outside. */
 export interface StepEnv {
@@ -38,6 +40,8 @@ export interface StepEnv {
   readonly stepData: Record<string, unknown>
   /** The workflow's `suspendSchema`: what a step without its own checks `suspend`'s data against. */
   readonly suspendSchema?: Schema.Schema.AnyNoContext | undefined
+  /** The wake time committed by the sleep step the execution stands at (issue #31). */
+  readonly sleep?: SleepRecord | undefined
 }
 
 type SuspendSchema = Schema.Schema.AnyNoContext | undefined
@@ -185,6 +189,10 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
           return map === undefined ? Effect.succeed(answer) : runFn(env, step, (context) => map(answer, context), data, resumeData)
         })
       )
+    case "andSleep":
+    case "andSleepUntil":
+      return enterSleep(step, data, env.sleep, (fn) => runFn(env, step, fn, data, resumeData), (message) =>
+        new StepFailed({ stepId: step.id, message }))
     case "andWorkflow":
       return runCode(step.id, (signal) =>
         step.input ? step.input(contextFor(env, step, data, resumeData, signal)) : data).pipe(
