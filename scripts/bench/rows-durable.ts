@@ -37,10 +37,10 @@ const idleOf = async (pid: number) => {
 
 /** Every completed `reminder` execution's output, paging through the listing. */
 const completedReminders = async (server: Server) => {
-  const outputs: Array<{ readonly at: string; readonly sentAt: string }> = []
+  const outputs: Array<{ readonly remindAt: string; readonly deliveredAt: string }> = []
   for (let offset = 0; ; offset += LIST_PAGE) {
     const page = await json({ url: server.url, method: "GET", path: `/workflows/executions?workflowId=reminder&status=completed&limit=${LIST_PAGE}&offset=${offset}` }, 60_000)
-    const records: Array<{ readonly output?: { readonly at: string; readonly sentAt: string } }> = page.body.data
+    const records: Array<{ readonly output?: { readonly remindAt: string; readonly deliveredAt: string } }> = page.body.data
     for (const record of records) if (record.output !== undefined) outputs.push(record.output)
     if (records.length < LIST_PAGE) return outputs
   }
@@ -78,7 +78,8 @@ const sleepers = async (lab: Lab, count: number, restart: boolean) => {
     const lastWake = firstWake + WAKE_SPREAD_MS
     if (Date.now() < lastWake) await sleep(lastWake - Date.now())
     for (const deadline = lastWake + 120_000; Date.now() < deadline && (await runningCount(service)) > 0;) await sleep(1_000)
-    const lateness = (await completedReminders(service)).map(({ at, sentAt }) => Date.parse(sentAt) - Math.max(Date.parse(at), ready))
+    const lateness = (await completedReminders(service)).map(({ deliveredAt, remindAt }) =>
+      Date.parse(deliveredAt) - Math.max(Date.parse(remindAt), ready))
     return { idle, parked, lateness, created: created.results.length, failed: created.failed, firstError: created.firstError }
   } finally {
     await service.stop()
