@@ -76,6 +76,16 @@ layer(TestServerLive({ app: timersApp }), { excludeTestServices: true })("durabl
       expect(far.body.error).toContain("is more than the 366d a sleep may last ahead")
     }), 30_000)
 
+  it.effect("a sleep inside a child workflow fails the step with a message (top-level sleeps only); a past one passes", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const refused = yield* post(`${url}/workflows/sleepy-parent/execute`, { input: { ms: 60_000 } })
+      expect(refused.body.success).toBe(false)
+      expect(refused.body.error).toContain("step nap: a sleep must be a top-level step of the running workflow, not inside andWorkflow child")
+      const passed = yield* post(`${url}/workflows/sleepy-parent/execute`, { input: { ms: 0 } })
+      expect(passed.body.data).toMatchObject({ status: "completed", result: { ms: 0 } })
+    }), 30_000)
+
   it.effect("cancel works on a sleeper: cancelled, never woken", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
