@@ -28,7 +28,7 @@ layer(Served, { excludeTestServices: true })("durable timers in OTLP", (it) => {
       const { url } = yield* TestServer
       const otlp = yield* Otlp
       const started = yield* fetchJson(`${url}/workflows/until/run`, json({
-        input: { at: new Date(Date.now() + 300).toISOString() },
+        input: { at: new Date(Date.now() + 2000).toISOString() },
         options: { executionId: "otel-wake" }
       }))
       expect(started.status).toBe(201)

@@ -60,7 +60,7 @@ describe.skipIf(!postgresAvailable)("durable timers on Postgres", () => {
     const [a, b] = await c.startAll()
     const ids = Array.from({ length: 40 }, (_, i) => `pg-both-${i}`)
     await Promise.all(ids.map((id, i) =>
-      c.post(i % 2 === 0 ? a : b, "/workflows/reminder/run", { input: { message: id, delaySeconds: 2 }, options: { executionId: id } })
+      c.post(i % 2 === 0 ? a : b, "/workflows/reminder/run", { input: { message: id, delaySeconds: 4 }, options: { executionId: id } })
     ))
     await until(async () => {
       const [row] = await c.query<{ n: string }>(`SELECT COUNT(*) AS n FROM workflow_executions WHERE status = 'completed'`)

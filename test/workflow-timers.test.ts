@@ -9,7 +9,7 @@ layer(TestServerLive({ app: timersApp }), { excludeTestServices: true })("durabl
   it.effect("a sleep parks the execution (running, waitingUntil, no owner, no fiber) and wakes it at wakeAt", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const started = yield* post(`${url}/workflows/nap/run`, { input: { ms: 1500 }, options: { executionId: "parks" } })
+      const started = yield* post(`${url}/workflows/nap/run`, { input: { ms: 3000 }, options: { executionId: "parks" } })
       expect(started.status).toBe(201)
       const state = yield* parked(url, "nap", "parks")
       expect(state.status).toBe("running")
@@ -76,14 +76,25 @@ layer(TestServerLive({ app: timersApp }), { excludeTestServices: true })("durabl
       expect(far.body.error).toContain("is more than the 366d a sleep may last ahead")
     }), 30_000)
 
+  it.effect("a sleep inside a child workflow fails the step with a message (top-level sleeps only); a past one passes", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const refused = yield* post(`${url}/workflows/sleepy-parent/execute`, { input: { ms: 60_000 } })
+      expect(refused.body.success).toBe(false)
+      expect(refused.body.error).toContain("step nap: a sleep must be a top-level step of the running workflow, not inside andWorkflow child")
+      const passed = yield* post(`${url}/workflows/sleepy-parent/execute`, { input: { ms: 0 } })
+      expect(passed.body.data).toMatchObject({ status: "completed", result: { ms: 0 } })
+    }), 30_000)
+
   it.effect("cancel works on a sleeper: cancelled, never woken", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      yield* post(`${url}/workflows/nap/run`, { input: { ms: 800 }, options: { executionId: "cancel-sleeper" } })
-      yield* parked(url, "nap", "cancel-sleeper")
+      yield* post(`${url}/workflows/nap/run`, { input: { ms: 2000 }, options: { executionId: "cancel-sleeper" } })
+      const asleep = yield* parked(url, "nap", "cancel-sleeper")
       const cancelled = yield* post(`${url}/workflows/nap/executions/cancel-sleeper/cancel`, { reason: "no nap" })
       expect(cancelled.status).toBe(200)
-      yield* Effect.sleep("1500 millis")
+      // Past its wake time: no wake ran it.
+      yield* Effect.sleep(Math.max(0, Date.parse(asleep.waitingUntil) - Date.now() + 700))
       const state = yield* stateOf(url, "nap", "cancel-sleeper")
       expect(state.status).toBe("cancelled")
       expect(state.waitingUntil).toBeUndefined()
@@ -93,7 +104,7 @@ layer(TestServerLive({ app: timersApp }), { excludeTestServices: true })("durabl
   it.effect("suspend works on a sleeper; resumed before wakeAt it parks again until the same wakeAt", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      yield* post(`${url}/workflows/nap/run`, { input: { ms: 2500 }, options: { executionId: "suspend-early" } })
+      yield* post(`${url}/workflows/nap/run`, { input: { ms: 4000 }, options: { executionId: "suspend-early" } })
       const first = yield* parked(url, "nap", "suspend-early")
       const suspended = yield* post(`${url}/workflows/nap/executions/suspend-early/suspend`, { reason: "hold" })
       expect(suspended.status).toBe(200)
@@ -115,13 +126,13 @@ layer(TestServerLive({ app: timersApp }), { excludeTestServices: true })("durabl
   it.effect("resumed after wakeAt, a suspended sleeper continues at once", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      yield* post(`${url}/workflows/nap/run`, { input: { ms: 600 }, options: { executionId: "suspend-late" } })
+      yield* post(`${url}/workflows/nap/run`, { input: { ms: 1500 }, options: { executionId: "suspend-late" } })
       const first = yield* parked(url, "nap", "suspend-late")
-      yield* post(`${url}/workflows/nap/executions/suspend-late/suspend`, { reason: "hold" })
-      yield* Effect.sleep("1000 millis")
+      expect((yield* post(`${url}/workflows/nap/executions/suspend-late/suspend`, { reason: "hold" })).status).toBe(200)
+      yield* Effect.sleep(Math.max(0, Date.parse(first.waitingUntil) - Date.now() + 400))
       expect((yield* stateOf(url, "nap", "suspend-late")).status).toBe("suspended")
       const resumed = yield* post(`${url}/workflows/nap/executions/suspend-late/resume`, {})
-      expect(resumed.body.data).toMatchObject({ status: "completed", result: { ms: 600 } })
+      expect(resumed.body.data).toMatchObject({ status: "completed", result: { ms: 1500 } })
       expect(resumed.body.data.result.after).toBeGreaterThanOrEqual(Date.parse(first.waitingUntil))
       const events = yield* eventsOf(url, "suspend-late")
       expect(events.filter((e) => e.type === "step-sleep")).toHaveLength(1)
@@ -130,10 +141,10 @@ layer(TestServerLive({ app: timersApp }), { excludeTestServices: true })("durabl
   it.effect("resumed at an earlier step, the sleep is entered anew: its time evaluated again, not the committed one", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      yield* post(`${url}/workflows/nap/run`, { input: { ms: 300 }, options: { executionId: "resume-earlier" } })
+      yield* post(`${url}/workflows/nap/run`, { input: { ms: 1500 }, options: { executionId: "resume-earlier" } })
       const first = yield* parked(url, "nap", "resume-earlier")
-      yield* post(`${url}/workflows/nap/executions/resume-earlier/suspend`, { reason: "hold" })
-      yield* Effect.sleep("600 millis")
+      expect((yield* post(`${url}/workflows/nap/executions/resume-earlier/suspend`, { reason: "hold" })).status).toBe(200)
+      yield* Effect.sleep(Math.max(0, Date.parse(first.waitingUntil) - Date.now() + 300))
       yield* Effect.fork(post(`${url}/workflows/nap/executions/resume-earlier/resume`, { options: { stepId: "before" } }))
       const again = yield* parked(url, "nap", "resume-earlier")
       expect(Date.parse(again.waitingUntil)).toBeGreaterThan(Date.parse(first.waitingUntil))
@@ -145,7 +156,7 @@ layer(TestServerLive({ app: timersApp }), { excludeTestServices: true })("durabl
   it.effect("observability: each wake is a root span `workflow.wake <id>` found by the entity filter; metrics parked and lateness (the link: workflow-timers-otel)", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      yield* post(`${url}/workflows/until/run`, { input: { at: new Date(Date.now() + 400).toISOString() }, options: { executionId: "traced" } })
+      yield* post(`${url}/workflows/until/run`, { input: { at: new Date(Date.now() + 2000).toISOString() }, options: { executionId: "traced" } })
       yield* eventually(stateOf(url, "until", "traced"), (s) => s.status === "completed", "traced completed")
       const wakes = yield* eventually(
         Effect.map(fetchJson(`${url}/observability/traces?entityType=workflow&entityId=until&limit=500`), (r) =>

@@ -208,8 +208,10 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               const failure = outcome.left
               if (failure._tag === "StepFailed") return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`, failure.detail)
               if (failure._tag === "SleepSignal") {
-                // Parked until its wake time (issue #31): the fiber ends, holding nothing.
-                if (park === undefined) return yield* fail(claim, execution, `step ${step.id}: sleep steps need the timer service`)
+                // Parked until its wake time (issue #31): the fiber ends, holding nothing. Top-level sleeps only.
+                if (park === undefined || failure.stepId !== step.id) {
+                  return yield* fail(claim, execution, `step ${failure.stepId}: a sleep must be a top-level step of the running workflow, not inside ${step.type} ${step.id}`)
+                }
                 return yield* park({ claim, execution, step, index, signal: failure, checkpoint: (events, write) => checkpoint(claim, events, write) })
               }
               const suspended = workflowEvent(execution, "workflow-suspended", step.id, "suspended", {

@@ -37,7 +37,16 @@ export const napFor = workflow({
   result: Schema.Struct({ duration: Schema.String })
 }).andSleep({ id: "nap", duration: ({ data }) => data.duration as Duration.DurationInput })
 
-export const timersApp = defineApp({ workflows: [nap, until, napFor] })
+/** A child workflow that sleeps: refused with a message (sleeps are top-level steps). */
+export const sleepyParent = workflow({
+  id: "sleepy-parent",
+  name: "Sleepy parent",
+  purpose: "Runs a child workflow that sleeps",
+  input: Schema.Struct({ ms: Schema.Number }),
+  result: Schema.Struct({ ms: Schema.Number, after: Schema.Number })
+}).andWorkflow({ id: "child", workflow: nap })
+
+export const timersApp = defineApp({ workflows: [nap, until, napFor, sleepyParent] })
 
 type Answer = { readonly status: number; readonly body: any }
 export const post = (url: string, body: unknown = {}) => fetchJson(url, json(body)) as Effect.Effect<Answer>
