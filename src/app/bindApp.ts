@@ -68,6 +68,15 @@ export const bindApp = <R>(app: ServiceApp<R>, provide: Provide): ServiceApp<nev
         return { ...original, agent: agent(original.agent), prompt: code(original.prompt), map: optionalCode(original.map) }
       case "andWorkflow":
         return { ...original, workflow: workflow(original.workflow), input: optionalCode(original.input) }
+      case "andForEach":
+        return { ...original, items: code(original.items), step: spec(original.step) }
+      case "andDoWhile":
+      case "andDoUntil":
+        return { ...original, condition: code(original.condition), step: spec(original.step) }
+      case "andBranch":
+        return { ...original, branches: original.branches.map((one) => ({ condition: code(one.condition), step: spec(one.step) })) }
+      case "andMap":
+        return { ...original, map: Object.fromEntries(Object.entries(original.map).map(([key, fn]) => [key, code(fn)])) }
     }
   }
 

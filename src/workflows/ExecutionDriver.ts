@@ -11,6 +11,8 @@ import { restore, storedOutput } from "./StepCodec.js"
 import { jsonBytes, outputRefusal } from "./StoredValues.js"
 import { isStoreDefect, STORE_ERROR_RETRY } from "./storeRetry.js"
 import type { WorkflowDefinition } from "./Workflow.js"
+import { makeInnerOutputs } from "./steps/InnerOutputs.js"
+import { withInnerCheckpoints } from "./steps/innerDriver.js"
 import type * as S from "./WorkflowSchemas.js"
 
 export { workflowEvent }
@@ -50,6 +52,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
   Effect.gen(function*() {
     const store = yield* ExecutionStore
     const agents = yield* AgentRegistry
+    const innerOutputs = yield* makeInnerOutputs
     const fibers = yield* FiberMap.make<string, void, never>()
     const scope = yield* Effect.scope
     const claims = new Map<string, Claim>()
@@ -199,7 +202,10 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               const start = stepStart(definition, execution, index, stored)
               if (Option.isNone(yield* checkpoint(claim, [start], store.append(claim, [start])))) return
             }
-            const run = runStep(env, step, data, index === execution.stepIndex ? resumeData : undefined)
+            const commitWith = (events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) =>
+              Effect.catchTag(checkpoint(claim, events, write), "StoreUnavailable", (error) => Effect.die(error.cause))
+            const stepEnv = yield* withInnerCheckpoints(env, step, index, { outputs: innerOutputs, execution, claim, commitWith })
+            const run = runStep(stepEnv, step, data, index === execution.stepIndex ? resumeData : undefined)
             const outcome = yield* Effect.either(inStepSpan(run, { definition, executionId: id, step, index }, recordContent))
             if (Either.isLeft(outcome)) {
               const failure = outcome.left

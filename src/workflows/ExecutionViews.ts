@@ -164,7 +164,8 @@ export const recordOf = (execution: ExecutionListing, events: ReadonlyArray<Stor
     endTime: e.timestamp,
     status: e.status,
     ...(e.input !== undefined ? { input: e.input } : {}),
-    ...(e.output !== undefined ? { output: e.output } : {})
+    ...(e.output !== undefined ? { output: e.output } : {}),
+    ...(e.path !== undefined ? { path: e.path } : {})
   })),
   ...(execution.status === "completed" ? { output: execution.output ?? null } : {}),
   createdAt: execution.createdAt,

@@ -3,6 +3,8 @@ import type { AgentDefinition } from "../agents/Agent.js"
 import { isOutputSchema, type JsonSchemaInput, type OutputSchema, prepareOutput } from "../agents/AgentOutput.js"
 import { checkDefinitionId } from "../core/definitionId.js"
 import type { UserResult } from "../core/userCode.js"
+import { checkLoopStep, loopIds } from "./steps/loopChecks.js"
+import type { LoopsChain, LoopStep } from "./steps/Loops.js"
 import type {
   AllOutput,
   InnerError,
@@ -66,7 +68,7 @@ export interface StepContext<Data = unknown, Input = unknown, Steps = Readonly<R
 /** A step's function as the runtime holds it. */
 export type StepFn<A = unknown> = (context: StepContext<any, any, any, any, any>) => UserResult<A>
 
-interface StepMeta {
+export interface StepMeta {
   readonly id: string
   readonly name?: string | undefined
   readonly purpose?: string | undefined
@@ -109,6 +111,7 @@ export type Step =
     readonly workflow: WorkflowDefinition
     readonly input?: ((context: StepContext<any, any, any, any, any>) => UserResult<unknown>) | undefined
   })
+  | LoopStep
 
 export type StepType = Step["type"]
 
@@ -141,7 +144,7 @@ export interface WorkflowDefinition<in I = any, out O = any, out R = never> {
 }
 
 /** The optional descriptive fields of a step. */
-interface Described {
+export interface Described {
   readonly name?: string | undefined
   readonly purpose?: string | undefined
   /** Shown in /workflows/:id; not enforced. */
@@ -160,7 +163,9 @@ export interface InnerStep<Ctx> extends Described {
  * The chain's methods, shared by finished and unfinished builders. `Rs` is, for the compiler only, the
  * union of `readonly [stepId, ResumeType]` of its top-level steps (what `resumeWorkflow` types `data` by).
  */
-export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out WRes, in out WSus, Rs = never> {
+export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out WRes, in out WSus, Rs = never>
+  extends LoopsChain<I, O, D, S, R, WRes, WSus, Rs>
+{
   // A method's parameter, so bivariant: it never decides whether one builder is assignable to another
   // (a builder grown in a loop keeps its type), it only lets `resumeWorkflow` read it.
   [WorkflowResumesId]?(resumes: Rs): void
@@ -319,7 +324,7 @@ const idsOf = (step: Step): ReadonlyArray<string> =>
     ? [step.id, ...step.steps.map((inner) => inner.id)]
     : step.type === "andWhen"
     ? [step.id, step.step.id]
-    : [step.id]
+    : loopIds(step) ?? [step.id]
 
 /**
  * An andAgent step as given, checked: an agent object, and an Effect Schema `output` that describes an
@@ -370,7 +375,12 @@ const build = (definition: Erased): any => {
     andAll: (step: Omit<Extract<Step, { type: "andAll" }>, "type">) => add({ ...step, type: "andAll" }),
     andRace: (step: Omit<Extract<Step, { type: "andRace" }>, "type">) => add({ ...step, type: "andRace" }),
     andAgent: (step: Omit<Extract<Step, { type: "andAgent" }>, "type">) => add({ ...checkAgentStep(step), type: "andAgent" }),
-    andWorkflow: (step: Omit<Extract<Step, { type: "andWorkflow" }>, "type">) => add({ ...step, type: "andWorkflow" })
+    andWorkflow: (step: Omit<Extract<Step, { type: "andWorkflow" }>, "type">) => add({ ...step, type: "andWorkflow" }),
+    andForEach: (step: Omit<Extract<Step, { type: "andForEach" }>, "type">) => add(checkLoopStep({ ...step, type: "andForEach" })),
+    andDoWhile: (step: Omit<Extract<Step, { type: "andDoWhile" | "andDoUntil" }>, "type">) => add(checkLoopStep({ ...step, type: "andDoWhile" })),
+    andDoUntil: (step: Omit<Extract<Step, { type: "andDoWhile" | "andDoUntil" }>, "type">) => add(checkLoopStep({ ...step, type: "andDoUntil" })),
+    andBranch: (step: Omit<Extract<Step, { type: "andBranch" }>, "type">) => add(checkLoopStep({ ...step, type: "andBranch" })),
+    andMap: (step: Omit<Extract<Step, { type: "andMap" }>, "type">) => add(checkLoopStep({ ...step, type: "andMap" }))
   }
 }
 

@@ -32,7 +32,10 @@ export const WorkflowEvent = Schema.Struct({
   error: Schema.optional(Schema.String),
   errorDetail: Schema.optional(ErrorDetail),
   reason: Schema.optional(Schema.String),
-  data: Schema.optional(Schema.Unknown).annotations({ description: "workflow-suspended: the data the step suspended with, if any" })
+  data: Schema.optional(Schema.Unknown).annotations({ description: "workflow-suspended: the data the step suspended with, if any" }),
+  path: Schema.optional(Schema.String).annotations({
+    description: "an inner step's event: its path (`measure/upper`, `lines[3]`); `from` is its step id"
+  })
 }).annotations({ identifier: "WorkflowEvent" })
 export type WorkflowEvent = typeof WorkflowEvent.Type
 
@@ -174,7 +177,8 @@ export const ExecutionEventRecord = Schema.Struct({
   endTime: Schema.String,
   status: Schema.String,
   input: Schema.optional(Schema.Unknown),
-  output: Schema.optional(Schema.Unknown)
+  output: Schema.optional(Schema.Unknown),
+  path: Schema.optional(Schema.String).annotations({ description: "an inner step's event: its path (issue #31)" })
 })
 
 export const ExecutionRecord = Schema.Struct({

@@ -167,6 +167,22 @@ export const addErrorDetails = Effect.gen(function*() {
   yield* sql`ALTER TABLE workflow_executions ADD COLUMN error_detail TEXT`
 })
 
+/**
+ * Inner steps' outputs (issue #31): one row per committed inner step, item or iteration of a step
+ * (path `measure/upper`, `lines[3]`), written fenced by the claim with its event, read back when the
+ * execution goes on so committed inner work is not run again, deleted with the execution.
+ */
+export const createStepOutputs = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE workflow_step_outputs (
+    execution_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    output TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (execution_id, path)
+  )`
+})
+
 /** This feature's migrations (its half of 0013 is joined with agent memory's at src/Database.ts). */
 export const workflowMigrations: Record<string, Migration> = {
   "0002_workflow_executions": createWorkflowTables,
@@ -176,5 +192,6 @@ export const workflowMigrations: Record<string, Migration> = {
   "0010_workflow_idempotency_keys": createIdempotencyKeys,
   "0016_workflow_definition_hash": addDefinitionHashes,
   "0018_workflow_values": addWorkflowValues,
-  "0019_workflow_error_detail": addErrorDetails
+  "0019_workflow_error_detail": addErrorDetails,
+  "0021_workflow_step_outputs": createStepOutputs
 }

@@ -7,6 +7,8 @@ import { errorDetailOf, failureMessage, spanMessageOf } from "../observability/e
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
 import { checkOutput, encodeValue, isPlain, storedForm } from "./StepCodec.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
+import type { InnerCheckpoint } from "./steps/InnerOutputs.js"
+import { runLoopStep } from "./steps/loopRunner.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
 /** A step that failed (not a suspension, not an interruption). */
@@ -38,6 +40,8 @@ export interface StepEnv {
   readonly stepData: Record<string, unknown>
   /** The workflow's `suspendSchema`: what a step without its own checks `suspend`'s data against. */
   readonly suspendSchema?: Schema.Schema.AnyNoContext | undefined
+  /** The committed inner outputs of the step being run and how to commit more (loops and branches). */
+  readonly inner?: InnerCheckpoint | undefined
 }
 
 type SuspendSchema = Schema.Schema.AnyNoContext | undefined
@@ -80,15 +84,15 @@ const toStepOutcome = (stepId: string) => (cause: Cause.Cause<unknown>): Effect.
  * Runs a step's code. The signal it sees is aborted only when the step does not succeed
  * (interrupted: suspend, cancel, race lost, shutdown; or failed).
  */
-const runCode = <A>(stepId: string, code: (signal: LazySignal) => UserResult<A>): Effect.Effect<A, StepOutcome> =>
+export const runCode = <A>(stepId: string, code: (signal: LazySignal) => UserResult<A>): Effect.Effect<A, StepOutcome> =>
   runUserCode(code, toStepOutcome(stepId))
 
-interface Running {
+export interface Running {
   readonly id: string
   readonly suspendSchema?: SuspendSchema
 }
 
-const contextFor = (env: StepEnv, step: Running, data: unknown, resumeData: unknown, lazySignal: LazySignal): StepContext => ({
+export const contextFor = (env: StepEnv, step: Running, data: unknown, resumeData: unknown, lazySignal: LazySignal): StepContext => ({
   data,
   input: env.input,
   steps: env.stepData,
@@ -108,7 +112,7 @@ const contextFor = (env: StepEnv, step: Running, data: unknown, resumeData: unkn
 const runFn = (env: StepEnv, step: Running, fn: StepFn, data: unknown, resumeData: unknown) =>
   runCode(step.id, (signal) => fn(contextFor(env, step, data, resumeData, signal)))
 
-const inner = (outer: Running, step: Running): Running => ({ id: step.id, suspendSchema: step.suspendSchema ?? outer.suspendSchema })
+export const inner = (outer: Running, step: Running): Running => ({ id: step.id, suspendSchema: step.suspendSchema ?? outer.suspendSchema })
 
 /** Decodes a workflow's input; the message is the API's validation message. */
 export const decodeInput = (definition: WorkflowDefinition, input: unknown, path = "input") =>
@@ -195,6 +199,8 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
             })
           )
         )
+    default:
+      return runLoopStep(env, step, data, resumeData)
   }
 }
 
@@ -218,7 +224,7 @@ const askAgent = (env: StepEnv, step: Extract<Step, { type: "andAgent" }>, promp
 /** A sub-workflow runs inline: its steps in order, its suspension suspending the parent step. */
 const runChild = (env: StepEnv, child: WorkflowDefinition, input: unknown, resumeData: unknown) =>
   Effect.gen(function*() {
-    const childEnv: StepEnv = { ...env, input, stepData: {}, suspendSchema: child.suspendSchema }
+    const childEnv: StepEnv = { ...env, input, stepData: {}, suspendSchema: child.suspendSchema, inner: undefined }
     let data = input
     for (const step of child.steps) {
       const out = yield* runStep(childEnv, step, data, resumeData)

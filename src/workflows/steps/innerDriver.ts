@@ -1,0 +1,46 @@
+import { Effect, Option } from "effect"
+import type { Claim, Execution } from "../ExecutionRows.js"
+import { workflowEvent } from "../ExecutionEndings.js"
+import type { StepEnv } from "../runner.js"
+import type { Step } from "../Workflow.js"
+import type * as S from "../WorkflowSchemas.js"
+import { type InnerCheckpoint, type InnerOutputs, isInnerPathOf } from "./InnerOutputs.js"
+import { isLoopStep } from "./Loops.js"
+
+/** How the driver commits a held execution's write with its events (its `checkpoint`, store failures as defects). */
+export type CommitWith = (events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) => Effect.Effect<Option.Option<number>>
+
+/**
+ * The env step `index` runs with: a loop or branch step gets its committed inner outputs (read now)
+ * and commits more fenced by `claim`, each with a step-complete carrying its `path`; a lost claim
+ * interrupts the step. Other steps run with `env` as it is.
+ */
+export const withInnerCheckpoints = (
+  env: StepEnv,
+  step: Step,
+  index: number,
+  held: { readonly outputs: InnerOutputs; readonly execution: Execution; readonly claim: Claim; readonly commitWith: CommitWith }
+): Effect.Effect<StepEnv> => {
+  if (!isLoopStep(step)) return Effect.succeed(env)
+  const { claim, commitWith, execution, outputs } = held
+  return Effect.map(outputs.read(execution.id, step.id), (all) => {
+    const committed = new Map(Array.from(all).filter(([path]) => isInnerPathOf(step.id, path)))
+    const inner: InnerCheckpoint = {
+      committed,
+      commit: (entries, event) => {
+        const events = event === undefined ? [] : [
+          workflowEvent(execution, "step-complete", event.from, "success", {
+            stepIndex: index,
+            stepType: event.stepType,
+            output: event.output,
+            path: event.path
+          })
+        ]
+        return commitWith(events, outputs.commit(claim, entries, events)).pipe(
+          Effect.flatMap((done) => (Option.isSome(done) ? Effect.void : Effect.interrupt))
+        )
+      }
+    }
+    return { ...env, inner }
+  })
+}

@@ -1,0 +1,177 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+import { join } from "node:path"
+import { workflow } from "../src/workflows/Workflow.js"
+import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
+import { eventsOf, withService } from "./support/serviceOnDatabase.js"
+import { fetchJson, json, tempDir } from "./support/TestServer.js"
+
+/**
+ * Issue #31 items 2 and 4: andForEach, andDoWhile/andDoUntil, andBranch and andMap; each item,
+ * iteration and branch committed (migration 0021) so that work committed before a suspension (or a
+ * crash: workflow-loops-process.test.ts) is not run again, events of inner steps with their `path`.
+ */
+
+const runs = new Map<string, number>()
+const ran = (key: string) => runs.set(key, (runs.get(key) ?? 0) + 1)
+
+const Numbers = Schema.Struct({ numbers: Schema.Array(Schema.Number) })
+
+/** Item 3 suspends the first time: items 0-2 are committed by then (concurrency 1). */
+const doubling = workflow({ id: "doubling", name: "doubling", purpose: "per-item commits", input: Numbers, result: Schema.Array(Schema.Number) })
+  .andForEach({
+    id: "double",
+    items: ({ data }) => {
+      ran("items")
+      return data.numbers
+    },
+    step: {
+      id: "one",
+      execute: ({ data, index, path, resumeData, suspend }) => {
+        ran(`${path}`)
+        if (index === 3 && resumeData === undefined) return suspend("item 3 waits")
+        return data * 2
+      }
+    }
+  })
+
+const counting = workflow({ id: "counting", name: "counting", purpose: "loops", input: Schema.Number, result: Schema.Number })
+  .andDoWhile({
+    id: "up",
+    step: { id: "inc", execute: ({ data, iteration, resumeData, suspend }) => (iteration === 2 && resumeData === undefined ? suspend("third") : data + 1) },
+    condition: ({ data }) => data < 5
+  })
+  .andDoUntil({ id: "down", step: { id: "dec", execute: ({ data }) => data - 2 }, condition: ({ data }) => data <= 0 })
+
+const bounded = workflow({ id: "bounded", name: "bounded", purpose: "maxIterations", input: Schema.Number, result: Schema.Number })
+  .andDoWhile({ id: "forever", maxIterations: 3, step: { id: "same", execute: ({ data }) => data }, condition: () => true })
+
+const branching = workflow({ id: "branching", name: "branching", purpose: "branches", input: Schema.Number, result: Schema.Unknown })
+  .andBranch({
+    id: "route",
+    branches: [
+      { condition: ({ data }) => data > 0, step: { id: "positive", execute: ({ data }) => `+${data}` } },
+      { condition: ({ data }) => data < 0, step: { id: "negative", execute: ({ data }) => -data } },
+      { condition: () => Effect.succeed(true), step: { id: "always", execute: ({ data }) => ({ seen: data }) } }
+    ]
+  })
+  .andMap({
+    id: "summary",
+    map: {
+      first: ({ data }) => data[0] ?? null,
+      count: ({ data }) => Promise.resolve(data.filter((entry) => entry !== undefined && entry !== null).length),
+      doubled: ({ input }) => Effect.succeed(input * 2)
+    }
+  })
+
+const tooMany = workflow({ id: "too-many", name: "too many", purpose: "bounds", input: Schema.Number, result: Schema.Unknown })
+  .andForEach({ id: "each", items: ({ data }) => Array.from({ length: data }, (_, i) => i), step: { id: "item", execute: ({ data }) => data } })
+
+const tooWide = workflow({ id: "too-wide", name: "too wide", purpose: "bounds", input: Schema.Number, result: Schema.Unknown })
+  .andForEach({ id: "each", concurrency: 65, items: () => [1], step: { id: "item", execute: ({ data }) => data } })
+
+const tooLarge = workflow({ id: "too-large", name: "too large", purpose: "bounds", input: Schema.Number, result: Schema.Unknown })
+  .andForEach({ id: "each", items: () => [1, 2], step: { id: "item", execute: ({ data }) => "x".repeat(data * 700_000) } })
+
+const all = [doubling, counting, bounded, branching, tooMany, tooWide, tooLarge]
+
+const execute = (base: string, workflowId: string, input: unknown, executionId: string) =>
+  Effect.map(fetchJson(`${base}/workflows/${workflowId}/execute`, json({ input, options: { executionId } })), (response) => response.body.data)
+
+const loops = (databaseUrl: Effect.Effect<string, never, any>, store: string) => {
+  it.scopedLive("andForEach: outputs in item order, each item committed: a resume runs only the unfinished items; inner events carry their path", () =>
+    Effect.gen(function*() {
+      const url = yield* databaseUrl
+      runs.clear()
+      const id = `d-${store}`
+      yield* withService(url, all, (base) =>
+        Effect.gen(function*() {
+          const suspended = yield* execute(base, "doubling", { numbers: [1, 2, 3, 4, 5] }, id)
+          expect(suspended).toMatchObject({ status: "suspended", suspension: { reason: "item 3 waits" } })
+        }))
+      // Another engine on the same database: nothing of the first in memory.
+      yield* withService(url, all, (base, sql) =>
+        Effect.gen(function*() {
+          const resumed = yield* fetchJson(`${base}/workflows/doubling/executions/${id}/resume`, json({ resumeData: {} }))
+          expect(resumed.body.data).toMatchObject({ status: "completed", result: [2, 4, 6, 8, 10] })
+          expect(Object.fromEntries(runs)).toEqual({
+            items: 1,
+            "double[0]": 1,
+            "double[1]": 1,
+            "double[2]": 1,
+            "double[3]": 2,
+            "double[4]": 1
+          })
+          const events = yield* eventsOf(base, "doubling", id)
+          const inner = events.filter((event) => event.type === "step-complete" && event.from === "one")
+          expect(inner.map((event) => event.output)).toEqual([2, 4, 6, 8, 10])
+          const stored = yield* fetchJson(`${base}/workflows/executions?workflowId=doubling`)
+          expect(stored.status).toBe(200)
+          const rows = yield* sql<{ path: string }>`SELECT path FROM workflow_step_outputs WHERE execution_id = ${id} ORDER BY path`.pipe(Effect.orDie)
+          expect(rows.map((row) => row.path)).toEqual(["double#items", "double[0]", "double[1]", "double[2]", "double[3]", "double[4]"])
+          // Deleting the execution deletes its inner outputs, in the same transaction.
+          const deleted = yield* fetchJson(`${base}/workflows/doubling/executions/${id}`, { method: "DELETE" })
+          expect(deleted.status).toBe(200)
+          const left = yield* sql<{ n: number }>`SELECT COUNT(*) AS n FROM workflow_step_outputs WHERE execution_id = ${id}`.pipe(Effect.orDie)
+          expect(Number(left[0].n)).toBe(0)
+        }))
+    }), 60_000)
+
+  it.scopedLive("andDoWhile/andDoUntil: the last iteration's output, each iteration committed; maxIterations fails the step with a message", () =>
+    Effect.gen(function*() {
+      const url = yield* databaseUrl
+      yield* withService(url, all, (base) =>
+        Effect.gen(function*() {
+          const suspended = yield* execute(base, "counting", 1, `c-${store}`)
+          expect(suspended).toMatchObject({ status: "suspended" })
+          const resumed = yield* fetchJson(`${base}/workflows/counting/executions/c-${store}/resume`, json({ resumeData: {} }))
+          // up: 2, 3, (suspends) 4, 5 -> 5; down: 3, 1, -1 -> -1
+          expect(resumed.body.data).toMatchObject({ status: "completed", result: -1 })
+          const paths = (yield* eventsOf(base, "counting", `c-${store}`)).flatMap((event) => event.path === undefined ? [] : [event.path])
+          expect(paths).toEqual(["up[0]", "up[1]", "up[2]", "up[3]", "down[0]", "down[1]", "down[2]"])
+          const failed = yield* fetchJson(`${base}/workflows/bounded/execute`, json({ input: 1 }))
+          expect(failed.body.error).toBe("Failed to execute workflow: step forever: reached its maxIterations (3) and its condition still asks for another iteration")
+        }))
+    }), 60_000)
+
+  it.scopedLive("andBranch: one entry per branch (undefined where the condition did not hold); andMap: the object of the keys' values", () =>
+    Effect.gen(function*() {
+      const url = yield* databaseUrl
+      yield* withService(url, all, (base, sql) =>
+        Effect.gen(function*() {
+          const done = yield* execute(base, "branching", 4, `b-${store}`)
+          expect(done).toMatchObject({ status: "completed", result: { first: "+4", count: 2, doubled: 8 } })
+          const rows = yield* sql<{ path: string; output: string }>`SELECT path, output FROM workflow_step_outputs
+            WHERE execution_id = ${`b-${store}`} ORDER BY path`.pipe(Effect.orDie)
+          expect(rows.map((row) => [row.path, JSON.parse(row.output)])).toEqual([
+            ["route#conditions", [true, false, true]],
+            ["route/always", { seen: 4 }],
+            ["route/positive", "+4"]
+          ])
+        }))
+    }), 60_000)
+
+  it.scopedLive("bounds: over 10,000 items, concurrency over 64, over 16 MiB of outputs fail the step with a message", () =>
+    Effect.gen(function*() {
+      const url = yield* databaseUrl
+      yield* withService(url, all, (base) =>
+        Effect.gen(function*() {
+          const many = yield* fetchJson(`${base}/workflows/too-many/execute`, json({ input: 10_001 }))
+          expect(many.body.error).toBe("Failed to execute workflow: step each: items has 10001 items, over the 10000 an andForEach may iterate")
+          const wide = yield* fetchJson(`${base}/workflows/too-wide/execute`, json({ input: 1 }))
+          expect(wide.body.error).toBe("Failed to execute workflow: step each: concurrency must be an integer from 1 to 64, not 65")
+          const large = yield* fetchJson(`${base}/workflows/too-large/execute`, json({ input: 1 }))
+          expect(large.body.error).toBe(
+            "Failed to execute workflow: step each: each[1]: its output is 1.3 MiB as JSON, over the 1 MiB an item or iteration may be"
+          )
+        }))
+    }), 60_000)
+}
+
+describe("loops and branches (SQLite)", () => {
+  loops(Effect.map(tempDir, (dir) => `file:${join(dir, "service.db")}`), "sqlite")
+})
+
+describe.skipIf(!postgresAvailable)("loops and branches (Postgres)", () => {
+  loops(freshPostgresDatabase, "pg")
+})
