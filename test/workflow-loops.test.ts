@@ -3,7 +3,7 @@ import { Effect, Schema } from "effect"
 import { join } from "node:path"
 import { workflow } from "../src/workflows/Workflow.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
-import { eventsOf, withService } from "./support/serviceOnDatabase.js"
+import { eventsOf, settled, withService } from "./support/serviceOnDatabase.js"
 import { fetchJson, json, tempDir } from "./support/TestServer.js"
 
 /**
@@ -72,6 +72,21 @@ const tooWide = workflow({ id: "too-wide", name: "too wide", purpose: "bounds", 
 
 const tooLarge = workflow({ id: "too-large", name: "too large", purpose: "bounds", input: Schema.Number, result: Schema.Unknown })
   .andForEach({ id: "each", items: () => [1, 2], step: { id: "item", execute: ({ data }) => "x".repeat(data * 700_000) } })
+
+let hang = true
+const movedShape = { id: "moved", name: "moved", purpose: "changes between releases", input: Schema.Number, result: Schema.Unknown }
+const movedItem = {
+  id: "item",
+  execute: ({ data, path }: { readonly data: number; readonly path: string }) => {
+    ran(path)
+    return hang && data >= 10 ? Effect.never : Effect.succeed(data)
+  }
+}
+/** Release 1: items from 10 on never end (until the service shuts down). */
+const movedV1 = workflow(movedShape).andForEach({ id: "each", items: ({ data }) => Array.from({ length: data }, (_, i) => i), step: movedItem })
+/** Release 2: a step inserted before the loop. */
+const movedV2 = workflow(movedShape).andThen({ id: "added", execute: ({ data }) => data })
+  .andForEach({ id: "each", items: ({ data }) => Array.from({ length: data }, (_, i) => i), step: movedItem })
 
 const all = [doubling, counting, bounded, branching, tooMany, tooWide, tooLarge]
 
@@ -148,6 +163,30 @@ const loops = (databaseUrl: Effect.Effect<string, never, any>, store: string) =>
             ["route/always", { seen: 4 }],
             ["route/positive", "+4"]
           ])
+        }))
+    }), 60_000)
+
+  it.scopedLive("a changed definition: a running loop whose last events are all its items' goes on at the loop by its id; committed items do not run again", () =>
+    Effect.gen(function*() {
+      const url = yield* databaseUrl
+      runs.clear()
+      hang = true
+      const id = `m-${store}`
+      yield* withService(url, [movedV1], (base) =>
+        Effect.gen(function*() {
+          expect((yield* fetchJson(`${base}/workflows/moved/run`, json({ input: 12, options: { executionId: id } }))).status).toBe(201)
+          const deadline = Date.now() + 20_000
+          while ((yield* eventsOf(base, "moved", id)).filter((event) => event.path !== undefined).length < 10 && Date.now() < deadline) {
+            yield* Effect.sleep("50 millis")
+          }
+        }))
+      hang = false
+      yield* withService(url, [movedV2], (base) =>
+        Effect.gen(function*() {
+          const state = yield* settled(base, "moved", id)
+          expect(state).toMatchObject({ status: "completed", result: Array.from({ length: 12 }, (_, i) => i) })
+          for (let i = 0; i < 10; i++) expect(runs.get(`each[${i}]`), `each[${i}]`).toBe(1)
+          expect(runs.get("each[10]")).toBe(2)
         }))
     }), 60_000)
 

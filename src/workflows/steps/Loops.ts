@@ -53,6 +53,9 @@ export interface ItemContext {
   readonly path: string
 }
 
+/** What an item's step sees. */
+export interface ItemStepContext<Item, I, S, Res, Sus> extends StepContext<Item, I, S, Res, Sus>, ItemContext {}
+
 /** What an iteration's step and condition see besides the step context: the iteration's number (from 0). */
 export interface IterationContext {
   readonly iteration: number
@@ -62,11 +65,8 @@ export interface IterationContext {
 
 type Condition = boolean | PromiseLike<boolean> | Effect.Effect<boolean, unknown, unknown>
 
-/** What `items` may return: an array, as a value, a Promise or an Effect. */
-export type ItemsResult = ReadonlyArray<unknown> | PromiseLike<ReadonlyArray<unknown>> | Effect.Effect<ReadonlyArray<unknown>, unknown, unknown>
-
-/** The item type of what `items` returns. */
-export type ItemOf<Items> = ResultValue<Items> extends ReadonlyArray<infer X> ? X : never
+/** What `items` may return: an array, as a value, a Promise or an Effect (whose `R` joins the workflow's). */
+export type Items<Item, IR> = ReadonlyArray<Item> | PromiseLike<ReadonlyArray<Item>> | Effect.Effect<ReadonlyArray<Item>, unknown, IR>
 
 /** A branch of andBranch: its condition and step, both seeing the data. */
 export interface Branch<Ctx> {
@@ -104,14 +104,14 @@ export interface LoopsChain<in out I, in out O, out D, out S, out R, in out WRes
    * array of its outputs in item order. Each item's output is committed as it completes; at most
    * `concurrency` (default 1, at most 64) run at once; at most 10,000 items.
    */
-  readonly andForEach: <Id extends string, InnerId extends string, Items extends ItemsResult, Ret, Res = WRes, Sus = WSus>(
+  readonly andForEach: <Id extends string, InnerId extends string, Item, Ret, IR = never, Res = WRes, Sus = WSus>(
     step: Described & Suspending<Res, Sus> & {
       readonly id: Id
-      readonly items: (context: StepContext<D, I, S, Res, Sus>) => Items
+      readonly items: (context: StepContext<D, I, S, Res, Sus>) => Items<Item, IR>
       readonly concurrency?: number | undefined
       readonly step: Described & {
         readonly id: InnerId
-        readonly execute: (context: StepContext<ItemOf<Items>, I, S, Res, Sus> & ItemContext) => Ret
+        readonly execute: (context: ItemStepContext<Item, I, S, Res, Sus>) => Ret
       }
     }
   ) => Next<
@@ -119,7 +119,7 @@ export interface LoopsChain<in out I, in out O, out D, out S, out R, in out WRes
     O,
     Array<ResultValue<Ret>>,
     WithStep<S, Id, Array<ResultValue<Ret>>>,
-    R | ResultContext<Items> | ResultContext<Ret>,
+    R | IR | ResultContext<Ret>,
     WRes,
     WSus,
     Rs | readonly [Id, Res]
