@@ -88,7 +88,22 @@ const movedV1 = workflow(movedShape).andForEach({ id: "each", items: ({ data }) 
 const movedV2 = workflow(movedShape).andThen({ id: "added", execute: ({ data }) => data })
   .andForEach({ id: "each", items: ({ data }) => Array.from({ length: data }, (_, i) => i), step: movedItem })
 
-const all = [doubling, counting, bounded, branching, tooMany, tooWide, tooLarge]
+/** Items whose step declares an outputSchema with a Date: stored encoded, Dates again after a resume. */
+const stamped = workflow({ id: "stamped", name: "stamped", purpose: "typed items", input: Schema.Array(Schema.Number), result: Schema.Unknown })
+  .andForEach({
+    id: "stamp",
+    items: ({ data }) => data,
+    step: { id: "at", outputSchema: Schema.Struct({ at: Schema.Date }), execute: ({ data }) => ({ at: new Date(data) }) }
+  })
+  .andThen({
+    id: "wait",
+    execute: ({ data, resumeData, suspend }) => {
+      if (!data.every((entry) => entry.at instanceof Date)) throw new Error("not Dates")
+      return resumeData === undefined ? suspend("wait") : data.map((entry) => entry.at.getTime())
+    }
+  })
+
+const all = [stamped, doubling, counting, bounded, branching, tooMany, tooWide, tooLarge]
 
 const execute = (base: string, workflowId: string, input: unknown, executionId: string) =>
   Effect.map(fetchJson(`${base}/workflows/${workflowId}/execute`, json({ input, options: { executionId } })), (response) => response.body.data)
@@ -187,6 +202,23 @@ const loops = (databaseUrl: Effect.Effect<string, never, any>, store: string) =>
           expect(state).toMatchObject({ status: "completed", result: Array.from({ length: 12 }, (_, i) => i) })
           for (let i = 0; i < 10; i++) expect(runs.get(`each[${i}]`), `each[${i}]`).toBe(1)
           expect(runs.get("each[10]")).toBe(2)
+        }))
+    }), 60_000)
+
+  it.scopedLive("an item step's outputSchema: items stored encoded (JSON in the events), Dates again in the next step after a restart", () =>
+    Effect.gen(function*() {
+      const url = yield* databaseUrl
+      const id = `s-${store}`
+      yield* withService(url, all, (base) =>
+        Effect.gen(function*() {
+          expect(yield* execute(base, "stamped", [0, 86_400_000], id)).toMatchObject({ status: "suspended" })
+          const inner = (yield* eventsOf(base, "stamped", id)).filter((event) => event.path !== undefined)
+          expect(inner.map((event) => event.output)).toEqual([{ at: "1970-01-01T00:00:00.000Z" }, { at: "1970-01-02T00:00:00.000Z" }])
+        }))
+      yield* withService(url, all, (base) =>
+        Effect.gen(function*() {
+          const resumed = yield* fetchJson(`${base}/workflows/stamped/executions/${id}/resume`, json({ resumeData: {} }))
+          expect(resumed.body.data).toMatchObject({ status: "completed", result: [0, 86_400_000] })
         }))
     }), 60_000)
 
