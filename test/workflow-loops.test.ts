@@ -222,6 +222,22 @@ const loops = (databaseUrl: Effect.Effect<string, never, any>, store: string) =>
         }))
     }), 60_000)
 
+  it.scopedLive("GET /workflows/:id shows the inner steps of loops, branches and maps with their types, paths and JSON Schemas", () =>
+    Effect.gen(function*() {
+      const url = yield* databaseUrl
+      yield* withService(url, all, (base) =>
+        Effect.gen(function*() {
+          const branchingDetails = (yield* fetchJson(`${base}/workflows/branching`)).body.data
+          expect(branchingDetails.steps.map((step: any) => [step.id, step.type, step.steps?.map((one: any) => [one.path, one.type])])).toEqual([
+            ["route", "andBranch", [["route/positive", "branch"], ["route/negative", "branch"], ["route/always", "branch"]]],
+            ["summary", "andMap", [["summary/first", "mapKey"], ["summary/count", "mapKey"], ["summary/doubled", "mapKey"]]]
+          ])
+          const stampedDetails = (yield* fetchJson(`${base}/workflows/stamped`)).body.data
+          expect(stampedDetails.steps[0].steps).toMatchObject([{ id: "at", path: "stamp[]", type: "item", outputSchema: { type: "object", required: ["at"] } }])
+          expect(stampedDetails.steps[1].steps).toBeUndefined()
+        }))
+    }), 60_000)
+
   it.scopedLive("bounds: over 10,000 items, concurrency over 64, over 16 MiB of outputs fail the step with a message", () =>
     Effect.gen(function*() {
       const url = yield* databaseUrl
