@@ -41,7 +41,7 @@ it("SIGKILL mid-loop: after a restart on the same SQLite file the committed item
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
   const record = () =>
-    fetch(`${base}/workflows/executions?workflowId=looped`).then((r) => r.json()).then((b) => b.data.find((e: any) => e.id === "loop-1"))
+    fetch(`${base}/workflows/executions/loop-1`).then((r) => r.json()).then((b) => b.data)
 
   const first = await start(port, databaseUrl)
   const run = await fetch(`${base}/workflows/looped/run`, {

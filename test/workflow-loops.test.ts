@@ -3,7 +3,7 @@ import { Effect, Schema } from "effect"
 import { join } from "node:path"
 import { workflow } from "../src/workflows/Workflow.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
-import { eventsOf, settled, withService } from "./support/serviceOnDatabase.js"
+import { settled, withService } from "./support/serviceOnDatabase.js"
 import { fetchJson, json, tempDir } from "./support/TestServer.js"
 
 /**
@@ -104,6 +104,10 @@ const stamped = workflow({ id: "stamped", name: "stamped", purpose: "typed items
   })
 
 const all = [stamped, doubling, counting, bounded, branching, tooMany, tooWide, tooLarge]
+
+/** The execution's events, from its record (a listing shows top-level events only). */
+const eventsOf = (base: string, _workflowId: string, executionId: string) =>
+  Effect.map(fetchJson(`${base}/workflows/executions/${executionId}`), (response): Array<any> => response.body.data?.events ?? [])
 
 const execute = (base: string, workflowId: string, input: unknown, executionId: string) =>
   Effect.map(fetchJson(`${base}/workflows/${workflowId}/execute`, json({ input, options: { executionId } })), (response) => response.body.data)

@@ -1,7 +1,7 @@
 import { Effect, Option } from "effect"
 import { canSee, EVERYONE, type Visibility } from "../auth/Ownership.js"
 import { BadRequest, NotFound } from "../core/errors.js"
-import type { ExecutionListing, ExecutionQuery, ExecutionStore } from "./ExecutionStore.js"
+import type { ExecutionListing, ExecutionQuery, ExecutionStore, StoredEvent } from "./ExecutionStore.js"
 import { recordOf } from "./ExecutionViews.js"
 import { formatBytes, LISTING_WHOLE_BYTES, MAX_HISTORY_BYTES } from "./StoredValues.js"
 import type * as S from "./WorkflowSchemas.js"
@@ -27,6 +27,9 @@ const summaryOf = (execution: ExecutionListing): ExecutionRecord => ({
   truncated: { historyBytes: execution.historyBytes ?? 0, limit: LISTING_WHOLE_BYTES, record: recordPath(execution.id) }
 })
 
+/** A listing shows top-level events only (issue #31 settled 5): inner events (with `path`) are in the record by id and the stream. */
+const topLevel = (events: ReadonlyArray<StoredEvent>) => events.filter(({ event }) => event.path === undefined)
+
 /**
  * Execution records (GET /workflows/executions and /workflows/executions/:executionId): a page of
  * records holds each whole only while its events are within LISTING_WHOLE_BYTES, so a page's size is
@@ -39,7 +42,7 @@ export const makeExecutionRecords = (store: ExecutionStore["Type"]) => ({
       const whole = executions.filter((e) => (e.historyBytes ?? 0) <= LISTING_WHOLE_BYTES)
       const events = yield* store.eventsOf(whole.map((e) => e.id))
       return executions.map((execution) =>
-        (execution.historyBytes ?? 0) <= LISTING_WHOLE_BYTES ? recordOf(execution, events.get(execution.id) ?? []) : summaryOf(execution)
+        (execution.historyBytes ?? 0) <= LISTING_WHOLE_BYTES ? recordOf(execution, topLevel(events.get(execution.id) ?? [])) : summaryOf(execution)
       )
     }),
 

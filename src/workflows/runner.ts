@@ -8,6 +8,7 @@ import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
 import { checkOutput, encodeValue, isPlain, storedForm } from "./StepCodec.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
 import type { InnerCheckpoint } from "./steps/InnerOutputs.js"
+import { runAll, runChildSteps, runRace } from "./steps/innerRunner.js"
 import { runLoopStep } from "./steps/loopRunner.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
@@ -169,6 +170,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
         )
       )
     case "andAll":
+      if (env.inner !== undefined) return runAll(env, step, data, resumeData, env.inner)
       return Effect.all(
         step.steps.map((one) => Effect.tap(runFn(env, inner(step, one), one.execute, data, resumeData), (out) => {
           env.stepData[one.id] = out
@@ -176,6 +178,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
         { concurrency: "unbounded" }
       )
     case "andRace":
+      if (env.inner !== undefined) return runRace(env, step, data, resumeData, env.inner)
       return Effect.raceAll(
         step.steps.map((one) => Effect.tap(runFn(env, inner(step, one), one.execute, data, resumeData), (out) => {
           env.stepData[one.id] = out
@@ -195,7 +198,10 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
           Effect.flatMap((childInput) =>
             Either.match(childInputOf(step.workflow, childInput), {
               onLeft: (error) => Effect.fail(new StepFailed({ stepId: step.id, message: `sub-workflow ${step.workflow.id}: ${error.message}` })),
-              onRight: (decoded) => runChild(env, step.workflow, decoded, resumeData)
+              onRight: (decoded) =>
+                env.inner === undefined
+                  ? runChild(env, step.workflow, decoded, resumeData)
+                  : runChildSteps(env, step, step.workflow, decoded, resumeData, env.inner)
             })
           )
         )

@@ -11,7 +11,7 @@ import { isLoopStep } from "./Loops.js"
 export type CommitWith = (events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) => Effect.Effect<Option.Option<number>>
 
 /**
- * The env step `index` runs with: a loop or branch step gets its committed inner outputs (read now)
+ * The env step `index` runs with: a loop, branch, andAll, andRace or andWorkflow step gets its committed inner outputs (read now)
  * and commits more fenced by `claim`, each with a step-complete carrying its `path`; a lost claim
  * interrupts the step. Other steps run with `env` as it is.
  */
@@ -21,7 +21,7 @@ export const withInnerCheckpoints = (
   index: number,
   held: { readonly outputs: InnerOutputs; readonly execution: Execution; readonly claim: Claim; readonly commitWith: CommitWith }
 ): Effect.Effect<StepEnv> => {
-  if (!isLoopStep(step)) return Effect.succeed(env)
+  if (!isLoopStep(step) && step.type !== "andAll" && step.type !== "andRace" && step.type !== "andWorkflow") return Effect.succeed(env)
   const { claim, commitWith, execution, outputs } = held
   return Effect.map(outputs.read(execution.id, step.id), (all) => {
     const committed = new Map(Array.from(all).filter(([path]) => isInnerPathOf(step.id, path)))
