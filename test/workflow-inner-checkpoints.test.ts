@@ -50,7 +50,10 @@ const child = workflow({ id: "child", name: "child", purpose: "steps", input: Sc
 const parent = workflow({ id: "parent", name: "parent", purpose: "child", input: Schema.Number, result: Schema.Unknown })
   .andWorkflow({ id: "notify", workflow: child })
 
-const all = [parallel, parent]
+const itemised = workflow({ id: "itemised", name: "itemised", purpose: "item suspends", input: Schema.Array(Schema.Number), result: Schema.Unknown })
+  .andForEach({ id: "each", items: ({ data }) => data, step: { id: "one", execute: ({ data, resumeData, suspend }) => (data === 2 && resumeData === undefined ? suspend("two") : data) } })
+
+const all = [parallel, parent, itemised]
 
 const recordEvents = (base: string, executionId: string) =>
   Effect.map(fetchJson(`${base}/workflows/executions/${executionId}`), (response): Array<any> => response.body.data.events)
@@ -86,6 +89,33 @@ const inner = (databaseUrl: Effect.Effect<string, never, any>, store: string) =>
         }))
     }), 60_000)
 
+  it.scopedLive("options.stepId of resume accepts a path (the step it names goes on; committed inner work is reused); an andForEach item's suspension names the item", () =>
+    Effect.gen(function*() {
+      const url = yield* databaseUrl
+      runs.clear()
+      const id = `cp-${store}`
+      yield* withService(url, all, (base) =>
+        Effect.gen(function*() {
+          yield* fetchJson(`${base}/workflows/parent/execute`, json({ input: 1, options: { executionId: id } }))
+          const resumed = yield* fetchJson(
+            `${base}/workflows/parent/executions/${id}/resume`,
+            json({ resumeData: { by: "bob" }, options: { stepId: "notify/approve" } })
+          )
+          expect(resumed.body.data).toMatchObject({ status: "completed", result: { data: 2, approved: { by: "bob" } } })
+          expect(runs.get("load")).toBe(1)
+          const looped = yield* fetchJson(`${base}/workflows/itemised/execute`, json({ input: [1, 2, 3], options: { executionId: `i-${store}` } }))
+          expect(looped.body.data).toMatchObject({ status: "suspended" })
+          const state = (yield* fetchJson(`${base}/workflows/itemised/executions/i-${store}/state`)).body.data
+          expect(state.suspension).toMatchObject({ stepId: "each[1]", stepIndex: 0 })
+          // A path whose top-level step is not in the workflow: 400, the execution stays suspended.
+          const unknownStep = yield* fetchJson(`${base}/workflows/itemised/executions/i-${store}/resume`, json({ resumeData: {}, options: { stepId: "nope[1]" } }))
+          expect(unknownStep.status).toBe(400)
+          expect(unknownStep.body.error).toBe("Workflow itemised has no step nope[1]")
+          const byPath = yield* fetchJson(`${base}/workflows/itemised/executions/i-${store}/resume`, json({ resumeData: {}, options: { stepId: "each[1]" } }))
+          expect(byPath.body.data).toMatchObject({ status: "completed", result: [1, 2, 3] })
+        }))
+    }), 60_000)
+
   it.scopedLive("a child workflow's steps are committed one by one: on resume the suspended child step gets the data, earlier ones do not run again, later ones get none", () =>
     Effect.gen(function*() {
       const url = yield* databaseUrl
@@ -95,7 +125,10 @@ const inner = (databaseUrl: Effect.Effect<string, never, any>, store: string) =>
       yield* withService(url, all, (base) =>
         Effect.gen(function*() {
           const suspended = yield* fetchJson(`${base}/workflows/parent/execute`, json({ input: 1, options: { executionId: id } }))
-          expect(suspended.body.data).toMatchObject({ status: "suspended", suspension: { reason: "approve it" } })
+          expect(suspended.body.data).toMatchObject({ status: "suspended", suspension: { reason: "approve it", suspendedStepIndex: 0 } })
+          // The suspension names its path (settled 7); stepIndex is the top-level index.
+          const state = (yield* fetchJson(`${base}/workflows/parent/executions/${id}/state`)).body.data
+          expect(state.suspension).toMatchObject({ stepId: "notify/approve", stepIndex: 0 })
         }))
       yield* withService(url, all, (base) =>
         Effect.gen(function*() {

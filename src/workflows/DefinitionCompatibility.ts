@@ -83,7 +83,7 @@ export const continueAt = (
   if (at.stepId === undefined) {
     return Either.left(new IncompatibleDefinition(`${changed}, and the step it was at is not known`))
   }
-  const stepIndex = definition.steps.findIndex((step) => step.id === at.stepId)
+  const stepIndex = definition.steps.findIndex((step) => step.id === topStepOfPath(at.stepId!))
   if (stepIndex < 0) {
     return Either.left(
       new IncompatibleDefinition(`${changed}: its current step "${at.stepId}" is no longer in the workflow's definition`)
@@ -100,7 +100,7 @@ export const continueAt = (
 export const runningStepId = (stepIndex: number, latest: ReadonlyArray<StoredEvent>): string | undefined => {
   for (let i = latest.length - 1; i >= 0; i--) {
     const { event } = latest[i]
-    if ((event.type === "step-start" || event.type === "workflow-suspended") && event.stepIndex === stepIndex) return event.from
+    if ((event.type === "step-start" || event.type === "workflow-suspended") && event.stepIndex === stepIndex) return topStepOfPath(event.from)
     // An inner step's event (issue #31): the last events of a loop may all be its items'.
     if (event.path !== undefined && event.stepIndex === stepIndex) return topStepOfPath(event.path)
   }

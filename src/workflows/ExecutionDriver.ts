@@ -210,12 +210,13 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             if (Either.isLeft(outcome)) {
               const failure = outcome.left
               if (failure._tag === "StepFailed") return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`, failure.detail)
-              const suspended = workflowEvent(execution, "workflow-suspended", step.id, "suspended", {
+              const at = failure.path ?? step.id
+              const suspended = workflowEvent(execution, "workflow-suspended", at, "suspended", {
                 stepIndex: index,
                 reason: failure.reason,
                 ...(failure.data === undefined ? {} : { data: failure.data })
               })
-              const suspension = { suspendedAt: suspended.timestamp, reason: failure.reason, stepIndex: index, stepId: step.id, data: failure.data }
+              const suspension = { suspendedAt: suspended.timestamp, reason: failure.reason, stepIndex: index, stepId: at, data: failure.data }
               if (Option.isSome(yield* checkpoint(claim, [suspended], store.suspend({ ...claim, atStep: index }, suspension, suspended)))) {
                 yield* countExecution("suspended")
                 yield* Effect.logInfo(`workflow suspended at ${step.id}: ${failure.reason}`)

@@ -24,6 +24,8 @@ export type { SchemaOf } from "./WorkflowTypes.js"
 export class SuspendSignal extends Data.TaggedError("SuspendSignal")<{
   readonly reason: string
   readonly data: unknown
+  /** Where it suspended, when inside a step (issue #31: `notify/send`, `lines[3]`). */
+  readonly path?: string | undefined
 }> {}
 
 export const isSuspendSignal = (value: unknown): value is SuspendSignal => value instanceof SuspendSignal

@@ -2,7 +2,7 @@ import { Effect, Either } from "effect"
 import { checkOutput, decodeValue, encodeValue, schemasOf } from "../StepCodec.js"
 import { contextFor, inner, runCode, runStep, type StepEnv, StepFailed, type StepOutcome } from "../runner.js"
 import { jsonBytes, MAX_STEP_OUTPUT_BYTES } from "../StoredValues.js"
-import type { Step, StepSpec, WorkflowDefinition } from "../Workflow.js"
+import { isSuspendSignal, type Step, type StepSpec, SuspendSignal, type WorkflowDefinition } from "../Workflow.js"
 import { nonJsonValue } from "../../core/jsonValue.js"
 import type { InnerCheckpoint } from "./InnerOutputs.js"
 
@@ -14,6 +14,10 @@ import type { InnerCheckpoint } from "./InnerOutputs.js"
  */
 
 type Schema = Parameters<typeof encodeValue>[0]
+
+/** A suspension from inside a step names where it happened (issue #31 settled 7): the innermost path. */
+export const suspendingAt = (path: string) => <A>(effect: Effect.Effect<A, StepOutcome>): Effect.Effect<A, StepOutcome> =>
+  Effect.mapError(effect, (outcome) => (isSuspendSignal(outcome) && outcome.path === undefined ? new SuspendSignal({ ...outcome, path }) : outcome))
 
 const storable = (schema: Schema, output: unknown): Either.Either<unknown, void> => {
   const encoded = encodeValue(schema, output)
@@ -33,7 +37,8 @@ const commitInner = (checkpoint: InnerCheckpoint, outer: Step, from: string, pat
 
 const runSpec = (env: StepEnv, outer: Extract<Step, { type: "andAll" | "andRace" }>, one: StepSpec, data: unknown, resumeData: unknown) => {
   const running = inner(outer, one)
-  return runCode(one.id, (signal) => one.execute(Object.assign(contextFor(env, running, data, resumeData, signal), { path: `${outer.id}/${one.id}` })))
+  const path = `${outer.id}/${one.id}`
+  return runCode(one.id, (signal) => one.execute(Object.assign(contextFor(env, running, data, resumeData, signal), { path }))).pipe(suspendingAt(path))
 }
 
 export const runAll = (env: StepEnv, step: Extract<Step, { type: "andAll" }>, data: unknown, resumeData: unknown, checkpoint: InnerCheckpoint) =>
@@ -93,7 +98,7 @@ export const runChildSteps = (
         childEnv.stepData[step.id] = data
         continue
       }
-      const out = yield* runStep(childEnv, step, data, resume)
+      const out = yield* suspendingAt(path)(runStep(childEnv, step, data, resume))
       resume = undefined
       const mismatch = checkOutput(step, out)
       if (mismatch !== undefined) return yield* new StepFailed({ stepId: step.id, message: mismatch })

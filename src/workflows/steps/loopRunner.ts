@@ -5,6 +5,7 @@ import { decodeValue, encodeValue } from "../StepCodec.js"
 import { formatBytes, jsonBytes } from "../StoredValues.js"
 import type { StepSpec } from "../Workflow.js"
 import type { InnerCheckpoint } from "./InnerOutputs.js"
+import { suspendingAt } from "./innerRunner.js"
 import { LOOP_BOUNDS, type LoopStep } from "./Loops.js"
 
 /**
@@ -22,9 +23,9 @@ const inMemory: InnerCheckpoint = { committed: new Map(), commit: () => Effect.v
 const failed = (step: { readonly id: string }, message: string) => new StepFailed({ stepId: step.id, message })
 
 /** Runs an inner step with extra context fields (its `index` or `iteration`, its `path`). */
-const runSpec = (env: StepEnv, outer: Running, spec: StepSpec, data: unknown, resumeData: unknown, extra: object) => {
+const runSpec = (env: StepEnv, outer: Running, spec: StepSpec, data: unknown, resumeData: unknown, extra: { readonly path: string; readonly [key: string]: unknown }) => {
   const running = inner(outer, spec)
-  return runCode(spec.id, (signal) => spec.execute(Object.assign(contextFor(env, running, data, resumeData, signal), extra)))
+  return runCode(spec.id, (signal) => spec.execute(Object.assign(contextFor(env, running, data, resumeData, signal), extra))).pipe(suspendingAt(extra.path))
 }
 
 /** An inner output's stored form: encoded by its step's schema, JSON, within the bound of an item. */
