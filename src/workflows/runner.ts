@@ -178,7 +178,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
         { concurrency: "unbounded" }
       )
     case "andRace":
-      if (env.inner !== undefined) return runRace(env, step, data, resumeData, env.inner)
+      if (env.inner !== undefined) return runRace(env, step, data, resumeData)
       return Effect.raceAll(
         step.steps.map((one) => Effect.tap(runFn(env, inner(step, one), one.execute, data, resumeData), (out) => {
           env.stepData[one.id] = out

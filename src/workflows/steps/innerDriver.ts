@@ -22,6 +22,8 @@ export const withInnerCheckpoints = (
   held: { readonly outputs: InnerOutputs; readonly execution: Execution; readonly claim: Claim; readonly commitWith: CommitWith }
 ): Effect.Effect<StepEnv> => {
   if (!isLoopStep(step) && step.type !== "andAll" && step.type !== "andRace" && step.type !== "andWorkflow") return Effect.succeed(env)
+  // andRace commits nothing apart (innerRunner): no read either.
+  if (step.type === "andRace") return Effect.succeed({ ...env, inner: { committed: new Map(), commit: () => Effect.void } })
   const { claim, commitWith, execution, outputs } = held
   return Effect.map(outputs.read(execution.id, step.id), (all) => {
     const committed = new Map(Array.from(all).filter(([path]) => isInnerPathOf(step.id, path)))

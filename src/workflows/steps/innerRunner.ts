@@ -7,10 +7,13 @@ import { nonJsonValue } from "../../core/jsonValue.js"
 import type { InnerCheckpoint } from "./InnerOutputs.js"
 
 /**
- * Inner checkpoints of andAll, andRace and a child workflow's steps (issue #31 item 4): each inner
- * output is committed (StepEnv.inner) as it completes, under `<outer>/<inner id>`, and read back when the
- * step runs again, so only uncommitted inner work re-runs. An output that cannot be stored (not JSON, too
- * large) is not committed: the step's own checks report it as before.
+ * Inner checkpoints of andAll and a child workflow's steps (issue #31 item 4): each inner output is
+ * committed (StepEnv.inner) as it completes, under `<outer>/<inner id>`, and read back when the step runs
+ * again, so only uncommitted inner work re-runs. The last one to complete is not committed apart: the
+ * step's own commit follows at once and holds it (one write less on every such step: the pipeline of the
+ * bench has an andAll and an andRace). For the same reason andRace commits nothing apart: its winner is
+ * the step's output. An output that cannot be stored (not JSON, too large) is not committed: the step's
+ * own checks report it as before.
  */
 
 type Schema = Parameters<typeof encodeValue>[0]
@@ -42,36 +45,30 @@ const runSpec = (env: StepEnv, outer: Extract<Step, { type: "andAll" | "andRace"
 }
 
 export const runAll = (env: StepEnv, step: Extract<Step, { type: "andAll" }>, data: unknown, resumeData: unknown, checkpoint: InnerCheckpoint) =>
-  Effect.all(
-    step.steps.map((one) => {
-      const path = `${step.id}/${one.id}`
-      const run = checkpoint.committed.has(path)
-        ? Effect.succeed(restored(one.outputSchema, checkpoint.committed.get(path)))
-        : Effect.tap(runSpec(env, step, one, data, resumeData), (out) => commitInner(checkpoint, step, one.id, path, one.outputSchema, out))
-      return Effect.tap(run, (out) => {
-        env.stepData[one.id] = out
-      })
-    }),
-    { concurrency: "unbounded" }
-  )
-
-/** The winner is committed once the race is decided (a loser finishing at the same moment is not). */
-export const runRace = (env: StepEnv, step: Extract<Step, { type: "andRace" }>, data: unknown, resumeData: unknown, checkpoint: InnerCheckpoint) =>
   Effect.suspend(() => {
-    const won = step.steps.find((one) => checkpoint.committed.has(`${step.id}/${one.id}`))
-    if (won !== undefined) {
-      const out = restored(won.outputSchema, checkpoint.committed.get(`${step.id}/${won.id}`))
-      env.stepData[won.id] = out
-      return Effect.succeed(out)
-    }
-    return Effect.raceAll(step.steps.map((one) => Effect.map(runSpec(env, step, one, data, resumeData), (out) => ({ one, out })))).pipe(
-      Effect.tap(({ one, out }) => {
-        env.stepData[one.id] = out
-        return commitInner(checkpoint, step, one.id, `${step.id}/${one.id}`, one.outputSchema, out)
+    let running = step.steps.filter((one) => !checkpoint.committed.has(`${step.id}/${one.id}`)).length
+    return Effect.all(
+      step.steps.map((one) => {
+        const path = `${step.id}/${one.id}`
+        const run = checkpoint.committed.has(path)
+          ? Effect.succeed(restored(one.outputSchema, checkpoint.committed.get(path)))
+          : Effect.tap(runSpec(env, step, one, data, resumeData), (out) =>
+            --running === 0 ? Effect.void : commitInner(checkpoint, step, one.id, path, one.outputSchema, out))
+        return Effect.tap(run, (out) => {
+          env.stepData[one.id] = out
+        })
       }),
-      Effect.map(({ out }) => out)
+      { concurrency: "unbounded" }
     )
   })
+
+/** andRace's racers: each names its path in its context and suspension; the winner is the step's output, committed with it. */
+export const runRace = (env: StepEnv, step: Extract<Step, { type: "andRace" }>, data: unknown, resumeData: unknown) =>
+  Effect.raceAll(step.steps.map((one) =>
+    Effect.tap(runSpec(env, step, one, data, resumeData), (out) => {
+      env.stepData[one.id] = out
+    })
+  ))
 
 /**
  * A child workflow's steps in order, each committed under `<outer>/<child step id>`: the committed
@@ -91,6 +88,7 @@ export const runChildSteps = (
     const schemas = schemasOf(child).data
     let data = input
     let resume = resumeData
+    const last = child.steps.length - 1
     for (const [i, step] of child.steps.entries()) {
       const path = `${outer.id}/${step.id}`
       if (checkpoint.committed.has(path)) {
@@ -102,7 +100,7 @@ export const runChildSteps = (
       resume = undefined
       const mismatch = checkOutput(step, out)
       if (mismatch !== undefined) return yield* new StepFailed({ stepId: step.id, message: mismatch })
-      yield* commitInner(checkpoint, outer, step.id, path, schemas[i + 1], out)
+      if (i < last) yield* commitInner(checkpoint, outer, step.id, path, schemas[i + 1], out)
       childEnv.stepData[step.id] = out
       data = out
     }
