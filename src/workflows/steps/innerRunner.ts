@@ -53,7 +53,11 @@ export const runAll = (env: StepEnv, step: Extract<Step, { type: "andAll" }>, da
         const run = checkpoint.committed.has(path)
           ? Effect.succeed(restored(one.outputSchema, checkpoint.committed.get(path)))
           : Effect.tap(runSpec(env, step, one, data, resumeData), (out) =>
-            --running === 0 ? Effect.void : commitInner(checkpoint, step, one.id, path, one.outputSchema, out))
+            --running === 0 ? Effect.void : Effect.zipRight(
+              // Siblings that end in the same turn (plain values) make this one's commit needless: the step's holds them all.
+              Effect.yieldNow(),
+              Effect.suspend(() => (running === 0 ? Effect.void : commitInner(checkpoint, step, one.id, path, one.outputSchema, out)))
+            ))
         return Effect.tap(run, (out) => {
           env.stepData[one.id] = out
         })
