@@ -204,7 +204,13 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             }
             const commitWith = (events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) =>
               Effect.catchTag(checkpoint(claim, events, write), "StoreUnavailable", (error) => Effect.die(error.cause))
-            const stepEnv = yield* withInnerCheckpoints(env, step, index, { outputs: innerOutputs, execution, claim, commitWith })
+            const stepEnv = yield* withInnerCheckpoints(env, step, index, {
+              outputs: innerOutputs,
+              execution,
+              claim,
+              commitWith,
+              fresh: startRecorded || index !== execution.stepIndex
+            })
             const run = runStep(stepEnv, step, data, index === execution.stepIndex ? resumeData : undefined)
             const outcome = yield* Effect.either(inStepSpan(run, { definition, executionId: id, step, index }, recordContent))
             if (Either.isLeft(outcome)) {

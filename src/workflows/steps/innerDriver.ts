@@ -5,6 +5,7 @@ import type { StepEnv } from "../runner.js"
 import type { Step } from "../Workflow.js"
 import type * as S from "../WorkflowSchemas.js"
 import { type InnerCheckpoint, type InnerOutputs, isInnerPathOf } from "./InnerOutputs.js"
+import { retryingRead } from "../storeRetry.js"
 import { isLoopStep } from "./Loops.js"
 
 /** How the driver commits a held execution's write with its events (its `checkpoint`, store failures as defects). */
@@ -19,13 +20,21 @@ export const withInnerCheckpoints = (
   env: StepEnv,
   step: Step,
   index: number,
-  held: { readonly outputs: InnerOutputs; readonly execution: Execution; readonly claim: Claim; readonly commitWith: CommitWith }
+  held: {
+    readonly outputs: InnerOutputs
+    readonly execution: Execution
+    readonly claim: Claim
+    readonly commitWith: CommitWith
+    /** The step starts for the first time (the fiber advanced to it, or the execution's opening write started it): nothing to read. */
+    readonly fresh: boolean
+  }
 ): Effect.Effect<StepEnv> => {
   if (!isLoopStep(step) && step.type !== "andAll" && step.type !== "andRace" && step.type !== "andWorkflow") return Effect.succeed(env)
   // andRace commits nothing apart (innerRunner): no read either.
   if (step.type === "andRace") return Effect.succeed({ ...env, inner: { committed: new Map(), commit: () => Effect.void } })
   const { claim, commitWith, execution, outputs } = held
-  return Effect.map(outputs.read(execution.id, step.id), (all) => {
+  const read = held.fresh ? Effect.succeed(new Map<string, unknown>()) : retryingRead(outputs.read(execution.id, step.id))
+  return Effect.map(read, (all) => {
     const committed = new Map(Array.from(all).filter(([path]) => isInnerPathOf(step.id, path)))
     const inner: InnerCheckpoint = {
       committed,
