@@ -37,6 +37,7 @@ export {
   type WorkflowBuilder,
   type WorkflowDefinition
 } from "./workflows/Workflow.js"
+export type { ItemContext, ItemStepContext, IterationContext, LoopsChain } from "./workflows/steps/Loops.js"
 export { RegisteredWorkflows, WorkflowEngine } from "./workflows/WorkflowEngine.js"
 export { MAX_SLEEP, type SleepChain } from "./workflows/steps/Sleep.js"
 export { type DueKind, DueWork, DueWorkLive, type DueWorkService } from "./scheduling/DueWork.js"

@@ -72,6 +72,15 @@ export const bindApp = <R>(app: ServiceApp<R>, provide: Provide): ServiceApp<nev
         return { ...original, duration: dynamic(original.duration) }
       case "andSleepUntil":
         return { ...original, date: dynamic(original.date) }
+      case "andForEach":
+        return { ...original, items: code(original.items), step: spec(original.step) }
+      case "andDoWhile":
+      case "andDoUntil":
+        return { ...original, condition: code(original.condition), step: spec(original.step) }
+      case "andBranch":
+        return { ...original, branches: original.branches.map((one) => ({ condition: code(one.condition), step: spec(one.step) })) }
+      case "andMap":
+        return { ...original, map: Object.fromEntries(Object.entries(original.map).map(([key, fn]) => [key, code(fn)])) }
     }
   }
 

@@ -1,7 +1,8 @@
 import { Either } from "effect"
 import { createHash } from "node:crypto"
 import type { Execution, StoredEvent } from "./ExecutionRows.js"
-import type { WorkflowDefinition } from "./Workflow.js"
+import { loopIds } from "./steps/loopChecks.js"
+import type { Step, WorkflowDefinition } from "./Workflow.js"
 
 /**
  * Whether an execution stored under one version of its workflow can go on under the definition
@@ -14,15 +15,43 @@ import type { WorkflowDefinition } from "./Workflow.js"
 
 const hashes = new WeakMap<WorkflowDefinition, string>()
 
-/** sha256 (hex) of the definition's top-level steps as `[[id, type], ...]`. */
+/**
+ * sha256 (hex) of the definition's step tree (issue #31, settled 6): `[[id, type], ...]` for steps
+ * without inner steps, as before (so an execution of an unchanged definition of such steps keeps its
+ * hash), `[id, type, [inner ids...]]` for the others (a child workflow's: its own tree's hash). An
+ * execution recorded under another hash goes on by the id of the step it stood at, as any changed
+ * definition does.
+ */
 export const definitionHash = (definition: WorkflowDefinition): string => {
   const known = hashes.get(definition)
   if (known !== undefined) return known
-  const shape = JSON.stringify(definition.steps.map((step) => [step.id, step.type]))
+  const shape = JSON.stringify(definition.steps.map((step) => {
+    const inner = innerShape(step)
+    return inner === undefined ? [step.id, step.type] : [step.id, step.type, inner]
+  }))
   const hash = createHash("sha256").update(shape).digest("hex")
   hashes.set(definition, hash)
   return hash
 }
+
+const innerShape = (step: Step): ReadonlyArray<string> | string | undefined => {
+  switch (step.type) {
+    case "andAll":
+    case "andRace":
+      return step.steps.map((inner) => inner.id)
+    case "andWhen":
+      return [step.step.id]
+    case "andWorkflow":
+      return definitionHash(step.workflow)
+    case "andMap":
+      return Object.keys(step.map)
+    default:
+      return loopIds(step)?.slice(1)
+  }
+}
+
+/** The top-level step an inner path belongs to (`measure/upper`, `lines[3]`, `lines#items` → `measure`, `lines`). */
+export const topStepOfPath = (path: string): string => path.split(/[[/#]/, 1)[0]
 
 /** Why an execution cannot go on under the current definition (the client-facing message). */
 export class IncompatibleDefinition {
@@ -54,7 +83,7 @@ export const continueAt = (
   if (at.stepId === undefined) {
     return Either.left(new IncompatibleDefinition(`${changed}, and the step it was at is not known`))
   }
-  const stepIndex = definition.steps.findIndex((step) => step.id === at.stepId)
+  const stepIndex = definition.steps.findIndex((step) => step.id === topStepOfPath(at.stepId!))
   if (stepIndex < 0) {
     return Either.left(
       new IncompatibleDefinition(`${changed}: its current step "${at.stepId}" is no longer in the workflow's definition`)
@@ -71,7 +100,9 @@ export const continueAt = (
 export const runningStepId = (stepIndex: number, latest: ReadonlyArray<StoredEvent>): string | undefined => {
   for (let i = latest.length - 1; i >= 0; i--) {
     const { event } = latest[i]
-    if ((event.type === "step-start" || event.type === "workflow-suspended") && event.stepIndex === stepIndex) return event.from
+    if ((event.type === "step-start" || event.type === "workflow-suspended") && event.stepIndex === stepIndex) return topStepOfPath(event.from)
+    // An inner step's event (issue #31): the last events of a loop may all be its items'.
+    if (event.path !== undefined && event.stepIndex === stepIndex) return topStepOfPath(event.path)
   }
   return undefined
 }

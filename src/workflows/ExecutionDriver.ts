@@ -12,6 +12,8 @@ import { jsonBytes, outputRefusal } from "./StoredValues.js"
 import { isStoreDefect, STORE_ERROR_RETRY } from "./storeRetry.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import type { Park } from "./steps/SleepTimers.js"
+import { makeInnerOutputs } from "./steps/InnerOutputs.js"
+import { withInnerCheckpoints } from "./steps/innerDriver.js"
 import type * as S from "./WorkflowSchemas.js"
 
 export { workflowEvent }
@@ -51,6 +53,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
   Effect.gen(function*() {
     const store = yield* ExecutionStore
     const agents = yield* AgentRegistry
+    const innerOutputs = yield* makeInnerOutputs
     const fibers = yield* FiberMap.make<string, void, never>()
     const scope = yield* Effect.scope
     const claims = new Map<string, Claim>()
@@ -202,7 +205,16 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               const start = stepStart(definition, execution, index, stored)
               if (Option.isNone(yield* checkpoint(claim, [start], store.append(claim, [start])))) return
             }
-            const run = runStep(env, step, data, index === execution.stepIndex ? resumeData : undefined)
+            const commitWith = (events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) =>
+              Effect.catchTag(checkpoint(claim, events, write), "StoreUnavailable", (error) => Effect.die(error.cause))
+            const stepEnv = yield* withInnerCheckpoints(env, step, index, {
+              outputs: innerOutputs,
+              execution,
+              claim,
+              commitWith,
+              fresh: startRecorded || index !== execution.stepIndex
+            })
+            const run = runStep(stepEnv, step, data, index === execution.stepIndex ? resumeData : undefined)
             const outcome = yield* Effect.either(inStepSpan(run, { definition, executionId: id, step, index }, recordContent))
             if (Either.isLeft(outcome)) {
               const failure = outcome.left
@@ -214,12 +226,13 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
                 }
                 return yield* park({ claim, execution, step, index, signal: failure, checkpoint: (events, write) => checkpoint(claim, events, write) })
               }
-              const suspended = workflowEvent(execution, "workflow-suspended", step.id, "suspended", {
+              const at = failure.path ?? step.id
+              const suspended = workflowEvent(execution, "workflow-suspended", at, "suspended", {
                 stepIndex: index,
                 reason: failure.reason,
                 ...(failure.data === undefined ? {} : { data: failure.data })
               })
-              const suspension = { suspendedAt: suspended.timestamp, reason: failure.reason, stepIndex: index, stepId: step.id, data: failure.data }
+              const suspension = { suspendedAt: suspended.timestamp, reason: failure.reason, stepIndex: index, stepId: at, data: failure.data }
               if (Option.isSome(yield* checkpoint(claim, [suspended], store.suspend({ ...claim, atStep: index }, suspension, suspended)))) {
                 yield* countExecution("suspended")
                 yield* Effect.logInfo(`workflow suspended at ${step.id}: ${failure.reason}`)

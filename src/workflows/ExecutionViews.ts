@@ -2,6 +2,7 @@ import { Either, JSONSchema, type Schema } from "effect"
 import { WorkflowFailed } from "../core/errors.js"
 import { markSpanMessage, spanSafeError } from "../observability/errorDetail.js"
 import type { Execution, ExecutionListing, StoredEvent } from "./ExecutionStore.js"
+import { innerStepsOf } from "./steps/innerViews.js"
 import type { Step } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
 
@@ -12,7 +13,9 @@ type Json = Record<string, unknown>
 export const toJsonSchema = (schema: Schema.Schema.Any | undefined): Json | undefined =>
   schema === undefined ? undefined : (JSONSchema.make(schema) as unknown as Json)
 
-export const describeStep = (step: Step): typeof S.StepDescription.Type => ({
+type Described = Omit<Step, "type"> & { readonly type: string }
+
+const describeOne = (step: Described) => ({
   id: step.id,
   name: step.name ?? step.id,
   type: step.type,
@@ -22,6 +25,11 @@ export const describeStep = (step: Step): typeof S.StepDescription.Type => ({
   ...(step.suspendSchema ? { suspendSchema: toJsonSchema(step.suspendSchema)! } : {}),
   ...(step.resumeSchema ? { resumeSchema: toJsonSchema(step.resumeSchema)! } : {})
 })
+
+export const describeStep = (step: Step): typeof S.StepDescription.Type => {
+  const inner = innerStepsOf(step).map(({ path, step: one }) => ({ ...describeOne(one), path }))
+  return { ...describeOne(step), ...(inner.length > 0 ? { steps: inner } : {}) }
+}
 
 /** A suspension's data, when it has some (a suspension by the API or without data has none). */
 const dataOf = (suspension: { readonly data?: unknown }): { readonly data?: unknown } =>
@@ -170,7 +178,8 @@ export const recordOf = (execution: ExecutionListing, events: ReadonlyArray<Stor
     status: e.status,
     ...(e.input !== undefined ? { input: e.input } : {}),
     ...(e.output !== undefined ? { output: e.output } : {}),
-    ...(e.wakeAt !== undefined ? { wakeAt: e.wakeAt } : {})
+    ...(e.wakeAt !== undefined ? { wakeAt: e.wakeAt } : {}),
+    ...(e.path !== undefined ? { path: e.path } : {})
   })),
   ...(execution.status === "completed" ? { output: execution.output ?? null } : {}),
   createdAt: execution.createdAt,

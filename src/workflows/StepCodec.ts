@@ -106,6 +106,15 @@ const schemaAfter = (step: Step, before: AnySchema | undefined): AnySchema | und
     case "andWorkflow":
       // The child's result: what its type says the step gives.
       return step.workflow.result
+    case "andForEach":
+      return step.step.outputSchema === undefined ? undefined : Schema.Array(step.step.outputSchema)
+    case "andDoWhile":
+    case "andDoUntil":
+      return step.step.outputSchema
+    case "andBranch":
+      return step.branches.some((branch) => branch.step.outputSchema !== undefined)
+        ? Schema.Tuple(...step.branches.map((branch) => Schema.UndefinedOr(branch.step.outputSchema ?? Schema.Unknown)))
+        : undefined
     default:
       return undefined
   }

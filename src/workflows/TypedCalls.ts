@@ -13,6 +13,7 @@ import { EVERYONE, type Visibility } from "../auth/Ownership.js"
 import type { WorkflowDefinition, WorkflowResumesId } from "./Workflow.js"
 import type { WorkflowEngineCore } from "./WorkflowEngineContract.js"
 import type * as S from "./WorkflowSchemas.js"
+import { topStepOfPath } from "./DefinitionCompatibility.js"
 
 /**
  * The typed programmatic calls (issue #30 item 6, settled 9): a workflow by reference, its input and
@@ -237,7 +238,7 @@ export const makeTypedCalls = (engine: Untyped, registered: ReadonlyMap<string, 
       // The step whose schema the data is of: the one named, else the one it is parked at.
       const stepId = request.stepId ??
         (yield* engine.state(definition.id, request.executionId, visibility)).suspension?.stepId
-      const step = definition.steps.find((one) => one.id === stepId)
+      const step = definition.steps.find((one) => stepId !== undefined && one.id === topStepOfPath(stepId))
       const data = yield* encoded(step?.resumeSchema ?? definition.resumeSchema, request.data, "data")
       const answer = yield* engine.resume(definition.id, request.executionId, data, request.stepId, visibility)
       return yield* outcomeOf<WorkflowResult<typeof request.workflow>>(definition, answer)

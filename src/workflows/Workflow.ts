@@ -4,6 +4,8 @@ import { isOutputSchema, type JsonSchemaInput, type OutputSchema, prepareOutput 
 import { checkDefinitionId } from "../core/definitionId.js"
 import { type SleepChain, sleepMethods, type SleepStepFields } from "./steps/Sleep.js"
 import type { UserResult } from "../core/userCode.js"
+import { checkLoopStep, loopIds } from "./steps/loopChecks.js"
+import type { LoopsChain, LoopStep } from "./steps/Loops.js"
 import type {
   AllOutput,
   InnerError,
@@ -23,6 +25,8 @@ export type { SchemaOf } from "./WorkflowTypes.js"
 export class SuspendSignal extends Data.TaggedError("SuspendSignal")<{
   readonly reason: string
   readonly data: unknown
+  /** Where it suspended, when inside a step (issue #31: `notify/send`, `lines[3]`). */
+  readonly path?: string | undefined
 }> {}
 
 export const isSuspendSignal = (value: unknown): value is SuspendSignal => value instanceof SuspendSignal
@@ -67,7 +71,7 @@ export interface StepContext<Data = unknown, Input = unknown, Steps = Readonly<R
 /** A step's function as the runtime holds it. */
 export type StepFn<A = unknown> = (context: StepContext<any, any, any, any, any>) => UserResult<A>
 
-interface StepMeta {
+export interface StepMeta {
   readonly id: string
   readonly name?: string | undefined
   readonly purpose?: string | undefined
@@ -110,6 +114,7 @@ export type Step =
     readonly workflow: WorkflowDefinition
     readonly input?: ((context: StepContext<any, any, any, any, any>) => UserResult<unknown>) | undefined
   })
+  | LoopStep
 
   | (StepMeta & SleepStepFields)
 
@@ -144,7 +149,7 @@ export interface WorkflowDefinition<in I = any, out O = any, out R = never> {
 }
 
 /** The optional descriptive fields of a step. */
-interface Described {
+export interface Described {
   readonly name?: string | undefined
   readonly purpose?: string | undefined
   /** Shown in /workflows/:id; not enforced. */
@@ -164,7 +169,8 @@ export interface InnerStep<Ctx> extends Described {
  * union of `readonly [stepId, ResumeType]` of its top-level steps (what `resumeWorkflow` types `data` by).
  */
 export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out WRes, in out WSus, Rs = never>
-  extends SleepChain<I, O, D, S, R, WRes, WSus, Rs>
+  extends SleepChain<I, O, D, S, R, WRes, WSus, Rs>,
+    LoopsChain<I, O, D, S, R, WRes, WSus, Rs>
 {
   // A method's parameter, so bivariant: it never decides whether one builder is assignable to another
   // (a builder grown in a loop keeps its type), it only lets `resumeWorkflow` read it.
@@ -324,7 +330,7 @@ const idsOf = (step: Step): ReadonlyArray<string> =>
     ? [step.id, ...step.steps.map((inner) => inner.id)]
     : step.type === "andWhen"
     ? [step.id, step.step.id]
-    : [step.id]
+    : loopIds(step) ?? [step.id]
 
 /**
  * An andAgent step as given, checked: an agent object, and an Effect Schema `output` that describes an
@@ -376,7 +382,12 @@ const build = (definition: Erased): any => {
     andRace: (step: Omit<Extract<Step, { type: "andRace" }>, "type">) => add({ ...step, type: "andRace" }),
     andAgent: (step: Omit<Extract<Step, { type: "andAgent" }>, "type">) => add({ ...checkAgentStep(step), type: "andAgent" }),
     andWorkflow: (step: Omit<Extract<Step, { type: "andWorkflow" }>, "type">) => add({ ...step, type: "andWorkflow" }),
-    ...sleepMethods(add)
+    ...sleepMethods(add),
+    andForEach: (step: Omit<Extract<Step, { type: "andForEach" }>, "type">) => add(checkLoopStep({ ...step, type: "andForEach" })),
+    andDoWhile: (step: Omit<Extract<Step, { type: "andDoWhile" | "andDoUntil" }>, "type">) => add(checkLoopStep({ ...step, type: "andDoWhile" })),
+    andDoUntil: (step: Omit<Extract<Step, { type: "andDoWhile" | "andDoUntil" }>, "type">) => add(checkLoopStep({ ...step, type: "andDoUntil" })),
+    andBranch: (step: Omit<Extract<Step, { type: "andBranch" }>, "type">) => add(checkLoopStep({ ...step, type: "andBranch" })),
+    andMap: (step: Omit<Extract<Step, { type: "andMap" }>, "type">) => add(checkLoopStep({ ...step, type: "andMap" }))
   }
 }
 

@@ -5,7 +5,7 @@ import { ServerConfig } from "../config/ServerConfig.js"
 import { DuplicateDefinition } from "../core/definitionId.js"
 import { canSee, EVERYONE, type Visibility } from "../auth/Ownership.js"
 import { Lifecycle } from "../health/Lifecycle.js"
-import { continueAt, definitionHash } from "./DefinitionCompatibility.js"
+import { continueAt, definitionHash, topStepOfPath } from "./DefinitionCompatibility.js"
 import { makeExecutionDriver, openingEvents, workflowEvent } from "./ExecutionDriver.js"
 import { now } from "./ExecutionRows.js"
 import { makeExecutionHubs } from "./ExecutionHubs.js"
@@ -283,14 +283,14 @@ export const WorkflowEngineLive = Layer.scoped(
                   message: `Cannot resume: ${incompatible.message}; resume it at one of the workflow's steps (options.stepId) or cancel it`
                 })
             )
-            : definition.steps.findIndex((step) => step.id === stepId)
+            : definition.steps.findIndex((step) => step.id === topStepOfPath(stepId))
           if (stepIndex < 0) return yield* new BadRequest({ message: `Workflow ${id} has no step ${stepId}` })
           const schema = definition.steps[stepIndex].resumeSchema ?? definition.resumeSchema
           const stored = yield* storedResumeData(schema, resumeData)
           // Another step than the one it stopped at, or a changed definition: the data that step gets
           // came from another predecessor, and must fit the schema of the one before it (409 if not).
           const checked = definitionHash(definition) !== execution.definitionHash ||
-            definition.steps[stepIndex].id !== execution.suspension.stepId
+            definition.steps[stepIndex].id !== topStepOfPath(execution.suspension.stepId)
           if (checked) {
             yield* Either.mapLeft(
               handedData(definition, stepIndex, execution.currentData),

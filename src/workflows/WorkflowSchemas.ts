@@ -57,7 +57,7 @@ export const WorkflowSummary = Schema.Struct({
   status: Schema.Literal("idle", "running")
 }).annotations({ identifier: "WorkflowSummary" })
 
-export const StepDescription = Schema.Struct({
+const stepDescriptionFields = {
   id: Schema.String,
   name: Schema.String,
   type: Schema.String,
@@ -66,6 +66,16 @@ export const StepDescription = Schema.Struct({
   outputSchema: Schema.optional(JsonSchemaObject),
   suspendSchema: Schema.optional(JsonSchemaObject),
   resumeSchema: Schema.optional(JsonSchemaObject)
+}
+
+/** An inner step of a step (issue #31): its path under the step, e.g. `lines[]`, `route/positive`, `child/load`. */
+export const InnerStepDescription = Schema.Struct({ ...stepDescriptionFields, path: Schema.String }).annotations({ identifier: "WorkflowInnerStep" })
+
+export const StepDescription = Schema.Struct({
+  ...stepDescriptionFields,
+  steps: Schema.optional(Schema.Array(InnerStepDescription)).annotations({
+    description: "the inner steps of andAll, andRace, andWhen, andForEach, andDoWhile/andDoUntil, andBranch, andMap (its keys) and andWorkflow (the child's steps)"
+  })
 }).annotations({ identifier: "WorkflowStep" })
 
 export const WorkflowDetails = Schema.Struct({
@@ -187,7 +197,8 @@ export const ExecutionEventRecord = Schema.Struct({
   status: Schema.String,
   input: Schema.optional(Schema.Unknown),
   output: Schema.optional(Schema.Unknown),
-  wakeAt: Schema.optional(Schema.String).annotations({ description: "step-sleep: when the execution wakes (ISO)" })
+  wakeAt: Schema.optional(Schema.String).annotations({ description: "step-sleep: when the execution wakes (ISO)" }),
+  path: Schema.optional(Schema.String).annotations({ description: "an inner step's event: its path (issue #31)" })
 })
 
 export const ExecutionRecord = Schema.Struct({

@@ -189,6 +189,22 @@ export const addWorkflowTimers = Effect.gen(function*() {
   yield* sql`CREATE INDEX workflow_executions_wake ON workflow_executions (wake_at) WHERE status = 'sleeping'`
 })
 
+/**
+ * Inner steps' outputs (issue #31): one row per committed inner step, item or iteration of a step
+ * (path `measure/upper`, `lines[3]`), written fenced by the claim with its event, read back when the
+ * execution goes on so committed inner work is not run again, deleted with the execution.
+ */
+export const createStepOutputs = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE TABLE workflow_step_outputs (
+    execution_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    output TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (execution_id, path)
+  )`
+})
+
 /** This feature's migrations (its half of 0013 is joined with agent memory's at src/Database.ts). */
 export const workflowMigrations: Record<string, Migration> = {
   "0002_workflow_executions": createWorkflowTables,
@@ -200,5 +216,6 @@ export const workflowMigrations: Record<string, Migration> = {
   "0018_workflow_values": addWorkflowValues,
   "0019_workflow_error_detail": addErrorDetails,
   "0020_workflow_timers": addWorkflowTimers,
+  "0021_workflow_step_outputs": createStepOutputs,
   "0023_workflow_event_paths": addEventPaths
 }

@@ -9,6 +9,9 @@ import { checkOutput, encodeValue, isPlain, storedForm } from "./StepCodec.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
 import { enterSleep, type SleepSignal } from "./steps/Sleep.js"
 import type { SleepRecord } from "./ExecutionRows.js"
+import type { InnerCheckpoint } from "./steps/InnerOutputs.js"
+import { runAll, runChildSteps, runRace } from "./steps/innerRunner.js"
+import { runLoopStep } from "./steps/loopRunner.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
 /** A step that failed (not a suspension, not an interruption). */
@@ -42,6 +45,8 @@ export interface StepEnv {
   readonly suspendSchema?: Schema.Schema.AnyNoContext | undefined
   /** The wake time committed by the sleep step the execution stands at (issue #31). */
   readonly sleep?: SleepRecord | undefined
+  /** The committed inner outputs of the step being run and how to commit more (loops and branches). */
+  readonly inner?: InnerCheckpoint | undefined
 }
 
 type SuspendSchema = Schema.Schema.AnyNoContext | undefined
@@ -84,15 +89,15 @@ const toStepOutcome = (stepId: string) => (cause: Cause.Cause<unknown>): Effect.
  * Runs a step's code. The signal it sees is aborted only when the step does not succeed
  * (interrupted: suspend, cancel, race lost, shutdown; or failed).
  */
-const runCode = <A>(stepId: string, code: (signal: LazySignal) => UserResult<A>): Effect.Effect<A, StepOutcome> =>
+export const runCode = <A>(stepId: string, code: (signal: LazySignal) => UserResult<A>): Effect.Effect<A, StepOutcome> =>
   runUserCode(code, toStepOutcome(stepId))
 
-interface Running {
+export interface Running {
   readonly id: string
   readonly suspendSchema?: SuspendSchema
 }
 
-const contextFor = (env: StepEnv, step: Running, data: unknown, resumeData: unknown, lazySignal: LazySignal): StepContext => ({
+export const contextFor = (env: StepEnv, step: Running, data: unknown, resumeData: unknown, lazySignal: LazySignal): StepContext => ({
   data,
   input: env.input,
   steps: env.stepData,
@@ -112,7 +117,7 @@ const contextFor = (env: StepEnv, step: Running, data: unknown, resumeData: unkn
 const runFn = (env: StepEnv, step: Running, fn: StepFn, data: unknown, resumeData: unknown) =>
   runCode(step.id, (signal) => fn(contextFor(env, step, data, resumeData, signal)))
 
-const inner = (outer: Running, step: Running): Running => ({ id: step.id, suspendSchema: step.suspendSchema ?? outer.suspendSchema })
+export const inner = (outer: Running, step: Running): Running => ({ id: step.id, suspendSchema: step.suspendSchema ?? outer.suspendSchema })
 
 /** Decodes a workflow's input; the message is the API's validation message. */
 export const decodeInput = (definition: WorkflowDefinition, input: unknown, path = "input") =>
@@ -169,6 +174,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
         )
       )
     case "andAll":
+      if (env.inner !== undefined) return runAll(env, step, data, resumeData, env.inner)
       return Effect.all(
         step.steps.map((one) => Effect.tap(runFn(env, inner(step, one), one.execute, data, resumeData), (out) => {
           env.stepData[one.id] = out
@@ -176,6 +182,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
         { concurrency: "unbounded" }
       )
     case "andRace":
+      if (env.inner !== undefined) return runRace(env, step, data, resumeData)
       return Effect.raceAll(
         step.steps.map((one) => Effect.tap(runFn(env, inner(step, one), one.execute, data, resumeData), (out) => {
           env.stepData[one.id] = out
@@ -199,10 +206,15 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
           Effect.flatMap((childInput) =>
             Either.match(childInputOf(step.workflow, childInput), {
               onLeft: (error) => Effect.fail(new StepFailed({ stepId: step.id, message: `sub-workflow ${step.workflow.id}: ${error.message}` })),
-              onRight: (decoded) => runChild(env, step.workflow, decoded, resumeData)
+              onRight: (decoded) =>
+                env.inner === undefined
+                  ? runChild(env, step.workflow, decoded, resumeData)
+                  : runChildSteps(env, step, step.workflow, decoded, resumeData, env.inner)
             })
           )
         )
+    default:
+      return runLoopStep(env, step, data, resumeData)
   }
 }
 
@@ -226,7 +238,7 @@ const askAgent = (env: StepEnv, step: Extract<Step, { type: "andAgent" }>, promp
 /** A sub-workflow runs inline: its steps in order, its suspension suspending the parent step. */
 const runChild = (env: StepEnv, child: WorkflowDefinition, input: unknown, resumeData: unknown) =>
   Effect.gen(function*() {
-    const childEnv: StepEnv = { ...env, input, stepData: {}, suspendSchema: child.suspendSchema }
+    const childEnv: StepEnv = { ...env, input, stepData: {}, suspendSchema: child.suspendSchema, inner: undefined }
     let data = input
     for (const step of child.steps) {
       const out = yield* runStep(childEnv, step, data, resumeData)

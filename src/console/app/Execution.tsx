@@ -102,7 +102,8 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
     )
 
   const status = state?.status ?? "loading"
-  const step = workflow.data?.steps.find((step) => step.id === state?.suspension?.stepId)
+  // A suspension inside a step names its path (`notify/send`, `lines[3]`): its top-level step is before the first separator.
+  const step = workflow.data?.steps.find((step) => step.id === state?.suspension?.stepId.split(/[[/#]/, 1)[0])
   const resumeSchema = step?.resumeSchema ?? workflow.data?.resumeSchema ?? {}
   const durationOf = durations(events)
   return (

@@ -1,0 +1,104 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
+import { type Claim, now } from "../ExecutionRows.js"
+import { makeStaging, resolveRows } from "../ValueRows.js"
+import type { WorkflowEvent } from "../WorkflowSchemas.js"
+
+/**
+ * The committed outputs of inner steps, items and iterations (migration 0021), by path. Values are
+ * stored as the other values of an execution are (StoredValues: large parts once, in workflow_values).
+ */
+export interface InnerOutputs {
+  /** The committed entries of an execution whose path starts with `prefix`, by path (stored forms). */
+  readonly read: (executionId: string, prefix: string) => Effect.Effect<ReadonlyMap<string, unknown>>
+  /**
+   * Inserts `entries` with `events`, fenced by the claim (running, at its version and owner): one
+   * transaction, shared with other writes (group commit). The number of the last event, or none when
+   * the claim is lost (nothing is written).
+   */
+  readonly commit: (
+    claim: Claim,
+    entries: ReadonlyArray<{ readonly path: string; readonly value: unknown }>,
+    events: ReadonlyArray<WorkflowEvent>
+  ) => Effect.Effect<Option.Option<number>>
+}
+
+/** A committed inner step's event: a step-complete from `from` with its `path`. */
+export interface InnerEvent {
+  readonly from: string
+  readonly path: string
+  readonly stepType: string
+  readonly output: unknown
+}
+
+/** What a running step with inner checkpoints gets from the driver (StepEnv.inner). */
+export interface InnerCheckpoint {
+  /** The stored forms of the step's committed entries, by path (read when the step started). */
+  readonly committed: ReadonlyMap<string, unknown>
+  /** Commits `entries` (with the event, when given); interrupts the step when the claim is lost. */
+  readonly commit: (entries: ReadonlyArray<{ readonly path: string; readonly value: unknown }>, event?: InnerEvent) => Effect.Effect<void>
+}
+
+/** Whether `path` is one of the step `stepId`'s inner paths (`id[..`, `id/..`, `id#..`). */
+export const isInnerPathOf = (stepId: string, path: string) =>
+  path.length > stepId.length && path.startsWith(stepId) && "[/#".includes(path[stepId.length])
+
+export const makeInnerOutputs = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const submit = yield* storeCommitsOrInline
+
+  /** The rows a claim may still write, as ExecutionStore's `held`. */
+  const held = (claim: Claim) =>
+    claim.owner === undefined
+      ? sql`id = ${claim.id} AND status = 'running' AND version = ${claim.version}`
+      : sql`id = ${claim.id} AND status = 'running' AND version = ${claim.version} AND owner = ${claim.owner}`
+
+  const read: InnerOutputs["read"] = (executionId, prefix) =>
+    sql<Record<string, unknown>>`SELECT path, output FROM workflow_step_outputs
+      WHERE execution_id = ${executionId} AND substr(path, 1, ${prefix.length}) = ${prefix}`.pipe(
+        Effect.flatMap((rows) => resolveRows(sql, rows, ["output"], () => executionId)),
+        Effect.map((rows) =>
+          new Map(rows.map((row) => {
+            const output = row.output
+            const value = typeof output === "string" ? JSON.parse(output) : (output as { readonly value: unknown }).value
+            return [String(row.path), value] as const
+          }))
+        ),
+        Effect.orDie,
+        Effect.withTracerEnabled(false)
+      )
+
+  const commit: InnerOutputs["commit"] = (claim, entries, events) => {
+    const staging = makeStaging()
+    const id = claim.id
+    const rows = events.map((event) => ({
+      execution_id: id,
+      event: staging.event(event),
+      created_at: event.timestamp,
+      path: event.path ?? null
+    }))
+    const at = events.at(-1)?.timestamp ?? now()
+    // The UPDATE first: it takes the row's lock (Postgres), so the inserts after it see the claim as it
+    // commits; each insert is fenced by the claim as well, so a lost claim writes nothing.
+    const inserts = entries.map(({ path, value }) =>
+      sql`INSERT INTO workflow_step_outputs (execution_id, path, output, created_at)
+        SELECT id, ${path}, ${staging.text(value)}, ${at} FROM workflow_executions WHERE ${held(claim)}
+        ON CONFLICT (execution_id, path) DO NOTHING`
+    )
+    const historyBytes = staging.historyBytes()
+    const bumpWithBytes = sql`UPDATE workflow_executions SET last_seq = last_seq + ${events.length}, updated_at = ${at},
+      history_bytes = history_bytes + ${historyBytes} WHERE ${held(claim)} RETURNING last_seq`
+    const last = sql`SELECT last_seq FROM workflow_executions WHERE ${held(claim)}`
+    return Effect.map(
+      submit({
+        statements: [bumpWithBytes.compile(), ...inserts.map((insert) => insert.compile()), last.compile()],
+        append: { table: "workflow_events", numberColumn: "seq", numberFrom: "last_seq", rows },
+        once: staging.once(id)
+      }),
+      (changed) => changed.length === 0 ? Option.none<number>() : Option.some(Number(changed[0].last_seq))
+    )
+  }
+
+  return { read, commit } satisfies InnerOutputs
+})

@@ -1,0 +1,57 @@
+import { Effect, Option } from "effect"
+import type { Claim, Execution } from "../ExecutionRows.js"
+import { workflowEvent } from "../ExecutionEndings.js"
+import type { StepEnv } from "../runner.js"
+import type { Step } from "../Workflow.js"
+import type * as S from "../WorkflowSchemas.js"
+import { type InnerCheckpoint, type InnerOutputs, isInnerPathOf } from "./InnerOutputs.js"
+import { retryingRead } from "../storeRetry.js"
+import { isLoopStep } from "./Loops.js"
+
+/** How the driver commits a held execution's write with its events (its `checkpoint`, store failures as defects). */
+export type CommitWith = (events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) => Effect.Effect<Option.Option<number>>
+
+/**
+ * The env step `index` runs with: a loop, branch, andAll, andRace or andWorkflow step gets its committed inner outputs (read now)
+ * and commits more fenced by `claim`, each with a step-complete carrying its `path`; a lost claim
+ * interrupts the step. Other steps run with `env` as it is.
+ */
+export const withInnerCheckpoints = (
+  env: StepEnv,
+  step: Step,
+  index: number,
+  held: {
+    readonly outputs: InnerOutputs
+    readonly execution: Execution
+    readonly claim: Claim
+    readonly commitWith: CommitWith
+    /** The step starts for the first time (the fiber advanced to it, or the execution's opening write started it): nothing to read. */
+    readonly fresh: boolean
+  }
+): Effect.Effect<StepEnv> => {
+  if (!isLoopStep(step) && step.type !== "andAll" && step.type !== "andRace" && step.type !== "andWorkflow") return Effect.succeed(env)
+  // andRace commits nothing apart (innerRunner): no read either.
+  if (step.type === "andRace") return Effect.succeed({ ...env, inner: { committed: new Map(), commit: () => Effect.void } })
+  const { claim, commitWith, execution, outputs } = held
+  const read = held.fresh ? Effect.succeed(new Map<string, unknown>()) : retryingRead(outputs.read(execution.id, step.id))
+  return Effect.map(read, (all) => {
+    const committed = new Map(Array.from(all).filter(([path]) => isInnerPathOf(step.id, path)))
+    const inner: InnerCheckpoint = {
+      committed,
+      commit: (entries, event) => {
+        const events = event === undefined ? [] : [
+          workflowEvent(execution, "step-complete", event.from, "success", {
+            stepIndex: index,
+            stepType: event.stepType,
+            output: event.output,
+            path: event.path
+          })
+        ]
+        return commitWith(events, outputs.commit(claim, entries, events)).pipe(
+          Effect.flatMap((done) => (Option.isSome(done) ? Effect.void : Effect.interrupt))
+        )
+      }
+    }
+    return { ...env, inner }
+  })
+}

@@ -1,0 +1,25 @@
+import type { Step, StepSpec } from "../Workflow.js"
+
+/** A step's inner steps as GET /workflows/:id shows them (issue #31): each with its path under the step. */
+export const innerStepsOf = (step: Step): ReadonlyArray<{ readonly path: string; readonly step: Omit<StepSpec, "execute"> & { readonly type: string } }> => {
+  const spec = (path: string, one: StepSpec, type: string) => ({ path, step: { ...one, type } })
+  switch (step.type) {
+    case "andAll":
+    case "andRace":
+      return step.steps.map((one) => spec(`${step.id}/${one.id}`, one, "andThen"))
+    case "andWhen":
+      return [spec(`${step.id}/${step.step.id}`, step.step, "andThen")]
+    case "andForEach":
+    case "andDoWhile":
+    case "andDoUntil":
+      return [spec(`${step.id}[]`, step.step, step.type === "andForEach" ? "item" : "iteration")]
+    case "andBranch":
+      return step.branches.map((branch) => spec(`${step.id}/${branch.step.id}`, branch.step, "branch"))
+    case "andMap":
+      return Object.keys(step.map).map((key) => ({ path: `${step.id}/${key}`, step: { id: key, type: "mapKey" } }))
+    case "andWorkflow":
+      return step.workflow.steps.map((one) => ({ path: `${step.id}/${one.id}`, step: one }))
+    default:
+      return []
+  }
+}
