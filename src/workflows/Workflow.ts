@@ -4,7 +4,7 @@ import { isOutputSchema, type JsonSchemaInput, type OutputSchema, prepareOutput 
 import { checkDefinitionId } from "../core/definitionId.js"
 import { type SleepChain, sleepMethods, type SleepStepFields } from "./steps/Sleep.js"
 import type { UserResult } from "../core/userCode.js"
-import { checkLoopStep, loopIds } from "./steps/loopChecks.js"
+import { loopIds, loopMethods } from "./steps/loopChecks.js"
 import type { LoopsChain, LoopStep } from "./steps/Loops.js"
 import type {
   AllOutput,
@@ -383,11 +383,7 @@ const build = (definition: Erased): any => {
     andAgent: (step: Omit<Extract<Step, { type: "andAgent" }>, "type">) => add({ ...checkAgentStep(step), type: "andAgent" }),
     andWorkflow: (step: Omit<Extract<Step, { type: "andWorkflow" }>, "type">) => add({ ...step, type: "andWorkflow" }),
     ...sleepMethods(add),
-    andForEach: (step: Omit<Extract<Step, { type: "andForEach" }>, "type">) => add(checkLoopStep({ ...step, type: "andForEach" })),
-    andDoWhile: (step: Omit<Extract<Step, { type: "andDoWhile" | "andDoUntil" }>, "type">) => add(checkLoopStep({ ...step, type: "andDoWhile" })),
-    andDoUntil: (step: Omit<Extract<Step, { type: "andDoWhile" | "andDoUntil" }>, "type">) => add(checkLoopStep({ ...step, type: "andDoUntil" })),
-    andBranch: (step: Omit<Extract<Step, { type: "andBranch" }>, "type">) => add(checkLoopStep({ ...step, type: "andBranch" })),
-    andMap: (step: Omit<Extract<Step, { type: "andMap" }>, "type">) => add(checkLoopStep({ ...step, type: "andMap" }))
+    ...loopMethods(add)
   }
 }
 

@@ -49,3 +49,12 @@ export const loopIds = (step: { readonly type: string; readonly id: string }): R
       return undefined
   }
 }
+
+/** The builder's loop and branch methods (the runtime side of LoopsChain). */
+export const loopMethods = (add: (step: LoopStep) => unknown) => ({
+  andForEach: (step: Omit<Extract<LoopStep, { type: "andForEach" }>, "type">) => add(checkLoopStep({ ...step, type: "andForEach" })),
+  andDoWhile: (step: Omit<Extract<LoopStep, { type: "andDoWhile" | "andDoUntil" }>, "type">) => add(checkLoopStep({ ...step, type: "andDoWhile" })),
+  andDoUntil: (step: Omit<Extract<LoopStep, { type: "andDoWhile" | "andDoUntil" }>, "type">) => add(checkLoopStep({ ...step, type: "andDoUntil" })),
+  andBranch: (step: Omit<Extract<LoopStep, { type: "andBranch" }>, "type">) => add(checkLoopStep({ ...step, type: "andBranch" })),
+  andMap: (step: Omit<Extract<LoopStep, { type: "andMap" }>, "type">) => add(checkLoopStep({ ...step, type: "andMap" }))
+})
