@@ -67,8 +67,13 @@ const sleepers = async (lab: Lab, count: number, restart: boolean) => {
       const reply = await json({ url: service.url, method: "POST", path: "/workflows/reminder/run", body: { input: { at, message: `r${index}` } } })
       if (reply.status !== 201) throw new Error(`${reply.status} ${JSON.stringify(reply.body).slice(0, 200)}`)
     }, firstWake - Date.now() - 1_000)
-    await sleep(3_000)
-    const parked = await residentBytes(service.pid)
+    // Parked executions hold nothing: the RSS goes back towards idle (polled until within 10%, before the first wake).
+    const settleBy = Math.min(Date.now() + 30_000, firstWake - 2_000)
+    let parked = await residentBytes(service.pid)
+    while (parked > idle * 1.1 && Date.now() < settleBy) {
+      await sleep(500)
+      parked = await residentBytes(service.pid)
+    }
     let ready = 0
     if (restart) {
       await service.stop()
