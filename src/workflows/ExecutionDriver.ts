@@ -1,7 +1,7 @@
 import { Cause, Data, Duration, Effect, Either, Exit, Fiber, FiberMap, Option, Schedule } from "effect"
 import { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ErrorDetail } from "../core/errorDetail.js"
-import { checkResult, endingEvent, errorEvent, inStepSpan, logEnding, workflowEvent } from "./ExecutionEndings.js"
+import { checkResult, endingEvent, errorEvent, logEnding, workflowEvent } from "./ExecutionEndings.js"
 import type { ExecutionHubs } from "./ExecutionHubs.js"
 import type { ExecutionNotices } from "./ExecutionNotices.js"
 import { type Claim, type Ending, type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
@@ -11,6 +11,8 @@ import { restore, storedOutput } from "./StepCodec.js"
 import { jsonBytes, outputRefusal } from "./StoredValues.js"
 import { isStoreDefect, STORE_ERROR_RETRY } from "./storeRetry.js"
 import type { WorkflowDefinition } from "./Workflow.js"
+import { endingHook, fireHook, hookBase } from "./steps/Hooks.js"
+import { policyStep } from "./steps/PolicyDriver.js"
 import type * as S from "./WorkflowSchemas.js"
 
 export { workflowEvent }
@@ -162,7 +164,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
         const steps = definition.steps
         return Effect.gen(function*() {
           const restored = restore(definition, execution, checked)
-          if (Either.isLeft(restored)) return yield* fail(claim, execution, `cannot continue: ${restored.left}`)
+          if (Either.isLeft(restored)) return yield* fail(claim, execution, `cannot continue: ${restored.left}`, undefined, definition)
           const env: StepEnv = {
             agents,
             executionId: id,
@@ -181,11 +183,15 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
           const resumeData = restored.right.resumeData
           let started = startRecorded
           let history = execution.historyBytes ?? 0
+          if (startRecorded) yield* fireHook(definition, "onStart", { ...hookBase(execution), input: env.input }, scope)
           if (index >= steps.length) {
             // Nothing left to run (a workflow without steps): only the ending remains.
             const ending = checkResult(definition, data)
             const event = endingEvent(definition, execution, ending)
-            if (Option.isSome(yield* checkpoint(claim, [event], store.finish(claim, ending, event)))) yield* logEnding(ending, recordContent)
+            if (Option.isSome(yield* checkpoint(claim, [event], store.finish(claim, ending, event)))) {
+              yield* logEnding(ending, recordContent)
+              yield* endingHook(definition, execution, ending, data, scope)
+            }
             return
           }
           while (index < steps.length) {
@@ -199,11 +205,13 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               const start = stepStart(definition, execution, index, stored)
               if (Option.isNone(yield* checkpoint(claim, [start], store.append(claim, [start])))) return
             }
-            const run = runStep(env, step, data, index === execution.stepIndex ? resumeData : undefined)
-            const outcome = yield* Effect.either(inStepSpan(run, { definition, executionId: id, step, index }, recordContent))
+            const run = (attempt: number) => runStep({ ...env, attempt }, step, data, index === execution.stepIndex ? resumeData : undefined)
+            const policied = yield* policyStep({ definition, execution, claim, step, index, run, recordContent, store, checkpoint })
+            if (Option.isNone(policied)) return
+            const outcome = policied.value
             if (Either.isLeft(outcome)) {
               const failure = outcome.left
-              if (failure._tag === "StepFailed") return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`, failure.detail)
+              if (failure._tag === "StepFailed") return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`, failure.detail, definition)
               const suspended = workflowEvent(execution, "workflow-suspended", step.id, "suspended", {
                 stepIndex: index,
                 reason: failure.reason,
@@ -213,15 +221,16 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               if (Option.isSome(yield* checkpoint(claim, [suspended], store.suspend({ ...claim, atStep: index }, suspension, suspended)))) {
                 yield* countExecution("suspended")
                 yield* Effect.logInfo(`workflow suspended at ${step.id}: ${failure.reason}`)
+                yield* fireHook(definition, "onSuspend", { ...hookBase(execution), stepId: step.id, reason: failure.reason, data: failure.data }, scope)
               }
               return
             }
             const output = storedOutput(definition, index, outcome.right, { live: data, stored }, env.stepData)
-            if (Either.isLeft(output)) return yield* fail(claim, execution, output.left)
+            if (Either.isLeft(output)) return yield* fail(claim, execution, output.left, undefined, definition)
             const outputBytes = jsonBytes(output.right.data)
             history += 2 * outputBytes
             const refusal = outputRefusal(outputBytes, history)
-            if (refusal !== undefined) return yield* fail(claim, execution, `step ${step.id}: ${refusal}`)
+            if (refusal !== undefined) return yield* fail(claim, execution, `step ${step.id}: ${refusal}`, undefined, definition)
             env.stepData[step.id] = outcome.right
             Object.assign(storedSteps, output.right.entries, { [step.id]: output.right.data })
             data = outcome.right
@@ -236,7 +245,10 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             } else {
               const ending = checkResult(definition, data)
               const events = [completed, endingEvent(definition, execution, ending)]
-              if (Option.isSome(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events, ending)))) yield* logEnding(ending, recordContent)
+              if (Option.isSome(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events, ending)))) {
+                yield* logEnding(ending, recordContent)
+                yield* endingHook(definition, execution, ending, data, scope)
+              }
             }
           }
         }).pipe(
@@ -248,7 +260,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             isStoreDefect(defect)
               ? Effect.fail(new StoreUnavailable({ cause: defect }))
               : Effect.logError("workflow execution crashed", defect).pipe(
-                Effect.zipRight(fail(claim, execution, "Internal error")),
+                Effect.zipRight(fail(claim, execution, "Internal error", undefined, definition)),
                 Effect.zipRight(publishStored(id))
               )
           ),
@@ -273,11 +285,14 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
         return seen === undefined ? Effect.void : Effect.flatMap(store.events(id, seen), (events) => hubs.publishFetched(id, events))
       })
 
-    const fail = (claim: Claim, execution: Execution, message: string, errorDetail?: ErrorDetail) =>
+    const fail = (claim: Claim, execution: Execution, message: string, errorDetail?: ErrorDetail, definition?: WorkflowDefinition) =>
       Effect.gen(function*() {
         const failed = errorEvent(execution, message, errorDetail)
         const ending: Ending = { status: "error", error: message, ...(errorDetail ? { errorDetail } : {}) }
-        if (Option.isSome(yield* checkpoint(claim, [failed], store.finish(claim, ending, failed)))) yield* logEnding(ending, recordContent)
+        if (Option.isSome(yield* checkpoint(claim, [failed], store.finish(claim, ending, failed)))) {
+          yield* logEnding(ending, recordContent)
+          if (definition !== undefined) yield* endingHook(definition, execution, ending, undefined, scope)
+        }
       })
 
     /**

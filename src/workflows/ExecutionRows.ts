@@ -78,7 +78,13 @@ export const ExecutionFromRow = Schema.Struct({
   updatedAt: column(Schema.String, "updated_at"),
   endedAt: optionalColumn(Schema.String, "ended_at"),
   /** The size of its events as JSON (what a reader of them receives); 0 for rows from before 0018 with no events. */
-  historyBytes: optionalColumn(NumberColumn, "history_bytes")
+  historyBytes: optionalColumn(NumberColumn, "history_bytes"),
+  /** A retry under way at the current step (0022; see steps/RetryState.ts): the attempt it is at, and which step. */
+  stepAttempt: optionalColumn(NumberColumn, "step_attempt"),
+  stepAttemptKey: optionalColumn(Schema.String, "step_attempt_key"),
+  stepFirstAttemptAt: optionalColumn(Schema.String, "step_first_attempt_at"),
+  stepRetryAt: optionalColumn(Schema.String, "step_retry_at"),
+  stepRetryErrors: optionalColumn(Schema.String, "step_retry_errors")
 })
 export interface Execution extends Schema.Schema.Type<typeof ExecutionFromRow> {}
 

@@ -24,6 +24,7 @@ import { deleteFinishedExecutions } from "./executionDeletion.js"
 import type { WorkflowEvent } from "./WorkflowSchemas.js"
 import { ownTransaction } from "../storage/transaction.js"
 import { makeStaging, resolveRows } from "./ValueRows.js"
+import { type RetryState, retryUpdate } from "./steps/RetryState.js"
 
 type Staging = ReturnType<typeof makeStaging>
 
@@ -65,6 +66,8 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
     events: ReadonlyArray<WorkflowEvent>,
     ending?: Ending
   ) => Effect.Effect<Option.Option<number>>
+  /** A held execution's step failed and is retried: its attempt state (steps/RetryState.ts) with the step-retry event. */
+  readonly retry: (claim: Claim, state: RetryState, event: WorkflowEvent) => Effect.Effect<Option.Option<number>>
   /** running → completed or error without a checkpoint (a failing step), with the event. */
   readonly finish: (claim: Claim, ending: Ending, event: WorkflowEvent) => Effect.Effect<Option.Option<number>>
   /**
@@ -254,6 +257,9 @@ export const ExecutionStoreLive = Layer.scoped(
           history_bytes = history_bytes + ${historyBytes}, updated_at = ${event.timestamp}
           WHERE ${held(claim)} RETURNING last_seq`)
 
+    const retry: ExecutionStore["Type"]["retry"] = (claim, state, event) =>
+      transition(claim.id, [event], (_, historyBytes) => retryUpdate(sql, held(claim), state, event.timestamp, historyBytes))
+
     const suspend: ExecutionStore["Type"]["suspend"] = (claim, suspension, event) =>
       transition(claim.id, [event], (_, historyBytes) =>
         sql`UPDATE workflow_executions SET status = 'suspended', suspension = ${JSON.stringify(suspension)}, owner = NULL,
@@ -269,7 +275,7 @@ export const ExecutionStoreLive = Layer.scoped(
     const claimResume: ExecutionStore["Type"]["claimResume"] = (execution, resume) =>
       commit(
         sql<Record<string, unknown>>`UPDATE workflow_executions SET status = 'running', owner = ${resume.owner}, step_index = ${resume.stepIndex},
-          resume_data = ${json(resume.resumeData) ?? "null"}, definition_hash = ${resume.definitionHash},
+          resume_data = ${json(resume.resumeData) ?? "null"}, definition_hash = ${resume.definitionHash}, step_attempt = NULL,
           version = version + 1, updated_at = ${now()}
           WHERE id = ${execution.id} AND status = 'suspended' AND version = ${execution.version} RETURNING *`
       ).pipe(Effect.flatMap(claimed), Effect.map((executions) => Option.fromNullable(executions[0])))
@@ -372,6 +378,7 @@ export const ExecutionStoreLive = Layer.scoped(
       append,
       advance,
       finish,
+      retry,
       suspend,
       claimResume,
       rebase,

@@ -2,7 +2,9 @@ import { Data, type Effect, type Schema } from "effect"
 import type { AgentDefinition } from "../agents/Agent.js"
 import { isOutputSchema, type JsonSchemaInput, type OutputSchema, prepareOutput } from "../agents/AgentOutput.js"
 import { checkDefinitionId } from "../core/definitionId.js"
-import type { UserResult } from "../core/userCode.js"
+import type { ResultError, UserResult } from "../core/userCode.js"
+import type { RuntimeHooks, WorkflowHooks } from "./steps/Hooks.js"
+import { type AgentCallError, checkPolicy, type StepPolicy, type StepRetry } from "./steps/Policy.js"
 import type {
   AllOutput,
   InnerError,
@@ -59,8 +61,15 @@ export interface StepContext<Data = unknown, Input = unknown, Steps = Readonly<R
   readonly suspend: SuspendFn<Suspend>
   /** The data the execution was resumed with (decoded by `resumeSchema`), when this step is the one being resumed. */
   readonly resumeData: Resume | undefined
-  /** Aborted when the step is interrupted (suspend, cancel, race lost, shutdown). */
+  /** Aborted when the step is interrupted (suspend, cancel, race lost, shutdown, timeout). */
   readonly signal: AbortSignal
+  /**
+   * The step's path: its id, `outer/inner` for an inner step, `parent/step` in a child workflow. With
+   * `executionId` it is an idempotency key: a step runs at least once until its output is committed.
+   */
+  readonly path: string
+  /** Which attempt of the step this is (1-based; more than 1 under a retry policy). */
+  readonly attempt: number
 }
 
 /** A step's function as the runtime holds it. */
@@ -74,6 +83,9 @@ interface StepMeta {
   readonly outputSchema?: Schema.Schema.AnyNoContext | undefined
   readonly suspendSchema?: Schema.Schema.AnyNoContext | undefined
   readonly resumeSchema?: Schema.Schema.AnyNoContext | undefined
+  /** Its policies (steps/Policy.ts), types erased. */
+  readonly retry?: StepRetry<any> | undefined
+  readonly timeout?: StepPolicy<unknown>["timeout"]
 }
 
 /** A plain step as the runtime holds it: `execute` gets the context and returns the output. */
@@ -128,7 +140,7 @@ export interface WorkflowVariance<in I, out O, out R> {
  * A finished workflow: its last step's data fits `result`. `R` is what its steps require (`never`
  * when nothing). The schemas are held erased; their types are in the brand.
  */
-export interface WorkflowDefinition<in I = any, out O = any, out R = never> {
+export interface WorkflowDefinition<in I = any, out O = any, out R = never> extends RuntimeHooks {
   readonly [WorkflowTypeId]: WorkflowVariance<I, O, R>
   readonly id: string
   readonly name: string
@@ -165,21 +177,21 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
   // (a builder grown in a loop keeps its type), it only lets `resumeWorkflow` read it.
   [WorkflowResumesId]?(resumes: Rs): void
   /** Its output is the next data. */
-  readonly andThen: <Id extends string, Ret, Res = WRes, Sus = WSus>(step: Described & {
+  readonly andThen: <Id extends string, Ret, Res = WRes, Sus = WSus>(step: Described & StepPolicy<ResultError<Ret>> & {
     readonly id: Id
     readonly resumeSchema?: SchemaOf<Res> | undefined
     readonly suspendSchema?: SchemaOf<Sus> | undefined
     readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret
   }) => Next<I, O, ResultValue<Ret>, WithStep<S, Id, ResultValue<Ret>>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, Res]>
   /** Runs for its effect; the data goes on unchanged (a failure is logged, not fatal). */
-  readonly andTap: <Id extends string, Ret, Res = WRes, Sus = WSus>(step: Described & {
+  readonly andTap: <Id extends string, Ret, Res = WRes, Sus = WSus>(step: Described & StepPolicy<ResultError<Ret>> & {
     readonly id: Id
     readonly resumeSchema?: SchemaOf<Res> | undefined
     readonly suspendSchema?: SchemaOf<Sus> | undefined
     readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret
   }) => Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, Res]>
   /** Runs `step` when `condition` holds: the data is then its output, else unchanged. */
-  readonly andWhen: <Id extends string, InnerId extends string, Ret, Cond extends Condition, Res = WRes, Sus = WSus>(step: Described & {
+  readonly andWhen: <Id extends string, InnerId extends string, Ret, Cond extends Condition, Res = WRes, Sus = WSus>(step: Described & StepPolicy<ResultError<Ret> | ResultError<Cond>> & {
     readonly id: Id
     readonly resumeSchema?: SchemaOf<Res> | undefined
     readonly suspendSchema?: SchemaOf<Sus> | undefined
@@ -224,7 +236,7 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
     Out extends AgentOutputSpec = undefined,
     Ret = AgentAnswer<Out>,
     AR = never
-  >(step: Described & {
+  >(step: Described & StepPolicy<AgentCallError | ResultError<P> | ResultError<Ret>> & {
     readonly id: Id
     readonly agent: AgentDefinition<AR>
     readonly prompt: (context: StepContext<D, I, S, WRes, WSus>) => P
@@ -236,13 +248,13 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
    * returns; either must fit the child's input type.
    */
   readonly andWorkflow: {
-    <Id extends string, CO, CR>(step: Described & {
+    <Id extends string, CO, CR>(step: Described & StepPolicy<unknown> & {
       readonly id: Id
       readonly resumeSchema?: SchemaOf<WRes> | undefined
       readonly workflow: WorkflowDefinition<D, CO, CR>
       readonly input?: undefined
     }): Next<I, O, CO, WithStep<S, Id, CO>, R | CR, WRes, WSus, Rs | readonly [Id, WRes]>
-    <Id extends string, CO, CR, X, XR = never>(step: Described & {
+    <Id extends string, CO, CR, X, XR = never>(step: Described & StepPolicy<unknown> & {
       readonly id: Id
       readonly resumeSchema?: SchemaOf<WRes> | undefined
       readonly workflow: WorkflowDefinition<X, CO, CR>
@@ -351,6 +363,7 @@ interface Erased {
 // The chain is typed by its interfaces; at run time every builder is the same shape.
 const build = (definition: Erased): any => {
   const add = (step: Step) => {
+    checkPolicy(definition.options.id, step)
     const taken = new Set(definition.steps.flatMap(idsOf))
     const ids = idsOf(step)
     for (const [index, id] of ids.entries()) {
@@ -378,9 +391,9 @@ const build = (definition: Erased): any => {
  * Starts a workflow definition; add steps with `.andThen(...)` and friends. Each step's `data` is the
  * previous step's output, typed; the chain is a definition once its last data fits `result`.
  */
-export const workflow = <I, O, WRes = unknown, WSus = unknown>(
-  options: WorkflowOptions<I, O, WRes, WSus>
-): Next<I, O, I, {}, never, WRes, WSus> => {
+export const workflow = <I, O, WRes = unknown, WSus = unknown, HS = void, HP = void, HF = void, HE = void>(
+  options: WorkflowOptions<I, O, WRes, WSus> & WorkflowHooks<I, O, HS, HP, HF, HE>
+): Next<I, O, I, {}, ResultContext<HS> | ResultContext<HP> | ResultContext<HF> | ResultContext<HE>, WRes, WSus> => {
   checkDefinitionId("Workflow id", options.id)
   return build({ options, steps: [] })
 }

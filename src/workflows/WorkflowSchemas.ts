@@ -15,7 +15,8 @@ export const WorkflowEventType = Schema.Literal(
   "workflow-suspended",
   "workflow-complete",
   "workflow-error",
-  "workflow-cancelled"
+  "workflow-cancelled",
+  "step-retry"
 )
 
 /** One entry of an execution's event log, as stored and as streamed. */
@@ -32,7 +33,10 @@ export const WorkflowEvent = Schema.Struct({
   error: Schema.optional(Schema.String),
   errorDetail: Schema.optional(ErrorDetail),
   reason: Schema.optional(Schema.String),
-  data: Schema.optional(Schema.Unknown).annotations({ description: "workflow-suspended: the data the step suspended with, if any" })
+  data: Schema.optional(Schema.Unknown).annotations({ description: "workflow-suspended: the data the step suspended with, if any" }),
+  attempt: Schema.optional(Schema.Number).annotations({ description: "step-retry: the attempt that failed (1-based); the next one is attempt + 1" }),
+  delayMs: Schema.optional(Schema.Number).annotations({ description: "step-retry: the back-off before the next attempt, in milliseconds" }),
+  retryAt: Schema.optional(Schema.String).annotations({ description: "step-retry: when the next attempt is due" })
 }).annotations({ identifier: "WorkflowEvent" })
 export type WorkflowEvent = typeof WorkflowEvent.Type
 

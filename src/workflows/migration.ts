@@ -167,6 +167,21 @@ export const addErrorDetails = Effect.gen(function*() {
   yield* sql`ALTER TABLE workflow_executions ADD COLUMN error_detail TEXT`
 })
 
+/**
+ * Step retries (issue #31): the attempt the current step is at (`step_attempt`, for the step named by
+ * `step_attempt_key`, "index:id"), its first attempt's start, the due time of the next attempt and the
+ * errors of the failed attempts (what the retry schedule is stepped with again after a crash).
+ * Existing rows keep NULL: no retry under way.
+ */
+export const addStepAttempts = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN step_attempt INTEGER`
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN step_attempt_key TEXT`
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN step_first_attempt_at TEXT`
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN step_retry_at TEXT`
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN step_retry_errors TEXT`
+})
+
 /** This feature's migrations (its half of 0013 is joined with agent memory's at src/Database.ts). */
 export const workflowMigrations: Record<string, Migration> = {
   "0002_workflow_executions": createWorkflowTables,
@@ -176,5 +191,6 @@ export const workflowMigrations: Record<string, Migration> = {
   "0010_workflow_idempotency_keys": createIdempotencyKeys,
   "0016_workflow_definition_hash": addDefinitionHashes,
   "0018_workflow_values": addWorkflowValues,
-  "0019_workflow_error_detail": addErrorDetails
+  "0019_workflow_error_detail": addErrorDetails,
+  "0022_workflow_step_attempts": addStepAttempts
 }

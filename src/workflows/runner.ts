@@ -1,4 +1,4 @@
-import { Cause, Data, Effect, Either, ParseResult, Schema } from "effect"
+import { Cause, Data, Effect, Either, Option, ParseResult, Schema } from "effect"
 import { isOutputSchema } from "../agents/AgentOutput.js"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ErrorDetail } from "../core/errorDetail.js"
@@ -17,12 +17,16 @@ export class StepFailed extends Data.TaggedError("StepFailed")<{
   readonly detail?: ErrorDetail | undefined
   /** The message a span records instead, when `message` was made of the error's fields (user data). */
   readonly spanMessage?: string | undefined
+  /** What the code failed with, for a retry policy's `while` (steps/Policy.ts); never stored. */
+  readonly error?: unknown
+  /** Whether `error` is a defect (a throw, a die) rather than the code's typed failure. */
+  readonly defect?: boolean | undefined
 }> {}
 
 /** The failure of a step whose code failed with `error`: its message, or its tag and fields without one. */
-export const stepFailure = (stepId: string, error: unknown): StepFailed => {
+export const stepFailure = (stepId: string, error: unknown, defect?: boolean): StepFailed => {
   const detail = errorDetailOf(error)
-  return new StepFailed({ stepId, message: failureMessage(error, detail), detail, spanMessage: spanMessageOf(error, detail) })
+  return new StepFailed({ stepId, message: failureMessage(error, detail), detail, spanMessage: spanMessageOf(error, detail), error, defect })
 }
 
 export type StepOutcome = SuspendSignal | StepFailed
@@ -38,6 +42,10 @@ export interface StepEnv {
   readonly stepData: Record<string, unknown>
   /** The workflow's `suspendSchema`: what a step without its own checks `suspend`'s data against. */
   readonly suspendSchema?: Schema.Schema.AnyNoContext | undefined
+  /** The attempt the step is at (1-based; steps/Policy.ts), 1 when absent. */
+  readonly attempt?: number | undefined
+  /** What the paths of the steps run here start with (`parent/` in a child workflow). */
+  readonly pathPrefix?: string | undefined
 }
 
 type SuspendSchema = Schema.Schema.AnyNoContext | undefined
@@ -73,7 +81,7 @@ const toStepOutcome = (stepId: string) => (cause: Cause.Cause<unknown>): Effect.
   if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
   const error = Cause.squash(cause)
   if (isSuspendSignal(error)) return Effect.fail(error)
-  return Effect.fail(error instanceof StepFailed ? error : stepFailure(stepId, error))
+  return Effect.fail(error instanceof StepFailed ? error : stepFailure(stepId, error, Option.isNone(Cause.failureOption(cause))))
 }
 
 /**
@@ -86,6 +94,8 @@ const runCode = <A>(stepId: string, code: (signal: LazySignal) => UserResult<A>)
 interface Running {
   readonly id: string
   readonly suspendSchema?: SuspendSchema
+  /** `outer/inner` for an inner step; its id when absent. */
+  readonly path?: string | undefined
 }
 
 const contextFor = (env: StepEnv, step: Running, data: unknown, resumeData: unknown, lazySignal: LazySignal): StepContext => ({
@@ -99,6 +109,8 @@ const contextFor = (env: StepEnv, step: Running, data: unknown, resumeData: unkn
   getStepData: (stepId) => env.stepData[stepId],
   suspend: suspendHere(step.id, step.suspendSchema ?? env.suspendSchema),
   resumeData,
+  path: (env.pathPrefix ?? "") + (step.path ?? step.id),
+  attempt: env.attempt ?? 1,
   get signal() {
     return lazySignal.signal
   }
@@ -108,7 +120,11 @@ const contextFor = (env: StepEnv, step: Running, data: unknown, resumeData: unkn
 const runFn = (env: StepEnv, step: Running, fn: StepFn, data: unknown, resumeData: unknown) =>
   runCode(step.id, (signal) => fn(contextFor(env, step, data, resumeData, signal)))
 
-const inner = (outer: Running, step: Running): Running => ({ id: step.id, suspendSchema: step.suspendSchema ?? outer.suspendSchema })
+const inner = (outer: Running, step: Running): Running => ({
+  id: step.id,
+  suspendSchema: step.suspendSchema ?? outer.suspendSchema,
+  path: `${outer.path ?? outer.id}/${step.id}`
+})
 
 /** Decodes a workflow's input; the message is the API's validation message. */
 export const decodeInput = (definition: WorkflowDefinition, input: unknown, path = "input") =>
@@ -191,7 +207,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
           Effect.flatMap((childInput) =>
             Either.match(childInputOf(step.workflow, childInput), {
               onLeft: (error) => Effect.fail(new StepFailed({ stepId: step.id, message: `sub-workflow ${step.workflow.id}: ${error.message}` })),
-              onRight: (decoded) => runChild(env, step.workflow, decoded, resumeData)
+              onRight: (decoded) => runChild(env, step.id, step.workflow, decoded, resumeData)
             })
           )
         )
@@ -216,9 +232,10 @@ const askAgent = (env: StepEnv, step: Extract<Step, { type: "andAgent" }>, promp
 }
 
 /** A sub-workflow runs inline: its steps in order, its suspension suspending the parent step. */
-const runChild = (env: StepEnv, child: WorkflowDefinition, input: unknown, resumeData: unknown) =>
+const runChild = (env: StepEnv, parentId: string, child: WorkflowDefinition, input: unknown, resumeData: unknown) =>
   Effect.gen(function*() {
-    const childEnv: StepEnv = { ...env, input, stepData: {}, suspendSchema: child.suspendSchema }
+    const pathPrefix = `${env.pathPrefix ?? ""}${parentId}/`
+    const childEnv: StepEnv = { ...env, input, stepData: {}, suspendSchema: child.suspendSchema, pathPrefix }
     let data = input
     for (const step of child.steps) {
       const out = yield* runStep(childEnv, step, data, resumeData)
