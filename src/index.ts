@@ -37,6 +37,8 @@ export {
   type WorkflowBuilder,
   type WorkflowDefinition
 } from "./workflows/Workflow.js"
+export { type StepPolicy, type StepRetry, StepTimeout } from "./workflows/steps/Policy.js"
+export { type OnErrorEvent, type OnFinishEvent, type OnStartEvent, type OnSuspendEvent } from "./workflows/steps/Hooks.js"
 export { RegisteredWorkflows, WorkflowEngine } from "./workflows/WorkflowEngine.js"
 export {
   type ResumeData,

@@ -148,6 +148,15 @@ export const stateOf = (workflowId: string, execution: Execution): typeof S.Exec
   ...(execution.errorDetail ? { errorDetail: execution.errorDetail } : {})
 })
 
+/** What a listing shows of a step-retry event (issue #31): the attempt that failed, its error, the back-off. */
+const retryFields = (e: S.WorkflowEvent) => ({
+  attempt: e.attempt,
+  delayMs: e.delayMs,
+  retryAt: e.retryAt,
+  error: e.error,
+  ...(e.errorDetail === undefined ? {} : { errorDetail: e.errorDetail })
+})
+
 export const recordOf = (execution: ExecutionListing, events: ReadonlyArray<StoredEvent>): typeof S.ExecutionRecord.Type => ({
   id: execution.id,
   workflowId: execution.workflowId,
@@ -164,7 +173,8 @@ export const recordOf = (execution: ExecutionListing, events: ReadonlyArray<Stor
     endTime: e.timestamp,
     status: e.status,
     ...(e.input !== undefined ? { input: e.input } : {}),
-    ...(e.output !== undefined ? { output: e.output } : {})
+    ...(e.output !== undefined ? { output: e.output } : {}),
+    ...(e.type === "step-retry" ? retryFields(e) : {})
   })),
   ...(execution.status === "completed" ? { output: execution.output ?? null } : {}),
   createdAt: execution.createdAt,

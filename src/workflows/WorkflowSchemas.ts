@@ -178,7 +178,12 @@ export const ExecutionEventRecord = Schema.Struct({
   endTime: Schema.String,
   status: Schema.String,
   input: Schema.optional(Schema.Unknown),
-  output: Schema.optional(Schema.Unknown)
+  output: Schema.optional(Schema.Unknown),
+  attempt: Schema.optional(Schema.Number).annotations({ description: "step-retry: the attempt that failed" }),
+  delayMs: Schema.optional(Schema.Number).annotations({ description: "step-retry: the back-off before the next attempt" }),
+  retryAt: Schema.optional(Schema.String).annotations({ description: "step-retry: when the next attempt is due" }),
+  error: Schema.optional(Schema.String).annotations({ description: "step-retry: the failed attempt's error" }),
+  errorDetail: Schema.optional(ErrorDetail)
 })
 
 export const ExecutionRecord = Schema.Struct({

@@ -19,24 +19,24 @@ interface HookBase {
 }
 
 /** onStart: the execution and its first events are stored. */
-export interface WorkflowStarted<I> extends HookBase {
+export interface OnStartEvent<I> extends HookBase {
   readonly input: I
 }
 
 /** onSuspend: a step suspended it (`suspend(reason, data)`), and that is stored. */
-export interface WorkflowSuspended extends HookBase {
+export interface OnSuspendEvent extends HookBase {
   readonly stepId: string
   readonly reason: string
   readonly data: unknown
 }
 
 /** onFinish: it completed with `result`, stored. */
-export interface WorkflowFinished<O> extends HookBase {
+export interface OnFinishEvent<O> extends HookBase {
   readonly result: O
 }
 
 /** onError: it failed with `error` (and the failing code's tag and fields, when there was one), stored. */
-export interface WorkflowFailed extends HookBase {
+export interface OnErrorEvent extends HookBase {
   readonly error: string
   readonly errorDetail: ErrorDetail | undefined
 }
@@ -46,18 +46,18 @@ export interface WorkflowFailed extends HookBase {
  * a value, as steps do.
  */
 export interface WorkflowHooks<I, O, HS, HP, HF, HE> {
-  readonly onStart?: ((event: WorkflowStarted<I>) => HS) | undefined
-  readonly onSuspend?: ((event: WorkflowSuspended) => HP) | undefined
-  readonly onFinish?: ((event: WorkflowFinished<O>) => HF) | undefined
-  readonly onError?: ((event: WorkflowFailed) => HE) | undefined
+  readonly onStart?: ((event: OnStartEvent<I>) => HS) | undefined
+  readonly onSuspend?: ((event: OnSuspendEvent) => HP) | undefined
+  readonly onFinish?: ((event: OnFinishEvent<O>) => HF) | undefined
+  readonly onError?: ((event: OnErrorEvent) => HE) | undefined
 }
 
 /** Each hook's event, as the runtime makes it. */
 export interface HookEvents {
-  readonly onStart: WorkflowStarted<unknown>
-  readonly onSuspend: WorkflowSuspended
-  readonly onFinish: WorkflowFinished<unknown>
-  readonly onError: WorkflowFailed
+  readonly onStart: OnStartEvent<unknown>
+  readonly onSuspend: OnSuspendEvent
+  readonly onFinish: OnFinishEvent<unknown>
+  readonly onError: OnErrorEvent
 }
 
 export type HookName = keyof HookEvents
