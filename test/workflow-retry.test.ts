@@ -75,7 +75,20 @@ const paths = workflow({ id: "paths", name: "Paths", purpose: "Paths of inner an
   })
   .andWorkflow({ id: "nested", workflow: child, input: ({ data }) => data[0] })
 
-const app = defineApp({ workflows: [flaky, timed, paths, child] })
+/** A tap under policies: retried, and once out of attempts (or timed out) logged, the data going on. */
+const tapped = workflow({ id: "tapped", name: "Tapped", purpose: "A flaky tap", input: N, result: N })
+  .andTap({
+    id: "notify",
+    execute: ({ attempt, data, executionId, path }) => {
+      see(executionId, attempt, path)
+      if (data.fatal) return Effect.never
+      return attempt <= data.failures ? Effect.fail(new Flaky({ attempt, message: `tap attempt ${attempt} failed` })) : Effect.void
+    },
+    retry: { schedule: Schedule.recurs(2) },
+    timeout: "100 millis"
+  })
+
+const app = defineApp({ workflows: [flaky, timed, paths, child, tapped] })
 
 const eventsOf = (url: string, workflowId: string, executionId: string) =>
   Effect.map(
@@ -154,6 +167,25 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("step retry", (it)
       const { url } = yield* TestServer
       const run = yield* fetchJson(`${url}/workflows/timed/execute`, json({ input: { always: false, retry: true }, options: { executionId: "t-2" } }))
       expect(run.body.data).toMatchObject({ status: "completed", result: "attempt 2" })
+    }))
+
+  it.effect("an andTap under policies is retried; out of attempts or timed out it is logged and the data goes on", () =>
+    Effect.gen(function*() {
+      const { logs, url } = yield* TestServer
+      const ok = yield* fetchJson(`${url}/workflows/tapped/execute`, json({ input: { failures: 1, fatal: false }, options: { executionId: "tap-1" } }))
+      expect(ok.body.data).toMatchObject({ status: "completed", result: { failures: 1, fatal: false } })
+      expect(seen.get("tap-1")?.map((s) => s.attempt)).toEqual([1, 2])
+      expect((yield* eventsOf(url, "tapped", "tap-1")).filter((e) => e.type === "step-retry")).toHaveLength(1)
+
+      const out = yield* fetchJson(`${url}/workflows/tapped/execute`, json({ input: { failures: 9, fatal: false }, options: { executionId: "tap-2" } }))
+      expect(out.body.data).toMatchObject({ status: "completed", result: { failures: 9, fatal: false } })
+      expect(seen.get("tap-2")).toHaveLength(3)
+      expect(logs.some((line) => line.includes("tap step notify failed: tap attempt 3 failed"))).toBe(true)
+
+      const hung = yield* fetchJson(`${url}/workflows/tapped/execute`, json({ input: { failures: 0, fatal: true }, options: { executionId: "tap-3" } }))
+      expect(hung.body.data).toMatchObject({ status: "completed", result: { failures: 0, fatal: true } })
+      expect(seen.get("tap-3")).toHaveLength(3)
+      expect(logs.some((line) => line.includes("tap step notify failed: timed out after 100ms"))).toBe(true)
     }))
 
   it.effect("inner and child steps see their path: outer/inner, parent/step", () =>

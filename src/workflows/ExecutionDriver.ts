@@ -205,8 +205,8 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               const start = stepStart(definition, execution, index, stored)
               if (Option.isNone(yield* checkpoint(claim, [start], store.append(claim, [start])))) return
             }
-            const run = (attempt: number) => runStep({ ...env, attempt }, step, data, index === execution.stepIndex ? resumeData : undefined)
-            const policied = yield* policyStep({ definition, execution, claim, step, index, run, recordContent, store, checkpoint })
+            const run = (attempt: number, as = step) => runStep({ ...env, attempt }, as, data, index === execution.stepIndex ? resumeData : undefined)
+            const policied = yield* policyStep({ definition, execution, claim, step, index, data, run, recordContent, store, checkpoint })
             if (Option.isNone(policied)) return
             const outcome = policied.value
             if (Either.isLeft(outcome)) {

@@ -1,10 +1,10 @@
-import { Effect, Option } from "effect"
+import { Effect, Either, Option } from "effect"
 import { inStepSpan, workflowEvent } from "../ExecutionEndings.js"
 import type { Claim, Execution, ExecutionStore } from "../ExecutionStore.js"
 import { stepFailure, type StepOutcome } from "../runner.js"
 import type { Step, WorkflowDefinition } from "../Workflow.js"
 import type * as S from "../WorkflowSchemas.js"
-import { timed } from "./Policy.js"
+import { retryOf, timed, timeoutOf } from "./Policy.js"
 import { type RetryCommit, runWithPolicy } from "./PolicyRun.js"
 import { retryStateOf } from "./RetryState.js"
 
@@ -31,7 +31,10 @@ export const policyStep = <E>(options: {
   readonly claim: Claim
   readonly step: Step
   readonly index: number
-  readonly run: (attempt: number) => Effect.Effect<unknown, StepOutcome>
+  /** The step's input (what an andTap passes on). */
+  readonly data: unknown
+  /** Runs the step (or `as`, the same step run otherwise) at an attempt. */
+  readonly run: (attempt: number, as?: Step) => Effect.Effect<unknown, StepOutcome>
   readonly recordContent: boolean
   readonly store: ExecutionStore["Type"]
   readonly checkpoint: (
@@ -41,20 +44,33 @@ export const policyStep = <E>(options: {
   ) => Effect.Effect<Option.Option<number>, E>
 }) => {
   const { claim, definition, execution, index, step, store } = options
-  return runWithPolicy({
+  // A tap with a policy runs as andThen under it (its failures and timeouts are retried), and only its
+  // last failure is what a tap's failure is: logged, the data passed on.
+  const tapped = step.type === "andTap" && (retryOf(step) !== undefined || timeoutOf(step) !== undefined)
+  const attempt = (n: number) => (tapped ? Effect.as(options.run(n, { ...step, type: "andThen" }), options.data) : options.run(n))
+  const policied = runWithPolicy({
     step,
     stepIndex: index,
     workflowId: definition.id,
     restored: index === execution.stepIndex ? retryStateOf(execution, index, step.id) : undefined,
-    run: (attempt) =>
+    run: (n) =>
       inStepSpan(
-        timed(step, options.run(attempt), (timeout) => stepFailure(step.id, timeout)),
-        { definition, executionId: execution.id, step, index, attempt },
+        timed(step, attempt(n), (timeout) => stepFailure(step.id, timeout)),
+        { definition, executionId: execution.id, step, index, attempt: n },
         options.recordContent
       ),
     commit: (retry) => {
       const event = retryEvent(execution, step, index, retry)
       return Effect.map(options.checkpoint(claim, [event], store.retry(claim, retry.state, event)), Option.isSome)
     }
+  })
+  if (!tapped) return policied
+  return Effect.flatMap(policied, (outcome) => {
+    if (Option.isNone(outcome) || Either.isRight(outcome.value) || outcome.value.left._tag !== "StepFailed") return Effect.succeed(outcome)
+    const failure = outcome.value.left
+    return Effect.as(
+      Effect.logWarning(`tap step ${step.id} failed: ${failure.spanMessage ?? failure.message}`),
+      Option.some(Either.right<unknown>(options.data))
+    )
   })
 }
