@@ -17,6 +17,7 @@ import { type BenchOptions, type Lab, makeLab, printableOptions } from "./bench/
 import { installCleanup, temporaryDirectory } from "./bench/processes.js"
 import { agentStreamsRow, reattachRow, suspendedRow } from "./bench/rows-memory.js"
 import { getAgentsRow, pipelineRow, streamFirstDeltaRow, textLatencyRow, textThroughputRow } from "./bench/rows-http.js"
+import { forEachRow, sleepersRow } from "./bench/rows-durable.js"
 import { scaleOutRow } from "./bench/rows-scale.js"
 import { listingRow, seededFile, startupRow } from "./bench/rows-service.js"
 import { type Durability, readDurability } from "./bench/store.js"
@@ -36,6 +37,7 @@ const { values } = parseArgs({
     "streams-per-execution": { type: "string" },
     "agent-streams": { type: "string" },
     startups: { type: "string" },
+    sleepers: { type: "string" },
     postgres: { type: "string" }
   }
 })
@@ -55,6 +57,7 @@ const options: BenchOptions = {
   streamsPerExecution: positive("streams-per-execution", values["streams-per-execution"], 10, 100),
   agentStreams: positive("agent-streams", values["agent-streams"], 2_000, 8_000),
   startups: positive("startups", values.startups, 10, 100),
+  sleepers: positive("sleepers", values.sleepers, 10_000, 100_000),
   postgresUrl: values.postgres ?? DEFAULT_POSTGRES_ADMIN_URL
 }
 const runs = positive("runs", values.runs, 1, 10)
@@ -74,7 +77,9 @@ const RUNNERS: Readonly<Record<RowId, (lab: Lab) => Promise<RowResult>>> = {
   "7b": agentStreamsRow,
   "7c": suspendedRow,
   "8": startupRow,
-  "9": scaleOutRow
+  "9": scaleOutRow,
+  "10": sleepersRow,
+  "11": forEachRow
 }
 
 const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`)

@@ -2,7 +2,8 @@
  * Chaos: workflow load while the service is SIGKILLed and restarted on the same database (and, on
  * Postgres, its connections reset), races of resume against cancel, then the invariants. Exits 1 on
  * any violation.
- * Usage: npm run chaos [-- --seconds 60 --kills 10 --resets 5 --clients 6 --races 1000 --store sqlite|postgres --postgres URL]
+ * Usage: npm run chaos [-- --seconds 60 --kills 10 --resets 5 --clients 6 --races 1000 --store sqlite|postgres --postgres URL --instances 3]
+ * `--instances N` (Postgres; default 1): N service processes share the database; requests and kills go to random ones.
  * `--resets N` (Postgres; default 0): `pg_terminate_backend` of every connection to the database N
  * times during the load; then an execution in error is a violation (as a 500 always is).
  * `--postgres URL` (implies `--store postgres`) is the server to create a fresh database on (dropped at
@@ -23,7 +24,8 @@ const { values } = parseArgs({
     clients: { type: "string" },
     races: { type: "string" },
     store: { type: "string" },
-    postgres: { type: "string" }
+    postgres: { type: "string" },
+    instances: { type: "string" }
   }
 })
 
@@ -44,6 +46,11 @@ const resets = count("resets", values.resets, 0)
 const store = values.postgres !== undefined ? "postgres" : values.store ?? "sqlite"
 if (store !== "sqlite" && store !== "postgres") {
   console.error(`--store must be sqlite or postgres, got ${store}`)
+  process.exit(2)
+}
+const instances = Math.max(1, count("instances", values.instances, 1))
+if (instances > 1 && store !== "postgres") {
+  console.error("--instances needs --store postgres (SQLite is one process's)")
   process.exit(2)
 }
 if (resets > 0 && store !== "postgres") {
@@ -68,9 +75,10 @@ const main = async () => {
       resets,
       clients,
       races,
+      instances,
       log: (line) => console.log(`[chaos ${((Date.now() - startedAt) / 1000).toFixed(1)}s] ${line}`)
     })
-    console.log(`\nchaos on ${store} (${redact(url)})`)
+    console.log(`\nchaos on ${store} (${redact(url)}), ${instances} instance${instances === 1 ? "" : "s"}`)
     console.table([{
       seconds,
       kills: report.kills,

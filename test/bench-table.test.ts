@@ -60,12 +60,14 @@ describe("bench table", () => {
   })
 
   it("selects rows, 7 meaning all of 7a to 7c, and refuses unknown ones", () => {
-    expect(selectRows(undefined)).toHaveLength(11)
+    expect(selectRows(undefined)).toHaveLength(13)
     expect(selectRows(undefined)).toContain("9")
     expect(selectRows("1, 7")).toEqual(["1", "7a", "7b", "7c"])
     expect(selectRows("7b,8")).toEqual(["7b", "8"])
     expect(selectRows("5,9")).toEqual(["5", "9"])
-    expect(() => selectRows("10")).toThrow(/unknown row 10/)
+    expect(selectRows("1")).toEqual(["1"])
+    expect(selectRows("10,11")).toEqual(["10", "11"])
+    expect(() => selectRows("12")).toThrow(/unknown row 12/)
     expect(() => selectRows("7d")).toThrow(/unknown row 7d/)
   })
 

@@ -18,6 +18,8 @@ export interface BenchOptions {
   /** Executions row 6 stores before it lists them. */
   readonly storedExecutions: number
   readonly startups: number
+  /** Executions row 10 parks at once. */
+  readonly sleepers: number
   /** The Postgres server row 9 creates its databases on (an administrative database's URL) and the durability read-out asks. */
   readonly postgresUrl: string
 }

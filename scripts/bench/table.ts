@@ -13,7 +13,7 @@ export interface RowResult {
   readonly notes: ReadonlyArray<string>
 }
 
-export const ROW_IDS = ["1", "2", "3", "4", "5", "6", "7a", "7b", "7c", "8", "9"] as const
+export const ROW_IDS = ["1", "2", "3", "4", "5", "6", "7a", "7b", "7c", "8", "9", "10", "11"] as const
 export type RowId = (typeof ROW_IDS)[number]
 
 interface RowSpec {
@@ -113,6 +113,22 @@ export const ROWS: Readonly<Record<RowId, RowSpec>> = {
       `(${formatNumber(c.threeA)} + ${formatNumber(c.threeB)} + ${formatNumber(c.threeC)}); ` +
       `three/one ${formatNumber(c.threeOverOne, 2)}; errors ${formatNumber(c.errorsOne)} / ${formatNumber(c.errorsThree)}`,
     met: (c) => (has(c, "one", "three", "threeOverOne") ? "reported" : undefined)
+  },
+  "10": {
+    title: "`reminder` executions asleep at once (wakes spread over 60 s): RSS, wake lateness p50 / p99, without and with a restart",
+    target: "parked ≤ 1.1 × idle; p99 ≤ 100 ms",
+    show: (c) =>
+      `${formatNumber(c.count)} parked; idle ${megabytes(c.idle)}, parked ${megabytes(c.parked)} (${formatNumber(c.parkedOverIdle, 2)}); ` +
+      `lateness ${ms(c.p50)} / ${ms(c.p99)}, after a restart ${ms(c.restartP50)} / ${ms(c.restartP99)}`,
+    met: (c) => when(c, ["parkedOverIdle", "p99", "restartP99"], () => c.parkedOverIdle <= 1.1 && c.p99 <= 100 && c.restartP99 <= 100)
+  },
+  "11": {
+    title: "`batch`: a 1,000-item andForEach at concurrency 16, items/s on SQLite and Postgres; per item on Postgres",
+    target: "report",
+    show: (c) =>
+      `SQLite ${formatNumber(c.sqlite)}/s, Postgres ${formatNumber(c.postgres)}/s; per item ${formatNumber(c.commitsPerItem, 2)} commits, ` +
+      `${formatNumber(c.writesPerItem, 2)} row writes, ${formatNumber(c.bytesPerItem)} bytes`,
+    met: (c) => (has(c, "sqlite", "postgres") ? "reported" : undefined)
   }
 }
 
@@ -164,7 +180,9 @@ export const formatTable = (results: ReadonlyArray<RowResult>): string => {
 export const selectRows = (only: string | undefined): ReadonlyArray<RowId> => {
   if (only === undefined || only.trim() === "") return ROW_IDS
   const wanted = only.split(",").map((part) => part.trim()).filter((part) => part !== "")
-  const unknown = wanted.filter((part) => !ROW_IDS.some((id) => id === part || id.startsWith(part)))
+  // "7" is 7a, 7b and 7c; "1" is row 1 only, not 10 or 11.
+  const selects = (part: string, id: RowId) => id === part || (id.startsWith(part) && /^[a-z]$/.test(id.slice(part.length)))
+  const unknown = wanted.filter((part) => !ROW_IDS.some((id) => selects(part, id)))
   if (unknown.length > 0) throw new Error(`--only: unknown row ${unknown.join(", ")} (rows: ${ROW_IDS.join(", ")})`)
-  return ROW_IDS.filter((id) => wanted.some((part) => id === part || (part.length === 1 && id.startsWith(part))))
+  return ROW_IDS.filter((id) => wanted.some((part) => selects(part, id)))
 }

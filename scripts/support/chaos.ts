@@ -6,8 +6,8 @@
  */
 import { readStoredRows, resetConnections } from "./database.js"
 import { checkInvariants } from "./invariants.js"
-import { freePort, sleep } from "./service.js"
-import { Supervisor } from "./supervisor.js"
+import { Instances } from "./instances.js"
+import { sleep } from "./service.js"
 import { Violations } from "./violations.js"
 
 export interface ChaosOptions {
@@ -26,6 +26,9 @@ export interface ChaosOptions {
   /** Resume-against-cancel trials on suspended `approval` executions, after the load. */
   readonly races: number
   readonly main?: string
+  /** Service processes sharing the database (Postgres; 1 by default): requests and kills go to random ones. */
+  readonly instances?: number
+  readonly env?: Readonly<Record<string, string>>
   readonly log?: (line: string) => void
 }
 
@@ -51,7 +54,7 @@ const pick = <A>(items: ReadonlyArray<A>): A | undefined => items[Math.floor(Mat
 export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
   const log = options.log ?? (() => {})
   const violations = new Violations()
-  const server = new Supervisor(await freePort(), options.databaseUrl, violations, options.main)
+  const server = await Instances.make(options.instances ?? 1, options.databaseUrl, violations, { main: options.main, env: options.env })
   /** Executions a client saw created (a 2xx naming them): they must exist at the end. */
   const created = new Map<string, Known>()
   let requests = 0
@@ -183,7 +186,7 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
  * (resume: 200 completed; cancel: 200), the loser gets a 4xx (or resume a 200 saying it was cancelled),
  * and the stored state is the winner's.
  */
-const raceResumeAndCancel = async (server: Supervisor, trials: number, violations: Violations, log: (line: string) => void) => {
+const raceResumeAndCancel = async (server: Instances, trials: number, violations: Violations, log: (line: string) => void) => {
   const ids: Array<string> = []
   let resumeWon = 0
   let cancelWon = 0

@@ -17,7 +17,8 @@ export class Supervisor {
     readonly port: number,
     private readonly databaseUrl: string,
     private readonly violations: Violations,
-    private readonly main?: string
+    private readonly main?: string,
+    private readonly env?: Readonly<Record<string, string>>
   ) {}
 
   get base() {
@@ -29,7 +30,7 @@ export class Supervisor {
   }
 
   async start() {
-    const service = startService({ port: this.port, databaseUrl: this.databaseUrl, main: this.main })
+    const service = startService({ port: this.port, databaseUrl: this.databaseUrl, main: this.main, env: this.env })
     this.service = service
     void service.exited.then(({ code, signal }) => {
       if (this.killedOnPurpose.has(service)) return

@@ -112,6 +112,7 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
   readonly remove: (id: string) => Effect.Effect<boolean>
   /** The events after `afterSeq`, in order; the first `limit` of them when given. */
   readonly events: (id: string, afterSeq: number, limit?: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
+  /** The top-level events of each of these executions (an inner step's, with a path, are read by page with `events`). */
   readonly eventsOf: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<StoredEvent>>>
   readonly list: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<ExecutionListing>>
 }>() {}
@@ -161,7 +162,12 @@ export const ExecutionStoreLive = Layer.scoped(
     ) => {
       // The values of the events and of the row are stored once (StoredValues), with the write.
       const staging = makeStaging()
-      const rows = events.map((event) => ({ execution_id: id, event: staging.event(event), created_at: event.timestamp }))
+      const rows = events.map((event) => ({
+        execution_id: id,
+        event: staging.event(event),
+        created_at: event.timestamp,
+        path: event.path ?? null
+      }))
       const statement = update(staging, staging.historyBytes()).compile()
       return Effect.map(
         submit({
@@ -257,9 +263,6 @@ export const ExecutionStoreLive = Layer.scoped(
           history_bytes = history_bytes + ${historyBytes}, updated_at = ${event.timestamp}
           WHERE ${held(claim)} RETURNING last_seq`)
 
-    const retry: ExecutionStore["Type"]["retry"] = (claim, state, event) =>
-      transition(claim.id, [event], (_, historyBytes) => retryUpdate(sql, held(claim), state, event.timestamp, historyBytes))
-
     const suspend: ExecutionStore["Type"]["suspend"] = (claim, suspension, event) =>
       transition(claim.id, [event], (_, historyBytes) =>
         sql`UPDATE workflow_executions SET status = 'suspended', suspension = ${JSON.stringify(suspension)}, owner = NULL,
@@ -312,7 +315,7 @@ export const ExecutionStoreLive = Layer.scoped(
       Result: Schema.Struct({ ...StoredEventFromRow.fields, executionId: column(Schema.String, "execution_id") }),
       execute: (ids) =>
         sql<Record<string, unknown>>`SELECT execution_id, seq, event FROM workflow_events
-          WHERE ${sql.in("execution_id", ids)} ORDER BY execution_id, seq`.pipe(
+          WHERE ${sql.in("execution_id", ids)} AND path IS NULL ORDER BY execution_id, seq`.pipe(
             Effect.flatMap((rows) => resolveRows(sql, rows, ["event"], (row) => String(row.execution_id)))
           )
     })
@@ -378,7 +381,8 @@ export const ExecutionStoreLive = Layer.scoped(
       append,
       advance,
       finish,
-      retry,
+      retry: (claim, state, event) =>
+        transition(claim.id, [event], (_, historyBytes) => retryUpdate(sql, held(claim), state, event.timestamp, historyBytes)),
       suspend,
       claimResume,
       rebase,

@@ -346,6 +346,20 @@ export const WorkflowEngineLive = Layer.scoped(
         return stateOf(id, execution)
       }),
 
+      events: Effect.fn("WorkflowEngine.events", { captureStackTrace: false })(
+        function*(id: string, executionId: string, page: { readonly afterSeq: number; readonly limit: number }, visibility?: Visibility) {
+          yield* onWorkflow(id)
+          yield* findExecution(id, executionId, visibility)
+          // One more than asked for tells whether a next page exists.
+          const found = yield* retryingRead(store.events(executionId, page.afterSeq, page.limit + 1))
+          const events = found.slice(0, page.limit)
+          return {
+            events: events.map(({ event, seq }) => ({ id: String(seq), ...event })),
+            nextAfter: found.length > page.limit ? events[events.length - 1].seq : null
+          }
+        }
+      ),
+
       executions: Effect.fn("WorkflowEngine.executions", { captureStackTrace: false })(function*(query: ExecutionQuery) {
         if (query.workflowId !== undefined) yield* findWorkflow(query.workflowId)
         return yield* records.list(query)

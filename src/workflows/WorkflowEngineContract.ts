@@ -77,6 +77,13 @@ export interface WorkflowEngineCore {
   readonly executions: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<typeof S.ExecutionRecord.Type>, NotFound>
   /** One execution's whole record (a listing shows large ones as summaries). */
   readonly record: (executionId: string, visibility?: Visibility) => Effect.Effect<typeof S.ExecutionRecord.Type, NotFound | BadRequest>
+  /** A page of the execution's events after `afterSeq` (inner steps' included), at most `limit`. */
+  readonly events: (
+    id: string,
+    executionId: string,
+    page: { readonly afterSeq: number; readonly limit: number },
+    visibility?: Visibility
+  ) => Effect.Effect<typeof S.ExecutionEventsPage.Type, NotFound>
   /** How many executions have live listeners (event hubs in memory): for tests and diagnostics. */
   readonly liveEventHubs: Effect.Effect<number>
 }

@@ -36,9 +36,18 @@ export const WorkflowEvent = Schema.Struct({
   data: Schema.optional(Schema.Unknown).annotations({ description: "workflow-suspended: the data the step suspended with, if any" }),
   attempt: Schema.optional(Schema.Number).annotations({ description: "step-retry: the attempt that failed (1-based); the next one is attempt + 1" }),
   delayMs: Schema.optional(Schema.Number).annotations({ description: "step-retry: the back-off before the next attempt, in milliseconds" }),
-  retryAt: Schema.optional(Schema.String).annotations({ description: "step-retry: when the next attempt is due" })
+  retryAt: Schema.optional(Schema.String).annotations({ description: "step-retry: when the next attempt is due" }),
+  path: Schema.optional(Schema.String).annotations({
+    description: "an inner step's path (`measure/upper`, `credit-lines[3]`, `notify/send`); absent on a top-level step's events"
+  })
 }).annotations({ identifier: "WorkflowEvent" })
 export type WorkflowEvent = typeof WorkflowEvent.Type
+
+/** A page of an execution's events, inner steps' included (GET /workflows/:id/executions/:executionId/events). */
+export const ExecutionEventsPage = Schema.Struct({
+  events: Schema.Array(Schema.Struct({ id: Schema.String.annotations({ description: "the event's number (its SSE id)" }), ...WorkflowEvent.fields })),
+  nextAfter: Schema.NullOr(Schema.Number).annotations({ description: "`after` for the next page; null on the last one" })
+}).annotations({ identifier: "ExecutionEventsPage" })
 
 const SchemaOrNull = Schema.NullOr(JsonSchemaObject)
 

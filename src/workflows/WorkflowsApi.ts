@@ -11,6 +11,7 @@ import {
   CancelResult,
   ExecuteRequest,
   ExecutionDeleted,
+  ExecutionEventsPage,
   ExecutionRecord,
   ExecutionResult,
   ExecutionState,
@@ -100,6 +101,12 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.get("executionState", "/workflows/:id/executions/:executionId/state").setPath(ExecutionPath)
       .addSuccess(Success(ExecutionState)).addError(NotFound)
       .annotate(OpenApi.Summary, "An execution's state")
+  )
+  .add(
+    HttpApiEndpoint.get("executionEvents", "/workflows/:id/executions/:executionId/events").setPath(ExecutionPath)
+      .setUrlParams(Schema.Struct({ after: Schema.optional(QueryInt), limit: Schema.optional(QueryInt) }))
+      .addSuccess(Success(ExecutionEventsPage)).addError(NotFound)
+      .annotate(OpenApi.Summary, "A page of the execution's events after `after`, inner steps' included (limit default 100, at most 1000)")
   )
   .add(
     HttpApiEndpoint.del("deleteExecution", "/workflows/:id/executions/:executionId").annotate(RouteClassAnnotation, "execution")

@@ -12,6 +12,8 @@ import type { ExecuteRequest } from "./WorkflowSchemas.js"
 
 const LIST_DEFAULT = 50
 const LIST_MAX = 500
+const EVENTS_DEFAULT = 100
+const EVENTS_MAX = 1000
 
 /** Each event (and the closing result) of an execution is one SSE frame, its id the event's number. */
 const asSse = <E>(updates: Stream.Stream<ExecutionUpdate, E>) =>
@@ -86,6 +88,12 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
         Effect.flatMap(visibility, (seen) =>
           engine.cancel(path.id, path.executionId, payload.reason ?? "Cancelled by request", seen)))
       .handle("deleteExecution", ({ path }) => Effect.flatMap(visibility, (seen) => engine.remove(path.id, path.executionId, seen)))
+      .handle("executionEvents", ({ path, urlParams }) =>
+        Effect.flatMap(visibility, (seen) =>
+          engine.events(path.id, path.executionId, {
+            afterSeq: urlParams.after ?? 0,
+            limit: Math.max(1, Math.min(urlParams.limit ?? EVENTS_DEFAULT, EVENTS_MAX))
+          }, seen)))
       .handle("executionState", ({ path }) => Effect.flatMap(visibility, (seen) => engine.state(path.id, path.executionId, seen)))
       .handle("attachExecution", ({ path, urlParams }) =>
         Effect.gen(function*() {

@@ -182,6 +182,15 @@ export const addStepAttempts = Effect.gen(function*() {
   yield* sql`ALTER TABLE workflow_executions ADD COLUMN step_retry_errors TEXT`
 })
 
+/**
+ * The path of an inner step's event (issue #31): NULL on a top-level step's. A listing shows only the
+ * top-level events; inner ones are read by page (GET …/executions/:executionId/events).
+ */
+export const addEventPaths = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE workflow_events ADD COLUMN path TEXT`
+})
+
 /** This feature's migrations (its half of 0013 is joined with agent memory's at src/Database.ts). */
 export const workflowMigrations: Record<string, Migration> = {
   "0002_workflow_executions": createWorkflowTables,
@@ -192,5 +201,6 @@ export const workflowMigrations: Record<string, Migration> = {
   "0016_workflow_definition_hash": addDefinitionHashes,
   "0018_workflow_values": addWorkflowValues,
   "0019_workflow_error_detail": addErrorDetails,
-  "0022_workflow_step_attempts": addStepAttempts
+  "0022_workflow_step_attempts": addStepAttempts,
+  "0023_workflow_event_paths": addEventPaths
 }
