@@ -79,3 +79,42 @@ it("SIGKILL during a back-off: after a restart on the same SQLite file the attem
   expect(all.filter((e) => e.type === "step-retry").map((e) => e.attempt)).toEqual([1, 2])
   expect(all.at(-1).type).toBe("workflow-complete")
 }, 120_000)
+
+it("SIGTERM during a back-off: the process exits without waiting for it, and the next one makes attempt 3 at the due time", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "service-retry-"))
+  dirs.push(dir)
+  const databaseUrl = `file:${join(dir, "retry.db")}`
+  const log = join(dir, "attempts.jsonl")
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const events = async (): Promise<Array<any>> => {
+    const listing = await fetch(`${base}/workflows/executions?workflowId=flaky-call`).then((r) => r.json())
+    return listing.data.find((e: any) => e.id === "t-1")?.events ?? []
+  }
+
+  const first = await start(port, databaseUrl)
+  await fetch(`${base}/workflows/flaky-call/run`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ input: { log }, options: { executionId: "t-1" } })
+  })
+  const retried = await pollUntil("the second retry is committed", events, (list) => list.some((e) => e.type === "step-retry" && e.attempt === 2), 60_000)
+  const dueAt = Date.parse(retried.find((e) => e.type === "step-retry" && e.attempt === 2).retryAt)
+  const stopping = Date.now()
+  first.child.kill("SIGTERM")
+  expect((await first.exit).code).toBe(0)
+  // The 6 s back-off was not waited (nor the 10 s grace).
+  expect(Date.now() - stopping).toBeLessThan(4000)
+  expect(Date.now()).toBeLessThan(dueAt)
+
+  await start(port, databaseUrl)
+  const state = () => fetch(`${base}/workflows/flaky-call/executions/t-1/state`).then((r) => r.json()).then((b) => b.data)
+  expect(await pollUntil("the handed-over execution settles", state, (s) => s.status !== "running", 60_000)).toMatchObject({
+    status: "completed",
+    result: { attempt: 3 }
+  })
+  const made: Array<Attempt> = readFileSync(log, "utf8").split("\n").filter((line) => line !== "").map((line) => JSON.parse(line))
+  expect(made.map((a) => a.attempt)).toEqual([1, 2, 3])
+  expect(made[2].at).toBeGreaterThanOrEqual(dueAt)
+  expect((await events()).filter((e) => e.type === "step-retry").map((e) => e.attempt)).toEqual([1, 2])
+}, 120_000)

@@ -1,4 +1,4 @@
-import { Cause, Data, Duration, Effect, Either, Exit, Fiber, FiberMap, Option, Schedule } from "effect"
+import { Cause, Data, Deferred, Duration, Effect, Either, Exit, Fiber, FiberMap, Option, Schedule } from "effect"
 import { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ErrorDetail } from "../core/errorDetail.js"
 import { checkResult, endingEvent, errorEvent, logEnding, workflowEvent } from "./ExecutionEndings.js"
@@ -57,6 +57,8 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
     const claims = new Map<string, Claim>()
     /** Set on shutdown: fibers give their executions up between steps instead of starting the next one. */
     let draining = false
+    /** Done when draining starts: a retry's back-off stops waiting and hands its execution over. */
+    const drainStarted = yield* Deferred.make<void>()
     const released: Array<string> = []
 
     /**
@@ -206,8 +208,15 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               if (Option.isNone(yield* checkpoint(claim, [start], store.append(claim, [start])))) return
             }
             const run = (attempt: number, as = step) => runStep({ ...env, attempt }, as, data, index === execution.stepIndex ? resumeData : undefined)
-            const policied = yield* policyStep({ definition, execution, claim, step, index, data, run, recordContent, store, checkpoint })
-            if (Option.isNone(policied)) return
+            const policied = yield* policyStep({
+              ...{ definition, execution, claim, step, index, data, run, recordContent, store, checkpoint },
+              drained: Deferred.await(drainStarted)
+            })
+            if (Option.isNone(policied)) {
+              // The claim was lost, or shutting down during a back-off (its due time is committed).
+              if (draining && (yield* store.release(claim))) released.push(id)
+              return
+            }
             const outcome = policied.value
             if (Either.isLeft(outcome)) {
               const failure = outcome.left
@@ -303,6 +312,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
     const drain = (graceMs: number) =>
       Effect.gen(function*() {
         draining = true
+        yield* Deferred.succeed(drainStarted, undefined)
         const running = Array.from(fibers, ([, fiber]) => fiber)
         // Interruptible: a finalizer runs uninterruptibly, where a timeout could not stop the wait.
         yield* Effect.timeout(Effect.interruptible(Fiber.awaitAll(running)), Duration.millis(graceMs)).pipe(Effect.ignore)

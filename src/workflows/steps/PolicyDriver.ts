@@ -36,6 +36,8 @@ export const policyStep = <E>(options: {
   /** Runs the step (or `as`, the same step run otherwise) at an attempt. */
   readonly run: (attempt: number, as?: Step) => Effect.Effect<unknown, StepOutcome>
   readonly recordContent: boolean
+  /** Done when the instance starts draining: a back-off stops waiting (the answer is then none). */
+  readonly drained: Effect.Effect<void>
   readonly store: ExecutionStore["Type"]
   readonly checkpoint: (
     claim: Claim,
@@ -52,6 +54,7 @@ export const policyStep = <E>(options: {
     step,
     stepIndex: index,
     workflowId: definition.id,
+    drained: options.drained,
     restored: index === execution.stepIndex ? retryStateOf(execution, index, step.id) : undefined,
     run: (n) =>
       inStepSpan(

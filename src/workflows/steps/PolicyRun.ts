@@ -67,12 +67,19 @@ export const runWithPolicy = <A, E>(options: {
   readonly run: (attempt: number) => Effect.Effect<A, StepOutcome>
   readonly commit: (retry: RetryCommit) => Effect.Effect<boolean, E>
   readonly workflowId: string
+  /** Done when the instance starts draining: a back-off then stops waiting (none), its due time committed. */
+  readonly drained?: Effect.Effect<void> | undefined
 }): Effect.Effect<Option.Option<Either.Either<A, StepOutcome>>, E> =>
   Effect.gen(function*() {
     const { step } = options
     const retry = retryOf(step)
     if (retry === undefined) return Option.some(yield* Effect.either(options.run(1)))
     const next = scheduleStepper(retry.schedule as Schedule.Schedule<unknown, unknown>)
+    /** Waits a back-off: false when draining started first. */
+    const wait = (ms: number): Effect.Effect<boolean> =>
+      ms <= 0 ? Effect.succeed(true) : options.drained === undefined
+        ? Effect.as(Effect.sleep(Duration.millis(ms)), true)
+        : Effect.raceFirst(Effect.as(Effect.sleep(Duration.millis(ms)), true), Effect.as(options.drained, false))
     const errors: Array<RecordedError> = []
     let attempt = 1
     let firstAt: number | undefined
@@ -82,8 +89,7 @@ export const runWithPolicy = <A, E>(options: {
       for (const [i, error] of restored.errors.entries()) yield* next(i === 0 ? firstAt : Date.parse(error.at), replayed(error))
       errors.push(...restored.errors)
       attempt = restored.attempt
-      const left = Date.parse(restored.dueAt) - Date.now()
-      if (left > 0) yield* Effect.sleep(Duration.millis(left))
+      if (!(yield* wait(Date.parse(restored.dueAt) - Date.now()))) return Option.none()
     }
     while (true) {
       firstAt ??= Date.now()
@@ -110,7 +116,7 @@ export const runWithPolicy = <A, E>(options: {
       if (!(yield* options.commit({ state, failure, failed: attempt, delayMs }))) return Option.none()
       yield* countStepRetry(options.workflowId)
       // Where a long back-off would park the execution (durable timers): here, once its due time is committed.
-      if (delayMs > 0) yield* Effect.sleep(Duration.millis(delayMs))
+      if (!(yield* wait(delayMs))) return Option.none()
       attempt++
     }
   })
