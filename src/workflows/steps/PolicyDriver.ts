@@ -9,8 +9,8 @@ import { type RetryCommit, runWithPolicy } from "./PolicyRun.js"
 import { retryStateOf } from "./RetryState.js"
 
 /** The step-retry event of a retry: the attempt that failed, its error, and when the next one is due. */
-const retryEvent = (execution: Execution, step: Step, index: number, retry: RetryCommit): S.WorkflowEvent =>
-  workflowEvent(execution, "step-retry", step.id, "retrying", {
+const retryEvent = (execution: Execution, step: Step, index: number, retry: RetryCommit): S.WorkflowEvent => ({
+  ...workflowEvent(execution, "step-retry", step.id, "retrying", {
     stepIndex: index,
     stepType: step.type,
     attempt: retry.failed,
@@ -18,7 +18,9 @@ const retryEvent = (execution: Execution, step: Step, index: number, retry: Retr
     ...(retry.failure.detail === undefined ? {} : { errorDetail: retry.failure.detail }),
     delayMs: retry.delayMs,
     retryAt: retry.state.dueAt
-  })
+  }),
+  timestamp: retry.failedAt
+})
 
 /**
  * One top-level step under its policies, as the drive loop runs it: each attempt in its own

@@ -12,6 +12,8 @@ export interface RetryCommit {
   /** The attempt that failed. */
   readonly failed: number
   readonly delayMs: number
+  /** When the attempt failed (the step-retry event's time; the due time is this plus `delayMs`). */
+  readonly failedAt: string
 }
 
 /**
@@ -113,7 +115,7 @@ export const runWithPolicy = <A, E>(options: {
         dueAt: new Date(failedAt + delayMs).toISOString(),
         errors: [...errors]
       }
-      if (!(yield* options.commit({ state, failure, failed: attempt, delayMs }))) return Option.none()
+      if (!(yield* options.commit({ state, failure, failed: attempt, delayMs, failedAt: new Date(failedAt).toISOString() }))) return Option.none()
       yield* countStepRetry(options.workflowId)
       // Where a long back-off would park the execution (durable timers): here, once its due time is committed.
       if (!(yield* wait(delayMs))) return Option.none()
