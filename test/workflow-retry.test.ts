@@ -1,6 +1,7 @@
 import { expect, expectTypeOf, layer } from "@effect/vitest"
 import { it as plain } from "vitest"
 import { Data, Effect, Schedule, Schema } from "effect"
+import { defineAgent } from "../src/agents/Agent.js"
 import { defineApp } from "../src/App.js"
 import { StepTimeout } from "../src/index.js"
 import { workflow, type WorkflowDefinition } from "../src/workflows/Workflow.js"
@@ -292,6 +293,31 @@ plain("`while` sees the step's E (and StepTimeout); a tag it cannot have does no
     execute: () => Effect.fail(new Flaky({ attempt: 1, message: "" })),
     // @ts-expect-error the schedule takes Fatal only, the step fails with Flaky
     retry: { schedule: Schedule.recurWhile((error: Fatal) => error._tag === "Fatal") }
+  })
+  // andAgent: the call's tagged errors, and the prompt's; andWorkflow: the child's are not typed.
+  start().andAgent({
+    id: "ask",
+    agent: defineAgent({ id: "helper", name: "Helper", purpose: "Helps", instructions: "Be brief." }),
+    prompt: ({ data }) => (data > 0 ? Effect.succeed("hi") : Effect.fail(new Fatal({ message: "" }))),
+    retry: {
+      schedule: Schedule.recurs(1),
+      while: (error) => {
+        expectTypeOf(error._tag).toEqualTypeOf<string>()
+        // @ts-expect-error a call's error has no `attempt`
+        return error.attempt === 1
+      }
+    }
+  })
+  start().andWorkflow({
+    id: "child",
+    workflow: quiet,
+    retry: {
+      schedule: Schedule.recurs(1),
+      while: (error) => {
+        expectTypeOf(error).toEqualTypeOf<unknown>()
+        return error instanceof StepTimeout
+      }
+    }
   })
   expect(StepTimeout).toBeDefined()
 })
