@@ -108,6 +108,25 @@ layer(TestServerLive({ app, provide: AuditLive }), { excludeTestServices: true }
         status: expect.stringMatching(/^(running|completed)$/)
       })
       expect(got.find((h) => h.hook === "onFinish")).toMatchObject({ event: { result: { done: true } }, status: "completed" })
+
+      // Each hook ran in its own span, a child of the execution's drive span.
+      const spans = yield* Effect.gen(function*() {
+        const deadline = Date.now() + 20_000
+        while (Date.now() < deadline) {
+          const traces = (yield* fetchJson(`${url}/observability/traces?entityType=workflow&entityId=hooked&limit=50`)).body.data.traces
+          for (const summary of traces) {
+            const trace = (yield* fetchJson(`${url}/observability/traces/${summary.traceId}`)).body.data
+            const hooks = trace.spans.filter((span: any) => span.name.startsWith("workflow.hook ") && span.attributes["execution.id"] === "h-ok")
+            if (hooks.length === 2) return { hooks: hooks as Array<any>, all: trace.spans as Array<any> }
+          }
+          yield* Effect.sleep("100 millis")
+        }
+        throw new Error("the hooks' spans did not appear within 20 s")
+      })
+      expect(spans.hooks.map((span: any) => span.name).sort()).toEqual(["workflow.hook onFinish", "workflow.hook onStart"])
+      for (const hook of spans.hooks) {
+        expect(spans.all.find((span) => span.spanId === hook.parentSpanId)?.name).toBe("WorkflowEngine.drive")
+      }
     }))
 
   it.effect("onError gets the error and its detail; onSuspend the step, reason and data; a resume is no new start", () =>
