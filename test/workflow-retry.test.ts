@@ -89,7 +89,17 @@ const tapped = workflow({ id: "tapped", name: "Tapped", purpose: "A flaky tap", 
     timeout: "100 millis"
   })
 
-const app = defineApp({ workflows: [flaky, timed, paths, child, tapped] })
+/** An inner step with a timeout: the andAll fails with its StepTimeout. */
+const innerTimeout = workflow({ id: "inner-timeout", name: "Inner timeout", purpose: "A slow inner step", input: Schema.Number, result: Schema.Unknown })
+  .andAll({
+    id: "both",
+    steps: [
+      { id: "quick", execute: ({ data }) => data },
+      { id: "stuck", timeout: "100 millis", execute: ({ data }) => Effect.as(Effect.sleep("5 seconds"), data) }
+    ]
+  })
+
+const app = defineApp({ workflows: [flaky, timed, paths, child, tapped, innerTimeout] })
 
 const eventsOf = (url: string, workflowId: string, executionId: string) =>
   Effect.map(
@@ -190,6 +200,17 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("step retry", (it)
       expect(logs.some((line) => line.includes("tap step notify failed: timed out after 100ms"))).toBe(true)
     }))
 
+  it.effect("an inner step of andAll takes a timeout: the step fails with its StepTimeout", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const before = Date.now()
+      const run = yield* fetchJson(`${url}/workflows/inner-timeout/execute`, json({ input: 1 }))
+      expect(run.status).toBe(500)
+      expect(run.body.error).toContain("step stuck: timed out after 100ms")
+      expect(run.body.errorDetail).toMatchObject({ _tag: "StepTimeout", fields: { stepId: "stuck", timeoutMs: 100 } })
+      expect(Date.now() - before).toBeLessThan(4000)
+    }))
+
   it.effect("inner and child steps see their path: outer/inner, parent/step", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
@@ -249,6 +270,7 @@ plain("timeout is refused at definition time on a step that can park (a child th
   expect(() => start().andWorkflow({ id: "child", workflow: quiet, timeout: "1 second" })).not.toThrow()
   expect(() => start().andThen({ id: "x", timeout: 0, execute: () => 1 })).toThrow("timeout must be a positive, finite duration")
   expect(() => start().andThen({ id: "x", timeout: "30 days", execute: () => 1 })).toThrow(/timeout is over 7d/)
+  expect(() => start().andAll({ id: "all", steps: [{ id: "x", timeout: -1, execute: () => 1 }] })).toThrow("step x: timeout must be a positive")
 })
 
 plain("`while` sees the step's E (and StepTimeout); a tag it cannot have does not compile", () => {

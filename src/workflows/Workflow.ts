@@ -163,7 +163,7 @@ interface Described {
 }
 
 /** An inner step of andAll/andRace/andWhen, seeing the context `Ctx` (its suspension and resume are the outer step's). */
-export interface InnerStep<Ctx> extends Described {
+export interface InnerStep<Ctx> extends Described, Pick<StepPolicy<unknown>, "timeout"> {
   readonly id: string
   readonly execute: (context: Ctx) => unknown
 }

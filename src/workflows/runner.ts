@@ -7,7 +7,8 @@ import { errorDetailOf, failureMessage, spanMessageOf } from "../observability/e
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
 import { checkOutput, encodeValue, isPlain, storedForm } from "./StepCodec.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
-import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
+import { timed } from "./steps/Policy.js"
+import { isSuspendSignal, type Step, type StepContext, type StepFn, type StepSpec, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
 /** A step that failed (not a suspension, not an interruption). */
 export class StepFailed extends Data.TaggedError("StepFailed")<{
@@ -126,6 +127,10 @@ const inner = (outer: Running, step: Running): Running => ({
   path: `${outer.path ?? outer.id}/${step.id}`
 })
 
+/** An inner step of andAll/andRace, bounded by its `timeout` (steps/Policy.ts). */
+const runInner = (env: StepEnv, outer: Running, one: StepSpec, data: unknown, resumeData: unknown) =>
+  timed(one, runFn(env, inner(outer, one), one.execute, data, resumeData), (timeout) => stepFailure(one.id, timeout))
+
 /** Decodes a workflow's input; the message is the API's validation message. */
 export const decodeInput = (definition: WorkflowDefinition, input: unknown, path = "input") =>
   Either.mapLeft(
@@ -182,14 +187,14 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
       )
     case "andAll":
       return Effect.all(
-        step.steps.map((one) => Effect.tap(runFn(env, inner(step, one), one.execute, data, resumeData), (out) => {
+        step.steps.map((one) => Effect.tap(runInner(env, step, one, data, resumeData), (out) => {
           env.stepData[one.id] = out
         })),
         { concurrency: "unbounded" }
       )
     case "andRace":
       return Effect.raceAll(
-        step.steps.map((one) => Effect.tap(runFn(env, inner(step, one), one.execute, data, resumeData), (out) => {
+        step.steps.map((one) => Effect.tap(runInner(env, step, one, data, resumeData), (out) => {
           env.stepData[one.id] = out
         }))
       )

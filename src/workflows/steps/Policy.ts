@@ -54,21 +54,28 @@ const childCanPark = (child: WorkflowDefinition): boolean =>
   child.suspendSchema !== undefined || child.resumeSchema !== undefined ||
   child.steps.some((step) => canPark(step as unknown as { readonly type: string }))
 
+/** A `timeout` as given: a positive duration within MAX_TIMEOUT. */
+const checkTimeout = (workflowId: string, stepId: string, input: unknown): void => {
+  if (input === undefined) return
+  const timeout = Duration.decodeUnknown(input)
+  if (timeout._tag === "None" || !Duration.isFinite(timeout.value) || Duration.toMillis(timeout.value) <= 0) {
+    throw new Error(`Workflow ${workflowId}, step ${stepId}: timeout must be a positive, finite duration`)
+  }
+  if (Duration.greaterThan(timeout.value, MAX_TIMEOUT)) {
+    throw new Error(`Workflow ${workflowId}, step ${stepId}: timeout is over ${Duration.format(MAX_TIMEOUT)}, the most a step may have`)
+  }
+}
+
 /**
  * A step's policies as given, checked (the builder's checks throw): a `timeout` that is a positive
  * duration within MAX_TIMEOUT, never on an andWorkflow whose child can park (a timeout cannot run across
  * a parked child), and a `retry` with a schedule.
  */
 export const checkPolicy = (workflowId: string, step: Step): void => {
+  if (step.type === "andAll" || step.type === "andRace") for (const one of step.steps) checkTimeout(workflowId, one.id, one.timeout)
   const policy = step as StepPolicy<unknown> & Step
+  checkTimeout(workflowId, step.id, policy.timeout)
   if (policy.timeout !== undefined) {
-    const timeout = Duration.decodeUnknown(policy.timeout)
-    if (timeout._tag === "None" || !Duration.isFinite(timeout.value) || Duration.toMillis(timeout.value) <= 0) {
-      throw new Error(`Workflow ${workflowId}, step ${step.id}: timeout must be a positive, finite duration`)
-    }
-    if (Duration.greaterThan(timeout.value, MAX_TIMEOUT)) {
-      throw new Error(`Workflow ${workflowId}, step ${step.id}: timeout is over ${Duration.format(MAX_TIMEOUT)}, the most a step may have`)
-    }
     if (step.type === "andWorkflow" && childCanPark(step.workflow)) {
       throw new Error(
         `Workflow ${workflowId}, step ${step.id}: timeout is not allowed on a child workflow that can park ` +
@@ -90,8 +97,8 @@ export const checkPolicy = (workflowId: string, step: Step): void => {
 export { canPark }
 
 /** The timeout of a step as the runtime holds it, if any. */
-export const timeoutOf = (step: Step): Duration.Duration | undefined => {
-  const timeout = (step as StepPolicy<unknown>).timeout
+export const timeoutOf = (step: { readonly timeout?: Duration.DurationInput | undefined }): Duration.Duration | undefined => {
+  const timeout = step.timeout
   return timeout === undefined ? undefined : Duration.decode(timeout)
 }
 
@@ -103,7 +110,11 @@ export const retryOf = (step: Step): StepRetry<unknown> | undefined => (step as 
  * signal aborts: runUserCode), whatever it answers later is dropped, and it fails with what `fail`
  * makes of a StepTimeout.
  */
-export const timed = <A, E>(step: Step, run: Effect.Effect<A, E>, fail: (timeout: StepTimeout) => E): Effect.Effect<A, E> => {
+export const timed = <A, E>(
+  step: { readonly id: string; readonly timeout?: Duration.DurationInput | undefined },
+  run: Effect.Effect<A, E>,
+  fail: (timeout: StepTimeout) => E
+): Effect.Effect<A, E> => {
   const timeout = timeoutOf(step)
   if (timeout === undefined) return run
   const timeoutMs = Duration.toMillis(timeout)
