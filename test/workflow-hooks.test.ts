@@ -76,7 +76,17 @@ const flawed = workflow({
       : Effect.fail(new HookBoom({ message: "the audit is down" }))
 }).andThen({ id: "one", execute: ({ data }) => (data.slow ? 1 : 2) })
 
-const app = defineApp({ workflows: [hooked, flawed] })
+/** Runs until suspended from the API. */
+const held = workflow({
+  id: "held",
+  name: "Held",
+  purpose: "Waits until suspended from outside",
+  input: Schema.Struct({}),
+  result: Schema.Struct({}),
+  onSuspend: hear("onSuspend")
+}).andThen({ id: "hold", execute: ({ resumeData }) => (resumeData === undefined ? Effect.never : Effect.succeed({})) })
+
+const app = defineApp({ workflows: [hooked, flawed, held] })
 
 const poll = <A>(what: string, read: () => A | undefined, deadlineMs = 20_000) =>
   Effect.gen(function*() {
@@ -150,6 +160,19 @@ layer(TestServerLive({ app, provide: AuditLive }), { excludeTestServices: true }
       yield* poll("onFinish after the resume", () => heardFor("h-sus").find((h) => h.hook === "onFinish"))
       yield* Effect.sleep("300 millis")
       expect(heardFor("h-sus").map((h) => h.hook).sort()).toEqual(["onFinish", "onStart", "onSuspend"])
+    }))
+
+  it.effect("an API suspend runs onSuspend too (no data)", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      baseUrl = url
+      const started = yield* fetchJson(`${url}/workflows/held/run`, json({ input: {}, options: { executionId: "h-held" } }))
+      expect(started.status).toBe(201)
+      const suspended = yield* fetchJson(`${url}/workflows/held/executions/h-held/suspend`, json({ reason: "paused by ops" }))
+      expect(suspended.status).toBe(200)
+      const onSuspend = yield* poll("onSuspend", () => heardFor("h-held").find((h) => h.hook === "onSuspend"))
+      expect(onSuspend).toMatchObject({ event: { stepId: "hold", reason: "paused by ops" }, status: "suspended" })
+      expect(onSuspend.event.data).toBeUndefined()
     }))
 
   it.effect("a hook that fails or throws is logged and the execution completes", () =>

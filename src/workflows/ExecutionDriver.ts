@@ -11,7 +11,7 @@ import { restore, storedOutput } from "./StepCodec.js"
 import { jsonBytes, outputRefusal } from "./StoredValues.js"
 import { isStoreDefect, STORE_ERROR_RETRY } from "./storeRetry.js"
 import type { WorkflowDefinition } from "./Workflow.js"
-import { endingHook, fireHook, hookBase } from "./steps/Hooks.js"
+import { endingHook, fireHook, hookBase, type HookEvents, type HookName } from "./steps/Hooks.js"
 import { policyStep } from "./steps/PolicyDriver.js"
 import type * as S from "./WorkflowSchemas.js"
 
@@ -390,6 +390,8 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
       stopIfHeld: (id: string, version: number) =>
         Effect.suspend(() => (claims.get(id)?.version === version ? FiberMap.remove(fibers, id) : Effect.void)),
       isDraining: () => draining,
+      /** Runs a definition's hook for a transition committed here from outside the fiber (steps/Hooks.ts). */
+      hook: <K extends HookName>(definition: WorkflowDefinition, name: K, event: HookEvents[K]) => fireHook(definition, name, event, scope),
       drain
     }
   })
