@@ -26,6 +26,7 @@ import { RecordRetentionLive } from "./retention/RecordRetention.js"
 import { StoreCommitsLive } from "./storage/StoreCommits.js"
 import { RegisteredTools, ToolRunner, ToolRunnerLive } from "./tools/ToolRunner.js"
 import { ExecutionStoreLive } from "./workflows/ExecutionStore.js"
+import { DueWorkLive } from "./scheduling/DueWork.js"
 import { IdempotencyKeysLive } from "./workflows/IdempotencyKeys.js"
 import { agentsOf } from "./workflows/Workflow.js"
 import { RegisteredWorkflows, WorkflowEngine, WorkflowEngineLive } from "./workflows/WorkflowEngine.js"
@@ -59,7 +60,13 @@ const servicesFor = <R>(app: ServiceApp<R>, config: ServerConfigShape) =>
       UpdatesLive(),
       ObservabilitySetupLive()
     )),
-    Layer.provideMerge(Layer.mergeAll(MemoryStoreLive, ExecutionStoreLive, DefaultModelLive(config.model), RecordRetentionLive(config.recordRetention))),
+    Layer.provideMerge(Layer.mergeAll(
+      MemoryStoreLive,
+      ExecutionStoreLive,
+      DueWorkLive,
+      DefaultModelLive(config.model),
+      RecordRetentionLive(config.recordRetention)
+    )),
     // Tracing and log capture come first, so everything built after them is traced and logged.
     Layer.provideMerge(Layer.mergeAll(
       TracingLive({

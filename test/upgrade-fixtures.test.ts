@@ -9,8 +9,8 @@ import { freePort, killed, spawnMain, waitForHttp } from "./support/process.js"
 import { tempDir } from "./support/TestServer.js"
 
 /**
- * Databases made by earlier releases (test/fixtures/upgrade, see its make-fixtures.sh), opened by the
- * service as built now (`npm run build` first): it migrates them,
+ * Databases made by the release before issue #12's schema changes (test/fixtures/upgrade, see its
+ * make-fixtures.sh), opened by the service as built now (`npm run build` first): it migrates them,
  * finishes the executions they hold and answers the conversation as before.
  */
 
@@ -91,30 +91,30 @@ const checkUpgraded = async (base: string) => {
   expect(continued.body.data.text).toBe("[builtin/echo] You said: Again please")
   // The builtin model counts a word a token: the four remembered messages are 4 + 7 + 4 + 7 words.
   expect(continued.body.data.usage.promptTokens - fresh.body.data.usage.promptTokens).toBe(22)
+
+  // Migration 0020 (issue #31) applied: a durable timer parks and wakes on the upgraded database.
+  const reminded = await post(`${base}/workflows/reminder/execute`, { input: { message: "upgraded", delaySeconds: 1 } })
+  expect(reminded.body.data).toMatchObject({ status: "completed", result: { message: "upgraded", delaySeconds: 1 } })
 }
 
-/** The sets (see make-fixtures.sh): before issue #12's schema changes, and before issue #31's (sleeping rows, inner outputs). */
-const SETS = [
-  { name: "before-0016", release: "91b4f03" },
-  { name: "before-0020", release: "b385247" }
-] as const
+// before-0016: main at 91b4f03 (migrations up to 0010); before-0020: main at b385247 (up to 0019).
+const RELEASES = ["before-0016", "before-0020"] as const
 
-for (const { name, release } of SETS) {
-  describe(`a SQLite file made by ${release} (test/fixtures/upgrade/${name})`, () => {
-    it.scopedLive("copied: migrated at start-up; executions finish, the conversation reads as before", () =>
-      Effect.gen(function*() {
-        const file = join(yield* tempDir, "service.db")
-        copyFileSync(join(FIXTURES, `${name}.sqlite`), file)
-        yield* upgradeAndCheck(`file:${file}`)
-      }), 90_000)
-  })
+describe.each(RELEASES)("a SQLite file made by the release %s (test/fixtures/upgrade)", (release) => {
+  it.scopedLive("copied: migrated at start-up; executions finish, the conversation reads as before", () =>
+    Effect.gen(function*() {
+      const file = join(yield* tempDir, "service.db")
+      copyFileSync(join(FIXTURES, `${release}.sqlite`), file)
+      yield* upgradeAndCheck(`file:${file}`)
+    }), 90_000)
 
-  describe.skipIf(!postgresAvailable)(`a Postgres dump made by ${release} (test/fixtures/upgrade/${name})`, () => {
-    it.scopedLive("restored into a fresh database: migrated at start-up; executions finish, the conversation reads as before", () =>
-      Effect.gen(function*() {
-        const url = yield* freshPostgresDatabase
-        execFileSync("psql", ["-q", "-v", "ON_ERROR_STOP=1", "-f", join(FIXTURES, `${name}.postgres.sql`), url], { stdio: "pipe" })
-        yield* upgradeAndCheck(url)
-      }), 90_000)
-  })
-}
+})
+
+describe.skipIf(!postgresAvailable).each(RELEASES)("a Postgres dump made by the release %s (test/fixtures/upgrade)", (release) => {
+  it.scopedLive("restored into a fresh database: migrated at start-up; executions finish, the conversation reads as before", () =>
+    Effect.gen(function*() {
+      const url = yield* freshPostgresDatabase
+      execFileSync("psql", ["-q", "-v", "ON_ERROR_STOP=1", "-f", join(FIXTURES, `${release}.postgres.sql`), url], { stdio: "pipe" })
+      yield* upgradeAndCheck(url)
+    }), 90_000)
+})

@@ -4,7 +4,7 @@ import { Data, Effect, Schedule, Schema } from "effect"
 import { defineAgent } from "../src/agents/Agent.js"
 import { defineApp } from "../src/App.js"
 import { StepTimeout } from "../src/index.js"
-import { workflow, type WorkflowDefinition } from "../src/workflows/Workflow.js"
+import { workflow } from "../src/workflows/Workflow.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 // Issue #31 item 3 (settled 10, 11, 14, 17): step retry and timeout policies; path and attempt.
@@ -263,9 +263,10 @@ plain("timeout is refused at definition time on a step that can park (a child th
   expect(() => start().andWorkflow({ id: "child", workflow: parking, timeout: "1 second" })).toThrow(
     "Workflow outer, step child: timeout is not allowed on a child workflow that can park (parks sleeps or suspends)"
   )
-  // A child with a sleep step (issue #31's andSleep, by its type name).
-  const sleeper: WorkflowDefinition<number, number> = { ...quiet, steps: [{ type: "andSleep", id: "nap" } as never, ...quiet.steps] }
-  expect(() => start().andWorkflow({ id: "child", workflow: sleeper, timeout: "1 second" })).toThrow(/can park/)
+  // A child with a sleep step.
+  const sleeper = workflow({ id: "sleeper", name: "Sleeper", purpose: "Naps", input: Schema.Number, result: Schema.Number })
+    .andSleep({ id: "nap", duration: "1 second" })
+  expect(() => start().andWorkflow({ id: "child", workflow: sleeper, timeout: "1 second" })).toThrow(/can park \(sleeper sleeps or suspends\)/)
   // One that cannot park takes it, and a bad timeout is refused.
   expect(() => start().andWorkflow({ id: "child", workflow: quiet, timeout: "1 second" })).not.toThrow()
   expect(() => start().andThen({ id: "x", timeout: 0, execute: () => 1 })).toThrow("timeout must be a positive, finite duration")

@@ -68,6 +68,10 @@ export const bindApp = <R>(app: ServiceApp<R>, provide: Provide): ServiceApp<nev
         return { ...original, agent: agent(original.agent), prompt: code(original.prompt), map: optionalCode(original.map) }
       case "andWorkflow":
         return { ...original, workflow: workflow(original.workflow), input: optionalCode(original.input) }
+      case "andSleep":
+        return { ...original, duration: dynamic(original.duration) }
+      case "andSleepUntil":
+        return { ...original, date: dynamic(original.date) }
     }
   }
 

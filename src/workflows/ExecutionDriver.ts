@@ -13,6 +13,7 @@ import { isStoreDefect, STORE_ERROR_RETRY } from "./storeRetry.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import { endingHook, fireHook, hookBase, type HookEvents, type HookName } from "./steps/Hooks.js"
 import { policyStep } from "./steps/PolicyDriver.js"
+import type { Park } from "./steps/SleepTimers.js"
 import type * as S from "./WorkflowSchemas.js"
 
 export { workflowEvent }
@@ -48,7 +49,7 @@ const stepStart = (definition: WorkflowDefinition, execution: Execution, index: 
  * then ends: a suspended execution holds nothing in memory, and its resume starts a fresh fiber from
  * the stored checkpoint.
  */
-export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotices, instanceId: string, recordContent = false) =>
+export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotices, instanceId: string, recordContent = false, park?: Park) =>
   Effect.gen(function*() {
     const store = yield* ExecutionStore
     const agents = yield* AgentRegistry
@@ -175,7 +176,9 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             user: execution.user,
             userId: execution.userId,
             stepData: restored.right.stepData,
-            suspendSchema: definition.suspendSchema
+            suspendSchema: definition.suspendSchema,
+            // The committed wake time, only when it (re)starts at that sleep step: one reached again after a resume elsewhere evaluates anew.
+            sleep: execution.sleep?.stepId === steps[execution.stepIndex]?.id ? execution.sleep : undefined
           }
           /** The `steps` record and the data as stored: encoded where their step has a schema. */
           const storedSteps: Record<string, unknown> = { ...execution.stepData }
@@ -190,10 +193,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             // Nothing left to run (a workflow without steps): only the ending remains.
             const ending = checkResult(definition, data)
             const event = endingEvent(definition, execution, ending)
-            if (Option.isSome(yield* checkpoint(claim, [event], store.finish(claim, ending, event)))) {
-              yield* logEnding(ending, recordContent)
-              yield* endingHook(definition, execution, ending, data, scope)
-            }
+            if (Option.isSome(yield* checkpoint(claim, [event], store.finish(claim, ending, event)))) yield* ended(definition, execution, ending, data)
             return
           }
           while (index < steps.length) {
@@ -208,19 +208,19 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               if (Option.isNone(yield* checkpoint(claim, [start], store.append(claim, [start])))) return
             }
             const run = (attempt: number, as = step) => runStep({ ...env, attempt }, as, data, index === execution.stepIndex ? resumeData : undefined)
-            const policied = yield* policyStep({
-              ...{ definition, execution, claim, step, index, data, run, recordContent, store, checkpoint },
-              drained: Deferred.await(drainStarted)
-            })
-            if (Option.isNone(policied)) {
-              // The claim was lost, or shutting down during a back-off (its due time is committed).
-              if (draining && (yield* store.release(claim))) released.push(id)
-              return
-            }
+            const drained = Deferred.await(drainStarted)
+            const policied = yield* policyStep({ definition, execution, claim, step, index, data, run, recordContent, store, checkpoint, drained })
+            // None: the claim was lost, or a drain stopped a back-off (its due time is committed): handed over.
+            if (Option.isNone(policied)) return draining && (yield* store.release(claim)) ? void released.push(id) : undefined
             const outcome = policied.value
             if (Either.isLeft(outcome)) {
               const failure = outcome.left
               if (failure._tag === "StepFailed") return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`, failure.detail, definition)
+              if (failure._tag === "SleepSignal") {
+                // Parked until its wake time (issue #31): the fiber ends, holding nothing.
+                if (park === undefined) return yield* fail(claim, execution, `step ${step.id}: sleep steps need the timer service`)
+                return yield* park({ claim, execution, step, index, signal: failure, checkpoint: (events, write) => checkpoint(claim, events, write) })
+              }
               const suspended = workflowEvent(execution, "workflow-suspended", step.id, "suspended", {
                 stepIndex: index,
                 reason: failure.reason,
@@ -254,10 +254,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             } else {
               const ending = checkResult(definition, data)
               const events = [completed, endingEvent(definition, execution, ending)]
-              if (Option.isSome(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events, ending)))) {
-                yield* logEnding(ending, recordContent)
-                yield* endingHook(definition, execution, ending, data, scope)
-              }
+              if (Option.isSome(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events, ending)))) yield* ended(definition, execution, ending, data)
             }
           }
         }).pipe(
@@ -298,11 +295,12 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
       Effect.gen(function*() {
         const failed = errorEvent(execution, message, errorDetail)
         const ending: Ending = { status: "error", error: message, ...(errorDetail ? { errorDetail } : {}) }
-        if (Option.isSome(yield* checkpoint(claim, [failed], store.finish(claim, ending, failed)))) {
-          yield* logEnding(ending, recordContent)
-          if (definition !== undefined) yield* endingHook(definition, execution, ending, undefined, scope)
-        }
+        if (Option.isSome(yield* checkpoint(claim, [failed], store.finish(claim, ending, failed)))) yield* ended(definition, execution, ending, undefined)
       })
+
+    /** After an ending is committed: its log line, then the workflow's onFinish or onError hook (steps/Hooks.ts). */
+    const ended = (definition: WorkflowDefinition | undefined, execution: Execution, ending: Ending, result: unknown) =>
+      Effect.zipRight(logEnding(ending, recordContent), definition === undefined ? Effect.void : endingHook(definition, execution, ending, result, scope))
 
     /**
      * On shutdown: no step starts any more; fibers get `graceMs` to finish the step they run (its output

@@ -2,7 +2,7 @@ import { Effect, Option } from "effect"
 import { canSee, EVERYONE, type Visibility } from "../auth/Ownership.js"
 import { BadRequest, NotFound } from "../core/errors.js"
 import type { ExecutionListing, ExecutionQuery, ExecutionStore } from "./ExecutionStore.js"
-import { recordOf } from "./ExecutionViews.js"
+import { recordOf, waitingOf } from "./ExecutionViews.js"
 import { formatBytes, LISTING_WHOLE_BYTES, MAX_HISTORY_BYTES } from "./StoredValues.js"
 import type * as S from "./WorkflowSchemas.js"
 
@@ -24,6 +24,7 @@ const summaryOf = (execution: ExecutionListing): ExecutionRecord => ({
   events: [],
   createdAt: execution.createdAt,
   updatedAt: execution.updatedAt,
+  ...waitingOf(execution),
   truncated: { historyBytes: execution.historyBytes ?? 0, limit: LISTING_WHOLE_BYTES, record: recordPath(execution.id) }
 })
 

@@ -43,6 +43,20 @@ export const Suspension = Schema.Struct({
 export interface Suspension extends Schema.Schema.Type<typeof Suspension> {}
 
 /**
+ * The status column: `sleeping` (a parked timer, migration 0020) is `running` to everyone but the timer
+ * service, whose statements name it; `wakeAt` tells a parked one.
+ */
+const RowStatus = Schema.transform(Schema.Literal(...ExecutionStatus.literals, "sleeping"), ExecutionStatus, {
+  strict: true,
+  decode: (status) => (status === "sleeping" ? "running" : status),
+  encode: (status) => status
+})
+
+/** The committed wake time of the sleep step an execution stands at (issue #31). */
+export const SleepRecord = Schema.Struct({ stepId: Schema.String, wakeAt: Schema.String })
+export interface SleepRecord extends Schema.Schema.Type<typeof SleepRecord> {}
+
+/**
  * An execution as stored, from its row (`SELECT *`): the checkpoint is `stepIndex` (next step),
  * `currentData` (its input) and `stepData`. Its values (input, currentData, stepData, resumeData, the
  * suspension's data) are in their stored form: encoded by their schemas (StepCodec decodes them).
@@ -51,7 +65,7 @@ export const ExecutionFromRow = Schema.Struct({
   id: Schema.String,
   workflowId: column(Schema.String, "workflow_id"),
   workflowName: column(Schema.String, "workflow_name"),
-  status: ExecutionStatus,
+  status: RowStatus,
   input: Json,
   context: JsonRecord,
   user: column(Schema.NullOr(Json), "user_json"),
@@ -84,7 +98,11 @@ export const ExecutionFromRow = Schema.Struct({
   stepAttemptKey: optionalColumn(Schema.String, "step_attempt_key"),
   stepFirstAttemptAt: optionalColumn(Schema.String, "step_first_attempt_at"),
   stepRetryAt: optionalColumn(Schema.String, "step_retry_at"),
-  stepRetryErrors: optionalColumn(Schema.String, "step_retry_errors")
+  stepRetryErrors: optionalColumn(Schema.String, "step_retry_errors"),
+  /** While parked by a sleep step (status `sleeping`): when it wakes (ISO). */
+  wakeAt: optionalColumn(Schema.String, "wake_at"),
+  /** The wake time committed by the sleep step it stands at, if any. */
+  sleep: Schema.optionalWith(Schema.parseJson(SleepRecord), { nullable: true })
 })
 export interface Execution extends Schema.Schema.Type<typeof ExecutionFromRow> {}
 
@@ -93,7 +111,7 @@ export interface Execution extends Schema.Schema.Type<typeof ExecutionFromRow> {
  * input or output either when its history is over what a listing shows whole (see listingQuery).
  */
 export const ExecutionListingFromRow = Schema.Struct({
-  ...ExecutionFromRow.pick("id", "workflowId", "workflowName", "status", "metadata", "output", "createdAt", "updatedAt", "historyBytes").fields,
+  ...ExecutionFromRow.pick("id", "workflowId", "workflowName", "status", "metadata", "output", "createdAt", "updatedAt", "historyBytes", "wakeAt").fields,
   input: optionalStoredJson
 })
 export interface ExecutionListing extends Schema.Schema.Type<typeof ExecutionListingFromRow> {}

@@ -66,7 +66,6 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
     events: ReadonlyArray<WorkflowEvent>,
     ending?: Ending
   ) => Effect.Effect<Option.Option<number>>
-  /** A held execution's step failed and is retried: its attempt state (steps/RetryState.ts) with the step-retry event. */
   readonly retry: (claim: Claim, state: RetryState, event: WorkflowEvent) => Effect.Effect<Option.Option<number>>
   /** running → completed or error without a checkpoint (a failing step), with the event. */
   readonly finish: (claim: Claim, ending: Ending, event: WorkflowEvent) => Effect.Effect<Option.Option<number>>
@@ -128,11 +127,12 @@ export const listingQuery = (sql: SqlClient.SqlClient, query: ExecutionQuery) =>
   const filters = [
     ...(query.userId === undefined ? [] : [query.userId === null ? sql`user_id IS NULL` : sql`user_id = ${query.userId}`]),
     ...(query.workflowId === undefined ? [] : [sql`workflow_id = ${query.workflowId}`]),
-    ...(query.status === undefined ? [] : [sql`status = ${query.status}`]),
+    // A parked sleeper ('sleeping', issue #31) is running to clients.
+    ...(query.status === undefined ? [] : [query.status === "running" ? sql`status IN ('running', 'sleeping')` : sql`status = ${query.status}`]),
     ...(query.from === undefined ? [] : [sql`created_at > ${query.from}`]),
     ...(query.to === undefined ? [] : [sql`created_at < ${query.to}`])
   ]
-  return sql`SELECT id, workflow_id, workflow_name, status, metadata, created_at, updated_at, history_bytes,
+  return sql`SELECT id, workflow_id, workflow_name, status, metadata, created_at, updated_at, history_bytes, wake_at,
     CASE WHEN ${whole} THEN input END AS input, CASE WHEN ${whole} THEN output END AS output
     FROM workflow_executions WHERE id IN (
       SELECT id FROM workflow_executions ${filters.length ? sql`WHERE ${sql.and(filters)}` : sql``}
@@ -182,7 +182,8 @@ export const ExecutionStoreLive = Layer.scoped(
     /** The rows a claim may still write: running, at its version, and its owner's when it names one. */
     const held = (claim: Claim) =>
       claim.owner === undefined
-        ? sql`id = ${claim.id} AND status = 'running' AND version = ${claim.version}`
+        // An outside suspend: a parked sleeper ('sleeping', issue #31) may be suspended too.
+      ? sql`id = ${claim.id} AND status IN ('running', 'sleeping') AND version = ${claim.version}`
         : sql`id = ${claim.id} AND status = 'running' AND version = ${claim.version} AND owner = ${claim.owner}`
 
     /** The columns an ending sets, besides the counter. */
@@ -265,7 +266,7 @@ export const ExecutionStoreLive = Layer.scoped(
 
     const suspend: ExecutionStore["Type"]["suspend"] = (claim, suspension, event) =>
       transition(claim.id, [event], (_, historyBytes) =>
-        sql`UPDATE workflow_executions SET status = 'suspended', suspension = ${JSON.stringify(suspension)}, owner = NULL,
+        sql`UPDATE workflow_executions SET status = 'suspended', suspension = ${JSON.stringify(suspension)}, owner = NULL, wake_at = NULL,
           step_index = ${suspension.stepIndex}, version = version + 1, last_seq = last_seq + 1, updated_at = ${suspension.suspendedAt},
           history_bytes = history_bytes + ${historyBytes}
           WHERE ${held(claim)} AND step_index = ${claim.atStep} RETURNING last_seq`)
@@ -293,7 +294,7 @@ export const ExecutionStoreLive = Layer.scoped(
       transition(id, [event], (_, historyBytes) =>
         sql`UPDATE workflow_executions SET status = 'cancelled', owner = NULL, version = version + 1, last_seq = last_seq + 1,
           updated_at = ${event.timestamp}, ended_at = ${event.timestamp}, history_bytes = history_bytes + ${historyBytes}
-          WHERE id = ${id} AND status IN ('running', 'suspended') RETURNING last_seq`)
+          WHERE id = ${id} AND status IN ('running', 'suspended', 'sleeping') RETURNING last_seq`)
 
     const remove = (id: string) =>
       // On the service's own connection: rare, and its statements depend on each other's results.
@@ -381,8 +382,7 @@ export const ExecutionStoreLive = Layer.scoped(
       append,
       advance,
       finish,
-      retry: (claim, state, event) =>
-        transition(claim.id, [event], (_, historyBytes) => retryUpdate(sql, held(claim), state, event.timestamp, historyBytes)),
+      retry: (claim, state, event) => transition(claim.id, [event], (_, bytes) => retryUpdate(sql, held(claim), state, event.timestamp, bytes)),
       suspend,
       claimResume,
       rebase,

@@ -145,7 +145,8 @@ export const stateOf = (workflowId: string, execution: Execution): typeof S.Exec
   ...(execution.endedAt ? { endAt: execution.endedAt } : {}),
   ...(execution.status === "completed" ? { result: execution.output ?? null } : {}),
   ...(execution.error ? { error: execution.error } : {}),
-  ...(execution.errorDetail ? { errorDetail: execution.errorDetail } : {})
+  ...(execution.errorDetail ? { errorDetail: execution.errorDetail } : {}),
+  ...waitingOf(execution)
 })
 
 /** What a listing shows of a step-retry event (issue #31): the attempt that failed, its error, the back-off. */
@@ -156,6 +157,10 @@ const retryFields = (e: S.WorkflowEvent) => ({
   error: e.error,
   ...(e.errorDetail === undefined ? {} : { errorDetail: e.errorDetail })
 })
+
+/** `waitingUntil` of a running execution parked by a sleep step (issue #31). */
+export const waitingOf = (execution: { readonly status: string; readonly wakeAt?: string | undefined }): { readonly waitingUntil?: string } =>
+  execution.status === "running" && execution.wakeAt !== undefined ? { waitingUntil: execution.wakeAt } : {}
 
 export const recordOf = (execution: ExecutionListing, events: ReadonlyArray<StoredEvent>): typeof S.ExecutionRecord.Type => ({
   id: execution.id,
@@ -174,9 +179,11 @@ export const recordOf = (execution: ExecutionListing, events: ReadonlyArray<Stor
     status: e.status,
     ...(e.input !== undefined ? { input: e.input } : {}),
     ...(e.output !== undefined ? { output: e.output } : {}),
-    ...(e.type === "step-retry" ? retryFields(e) : {})
+    ...(e.type === "step-retry" ? retryFields(e) : {}),
+    ...(e.wakeAt !== undefined ? { wakeAt: e.wakeAt } : {})
   })),
   ...(execution.status === "completed" ? { output: execution.output ?? null } : {}),
   createdAt: execution.createdAt,
-  updatedAt: execution.updatedAt
+  updatedAt: execution.updatedAt,
+  ...waitingOf(execution)
 })

@@ -92,6 +92,8 @@ const schemaAfter = (step: Step, before: AnySchema | undefined): AnySchema | und
   if (step.outputSchema !== undefined) return step.outputSchema
   switch (step.type) {
     case "andTap":
+    case "andSleep":
+    case "andSleepUntil":
       return before
     case "andWhen":
       return eitherOf([before, step.step.outputSchema])

@@ -3,8 +3,8 @@ import type { AgentDefinition } from "../agents/Agent.js"
 import { isOutputSchema, type JsonSchemaInput, type OutputSchema, prepareOutput } from "../agents/AgentOutput.js"
 import { checkDefinitionId } from "../core/definitionId.js"
 import type { ResultError, UserResult } from "../core/userCode.js"
-import type { RuntimeHooks, WorkflowHooks } from "./steps/Hooks.js"
-import { type AgentCallError, checkPolicy, type StepPolicy, type StepRetry } from "./steps/Policy.js"
+import { type AgentCallError, checkPolicy, type RuntimeHooks, type StepPolicy, type WorkflowHooks } from "./steps/Policy.js"
+import { type SleepChain, sleepMethods, type SleepStepFields } from "./steps/Sleep.js"
 import type {
   AllOutput,
   InnerError,
@@ -63,10 +63,7 @@ export interface StepContext<Data = unknown, Input = unknown, Steps = Readonly<R
   readonly resumeData: Resume | undefined
   /** Aborted when the step is interrupted (suspend, cancel, race lost, shutdown, timeout). */
   readonly signal: AbortSignal
-  /**
-   * The step's path: its id, `outer/inner` for an inner step, `parent/step` in a child workflow. With
-   * `executionId` it is an idempotency key: a step runs at least once until its output is committed.
-   */
+  /** Its id, `outer/inner` (inner step), `parent/step` (child): with `executionId`, an idempotency key. */
   readonly path: string
   /** Which attempt of the step this is (1-based; more than 1 under a retry policy). */
   readonly attempt: number
@@ -75,7 +72,8 @@ export interface StepContext<Data = unknown, Input = unknown, Steps = Readonly<R
 /** A step's function as the runtime holds it. */
 export type StepFn<A = unknown> = (context: StepContext<any, any, any, any, any>) => UserResult<A>
 
-interface StepMeta {
+/** Its policies (steps/Policy.ts) are held with the types erased. */
+interface StepMeta extends StepPolicy<any> {
   readonly id: string
   readonly name?: string | undefined
   readonly purpose?: string | undefined
@@ -83,9 +81,6 @@ interface StepMeta {
   readonly outputSchema?: Schema.Schema.AnyNoContext | undefined
   readonly suspendSchema?: Schema.Schema.AnyNoContext | undefined
   readonly resumeSchema?: Schema.Schema.AnyNoContext | undefined
-  /** Its policies (steps/Policy.ts), types erased. */
-  readonly retry?: StepRetry<any> | undefined
-  readonly timeout?: StepPolicy<unknown>["timeout"]
 }
 
 /** A plain step as the runtime holds it: `execute` gets the context and returns the output. */
@@ -121,6 +116,8 @@ export type Step =
     readonly workflow: WorkflowDefinition
     readonly input?: ((context: StepContext<any, any, any, any, any>) => UserResult<unknown>) | undefined
   })
+
+  | (StepMeta & SleepStepFields)
 
 export type StepType = Step["type"]
 
@@ -172,7 +169,9 @@ export interface InnerStep<Ctx> extends Described, Pick<StepPolicy<unknown>, "ti
  * The chain's methods, shared by finished and unfinished builders. `Rs` is, for the compiler only, the
  * union of `readonly [stepId, ResumeType]` of its top-level steps (what `resumeWorkflow` types `data` by).
  */
-export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out WRes, in out WSus, Rs = never> {
+export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out WRes, in out WSus, Rs = never>
+  extends SleepChain<I, O, D, S, R, WRes, WSus, Rs>
+{
   // A method's parameter, so bivariant: it never decides whether one builder is assignable to another
   // (a builder grown in a loop keeps its type), it only lets `resumeWorkflow` read it.
   [WorkflowResumesId]?(resumes: Rs): void
@@ -383,7 +382,8 @@ const build = (definition: Erased): any => {
     andAll: (step: Omit<Extract<Step, { type: "andAll" }>, "type">) => add({ ...step, type: "andAll" }),
     andRace: (step: Omit<Extract<Step, { type: "andRace" }>, "type">) => add({ ...step, type: "andRace" }),
     andAgent: (step: Omit<Extract<Step, { type: "andAgent" }>, "type">) => add({ ...checkAgentStep(step), type: "andAgent" }),
-    andWorkflow: (step: Omit<Extract<Step, { type: "andWorkflow" }>, "type">) => add({ ...step, type: "andWorkflow" })
+    andWorkflow: (step: Omit<Extract<Step, { type: "andWorkflow" }>, "type">) => add({ ...step, type: "andWorkflow" }),
+    ...sleepMethods(add)
   }
 }
 

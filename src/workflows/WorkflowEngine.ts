@@ -27,6 +27,7 @@ import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
 import type { StartOptions, WorkflowEngineCore, WorkflowEngineService } from "./WorkflowEngineContract.js"
 import { makeTypedCalls } from "./TypedCalls.js"
+import { makeWorkflowTimers } from "./steps/SleepTimers.js"
 
 export type { StartOptions } from "./WorkflowEngineContract.js"
 
@@ -65,7 +66,8 @@ export const WorkflowEngineLive = Layer.scoped(
     const registry = yield* makeInstanceRegistry(instanceId, { leaseMs: settings.leaseMs, pollMs })
     const notices = yield* makeExecutionNotices(instanceId)
     const hubs = yield* makeExecutionHubs
-    const driver = yield* makeExecutionDriver(hubs, notices, instanceId, recordContent)
+    const timers = yield* makeWorkflowTimers(instanceId, pollMs)
+    const driver = yield* makeExecutionDriver(hubs, notices, instanceId, recordContent, timers.park)
     const { launch } = driver
     const watch = yield* makeExecutionWatch(hubs)
     const { follow, reload, replay, settleAfter } = watch
@@ -157,6 +159,7 @@ export const WorkflowEngineLive = Layer.scoped(
     const lifecycle = yield* Effect.serviceOption(Lifecycle)
     const leaving = Option.match(lifecycle, { onNone: () => Effect.succeed(false), onSome: (l) => l.draining })
     yield* startExecutionSupervisor({ registry, notices, hubs, driver, workflows: byId, pollMs, leaving })
+    yield* timers.start({ driver, workflows: byId, leaving })
     // Runs first on shutdown (finalizers run in reverse): steps finish, then executions are handed over.
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(driver.drain(settings.drainMs), (released) =>

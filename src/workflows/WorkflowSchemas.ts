@@ -16,7 +16,8 @@ export const WorkflowEventType = Schema.Literal(
   "workflow-complete",
   "workflow-error",
   "workflow-cancelled",
-  "step-retry"
+  "step-retry",
+  "step-sleep"
 )
 
 /** One entry of an execution's event log, as stored and as streamed. */
@@ -39,7 +40,8 @@ export const WorkflowEvent = Schema.Struct({
   retryAt: Schema.optional(Schema.String).annotations({ description: "step-retry: when the next attempt is due" }),
   path: Schema.optional(Schema.String).annotations({
     description: "an inner step's path (`measure/upper`, `credit-lines[3]`, `notify/send`); absent on a top-level step's events"
-  })
+  }),
+  wakeAt: Schema.optional(Schema.String).annotations({ description: "step-sleep: when the execution wakes (ISO)" })
 }).annotations({ identifier: "WorkflowEvent" })
 export type WorkflowEvent = typeof WorkflowEvent.Type
 
@@ -175,7 +177,8 @@ export const ExecutionState = Schema.Struct({
   endAt: Schema.optional(Schema.String),
   result: Schema.optional(Schema.Unknown),
   error: Schema.optional(Schema.String),
-  errorDetail: Schema.optional(ErrorDetail)
+  errorDetail: Schema.optional(ErrorDetail),
+  waitingUntil: Schema.optional(Schema.String).annotations({ description: "a running execution parked by a sleep step: when it wakes (ISO)" })
 }).annotations({ identifier: "ExecutionState" })
 
 export const ExecutionEventRecord = Schema.Struct({
@@ -192,7 +195,8 @@ export const ExecutionEventRecord = Schema.Struct({
   delayMs: Schema.optional(Schema.Number).annotations({ description: "step-retry: the back-off before the next attempt" }),
   retryAt: Schema.optional(Schema.String).annotations({ description: "step-retry: when the next attempt is due" }),
   error: Schema.optional(Schema.String).annotations({ description: "step-retry: the failed attempt's error" }),
-  errorDetail: Schema.optional(ErrorDetail)
+  errorDetail: Schema.optional(ErrorDetail),
+  wakeAt: Schema.optional(Schema.String).annotations({ description: "step-sleep: when the execution wakes (ISO)" })
 })
 
 export const ExecutionRecord = Schema.Struct({
@@ -206,6 +210,7 @@ export const ExecutionRecord = Schema.Struct({
   output: Schema.optional(Schema.Unknown),
   createdAt: Schema.String,
   updatedAt: Schema.String,
+  waitingUntil: Schema.optional(Schema.String).annotations({ description: "a running execution parked by a sleep step: when it wakes (ISO)" }),
   truncated: Schema.optional(Schema.Struct({
     historyBytes: Schema.Number,
     limit: Schema.Number,

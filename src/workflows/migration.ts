@@ -191,6 +191,19 @@ export const addEventPaths = Effect.gen(function*() {
   yield* sql`ALTER TABLE workflow_events ADD COLUMN path TEXT`
 })
 
+/**
+ * Durable timers (issue #31): a parked execution is `status = 'sleeping'` (a state the orphan claim does
+ * not match) with `wake_at` (ISO text, set only while parked), found by the timer service from a partial
+ * index; `sleep` holds the committed wake time of the step it sleeps in (`{ stepId, wakeAt }`), kept so
+ * that a resumed or recovered sleep never evaluates its time again.
+ */
+export const addWorkflowTimers = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN wake_at TEXT`
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN sleep TEXT`
+  yield* sql`CREATE INDEX workflow_executions_wake ON workflow_executions (wake_at) WHERE status = 'sleeping'`
+})
+
 /** This feature's migrations (its half of 0013 is joined with agent memory's at src/Database.ts). */
 export const workflowMigrations: Record<string, Migration> = {
   "0002_workflow_executions": createWorkflowTables,
@@ -201,6 +214,7 @@ export const workflowMigrations: Record<string, Migration> = {
   "0016_workflow_definition_hash": addDefinitionHashes,
   "0018_workflow_values": addWorkflowValues,
   "0019_workflow_error_detail": addErrorDetails,
+  "0020_workflow_timers": addWorkflowTimers,
   "0022_workflow_step_attempts": addStepAttempts,
   "0023_workflow_event_paths": addEventPaths
 }

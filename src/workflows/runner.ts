@@ -8,6 +8,8 @@ import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
 import { checkOutput, encodeValue, isPlain, storedForm } from "./StepCodec.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
 import { timed } from "./steps/Policy.js"
+import { enterSleep, type SleepSignal } from "./steps/Sleep.js"
+import type { SleepRecord } from "./ExecutionRows.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, type StepSpec, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
 /** A step that failed (not a suspension, not an interruption). */
@@ -30,7 +32,7 @@ export const stepFailure = (stepId: string, error: unknown, defect?: boolean): S
   return new StepFailed({ stepId, message: failureMessage(error, detail), detail, spanMessage: spanMessageOf(error, detail), error, defect })
 }
 
-export type StepOutcome = SuspendSignal | StepFailed
+export type StepOutcome = SuspendSignal | StepFailed | SleepSignal
 
 /** What running steps needs from outside. */
 export interface StepEnv {
@@ -47,6 +49,8 @@ export interface StepEnv {
   readonly attempt?: number | undefined
   /** What the paths of the steps run here start with (`parent/` in a child workflow). */
   readonly pathPrefix?: string | undefined
+  /** The wake time committed by the sleep step the execution stands at (issue #31). */
+  readonly sleep?: SleepRecord | undefined
 }
 
 type SuspendSchema = Schema.Schema.AnyNoContext | undefined
@@ -206,6 +210,10 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
           return map === undefined ? Effect.succeed(answer) : runFn(env, step, (context) => map(answer, context), data, resumeData)
         })
       )
+    case "andSleep":
+    case "andSleepUntil":
+      return enterSleep(step, data, env.sleep, (fn) => runFn(env, step, fn, data, resumeData), (message) =>
+        new StepFailed({ stepId: step.id, message }))
     case "andWorkflow":
       return runCode(step.id, (signal) =>
         step.input ? step.input(contextFor(env, step, data, resumeData, signal)) : data).pipe(

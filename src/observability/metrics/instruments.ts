@@ -93,3 +93,14 @@ export const recordEventLoopDelay = (statistics: Record<keyof typeof eventLoopDe
       eventLoopDelayGauges[name].unsafeUpdate(statistics[name], [])
     }
   })
+
+// Durable timers (issue #31).
+export const workflowTimersParked = Metric.gauge("workflow.timers.parked", {
+  description: "Workflow executions parked by a sleep step in the store (as last read by this instance's timer)"
+})
+
+export const workflowTimerLateness = Metric.histogram(
+  "workflow.timer.lateness",
+  MetricBoundaries.fromIterable([1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000]),
+  "Milliseconds from a sleep's wake time (or this instance's start, when later) to its continuation"
+)

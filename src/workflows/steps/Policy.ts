@@ -1,6 +1,8 @@
 import { Data, Duration, Effect, type Schedule } from "effect"
 import type { Step, WorkflowDefinition } from "../Workflow.js"
 
+export type { RuntimeHooks, WorkflowHooks } from "./Hooks.js"
+
 /**
  * Step policies (issue #31): `retry` and `timeout` on the steps that run user code. The retry loop
  * itself, which commits each attempt, is in PolicyRun.ts.

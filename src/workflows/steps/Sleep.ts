@@ -1,0 +1,146 @@
+import { Data, Duration, Effect, Option } from "effect"
+import type { SleepRecord } from "../ExecutionRows.js"
+import type { Next, StepContext, StepFn } from "../Workflow.js"
+import type { ResultContext, SchemaOf, WithStep } from "../WorkflowTypes.js"
+
+/**
+ * Durable timers (issue #31): `andSleep` and `andSleepUntil`. Entering one commits its wake time with a
+ * `step-sleep` event and parks the execution (no fiber, no claim: SleepTimers); the timer service
+ * wakes it at that time, on whichever instance, and the step completes with its data unchanged.
+ */
+
+/** The longest a sleep may last: a duration or a date further away fails the step. */
+export const MAX_SLEEP = Duration.days(366)
+
+/** What a duration function returns: a Duration input, as a value, a Promise or an Effect. */
+export type SleepDurationResult =
+  | Duration.DurationInput
+  | PromiseLike<Duration.DurationInput>
+  | Effect.Effect<Duration.DurationInput, unknown, unknown>
+
+/** What a date function returns: a `Date` or an ISO 8601 string, as a value, a Promise or an Effect. */
+export type SleepDateResult = Date | string | PromiseLike<Date | string> | Effect.Effect<Date | string, unknown, unknown>
+
+interface SleepDescribed<Id extends string> {
+  readonly id: Id
+  readonly name?: string | undefined
+  readonly purpose?: string | undefined
+}
+
+/** The sleep methods of the builder (WorkflowChain extends this). The data goes on unchanged. */
+export interface SleepChain<in out I, in out O, out D, out S, out R, in out WRes, in out WSus, Rs = never> {
+  /**
+   * Waits `duration` (at most 366 days), durably: the execution holds no fiber meanwhile, and wakes at
+   * the committed time after a crash or restart. A function is evaluated once, when the step is entered.
+   */
+  readonly andSleep: {
+    <Id extends string>(step: SleepDescribed<Id> & { readonly duration: Duration.DurationInput }): Next<
+      I,
+      O,
+      D,
+      WithStep<S, Id, D>,
+      R,
+      WRes,
+      WSus,
+      Rs | readonly [Id, WRes]
+    >
+    <Id extends string, Ret extends SleepDurationResult>(step: SleepDescribed<Id> & {
+      readonly duration: (context: StepContext<D, I, S, WRes, WSus>) => Ret
+    }): Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, WRes]>
+  }
+  /**
+   * Waits until `date` (a `Date` or an ISO 8601 string, at most 366 days ahead), durably; a date in the
+   * past goes on at once. A function is evaluated once, when the step is entered.
+   */
+  readonly andSleepUntil: {
+    <Id extends string>(step: SleepDescribed<Id> & { readonly date: Date | string }): Next<
+      I,
+      O,
+      D,
+      WithStep<S, Id, D>,
+      R,
+      WRes,
+      WSus,
+      Rs | readonly [Id, WRes]
+    >
+    <Id extends string, Ret extends SleepDateResult>(step: SleepDescribed<Id> & {
+      readonly date: (context: StepContext<D, I, S, WRes, WSus>) => Ret
+    }): Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, WRes]>
+  }
+}
+
+/** The runtime fields of a sleep step (beside the common ones of `Step`). */
+export type SleepStepFields =
+  | { readonly type: "andSleep"; readonly duration: Duration.DurationInput | StepFn }
+  | { readonly type: "andSleepUntil"; readonly date: Date | string | StepFn }
+
+/** A sleep step as the runtime holds it. */
+export type SleepStep = SleepStepFields & { readonly id: string; readonly resumeSchema?: SchemaOf<unknown> | undefined }
+
+export const isSleepStep = (step: { readonly type: string }): step is SleepStep =>
+  step.type === "andSleep" || step.type === "andSleepUntil"
+
+/** The builder's runtime methods, given its `add`. */
+export const sleepMethods = (add: (step: any) => unknown) => ({
+  andSleep: (step: Omit<Extract<SleepStepFields, { type: "andSleep" }>, "type">) => add({ ...step, type: "andSleep" }),
+  andSleepUntil: (step: Omit<Extract<SleepStepFields, { type: "andSleepUntil" }>, "type">) => add({ ...step, type: "andSleepUntil" })
+})
+
+/** A sleep step whose wake time is ahead: the driver parks the execution until `wakeAt`. */
+export class SleepSignal extends Data.TaggedError("SleepSignal")<{
+  readonly stepId: string
+  /** ISO. */
+  readonly wakeAt: string
+}> {}
+
+const describe = (value: unknown) => {
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
+/** The wake time a sleep step's value gives (epoch ms), or why it cannot be one. */
+export const wakeTimeOf = (step: SleepStep, value: unknown, now: number): { readonly at: number } | { readonly error: string } => {
+  if (step.type === "andSleep") {
+    const duration = Duration.decodeUnknown(value)
+    if (Option.isNone(duration)) return { error: `duration ${describe(value)} is not a duration` }
+    if (Duration.greaterThan(duration.value, MAX_SLEEP)) {
+      return { error: `duration ${Duration.format(duration.value)} is over the ${Duration.format(MAX_SLEEP)} a sleep may last` }
+    }
+    return { at: now + Duration.toMillis(duration.value) }
+  }
+  const date = value instanceof Date ? value : typeof value === "string" ? new Date(value) : undefined
+  if (date === undefined || Number.isNaN(date.getTime())) return { error: `date ${describe(value)} is not a valid date (a Date or an ISO 8601 string)` }
+  if (date.getTime() - now > Duration.toMillis(MAX_SLEEP)) {
+    return { error: `date ${date.toISOString()} is more than the ${Duration.format(MAX_SLEEP)} a sleep may last ahead` }
+  }
+  return { at: date.getTime() }
+}
+
+/**
+ * Runs a sleep step: its data when the wake time has come (at once for a past one), else SleepSignal.
+ * The time is the committed one when the execution already entered this step (resumed, recovered,
+ * woken); else the step's value, evaluated here once (`evaluate` runs a function of the context).
+ */
+export const enterSleep = <E>(
+  step: SleepStep,
+  data: unknown,
+  committed: SleepRecord | undefined,
+  evaluate: (fn: StepFn) => Effect.Effect<unknown, E>,
+  failed: (message: string) => E
+): Effect.Effect<unknown, E | SleepSignal> =>
+  Effect.gen(function*() {
+    if (committed !== undefined && committed.stepId === step.id) {
+      if (Date.parse(committed.wakeAt) <= Date.now()) return data
+      return yield* new SleepSignal({ stepId: step.id, wakeAt: committed.wakeAt })
+    }
+    const spec = step.type === "andSleep" ? step.duration : step.date
+    const value = typeof spec === "function" ? yield* evaluate(spec) : spec
+    const now = Date.now()
+    const wake = wakeTimeOf(step, value, now)
+    if ("error" in wake) return yield* Effect.fail(failed(wake.error))
+    if (wake.at <= now) return data
+    return yield* new SleepSignal({ stepId: step.id, wakeAt: new Date(wake.at).toISOString() })
+  })
