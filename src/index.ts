@@ -38,6 +38,8 @@ export {
   type WorkflowDefinition
 } from "./workflows/Workflow.js"
 export type { ItemContext, ItemStepContext, IterationContext, LoopsChain } from "./workflows/steps/Loops.js"
+export { type StepPolicy, type StepRetry, StepTimeout } from "./workflows/steps/Policy.js"
+export { type OnErrorEvent, type OnFinishEvent, type OnStartEvent, type OnSuspendEvent } from "./workflows/steps/Hooks.js"
 export { RegisteredWorkflows, WorkflowEngine } from "./workflows/WorkflowEngine.js"
 export { MAX_SLEEP, type SleepChain } from "./workflows/steps/Sleep.js"
 export { type DueKind, DueWork, DueWorkLive, type DueWorkService } from "./scheduling/DueWork.js"

@@ -20,5 +20,6 @@ export const PROCESS_TESTS = [
   "test/scale-out.test.ts",
   "test/shutdown.test.ts",
   "test/upgrade-fixtures.test.ts",
-  "test/workflow-crash.test.ts"
+  "test/workflow-crash.test.ts",
+  "test/workflow-retry-process.test.ts"
 ] as const

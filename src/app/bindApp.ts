@@ -86,7 +86,13 @@ export const bindApp = <R>(app: ServiceApp<R>, provide: Provide): ServiceApp<nev
 
   const workflow = (original: WorkflowDefinition<any, any, unknown>): WorkflowDefinition =>
     once(original as WorkflowDefinition, (target) => {
-      Object.assign(target, { steps: original.steps.map(step) })
+      Object.assign(target, {
+        steps: original.steps.map(step),
+        onStart: optionalCode(original.onStart),
+        onSuspend: optionalCode(original.onSuspend),
+        onFinish: optionalCode(original.onFinish),
+        onError: optionalCode(original.onError)
+      })
     })
 
   return { agents: app.agents.map(agent), tools: app.tools.map(tool), workflows: app.workflows.map(workflow) }

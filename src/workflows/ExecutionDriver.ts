@@ -1,7 +1,7 @@
-import { Cause, Data, Duration, Effect, Either, Exit, Fiber, FiberMap, Option, Schedule } from "effect"
+import { Cause, Data, Deferred, Duration, Effect, Either, Exit, Fiber, FiberMap, Option, Schedule } from "effect"
 import { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ErrorDetail } from "../core/errorDetail.js"
-import { checkResult, endingEvent, errorEvent, inStepSpan, logEnding, workflowEvent } from "./ExecutionEndings.js"
+import { checkResult, endingEvent, errorEvent, logEnding, workflowEvent } from "./ExecutionEndings.js"
 import type { ExecutionHubs } from "./ExecutionHubs.js"
 import type { ExecutionNotices } from "./ExecutionNotices.js"
 import { type Claim, type Ending, type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
@@ -11,6 +11,8 @@ import { restore, storedOutput } from "./StepCodec.js"
 import { jsonBytes, outputRefusal } from "./StoredValues.js"
 import { isStoreDefect, STORE_ERROR_RETRY } from "./storeRetry.js"
 import type { WorkflowDefinition } from "./Workflow.js"
+import { endingHook, fireHook, hookBase, type HookEvents, type HookName } from "./steps/Hooks.js"
+import { policyStep } from "./steps/PolicyDriver.js"
 import type { Park } from "./steps/SleepTimers.js"
 import { makeInnerOutputs } from "./steps/InnerOutputs.js"
 import { withInnerCheckpoints } from "./steps/innerDriver.js"
@@ -59,6 +61,8 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
     const claims = new Map<string, Claim>()
     /** Set on shutdown: fibers give their executions up between steps instead of starting the next one. */
     let draining = false
+    /** Done when draining starts: a retry's back-off stops waiting and hands its execution over. */
+    const drainStarted = yield* Deferred.make<void>()
     const released: Array<string> = []
 
     /**
@@ -166,7 +170,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
         const steps = definition.steps
         return Effect.gen(function*() {
           const restored = restore(definition, execution, checked)
-          if (Either.isLeft(restored)) return yield* fail(claim, execution, `cannot continue: ${restored.left}`)
+          if (Either.isLeft(restored)) return yield* fail(claim, execution, `cannot continue: ${restored.left}`, undefined, definition)
           const env: StepEnv = {
             agents,
             executionId: id,
@@ -187,11 +191,12 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
           const resumeData = restored.right.resumeData
           let started = startRecorded
           let history = execution.historyBytes ?? 0
+          if (startRecorded) yield* fireHook(definition, "onStart", { ...hookBase(execution), input: env.input }, scope)
           if (index >= steps.length) {
             // Nothing left to run (a workflow without steps): only the ending remains.
             const ending = checkResult(definition, data)
             const event = endingEvent(definition, execution, ending)
-            if (Option.isSome(yield* checkpoint(claim, [event], store.finish(claim, ending, event)))) yield* logEnding(ending, recordContent)
+            if (Option.isSome(yield* checkpoint(claim, [event], store.finish(claim, ending, event)))) yield* ended(definition, execution, ending, data)
             return
           }
           while (index < steps.length) {
@@ -214,11 +219,15 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               commitWith,
               fresh: startRecorded || index !== execution.stepIndex
             })
-            const run = runStep(stepEnv, step, data, index === execution.stepIndex ? resumeData : undefined)
-            const outcome = yield* Effect.either(inStepSpan(run, { definition, executionId: id, step, index }, recordContent))
+            const run = (attempt: number, as = step) => runStep({ ...stepEnv, attempt }, as, data, index === execution.stepIndex ? resumeData : undefined)
+            const drained = Deferred.await(drainStarted)
+            const policied = yield* policyStep({ definition, execution, claim, step, index, data, run, recordContent, store, checkpoint, drained })
+            // None: the claim was lost, or a drain stopped a back-off (its due time is committed): handed over.
+            if (Option.isNone(policied)) return draining && (yield* store.release(claim)) ? void released.push(id) : undefined
+            const outcome = policied.value
             if (Either.isLeft(outcome)) {
               const failure = outcome.left
-              if (failure._tag === "StepFailed") return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`, failure.detail)
+              if (failure._tag === "StepFailed") return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`, failure.detail, definition)
               if (failure._tag === "SleepSignal") {
                 // Parked until its wake time (issue #31): the fiber ends, holding nothing. Top-level sleeps only.
                 if (park === undefined || failure.stepId !== step.id) {
@@ -236,15 +245,16 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               if (Option.isSome(yield* checkpoint(claim, [suspended], store.suspend({ ...claim, atStep: index }, suspension, suspended)))) {
                 yield* countExecution("suspended")
                 yield* Effect.logInfo(`workflow suspended at ${step.id}: ${failure.reason}`)
+                yield* fireHook(definition, "onSuspend", { ...hookBase(execution), stepId: step.id, reason: failure.reason, data: failure.data }, scope)
               }
               return
             }
             const output = storedOutput(definition, index, outcome.right, { live: data, stored }, env.stepData)
-            if (Either.isLeft(output)) return yield* fail(claim, execution, output.left)
+            if (Either.isLeft(output)) return yield* fail(claim, execution, output.left, undefined, definition)
             const outputBytes = jsonBytes(output.right.data)
             history += 2 * outputBytes
             const refusal = outputRefusal(outputBytes, history)
-            if (refusal !== undefined) return yield* fail(claim, execution, `step ${step.id}: ${refusal}`)
+            if (refusal !== undefined) return yield* fail(claim, execution, `step ${step.id}: ${refusal}`, undefined, definition)
             env.stepData[step.id] = outcome.right
             Object.assign(storedSteps, output.right.entries, { [step.id]: output.right.data })
             data = outcome.right
@@ -259,7 +269,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             } else {
               const ending = checkResult(definition, data)
               const events = [completed, endingEvent(definition, execution, ending)]
-              if (Option.isSome(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events, ending)))) yield* logEnding(ending, recordContent)
+              if (Option.isSome(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events, ending)))) yield* ended(definition, execution, ending, data)
             }
           }
         }).pipe(
@@ -271,7 +281,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             isStoreDefect(defect)
               ? Effect.fail(new StoreUnavailable({ cause: defect }))
               : Effect.logError("workflow execution crashed", defect).pipe(
-                Effect.zipRight(fail(claim, execution, "Internal error")),
+                Effect.zipRight(fail(claim, execution, "Internal error", undefined, definition)),
                 Effect.zipRight(publishStored(id))
               )
           ),
@@ -296,12 +306,16 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
         return seen === undefined ? Effect.void : Effect.flatMap(store.events(id, seen), (events) => hubs.publishFetched(id, events))
       })
 
-    const fail = (claim: Claim, execution: Execution, message: string, errorDetail?: ErrorDetail) =>
+    const fail = (claim: Claim, execution: Execution, message: string, errorDetail?: ErrorDetail, definition?: WorkflowDefinition) =>
       Effect.gen(function*() {
         const failed = errorEvent(execution, message, errorDetail)
         const ending: Ending = { status: "error", error: message, ...(errorDetail ? { errorDetail } : {}) }
-        if (Option.isSome(yield* checkpoint(claim, [failed], store.finish(claim, ending, failed)))) yield* logEnding(ending, recordContent)
+        if (Option.isSome(yield* checkpoint(claim, [failed], store.finish(claim, ending, failed)))) yield* ended(definition, execution, ending, undefined)
       })
+
+    /** After an ending is committed: its log line, then the workflow's onFinish or onError hook (steps/Hooks.ts). */
+    const ended = (definition: WorkflowDefinition | undefined, execution: Execution, ending: Ending, result: unknown) =>
+      Effect.zipRight(logEnding(ending, recordContent), definition === undefined ? Effect.void : endingHook(definition, execution, ending, result, scope))
 
     /**
      * On shutdown: no step starts any more; fibers get `graceMs` to finish the step they run (its output
@@ -311,6 +325,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
     const drain = (graceMs: number) =>
       Effect.gen(function*() {
         draining = true
+        yield* Deferred.succeed(drainStarted, undefined)
         const running = Array.from(fibers, ([, fiber]) => fiber)
         // Interruptible: a finalizer runs uninterruptibly, where a timeout could not stop the wait.
         yield* Effect.timeout(Effect.interruptible(Fiber.awaitAll(running)), Duration.millis(graceMs)).pipe(Effect.ignore)
@@ -388,6 +403,8 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
       stopIfHeld: (id: string, version: number) =>
         Effect.suspend(() => (claims.get(id)?.version === version ? FiberMap.remove(fibers, id) : Effect.void)),
       isDraining: () => draining,
+      /** Runs a definition's hook for a transition committed here from outside the fiber (steps/Hooks.ts). */
+      hook: <K extends HookName>(definition: WorkflowDefinition, name: K, event: HookEvents[K]) => fireHook(definition, name, event, scope),
       drain
     }
   })

@@ -84,7 +84,13 @@ export const logEnding = (ending: Ending, recordContent: boolean) => {
  */
 export const inStepSpan = <A>(
   run: Effect.Effect<A, StepOutcome>,
-  attributes: { readonly definition: WorkflowDefinition; readonly executionId: string; readonly step: Step; readonly index: number },
+  attributes: {
+    readonly definition: WorkflowDefinition
+    readonly executionId: string
+    readonly step: Step
+    readonly index: number
+    readonly attempt?: number | undefined
+  },
   recordContent: boolean
 ): Effect.Effect<A, StepOutcome> => {
   const annotated = Effect.tapError(run, (outcome) => {
@@ -102,7 +108,9 @@ export const inStepSpan = <A>(
       "execution.id": attributes.executionId,
       "step.id": attributes.step.id,
       "step.type": attributes.step.type,
-      "step.index": attributes.index
+      "step.index": attributes.index,
+      "step.path": attributes.step.id,
+      "step.attempt": attributes.attempt ?? 1
     }
   }
   // The span's status and exception event carry the failure's message: made of the fields, it is their tag alone.

@@ -93,6 +93,12 @@ export const ExecutionFromRow = Schema.Struct({
   endedAt: optionalColumn(Schema.String, "ended_at"),
   /** The size of its events as JSON (what a reader of them receives); 0 for rows from before 0018 with no events. */
   historyBytes: optionalColumn(NumberColumn, "history_bytes"),
+  /** A retry under way at the current step (0022; see steps/RetryState.ts): the attempt it is at, and which step. */
+  stepAttempt: optionalColumn(NumberColumn, "step_attempt"),
+  stepAttemptKey: optionalColumn(Schema.String, "step_attempt_key"),
+  stepFirstAttemptAt: optionalColumn(Schema.String, "step_first_attempt_at"),
+  stepRetryAt: optionalColumn(Schema.String, "step_retry_at"),
+  stepRetryErrors: optionalColumn(Schema.String, "step_retry_errors"),
   /** While parked by a sleep step (status `sleeping`): when it wakes (ISO). */
   wakeAt: optionalColumn(Schema.String, "wake_at"),
   /** The wake time committed by the sleep step it stands at, if any. */

@@ -24,6 +24,7 @@ import { deleteFinishedExecutions } from "./executionDeletion.js"
 import type { WorkflowEvent } from "./WorkflowSchemas.js"
 import { ownTransaction } from "../storage/transaction.js"
 import { makeStaging, resolveRows } from "./ValueRows.js"
+import { type RetryState, retryUpdate } from "./steps/RetryState.js"
 
 type Staging = ReturnType<typeof makeStaging>
 
@@ -65,6 +66,7 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
     events: ReadonlyArray<WorkflowEvent>,
     ending?: Ending
   ) => Effect.Effect<Option.Option<number>>
+  readonly retry: (claim: Claim, state: RetryState, event: WorkflowEvent) => Effect.Effect<Option.Option<number>>
   /** running → completed or error without a checkpoint (a failing step), with the event. */
   readonly finish: (claim: Claim, ending: Ending, event: WorkflowEvent) => Effect.Effect<Option.Option<number>>
   /**
@@ -277,7 +279,7 @@ export const ExecutionStoreLive = Layer.scoped(
     const claimResume: ExecutionStore["Type"]["claimResume"] = (execution, resume) =>
       commit(
         sql<Record<string, unknown>>`UPDATE workflow_executions SET status = 'running', owner = ${resume.owner}, step_index = ${resume.stepIndex},
-          resume_data = ${json(resume.resumeData) ?? "null"}, definition_hash = ${resume.definitionHash},
+          resume_data = ${json(resume.resumeData) ?? "null"}, definition_hash = ${resume.definitionHash}, step_attempt = NULL,
           version = version + 1, updated_at = ${now()}
           WHERE id = ${execution.id} AND status = 'suspended' AND version = ${execution.version} RETURNING *`
       ).pipe(Effect.flatMap(claimed), Effect.map((executions) => Option.fromNullable(executions[0])))
@@ -380,6 +382,7 @@ export const ExecutionStoreLive = Layer.scoped(
       append,
       advance,
       finish,
+      retry: (claim, state, event) => transition(claim.id, [event], (_, bytes) => retryUpdate(sql, held(claim), state, event.timestamp, bytes)),
       suspend,
       claimResume,
       rebase,

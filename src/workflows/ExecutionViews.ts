@@ -157,6 +157,15 @@ export const stateOf = (workflowId: string, execution: Execution): typeof S.Exec
   ...waitingOf(execution)
 })
 
+/** What a listing shows of a step-retry event (issue #31): the attempt that failed, its error, the back-off. */
+const retryFields = (e: S.WorkflowEvent) => ({
+  attempt: e.attempt,
+  delayMs: e.delayMs,
+  retryAt: e.retryAt,
+  error: e.error,
+  ...(e.errorDetail === undefined ? {} : { errorDetail: e.errorDetail })
+})
+
 /** `waitingUntil` of a running execution parked by a sleep step (issue #31). */
 export const waitingOf = (execution: { readonly status: string; readonly wakeAt?: string | undefined }): { readonly waitingUntil?: string } =>
   execution.status === "running" && execution.wakeAt !== undefined ? { waitingUntil: execution.wakeAt } : {}
@@ -178,6 +187,7 @@ export const recordOf = (execution: ExecutionListing, events: ReadonlyArray<Stor
     status: e.status,
     ...(e.input !== undefined ? { input: e.input } : {}),
     ...(e.output !== undefined ? { output: e.output } : {}),
+    ...(e.type === "step-retry" ? retryFields(e) : {}),
     ...(e.wakeAt !== undefined ? { wakeAt: e.wakeAt } : {}),
     ...(e.path !== undefined ? { path: e.path } : {})
   })),

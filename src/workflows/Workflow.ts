@@ -2,8 +2,9 @@ import { Data, type Effect, type Schema } from "effect"
 import type { AgentDefinition } from "../agents/Agent.js"
 import { isOutputSchema, type JsonSchemaInput, type OutputSchema, prepareOutput } from "../agents/AgentOutput.js"
 import { checkDefinitionId } from "../core/definitionId.js"
+import type { ResultError, UserResult } from "../core/userCode.js"
+import { type AgentCallError, checkPolicy, type RuntimeHooks, type StepPolicy, type WorkflowHooks } from "./steps/Policy.js"
 import { type SleepChain, sleepMethods, type SleepStepFields } from "./steps/Sleep.js"
-import type { UserResult } from "../core/userCode.js"
 import { loopIds, loopMethods } from "./steps/loopChecks.js"
 import type { LoopsChain, LoopStep } from "./steps/Loops.js"
 import type {
@@ -64,14 +65,19 @@ export interface StepContext<Data = unknown, Input = unknown, Steps = Readonly<R
   readonly suspend: SuspendFn<Suspend>
   /** The data the execution was resumed with (decoded by `resumeSchema`), when this step is the one being resumed. */
   readonly resumeData: Resume | undefined
-  /** Aborted when the step is interrupted (suspend, cancel, race lost, shutdown). */
+  /** Aborted when the step is interrupted (suspend, cancel, race lost, shutdown, timeout). */
   readonly signal: AbortSignal
+  /** Its id, `outer/inner` (inner step), `parent/step` (child): with `executionId`, an idempotency key. */
+  readonly path: string
+  /** Which attempt of the step this is (1-based; more than 1 under a retry policy). */
+  readonly attempt: number
 }
 
 /** A step's function as the runtime holds it. */
 export type StepFn<A = unknown> = (context: StepContext<any, any, any, any, any>) => UserResult<A>
 
-export interface StepMeta {
+/** Its policies (steps/Policy.ts) are held with the types erased. */
+export interface StepMeta extends StepPolicy<any> {
   readonly id: string
   readonly name?: string | undefined
   readonly purpose?: string | undefined
@@ -136,7 +142,7 @@ export interface WorkflowVariance<in I, out O, out R> {
  * A finished workflow: its last step's data fits `result`. `R` is what its steps require (`never`
  * when nothing). The schemas are held erased; their types are in the brand.
  */
-export interface WorkflowDefinition<in I = any, out O = any, out R = never> {
+export interface WorkflowDefinition<in I = any, out O = any, out R = never> extends RuntimeHooks {
   readonly [WorkflowTypeId]: WorkflowVariance<I, O, R>
   readonly id: string
   readonly name: string
@@ -159,7 +165,7 @@ export interface Described {
 }
 
 /** An inner step of andAll/andRace/andWhen, seeing the context `Ctx` (its suspension and resume are the outer step's). */
-export interface InnerStep<Ctx> extends Described {
+export interface InnerStep<Ctx> extends Described, Pick<StepPolicy<unknown>, "timeout"> {
   readonly id: string
   readonly execute: (context: Ctx) => unknown
 }
@@ -176,21 +182,21 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
   // (a builder grown in a loop keeps its type), it only lets `resumeWorkflow` read it.
   [WorkflowResumesId]?(resumes: Rs): void
   /** Its output is the next data. */
-  readonly andThen: <Id extends string, Ret, Res = WRes, Sus = WSus>(step: Described & {
+  readonly andThen: <Id extends string, Ret, Res = WRes, Sus = WSus>(step: Described & StepPolicy<ResultError<Ret>> & {
     readonly id: Id
     readonly resumeSchema?: SchemaOf<Res> | undefined
     readonly suspendSchema?: SchemaOf<Sus> | undefined
     readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret
   }) => Next<I, O, ResultValue<Ret>, WithStep<S, Id, ResultValue<Ret>>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, Res]>
   /** Runs for its effect; the data goes on unchanged (a failure is logged, not fatal). */
-  readonly andTap: <Id extends string, Ret, Res = WRes, Sus = WSus>(step: Described & {
+  readonly andTap: <Id extends string, Ret, Res = WRes, Sus = WSus>(step: Described & StepPolicy<ResultError<Ret>> & {
     readonly id: Id
     readonly resumeSchema?: SchemaOf<Res> | undefined
     readonly suspendSchema?: SchemaOf<Sus> | undefined
     readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret
   }) => Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, Res]>
   /** Runs `step` when `condition` holds: the data is then its output, else unchanged. */
-  readonly andWhen: <Id extends string, InnerId extends string, Ret, Cond extends Condition, Res = WRes, Sus = WSus>(step: Described & {
+  readonly andWhen: <Id extends string, InnerId extends string, Ret, Cond extends Condition, Res = WRes, Sus = WSus>(step: Described & StepPolicy<ResultError<Ret> | ResultError<Cond>> & {
     readonly id: Id
     readonly resumeSchema?: SchemaOf<Res> | undefined
     readonly suspendSchema?: SchemaOf<Sus> | undefined
@@ -235,7 +241,7 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
     Out extends AgentOutputSpec = undefined,
     Ret = AgentAnswer<Out>,
     AR = never
-  >(step: Described & {
+  >(step: Described & StepPolicy<AgentCallError | ResultError<P> | ResultError<Ret>> & {
     readonly id: Id
     readonly agent: AgentDefinition<AR>
     readonly prompt: (context: StepContext<D, I, S, WRes, WSus>) => P
@@ -247,13 +253,13 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
    * returns; either must fit the child's input type.
    */
   readonly andWorkflow: {
-    <Id extends string, CO, CR>(step: Described & {
+    <Id extends string, CO, CR>(step: Described & StepPolicy<unknown> & {
       readonly id: Id
       readonly resumeSchema?: SchemaOf<WRes> | undefined
       readonly workflow: WorkflowDefinition<D, CO, CR>
       readonly input?: undefined
     }): Next<I, O, CO, WithStep<S, Id, CO>, R | CR, WRes, WSus, Rs | readonly [Id, WRes]>
-    <Id extends string, CO, CR, X, XR = never>(step: Described & {
+    <Id extends string, CO, CR, X, XR = never>(step: Described & StepPolicy<unknown> & {
       readonly id: Id
       readonly resumeSchema?: SchemaOf<WRes> | undefined
       readonly workflow: WorkflowDefinition<X, CO, CR>
@@ -362,6 +368,7 @@ interface Erased {
 // The chain is typed by its interfaces; at run time every builder is the same shape.
 const build = (definition: Erased): any => {
   const add = (step: Step) => {
+    checkPolicy(definition.options.id, step)
     const taken = new Set(definition.steps.flatMap(idsOf))
     const ids = idsOf(step)
     for (const [index, id] of ids.entries()) {
@@ -391,9 +398,9 @@ const build = (definition: Erased): any => {
  * Starts a workflow definition; add steps with `.andThen(...)` and friends. Each step's `data` is the
  * previous step's output, typed; the chain is a definition once its last data fits `result`.
  */
-export const workflow = <I, O, WRes = unknown, WSus = unknown>(
-  options: WorkflowOptions<I, O, WRes, WSus>
-): Next<I, O, I, {}, never, WRes, WSus> => {
+export const workflow = <I, O, WRes = unknown, WSus = unknown, HS = void, HP = void, HF = void, HE = void>(
+  options: WorkflowOptions<I, O, WRes, WSus> & WorkflowHooks<I, O, HS, HP, HF, HE>
+): Next<I, O, I, {}, ResultContext<HS> | ResultContext<HP> | ResultContext<HF> | ResultContext<HE>, WRes, WSus> => {
   checkDefinitionId("Workflow id", options.id)
   return build({ options, steps: [] })
 }

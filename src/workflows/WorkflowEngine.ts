@@ -6,6 +6,7 @@ import { DuplicateDefinition } from "../core/definitionId.js"
 import { canSee, EVERYONE, type Visibility } from "../auth/Ownership.js"
 import { Lifecycle } from "../health/Lifecycle.js"
 import { continueAt, definitionHash, topStepOfPath } from "./DefinitionCompatibility.js"
+import { hookBase } from "./steps/Hooks.js"
 import { makeExecutionDriver, openingEvents, workflowEvent } from "./ExecutionDriver.js"
 import { now } from "./ExecutionRows.js"
 import { makeExecutionHubs } from "./ExecutionHubs.js"
@@ -258,6 +259,7 @@ export const WorkflowEngineLive = Layer.scoped(
               (seq) => Option.isSome(seq) ? driver.stop(executionId) : Effect.void
             ))
             if (Option.isSome(stored)) {
+              yield* driver.hook(found.definition, "onSuspend", { ...hookBase(execution), stepId: suspension.stepId, reason, data: undefined })
               return { executionId, status: "suspended" as const, suspension: { suspendedAt: suspension.suspendedAt, reason } }
             }
             execution = yield* reload(executionId)

@@ -16,6 +16,7 @@ export const WorkflowEventType = Schema.Literal(
   "workflow-complete",
   "workflow-error",
   "workflow-cancelled",
+  "step-retry",
   "step-sleep"
 )
 
@@ -34,6 +35,9 @@ export const WorkflowEvent = Schema.Struct({
   errorDetail: Schema.optional(ErrorDetail),
   reason: Schema.optional(Schema.String),
   data: Schema.optional(Schema.Unknown).annotations({ description: "workflow-suspended: the data the step suspended with, if any" }),
+  attempt: Schema.optional(Schema.Number).annotations({ description: "step-retry: the attempt that failed (1-based); the next one is attempt + 1" }),
+  delayMs: Schema.optional(Schema.Number).annotations({ description: "step-retry: the back-off before the next attempt, in milliseconds" }),
+  retryAt: Schema.optional(Schema.String).annotations({ description: "step-retry: when the next attempt is due" }),
   path: Schema.optional(Schema.String).annotations({
     description: "an inner step's path (`measure/upper`, `credit-lines[3]`, `notify/send`); absent on a top-level step's events"
   }),
@@ -198,7 +202,12 @@ export const ExecutionEventRecord = Schema.Struct({
   input: Schema.optional(Schema.Unknown),
   output: Schema.optional(Schema.Unknown),
   wakeAt: Schema.optional(Schema.String).annotations({ description: "step-sleep: when the execution wakes (ISO)" }),
-  path: Schema.optional(Schema.String).annotations({ description: "an inner step's event: its path (issue #31)" })
+  path: Schema.optional(Schema.String).annotations({ description: "an inner step's event: its path (issue #31)" }),
+  attempt: Schema.optional(Schema.Number).annotations({ description: "step-retry: the attempt that failed" }),
+  delayMs: Schema.optional(Schema.Number).annotations({ description: "step-retry: the back-off before the next attempt" }),
+  retryAt: Schema.optional(Schema.String).annotations({ description: "step-retry: when the next attempt is due" }),
+  error: Schema.optional(Schema.String).annotations({ description: "step-retry: the failed attempt's error" }),
+  errorDetail: Schema.optional(ErrorDetail)
 })
 
 export const ExecutionRecord = Schema.Struct({

@@ -168,6 +168,21 @@ export const addErrorDetails = Effect.gen(function*() {
 })
 
 /**
+ * Step retries (issue #31): the attempt the current step is at (`step_attempt`, for the step named by
+ * `step_attempt_key`, "index:id"), its first attempt's start, the due time of the next attempt and the
+ * errors of the failed attempts (what the retry schedule is stepped with again after a crash).
+ * Existing rows keep NULL: no retry under way.
+ */
+export const addStepAttempts = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN step_attempt INTEGER`
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN step_attempt_key TEXT`
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN step_first_attempt_at TEXT`
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN step_retry_at TEXT`
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN step_retry_errors TEXT`
+})
+
+/**
  * The path of an inner step's event (issue #31): NULL on a top-level step's. A listing shows only the
  * top-level events; inner ones are read by page (GET …/executions/:executionId/events).
  */
@@ -217,5 +232,6 @@ export const workflowMigrations: Record<string, Migration> = {
   "0019_workflow_error_detail": addErrorDetails,
   "0020_workflow_timers": addWorkflowTimers,
   "0021_workflow_step_outputs": createStepOutputs,
+  "0022_workflow_step_attempts": addStepAttempts,
   "0023_workflow_event_paths": addEventPaths
 }

@@ -1,4 +1,4 @@
-import { Cause, Data, Effect, Either, ParseResult, Schema } from "effect"
+import { Cause, Data, Effect, Either, Option, ParseResult, Schema } from "effect"
 import { isOutputSchema } from "../agents/AgentOutput.js"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ErrorDetail } from "../core/errorDetail.js"
@@ -7,12 +7,13 @@ import { errorDetailOf, failureMessage, spanMessageOf } from "../observability/e
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
 import { checkOutput, encodeValue, isPlain, storedForm } from "./StepCodec.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
+import { timed } from "./steps/Policy.js"
 import { enterSleep, type SleepSignal } from "./steps/Sleep.js"
 import type { SleepRecord } from "./ExecutionRows.js"
 import type { InnerCheckpoint } from "./steps/InnerOutputs.js"
 import { runAll, runChildSteps, runRace } from "./steps/innerRunner.js"
 import { runLoopStep } from "./steps/loopRunner.js"
-import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
+import { isSuspendSignal, type Step, type StepContext, type StepFn, type StepSpec, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
 /** A step that failed (not a suspension, not an interruption). */
 export class StepFailed extends Data.TaggedError("StepFailed")<{
@@ -22,12 +23,16 @@ export class StepFailed extends Data.TaggedError("StepFailed")<{
   readonly detail?: ErrorDetail | undefined
   /** The message a span records instead, when `message` was made of the error's fields (user data). */
   readonly spanMessage?: string | undefined
+  /** What the code failed with, for a retry policy's `while` (steps/Policy.ts); never stored. */
+  readonly error?: unknown
+  /** Whether `error` is a defect (a throw, a die) rather than the code's typed failure. */
+  readonly defect?: boolean | undefined
 }> {}
 
 /** The failure of a step whose code failed with `error`: its message, or its tag and fields without one. */
-export const stepFailure = (stepId: string, error: unknown): StepFailed => {
+export const stepFailure = (stepId: string, error: unknown, defect?: boolean): StepFailed => {
   const detail = errorDetailOf(error)
-  return new StepFailed({ stepId, message: failureMessage(error, detail), detail, spanMessage: spanMessageOf(error, detail) })
+  return new StepFailed({ stepId, message: failureMessage(error, detail), detail, spanMessage: spanMessageOf(error, detail), error, defect })
 }
 
 export type StepOutcome = SuspendSignal | StepFailed | SleepSignal
@@ -43,6 +48,10 @@ export interface StepEnv {
   readonly stepData: Record<string, unknown>
   /** The workflow's `suspendSchema`: what a step without its own checks `suspend`'s data against. */
   readonly suspendSchema?: Schema.Schema.AnyNoContext | undefined
+  /** The attempt the step is at (1-based; steps/Policy.ts), 1 when absent. */
+  readonly attempt?: number | undefined
+  /** What the paths of the steps run here start with (`parent/` in a child workflow). */
+  readonly pathPrefix?: string | undefined
   /** The wake time committed by the sleep step the execution stands at (issue #31). */
   readonly sleep?: SleepRecord | undefined
   /** The committed inner outputs of the step being run and how to commit more (loops and branches). */
@@ -82,7 +91,7 @@ const toStepOutcome = (stepId: string) => (cause: Cause.Cause<unknown>): Effect.
   if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
   const error = Cause.squash(cause)
   if (isSuspendSignal(error)) return Effect.fail(error)
-  return Effect.fail(error instanceof StepFailed ? error : stepFailure(stepId, error))
+  return Effect.fail(error instanceof StepFailed ? error : stepFailure(stepId, error, Option.isNone(Cause.failureOption(cause))))
 }
 
 /**
@@ -95,6 +104,8 @@ export const runCode = <A>(stepId: string, code: (signal: LazySignal) => UserRes
 export interface Running {
   readonly id: string
   readonly suspendSchema?: SuspendSchema
+  /** `outer/inner` for an inner step; its id when absent. */
+  readonly path?: string | undefined
 }
 
 export const contextFor = (env: StepEnv, step: Running, data: unknown, resumeData: unknown, lazySignal: LazySignal): StepContext => ({
@@ -108,6 +119,8 @@ export const contextFor = (env: StepEnv, step: Running, data: unknown, resumeDat
   getStepData: (stepId) => env.stepData[stepId],
   suspend: suspendHere(step.id, step.suspendSchema ?? env.suspendSchema),
   resumeData,
+  path: (env.pathPrefix ?? "") + (step.path ?? step.id),
+  attempt: env.attempt ?? 1,
   get signal() {
     return lazySignal.signal
   }
@@ -117,7 +130,15 @@ export const contextFor = (env: StepEnv, step: Running, data: unknown, resumeDat
 const runFn = (env: StepEnv, step: Running, fn: StepFn, data: unknown, resumeData: unknown) =>
   runCode(step.id, (signal) => fn(contextFor(env, step, data, resumeData, signal)))
 
-export const inner = (outer: Running, step: Running): Running => ({ id: step.id, suspendSchema: step.suspendSchema ?? outer.suspendSchema })
+export const inner = (outer: Running, step: Running): Running => ({
+  id: step.id,
+  suspendSchema: step.suspendSchema ?? outer.suspendSchema,
+  path: `${outer.path ?? outer.id}/${step.id}`
+})
+
+/** An inner step of andAll/andRace, bounded by its `timeout` (steps/Policy.ts). */
+export const runInner = (env: StepEnv, outer: Running, one: StepSpec, data: unknown, resumeData: unknown) =>
+  timed(one, runFn(env, inner(outer, one), one.execute, data, resumeData), (timeout) => stepFailure(one.id, timeout))
 
 /** Decodes a workflow's input; the message is the API's validation message. */
 export const decodeInput = (definition: WorkflowDefinition, input: unknown, path = "input") =>
@@ -176,7 +197,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
     case "andAll":
       if (env.inner !== undefined) return runAll(env, step, data, resumeData, env.inner)
       return Effect.all(
-        step.steps.map((one) => Effect.tap(runFn(env, inner(step, one), one.execute, data, resumeData), (out) => {
+        step.steps.map((one) => Effect.tap(runInner(env, step, one, data, resumeData), (out) => {
           env.stepData[one.id] = out
         })),
         { concurrency: "unbounded" }
@@ -184,7 +205,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
     case "andRace":
       if (env.inner !== undefined) return runRace(env, step, data, resumeData)
       return Effect.raceAll(
-        step.steps.map((one) => Effect.tap(runFn(env, inner(step, one), one.execute, data, resumeData), (out) => {
+        step.steps.map((one) => Effect.tap(runInner(env, step, one, data, resumeData), (out) => {
           env.stepData[one.id] = out
         }))
       )
@@ -208,7 +229,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
               onLeft: (error) => Effect.fail(new StepFailed({ stepId: step.id, message: `sub-workflow ${step.workflow.id}: ${error.message}` })),
               onRight: (decoded) =>
                 env.inner === undefined
-                  ? runChild(env, step.workflow, decoded, resumeData)
+                  ? runChild(env, step.id, step.workflow, decoded, resumeData)
                   : runChildSteps(env, step, step.workflow, decoded, resumeData, env.inner)
             })
           )
@@ -236,9 +257,10 @@ const askAgent = (env: StepEnv, step: Extract<Step, { type: "andAgent" }>, promp
 }
 
 /** A sub-workflow runs inline: its steps in order, its suspension suspending the parent step. */
-const runChild = (env: StepEnv, child: WorkflowDefinition, input: unknown, resumeData: unknown) =>
+const runChild = (env: StepEnv, parentId: string, child: WorkflowDefinition, input: unknown, resumeData: unknown) =>
   Effect.gen(function*() {
-    const childEnv: StepEnv = { ...env, input, stepData: {}, suspendSchema: child.suspendSchema, inner: undefined }
+    const pathPrefix = `${env.pathPrefix ?? ""}${parentId}/`
+    const childEnv: StepEnv = { ...env, input, stepData: {}, suspendSchema: child.suspendSchema, inner: undefined, pathPrefix }
     let data = input
     for (const step of child.steps) {
       const out = yield* runStep(childEnv, step, data, resumeData)

@@ -31,6 +31,7 @@ const EventItem = ({ event, duration }: { event: WorkflowFrame; duration: number
     {"from" in event && <code>{event.from}</code>}
     {event.type === "workflow-result" && <span class={`status ${event.status}`}>{event.status}</span>}
     {duration !== undefined && <span class="badge">{duration} ms</span>}
+    {event.type === "step-retry" && <span class="badge">attempt {event.attempt} failed, next in {event.delayMs} ms</span>}
     {"reason" in event && event.reason !== undefined && <span class="reason">reason: {event.reason}</span>}
     {"wakeAt" in event && event.wakeAt !== undefined && <span class="reason">wakes at {new Date(event.wakeAt).toLocaleString()}</span>}
     {event.type === "workflow-result" && event.suspension != null && <span class="reason">reason: {event.suspension.reason}</span>}

@@ -37,6 +37,11 @@ export const workflowTakeovers = Metric.counter("workflow.takeovers", {
   incremental: true
 })
 
+export const workflowStepRetries = Metric.counter("workflow.step.retries", {
+  description: "Workflow steps that failed and were retried under their retry policy (by workflow id)",
+  incremental: true
+})
+
 const eventLoopDelay = (statistic: string) =>
   Metric.gauge(`nodejs.eventloop.delay.${statistic}`, { description: `Event loop delay, ${statistic}, in seconds (last interval)` })
 
@@ -73,6 +78,10 @@ const executionsBy = {
 
 /** Counts a workflow execution reaching `status`. */
 export const countExecution = (status: keyof typeof executionsBy) => Metric.increment(executionsBy[status])
+
+/** Counts a step retried under its policy (workflow ids are the app's definitions: a bounded set). */
+export const countStepRetry = (workflowId: string) =>
+  Metric.increment(Metric.taggedWithLabels(workflowStepRetries, labelsFor(`workflow.step.retries:${workflowId}`, () => [["workflow.id", workflowId]])))
 
 /** Counts an execution this instance took over. */
 export const countTakeover = Metric.increment(workflowTakeovers)
