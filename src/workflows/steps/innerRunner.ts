@@ -91,7 +91,8 @@ export const runChildSteps = (
   checkpoint: InnerCheckpoint
 ): Effect.Effect<unknown, StepOutcome> =>
   Effect.gen(function*() {
-    const childEnv: StepEnv = { ...env, input, stepData: {}, suspendSchema: child.suspendSchema, inner: undefined }
+    const pathPrefix = `${env.pathPrefix ?? ""}${outer.id}/`
+    const childEnv: StepEnv = { ...env, input, stepData: {}, suspendSchema: child.suspendSchema, inner: undefined, pathPrefix }
     const schemas = schemasOf(child).data
     let data = input
     let resume = resumeData
