@@ -1,7 +1,7 @@
 import { Cause, Data, Deferred, Duration, Effect, Either, Exit, Fiber, FiberMap, Option, Schedule } from "effect"
 import { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ErrorDetail } from "../core/errorDetail.js"
-import { checkResult, endingEvent, errorEvent, logEnding, workflowEvent } from "./ExecutionEndings.js"
+import { checkResult, endingEvent, errorEvent, logEnding, stepStart, suspensionAt, workflowEvent } from "./ExecutionEndings.js"
 import type { ExecutionHubs } from "./ExecutionHubs.js"
 import type { ExecutionNotices } from "./ExecutionNotices.js"
 import { type Claim, type Ending, type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
@@ -18,13 +18,7 @@ import { makeInnerOutputs } from "./steps/InnerOutputs.js"
 import { withInnerCheckpoints } from "./steps/innerDriver.js"
 import type * as S from "./WorkflowSchemas.js"
 
-export { workflowEvent }
-
-/** The events an execution starts with: workflow-start, and its first step's step-start when it has one. */
-export const openingEvents = (definition: WorkflowDefinition, execution: Execution): ReadonlyArray<S.WorkflowEvent> => {
-  const started = workflowEvent(execution, "workflow-start", definition.name, "running", { input: execution.input })
-  return definition.steps.length === 0 ? [started] : [started, stepStart(definition, execution, 0, execution.input)]
-}
+export { openingEvents, workflowEvent } from "./ExecutionEndings.js"
 
 /** How a fiber that died of a store failure waits for the store to answer again. */
 const STORE_RETRY = Schedule.exponential("1 second").pipe(Schedule.either(Schedule.spaced("30 seconds")))
@@ -38,11 +32,6 @@ const storedAre = (stored: ReadonlyArray<StoredEvent>, events: ReadonlyArray<S.W
 
 /** The wait before the execution goes on after its `n`th death in a row (a store that reads but does not write). */
 const goOnDelay = (deaths: number) => Duration.seconds(Math.min(60, 2 ** (deaths - 1)))
-
-const stepStart = (definition: WorkflowDefinition, execution: Execution, index: number, input: unknown) => {
-  const step = definition.steps[index]
-  return workflowEvent(execution, "step-start", step.id, "running", { stepIndex: index, stepType: step.type, input })
-}
 
 /**
  * Live executions: one fiber each in a FiberMap keyed by execution id (owned by the caller's scope, so
@@ -235,13 +224,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
                 }
                 return yield* park({ claim, execution, step, index, signal: failure, checkpoint: (events, write) => checkpoint(claim, events, write) })
               }
-              const at = failure.path ?? step.id
-              const suspended = workflowEvent(execution, "workflow-suspended", at, "suspended", {
-                stepIndex: index,
-                reason: failure.reason,
-                ...(failure.data === undefined ? {} : { data: failure.data })
-              })
-              const suspension = { suspendedAt: suspended.timestamp, reason: failure.reason, stepIndex: index, stepId: at, data: failure.data }
+              const { suspended, suspension } = suspensionAt(execution, failure.path ?? step.id, index, failure)
               if (Option.isSome(yield* checkpoint(claim, [suspended], store.suspend({ ...claim, atStep: index }, suspension, suspended)))) {
                 yield* countExecution("suspended")
                 yield* Effect.logInfo(`workflow suspended at ${step.id}: ${failure.reason}`)

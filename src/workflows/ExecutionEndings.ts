@@ -40,6 +40,27 @@ export const checkResult = (definition: WorkflowDefinition, output: unknown): En
 }
 
 /** The workflow-error event of a failed execution: `error` the message, `errorDetail` the step's error when it had one. */
+/** The events an execution starts with: workflow-start, and its first step's step-start when it has one. */
+export const openingEvents = (definition: WorkflowDefinition, execution: Execution): ReadonlyArray<S.WorkflowEvent> => {
+  const started = workflowEvent(execution, "workflow-start", definition.name, "running", { input: execution.input })
+  return definition.steps.length === 0 ? [started] : [started, stepStart(definition, execution, 0, execution.input)]
+}
+
+export const stepStart = (definition: WorkflowDefinition, execution: Execution, index: number, input: unknown) => {
+  const step = definition.steps[index]
+  return workflowEvent(execution, "step-start", step.id, "running", { stepIndex: index, stepType: step.type, input })
+}
+
+/** A suspension at `stepId` (a path for an inner step) of the top-level step at `index`: its event and its stored form. */
+export const suspensionAt = (execution: Execution, stepId: string, index: number, signal: { readonly reason: string; readonly data: unknown }) => {
+  const suspended = workflowEvent(execution, "workflow-suspended", stepId, "suspended", {
+    stepIndex: index,
+    reason: signal.reason,
+    ...(signal.data === undefined ? {} : { data: signal.data })
+  })
+  return { suspended, suspension: { suspendedAt: suspended.timestamp, reason: signal.reason, stepIndex: index, stepId, data: signal.data } }
+}
+
 export const errorEvent = (execution: Execution, error: string, errorDetail: ErrorDetail | undefined) =>
   workflowEvent(execution, "workflow-error", execution.workflowName, "error", { error, ...(errorDetail ? { errorDetail } : {}) })
 

@@ -1,6 +1,7 @@
 import { Data, type Effect, type Schema } from "effect"
 import type { AgentDefinition } from "../agents/Agent.js"
-import { isOutputSchema, type JsonSchemaInput, type OutputSchema, prepareOutput } from "../agents/AgentOutput.js"
+import type { JsonSchemaInput, OutputSchema } from "../agents/AgentOutput.js"
+import { checkAgentStep } from "./steps/agentStep.js"
 import { checkDefinitionId } from "../core/definitionId.js"
 import type { ResultError, UserResult } from "../core/userCode.js"
 import { type AgentCallError, checkPolicy, type RuntimeHooks, type StepPolicy, type WorkflowHooks } from "./steps/Policy.js"
@@ -337,22 +338,6 @@ const idsOf = (step: Step): ReadonlyArray<string> =>
     : step.type === "andWhen"
     ? [step.id, step.step.id]
     : loopIds(step) ?? [step.id]
-
-/**
- * An andAgent step as given, checked: an agent object, and an Effect Schema `output` that describes an
- * object. Without `map` the decoded answer is the step's output: that Schema is its `outputSchema`
- * (unless it has one), so the answer is stored in its encoded form (a Schema.Class is JSON there).
- */
-const checkAgentStep = <T extends Omit<Extract<Step, { type: "andAgent" }>, "type">>(step: T): T => {
-  if (typeof step.agent !== "object" || step.agent === null || typeof step.agent.id !== "string") {
-    throw new Error(`andAgent ${step.id}: agent must be an agent definition (defineAgent), not ${typeof step.agent}`)
-  }
-  if (step.output === undefined || !isOutputSchema(step.output)) return step
-  if (prepareOutput(step.output).jsonSchema.type !== "object") {
-    throw new Error(`andAgent ${step.id}: output must be a Schema of an object (a model answers with a JSON object)`)
-  }
-  return step.map === undefined && step.outputSchema === undefined ? { ...step, outputSchema: step.output } : step
-}
 
 /** The agents a workflow's andAgent steps call, its sub-workflows' included (registered with the app's). */
 export const agentsOf = (definition: WorkflowDefinition): ReadonlyArray<AgentDefinition> =>
