@@ -22,7 +22,6 @@ const WAKE_SPREAD_MS = 60_000
 const CREATE_CONNECTIONS = 32
 const LIST_PAGE = 500
 const BATCH_ITEMS = 1_000
-const BATCH_CONCURRENCY = 16
 const BATCH_RUNS = 3
 
 const idleOf = async (pid: number) => {
@@ -121,7 +120,7 @@ const batchOnce = async (server: Server) => {
     url: server.url,
     method: "POST",
     path: "/workflows/batch/execute",
-    body: { input: { count: BATCH_ITEMS, concurrency: BATCH_CONCURRENCY } }
+    body: { input: { count: BATCH_ITEMS } }
   }, 300_000)
   const seconds = (performance.now() - started) / 1000
   if (reply.status !== 200 || reply.body.data?.status !== "completed") throw new Error(`batch: ${reply.status} ${JSON.stringify(reply.body).slice(0, 300)}`)

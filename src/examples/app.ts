@@ -1,6 +1,7 @@
 import { defineApp } from "../App.js"
 import { assistant } from "./agents.js"
 import { whoami } from "./tools.js"
+import { batch, onboarding } from "./durable.js"
 import { reminder } from "./reminder.js"
 import { approval, pipeline, slow } from "./workflows.js"
 
@@ -8,5 +9,5 @@ import { approval, pipeline, slow } from "./workflows.js"
 export const exampleApp = defineApp({
   agents: [assistant],
   tools: [whoami],
-  workflows: [approval, pipeline, slow, reminder]
+  workflows: [approval, pipeline, slow, reminder, onboarding, batch]
 })

@@ -12,23 +12,37 @@ import type { ExecutionState, LogEntry, WorkflowDetails, WorkflowFrame } from ".
 
 const ACTIVE = new Set(["running", "suspended"])
 
-/** Each step-complete's duration, from the step-start of the same step before it. */
+/** An inner step's path (`measure/upper`, `lines[3]`), or undefined for a top-level step's event. */
+const pathOf = (event: WorkflowFrame) => ("path" in event ? event.path : undefined)
+
+/** How deep an event's step is: 0 at the top, one more per `/` or `[n]` of its path. */
+const depthOf = (event: WorkflowFrame) => (pathOf(event)?.match(/[/[]/g) ?? []).length
+
+/** Each step-complete's duration, from the step-start of the same step (or inner path) before it. */
 const durations = (events: ReadonlyArray<WorkflowFrame>) => {
   const started = new Map<string, number>()
   return events.map((event) => {
-    if (event.type === "step-start") started.set(event.from, Date.parse(event.timestamp))
-    if ((event.type === "step-complete" || event.type === "workflow-suspended") && started.has(event.from)) {
-      return Date.parse(event.timestamp) - started.get(event.from)!
+    if (!("from" in event)) return undefined
+    const key = pathOf(event) ?? event.from
+    if (event.type === "step-start") started.set(key, Date.parse(event.timestamp))
+    if ((event.type === "step-complete" || event.type === "workflow-suspended") && started.has(key)) {
+      return Date.parse(event.timestamp) - started.get(key)!
     }
     return undefined
   })
 }
 
 const EventItem = ({ event, duration }: { event: WorkflowFrame; duration: number | undefined }) => (
-  <li data-testid="execution-event" data-type={event.type} class={`event ${event.type}`}>
+  <li
+    data-testid="execution-event"
+    data-type={event.type}
+    data-path={pathOf(event)}
+    class={`event ${event.type}`}
+    style={depthOf(event) > 0 ? { marginLeft: `${1.5 * depthOf(event)}em` } : undefined}
+  >
     <span class="meta">{"timestamp" in event ? new Date(event.timestamp).toLocaleTimeString() : ""}</span>
     <strong>{event.type}</strong>
-    {"from" in event && <code>{event.from}</code>}
+    {"from" in event && <code>{pathOf(event) ?? event.from}</code>}
     {event.type === "workflow-result" && <span class={`status ${event.status}`}>{event.status}</span>}
     {duration !== undefined && <span class="badge">{duration} ms</span>}
     {event.type === "step-retry" && <span class="badge">attempt {event.attempt} failed, next in {event.delayMs} ms</span>}
@@ -113,6 +127,9 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
       <h2 id="execution-heading">Execution <code>{executionId}</code></h2>
       <div class="row">
         <span>Status: <strong data-testid="execution-status" class={`status ${status}`}>{status}</strong></span>
+        {state?.waitingUntil !== undefined && (
+          <span data-testid="execution-waiting" class="reason">asleep until {new Date(state.waitingUntil).toLocaleString()}</span>
+        )}
         {status === "running" && (
           <button type="button" onClick={() => void act("suspend", { reason: "suspended from the console" })}>Suspend</button>
         )}
