@@ -221,6 +221,26 @@ const openTrace = async (page: Page, save: boolean) => {
   expect(new Set(entities)).toEqual(new Set(["workflow approval"]))
 }
 
+/** Issue #31's example: a loop, a retry, a durable sleep and a poll, run from the console, its timeline nested. */
+const runOnboarding = async (page: Page) => {
+  await page.getByTestId("nav-workflows").click()
+  await page.getByTestId("workflow-item").filter({ hasText: "onboarding" }).click()
+  await page.getByRole("button", { name: "Edit as JSON" }).click()
+  const accounts = [{ name: "Ada", email: "ada@example.com" }, { name: "Alan", email: "alan@example.com" }]
+  await page.locator("[data-testid=workflow-input] textarea").fill(JSON.stringify({ accounts, busyAttempts: 1, waitSeconds: 2 }))
+  await page.getByTestId("workflow-run").click()
+  // Parked by the sleep: running, with its wake time shown, then woken.
+  await page.getByTestId("execution-waiting").waitFor(WAIT)
+  await page.locator("[data-testid=execution-event][data-type=workflow-complete]").waitFor(WAIT)
+  expect(await page.locator("[data-testid=execution-event][data-type=step-retry]").innerText()).toMatch(/attempt 1 failed, next in \d+ ms/)
+  expect(await page.locator("[data-testid=execution-event][data-type=step-sleep]").innerText()).toContain("wakes at")
+  const item = page.locator("[data-testid=execution-event][data-type=step-complete][data-path='welcome[1]']")
+  expect(await item.innerText()).toContain("welcome[1]")
+  // Nested under its step: indented.
+  expect(await item.evaluate((element) => getComputedStyle(element).marginLeft)).not.toBe("0px")
+  expect(await page.locator("[data-testid=execution-event][data-path^='poll[']").count()).toBe(6)
+}
+
 /** A long wait suspended and then cancelled from the execution's buttons. */
 const suspendAndCancel = async (page: Page) => {
   await page.getByTestId("nav-workflows").click()
@@ -355,6 +375,7 @@ layer(TestServerLive(), { excludeTestServices: true })("Console in headless Chro
         await runApproval(page, true)
         await openTrace(page, true)
         await suspendAndCancel(page)
+        await runOnboarding(page)
         await inputAndLogs(page, url, {}, true)
         return { csp, problems, conversationId }
       })
