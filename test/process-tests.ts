@@ -21,5 +21,8 @@ export const PROCESS_TESTS = [
   "test/shutdown.test.ts",
   "test/upgrade-fixtures.test.ts",
   "test/workflow-crash.test.ts",
-  "test/workflow-retry-process.test.ts"
+  "test/workflow-loops-process.test.ts",
+  "test/workflow-retry-process.test.ts",
+  "test/workflow-timers-instances.test.ts",
+  "test/workflow-timers-process.test.ts"
 ] as const

@@ -69,6 +69,7 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
   const [error, setError] = useState<string | undefined>(undefined)
   const [attachments, setAttachments] = useState(0)
   const lastId = useRef<string | undefined>(undefined)
+  const asleep = useRef(false)
   const epoch = useStore(credentialsEpoch)
   const workflow = useLoad(() => api<WorkflowDetails>(`/workflows/${segment(workflowId)}`), [workflowId])
   const traces = useLoad(
@@ -98,7 +99,9 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
         // The closing workflow-result is not an event of the log: its id is not where a re-attach resumes.
         if (id !== undefined && frame.type !== "workflow-result") lastId.current = id
         setEvents((events) => [...events, frame])
-        if (frame.type === "workflow-result") void refresh()
+        // The state shows a sleeper's wake time: read again when it parks and when it wakes.
+        if (frame.type === "workflow-result" || frame.type === "step-sleep" || asleep.current) void refresh()
+        asleep.current = frame.type === "step-sleep"
       }, abort.signal)
     }
     follow().then(() => refresh(), (error: unknown) => {
