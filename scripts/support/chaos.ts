@@ -46,10 +46,17 @@ export interface ChaosReport {
 /** What the clients know of the executions they started. */
 interface Known {
   readonly id: string
-  readonly workflowId: "approval" | "slow" | "pipeline"
+  readonly workflowId: "approval" | "slow" | "pipeline" | "reminder" | "onboarding" | "batch"
 }
 
 const pick = <A>(items: ReadonlyArray<A>): A | undefined => items[Math.floor(Math.random() * items.length)]
+
+/** An `onboarding` run: 1 to 8 accounts, 0 to 2 busy attempts before the activation succeeds, a sleep of up to 3 s. */
+const onboardingInput = () => ({
+  accounts: Array.from({ length: 1 + Math.floor(Math.random() * 8) }, (_, i) => ({ name: `n${i}`, email: `n${i}@example.com` })),
+  busyAttempts: Math.floor(Math.random() * 3),
+  waitSeconds: Math.random() * 3
+})
 
 export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
   const log = options.log ?? (() => {})
@@ -106,7 +113,12 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
     [14, async () => { const k = some("approval"); if (k) await transition(k, "resume") }],
     [10, async () => { const k = some(); if (k) await transition(k, "cancel") }],
     [8, async () => { const k = some(Math.random() < 0.7 ? "slow" : "pipeline"); if (k) await transition(k, "suspend") }],
-    [6, async () => { const k = some(Math.random() < 0.7 ? "slow" : "pipeline"); if (k) await transition(k, "resume") }]
+    [6, async () => { const k = some(Math.random() < 0.7 ? "slow" : "pipeline"); if (k) await transition(k, "resume") }],
+    // Issue #31: durable sleeps, loops, retries and polls.
+    [6, () => start("reminder", "run", { message: "chaos", delaySeconds: Math.random() * 4 }, ["running"])],
+    [5, () => start("onboarding", "run", onboardingInput(), ["running"])],
+    [3, () => start("batch", "run", { count: 20 + Math.floor(Math.random() * 180) }, ["running"])],
+    [3, async () => { const k = some(Math.random() < 0.5 ? "reminder" : "onboarding"); if (k) await transition(k, Math.random() < 0.5 ? "suspend" : "resume") }]
   ]
   const totalWeight = actions.reduce((sum, [weight]) => sum + weight, 0)
   const randomAction = () => {

@@ -35,6 +35,8 @@ export interface StoredRows {
   readonly executions: ReadonlyArray<{ readonly id: string; readonly status: string }>
   /** Every event row's sequence number, per execution, in stored order (by seq). */
   readonly seqs: ReadonlyMap<string, ReadonlyArray<number>>
+  /** `execution path` of each inner step (item, iteration, branch) whose step-complete is stored more than once. */
+  readonly innerCompletedTwice: ReadonlyArray<string>
 }
 
 /** Reads the execution and event tables (SQLite opened read-only). */
@@ -49,7 +51,13 @@ export const readStoredRows = (databaseUrl: string): Promise<StoredRows> =>
         list.push(Number(row.seq))
         seqs.set(row.execution_id, list)
       }
-      return { executions: executions.map((row) => ({ id: row.id, status: row.status })), seqs }
+      const twice = yield* sql<{ execution_id: string; path: string }>`SELECT execution_id, path FROM workflow_events
+        WHERE path IS NOT NULL AND event LIKE ${'%"type":"step-complete"%'} GROUP BY execution_id, path HAVING COUNT(*) > 1`
+      return {
+        executions: executions.map((row) => ({ id: row.id, status: row.status })),
+        seqs,
+        innerCompletedTwice: twice.map((row) => `${row.execution_id} ${row.path}`)
+      }
     }))
 
 /**

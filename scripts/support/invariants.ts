@@ -22,7 +22,20 @@ interface Listed {
   readonly id: string
   readonly workflowId: string
   readonly status: string
-  readonly events: ReadonlyArray<{ readonly id: string; readonly type: string }>
+  readonly events: ReadonlyArray<{ readonly id: string; readonly type: string; readonly from: string; readonly startTime: string; readonly wakeAt?: string }>
+}
+
+/** Issue #31: a sleep's step completes once, and never before its wakeAt (`skewMs`: the database's clock against the process's). */
+const sleepProblem = (execution: Listed, skewMs: number): string | undefined => {
+  for (const sleep of execution.events.filter((event) => event.type === "step-sleep")) {
+    const completions = execution.events.filter((event) => event.type === "step-complete" && event.from === sleep.from)
+    if (completions.length > 1) return `sleep ${sleep.from} completed ${completions.length} times`
+    const woke = completions[0]
+    if (woke !== undefined && sleep.wakeAt !== undefined && Date.parse(woke.startTime) < Date.parse(sleep.wakeAt) - skewMs) {
+      return `sleep ${sleep.from} woke at ${woke.startTime}, before its wakeAt ${sleep.wakeAt}`
+    }
+  }
+  return undefined
 }
 
 /** Every execution, paging through GET /workflows/executions. */
@@ -103,6 +116,8 @@ export const checkInvariants = async (
       violations.add("final status without its final event", `${where}: last events ${types.slice(-3).join(", ")}`)
     }
     if (execution.status === "error") violations.add("execution failed", `${where}: ${types.slice(-2).join(", ")}`)
+    const sleep = sleepProblem(execution, databaseUrl.startsWith("file:") ? 0 : 20)
+    if (sleep) violations.add("a timer fired twice or early", `${where}: ${sleep}`)
   }
 
   log(`${all.length} executions listed; reading the event rows from the database`)
@@ -111,6 +126,9 @@ export const checkInvariants = async (
     violations.add("database and API disagree", `${stored.executions.length} rows stored, ${all.length} listed`)
   }
   const storedIds = new Set(stored.executions.map((row) => row.id))
+  for (const duplicate of stored.innerCompletedTwice) {
+    violations.add("a committed inner step ran again (its step-complete stored twice)", duplicate)
+  }
   for (const [id, seqs] of stored.seqs) {
     if (!storedIds.has(id)) violations.add("events of an unknown execution", `${id}: ${seqs.length} events`)
     const seqProblem = describeSeqProblem(seqs)
