@@ -99,7 +99,15 @@ const innerTimeout = workflow({ id: "inner-timeout", name: "Inner timeout", purp
     ]
   })
 
-const app = defineApp({ workflows: [flaky, timed, paths, child, tapped, innerTimeout] })
+/** Fails once, then waits a 1.5 s back-off: over a second, so the execution parks like a sleep. */
+const patient = workflow({ id: "patient", name: "Patient", purpose: "A long back-off", input: Schema.Number, result: Schema.Number })
+  .andThen({
+    id: "call",
+    execute: ({ attempt, data }) => (attempt === 1 ? Effect.fail(new Flaky({ attempt, message: "busy" })) : Effect.succeed(data + attempt)),
+    retry: { schedule: Schedule.spaced("1500 millis").pipe(Schedule.intersect(Schedule.recurs(2))) }
+  })
+
+const app = defineApp({ workflows: [flaky, timed, paths, child, tapped, innerTimeout, patient] })
 
 const eventsOf = (url: string, workflowId: string, executionId: string) =>
   Effect.map(
@@ -130,6 +138,32 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("step retry", (it)
       }
       // The step-retry events sit between the step's start and its completion.
       expect(events.map((e) => e.type)).toEqual(["workflow-start", "step-start", "step-retry", "step-retry", "step-complete", "workflow-complete"])
+    }))
+
+  it.effect("a back-off over a second parks the execution like a sleep (no fiber; running with waitingUntil), woken at its due time", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const started = yield* fetchJson(`${url}/workflows/patient/run`, json({ input: 1, options: { executionId: "r-park" } }))
+      expect(started.status).toBe(201)
+      let state = (yield* fetchJson(`${url}/workflows/patient/executions/r-park/state`)).body.data
+      for (const deadline = Date.now() + 20_000; state.waitingUntil === undefined && state.status === "running" && Date.now() < deadline;) {
+        yield* Effect.sleep("20 millis")
+        state = (yield* fetchJson(`${url}/workflows/patient/executions/r-park/state`)).body.data
+      }
+      expect(state).toMatchObject({ status: "running" })
+      // waitingUntil is shown only for a parked row (status 'sleeping', no owner): no fiber holds it.
+      expect(state.waitingUntil).toBeDefined()
+      for (const deadline = Date.now() + 20_000; state.status === "running" && Date.now() < deadline;) {
+        yield* Effect.sleep("50 millis")
+        state = (yield* fetchJson(`${url}/workflows/patient/executions/r-park/state`)).body.data
+      }
+      expect(state).toMatchObject({ status: "completed", result: 3 })
+      const events = yield* eventsOf(url, "patient", "r-park")
+      expect(events.map((e) => e.type)).toEqual(["workflow-start", "step-start", "step-retry", "step-sleep", "step-complete", "workflow-complete"])
+      const retry = events.find((e) => e.type === "step-retry")
+      const sleep = events.find((e) => e.type === "step-sleep")
+      expect(sleep.wakeAt).toBe(retry.retryAt)
+      expect(Date.parse(events.at(-2).startTime)).toBeGreaterThanOrEqual(Date.parse(retry.retryAt))
     }))
 
   it.effect("`while` stops at an error it does not match: one attempt, the step fails with the error's detail", () =>

@@ -210,7 +210,9 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             })
             const run = (attempt: number, as = step) => runStep({ ...stepEnv, attempt }, as, data, index === execution.stepIndex ? resumeData : undefined)
             const drained = Deferred.await(drainStarted)
-            const policied = yield* policyStep({ definition, execution, claim, step, index, data, run, recordContent, store, checkpoint, drained })
+            const policied = yield* policyStep({
+              definition, execution, claim, step, index, data, run, recordContent, store, checkpoint, drained, parks: park !== undefined
+            })
             // None: the claim was lost, or a drain stopped a back-off (its due time is committed): handed over.
             if (Option.isNone(policied)) return draining && (yield* store.release(claim)) ? void released.push(id) : undefined
             const outcome = policied.value

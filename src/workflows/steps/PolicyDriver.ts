@@ -40,6 +40,8 @@ export const policyStep = <E>(options: {
   readonly recordContent: boolean
   /** Done when the instance starts draining: a back-off stops waiting (the answer is then none). */
   readonly drained: Effect.Effect<void>
+  /** Whether a long back-off parks the execution (the driver has durable timers). */
+  readonly parks: boolean
   readonly store: ExecutionStore["Type"]
   readonly checkpoint: (
     claim: Claim,
@@ -57,6 +59,7 @@ export const policyStep = <E>(options: {
     stepIndex: index,
     workflowId: definition.id,
     drained: options.drained,
+    parks: options.parks,
     restored: index === execution.stepIndex ? retryStateOf(execution, index, step.id) : undefined,
     run: (n) =>
       inStepSpan(

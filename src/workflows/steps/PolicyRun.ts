@@ -4,6 +4,10 @@ import { StepFailed, type StepOutcome } from "../runner.js"
 import type { Step } from "../Workflow.js"
 import { MAX_ATTEMPTS, MAX_RETRY_DELAY, retryOf, type StepRetry } from "./Policy.js"
 import { RECORDED_FIELDS_MAX, type RecordedError, type RetryState } from "./RetryState.js"
+import { SleepSignal } from "./Sleep.js"
+
+/** A back-off longer than this parks the execution like a sleep (when the driver can park it). */
+export const PARK_BACKOFF_OVER = Duration.seconds(1)
 
 /** A retry about to be committed: the state it leaves, and the failure and back-off that made it. */
 export interface RetryCommit {
@@ -71,6 +75,8 @@ export const runWithPolicy = <A, E>(options: {
   readonly workflowId: string
   /** Done when the instance starts draining: a back-off then stops waiting (none), its due time committed. */
   readonly drained?: Effect.Effect<void> | undefined
+  /** Whether a back-off over PARK_BACKOFF_OVER parks the execution (a SleepSignal until its committed due time). */
+  readonly parks?: boolean | undefined
 }): Effect.Effect<Option.Option<Either.Either<A, StepOutcome>>, E> =>
   Effect.gen(function*() {
     const { step } = options
@@ -82,6 +88,13 @@ export const runWithPolicy = <A, E>(options: {
       ms <= 0 ? Effect.succeed(true) : options.drained === undefined
         ? Effect.as(Effect.sleep(Duration.millis(ms)), true)
         : Effect.raceFirst(Effect.as(Effect.sleep(Duration.millis(ms)), true), Effect.as(options.drained, false))
+    /** A back-off whose due time is committed: parked when long and the driver can, else waited here (false: draining). */
+    const backOff = (dueAt: string): Effect.Effect<Either.Either<boolean, SleepSignal>> => {
+      const ms = Date.parse(dueAt) - Date.now()
+      return options.parks === true && ms > Duration.toMillis(PARK_BACKOFF_OVER)
+        ? Effect.succeed(Either.left(new SleepSignal({ stepId: step.id, wakeAt: dueAt })))
+        : Effect.map(wait(ms), Either.right)
+    }
     const errors: Array<RecordedError> = []
     let attempt = 1
     let firstAt: number | undefined
@@ -91,7 +104,9 @@ export const runWithPolicy = <A, E>(options: {
       for (const [i, error] of restored.errors.entries()) yield* next(i === 0 ? firstAt : Date.parse(error.at), replayed(error))
       errors.push(...restored.errors)
       attempt = restored.attempt
-      if (!(yield* wait(Date.parse(restored.dueAt) - Date.now()))) return Option.none()
+      const waited = yield* backOff(restored.dueAt)
+      if (Either.isLeft(waited)) return Option.some(Either.left(waited.left))
+      if (!waited.right) return Option.none()
     }
     while (true) {
       firstAt ??= Date.now()
@@ -117,8 +132,9 @@ export const runWithPolicy = <A, E>(options: {
       }
       if (!(yield* options.commit({ state, failure, failed: attempt, delayMs, failedAt: new Date(failedAt).toISOString() }))) return Option.none()
       yield* countStepRetry(options.workflowId)
-      // Where a long back-off would park the execution (durable timers): here, once its due time is committed.
-      if (!(yield* wait(delayMs))) return Option.none()
+      const waited = yield* backOff(state.dueAt)
+      if (Either.isLeft(waited)) return Option.some(Either.left(waited.left))
+      if (!waited.right) return Option.none()
       attempt++
     }
   })
