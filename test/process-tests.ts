@@ -13,6 +13,7 @@ export const PROCESS_TESTS = [
   "test/encoded-storage-process.test.ts",
   "test/fuzz.test.ts",
   "test/idle-heap.test.ts",
+  "test/instance-restart.test.ts",
   "test/logs-instances.test.ts",
   "test/node-lines.test.ts",
   "test/otel-export.test.ts",

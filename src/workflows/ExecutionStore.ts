@@ -95,11 +95,12 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
    * Running executions nobody runs any more, taken by `owner` (the version moves on, so a previous
    * owner's writes are refused): those with no owner, or whose owner is not among `liveOwners` (a
    * query of instance ids); all but `owner`'s own when no such query is given (a single instance
-   * starting). Rows another claimer holds are skipped, so each is taken by exactly one.
+   * starting). Rows another claimer holds are skipped, so each is taken by exactly one. `ownToo` (a
+   * process starting, which holds nothing): `owner`'s own too, left by a previous process with its id.
    */
   readonly claimOrphans: (
     owner: string,
-    options: { readonly limit: number; readonly liveOwners?: Statement.Fragment | undefined }
+    options: { readonly limit: number; readonly liveOwners?: Statement.Fragment | undefined; readonly ownToo?: boolean }
   ) => Effect.Effect<ReadonlyArray<Execution>>
   /** A held execution given up (shutting down): running with no owner, at a new version, for another instance to take. */
   readonly release: (claim: Claim) => Effect.Effect<boolean>
@@ -342,12 +343,10 @@ export const ExecutionStoreLive = Layer.scoped(
         untraced
       )
 
-    const claimOrphans: ExecutionStore["Type"]["claimOrphans"] = (owner, { limit, liveOwners }) => {
-      const orphaned = sql`status = 'running' AND ${
-        liveOwners === undefined
-          ? sql`(owner IS NULL OR owner <> ${owner})`
-          : sql`(owner IS NULL OR owner NOT IN (${liveOwners}))`
-      }`
+    const claimOrphans: ExecutionStore["Type"]["claimOrphans"] = (owner, { limit, liveOwners, ownToo }) => {
+      const orphaned = sql`status = 'running' AND (owner IS NULL${ownToo === true ? sql` OR owner = ${owner}` : sql``} OR ${
+        liveOwners === undefined ? sql`owner <> ${owner}` : sql`owner NOT IN (${liveOwners})`
+      })`
       // Looked for first on the service's connection: at start-up and on every poll there is most
       // often none, and a read answers without waiting for a commit.
       return sql<{ id: string }>`SELECT id FROM workflow_executions WHERE ${orphaned} LIMIT 1`.pipe(
