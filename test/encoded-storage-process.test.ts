@@ -1,9 +1,8 @@
-import { afterEach, expect, it } from "@effect/vitest"
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { expect, it } from "@effect/vitest"
+import { existsSync, rmSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { freePort, killed, pollUntil, type Spawned, spawnMain, waitForHttp } from "./support/process.js"
+import { fixtureApp, freePort, pollUntil } from "./support/process.js"
 
 // Issue #30 (settled 2): typed data survives a crash. The app (test/fixtures/encoded-storage/app.mjs)
 // has a workflow whose input holds a `Schema.Date` and whose first step's outputSchema does too; its
@@ -11,23 +10,10 @@ import { freePort, killed, pollUntil, type Spawned, spawnMain, waitForHttp } fro
 
 const APP = fileURLToPath(new URL("./fixtures/encoded-storage/app.mjs", import.meta.url))
 
-const running: Array<Spawned> = []
-const dirs: Array<string> = []
-afterEach(() => {
-  running.splice(0).forEach(killed)
-  dirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true }))
-})
-
-const start = async (port: number, databaseUrl: string) => {
-  const server = spawnMain(["--port", String(port)], { script: APP, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" } })
-  running.push(server)
-  await waitForHttp(port)
-  return server
-}
+const { start, tempDir } = fixtureApp(APP)
 
 it("SIGKILL between two steps: after a restart on the same SQLite file the next step still gets Dates (input, data, steps)", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "service-encoded-"))
-  dirs.push(dir)
+  const dir = tempDir("service-encoded-")
   const databaseUrl = `file:${join(dir, "encoded.db")}`
   const gate = join(dir, "gate")
   const port = await freePort()

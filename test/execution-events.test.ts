@@ -2,6 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect } from "effect"
 import { ExecutionStore } from "../src/workflows/ExecutionStore.js"
 import type { WorkflowEvent } from "../src/workflows/WorkflowSchemas.js"
+import { testExecution } from "./support/executions.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 /**
@@ -76,23 +77,10 @@ describe("an execution's events by page", () => {
           event(id, "step-complete", "each", 3, "fan[0]"),
           event(id, "step-start", "each", 4, "fan[1]")
         ]
-        const created = yield* store.create({
-          id,
-          workflowId: "pipeline",
-          workflowName: "Data pipeline",
-          status: "suspended",
-          input: {},
-          context: {},
-          user: null,
-          stepIndex: 0,
-          stepData: {},
-          currentData: {},
-          metadata: { traceId: "", spanId: "" },
-          version: 0,
-          lastSeq: 0,
-          createdAt: at,
-          updatedAt: at
-        }, events)
+        const created = yield* store.create(
+          testExecution(id, { workflowId: "pipeline", workflowName: "Data pipeline", status: "suspended", createdAt: at, updatedAt: at }),
+          events
+        )
         expect(created._tag).toBe("Some")
         const listed = yield* fetchJson(`${url}/workflows/executions?workflowId=pipeline&status=suspended`)
         const record = listed.body.data.find((r: { id: string }) => r.id === id)

@@ -1,9 +1,8 @@
-import { afterEach, expect, it } from "@effect/vitest"
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { expect, it } from "@effect/vitest"
+import { existsSync, readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { freePort, killed, pollUntil, type Spawned, spawnMain, waitForHttp } from "./support/process.js"
+import { fixtureApp, freePort, pollUntil } from "./support/process.js"
 
 // Issue #31 (item 2, settled 4): each item of an andForEach is committed as it completes, so after a
 // kill -9 mid-loop a restarted process runs only the unfinished items. The app
@@ -11,19 +10,7 @@ import { freePort, killed, pollUntil, type Spawned, spawnMain, waitForHttp } fro
 
 const APP = fileURLToPath(new URL("./fixtures/loops/app.mjs", import.meta.url))
 
-const running: Array<Spawned> = []
-const dirs: Array<string> = []
-afterEach(() => {
-  running.splice(0).forEach(killed)
-  dirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true }))
-})
-
-const start = async (port: number, databaseUrl: string) => {
-  const server = spawnMain(["--port", String(port)], { script: APP, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" } })
-  running.push(server)
-  await waitForHttp(port)
-  return server
-}
+const { start, tempDir } = fixtureApp(APP)
 
 const runsOf = (log: string) => {
   const counts = new Map<string, number>()
@@ -33,8 +20,7 @@ const runsOf = (log: string) => {
 }
 
 it("SIGKILL mid-loop: after a restart on the same SQLite file the committed items are not run again", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "service-loops-"))
-  dirs.push(dir)
+  const dir = tempDir("service-loops-")
   const databaseUrl = `file:${join(dir, "loops.db")}`
   const log = join(dir, "runs.log")
   const gate = join(dir, "gate")

@@ -1,28 +1,15 @@
-import { afterEach, expect, it } from "@effect/vitest"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { expect, it } from "@effect/vitest"
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { freePort, killed, pollUntil, type Spawned, spawnMain, waitForHttp } from "./support/process.js"
+import { fixtureApp, freePort, pollUntil } from "./support/process.js"
 
 // Issue #31 (settled 10): a kill -9 during a retry's back-off keeps the attempt count and the due
 // time. The app (test/fixtures/step-retry/app.mjs) fails its step twice, with back-offs of 0.5 s and 6 s.
 
 const APP = fileURLToPath(new URL("./fixtures/step-retry/app.mjs", import.meta.url))
 
-const running: Array<Spawned> = []
-const dirs: Array<string> = []
-afterEach(() => {
-  running.splice(0).forEach(killed)
-  dirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true }))
-})
-
-const start = async (port: number, databaseUrl: string) => {
-  const server = spawnMain(["--port", String(port)], { script: APP, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" } })
-  running.push(server)
-  await waitForHttp(port)
-  return server
-}
+const { start, tempDir } = fixtureApp(APP)
 
 interface Attempt {
   readonly executionId: string
@@ -32,8 +19,7 @@ interface Attempt {
 }
 
 it("SIGKILL during a back-off: after a restart on the same SQLite file the attempts go on (3, not 1) at the committed due time", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "service-retry-"))
-  dirs.push(dir)
+  const dir = tempDir("service-retry-")
   const databaseUrl = `file:${join(dir, "retry.db")}`
   const log = join(dir, "attempts.jsonl")
   const port = await freePort()
@@ -81,8 +67,7 @@ it("SIGKILL during a back-off: after a restart on the same SQLite file the attem
 }, 120_000)
 
 it("SIGTERM during a back-off: the process exits without waiting for it, and the next one makes attempt 3 at the due time", async () => {
-  const dir = mkdtempSync(join(tmpdir(), "service-retry-"))
-  dirs.push(dir)
+  const dir = tempDir("service-retry-")
   const databaseUrl = `file:${join(dir, "retry.db")}`
   const log = join(dir, "attempts.jsonl")
   const port = await freePort()

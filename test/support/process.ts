@@ -1,5 +1,9 @@
+import { afterEach } from "vitest"
 import { type ChildProcess, spawn } from "node:child_process"
 import { once } from "node:events"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 export const MAIN = fileURLToPath(new URL("../../dist/main.js", import.meta.url))
@@ -74,5 +78,32 @@ export const pollUntil = async <A>(what: string, probe: () => A | Promise<A>, do
     if (done(value)) return value
     if (Date.now() > deadline) throw new Error(`${what}: not within ${deadlineMs / 1000} s`)
     await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+/**
+ * Processes of a fixture app (`script`, an embedding of the service) for one test file: `start` spawns
+ * one on a port and database and waits until it answers; `tempDir` makes a directory. Both are cleaned
+ * up after each test.
+ */
+export const fixtureApp = (script: string) => {
+  const running: Array<Spawned> = []
+  const dirs: Array<string> = []
+  afterEach(() => {
+    running.splice(0).forEach(killed)
+    dirs.splice(0).forEach((dir) => rmSync(dir, { recursive: true, force: true }))
+  })
+  return {
+    tempDir: (prefix: string) => {
+      const dir = mkdtempSync(join(tmpdir(), prefix))
+      dirs.push(dir)
+      return dir
+    },
+    start: async (port: number, databaseUrl: string) => {
+      const server = spawnMain(["--port", String(port)], { script, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" } })
+      running.push(server)
+      await waitForHttp(port)
+      return server
+    }
   }
 }
