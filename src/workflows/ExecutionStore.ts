@@ -23,7 +23,7 @@ import {
 import { deleteFinishedExecutions } from "./executionDeletion.js"
 import type { WorkflowEvent } from "./WorkflowSchemas.js"
 import { ownTransaction } from "../storage/transaction.js"
-import { makeStaging, resolveRows } from "./ValueRows.js"
+import { type makeStaging, resolveRows, writeWithEvents } from "./ValueRows.js"
 import { type RetryState, retryUpdate } from "./steps/RetryState.js"
 
 type Staging = ReturnType<typeof makeStaging>
@@ -160,25 +160,9 @@ export const ExecutionStoreLive = Layer.scoped(
       id: string,
       events: ReadonlyArray<WorkflowEvent>,
       update: (staging: Staging, historyBytes: number) => Statement.Statement<unknown>
-    ) => {
+    ) =>
       // The values of the events and of the row are stored once (StoredValues), with the write.
-      const staging = makeStaging()
-      const rows = events.map((event) => ({
-        execution_id: id,
-        event: staging.event(event),
-        created_at: event.timestamp,
-        path: event.path ?? null
-      }))
-      const statement = update(staging, staging.historyBytes()).compile()
-      return Effect.map(
-        submit({
-          statements: [statement],
-          append: { table: "workflow_events", numberColumn: "seq", numberFrom: "last_seq", rows },
-          once: staging.once(id)
-        }),
-        (changed) => changed.length === 0 ? Option.none<number>() : Option.some(Number(changed[0].last_seq))
-      )
-    }
+      writeWithEvents(submit, id, events, (staging) => [update(staging, staging.historyBytes())])
 
     /** The rows a claim may still write: running, at its version, and its owner's when it names one. */
     const held = (claim: Claim) =>

@@ -1,6 +1,7 @@
-import type { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
-import type { CommitRequest } from "../storage/commits.js"
+import type { SqlClient, Statement } from "@effect/sql"
+import { Effect, Option } from "effect"
+import type { CommitRequest, ResultRow } from "../storage/commits.js"
+import type { WorkflowEvent } from "./WorkflowSchemas.js"
 import { Resolved } from "./ExecutionRows.js"
 import { externalize, hasReferences, parseStored, referencesIn, revive } from "./StoredValues.js"
 
@@ -36,6 +37,32 @@ export const makeStaging = () => {
         ? undefined
         : { table: TABLE, rows: Array.from(values, ([hash, value]) => ({ execution_id: id, hash, value })) }
   }
+}
+
+type Staging = ReturnType<typeof makeStaging>
+
+/**
+ * A conditional write with its events, in one request: the `statements` built on the write's staging
+ * (the first bumps the execution row's `last_seq` by the number of events; the last answers it), then
+ * the events appended with their numbers (and `path`) and the values staged. The number of the last
+ * event, or none when the condition did not hold.
+ */
+export const writeWithEvents = <E>(
+  submit: (request: CommitRequest) => Effect.Effect<ReadonlyArray<ResultRow>, E>,
+  id: string,
+  events: ReadonlyArray<WorkflowEvent>,
+  statements: (staging: Staging) => ReadonlyArray<Statement.Statement<unknown>>
+): Effect.Effect<Option.Option<number>, E> => {
+  const staging = makeStaging()
+  const rows = events.map((event) => ({ execution_id: id, event: staging.event(event), created_at: event.timestamp, path: event.path ?? null }))
+  return Effect.map(
+    submit({
+      statements: statements(staging).map((statement) => statement.compile()),
+      append: { table: "workflow_events", numberColumn: "seq", numberFrom: "last_seq", rows },
+      once: staging.once(id)
+    }),
+    (changed) => (changed.length === 0 ? Option.none<number>() : Option.some(Number(changed[0].last_seq)))
+  )
 }
 
 /**

@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
 import { type Claim, now } from "../ExecutionRows.js"
-import { makeStaging, resolveRows } from "../ValueRows.js"
+import { resolveRows, writeWithEvents } from "../ValueRows.js"
 import type { WorkflowEvent } from "../WorkflowSchemas.js"
 
 /**
@@ -70,34 +70,19 @@ export const makeInnerOutputs = Effect.gen(function*() {
       )
 
   const commit: InnerOutputs["commit"] = (claim, entries, events) => {
-    const staging = makeStaging()
-    const id = claim.id
-    const rows = events.map((event) => ({
-      execution_id: id,
-      event: staging.event(event),
-      created_at: event.timestamp,
-      path: event.path ?? null
-    }))
     const at = events.at(-1)?.timestamp ?? now()
-    // The UPDATE first: it takes the row's lock (Postgres), so the inserts after it see the claim as it
-    // commits; each insert is fenced by the claim as well, so a lost claim writes nothing.
-    const inserts = entries.map(({ path, value }) =>
-      sql`INSERT INTO workflow_step_outputs (execution_id, path, output, created_at)
-        SELECT id, ${path}, ${staging.text(value)}, ${at} FROM workflow_executions WHERE ${held(claim)}
-        ON CONFLICT (execution_id, path) DO NOTHING`
-    )
-    const historyBytes = staging.historyBytes()
-    const bumpWithBytes = sql`UPDATE workflow_executions SET last_seq = last_seq + ${events.length}, updated_at = ${at},
-      history_bytes = history_bytes + ${historyBytes} WHERE ${held(claim)} RETURNING last_seq`
-    const last = sql`SELECT last_seq FROM workflow_executions WHERE ${held(claim)}`
-    return Effect.map(
-      submit({
-        statements: [bumpWithBytes.compile(), ...inserts.map((insert) => insert.compile()), last.compile()],
-        append: { table: "workflow_events", numberColumn: "seq", numberFrom: "last_seq", rows },
-        once: staging.once(id)
-      }),
-      (changed) => changed.length === 0 ? Option.none<number>() : Option.some(Number(changed[0].last_seq))
-    )
+    return writeWithEvents(submit, claim.id, events, (staging) => [
+      // The UPDATE first: it takes the row's lock (Postgres), so the inserts after it see the claim as it
+      // commits; each insert is fenced by the claim as well, so a lost claim writes nothing.
+      sql`UPDATE workflow_executions SET last_seq = last_seq + ${events.length}, updated_at = ${at},
+        history_bytes = history_bytes + ${staging.historyBytes()} WHERE ${held(claim)} RETURNING last_seq`,
+      ...entries.map(({ path, value }) =>
+        sql`INSERT INTO workflow_step_outputs (execution_id, path, output, created_at)
+          SELECT id, ${path}, ${staging.text(value)}, ${at} FROM workflow_executions WHERE ${held(claim)}
+          ON CONFLICT (execution_id, path) DO NOTHING`
+      ),
+      sql`SELECT last_seq FROM workflow_executions WHERE ${held(claim)}`
+    ])
   }
 
   return { read, commit } satisfies InnerOutputs

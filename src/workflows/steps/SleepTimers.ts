@@ -8,7 +8,7 @@ import type { ExecutionDriver } from "../ExecutionDriver.js"
 import { workflowEvent } from "../ExecutionEndings.js"
 import { type Claim, type Execution, ExecutionFromRow, now, type SleepRecord, VALUE_COLUMNS } from "../ExecutionRows.js"
 import { ExecutionStore } from "../ExecutionStore.js"
-import { makeStaging, resolveRows } from "../ValueRows.js"
+import { resolveRows, writeWithEvents } from "../ValueRows.js"
 import type { Step, WorkflowDefinition } from "../Workflow.js"
 import type { WorkflowEvent } from "../WorkflowSchemas.js"
 import type { SleepSignal } from "./Sleep.js"
@@ -26,23 +26,14 @@ const makeTimerStore = Effect.gen(function*() {
    * A held execution parked at the sleep step `index`: sleeping (no owner, a new version: the claim is
    * spent), with its wake time and the step-sleep event, in one conditional write.
    */
-  const park = (claim: Claim, index: number, sleep: SleepRecord, event: WorkflowEvent) => {
-    const staging = makeStaging()
-    const rows = [{ execution_id: claim.id, event: staging.event(event), created_at: event.timestamp }]
-    const statement = sql`UPDATE workflow_executions SET status = 'sleeping', wake_at = ${sleep.wakeAt}, sleep = ${JSON.stringify(sleep)},
-      owner = NULL, version = version + 1, last_seq = last_seq + 1, updated_at = ${event.timestamp},
-      history_bytes = history_bytes + ${staging.historyBytes()}
-      WHERE id = ${claim.id} AND status = 'running' AND version = ${claim.version} AND owner = ${claim.owner ?? null}
-      AND step_index = ${index} RETURNING last_seq`.compile()
-    return Effect.map(
-      submit({
-        statements: [statement],
-        append: { table: "workflow_events", numberColumn: "seq", numberFrom: "last_seq", rows },
-        once: staging.once(claim.id)
-      }),
-      (changed) => (changed.length === 0 ? Option.none<number>() : Option.some(Number(changed[0].last_seq)))
-    )
-  }
+  const park = (claim: Claim, index: number, sleep: SleepRecord, event: WorkflowEvent) =>
+    writeWithEvents(submit, claim.id, [event], (staging) => [
+      sql`UPDATE workflow_executions SET status = 'sleeping', wake_at = ${sleep.wakeAt}, sleep = ${JSON.stringify(sleep)},
+        owner = NULL, version = version + 1, last_seq = last_seq + 1, updated_at = ${event.timestamp},
+        history_bytes = history_bytes + ${staging.historyBytes()}
+        WHERE id = ${claim.id} AND status = 'running' AND version = ${claim.version} AND owner = ${claim.owner ?? null}
+        AND step_index = ${index} RETURNING last_seq`
+    ])
 
   /** The earliest wake time and the number parked. */
   const nextDue = sql<{ next: string | null; parked: number | string }>`SELECT MIN(wake_at) AS next, COUNT(*) AS parked
