@@ -53,7 +53,23 @@ const parent = workflow({ id: "parent", name: "parent", purpose: "child", input:
 const itemised = workflow({ id: "itemised", name: "itemised", purpose: "item suspends", input: Schema.Array(Schema.Number), result: Schema.Unknown })
   .andForEach({ id: "each", items: ({ data }) => data, step: { id: "one", execute: ({ data, resumeData, suspend }) => (data === 2 && resumeData === undefined ? suspend("two") : data) } })
 
-const all = [parallel, parent, itemised]
+/** A child whose loop suspends at an item, then a grandchild that suspends at its second step. */
+const grandchild = workflow({ id: "grandchild", name: "grandchild", purpose: "nested", input: Schema.Number, result: Schema.Number })
+  .andThen({ id: "load", execute: ({ data, path }) => (ran(path), data + 1) })
+  .andThen({ id: "wait", execute: ({ data, path, resumeData, suspend }) => (ran(path), resumeData === undefined ? suspend("grandchild waits") : data) })
+
+const loopingChild = workflow({ id: "looping-child", name: "looping child", purpose: "loop", input: Schema.Array(Schema.Number), result: Schema.Number })
+  .andForEach({
+    id: "each",
+    items: ({ data }) => data,
+    step: { id: "one", execute: ({ data, path, resumeData, suspend }) => (ran(path), data === 2 && resumeData === undefined ? suspend("item waits") : data * 10) }
+  })
+  .andWorkflow({ id: "deeper", workflow: grandchild, input: ({ data }) => data.length })
+
+const nesting = workflow({ id: "nesting", name: "nesting", purpose: "child with a loop and a grandchild", input: Schema.Array(Schema.Number), result: Schema.Number })
+  .andWorkflow({ id: "outer", workflow: loopingChild })
+
+const all = [parallel, parent, itemised, nesting]
 
 const recordEvents = (base: string, executionId: string) =>
   Effect.map(fetchJson(`${base}/workflows/executions/${executionId}`), (response): Array<any> => response.body.data.events)
@@ -136,6 +152,36 @@ const inner = (databaseUrl: Effect.Effect<string, never, any>, store: string) =>
           const paths = (yield* recordEvents(base, id)).flatMap((event) => (event.path === undefined ? [] : [event.path]))
           // The child's last step is committed with the andWorkflow step itself.
           expect(paths).toEqual(["notify/load", "notify/approve"])
+        }))
+    }), 60_000)
+
+  it.scopedLive("inside a child workflow, a loop's items and a grandchild's steps are committed under their full paths: resumes re-run only what was not", () =>
+    Effect.gen(function*() {
+      const url = yield* databaseUrl
+      runs.clear()
+      const id = `n-${store}`
+      yield* withService(url, all, (base) =>
+        Effect.gen(function*() {
+          const atItem = yield* fetchJson(`${base}/workflows/nesting/execute`, json({ input: [1, 2, 3], options: { executionId: id } }))
+          expect(atItem.body.data).toMatchObject({ status: "suspended", suspension: { reason: "item waits" } })
+          expect((yield* fetchJson(`${base}/workflows/nesting/executions/${id}/state`)).body.data.suspension).toMatchObject({ stepId: "outer/each[1]" })
+        }))
+      yield* withService(url, all, (base, sql) =>
+        Effect.gen(function*() {
+          const atGrandchild = yield* fetchJson(`${base}/workflows/nesting/executions/${id}/resume`, json({ resumeData: {} }))
+          expect(atGrandchild.body.data).toMatchObject({ status: "suspended", suspension: { reason: "grandchild waits" } })
+          expect((yield* fetchJson(`${base}/workflows/nesting/executions/${id}/state`)).body.data.suspension).toMatchObject({ stepId: "outer/deeper/wait" })
+          const done = yield* fetchJson(`${base}/workflows/nesting/executions/${id}/resume`, json({ resumeData: {} }))
+          expect(done.body.data).toMatchObject({ status: "completed", result: 4 })
+          expect(Object.fromEntries(runs)).toEqual({
+            "outer/each[0]": 1,
+            "outer/each[1]": 2,
+            "outer/each[2]": 1,
+            "outer/deeper/load": 1,
+            "outer/deeper/wait": 2
+          })
+          const rows = yield* sql<{ path: string }>`SELECT path FROM workflow_step_outputs WHERE execution_id = ${id} ORDER BY path`.pipe(Effect.orDie)
+          expect(rows.map((row) => row.path)).toEqual(["outer/deeper/load", "outer/each", "outer/each#items", "outer/each[0]", "outer/each[1]", "outer/each[2]"])
         }))
     }), 60_000)
 }

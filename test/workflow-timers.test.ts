@@ -1,7 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
-import { eventsOf, eventually, expectWellFormed, parked, post, rowOf, stateOf, timerRaces, timersApp } from "./support/timers.js"
+import { eventsOf, eventually, expectWellFormed, parked, post, rowOf, runs, stateOf, timerRaces, timersApp } from "./support/timers.js"
 
 /** Durable timers (issue #31) on SQLite, in process: parking, waking, bounds, cancel, suspend and resume of sleepers. */
 
@@ -76,12 +76,19 @@ layer(TestServerLive({ app: timersApp }), { excludeTestServices: true })("durabl
       expect(far.body.error).toContain("is more than the 366d a sleep may last ahead")
     }), 30_000)
 
-  it.effect("a sleep inside a child workflow fails the step with a message (top-level sleeps only); a past one passes", () =>
+  it.effect("a sleep inside a child workflow parks the execution at its path; on wake the child's earlier steps and onStart do not run again", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const refused = yield* post(`${url}/workflows/sleepy-parent/execute`, { input: { ms: 60_000 } })
-      expect(refused.body.success).toBe(false)
-      expect(refused.body.error).toContain("step nap: a sleep must be a top-level step of the running workflow, not inside andWorkflow child")
+      yield* post(`${url}/workflows/sleepy-parent/run`, { input: { ms: 1500 }, options: { executionId: "child-sleeps" } })
+      const state = yield* parked(url, "sleepy-parent", "child-sleeps")
+      expect(yield* rowOf("child-sleeps")).toMatchObject({ status: "sleeping", owner: null })
+      const sleepEvent = (yield* eventsOf(url, "child-sleeps")).find((e) => e.type === "step-sleep")
+      expect(sleepEvent).toMatchObject({ from: "nap", path: "child/nap", wakeAt: state.waitingUntil })
+      const done = yield* eventually(stateOf(url, "sleepy-parent", "child-sleeps"), (s) => s.status === "completed", "woken and completed")
+      expect(done.result.after).toBeGreaterThanOrEqual(Date.parse(state.waitingUntil))
+      expect(runs.get("child-sleeps:prepare")).toBe(1)
+      expect(runs.get("child-sleeps:onStart")).toBe(1)
+      expectWellFormed(yield* eventsOf(url, "child-sleeps"), "workflow-complete")
       const passed = yield* post(`${url}/workflows/sleepy-parent/execute`, { input: { ms: 0 } })
       expect(passed.body.data).toMatchObject({ status: "completed", result: { ms: 0 } })
     }), 30_000)

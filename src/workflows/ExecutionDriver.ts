@@ -143,7 +143,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
      * next step runs. Every write is conditional on the claim (running, at the version this fiber
      * holds): a refused write means the execution was cancelled or suspended from outside, and the
      * fiber stops at once, runs no further step and publishes nothing. `startRecorded`: the first
-     * step's step-start is already stored (a fresh execution's opening write holds it). The stored
+     * step's step-start is already stored (the opening write or, `woken`, a sleeper's park holds it). The stored
      * values are decoded first (StepCodec); `checked`: the data the step gets came from another
      * predecessor (a resume at another step, a changed definition) and must fit, else the execution fails.
      */
@@ -152,7 +152,8 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
       execution: Execution,
       claim: Claim,
       startRecorded: boolean,
-      checked: boolean
+      checked: boolean,
+      woken: boolean
     ): Effect.Effect<void> =>
       Effect.suspend(() => {
         const id = execution.id
@@ -180,7 +181,9 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
           const resumeData = restored.right.resumeData
           let started = startRecorded
           let history = execution.historyBytes ?? 0
-          if (startRecorded) yield* fireHook(definition, "onStart", { ...hookBase(execution), input: env.input }, scope)
+          // The opening write started it (a woken sleeper's step-start is stored too, but it started long ago).
+          const opening = startRecorded && !woken
+          if (opening) yield* fireHook(definition, "onStart", { ...hookBase(execution), input: env.input }, scope)
           if (index >= steps.length) {
             // Nothing left to run (a workflow without steps): only the ending remains.
             const ending = checkResult(definition, data)
@@ -206,7 +209,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               execution,
               claim,
               commitWith,
-              fresh: startRecorded || index !== execution.stepIndex
+              fresh: opening || index !== execution.stepIndex
             })
             const run = (attempt: number, as = step) => runStep({ ...stepEnv, attempt }, as, data, index === execution.stepIndex ? resumeData : undefined)
             const drained = Deferred.await(drainStarted)
@@ -220,10 +223,8 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               const failure = outcome.left
               if (failure._tag === "StepFailed") return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`, failure.detail, definition)
               if (failure._tag === "SleepSignal") {
-                // Parked until its wake time (issue #31): the fiber ends, holding nothing. Top-level sleeps only.
-                if (park === undefined || failure.stepId !== step.id) {
-                  return yield* fail(claim, execution, `step ${failure.stepId}: a sleep must be a top-level step of the running workflow, not inside ${step.type} ${step.id}`)
-                }
+                // Parked until its wake time (issue #31): the fiber ends, holding nothing (a child's sleep too: its steps run in order).
+                if (park === undefined) return yield* fail(claim, execution, `step ${failure.stepId}: this engine has no durable timers`)
                 return yield* park({ claim, execution, step, index, signal: failure, checkpoint: (events, write) => checkpoint(claim, events, write) })
               }
               const { suspended, suspension } = suspensionAt(execution, failure.path ?? step.id, index, failure)
@@ -329,7 +330,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
     const launch = (
       definition: WorkflowDefinition,
       execution: Execution,
-      options: { readonly startRecorded: boolean; readonly deaths?: number; readonly checked?: boolean }
+      options: { readonly startRecorded: boolean; readonly deaths?: number; readonly checked?: boolean; readonly woken?: boolean }
     ): Effect.Effect<Fiber.RuntimeFiber<void>> =>
       Effect.suspend(() => {
         const claim: Claim = { id: execution.id, version: execution.version, owner: instanceId }
@@ -341,7 +342,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
           Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)
             ? Effect.asVoid(Effect.forkIn(goOn(definition, claim, (options.deaths ?? 0) + 1, options.checked ?? false), scope))
             : Effect.void
-        const driven = drive(definition, execution, claim, options.startRecorded, options.checked ?? false).pipe(Effect.ensuring(forget), Effect.onExit(died))
+        const driven = drive(definition, execution, claim, options.startRecorded, options.checked ?? false, options.woken ?? false).pipe(Effect.ensuring(forget), Effect.onExit(died))
         return FiberMap.run(fibers, execution.id, driven)
       })
 

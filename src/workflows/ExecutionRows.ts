@@ -53,7 +53,8 @@ const RowStatus = Schema.transform(Schema.Literal(...ExecutionStatus.literals, "
 })
 
 /** The committed wake time of the sleep step an execution stands at (issue #31). */
-export const SleepRecord = Schema.Struct({ stepId: Schema.String, wakeAt: Schema.String })
+/** The sleep an execution is parked at: its top-level step, the sleep's path inside it (a child's sleep), its wake time. */
+export const SleepRecord = Schema.Struct({ stepId: Schema.String, wakeAt: Schema.String, path: Schema.optional(Schema.String) })
 export interface SleepRecord extends Schema.Schema.Type<typeof SleepRecord> {}
 
 /**

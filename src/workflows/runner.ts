@@ -5,15 +5,14 @@ import type { ErrorDetail } from "../core/errorDetail.js"
 import { BadRequest, ValidationError } from "../core/errors.js"
 import { errorDetailOf, failureMessage, spanMessageOf } from "../observability/errorDetail.js"
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
-import { checkOutput, encodeValue, isPlain, storedForm } from "./StepCodec.js"
+import { encodeValue, isPlain, storedForm } from "./StepCodec.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
-import { timed } from "./steps/Policy.js"
 import { enterSleep, type SleepSignal } from "./steps/Sleep.js"
 import type { SleepRecord } from "./ExecutionRows.js"
-import type { InnerCheckpoint } from "./steps/InnerOutputs.js"
+import { type InnerCheckpoint, inMemory } from "./steps/InnerOutputs.js"
 import { runAll, runChildSteps, runRace } from "./steps/innerRunner.js"
 import { runLoopStep } from "./steps/loopRunner.js"
-import { isSuspendSignal, type Step, type StepContext, type StepFn, type StepSpec, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
+import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
 /** A step that failed (not a suspension, not an interruption). */
 export class StepFailed extends Data.TaggedError("StepFailed")<{
@@ -119,7 +118,7 @@ export const contextFor = (env: StepEnv, step: Running, data: unknown, resumeDat
   getStepData: (stepId) => env.stepData[stepId],
   suspend: suspendHere(step.id, step.suspendSchema ?? env.suspendSchema),
   resumeData,
-  path: (env.pathPrefix ?? "") + (step.path ?? step.id),
+  path: pathIn(env, step.path ?? step.id),
   attempt: env.attempt ?? 1,
   get signal() {
     return lazySignal.signal
@@ -130,15 +129,14 @@ export const contextFor = (env: StepEnv, step: Running, data: unknown, resumeDat
 const runFn = (env: StepEnv, step: Running, fn: StepFn, data: unknown, resumeData: unknown) =>
   runCode(step.id, (signal) => fn(contextFor(env, step, data, resumeData, signal)))
 
+/** A path as the execution knows it: inside a child workflow, after the path of its parent step. */
+export const pathIn = (env: StepEnv, path: string) => (env.pathPrefix ?? "") + path
+
 export const inner = (outer: Running, step: Running): Running => ({
   id: step.id,
   suspendSchema: step.suspendSchema ?? outer.suspendSchema,
   path: `${outer.path ?? outer.id}/${step.id}`
 })
-
-/** An inner step of andAll/andRace, bounded by its `timeout` (steps/Policy.ts). */
-export const runInner = (env: StepEnv, outer: Running, one: StepSpec, data: unknown, resumeData: unknown) =>
-  timed(one, runFn(env, inner(outer, one), one.execute, data, resumeData), (timeout) => stepFailure(one.id, timeout))
 
 /** Decodes a workflow's input; the message is the API's validation message. */
 export const decodeInput = (definition: WorkflowDefinition, input: unknown, path = "input") =>
@@ -195,20 +193,9 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
         )
       )
     case "andAll":
-      if (env.inner !== undefined) return runAll(env, step, data, resumeData, env.inner)
-      return Effect.all(
-        step.steps.map((one) => Effect.tap(runInner(env, step, one, data, resumeData), (out) => {
-          env.stepData[one.id] = out
-        })),
-        { concurrency: "unbounded" }
-      )
+      return runAll(env, step, data, resumeData, env.inner ?? inMemory)
     case "andRace":
-      if (env.inner !== undefined) return runRace(env, step, data, resumeData)
-      return Effect.raceAll(
-        step.steps.map((one) => Effect.tap(runInner(env, step, one, data, resumeData), (out) => {
-          env.stepData[one.id] = out
-        }))
-      )
+      return runRace(env, step, data, resumeData)
     case "andAgent":
       return runCode(step.id, (signal) => step.prompt(contextFor(env, step, data, resumeData, signal))).pipe(
         Effect.flatMap((prompt) => askAgent(env, step, prompt)),
@@ -219,7 +206,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
       )
     case "andSleep":
     case "andSleepUntil":
-      return enterSleep(step, data, env.sleep, (fn) => runFn(env, step, fn, data, resumeData), (message) =>
+      return enterSleep(step, pathIn(env, step.id), data, env.sleep, (fn) => runFn(env, step, fn, data, resumeData), (message) =>
         new StepFailed({ stepId: step.id, message }))
     case "andWorkflow":
       return runCode(step.id, (signal) =>
@@ -227,10 +214,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
           Effect.flatMap((childInput) =>
             Either.match(childInputOf(step.workflow, childInput), {
               onLeft: (error) => Effect.fail(new StepFailed({ stepId: step.id, message: `sub-workflow ${step.workflow.id}: ${error.message}` })),
-              onRight: (decoded) =>
-                env.inner === undefined
-                  ? runChild(env, step.id, step.workflow, decoded, resumeData)
-                  : runChildSteps(env, step, step.workflow, decoded, resumeData, env.inner)
+              onRight: (decoded) => runChildSteps(env, step, step.workflow, decoded, resumeData, env.inner ?? inMemory)
             })
           )
         )
@@ -255,19 +239,3 @@ const askAgent = (env: StepEnv, step: Extract<Step, { type: "andAgent" }>, promp
     : env.agents.object(step.agent.id, { ...request, schema: output })
   return Effect.mapError(answer, (error) => stepFailure(step.id, error))
 }
-
-/** A sub-workflow runs inline: its steps in order, its suspension suspending the parent step. */
-const runChild = (env: StepEnv, parentId: string, child: WorkflowDefinition, input: unknown, resumeData: unknown) =>
-  Effect.gen(function*() {
-    const pathPrefix = `${env.pathPrefix ?? ""}${parentId}/`
-    const childEnv: StepEnv = { ...env, input, stepData: {}, suspendSchema: child.suspendSchema, inner: undefined, pathPrefix }
-    let data = input
-    for (const step of child.steps) {
-      const out = yield* runStep(childEnv, step, data, resumeData)
-      const mismatch = checkOutput(step, out)
-      if (mismatch !== undefined) return yield* new StepFailed({ stepId: step.id, message: mismatch })
-      childEnv.stepData[step.id] = out
-      data = out
-    }
-    return data
-  })

@@ -37,14 +37,31 @@ export const napFor = workflow({
   result: Schema.Struct({ duration: Schema.String })
 }).andSleep({ id: "nap", duration: ({ data }) => data.duration as Duration.DurationInput })
 
-/** A child workflow that sleeps: refused with a message (sleeps are top-level steps). */
+/** How often each execution ran a step, and its onStart hook, by `<executionId>:<what>`. */
+export const runs = new Map<string, number>()
+const count = (key: string) => runs.set(key, (runs.get(key) ?? 0) + 1)
+
+/** A child workflow that prepares, sleeps, then answers when it woke. */
+const sleepyChild = workflow({
+  id: "sleepy-child",
+  name: "Sleepy child",
+  purpose: "Prepares, sleeps a given number of milliseconds, answers",
+  input: Schema.Struct({ ms: Schema.Number }),
+  result: Schema.Struct({ ms: Schema.Number, after: Schema.Number })
+})
+  .andThen({ id: "prepare", execute: ({ data, executionId }) => (count(`${executionId}:prepare`), { ms: data.ms }) })
+  .andSleep({ id: "nap", duration: ({ data }) => Duration.millis(data.ms) })
+  .andThen({ id: "after", execute: ({ data }) => ({ ms: data.ms, after: Date.now() }) })
+
+/** A parent whose child sleeps: the whole execution parks at the child's sleep. */
 export const sleepyParent = workflow({
   id: "sleepy-parent",
   name: "Sleepy parent",
   purpose: "Runs a child workflow that sleeps",
   input: Schema.Struct({ ms: Schema.Number }),
-  result: Schema.Struct({ ms: Schema.Number, after: Schema.Number })
-}).andWorkflow({ id: "child", workflow: nap })
+  result: Schema.Struct({ ms: Schema.Number, after: Schema.Number }),
+  onStart: ({ executionId }) => Effect.sync(() => count(`${executionId}:onStart`))
+}).andWorkflow({ id: "child", workflow: sleepyChild })
 
 export const timersApp = defineApp({ workflows: [nap, until, napFor, sleepyParent] })
 

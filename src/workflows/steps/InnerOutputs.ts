@@ -40,6 +40,9 @@ export interface InnerCheckpoint {
   readonly commit: (entries: ReadonlyArray<{ readonly path: string; readonly value: unknown }>, event?: InnerEvent) => Effect.Effect<void>
 }
 
+/** A checkpoint that holds nothing and commits nothing: steps run with it in memory. */
+export const inMemory: InnerCheckpoint = { committed: new Map(), commit: () => Effect.void }
+
 /** Whether `path` is one of the step `stepId`'s inner paths (`id[..`, `id/..`, `id#..`). */
 export const isInnerPathOf = (stepId: string, path: string) =>
   path.length > stepId.length && path.startsWith(stepId) && "[/#".includes(path[stepId.length])

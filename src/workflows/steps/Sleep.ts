@@ -91,6 +91,8 @@ export class SleepSignal extends Data.TaggedError("SleepSignal")<{
   readonly stepId: string
   /** ISO. */
   readonly wakeAt: string
+  /** Where the sleep is, when it is a child workflow's step (`notify/wait`). */
+  readonly path?: string | undefined
 }> {}
 
 const describe = (value: unknown) => {
@@ -123,18 +125,21 @@ export const wakeTimeOf = (step: SleepStep, value: unknown, now: number): { read
  * Runs a sleep step: its data when the wake time has come (at once for a past one), else SleepSignal.
  * The time is the committed one when the execution already entered this step (resumed, recovered,
  * woken); else the step's value, evaluated here once (`evaluate` runs a function of the context).
+ * `path` is the step's path: its id at the top level, `<parent>/<id>` in a child workflow.
  */
 export const enterSleep = <E>(
   step: SleepStep,
+  path: string,
   data: unknown,
   committed: SleepRecord | undefined,
   evaluate: (fn: StepFn) => Effect.Effect<unknown, E>,
   failed: (message: string) => E
 ): Effect.Effect<unknown, E | SleepSignal> =>
   Effect.gen(function*() {
-    if (committed !== undefined && committed.stepId === step.id) {
+    const inner = path === step.id ? undefined : path
+    if (committed !== undefined && (committed.path ?? committed.stepId) === path) {
       if (Date.parse(committed.wakeAt) <= Date.now()) return data
-      return yield* new SleepSignal({ stepId: step.id, wakeAt: committed.wakeAt })
+      return yield* new SleepSignal({ stepId: step.id, wakeAt: committed.wakeAt, path: inner })
     }
     const spec = step.type === "andSleep" ? step.duration : step.date
     const value = typeof spec === "function" ? yield* evaluate(spec) : spec
@@ -142,5 +147,5 @@ export const enterSleep = <E>(
     const wake = wakeTimeOf(step, value, now)
     if ("error" in wake) return yield* Effect.fail(failed(wake.error))
     if (wake.at <= now) return data
-    return yield* new SleepSignal({ stepId: step.id, wakeAt: new Date(wake.at).toISOString() })
+    return yield* new SleepSignal({ stepId: step.id, wakeAt: new Date(wake.at).toISOString(), path: inner })
   })

@@ -90,11 +90,19 @@ export const makeWorkflowTimers = (instanceId: string, pollMs: number) =>
 
     const park: Park = ({ checkpoint, claim, execution, index, signal, step }) =>
       Effect.gen(function*() {
-        const event = workflowEvent(execution, "step-sleep", step.id, "running", { stepIndex: index, stepType: step.type, wakeAt: signal.wakeAt })
-        const stored = yield* checkpoint([event], store.park(claim, index, { stepId: step.id, wakeAt: signal.wakeAt }, event))
+        // A child workflow's sleep: the event is its step's, with its path, as inner events are.
+        const { path } = signal
+        const event = workflowEvent(execution, "step-sleep", path === undefined ? step.id : signal.stepId, "running", {
+          stepIndex: index,
+          stepType: step.type,
+          wakeAt: signal.wakeAt,
+          ...(path === undefined ? {} : { path })
+        })
+        const sleep: SleepRecord = { stepId: step.id, wakeAt: signal.wakeAt, ...(path === undefined ? {} : { path }) }
+        const stored = yield* checkpoint([event], store.park(claim, index, sleep, event))
         if (Option.isNone(stored)) return
         yield* dueWork.parked(TIMER_KIND, Date.parse(signal.wakeAt))
-        yield* Effect.logInfo(`workflow sleeps at ${step.id} until ${signal.wakeAt}`)
+        yield* Effect.logInfo(`workflow sleeps at ${path ?? step.id} until ${signal.wakeAt}`)
       })
 
     const start = (options: {
@@ -118,7 +126,7 @@ export const makeWorkflowTimers = (instanceId: string, pollMs: number) =>
             if (!(yield* executions.rebase(execution, at.right))) return
             woken = { ...execution, ...at.right }
           }
-          yield* driver.launch(definition, woken, { startRecorded: true, checked })
+          yield* driver.launch(definition, woken, { startRecorded: true, checked, woken: true })
         }).pipe(
           Effect.annotateLogs({ workflowId: execution.workflowId, executionId: execution.id }),
           Effect.withSpan(`workflow.wake ${execution.workflowId}`, {

@@ -4,7 +4,7 @@ import { workflowEvent } from "../ExecutionEndings.js"
 import type { StepEnv } from "../runner.js"
 import type { Step } from "../Workflow.js"
 import type * as S from "../WorkflowSchemas.js"
-import { type InnerCheckpoint, type InnerOutputs, isInnerPathOf } from "./InnerOutputs.js"
+import { type InnerCheckpoint, inMemory, type InnerOutputs, isInnerPathOf } from "./InnerOutputs.js"
 import { retryingRead } from "../storeRetry.js"
 import { isLoopStep } from "./Loops.js"
 
@@ -31,7 +31,7 @@ export const withInnerCheckpoints = (
 ): Effect.Effect<StepEnv> => {
   if (!isLoopStep(step) && step.type !== "andAll" && step.type !== "andRace" && step.type !== "andWorkflow") return Effect.succeed(env)
   // andRace commits nothing apart (innerRunner): no read either.
-  if (step.type === "andRace") return Effect.succeed({ ...env, inner: { committed: new Map(), commit: () => Effect.void } })
+  if (step.type === "andRace") return Effect.succeed({ ...env, inner: inMemory })
   const { claim, commitWith, execution, outputs } = held
   const read = held.fresh ? Effect.succeed(new Map<string, unknown>()) : retryingRead(outputs.read(execution.id, step.id))
   return Effect.map(read, (all) => {

@@ -1,6 +1,6 @@
 import { Effect, Either } from "effect"
 import { checkOutput, decodeValue, encodeValue, schemasOf } from "../StepCodec.js"
-import { contextFor, inner, runCode, runStep, type StepEnv, StepFailed, stepFailure, type StepOutcome } from "../runner.js"
+import { contextFor, inner, pathIn, runCode, runStep, type StepEnv, StepFailed, stepFailure, type StepOutcome } from "../runner.js"
 import { jsonBytes, MAX_STEP_OUTPUT_BYTES } from "../StoredValues.js"
 import { isSuspendSignal, type Step, type StepSpec, SuspendSignal, type WorkflowDefinition } from "../Workflow.js"
 import { nonJsonValue } from "../../core/jsonValue.js"
@@ -41,7 +41,7 @@ const commitInner = (checkpoint: InnerCheckpoint, outer: Step, from: string, pat
 
 const runSpec = (env: StepEnv, outer: Extract<Step, { type: "andAll" | "andRace" }>, one: StepSpec, data: unknown, resumeData: unknown) => {
   const running = inner(outer, one)
-  const path = `${outer.id}/${one.id}`
+  const path = pathIn(env, `${outer.id}/${one.id}`)
   // Bounded by its `timeout` (steps/Policy.ts), as outside inner checkpoints.
   const run = runCode(one.id, (signal) => one.execute(Object.assign(contextFor(env, running, data, resumeData, signal), { path })))
   return timed(one, run, (timeout) => stepFailure(one.id, timeout)).pipe(suspendingAt(path))
@@ -49,10 +49,11 @@ const runSpec = (env: StepEnv, outer: Extract<Step, { type: "andAll" | "andRace"
 
 export const runAll = (env: StepEnv, step: Extract<Step, { type: "andAll" }>, data: unknown, resumeData: unknown, checkpoint: InnerCheckpoint) =>
   Effect.suspend(() => {
-    let running = step.steps.filter((one) => !checkpoint.committed.has(`${step.id}/${one.id}`)).length
+    const pathOf = (one: StepSpec) => pathIn(env, `${step.id}/${one.id}`)
+    let running = step.steps.filter((one) => !checkpoint.committed.has(pathOf(one))).length
     return Effect.all(
       step.steps.map((one) => {
-        const path = `${step.id}/${one.id}`
+        const path = pathOf(one)
         const run = checkpoint.committed.has(path)
           ? Effect.succeed(restored(one.outputSchema, checkpoint.committed.get(path)))
           : Effect.tap(runSpec(env, step, one, data, resumeData), (out) =>
@@ -78,9 +79,10 @@ export const runRace = (env: StepEnv, step: Extract<Step, { type: "andRace" }>, 
   ))
 
 /**
- * A child workflow's steps in order, each committed under `<outer>/<child step id>`: the committed
+ * A child workflow's steps in order, each committed under `<outer path>/<child step id>`: the committed
  * ones are read back, and the first one that runs gets the resume data (it is the one that
- * suspended), not every step.
+ * suspended), not every step. Its steps commit their inner work under their own paths (a loop's items,
+ * a grandchild's steps) through the same checkpoint, and a sleep among them parks the execution.
  */
 export const runChildSteps = (
   env: StepEnv,
@@ -91,14 +93,14 @@ export const runChildSteps = (
   checkpoint: InnerCheckpoint
 ): Effect.Effect<unknown, StepOutcome> =>
   Effect.gen(function*() {
-    const pathPrefix = `${env.pathPrefix ?? ""}${outer.id}/`
-    const childEnv: StepEnv = { ...env, input, stepData: {}, suspendSchema: child.suspendSchema, inner: undefined, pathPrefix }
+    const pathPrefix = pathIn(env, `${outer.id}/`)
+    const childEnv: StepEnv = { ...env, input, stepData: {}, suspendSchema: child.suspendSchema, pathPrefix }
     const schemas = schemasOf(child).data
     let data = input
     let resume = resumeData
     const last = child.steps.length - 1
     for (const [i, step] of child.steps.entries()) {
-      const path = `${outer.id}/${step.id}`
+      const path = `${pathPrefix}${step.id}`
       if (checkpoint.committed.has(path)) {
         data = restored(schemas[i + 1], checkpoint.committed.get(path))
         childEnv.stepData[step.id] = data

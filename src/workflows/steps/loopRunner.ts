@@ -1,10 +1,10 @@
 import { Effect, Either, ParseResult } from "effect"
 import { codePath, nonJsonValue } from "../../core/jsonValue.js"
-import { contextFor, inner, runCode, type Running, type StepEnv, StepFailed, type StepOutcome } from "../runner.js"
+import { contextFor, inner, pathIn, runCode, type Running, type StepEnv, StepFailed, type StepOutcome } from "../runner.js"
 import { decodeValue, encodeValue } from "../StepCodec.js"
 import { formatBytes, jsonBytes } from "../StoredValues.js"
 import type { StepSpec } from "../Workflow.js"
-import type { InnerCheckpoint } from "./InnerOutputs.js"
+import { inMemory } from "./InnerOutputs.js"
 import { suspendingAt } from "./innerRunner.js"
 import { LOOP_BOUNDS, type LoopStep } from "./Loops.js"
 
@@ -12,13 +12,11 @@ import { LOOP_BOUNDS, type LoopStep } from "./Loops.js"
  * The runtime of andForEach, andDoWhile/andDoUntil, andBranch and andMap (issue #31). What a crash must
  * not change (the items, every condition) is committed before the work it decides; each item,
  * iteration and branch output is committed as it completes (StepEnv.inner), so after a crash, resume or
- * takeover only uncommitted work runs again. Without `inner` (inside a child workflow) nothing is
- * committed and they run in memory.
+ * takeover only uncommitted work runs again. Inside a child workflow their paths follow the parent
+ * step's (`notify/send[2]`).
  */
 
 type Of<T extends LoopStep["type"]> = Extract<LoopStep, { readonly type: T }>
-
-const inMemory: InnerCheckpoint = { committed: new Map(), commit: () => Effect.void }
 
 const failed = (step: { readonly id: string }, message: string) => new StepFailed({ stepId: step.id, message })
 
@@ -68,7 +66,7 @@ const forEach = (env: StepEnv, step: Of<"andForEach">, data: unknown, resumeData
     if (!isCount(concurrency, LOOP_BOUNDS.concurrency)) {
       return yield* failed(step, `concurrency must be an integer from 1 to ${LOOP_BOUNDS.concurrency}, not ${String(concurrency)}`)
     }
-    const itemsPath = `${step.id}#items`
+    const itemsPath = pathIn(env, `${step.id}#items`)
     let items = checkpoint.committed.get(itemsPath) as ReadonlyArray<unknown> | undefined
     if (items === undefined) {
       const given = yield* runCode(step.id, (signal) => step.items(contextFor(env, step, data, resumeData, signal)))
@@ -81,7 +79,7 @@ const forEach = (env: StepEnv, step: Of<"andForEach">, data: unknown, resumeData
     const pending: Array<number> = []
     let total = 0
     items.forEach((_, index) => {
-      const path = `${step.id}[${index}]`
+      const path = pathIn(env, `${step.id}[${index}]`)
       if (!checkpoint.committed.has(path)) return pending.push(index)
       const stored = checkpoint.committed.get(path)
       total += jsonBytes(stored)
@@ -89,7 +87,7 @@ const forEach = (env: StepEnv, step: Of<"andForEach">, data: unknown, resumeData
     })
     const all = items
     yield* Effect.forEach(pending, (index) => {
-      const path = `${step.id}[${index}]`
+      const path = pathIn(env, `${step.id}[${index}]`)
       return runSpec(env, step, step.step, all[index], resumeData, { index, path }).pipe(
         Effect.flatMap((output) => {
           const stored = storedInner(step, path, step.step, output)
@@ -113,9 +111,10 @@ const loop = (env: StepEnv, step: Of<"andDoWhile" | "andDoUntil">, data: unknown
     let iteration = 0
     let current = data
     // Committed iterations: their outputs and what their condition decided.
-    while (checkpoint.committed.has(`${step.id}[${iteration}]#next`)) {
-      current = restoredInner(step.step, checkpoint.committed.get(`${step.id}[${iteration}]`))
-      const next = checkpoint.committed.get(`${step.id}[${iteration}]#next`) === true
+    const pathOf = (iteration: number) => pathIn(env, `${step.id}[${iteration}]`)
+    while (checkpoint.committed.has(`${pathOf(iteration)}#next`)) {
+      current = restoredInner(step.step, checkpoint.committed.get(pathOf(iteration)))
+      const next = checkpoint.committed.get(`${pathOf(iteration)}#next`) === true
       iteration++
       if (!next) return current
     }
@@ -123,7 +122,7 @@ const loop = (env: StepEnv, step: Of<"andDoWhile" | "andDoUntil">, data: unknown
       if (iteration >= max) {
         return yield* failed(step, `reached its maxIterations (${max}) and its condition still asks for another iteration`)
       }
-      const path = `${step.id}[${iteration}]`
+      const path = pathOf(iteration)
       const extra = { iteration, path }
       const output = yield* runSpec(env, step, step.step, current, resumeData, extra)
       const stored = storedInner(step, path, step.step, output)
@@ -143,7 +142,7 @@ const loop = (env: StepEnv, step: Of<"andDoWhile" | "andDoUntil">, data: unknown
 const branch = (env: StepEnv, step: Of<"andBranch">, data: unknown, resumeData: unknown) =>
   Effect.gen(function*() {
     const checkpoint = env.inner ?? inMemory
-    const conditionsPath = `${step.id}#conditions`
+    const conditionsPath = pathIn(env, `${step.id}#conditions`)
     let verdicts = checkpoint.committed.get(conditionsPath) as ReadonlyArray<boolean> | undefined
     if (verdicts === undefined) {
       verdicts = yield* Effect.forEach(step.branches, (one) =>
@@ -154,7 +153,7 @@ const branch = (env: StepEnv, step: Of<"andBranch">, data: unknown, resumeData: 
     const outputs = new Array<unknown>(step.branches.length).fill(undefined)
     yield* Effect.forEach(step.branches, (one, i) => {
       if (holds[i] !== true) return Effect.void
-      const path = `${step.id}/${one.step.id}`
+      const path = pathIn(env, `${step.id}/${one.step.id}`)
       if (checkpoint.committed.has(path)) {
         outputs[i] = restoredInner(one.step, checkpoint.committed.get(path))
         return Effect.void
@@ -174,7 +173,7 @@ const map = (env: StepEnv, step: Of<"andMap">, data: unknown, resumeData: unknow
     const keys = Object.keys(step.map)
     if (keys.length > LOOP_BOUNDS.mapKeys) return yield* failed(step, `map has ${keys.length} keys, over the ${LOOP_BOUNDS.mapKeys} it may have`)
     const values = yield* Effect.forEach(keys, (key) =>
-      runCode(step.id, (signal) => step.map[key](Object.assign(contextFor(env, step, data, resumeData, signal), { path: `${step.id}/${key}` }))), {
+      runCode(step.id, (signal) => step.map[key](Object.assign(contextFor(env, step, data, resumeData, signal), { path: pathIn(env, `${step.id}/${key}`) }))), {
       concurrency: LOOP_BOUNDS.mapConcurrency
     })
     return Object.fromEntries(keys.map((key, i) => [key, values[i]]))
