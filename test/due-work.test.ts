@@ -8,7 +8,7 @@ import { makeDueWork } from "../src/scheduling/DueWork.js"
  * `parked` when a sooner item is stored; the poll (here a minute) is only a backstop.
  */
 
-const inMemoryKind = (name: string) => {
+const inMemoryKind = (name: string, leadMs = 0) => {
   const items = new Map<string, number>()
   const handled: Array<{ readonly key: string; readonly dueAt: number; readonly at: number }> = []
   return {
@@ -16,11 +16,12 @@ const inMemoryKind = (name: string) => {
     handled,
     kind: {
       name,
+      leadMs,
       nextDue: Effect.sync(() => (items.size === 0 ? Option.none() : Option.some(Math.min(...items.values())))),
       claimDue: (limit: number) =>
         Effect.sync(() => {
           const now = Date.now()
-          const due = [...items].filter(([, at]) => at <= now).slice(0, limit)
+          const due = [...items].filter(([, at]) => at <= now + leadMs).slice(0, limit)
           for (const [key] of due) items.delete(key)
           return due
         }),
@@ -51,4 +52,21 @@ it.scopedLive("a kind's items are handled once each, at their due time, by one t
       // Without the re-arm the minute-long poll would be the only wake.
       expect(h.at - h.dueAt).toBeLessThan(150)
     }
+  }).pipe(Effect.provide(SqliteClient.layer({ filename: ":memory:" }))), 20_000)
+
+it.scopedLive("a kind with a lead is taken that long before its due time, never earlier", () =>
+  Effect.gen(function*() {
+    const dueWork = yield* makeDueWork({ instanceId: "test", pollMs: 60_000 })
+    const timers = inMemoryKind("timers", 400)
+    yield* dueWork.register(timers.kind)
+    yield* Effect.sleep("50 millis")
+    const dueAt = Date.now() + 1_000
+    timers.items.set("t", dueAt)
+    yield* dueWork.parked("timers", dueAt)
+    yield* Effect.sleep("1500 millis")
+    expect(timers.handled.map((h) => h.key)).toEqual(["t"])
+    const [taken] = timers.handled
+    // Taken within its lead: before its due time (the claim's cost is paid by then), not before the lead.
+    expect(taken.at).toBeLessThan(dueAt)
+    expect(taken.at).toBeGreaterThanOrEqual(dueAt - 400)
   }).pipe(Effect.provide(SqliteClient.layer({ filename: ":memory:" }))), 20_000)

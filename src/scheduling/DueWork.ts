@@ -20,6 +20,12 @@ export interface DueKind<A> {
   readonly claimDue: (limit: number) => Effect.Effect<ReadonlyArray<A>>
   /** Runs a taken item (launched together with its claim, uninterruptibly: keep it short, fork long work). */
   readonly handle: (item: A) => Effect.Effect<void>
+  /**
+   * How long before its due time an item is taken (0 by default): `claimDue` takes what falls due within
+   * it, and `handle` must not act before the item's time (a woken sleeper waits the rest in memory), so
+   * the claim's cost is paid before the due time instead of after it.
+   */
+  readonly leadMs?: number | undefined
 }
 
 export interface DueWorkService {
@@ -44,6 +50,9 @@ interface Registered {
   /** The earliest due time known of it. */
   next: number | undefined
 }
+
+/** When the timer should take a kind's next item: its due time less the kind's lead. */
+const takeAt = (registered: Registered) => registered.next === undefined ? Infinity : registered.next - (registered.kind.leadMs ?? 0)
 
 /** `from kind at` (instance ids and kind names hold no spaces). */
 const encode = (from: string, kind: string, at: number) => `${from} ${kind} ${at}`
@@ -96,14 +105,14 @@ export const makeDueWork = (options: { readonly instanceId: string; readonly pol
     const round = Effect.gen(function*() {
       let dueButNone = false
       for (const registered of kinds.values()) {
-        if (registered.next !== undefined && registered.next <= Date.now()) {
+        if (takeAt(registered) <= Date.now()) {
           const any = yield* survive(`claiming ${registered.kind.name}`)(runDue(registered))
           if (any !== true) dueButNone = true
         }
         yield* survive(`reading ${registered.kind.name}`)(refresh(registered))
       }
       idle = dueButNone ? idle + 1 : 0
-      const earliest = Math.min(...Array.from(kinds.values(), (r) => r.next ?? Infinity))
+      const earliest = Math.min(...Array.from(kinds.values(), takeAt))
       const wait = Math.min(options.pollMs, Math.max(0, earliest - Date.now()))
       return dueButNone ? Math.max(wait, Math.min(options.pollMs, MIN_RETRY_MS * 2 ** Math.min(idle, 6))) : wait
     })

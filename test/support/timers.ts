@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { expect, type Vitest } from "@effect/vitest"
 import { Context, Duration, Effect, Schema } from "effect"
 import { defineApp } from "../../src/App.js"
+import { WAKE_LEAD_MS } from "../../src/workflows/steps/Sleep.js"
 import { workflow } from "../../src/workflows/Workflow.js"
 import { fetchJson, json, TestServer } from "./TestServer.js"
 
@@ -143,7 +144,8 @@ export const timerRaces = (store: string) => (it: Vitest.MethodsNonLive<TestServ
         Effect.gen(function*() {
           const id = `race-cancel-${store}-${i}`
           const wakeAt = yield* parkOne(url, id, NAP_MS)
-          yield* aroundTime(wakeAt)
+          // The timer takes a sleeper WAKE_LEAD_MS before its time: that is the moment the cancel races.
+          yield* aroundTime(wakeAt - WAKE_LEAD_MS)
           const cancel = yield* post(`${url}/workflows/nap/executions/${id}/cancel`, { reason: "race" })
           expect([200, 400]).toContain(cancel.status)
           const state = yield* eventually(stateOf(url, "nap", id), (s) => s.status !== "running", `${id} ends`)
@@ -182,7 +184,7 @@ export const timerRaces = (store: string) => (it: Vitest.MethodsNonLive<TestServ
           const id = `race-suspend-${store}-${i}`
           const wakeAt = yield* parkOne(url, id, NAP_MS)
           // A suspend reads the row before its conditional write: sent a little earlier than a cancel.
-          yield* aroundTime(wakeAt, -40, 50)
+          yield* aroundTime(wakeAt - WAKE_LEAD_MS, -40, 50)
           const suspend = yield* post(`${url}/workflows/nap/executions/${id}/suspend`, { reason: "race" })
           expect([200, 400]).toContain(suspend.status)
           if (suspend.status === 200) {

@@ -9,6 +9,14 @@ import type { ResultContext, SchemaOf, WithStep } from "../WorkflowTypes.js"
  * wakes it at that time, on whichever instance, and the step completes with its data unchanged.
  */
 
+/**
+ * How long before its wake time a sleeper is taken (SleepTimers): the claim and the launch are paid before
+ * `wakeAt`, and the woken step waits what is left in memory, so the step after the sleep starts at its time.
+ */
+export const WAKE_LEAD_MS = 50
+/** A committed wake time at most this far ahead is waited in memory instead of parking again. */
+const WAIT_IN_MEMORY_MS = 2 * WAKE_LEAD_MS
+
 /** The longest a sleep may last: a duration or a date further away fails the step. */
 export const MAX_SLEEP = Duration.days(366)
 
@@ -138,7 +146,9 @@ export const enterSleep = <E>(
   Effect.gen(function*() {
     const inner = path === step.id ? undefined : path
     if (committed !== undefined && (committed.path ?? committed.stepId) === path) {
-      if (Date.parse(committed.wakeAt) <= Date.now()) return data
+      const left = Date.parse(committed.wakeAt) - Date.now()
+      if (left <= 0) return data
+      if (left <= WAIT_IN_MEMORY_MS) return yield* Effect.as(Effect.sleep(Duration.millis(left)), data)
       return yield* new SleepSignal({ stepId: step.id, wakeAt: committed.wakeAt, path: inner })
     }
     const spec = step.type === "andSleep" ? step.duration : step.date

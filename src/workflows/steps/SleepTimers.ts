@@ -11,7 +11,7 @@ import { ExecutionStore } from "../ExecutionStore.js"
 import { resolveRows, writeWithEvents } from "../ValueRows.js"
 import type { Step, WorkflowDefinition } from "../Workflow.js"
 import type { WorkflowEvent } from "../WorkflowSchemas.js"
-import type { SleepSignal } from "./Sleep.js"
+import { type SleepSignal, WAKE_LEAD_MS } from "./Sleep.js"
 
 /** The due-work kind of workflow timers. */
 export const TIMER_KIND = "workflow-timer"
@@ -42,11 +42,12 @@ const makeTimerStore = Effect.gen(function*() {
       untraced
     )
 
-  // Due-ness by the database's clock on Postgres (ISO text, as wake_at is stored), the process's on SQLite.
-  const dueNow = () =>
+  // Due-ness by the database's clock on Postgres (ISO text, as wake_at is stored), the process's on SQLite;
+  // due within the wake lead (the woken step waits the rest in memory: steps/Sleep.ts).
+  const dueBy = () =>
     sql.onDialectOrElse({
-      pg: () => sql`to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
-      orElse: () => sql`${now()}`
+      pg: () => sql`to_char((now() + interval '${sql.literal(`${WAKE_LEAD_MS} milliseconds`)}') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
+      orElse: () => sql`${new Date(Date.now() + WAKE_LEAD_MS).toISOString()}`
     })
 
   const decodeExecutions = Schema.decodeUnknown(Schema.Array(ExecutionFromRow))
@@ -56,7 +57,7 @@ const makeTimerStore = Effect.gen(function*() {
       statements: [sql`UPDATE workflow_executions SET status = 'running', owner = ${owner}, wake_at = NULL, version = version + 1,
         updated_at = ${now()}
         WHERE id IN (
-          SELECT id FROM workflow_executions WHERE status = 'sleeping' AND wake_at <= ${dueNow()}
+          SELECT id FROM workflow_executions WHERE status = 'sleeping' AND wake_at <= ${dueBy()}
           ORDER BY wake_at LIMIT ${limit}${sql.onDialectOrElse({ pg: () => sql` FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })}
         ) AND status = 'sleeping' RETURNING *`.compile()]
     }).pipe(
@@ -141,6 +142,7 @@ export const makeWorkflowTimers = (instanceId: string, pollMs: number) =>
 
       return dueWork.register<Execution>({
         name: TIMER_KIND,
+        leadMs: WAKE_LEAD_MS,
         nextDue: Effect.flatMap(store.nextDue, ({ next, parked }) =>
           Effect.as(Metric.set(workflowTimersParked, parked), next === undefined ? Option.none() : Option.some(Date.parse(next)))),
         claimDue: (limit) =>
