@@ -1,5 +1,6 @@
 /**
- * Chaos: workflow load while the service is SIGKILLed and restarted on the same database (and, on
+ * Chaos: workflow load (the example workflows and the recorded chaos workflows of
+ * scripts/chaos-main.mjs) while the service is SIGKILLed and restarted on the same database (and, on
  * Postgres, its connections reset), races of resume against cancel, then the invariants. Exits 1 on
  * any violation.
  * Usage: npm run chaos [-- --seconds 60 --kills 10 --resets 5 --clients 6 --races 1000 --store sqlite|postgres --postgres URL --instances 3]
@@ -87,6 +88,7 @@ const main = async () => {
       "cut by a kill": report.interrupted,
       "executions created": report.created,
       "executions checked": report.executionsChecked,
+      "recorded starts": report.recordedStarts,
       races: report.races.trials,
       "resume won": report.races.resumeWon,
       "cancel won": report.races.cancelWon
