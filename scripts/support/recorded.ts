@@ -30,7 +30,7 @@ const isStart = (value: unknown): value is Omit<RecordedStart, "process"> => {
 
 /** Every start recorded under `dir`; a line that is not one is a violation (a write is never torn by a kill). */
 export const readRecordedStarts = (dir: string, violations: Violations): Array<RecordedStart> =>
-  readdirSync(dir).filter((name) => name.endsWith(".jsonl")).flatMap((name) =>
+  readdirSync(dir).filter((name) => name.endsWith(".jsonl")).sort().flatMap((name) =>
     readFileSync(join(dir, name), "utf8").split("\n").filter((line) => line !== "").flatMap((line) => {
       let parsed: unknown
       try {
