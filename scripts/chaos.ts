@@ -103,7 +103,7 @@ const main = async () => {
       "cut by a kill": report.interrupted,
       "executions created": report.created,
       "executions checked": report.executionsChecked,
-      "recorded starts": report.recordedStarts,
+      "recorded: executions / starts": `${report.recorded.executions} / ${report.recorded.starts}`,
       races: report.races.trials,
       "resume won": report.races.resumeWon,
       "cancel won": report.races.cancelWon

@@ -19,7 +19,7 @@ const expectNoViolations = async (databaseUrl: string, options: Partial<ChaosOpt
   expect(report.created).toBeGreaterThan(20)
   expect(report.executionsChecked).toBeGreaterThanOrEqual(report.created)
   // The recorded oracle ran: the chaos workflows' starts were checked against the committed events.
-  expect(report.recordedStarts).toBeGreaterThan(50)
+  expect(report.recorded.starts).toBeGreaterThan(50)
   expect(report.violations).toEqual([])
 }
 

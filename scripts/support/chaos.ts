@@ -1,8 +1,8 @@
 /**
- * Chaos: workflow load on the example workflows and the recorded chaos workflows (scripts/chaos-main.mjs) while the service is SIGKILLed at random moments and
- * restarted on the same database, and (Postgres) its connections reset; then races of resume against
- * cancel; then the invariants (scripts/support/invariants.ts). Every loop is bounded in time and
- * count; loopback only.
+ * Chaos: workflow load on the example workflows and the recorded chaos workflows (scripts/chaos-main.mjs)
+ * while the service is SIGKILLed at random moments and restarted on the same database, and (Postgres) its
+ * connections reset; then races of resume against cancel; then the invariants
+ * (scripts/support/invariants.ts). Every loop is bounded in time and count; loopback only.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -47,8 +47,8 @@ export interface ChaosReport {
   readonly resets: number
   readonly races: { readonly trials: number; readonly resumeWon: number; readonly cancelWon: number }
   readonly executionsChecked: number
-  /** Starts the chaos workflows recorded, each checked against the committed events. */
-  readonly recordedStarts: number
+  /** Starts the chaos workflows recorded (and of how many executions), each checked against the committed events. */
+  readonly recorded: { readonly starts: number; readonly executions: number }
   readonly violations: ReturnType<Violations["summary"]>
 }
 
@@ -220,7 +220,7 @@ const runChaosRecording = async (options: ChaosOptions, recordDir: string): Prom
       resets: resetsDone,
       races: { trials: options.races, resumeWon: races.resumeWon, cancelWon: races.cancelWon },
       executionsChecked: checked.executions,
-      recordedStarts: checked.recordedStarts,
+      recorded: checked.recorded,
       violations: violations.summary()
     }
   } finally {

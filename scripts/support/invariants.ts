@@ -77,7 +77,7 @@ export const checkInvariants = async (
   log: (line: string) => void,
   /** Where the chaos workflows recorded their starts (scripts/chaos-main.mjs); none: not checked. */
   recordDir?: string
-): Promise<{ readonly executions: number; readonly recordedStarts: number }> => {
+): Promise<{ readonly executions: number; readonly recorded: { readonly starts: number; readonly executions: number } }> => {
   // Recovery re-runs what the kills left running, and parked executions wake: wait for both to settle,
   // at least until the last wakeAt (and a grace) of what is parked.
   const startedSettling = Date.now()
@@ -151,9 +151,9 @@ export const checkInvariants = async (
     const seqProblem = describeSeqProblem(seqs)
     if (seqProblem) violations.add("event seqs are not 1..n (database)", `${id}: ${seqProblem}`)
   }
-  if (recordDir === undefined) return { executions: all.length, recordedStarts: 0 }
+  if (recordDir === undefined) return { executions: all.length, recorded: { starts: 0, executions: 0 } }
   const starts = readRecordedStarts(recordDir, violations)
-  const recordedStarts = checkRecordedStarts(starts, await readStepEvents(databaseUrl, RECORDED_WORKFLOWS), skewMs, violations)
-  log(`${recordedStarts} recorded starts checked against the committed events`)
-  return { executions: all.length, recordedStarts }
+  const recorded = checkRecordedStarts(starts, await readStepEvents(databaseUrl, RECORDED_WORKFLOWS), skewMs, violations)
+  log(`${recorded.starts} recorded starts of ${recorded.executions} executions checked against the committed events`)
+  return { executions: all.length, recorded }
 }

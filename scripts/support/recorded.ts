@@ -54,14 +54,15 @@ const iso = (time: number) => new Date(time).toISOString()
  * top-level step it is in); none of an attempt whose failure was committed as a step-retry; none after a
  * top-level step-sleep was committed and before its wakeAt (less `skewMs`: the database's clock decides
  * due-ness on Postgres); and none twice in one process (a second continuation of a sleep, or work run
- * again without a crash). Every committed inner step has a start recorded. Answers how many were checked.
+ * again without a crash). Every committed inner step has a start recorded. Answers how many starts, of
+ * how many executions, were checked.
  */
 export const checkRecordedStarts = (
   starts: ReadonlyArray<RecordedStart>,
   events: ReadonlyArray<CommittedEvent>,
   skewMs: number,
   violations: Violations
-): number => {
+): { readonly starts: number; readonly executions: number } => {
   const byExecution = new Map<string, Array<CommittedEvent>>()
   for (const event of events) byExecution.set(event.executionId, [...(byExecution.get(event.executionId) ?? []), event])
   const seen = new Map<string, number>()
@@ -88,5 +89,5 @@ export const checkRecordedStarts = (
       violations.add("a committed step has no recorded start", `${event.executionId} ${event.path} committed at ${iso(event.time)}`)
     }
   }
-  return starts.length
+  return { starts: starts.length, executions: new Set(starts.map((start) => start.executionId)).size }
 }
