@@ -64,7 +64,11 @@ export const checkRecordedStarts = (
   violations: Violations
 ): { readonly starts: number; readonly executions: number } => {
   const byExecution = new Map<string, Array<CommittedEvent>>()
-  for (const event of events) byExecution.set(event.executionId, [...(byExecution.get(event.executionId) ?? []), event])
+  for (const event of events) {
+    const own = byExecution.get(event.executionId)
+    if (own) own.push(event)
+    else byExecution.set(event.executionId, [event])
+  }
   const seen = new Map<string, number>()
   for (const start of starts) {
     const where = `${start.executionId} ${start.path} attempt ${start.attempt} started at ${iso(start.time)}`
