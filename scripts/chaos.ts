@@ -1,5 +1,6 @@
 /**
- * Chaos: workflow load while the service is SIGKILLed and restarted on the same database (and, on
+ * Chaos: workflow load (the example workflows and the recorded chaos workflows of
+ * scripts/chaos-main.mjs) while the service is SIGKILLed and restarted on the same database (and, on
  * Postgres, its connections reset), races of resume against cancel, then the invariants. Exits 1 on
  * any violation.
  * Usage: npm run chaos [-- --seconds 60 --kills 10 --resets 5 --clients 6 --races 1000 --store sqlite|postgres --postgres URL --instances 3]
@@ -25,9 +26,24 @@ const { values } = parseArgs({
     races: { type: "string" },
     store: { type: "string" },
     postgres: { type: "string" },
-    instances: { type: "string" }
+    instances: { type: "string" },
+    help: { type: "boolean" }
   }
 })
+
+if (values.help) {
+  console.log(`npm run chaos [-- options]
+  --seconds N     load time with the service up (60)
+  --kills N       SIGKILLs during the load (one per 6 s)
+  --clients N     concurrent client loops (6)
+  --races N       resume-against-cancel trials after the load (1000)
+  --store S       sqlite (a temporary file) or postgres (a fresh database, dropped at the end)
+  --postgres URL  the Postgres server to create it on (implies --store postgres)
+  --instances N   Postgres: service processes sharing the database (1)
+  --resets N      Postgres: resets of every connection during the load (0)
+The service is scripts/chaos-main.mjs: the built example app plus chaos workflows that record each step's start.`)
+  process.exit(0)
+}
 
 const count = (name: string, value: string | undefined, fallback: number) => {
   const parsed = Number(value ?? fallback)
@@ -87,6 +103,7 @@ const main = async () => {
       "cut by a kill": report.interrupted,
       "executions created": report.created,
       "executions checked": report.executionsChecked,
+      "recorded: executions / starts": `${report.recorded.executions} / ${report.recorded.starts}`,
       races: report.races.trials,
       "resume won": report.races.resumeWon,
       "cancel won": report.races.cancelWon

@@ -4,11 +4,13 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type ChaosOptions, runChaos } from "../scripts/support/chaos.js"
-import { MAIN } from "./support/process.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 
-/** The bounded form of `npm run chaos`: a short load with two SIGKILLs, then 20 resume/cancel races. */
-const BOUNDED: Omit<ChaosOptions, "databaseUrl"> = { seconds: 8, kills: 2, clients: 4, races: 20, main: MAIN }
+/**
+ * The bounded form of `npm run chaos`: a short load with two SIGKILLs, then 20 resume/cancel races, on
+ * scripts/chaos-main.mjs (the built example app and the chaos workflows that record their starts).
+ */
+const BOUNDED: Omit<ChaosOptions, "databaseUrl"> = { seconds: 8, kills: 2, clients: 4, races: 20 }
 
 const expectNoViolations = async (databaseUrl: string, options: Partial<ChaosOptions> = {}) => {
   const report = await runChaos({ ...BOUNDED, ...options, databaseUrl })
@@ -16,6 +18,8 @@ const expectNoViolations = async (databaseUrl: string, options: Partial<ChaosOpt
   expect(report.resets).toBe(options.resets ?? 0)
   expect(report.created).toBeGreaterThan(20)
   expect(report.executionsChecked).toBeGreaterThanOrEqual(report.created)
+  // The recorded oracle ran: the chaos workflows' starts were checked against the committed events.
+  expect(report.recorded.starts).toBeGreaterThan(50)
   expect(report.violations).toEqual([])
 }
 

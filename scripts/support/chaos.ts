@@ -1,9 +1,12 @@
 /**
- * Chaos: workflow load on the example workflows while the service is SIGKILLed at random moments and
- * restarted on the same database, and (Postgres) its connections reset; then races of resume against
- * cancel; then the invariants (scripts/support/invariants.ts). Every loop is bounded in time and
- * count; loopback only.
+ * Chaos: workflow load on the example workflows and the recorded chaos workflows (scripts/chaos-main.mjs)
+ * while the service is SIGKILLed at random moments and restarted on the same database, and (Postgres) its
+ * connections reset; then races of resume against cancel; then the invariants
+ * (scripts/support/invariants.ts). Every loop is bounded in time and count; loopback only.
  */
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { readStoredRows, resetConnections } from "./database.js"
 import { checkInvariants } from "./invariants.js"
 import { Instances } from "./instances.js"
@@ -25,6 +28,10 @@ export interface ChaosOptions {
   readonly clients: number
   /** Resume-against-cancel trials on suspended `approval` executions, after the load. */
   readonly races: number
+  /**
+   * The service's entry: scripts/chaos-main.mjs by default (the example app and the recorded chaos
+   * workflows, from the build), given the directory to record in as CHAOS_RECORD_DIR.
+   */
   readonly main?: string
   /** Service processes sharing the database (Postgres; 1 by default): requests and kills go to random ones. */
   readonly instances?: number
@@ -40,13 +47,15 @@ export interface ChaosReport {
   readonly resets: number
   readonly races: { readonly trials: number; readonly resumeWon: number; readonly cancelWon: number }
   readonly executionsChecked: number
+  /** Starts the chaos workflows recorded (and of how many executions), each checked against the committed events. */
+  readonly recorded: { readonly starts: number; readonly executions: number }
   readonly violations: ReturnType<Violations["summary"]>
 }
 
 /** What the clients know of the executions they started. */
 interface Known {
   readonly id: string
-  readonly workflowId: "approval" | "slow" | "pipeline" | "reminder" | "onboarding" | "batch"
+  readonly workflowId: "approval" | "slow" | "pipeline" | "reminder" | "onboarding" | "batch" | "chaos-flow"
 }
 
 const pick = <A>(items: ReadonlyArray<A>): A | undefined => items[Math.floor(Math.random() * items.length)]
@@ -58,10 +67,33 @@ const onboardingInput = () => ({
   waitSeconds: Math.random() * 3
 })
 
+/** A `chaos-flow` run: a sleep of up to 3 s, 1 to 12 items, 1 to 5 iterations, 0 to 2 failed attempts before the retried step succeeds. */
+const chaosFlowInput = () => ({
+  sleepMs: Math.floor(Math.random() * 3000),
+  items: 1 + Math.floor(Math.random() * 12),
+  iterations: 1 + Math.floor(Math.random() * 5),
+  failures: Math.floor(Math.random() * 3)
+})
+
+/** The entry `npm run chaos` runs (the working directory is the package's, as for dist/main.js). */
+export const CHAOS_MAIN = join(process.cwd(), "scripts/chaos-main.mjs")
+
 export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
+  const recordDir = mkdtempSync(join(tmpdir(), "chaos-record-"))
+  try {
+    return await runChaosRecording(options, recordDir)
+  } finally {
+    rmSync(recordDir, { recursive: true, force: true })
+  }
+}
+
+const runChaosRecording = async (options: ChaosOptions, recordDir: string): Promise<ChaosReport> => {
   const log = options.log ?? (() => {})
   const violations = new Violations()
-  const server = await Instances.make(options.instances ?? 1, options.databaseUrl, violations, { main: options.main, env: options.env })
+  const server = await Instances.make(options.instances ?? 1, options.databaseUrl, violations, {
+    main: options.main ?? CHAOS_MAIN,
+    env: { ...options.env, CHAOS_RECORD_DIR: recordDir }
+  })
   /** Executions a client saw created (a 2xx naming them): they must exist at the end. */
   const created = new Map<string, Known>()
   let requests = 0
@@ -118,7 +150,9 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
     [6, () => start("reminder", "run", { message: "chaos", delaySeconds: Math.random() * 4 }, ["running"])],
     [5, () => start("onboarding", "run", onboardingInput(), ["running"])],
     [3, () => start("batch", "run", { count: 20 + Math.floor(Math.random() * 180) }, ["running"])],
-    [3, async () => { const k = some(Math.random() < 0.5 ? "reminder" : "onboarding"); if (k) await transition(k, Math.random() < 0.5 ? "suspend" : "resume") }]
+    [3, async () => { const k = some(Math.random() < 0.5 ? "reminder" : "onboarding"); if (k) await transition(k, Math.random() < 0.5 ? "suspend" : "resume") }],
+    // Issue #31 settled 15: every step of these records its starts (cancelled at random above, never suspended).
+    [10, () => start("chaos-flow", "run", chaosFlowInput(), ["running"])]
   ]
   const totalWeight = actions.reduce((sum, [weight]) => sum + weight, 0)
   const randomAction = () => {
@@ -171,7 +205,7 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
     for (const id of races.ids) created.set(id, { id, workflowId: "approval" })
 
     log("checking the invariants")
-    const executionsChecked = await checkInvariants(server, options.databaseUrl, created, violations, log)
+    const checked = await checkInvariants(server, options.databaseUrl, created, violations, log, recordDir)
     if (resets > 0) {
       // None of the example workflows fails on its own: an execution in error failed of a store error.
       for (const { id } of (await readStoredRows(options.databaseUrl)).executions.filter((row) => row.status === "error")) {
@@ -185,7 +219,8 @@ export const runChaos = async (options: ChaosOptions): Promise<ChaosReport> => {
       kills: server.kills,
       resets: resetsDone,
       races: { trials: options.races, resumeWon: races.resumeWon, cancelWon: races.cancelWon },
-      executionsChecked,
+      executionsChecked: checked.executions,
+      recorded: checked.recorded,
       violations: violations.summary()
     }
   } finally {

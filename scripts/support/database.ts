@@ -70,3 +70,38 @@ export const resetConnections = (url: string): Promise<number> =>
       sql.unsafe(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`),
       (rows) => rows.length
     ))
+
+/** A committed event as the oracle of scripts/support/recorded.ts reads it. */
+export interface CommittedEvent {
+  readonly executionId: string
+  readonly type: string
+  /** The inner step's path, or the top-level step's id. */
+  readonly path: string
+  readonly topLevel: boolean
+  /** The timestamp the engine wrote (its process clock), before the commit. */
+  readonly time: number
+  readonly attempt?: number
+  readonly wakeAt?: number
+}
+
+/** The step-complete, step-retry and step-sleep rows of the executions of `workflowIds`. */
+export const readStepEvents = (databaseUrl: string, workflowIds: ReadonlyArray<string>): Promise<ReadonlyArray<CommittedEvent>> =>
+  withClient(databaseUrl, (sql) =>
+    Effect.map(
+      sql<{ execution_id: string; path: string | null; event: string }>`SELECT e.execution_id, e.path, e.event FROM workflow_events e
+        JOIN workflow_executions x ON x.id = e.execution_id WHERE x.workflow_id IN ${sql.in(workflowIds)}
+        AND (e.event LIKE ${'%"type":"step-complete"%'} OR e.event LIKE ${'%"type":"step-retry"%'} OR e.event LIKE ${'%"type":"step-sleep"%'})`,
+      (rows) =>
+        rows.map((row) => {
+          const event = JSON.parse(row.event) as { type: string; from: string; timestamp: string; attempt?: number; wakeAt?: string }
+          return {
+            executionId: row.execution_id,
+            type: event.type,
+            path: row.path ?? event.from,
+            topLevel: row.path === null,
+            time: Date.parse(event.timestamp),
+            ...(event.attempt === undefined ? {} : { attempt: event.attempt }),
+            ...(event.wakeAt === undefined ? {} : { wakeAt: Date.parse(event.wakeAt) })
+          }
+        })
+    ))

@@ -1,10 +1,12 @@
 /**
  * The invariants after a chaos run, read over HTTP and, for the event rows themselves, from the database:
- * no execution lost, none left running once recovery settled, every suspended one resumable to completion,
- * per execution event seqs 1..n without duplicates (stored; a listing's top-level ones rising), no event after a final one, and a final status that
- * agrees with the last event.
+ * no execution lost, none left running once recovery settled (parked ones by their last wakeAt), every
+ * suspended one resumable to completion, per execution event seqs 1..n without duplicates (stored; a
+ * listing's top-level ones rising), no event after a final one, a final status that agrees with the last
+ * event, and the recorded steps' starts against the committed events (./recorded.ts).
  */
-import { readStoredRows } from "./database.js"
+import { readStepEvents, readStoredRows } from "./database.js"
+import { checkRecordedStarts, readRecordedStarts, RECORDED_WORKFLOWS } from "./recorded.js"
 import { sleep } from "./service.js"
 import type { Instances } from "./instances.js"
 import type { Violations } from "./violations.js"
@@ -17,11 +19,15 @@ const FINAL_EVENT_OF: Record<string, string> = {
 const FINAL_EVENTS = new Set(Object.values(FINAL_EVENT_OF))
 const PAGE = 500
 const SETTLE_MS = 90_000
+/** How long a parked execution may stay parked past its wakeAt before its timer counts as lost. */
+const WAKE_GRACE_MS = 30_000
 
 interface Listed {
   readonly id: string
   readonly workflowId: string
   readonly status: string
+  /** A parked execution's wakeAt. */
+  readonly waitingUntil?: string
   readonly events: ReadonlyArray<{ readonly id: string; readonly type: string; readonly from: string; readonly startTime: string; readonly wakeAt?: string }>
 }
 
@@ -68,16 +74,25 @@ export const checkInvariants = async (
   databaseUrl: string,
   created: ReadonlyMap<string, { readonly workflowId: string }>,
   violations: Violations,
-  log: (line: string) => void
-): Promise<number> => {
-  // Recovery re-runs what the kills left running: wait for it to settle.
-  const settleBy = Date.now() + SETTLE_MS
+  log: (line: string) => void,
+  /** Where the chaos workflows recorded their starts (scripts/chaos-main.mjs); none: not checked. */
+  recordDir?: string
+): Promise<{ readonly executions: number; readonly recorded: { readonly starts: number; readonly executions: number } }> => {
+  // Recovery re-runs what the kills left running, and parked executions wake: wait for both to settle,
+  // at least until the last wakeAt (and a grace) of what is parked.
+  const startedSettling = Date.now()
+  const wakesBy = (running: ReadonlyArray<Listed>) =>
+    Math.max(0, ...running.map((execution) => (execution.waitingUntil === undefined ? 0 : Date.parse(execution.waitingUntil) + WAKE_GRACE_MS)))
   let running = await listAll(server, "running")
-  while (running.length > 0 && Date.now() < settleBy) {
+  while (running.length > 0 && Date.now() < Math.max(startedSettling + SETTLE_MS, wakesBy(running))) {
     await sleep(250)
     running = await listAll(server, "running")
   }
-  for (const execution of running) violations.add("left running", `${execution.workflowId} ${execution.id}`)
+  for (const execution of running) {
+    const where = `${execution.workflowId} ${execution.id}`
+    if (execution.waitingUntil === undefined) violations.add("left running", where)
+    else violations.add("left parked past its wakeAt (a lost timer)", `${where}: waiting until ${execution.waitingUntil}`)
+  }
 
   const suspended = await listAll(server, "suspended")
   log(`resuming the ${suspended.length} suspended executions`)
@@ -100,6 +115,8 @@ export const checkInvariants = async (
   for (const [id, known] of created) {
     if (!listed.has(id)) violations.add("execution lost", `${known.workflowId} ${id} was answered as created but is not listed`)
   }
+  // Due-ness is the process clock on SQLite and the database's on Postgres (same machine: a few ms).
+  const skewMs = databaseUrl.startsWith("file:") ? 0 : 20
   for (const execution of all) {
     const where = `${execution.workflowId} ${execution.id} (${execution.status})`
     const types = execution.events.map((event) => event.type)
@@ -116,7 +133,7 @@ export const checkInvariants = async (
       violations.add("final status without its final event", `${where}: last events ${types.slice(-3).join(", ")}`)
     }
     if (execution.status === "error") violations.add("execution failed", `${where}: ${types.slice(-2).join(", ")}`)
-    const sleep = sleepProblem(execution, databaseUrl.startsWith("file:") ? 0 : 20)
+    const sleep = sleepProblem(execution, skewMs)
     if (sleep) violations.add("a timer fired twice or early", `${where}: ${sleep}`)
   }
 
@@ -134,5 +151,9 @@ export const checkInvariants = async (
     const seqProblem = describeSeqProblem(seqs)
     if (seqProblem) violations.add("event seqs are not 1..n (database)", `${id}: ${seqProblem}`)
   }
-  return all.length
+  if (recordDir === undefined) return { executions: all.length, recorded: { starts: 0, executions: 0 } }
+  const starts = readRecordedStarts(recordDir, violations)
+  const recorded = checkRecordedStarts(starts, await readStepEvents(databaseUrl, RECORDED_WORKFLOWS), skewMs, violations)
+  log(`${recorded.starts} recorded starts of ${recorded.executions} executions checked against the committed events`)
+  return { executions: all.length, recorded }
 }
