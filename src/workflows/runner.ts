@@ -7,7 +7,7 @@ import { errorDetailOf, failureMessage, spanMessageOf } from "../observability/e
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
 import { checkOutput, encodeValue, isPlain, storedForm } from "./StepCodec.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
-import { timed } from "./steps/Policy.js"
+import { withInnerPolicy } from "./steps/innerPolicy.js"
 import { enterSleep, type SleepSignal } from "./steps/Sleep.js"
 import type { SleepRecord } from "./ExecutionRows.js"
 import type { InnerCheckpoint } from "./steps/InnerOutputs.js"
@@ -130,15 +130,17 @@ export const contextFor = (env: StepEnv, step: Running, data: unknown, resumeDat
 const runFn = (env: StepEnv, step: Running, fn: StepFn, data: unknown, resumeData: unknown) =>
   runCode(step.id, (signal) => fn(contextFor(env, step, data, resumeData, signal)))
 
-export const inner = (outer: Running, step: Running): Running => ({
+export const inner = (outer: Running, step: Running): Running & { readonly path: string } => ({
   id: step.id,
   suspendSchema: step.suspendSchema ?? outer.suspendSchema,
   path: `${outer.path ?? outer.id}/${step.id}`
 })
 
-/** An inner step of andAll/andRace, bounded by its `timeout` (steps/Policy.ts). */
-export const runInner = (env: StepEnv, outer: Running, one: StepSpec, data: unknown, resumeData: unknown) =>
-  timed(one, runFn(env, inner(outer, one), one.execute, data, resumeData), (timeout) => stepFailure(one.id, timeout))
+/** An inner step of andAll/andRace/andWhen without inner checkpoints, under its `timeout` and `retry` (steps/innerPolicy.ts). */
+export const runInner = (env: StepEnv, outer: Running, one: StepSpec, data: unknown, resumeData: unknown) => {
+  const running = inner(outer, one)
+  return withInnerPolicy(env, one, running.path, (env) => runFn(env, running, one.execute, data, resumeData))
+}
 
 /** Decodes a workflow's input; the message is the API's validation message. */
 export const decodeInput = (definition: WorkflowDefinition, input: unknown, path = "input") =>
@@ -188,7 +190,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
       return runCode(step.id, (signal) => step.condition(contextFor(env, step, data, resumeData, signal))).pipe(
         Effect.flatMap((holds) =>
           holds
-            ? Effect.tap(runFn(env, inner(step, step.step), step.step.execute, data, resumeData), (out) => {
+            ? Effect.tap(runInner(env, step, step.step, data, resumeData), (out) => {
               env.stepData[step.step.id] = out
             })
             : Effect.succeed(data)

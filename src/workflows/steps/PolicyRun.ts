@@ -1,8 +1,7 @@
 import { Duration, Effect, Either, Option, type Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
 import { countStepRetry } from "../../observability/metrics/instruments.js"
 import { StepFailed, type StepOutcome } from "../runner.js"
-import type { Step } from "../Workflow.js"
-import { MAX_ATTEMPTS, MAX_RETRY_DELAY, retryOf, type StepRetry } from "./Policy.js"
+import { MAX_ATTEMPTS, MAX_RETRY_DELAY, retryOf, type StepPolicy, type StepRetry } from "./Policy.js"
 import { RECORDED_FIELDS_MAX, type RecordedError, type RetryState } from "./RetryState.js"
 import { SleepSignal } from "./Sleep.js"
 
@@ -67,12 +66,14 @@ const ended = (failure: StepFailed, why: string) => new StepFailed({ ...failure,
  * (the claim was lost: nothing more runs here).
  */
 export const runWithPolicy = <A, E>(options: {
-  readonly step: Step
+  /** A top-level step, or an inner one (steps/innerPolicy.ts). */
+  readonly step: { readonly id: string } & StepPolicy<any>
   readonly stepIndex: number
   readonly restored: RetryState | undefined
   readonly run: (attempt: number) => Effect.Effect<A, StepOutcome>
   readonly commit: (retry: RetryCommit) => Effect.Effect<boolean, E>
-  readonly workflowId: string
+  /** The label of the retries' metric (none: not counted, a step run in memory inside a child workflow). */
+  readonly workflowId: string | undefined
   /** Done when the instance starts draining: a back-off then stops waiting (none), its due time committed. */
   readonly drained?: Effect.Effect<void> | undefined
   /** Whether a back-off over PARK_BACKOFF_OVER parks the execution (a SleepSignal until its committed due time). */
@@ -131,7 +132,7 @@ export const runWithPolicy = <A, E>(options: {
         errors: [...errors]
       }
       if (!(yield* options.commit({ state, failure, failed: attempt, delayMs, failedAt: new Date(failedAt).toISOString() }))) return Option.none()
-      yield* countStepRetry(options.workflowId)
+      if (options.workflowId !== undefined) yield* countStepRetry(options.workflowId)
       const waited = yield* backOff(state.dueAt)
       if (Either.isLeft(waited)) return Option.some(Either.left(waited.left))
       if (!waited.right) return Option.none()
