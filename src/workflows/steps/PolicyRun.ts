@@ -84,17 +84,24 @@ export const runWithPolicy = <A, E>(options: {
     const retry = retryOf(step)
     if (retry === undefined) return Option.some(yield* Effect.either(options.run(1)))
     const next = scheduleStepper(retry.schedule as Schedule.Schedule<unknown, unknown>)
-    /** Waits a back-off: false when draining started first. */
-    const wait = (ms: number): Effect.Effect<boolean> =>
-      ms <= 0 ? Effect.succeed(true) : options.drained === undefined
-        ? Effect.as(Effect.sleep(Duration.millis(ms)), true)
-        : Effect.raceFirst(Effect.as(Effect.sleep(Duration.millis(ms)), true), Effect.as(options.drained, false))
+    /**
+     * Waits until `due` (epoch ms): false when draining started first. A timer may fire a millisecond
+     * before the clock reaches its time, so what is left is waited again.
+     */
+    const waitUntil = (due: number): Effect.Effect<boolean> =>
+      Effect.suspend(() => {
+        const ms = due - Date.now()
+        if (ms <= 0) return Effect.succeed(true)
+        const slept = Effect.as(Effect.sleep(Duration.millis(ms)), true)
+        const waited = options.drained === undefined ? slept : Effect.raceFirst(slept, Effect.as(options.drained, false))
+        return Effect.flatMap(waited, (done) => (done ? waitUntil(due) : Effect.succeed(false)))
+      })
     /** A back-off whose due time is committed: parked when long and the driver can, else waited here (false: draining). */
     const backOff = (dueAt: string): Effect.Effect<Either.Either<boolean, SleepSignal>> => {
-      const ms = Date.parse(dueAt) - Date.now()
-      return options.parks === true && ms > Duration.toMillis(PARK_BACKOFF_OVER)
+      const due = Date.parse(dueAt)
+      return options.parks === true && due - Date.now() > Duration.toMillis(PARK_BACKOFF_OVER)
         ? Effect.succeed(Either.left(new SleepSignal({ stepId: step.id, wakeAt: dueAt })))
-        : Effect.map(wait(ms), Either.right)
+        : Effect.map(waitUntil(due), Either.right)
     }
     const errors: Array<RecordedError> = []
     let attempt = 1
