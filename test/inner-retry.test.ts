@@ -72,6 +72,18 @@ const inner = workflow({ id: "inner-flaky", name: "Inner flaky", purpose: "Inner
     }]
   })
 
+/** andRace's racer and andWhen's step commit their retries too (their step reads its inner rows then). */
+const raceWhen = workflow({ id: "inner-race-when", name: "Inner race and when", purpose: "Flaky racer and when step", input: Schema.Number, result: Schema.Unknown })
+  .andRace({
+    id: "race",
+    steps: [{ id: "only", execute: ({ attempt, data, executionId, path }) => (attempted(executionId, path, attempt), flakyUntil(1, attempt, data)), retry: { schedule: quick } }]
+  })
+  .andWhen({
+    id: "when",
+    condition: () => true,
+    step: { id: "act", execute: ({ attempt, data, executionId, path }) => (attempted(executionId, path, attempt), flakyUntil(1, attempt, data + 1)), retry: { schedule: quick } }
+  })
+
 /** An item that fails with Fatal (`while` says no), or with Flaky every time (the schedule ends). */
 const failing = workflow({ id: "inner-failing", name: "Inner failing", purpose: "An item that fails", input: Schema.Boolean, result: Schema.Unknown })
   .andForEach({
@@ -109,7 +121,7 @@ const child = workflow({ id: "inner-child", name: "Inner child", purpose: "A fla
 const parent = workflow({ id: "inner-parent", name: "Inner parent", purpose: "Runs the child", input: Schema.Number, result: Schema.Unknown })
   .andWorkflow({ id: "nested", workflow: child })
 
-const app = defineApp({ workflows: [inner, failing, slow, child, parent] })
+const app = defineApp({ workflows: [inner, raceWhen, failing, slow, child, parent] })
 
 const recordOf = (url: string, executionId: string) =>
   Effect.map(fetchJson(`${url}/workflows/executions/${executionId}`), (response): Array<any> => response.body.data.events)
@@ -142,6 +154,17 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("inner step retrie
       // A listing shows top-level events only: no inner retry there.
       const listed = (yield* fetchJson(`${url}/workflows/executions?workflowId=inner-flaky`)).body.data.find((e: any) => e.id === "ok")
       expect(listed.events.some((e: any) => e.type === "step-retry")).toBe(false)
+    }))
+
+  it.effect("andRace's racer and andWhen's step are retried, each retry a step-retry event with its path", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const run = yield* fetchJson(`${url}/workflows/inner-race-when/execute`, json({ input: 5, options: { executionId: "rw" } }))
+      expect(run.body.data).toMatchObject({ status: "completed", result: 6 })
+      expect(attemptsAt("rw", "race/only")).toEqual([1, 2])
+      expect(attemptsAt("rw", "when/act")).toEqual([1, 2])
+      const retries = (yield* recordOf(url, "rw")).filter((e) => e.type === "step-retry").map((e) => [e.from, e.path, e.attempt])
+      expect(retries).toEqual([["only", "race/only", 1], ["act", "when/act", 1]])
     }))
 
   it.effect("`while` false stops at once; the end of the schedule fails the step with the last attempt's error", () =>
