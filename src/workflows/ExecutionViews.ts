@@ -1,8 +1,9 @@
-import { Either, JSONSchema, type Schema } from "effect"
+import { Duration, Either, JSONSchema, type Schema } from "effect"
 import { WorkflowFailed } from "../core/errors.js"
 import { markSpanMessage, spanSafeError } from "../observability/errorDetail.js"
 import type { Execution, ExecutionListing, StoredEvent } from "./ExecutionStore.js"
 import { innerStepsOf } from "./steps/innerViews.js"
+import { timeoutOf } from "./steps/Policy.js"
 import type { Step } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
 
@@ -23,8 +24,15 @@ const describeOne = (step: Described) => ({
   ...(step.inputSchema ? { inputSchema: toJsonSchema(step.inputSchema)! } : {}),
   ...(step.outputSchema ? { outputSchema: toJsonSchema(step.outputSchema)! } : {}),
   ...(step.suspendSchema ? { suspendSchema: toJsonSchema(step.suspendSchema)! } : {}),
-  ...(step.resumeSchema ? { resumeSchema: toJsonSchema(step.resumeSchema)! } : {})
+  ...(step.resumeSchema ? { resumeSchema: toJsonSchema(step.resumeSchema)! } : {}),
+  ...(step.retry === undefined ? {} : { retry: true as const }),
+  ...policyTimeout(step)
 })
+
+const policyTimeout = (step: Described) => {
+  const timeout = timeoutOf(step)
+  return timeout === undefined ? {} : { timeoutMs: Duration.toMillis(timeout) }
+}
 
 export const describeStep = (step: Step): typeof S.StepDescription.Type => {
   const inner = innerStepsOf(step).map(({ path, step: one }) => ({ ...describeOne(one), path }))

@@ -165,8 +165,11 @@ export interface Described {
   readonly outputSchema?: Schema.Schema.AnyNoContext | undefined
 }
 
-/** An inner step of andAll/andRace/andWhen, seeing the context `Ctx` (its suspension and resume are the outer step's). */
-export interface InnerStep<Ctx> extends Described, Pick<StepPolicy<unknown>, "timeout"> {
+/**
+ * An inner step of andAll/andRace, seeing the context `Ctx` (its suspension and resume are the outer step's). Its
+ * `retry.while` sees `unknown`: TypeScript cannot type it by each step of a tuple while it infers the tuple.
+ */
+export interface InnerStep<Ctx> extends Described, StepPolicy<unknown> {
   readonly id: string
   readonly execute: (context: Ctx) => unknown
 }
@@ -202,7 +205,7 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
     readonly resumeSchema?: SchemaOf<Res> | undefined
     readonly suspendSchema?: SchemaOf<Sus> | undefined
     readonly condition: (context: StepContext<D, I, S, Res, Sus>) => Cond
-    readonly step: Described & { readonly id: InnerId; readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret }
+    readonly step: Described & StepPolicy<ResultError<Ret>> & { readonly id: InnerId; readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret }
   }) => Next<I, O, D | ResultValue<Ret>, WithWhen<S, Id, InnerId, D, ResultValue<Ret>>, R | ResultContext<Ret> | ResultContext<Cond>, WRes, WSus, Rs | readonly [Id, Res]>
   /** Runs its steps concurrently on the same data: the next data is the tuple of their outputs. */
   readonly andAll: <Id extends string, const T extends ReadonlyArray<InnerStep<StepContext<D, I, S, Res, Sus>>>, Res = WRes, Sus = WSus>(

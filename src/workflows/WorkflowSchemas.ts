@@ -69,7 +69,9 @@ const stepDescriptionFields = {
   inputSchema: Schema.optional(JsonSchemaObject),
   outputSchema: Schema.optional(JsonSchemaObject),
   suspendSchema: Schema.optional(JsonSchemaObject),
-  resumeSchema: Schema.optional(JsonSchemaObject)
+  resumeSchema: Schema.optional(JsonSchemaObject),
+  retry: Schema.optional(Schema.Literal(true)).annotations({ description: "present when the step has a retry policy (its schedule is code, not shown)" }),
+  timeoutMs: Schema.optional(Schema.Number).annotations({ description: "the step's timeout, when it has one, in milliseconds" })
 }
 
 /** An inner step of a step (issue #31): its path under the step, e.g. `lines[]`, `route/positive`, `child/load`. */

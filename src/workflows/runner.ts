@@ -7,12 +7,13 @@ import { errorDetailOf, failureMessage, spanMessageOf } from "../observability/e
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
 import { encodeValue, isPlain, storedForm } from "./StepCodec.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
+import { withInnerPolicy } from "./steps/innerPolicy.js"
 import { enterSleep, type SleepSignal } from "./steps/Sleep.js"
 import type { SleepRecord } from "./ExecutionRows.js"
 import { type InnerCheckpoint, inMemory } from "./steps/InnerOutputs.js"
 import { runAll, runChildSteps, runRace } from "./steps/innerRunner.js"
 import { runLoopStep } from "./steps/loopRunner.js"
-import { isSuspendSignal, type Step, type StepContext, type StepFn, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
+import { isSuspendSignal, type Step, type StepContext, type StepFn, type StepSpec, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
 /** A step that failed (not a suspension, not an interruption). */
 export class StepFailed extends Data.TaggedError("StepFailed")<{
@@ -132,11 +133,17 @@ const runFn = (env: StepEnv, step: Running, fn: StepFn, data: unknown, resumeDat
 /** A path as the execution knows it: inside a child workflow, after the path of its parent step. */
 export const pathIn = (env: StepEnv, path: string) => (env.pathPrefix ?? "") + path
 
-export const inner = (outer: Running, step: Running): Running => ({
+export const inner = (outer: Running, step: Running): Running & { readonly path: string } => ({
   id: step.id,
   suspendSchema: step.suspendSchema ?? outer.suspendSchema,
   path: `${outer.path ?? outer.id}/${step.id}`
 })
+
+/** andWhen's inner step, under its `timeout` and `retry` (steps/innerPolicy.ts). */
+export const runInner = (env: StepEnv, outer: Running, one: StepSpec, data: unknown, resumeData: unknown) => {
+  const running = inner(outer, one)
+  return withInnerPolicy(env, one, pathIn(env, running.path), (env) => runFn(env, running, one.execute, data, resumeData))
+}
 
 /** Decodes a workflow's input; the message is the API's validation message. */
 export const decodeInput = (definition: WorkflowDefinition, input: unknown, path = "input") =>
@@ -186,14 +193,14 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
       return runCode(step.id, (signal) => step.condition(contextFor(env, step, data, resumeData, signal))).pipe(
         Effect.flatMap((holds) =>
           holds
-            ? Effect.tap(runFn(env, inner(step, step.step), step.step.execute, data, resumeData), (out) => {
+            ? Effect.tap(runInner(env, step, step.step, data, resumeData), (out) => {
               env.stepData[step.step.id] = out
             })
             : Effect.succeed(data)
         )
       )
     case "andAll":
-      return runAll(env, step, data, resumeData, env.inner ?? inMemory)
+      return runAll(env, step, data, resumeData, env.inner ?? inMemory())
     case "andRace":
       return runRace(env, step, data, resumeData)
     case "andAgent":
@@ -214,7 +221,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
           Effect.flatMap((childInput) =>
             Either.match(childInputOf(step.workflow, childInput), {
               onLeft: (error) => Effect.fail(new StepFailed({ stepId: step.id, message: `sub-workflow ${step.workflow.id}: ${error.message}` })),
-              onRight: (decoded) => runChildSteps(env, step, step.workflow, decoded, resumeData, env.inner ?? inMemory)
+              onRight: (decoded) => runChildSteps(env, step, step.workflow, decoded, resumeData, env.inner ?? inMemory())
             })
           )
         )

@@ -145,7 +145,7 @@ export const timerRaces = (store: string) => (it: Vitest.MethodsNonLive<TestServ
           const id = `race-cancel-${store}-${i}`
           const wakeAt = yield* parkOne(url, id, NAP_MS)
           // The timer takes a sleeper WAKE_LEAD_MS before its time: that is the moment the cancel races.
-          yield* aroundTime(wakeAt - WAKE_LEAD_MS)
+          yield* aroundTime(wakeAt - WAKE_LEAD_MS, -15, 80)
           const cancel = yield* post(`${url}/workflows/nap/executions/${id}/cancel`, { reason: "race" })
           expect([200, 400]).toContain(cancel.status)
           const state = yield* eventually(stateOf(url, "nap", id), (s) => s.status !== "running", `${id} ends`)
@@ -184,7 +184,7 @@ export const timerRaces = (store: string) => (it: Vitest.MethodsNonLive<TestServ
           const id = `race-suspend-${store}-${i}`
           const wakeAt = yield* parkOne(url, id, NAP_MS)
           // A suspend reads the row before its conditional write: sent a little earlier than a cancel.
-          yield* aroundTime(wakeAt - WAKE_LEAD_MS, -40, 50)
+          yield* aroundTime(wakeAt - WAKE_LEAD_MS, -40, 120)
           const suspend = yield* post(`${url}/workflows/nap/executions/${id}/suspend`, { reason: "race" })
           expect([200, 400]).toContain(suspend.status)
           if (suspend.status === 200) {

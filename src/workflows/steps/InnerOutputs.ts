@@ -4,6 +4,7 @@ import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
 import { type Claim, now } from "../ExecutionRows.js"
 import { resolveRows, writeWithEvents } from "../ValueRows.js"
 import type { WorkflowEvent } from "../WorkflowSchemas.js"
+import type { RetryCommit } from "./PolicyRun.js"
 
 /**
  * The committed outputs of inner steps, items and iterations (migration 0021), by path. Values are
@@ -17,11 +18,14 @@ export interface InnerOutputs {
    * transaction, shared with other writes (group commit). The number of the last event, or none when
    * the claim is lost (nothing is written).
    */
-  readonly commit: (
-    claim: Claim,
-    entries: ReadonlyArray<{ readonly path: string; readonly value: unknown }>,
-    events: ReadonlyArray<WorkflowEvent>
-  ) => Effect.Effect<Option.Option<number>>
+  readonly commit: (claim: Claim, entries: ReadonlyArray<InnerEntry>, events: ReadonlyArray<WorkflowEvent>) => Effect.Effect<Option.Option<number>>
+}
+
+/** An inner row to write: an output is written once; a `replace` one (an inner step's `#retry` state) overwrites the last. */
+export interface InnerEntry {
+  readonly path: string
+  readonly value: unknown
+  readonly replace?: boolean | undefined
 }
 
 /** A committed inner step's event: a step-complete from `from` with its `path`. */
@@ -37,11 +41,25 @@ export interface InnerCheckpoint {
   /** The stored forms of the step's committed entries, by path (read when the step started). */
   readonly committed: ReadonlyMap<string, unknown>
   /** Commits `entries` (with the event, when given); interrupts the step when the claim is lost. */
-  readonly commit: (entries: ReadonlyArray<{ readonly path: string; readonly value: unknown }>, event?: InnerEvent) => Effect.Effect<void>
+  readonly commit: (entries: ReadonlyArray<InnerEntry>, event?: InnerEvent) => Effect.Effect<void>
+  /**
+   * Commits an inner step's retry (steps/innerPolicy.ts): its state as `<path>#retry`, replacing the
+   * last, with its step-retry event; interrupts the step when the claim is lost.
+   */
+  readonly retry: (from: string, path: string, retry: RetryCommit) => Effect.Effect<void>
+  /** The top-level step's index and its workflow's id (of the retry state and its metric). */
+  readonly stepIndex: number
+  readonly workflowId: string
 }
 
-/** A checkpoint that holds nothing and commits nothing: steps run with it in memory. */
-export const inMemory: InnerCheckpoint = { committed: new Map(), commit: () => Effect.void }
+/** What a step runs with when it commits nothing apart (andRace) or has no checkpoint (inside a child workflow). */
+export const inMemory = (checkpoint?: Pick<InnerCheckpoint, "stepIndex" | "workflowId">): InnerCheckpoint => ({
+  committed: new Map(),
+  commit: () => Effect.void,
+  retry: () => Effect.void,
+  stepIndex: checkpoint?.stepIndex ?? 0,
+  workflowId: checkpoint?.workflowId ?? ""
+})
 
 /** Whether `path` is one of the step `stepId`'s inner paths (`id[..`, `id/..`, `id#..`). */
 export const isInnerPathOf = (stepId: string, path: string) =>
@@ -79,10 +97,10 @@ export const makeInnerOutputs = Effect.gen(function*() {
       // commits; each insert is fenced by the claim as well, so a lost claim writes nothing.
       sql`UPDATE workflow_executions SET last_seq = last_seq + ${events.length}, updated_at = ${at},
         history_bytes = history_bytes + ${staging.historyBytes()} WHERE ${held(claim)} RETURNING last_seq`,
-      ...entries.map(({ path, value }) =>
+      ...entries.map(({ path, replace, value }) =>
         sql`INSERT INTO workflow_step_outputs (execution_id, path, output, created_at)
           SELECT id, ${path}, ${staging.text(value)}, ${at} FROM workflow_executions WHERE ${held(claim)}
-          ON CONFLICT (execution_id, path) DO NOTHING`
+          ON CONFLICT (execution_id, path) ${replace === true ? sql`DO UPDATE SET output = excluded.output, created_at = excluded.created_at` : sql`DO NOTHING`}`
       ),
       sql`SELECT last_seq FROM workflow_executions WHERE ${held(claim)}`
     ])

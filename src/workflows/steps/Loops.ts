@@ -1,7 +1,8 @@
 import type { Effect } from "effect"
 import type { UserResult } from "../../core/userCode.js"
 import type { Described, Next, StepContext, StepMeta, StepSpec } from "../Workflow.js"
-import type { ResultContext, ResultValue, SchemaOf, WithStep } from "../WorkflowTypes.js"
+import type { ResultContext, ResultError, ResultValue, SchemaOf, WithStep } from "../WorkflowTypes.js"
+import type { StepPolicy } from "./Policy.js"
 
 /** Issue #31's loop and branch steps: their types (LoopsChain) and their runtime shapes (LoopStep). */
 
@@ -71,7 +72,8 @@ export type Items<Item, IR> = ReadonlyArray<Item> | PromiseLike<ReadonlyArray<It
 /** A branch of andBranch: its condition and step, both seeing the data. */
 export interface Branch<Ctx> {
   readonly condition: (context: Ctx) => Condition
-  readonly step: Described & { readonly id: string; readonly execute: (context: Ctx) => unknown }
+  /** Its `retry.while` sees `unknown` (a tuple's steps are not typed one by one while it is inferred, as andAll's). */
+  readonly step: Described & StepPolicy<unknown> & { readonly id: string; readonly execute: (context: Ctx) => unknown }
 }
 
 type StepOutput<T> = T extends { readonly execute: (...args: never) => infer Ret } ? ResultValue<Ret> : never
@@ -109,7 +111,7 @@ export interface LoopsChain<in out I, in out O, out D, out S, out R, in out WRes
       readonly id: Id
       readonly items: (context: StepContext<D, I, S, Res, Sus>) => Items<Item, IR>
       readonly concurrency?: number | undefined
-      readonly step: Described & {
+      readonly step: Described & StepPolicy<ResultError<Ret>> & {
         readonly id: InnerId
         readonly execute: (context: ItemStepContext<Item, I, S, Res, Sus>) => Ret
       }
@@ -149,7 +151,7 @@ type LoopMethod<I, O, D, S, R, WRes, WSus, Rs> = <Id extends string, InnerId ext
   step: Described & Suspending<Res, Sus> & {
     readonly id: Id
     readonly maxIterations?: number | undefined
-    readonly step: Described & {
+    readonly step: Described & StepPolicy<ResultError<Ret>> & {
       readonly id: InnerId
       readonly execute: (context: StepContext<D, I, S, Res, Sus> & IterationContext) => Ret
     }

@@ -1,5 +1,6 @@
 import { Data, Duration, Effect, type Schedule } from "effect"
 import type { Step, WorkflowDefinition } from "../Workflow.js"
+import { innerStepsOf } from "./innerViews.js"
 
 export type { RuntimeHooks, WorkflowHooks } from "./Hooks.js"
 
@@ -68,15 +69,31 @@ const checkTimeout = (workflowId: string, stepId: string, input: unknown): void 
   }
 }
 
+/** A `retry` as given: a schedule, and `while` a function when present. */
+const checkRetry = (workflowId: string, stepId: string, retry: StepRetry<unknown> | undefined): void => {
+  if (retry === undefined) return
+  if (typeof retry !== "object" || retry === null || typeof retry.schedule?.step !== "function") {
+    throw new Error(`Workflow ${workflowId}, step ${stepId}: retry must be { schedule: Schedule, while?: (error) => boolean }`)
+  }
+  if (retry.while !== undefined && typeof retry.while !== "function") throw new Error(`Workflow ${workflowId}, step ${stepId}: retry.while must be a function`)
+}
+
 /**
  * A step's policies as given, checked (the builder's checks throw): a `timeout` that is a positive
  * duration within MAX_TIMEOUT, never on an andWorkflow whose child can park (a timeout cannot run across
- * a parked child), and a `retry` with a schedule.
+ * a parked child), and a `retry` with a schedule; the same for its inner steps (a child's are checked
+ * when the child is defined).
  */
 export const checkPolicy = (workflowId: string, step: Step): void => {
-  if (step.type === "andAll" || step.type === "andRace") for (const one of step.steps) checkTimeout(workflowId, one.id, one.timeout)
+  if (step.type !== "andWorkflow") {
+    for (const { step: one } of innerStepsOf(step)) {
+      checkTimeout(workflowId, one.id, one.timeout)
+      checkRetry(workflowId, one.id, one.retry)
+    }
+  }
   const policy = step as StepPolicy<unknown> & Step
   checkTimeout(workflowId, step.id, policy.timeout)
+  checkRetry(workflowId, step.id, policy.retry)
   if (policy.timeout !== undefined) {
     if (step.type === "andWorkflow" && childCanPark(step.workflow)) {
       throw new Error(
@@ -85,14 +102,6 @@ export const checkPolicy = (workflowId: string, step: Step): void => {
       )
     }
     if (PARKING_TYPES.has(step.type)) throw new Error(`Workflow ${workflowId}, step ${step.id}: timeout is not allowed on a ${step.type} step`)
-  }
-  if (policy.retry !== undefined) {
-    if (typeof policy.retry !== "object" || policy.retry === null || typeof policy.retry.schedule?.step !== "function") {
-      throw new Error(`Workflow ${workflowId}, step ${step.id}: retry must be { schedule: Schedule, while?: (error) => boolean }`)
-    }
-    if (policy.retry.while !== undefined && typeof policy.retry.while !== "function") {
-      throw new Error(`Workflow ${workflowId}, step ${step.id}: retry.while must be a function`)
-    }
   }
 }
 
@@ -104,8 +113,8 @@ export const timeoutOf = (step: { readonly timeout?: Duration.DurationInput | un
   return timeout === undefined ? undefined : Duration.decode(timeout)
 }
 
-/** The retry of a step as the runtime holds it, if any. */
-export const retryOf = (step: Step): StepRetry<unknown> | undefined => (step as StepPolicy<unknown>).retry
+/** The retry of a step (top-level or inner) as the runtime holds it, if any. */
+export const retryOf = (step: StepPolicy<any>): StepRetry<unknown> | undefined => step.retry
 
 /**
  * One attempt of `step`, bounded by its timeout: past it, the attempt's fiber is interrupted (its

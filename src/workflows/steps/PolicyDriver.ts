@@ -8,11 +8,20 @@ import { retryOf, timed, timeoutOf } from "./Policy.js"
 import { type RetryCommit, runWithPolicy } from "./PolicyRun.js"
 import { retryStateOf } from "./RetryState.js"
 
-/** The step-retry event of a retry: the attempt that failed, its error, and when the next one is due. */
-const retryEvent = (execution: Execution, step: Step, index: number, retry: RetryCommit): S.WorkflowEvent => ({
-  ...workflowEvent(execution, "step-retry", step.id, "retrying", {
+/**
+ * The step-retry event of a retry: the attempt that failed, its error, and when the next one is due.
+ * `from` is the step's id; an inner step's (steps/innerPolicy.ts) has its `path` and the outer step's type.
+ */
+export const retryEvent = (
+  execution: { readonly id: string },
+  step: { readonly from: string; readonly stepType: string; readonly path?: string | undefined },
+  index: number,
+  retry: RetryCommit
+): S.WorkflowEvent => ({
+  ...workflowEvent(execution, "step-retry", step.from, "retrying", {
     stepIndex: index,
-    stepType: step.type,
+    stepType: step.stepType,
+    ...(step.path === undefined ? {} : { path: step.path }),
     attempt: retry.failed,
     error: retry.failure.message,
     ...(retry.failure.detail === undefined ? {} : { errorDetail: retry.failure.detail }),
@@ -68,7 +77,7 @@ export const policyStep = <E>(options: {
         options.recordContent
       ),
     commit: (retry) => {
-      const event = retryEvent(execution, step, index, retry)
+      const event = retryEvent(execution, { from: step.id, stepType: step.type }, index, retry)
       return Effect.map(options.checkpoint(claim, [event], store.retry(claim, retry.state, event)), Option.isSome)
     }
   })

@@ -1,8 +1,7 @@
 import { Duration, Effect, Either, Option, type Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
 import { countStepRetry } from "../../observability/metrics/instruments.js"
 import { StepFailed, type StepOutcome } from "../runner.js"
-import type { Step } from "../Workflow.js"
-import { MAX_ATTEMPTS, MAX_RETRY_DELAY, retryOf, type StepRetry } from "./Policy.js"
+import { MAX_ATTEMPTS, MAX_RETRY_DELAY, retryOf, type StepPolicy, type StepRetry } from "./Policy.js"
 import { RECORDED_FIELDS_MAX, type RecordedError, type RetryState } from "./RetryState.js"
 import { SleepSignal } from "./Sleep.js"
 
@@ -67,12 +66,14 @@ const ended = (failure: StepFailed, why: string) => new StepFailed({ ...failure,
  * (the claim was lost: nothing more runs here).
  */
 export const runWithPolicy = <A, E>(options: {
-  readonly step: Step
+  /** A top-level step, or an inner one (steps/innerPolicy.ts). */
+  readonly step: { readonly id: string } & StepPolicy<any>
   readonly stepIndex: number
   readonly restored: RetryState | undefined
   readonly run: (attempt: number) => Effect.Effect<A, StepOutcome>
   readonly commit: (retry: RetryCommit) => Effect.Effect<boolean, E>
-  readonly workflowId: string
+  /** The label of the retries' metric (none: not counted, a step run in memory inside a child workflow). */
+  readonly workflowId: string | undefined
   /** Done when the instance starts draining: a back-off then stops waiting (none), its due time committed. */
   readonly drained?: Effect.Effect<void> | undefined
   /** Whether a back-off over PARK_BACKOFF_OVER parks the execution (a SleepSignal until its committed due time). */
@@ -83,17 +84,24 @@ export const runWithPolicy = <A, E>(options: {
     const retry = retryOf(step)
     if (retry === undefined) return Option.some(yield* Effect.either(options.run(1)))
     const next = scheduleStepper(retry.schedule as Schedule.Schedule<unknown, unknown>)
-    /** Waits a back-off: false when draining started first. */
-    const wait = (ms: number): Effect.Effect<boolean> =>
-      ms <= 0 ? Effect.succeed(true) : options.drained === undefined
-        ? Effect.as(Effect.sleep(Duration.millis(ms)), true)
-        : Effect.raceFirst(Effect.as(Effect.sleep(Duration.millis(ms)), true), Effect.as(options.drained, false))
+    /**
+     * Waits until `due` (epoch ms): false when draining started first. A timer may fire a millisecond
+     * before the clock reaches its time, so what is left is waited again.
+     */
+    const waitUntil = (due: number): Effect.Effect<boolean> =>
+      Effect.suspend(() => {
+        const ms = due - Date.now()
+        if (ms <= 0) return Effect.succeed(true)
+        const slept = Effect.as(Effect.sleep(Duration.millis(ms)), true)
+        const waited = options.drained === undefined ? slept : Effect.raceFirst(slept, Effect.as(options.drained, false))
+        return Effect.flatMap(waited, (done) => (done ? waitUntil(due) : Effect.succeed(false)))
+      })
     /** A back-off whose due time is committed: parked when long and the driver can, else waited here (false: draining). */
     const backOff = (dueAt: string): Effect.Effect<Either.Either<boolean, SleepSignal>> => {
-      const ms = Date.parse(dueAt) - Date.now()
-      return options.parks === true && ms > Duration.toMillis(PARK_BACKOFF_OVER)
+      const due = Date.parse(dueAt)
+      return options.parks === true && due - Date.now() > Duration.toMillis(PARK_BACKOFF_OVER)
         ? Effect.succeed(Either.left(new SleepSignal({ stepId: step.id, wakeAt: dueAt })))
-        : Effect.map(wait(ms), Either.right)
+        : Effect.map(waitUntil(due), Either.right)
     }
     const errors: Array<RecordedError> = []
     let attempt = 1
@@ -131,7 +139,7 @@ export const runWithPolicy = <A, E>(options: {
         errors: [...errors]
       }
       if (!(yield* options.commit({ state, failure, failed: attempt, delayMs, failedAt: new Date(failedAt).toISOString() }))) return Option.none()
-      yield* countStepRetry(options.workflowId)
+      if (options.workflowId !== undefined) yield* countStepRetry(options.workflowId)
       const waited = yield* backOff(state.dueAt)
       if (Either.isLeft(waited)) return Option.some(Either.left(waited.left))
       if (!waited.right) return Option.none()

@@ -4,7 +4,10 @@ import { workflowEvent } from "../ExecutionEndings.js"
 import type { StepEnv } from "../runner.js"
 import type { Step } from "../Workflow.js"
 import type * as S from "../WorkflowSchemas.js"
-import { type InnerCheckpoint, inMemory, type InnerOutputs, isInnerPathOf } from "./InnerOutputs.js"
+import { inMemory, type InnerCheckpoint, type InnerEntry, type InnerOutputs, isInnerPathOf } from "./InnerOutputs.js"
+import { encodeRetryState } from "./innerPolicy.js"
+import { innerStepsOf } from "./innerViews.js"
+import { retryEvent } from "./PolicyDriver.js"
 import { retryingRead } from "../storeRetry.js"
 import { isLoopStep } from "./Loops.js"
 
@@ -12,7 +15,7 @@ import { isLoopStep } from "./Loops.js"
 export type CommitWith = (events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) => Effect.Effect<Option.Option<number>>
 
 /**
- * The env step `index` runs with: a loop, branch, andAll, andRace or andWorkflow step gets its committed inner outputs (read now)
+ * The env step `index` runs with: a loop, branch, andAll or andWorkflow step (an andRace or andWhen whose inner steps retry) gets its committed inner outputs (read now)
  * and commits more fenced by `claim`, each with a step-complete carrying its `path`; a lost claim
  * interrupts the step. Other steps run with `env` as it is.
  */
@@ -29,13 +32,17 @@ export const withInnerCheckpoints = (
     readonly fresh: boolean
   }
 ): Effect.Effect<StepEnv> => {
-  if (!isLoopStep(step) && step.type !== "andAll" && step.type !== "andRace" && step.type !== "andWorkflow") return Effect.succeed(env)
-  // andRace commits nothing apart (innerRunner): no read either.
-  if (step.type === "andRace") return Effect.succeed({ ...env, inner: inMemory })
   const { claim, commitWith, execution, outputs } = held
+  const retrying = (step.type === "andRace" || step.type === "andWhen") && innerStepsOf(step).some(({ step: one }) => one.retry !== undefined)
+  if (!isLoopStep(step) && step.type !== "andAll" && step.type !== "andWorkflow" && !retrying) {
+    // andRace commits nothing apart (innerRunner): no read either, unless a racer's retries are committed.
+    return Effect.succeed(step.type === "andRace" ? { ...env, inner: inMemory({ stepIndex: index, workflowId: execution.workflowId }) } : env)
+  }
   const read = held.fresh ? Effect.succeed(new Map<string, unknown>()) : retryingRead(outputs.read(execution.id, step.id))
   return Effect.map(read, (all) => {
     const committed = new Map(Array.from(all).filter(([path]) => isInnerPathOf(step.id, path)))
+    const commitOrInterrupt = (entries: ReadonlyArray<InnerEntry>, events: ReadonlyArray<S.WorkflowEvent>) =>
+      commitWith(events, outputs.commit(claim, entries, events)).pipe(Effect.flatMap((done) => (Option.isSome(done) ? Effect.void : Effect.interrupt)))
     const inner: InnerCheckpoint = {
       committed,
       commit: (entries, event) => {
@@ -47,10 +54,15 @@ export const withInnerCheckpoints = (
             path: event.path
           })
         ]
-        return commitWith(events, outputs.commit(claim, entries, events)).pipe(
-          Effect.flatMap((done) => (Option.isSome(done) ? Effect.void : Effect.interrupt))
-        )
-      }
+        return commitOrInterrupt(entries, events)
+      },
+      retry: (from, path, retry) =>
+        commitOrInterrupt(
+          [{ path: `${path}#retry`, value: encodeRetryState(retry.state), replace: true }],
+          [retryEvent(execution, { from, stepType: step.type, path }, index, retry)]
+        ),
+      stepIndex: index,
+      workflowId: execution.workflowId
     }
     return { ...env, inner }
   })

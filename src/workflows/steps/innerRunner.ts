@@ -1,11 +1,11 @@
 import { Effect, Either } from "effect"
 import { checkOutput, decodeValue, encodeValue, schemasOf } from "../StepCodec.js"
-import { contextFor, inner, pathIn, runCode, runStep, type StepEnv, StepFailed, stepFailure, type StepOutcome } from "../runner.js"
+import { contextFor, inner, pathIn, runCode, runStep, type StepEnv, StepFailed, type StepOutcome } from "../runner.js"
 import { jsonBytes, MAX_STEP_OUTPUT_BYTES } from "../StoredValues.js"
 import { isSuspendSignal, type Step, type StepSpec, SuspendSignal, type WorkflowDefinition } from "../Workflow.js"
 import { nonJsonValue } from "../../core/jsonValue.js"
 import type { InnerCheckpoint } from "./InnerOutputs.js"
-import { timed } from "./Policy.js"
+import { withInnerPolicy } from "./innerPolicy.js"
 
 /**
  * Inner checkpoints of andAll and a child workflow's steps (issue #31 item 4): each inner output is
@@ -42,9 +42,9 @@ const commitInner = (checkpoint: InnerCheckpoint, outer: Step, from: string, pat
 const runSpec = (env: StepEnv, outer: Extract<Step, { type: "andAll" | "andRace" }>, one: StepSpec, data: unknown, resumeData: unknown) => {
   const running = inner(outer, one)
   const path = pathIn(env, `${outer.id}/${one.id}`)
-  // Bounded by its `timeout` (steps/Policy.ts), as outside inner checkpoints.
-  const run = runCode(one.id, (signal) => one.execute(Object.assign(contextFor(env, running, data, resumeData, signal), { path })))
-  return timed(one, run, (timeout) => stepFailure(one.id, timeout)).pipe(suspendingAt(path))
+  // Under its `timeout` and `retry` (steps/innerPolicy.ts).
+  return withInnerPolicy(env, one, path, (env) =>
+    runCode(one.id, (signal) => one.execute(Object.assign(contextFor(env, running, data, resumeData, signal), { path })))).pipe(suspendingAt(path))
 }
 
 export const runAll = (env: StepEnv, step: Extract<Step, { type: "andAll" }>, data: unknown, resumeData: unknown, checkpoint: InnerCheckpoint) =>

@@ -4,7 +4,8 @@ import { contextFor, inner, pathIn, runCode, type Running, type StepEnv, StepFai
 import { decodeValue, encodeValue } from "../StepCodec.js"
 import { formatBytes, jsonBytes } from "../StoredValues.js"
 import type { StepSpec } from "../Workflow.js"
-import { inMemory } from "./InnerOutputs.js"
+import { inMemory as inMemoryCheckpoint } from "./InnerOutputs.js"
+import { withInnerPolicy } from "./innerPolicy.js"
 import { suspendingAt } from "./innerRunner.js"
 import { LOOP_BOUNDS, type LoopStep } from "./Loops.js"
 
@@ -18,12 +19,15 @@ import { LOOP_BOUNDS, type LoopStep } from "./Loops.js"
 
 type Of<T extends LoopStep["type"]> = Extract<LoopStep, { readonly type: T }>
 
+const inMemory = inMemoryCheckpoint()
+
 const failed = (step: { readonly id: string }, message: string) => new StepFailed({ stepId: step.id, message })
 
-/** Runs an inner step with extra context fields (its `index` or `iteration`, its `path`). */
+/** Runs an inner step under its policies (steps/innerPolicy.ts) with extra context fields (its `index` or `iteration`, its `path`). */
 const runSpec = (env: StepEnv, outer: Running, spec: StepSpec, data: unknown, resumeData: unknown, extra: { readonly path: string; readonly [key: string]: unknown }) => {
   const running = inner(outer, spec)
-  return runCode(spec.id, (signal) => spec.execute(Object.assign(contextFor(env, running, data, resumeData, signal), extra))).pipe(suspendingAt(extra.path))
+  return withInnerPolicy(env, spec, extra.path, (env) =>
+    runCode(spec.id, (signal) => spec.execute(Object.assign(contextFor(env, running, data, resumeData, signal), extra)))).pipe(suspendingAt(extra.path))
 }
 
 /** An inner output's stored form: encoded by its step's schema, JSON, within the bound of an item. */
