@@ -45,11 +45,12 @@ class Flaky extends Data.TaggedError("Flaky") {}
 const child = workflow({
   id: "chaos-child",
   name: "Chaos child",
-  purpose: "Two recorded steps, run as a child of chaos-flow",
+  purpose: "Two recorded steps with a durable sleep between them (it parks the parent), run as a child of chaos-flow",
   input: Schema.Struct({ total: Schema.Number }),
   result: Schema.Struct({ total: Schema.Number, stored: Schema.Boolean })
 })
   .andThen(recorded("load", ({ data }) => ({ total: data.total + 1 })))
+  .andSleep({ id: "pause", duration: Duration.millis(300) })
   .andThen(recorded("store", ({ data }) => ({ total: data.total, stored: true })))
 
 /**

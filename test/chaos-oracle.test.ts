@@ -30,7 +30,7 @@ const cleanStarts = [
   start("flaky", T + 3_100),
   start("flaky", T + 3_500, 2, "p2.jsonl"),
   start("child/load", T + 3_600, 1, "p2.jsonl"),
-  start("child/store", T + 3_700, 1, "p2.jsonl")
+  start("child/store", T + 4_000, 1, "p2.jsonl")
 ]
 const cleanEvents = [
   event("step-complete", "before", T + 10),
@@ -43,7 +43,10 @@ const cleanEvents = [
   event("step-retry", "flaky", T + 3_110, { attempt: 1 }),
   event("step-complete", "flaky", T + 3_510),
   event("step-complete", "child/load", T + 3_610),
-  event("step-complete", "child", T + 3_710)
+  // The child's sleep: it parks the execution, records no start, and is committed when it wakes.
+  event("step-sleep", "child/pause", T + 3_620, { wakeAt: T + 4_000 }),
+  event("step-complete", "child/pause", T + 4_000),
+  event("step-complete", "child", T + 4_010)
 ]
 
 const kinds = (starts: ReadonlyArray<RecordedStart>, events: ReadonlyArray<CommittedEvent>, skewMs = 0) => {
@@ -53,6 +56,11 @@ const kinds = (starts: ReadonlyArray<RecordedStart>, events: ReadonlyArray<Commi
 }
 
 describe("chaos oracle (recorded starts against committed events)", () => {
+  it("a child's step started while its sleep parks the execution (after the step-sleep, before wakeAt)", () => {
+    const early = cleanStarts.map((one) => (one.path === "child/store" ? { ...one, time: T + 3_700 } : one))
+    expect(kinds(early, cleanEvents)).toEqual([["a step started before its sleep's wakeAt", 1]])
+  })
+
   it("a clean history has no violation", () => {
     expect(kinds(cleanStarts, cleanEvents)).toEqual([])
   })
@@ -60,7 +68,7 @@ describe("chaos oracle (recorded starts against committed events)", () => {
   it("a start after its path's commit, or after the commit of the top-level step it is in", () => {
     expect(kinds([...cleanStarts, start("items[0]", T + 1_021, 1, "p2.jsonl")], cleanEvents)).toEqual([["a step started after its commit", 1]])
     // child/store has no event of its own: the child step's step-complete commits it.
-    expect(kinds([...cleanStarts, start("child/store", T + 3_711, 1, "p3.jsonl")], cleanEvents)).toEqual([["a step started after its commit", 1]])
+    expect(kinds([...cleanStarts, start("child/store", T + 4_011, 1, "p3.jsonl")], cleanEvents)).toEqual([["a step started after its commit", 1]])
   })
 
   it("an attempt whose failure was committed as a step-retry starts again", () => {

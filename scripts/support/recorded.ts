@@ -52,7 +52,7 @@ const iso = (time: number) => new Date(time).toISOString()
 /**
  * Per recorded start: none after its path was committed (its own step-complete, or that of the
  * top-level step it is in); none of an attempt whose failure was committed as a step-retry; none after a
- * top-level step-sleep was committed and before its wakeAt (less `skewMs`: the database's clock decides
+ * step-sleep (top-level or in a child: either parks the execution) was committed and before its wakeAt (less `skewMs`: the database's clock decides
  * due-ness on Postgres); and none twice in one process (a second continuation of a sleep, or work run
  * again without a crash). Every committed inner step has a start recorded. Answers how many starts, of
  * how many executions, were checked.
@@ -80,7 +80,7 @@ export const checkRecordedStarts = (
     const retried = own.find((event) => event.type === "step-retry" && event.path === start.path && (event.attempt ?? 0) >= start.attempt && start.time > event.time)
     if (retried) violations.add("an attempt started after its failure was committed", `${where}; step-retry of attempt ${retried.attempt} at ${iso(retried.time)}`)
     const early = own.find((event) =>
-      event.type === "step-sleep" && event.topLevel && event.wakeAt !== undefined && start.time > event.time && start.time < event.wakeAt - skewMs
+      event.type === "step-sleep" && event.wakeAt !== undefined && start.time > event.time && start.time < event.wakeAt - skewMs
     )
     if (early?.wakeAt !== undefined) violations.add("a step started before its sleep's wakeAt", `${where}; ${early.path} slept at ${iso(early.time)} until ${iso(early.wakeAt)}`)
     const key = `${start.process} ${start.executionId} ${start.path} ${start.attempt}`
@@ -88,6 +88,8 @@ export const checkRecordedStarts = (
     if (seen.get(key) === 2) violations.add("a step started twice in one process", `${where} (${start.process})`)
   }
   const recorded = new Set(starts.map((start) => `${start.executionId} ${start.path}`))
+  // A sleep records no start: a child's sleep is committed with its step-sleep before its step-complete.
+  for (const event of events) if (event.type === "step-sleep") recorded.add(`${event.executionId} ${event.path}`)
   for (const event of events) {
     if (event.type === "step-complete" && !event.topLevel && !recorded.has(`${event.executionId} ${event.path}`)) {
       violations.add("a committed step has no recorded start", `${event.executionId} ${event.path} committed at ${iso(event.time)}`)
