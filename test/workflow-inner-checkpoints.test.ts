@@ -182,6 +182,15 @@ const inner = (databaseUrl: Effect.Effect<string, never, any>, store: string) =>
           })
           const rows = yield* sql<{ path: string }>`SELECT path FROM workflow_step_outputs WHERE execution_id = ${id} ORDER BY path`.pipe(Effect.orDie)
           expect(rows.map((row) => row.path)).toEqual(["outer/deeper/load", "outer/each", "outer/each#items", "outer/each[0]", "outer/each[1]", "outer/each[2]"])
+          // GET /workflows/:id shows the child's steps and their own inner steps, under full paths.
+          const described = (yield* fetchJson(`${base}/workflows/nesting`)).body.data.steps[0].steps
+          expect(described.map((one: any) => `${one.path}:${one.type}`)).toEqual([
+            "outer/each:andForEach",
+            "outer/each[]:item",
+            "outer/deeper:andWorkflow",
+            "outer/deeper/load:andThen",
+            "outer/deeper/wait:andThen"
+          ])
         }))
     }), 60_000)
 }

@@ -1,6 +1,6 @@
 import type { Step, StepSpec } from "../Workflow.js"
 
-/** A step's inner steps as GET /workflows/:id shows them (issue #31): each with its path under the step. */
+/** A step's inner steps as GET /workflows/:id shows them (issue #31): each with its path under the step, nested ones too. */
 export const innerStepsOf = (step: Step): ReadonlyArray<{ readonly path: string; readonly step: Omit<StepSpec, "execute"> & { readonly type: string } }> => {
   const spec = (path: string, one: StepSpec, type: string) => ({ path, step: { ...one, type } })
   switch (step.type) {
@@ -18,7 +18,11 @@ export const innerStepsOf = (step: Step): ReadonlyArray<{ readonly path: string;
     case "andMap":
       return Object.keys(step.map).map((key) => ({ path: `${step.id}/${key}`, step: { id: key, type: "mapKey" } }))
     case "andWorkflow":
-      return step.workflow.steps.map((one) => ({ path: `${step.id}/${one.id}`, step: one }))
+      // A child's steps, each followed by its own inner steps (a loop's item, a grandchild's steps), under full paths.
+      return step.workflow.steps.flatMap((one) => [
+        { path: `${step.id}/${one.id}`, step: one },
+        ...innerStepsOf(one).map((nested) => ({ ...nested, path: `${step.id}/${nested.path}` }))
+      ])
     default:
       return []
   }
