@@ -3,7 +3,7 @@ import { countStepRetry } from "../../observability/metrics/instruments.js"
 import { StepFailed, type StepOutcome } from "../runner.js"
 import { MAX_ATTEMPTS, MAX_RETRY_DELAY, retryOf, type StepPolicy, type StepRetry } from "./Policy.js"
 import { RECORDED_FIELDS_MAX, type RecordedError, type RetryState } from "./RetryState.js"
-import { SleepSignal } from "./Sleep.js"
+import { SleepSignal, sleepUntil } from "./Sleep.js"
 
 /** A back-off longer than this parks the execution like a sleep (when the driver can park it). */
 export const PARK_BACKOFF_OVER = Duration.seconds(1)
@@ -84,18 +84,11 @@ export const runWithPolicy = <A, E>(options: {
     const retry = retryOf(step)
     if (retry === undefined) return Option.some(yield* Effect.either(options.run(1)))
     const next = scheduleStepper(retry.schedule as Schedule.Schedule<unknown, unknown>)
-    /**
-     * Waits until `due` (epoch ms): false when draining started first. A timer may fire a millisecond
-     * before the clock reaches its time, so what is left is waited again.
-     */
+    /** Waits until `due` (epoch ms): false when draining started first. */
     const waitUntil = (due: number): Effect.Effect<boolean> =>
-      Effect.suspend(() => {
-        const ms = due - Date.now()
-        if (ms <= 0) return Effect.succeed(true)
-        const slept = Effect.as(Effect.sleep(Duration.millis(ms)), true)
-        const waited = options.drained === undefined ? slept : Effect.raceFirst(slept, Effect.as(options.drained, false))
-        return Effect.flatMap(waited, (done) => (done ? waitUntil(due) : Effect.succeed(false)))
-      })
+      options.drained === undefined
+        ? Effect.as(sleepUntil(due), true)
+        : Effect.raceFirst(Effect.as(sleepUntil(due), true), Effect.as(options.drained, false))
     /** A back-off whose due time is committed: parked when long and the driver can, else waited here (false: draining). */
     const backOff = (dueAt: string): Effect.Effect<Either.Either<boolean, SleepSignal>> => {
       const due = Date.parse(dueAt)

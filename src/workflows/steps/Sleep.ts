@@ -17,6 +17,13 @@ export const WAKE_LEAD_MS = 50
 /** A committed wake time at most this far ahead is waited in memory instead of parking again. */
 const WAIT_IN_MEMORY_MS = 2 * WAKE_LEAD_MS
 
+/** Sleeps until the clock reads `due` (epoch ms): a timer may fire a millisecond early, so what is left is slept again. */
+export const sleepUntil = (due: number): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const ms = due - Date.now()
+    return ms <= 0 ? Effect.void : Effect.zipRight(Effect.sleep(Duration.millis(ms)), sleepUntil(due))
+  })
+
 /** The longest a sleep may last: a duration or a date further away fails the step. */
 export const MAX_SLEEP = Duration.days(366)
 
@@ -146,9 +153,10 @@ export const enterSleep = <E>(
   Effect.gen(function*() {
     const inner = path === step.id ? undefined : path
     if (committed !== undefined && (committed.path ?? committed.stepId) === path) {
-      const left = Date.parse(committed.wakeAt) - Date.now()
+      const wakeAt = Date.parse(committed.wakeAt)
+      const left = wakeAt - Date.now()
       if (left <= 0) return data
-      if (left <= WAIT_IN_MEMORY_MS) return yield* Effect.as(Effect.sleep(Duration.millis(left)), data)
+      if (left <= WAIT_IN_MEMORY_MS) return yield* Effect.as(sleepUntil(wakeAt), data)
       return yield* new SleepSignal({ stepId: step.id, wakeAt: committed.wakeAt, path: inner })
     }
     const spec = step.type === "andSleep" ? step.duration : step.date
