@@ -22,7 +22,7 @@ const sdkArguments = (baseURL: string) => {
   const { messages: [system, user], tools } = chatRequest("hi", false)
   return {
     model: createOpenAICompatible({ name: "openai-compatible", baseURL, apiKey: "k" })("fake-model"),
-    system: system.content,
+    instructions: system.content,
     messages: [{ role: "user" as const, content: user.content }],
     tools: Object.fromEntries(tools.map(({ function: { description, name, parameters } }) => [
       name,
@@ -45,7 +45,7 @@ const main = async () => {
         return performance.now() - started
       }
       let firstDelta: number | undefined
-      for await (const part of streamText(args).fullStream) {
+      for await (const part of streamText(args).stream) {
         if (firstDelta === undefined && part.type === "text-delta" && part.text !== "") firstDelta = performance.now() - started
       }
       return firstDelta ?? performance.now() - started

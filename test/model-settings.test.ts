@@ -42,7 +42,7 @@ describe("model settings from the environment", () => {
   it("builds each provider's model without a network call", async () => {
     for (const env of [{ OPENAI_API_KEY: "x" }, { ANTHROPIC_API_KEY: "x" }, { AI_BASE_URL: "http://h/v1", AI_MODEL: "m" }]) {
       const model = await Effect.runPromise(makeModel(Either.getOrThrow(resolveModelSettings(env))))
-      expect(model.specificationVersion).toBe("v3")
+      expect(model.specificationVersion).toBe("v4")
     }
   })
 })

@@ -1,6 +1,6 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import type { LanguageModelV3 } from "@ai-sdk/provider"
+import type { LanguageModelV4 } from "@ai-sdk/provider"
 import { describe, expect, it, layer, type Vitest } from "@effect/vitest"
 import { Effect, Option, Redacted, Schema } from "effect"
 import { SignJWT } from "jose"
@@ -43,7 +43,7 @@ type Who = keyof typeof tokens
 const calls: Array<AgentCallContext> = []
 const prompts: Array<string> = []
 const echo = builtinEchoModel({ wordDelayMs: 0 })
-const spyModel: LanguageModelV3 = {
+const spyModel: LanguageModelV4 = {
   ...echo,
   doGenerate: (options) => (prompts.push(JSON.stringify(options.prompt)), echo.doGenerate(options)),
   doStream: (options) => (prompts.push(JSON.stringify(options.prompt)), echo.doStream(options))

@@ -1,4 +1,4 @@
-import type { LanguageModelV3 } from "@ai-sdk/provider"
+import type { LanguageModelV3, LanguageModelV4 } from "@ai-sdk/provider"
 import { Effect } from "effect"
 import { checkDefinitionId } from "../core/definitionId.js"
 import { fromUserResult, type ResultContext } from "../core/userCode.js"
@@ -17,6 +17,13 @@ export interface AgentCallContext {
   /** Under authentication: the user the call's conversation and history belong to (null: anonymous). */
   readonly owner?: { readonly userId: string | null } | undefined
 }
+
+/**
+ * A model object from an AI SDK provider: `LanguageModelV4` from the 7 line's packages
+ * (`@ai-sdk/openai` 4.x, `@ai-sdk/anthropic` 4.x, ...), or `LanguageModelV3` from the 6 line's, which
+ * `ai` 7 still runs.
+ */
+export type AgentModel = LanguageModelV4 | LanguageModelV3
 
 /** A value, or a function of the call that computes it (a value, a Promise or an Effect requiring `R`). */
 export type Dynamic<A, R = never> = A | ((call: AgentCallContext) => A | PromiseLike<A> | Effect.Effect<A, unknown, R>)
@@ -37,7 +44,7 @@ export interface AgentDefinition<out R = never> {
   readonly purpose: string
   readonly instructions: Dynamic<string, R>
   /** Defaults to the service's model (AI_PROVIDER / AI_MODEL). */
-  readonly model?: Dynamic<LanguageModelV3, R> | undefined
+  readonly model?: Dynamic<AgentModel, R> | undefined
   readonly tools?: ReadonlyArray<Tool<R>> | undefined
   /** Narrows `tools` per call, by name (for example by the caller's tier). */
   readonly activeTools?: ((call: AgentCallContext) => ReadonlyArray<string>) | undefined

@@ -1,18 +1,19 @@
-import type { LanguageModelV3 } from "@ai-sdk/provider"
+import type { LanguageModelV4 } from "@ai-sdk/provider"
 import { InvalidPromptError } from "@ai-sdk/provider"
 import {
   generateText,
+  isStepCount,
   JsonToSseTransformStream,
   type ModelMessage,
   Output,
-  stepCountIs,
   streamText,
+  toUIMessageStream,
   type ToolSet
 } from "ai"
 import { Cause, Effect, Option, Runtime, Stream, Tracer } from "effect"
 import { ExecutionFailed, messageOf, ValidationError } from "../../core/errors.js"
 import type { Tool } from "../../tools/Tool.js"
-import { type AgentCallContext, type AgentDefinition, resolveDynamic } from "../Agent.js"
+import { type AgentCallContext, type AgentDefinition, type AgentModel, resolveDynamic } from "../Agent.js"
 import type { AgentInput, GenerationOptions, HistoryEntry, TextResult, Usage } from "../AgentsSchemas.js"
 import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
 import { toAiTools, validatedJsonSchema } from "./aiTools.js"
@@ -38,7 +39,7 @@ export interface CallRequest {
 
 /** What generation needs from the registry around it. */
 export interface GenerationEnv {
-  readonly defaultModel: LanguageModelV3
+  readonly defaultModel: AgentModel
   readonly memory: MemoryStore["Type"]
   readonly runtime: Runtime.Runtime<never>
   /** Whether model spans keep prompts and completions (ServerConfig.recordContent). */
@@ -52,8 +53,8 @@ export interface GenerationEnv {
 interface PreparedCall {
   /** The history entry's id, also the id of the assembled chat message. */
   readonly callId: string
-  readonly model: LanguageModelV3
-  readonly system: string
+  readonly model: LanguageModelV4
+  readonly instructions: string
   readonly messages: Array<ModelMessage>
   readonly newMessages: Array<ModelMessage>
   readonly tools: ToolSet
@@ -88,13 +89,13 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
     const refused = refusedProviderOptions(options, allow)
     if (refused !== undefined) return yield* refused
     const { contextLimit, maxSteps, settings } = resolveSettings(options, agent.defaults)
-    const { instructions, model: agentModel } = agent
+    const { instructions: agentInstructions, model: agentModel } = agent
     // The common case (fixed instructions and model, a text input) needs no promise, so no async hop.
-    const [system, model, given] = typeof instructions === "string" && typeof agentModel !== "function" &&
+    const [instructions, model, given] = typeof agentInstructions === "string" && typeof agentModel !== "function" &&
         typeof request.input === "string"
-      ? [instructions, agentModel ?? env.defaultModel, [{ role: "user", content: request.input } satisfies ModelMessage]]
+      ? [agentInstructions, agentModel ?? env.defaultModel, [{ role: "user", content: request.input } satisfies ModelMessage]]
       : yield* Effect.all([
-        resolveDynamic(instructions, call),
+        resolveDynamic(agentInstructions, call),
         agentModel === undefined ? Effect.succeed(env.defaultModel) : resolveDynamic(agentModel, call),
         Effect.tryPromise({ try: () => toModelMessages(request.input), catch: (error) => error })
       ]).pipe(Effect.mapError(failed(agent, field)))
@@ -115,7 +116,7 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
     return {
       callId: crypto.randomUUID(),
       model: tracedModel(model, agent.id, parent, env.runtime, env.recordContent),
-      system,
+      instructions,
       messages: [...past, ...newMessages],
       newMessages: client === undefined ? newMessages : userMessageToRemember(client),
       tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime, parent),
@@ -129,10 +130,10 @@ const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallReques
 
 const callArguments = (prepared: PreparedCall) => ({
   model: prepared.model,
-  system: prepared.system,
+  instructions: prepared.instructions,
   messages: prepared.messages,
   tools: prepared.tools,
-  stopWhen: stepCountIs(prepared.maxSteps),
+  stopWhen: isStepCount(prepared.maxSteps),
   ...prepared.settings
 })
 
@@ -221,7 +222,7 @@ export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false }
     const { result } = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
       try: async (abortSignal) => {
         const result = await generateText({ ...callArguments(prepared), abortSignal, ...(output ? { output } : {}) })
-        const usage = toUsage(result.totalUsage)
+        const usage = toUsage(result.usage)
         const tools = collectTools(result.steps)
         const data: TextResult = {
           text: result.text,
@@ -251,7 +252,7 @@ export const object = Effect.fn("AgentRegistry.object", { captureStackTrace: fal
           abortSignal,
           output: Output.object({ schema: validatedJsonSchema(schema) })
         })
-        const usage = toUsage(result.totalUsage)
+        const usage = toUsage(result.usage)
         return { result: result.output, outcome: { status: "completed" as const, output: JSON.stringify(result.output), usage } }
       },
       catch: failed(agent)
@@ -308,11 +309,11 @@ const streamed = <A, E>(
       ...callArguments(prepared),
       ...extra,
       abortSignal: controller.signal,
-      onFinish: (event) =>
+      onEnd: (event) =>
         record({
           status: "completed",
           output: event.text,
-          usage: toUsage(event.totalUsage),
+          usage: toUsage(event.usage),
           toolCalls: collectTools(event.steps).toolCalls,
           toolResults: toolOutcomes(event.steps)
         }),
@@ -357,7 +358,7 @@ export const chat = (env: GenerationEnv, agent: AgentDefinition, request: CallRe
     return streamed(env, agent, request, prepared, span, output ? { output } : {}, (result) =>
       Stream.fromReadableStream({
         evaluate: () =>
-          result.toUIMessageStream({ onError: messageOf, ...messageIds(request, prepared.callId) })
+          toUIMessageStream({ stream: result.stream, tools: prepared.tools, onError: messageOf, ...messageIds(request, prepared.callId) })
             .pipeThrough(new JsonToSseTransformStream())
             .pipeThrough(new TextEncoderStream()),
         onError: failed(agent)
@@ -387,7 +388,7 @@ export const streamObject = (
             type: "finish",
             object: await result.output,
             finishReason: await result.finishReason,
-            usage: toUsage(await result.totalUsage)
+            usage: toUsage(await result.usage)
           }),
           catch: failed(agent)
         }))

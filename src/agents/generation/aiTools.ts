@@ -32,7 +32,7 @@ export const toAiTools = (
 ): ToolSet =>
   Object.fromEntries(tools.map((t) => [
     t.name,
-    tool<unknown, unknown>({
+    tool({
       description: t.description,
       inputSchema: jsonSchema<unknown>(t.parameters as any, { validate: (value) => asValidation(t.decode(value), "input") }),
       execute: async (input, { abortSignal, toolCallId }) => {

@@ -14,7 +14,7 @@ export type StreamEvent =
   | { readonly type: "error"; readonly error: string }
 
 type StreamTextResult = ReturnType<typeof streamText>
-type Part = StreamTextResult extends { fullStream: AsyncIterable<infer P> } ? P : never
+type Part = StreamTextResult extends { stream: AsyncIterable<infer P> } ? P : never
 
 export type StreamOutcome =
   | {
@@ -50,13 +50,13 @@ const toStreamEvent = (part: Part): StreamEvent | undefined => {
 }
 
 /**
- * The SDK's full stream with nothing kept beside it. Each read of `fullStream` tees the SDK's stream and
+ * The SDK's full stream with nothing kept beside it. Each read of `stream` tees the SDK's stream and
  * keeps the other branch for later reads; nothing reads it for /stream, so it would queue every part of
  * the answer until the call ends (a few hundred bytes a word, seen in heap snapshots of open streams).
  * The kept branch is cancelled: the call's outcome comes from the SDK's processing upstream of the tee.
  */
 export const fullStreamAlone = (result: StreamTextResult): ReadableStream<Part> => {
-  const full = result.fullStream
+  const full = result.stream
   const kept = (result as unknown as { readonly baseStream?: unknown }).baseStream
   if (kept instanceof ReadableStream) kept.cancel().catch(() => undefined)
   return full

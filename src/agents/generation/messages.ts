@@ -1,5 +1,6 @@
 import { InvalidPromptError } from "@ai-sdk/provider"
 import { convertToModelMessages, type ModelMessage, modelMessageSchema, type UIMessage } from "ai"
+import { messageOf } from "../../core/errors.js"
 import type { AgentInput } from "../AgentsSchemas.js"
 import type { CallRequest } from "./Generation.js"
 
@@ -31,10 +32,21 @@ const checked = (messages: Array<ModelMessage>): Array<ModelMessage> => {
   throw new InvalidPromptError({ prompt: messages, message: `the messages do not match the ModelMessage[] schema${where}` })
 }
 
+/**
+ * UI messages as the SDK converts them. What it cannot convert is the caller's mistake: `ai` 7 throws
+ * a bare TypeError for a file part without a valid `url`, where `ai` 6 left it for `checked` to refuse.
+ */
+const converted = (messages: Array<UIMessage>): Promise<Array<ModelMessage>> =>
+  convertToModelMessages(messages).catch((error: unknown) => {
+    throw InvalidPromptError.isInstance(error)
+      ? error
+      : new InvalidPromptError({ prompt: messages, message: `the messages do not match the UIMessage[] schema (${messageOf(error)})` })
+  })
+
 /** The request's input as model messages: a string is one user message; UI messages are converted by the SDK. */
 export const toModelMessages = async (input: AgentInput): Promise<Array<ModelMessage>> => {
   if (typeof input === "string") return [{ role: "user", content: input }]
-  if (isUIMessages(input)) return checked(await convertToModelMessages(input as unknown as Array<UIMessage>))
+  if (isUIMessages(input)) return checked(await converted(input as unknown as Array<UIMessage>))
   return checked([...(input as ReadonlyArray<ModelMessage>)])
 }
 

@@ -1,7 +1,7 @@
 import type { LanguageModelUsage, StepResult, ToolSet } from "ai"
 import type { TextResult, Usage } from "../AgentsSchemas.js"
 
-/** The spec's usage object from the SDK's (summed over steps by the caller); 0 where nothing was reported. */
+/** The spec's usage object from the SDK's (summed over the call's steps); 0 where nothing was reported. */
 export const toUsage = (usage: LanguageModelUsage | undefined): Usage => {
   const promptTokens = usage?.inputTokens ?? 0
   const completionTokens = usage?.outputTokens ?? 0
@@ -9,8 +9,8 @@ export const toUsage = (usage: LanguageModelUsage | undefined): Usage => {
     promptTokens,
     completionTokens,
     totalTokens: usage?.totalTokens ?? promptTokens + completionTokens,
-    cachedInputTokens: usage?.inputTokenDetails?.cacheReadTokens ?? usage?.cachedInputTokens ?? 0,
-    reasoningTokens: usage?.outputTokenDetails?.reasoningTokens ?? usage?.reasoningTokens ?? 0
+    cachedInputTokens: usage?.inputTokenDetails?.cacheReadTokens ?? 0,
+    reasoningTokens: usage?.outputTokenDetails?.reasoningTokens ?? 0
   }
 }
 

@@ -1,17 +1,18 @@
 import type {
-  LanguageModelV3,
-  LanguageModelV3CallOptions,
-  LanguageModelV3Content,
-  LanguageModelV3FinishReason,
-  LanguageModelV3Prompt,
-  LanguageModelV3StreamPart,
-  LanguageModelV3Usage
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4Content,
+  LanguageModelV4FinishReason,
+  LanguageModelV4Prompt,
+  LanguageModelV4StreamPart,
+  LanguageModelV4Usage
 } from "@ai-sdk/provider"
 import { wrapLanguageModel } from "ai"
 import { Cause, type Clock, Context, Effect, Exit, type Option, Runtime, type Tracer } from "effect"
 import { VALUE_CAP } from "../../observability/Redaction.js"
+import type { AgentModel } from "../Agent.js"
 
-const usageAttributes = (usage: LanguageModelV3Usage) => ({
+const usageAttributes = (usage: LanguageModelV4Usage) => ({
   "gen_ai.usage.input_tokens": usage.inputTokens.total ?? 0,
   "gen_ai.usage.output_tokens": usage.outputTokens.total ?? 0
 })
@@ -20,7 +21,7 @@ const usageAttributes = (usage: LanguageModelV3Usage) => ({
 export const providerName = (provider: string): string => provider.split(".")[0] ?? provider
 
 /** The call's settings, under the OpenTelemetry GenAI names (only those the call sets). */
-const requestAttributes = (params: LanguageModelV3CallOptions): Record<string, unknown> => {
+const requestAttributes = (params: LanguageModelV4CallOptions): Record<string, unknown> => {
   const attributes: Record<string, unknown> = {
     "gen_ai.output.type": params.responseFormat?.type === "json" ? "json" : "text"
   }
@@ -55,14 +56,14 @@ const partCharacters = (part: { readonly type: string } & Record<string, unknown
     : 0
 
 /** Characters of the prompt's text: system text, message text and reasoning, tool inputs and results. */
-export const promptCharacters = (prompt: LanguageModelV3Prompt): number =>
+export const promptCharacters = (prompt: LanguageModelV4Prompt): number =>
   prompt.reduce((sum, message) =>
     sum + (typeof message.content === "string"
       ? message.content.length
       : message.content.reduce((n, part) => n + partCharacters(part as never), 0)), 0)
 
 /** Characters of the completion: its text and reasoning, and the inputs of the tools it calls. */
-export const completionCharacters = (content: ReadonlyArray<LanguageModelV3Content>): number =>
+export const completionCharacters = (content: ReadonlyArray<LanguageModelV4Content>): number =>
   content.reduce((sum, part) => sum + partCharacters(part as never), 0)
 
 /** The runtime's tracer and clock, read once per runtime (each read runs a fiber). */
@@ -88,19 +89,20 @@ const tracingOf = (runtime: Runtime.Runtime<never>) => {
  * Spans always record the prompt's and completion's lengths (characters) and token counts; the text
  * itself (`gen_ai.prompt`, `gen_ai.completion`) only with `recordContent`: prompts and completions
  * hold what users wrote, and spans are stored, served, pushed to sockets and exported.
+ * A 6-line model (`LanguageModelV3`) comes out as a `LanguageModelV4`: `wrapLanguageModel` adapts it.
  */
 export const tracedModel = (
-  model: LanguageModelV3,
+  model: AgentModel,
   agentId: string,
   parent: Option.Option<Tracer.AnySpan>,
   runtime: Runtime.Runtime<never>,
   recordContent = false
-): LanguageModelV3 => {
+): LanguageModelV4 => {
   const { clock, tracer } = tracingOf(runtime)
   const provider = providerName(model.provider)
   // Named and typed as the GenAI semantic conventions say: "{operation} {model}", a client call.
   const spanName = `chat ${model.modelId}`
-  const startSpan = (params: LanguageModelV3CallOptions) => {
+  const startSpan = (params: LanguageModelV4CallOptions) => {
     const span = tracer.span(spanName, parent, Context.empty(), [], clock.unsafeCurrentTimeNanos(), "client", { captureStackTrace: false })
     span.attribute("entity.type", "agent")
     span.attribute("entity.id", agentId)
@@ -127,14 +129,14 @@ export const tracedModel = (
     span.attribute("gen_ai.response.model", response?.modelId ?? model.modelId)
     if (response?.id !== undefined) span.attribute("gen_ai.response.id", response.id)
   }
-  const finished = (span: Tracer.Span, finishReason: LanguageModelV3FinishReason, usage: LanguageModelV3Usage) => {
+  const finished = (span: Tracer.Span, finishReason: LanguageModelV4FinishReason, usage: LanguageModelV4Usage) => {
     setArray(span, "gen_ai.response.finish_reasons", [finishReason.unified])
     for (const [key, count] of Object.entries(usageAttributes(usage))) span.attribute(key, count)
   }
   return wrapLanguageModel({
     model,
     middleware: {
-      specificationVersion: "v3",
+      specificationVersion: "v4",
       wrapGenerate: async ({ doGenerate, params }) => {
         const span = startSpan(params)
         try {
@@ -178,15 +180,15 @@ export const tracedModel = (
  * `recordContent`, keeps its text (up to the value cap: the rest would be cut anyway).
  */
 const tallied = (
-  stream: ReadableStream<LanguageModelV3StreamPart>,
+  stream: ReadableStream<LanguageModelV4StreamPart>,
   span: Tracer.Span,
   recordContent: boolean,
   on: {
     readonly respond: (metadata: { readonly id?: string | undefined; readonly modelId?: string | undefined } | undefined) => void
-    readonly finished: (reason: LanguageModelV3FinishReason, usage: LanguageModelV3Usage) => void
+    readonly finished: (reason: LanguageModelV4FinishReason, usage: LanguageModelV4Usage) => void
     readonly end: (exit: Exit.Exit<unknown, unknown>) => void
   }
-): ReadableStream<LanguageModelV3StreamPart> => {
+): ReadableStream<LanguageModelV4StreamPart> => {
   const reader = stream.getReader()
   let characters = 0
   let text = ""
@@ -197,7 +199,7 @@ const tallied = (
     if (recordContent) span.attribute("gen_ai.completion", text)
     on.end(exit)
   }
-  return new ReadableStream<LanguageModelV3StreamPart>({
+  return new ReadableStream<LanguageModelV4StreamPart>({
     async pull(controller) {
       try {
         const { done, value } = await reader.read()

@@ -1,17 +1,17 @@
 import { randomUUID } from "node:crypto"
 import type {
-  LanguageModelV3,
-  LanguageModelV3CallOptions,
-  LanguageModelV3Content,
-  LanguageModelV3FinishReason,
-  LanguageModelV3FunctionTool,
-  LanguageModelV3Message,
-  LanguageModelV3Prompt,
-  LanguageModelV3ResponseMetadata,
-  LanguageModelV3StreamPart,
-  LanguageModelV3ToolCall,
-  LanguageModelV3ToolResultOutput,
-  LanguageModelV3Usage
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4Content,
+  LanguageModelV4FinishReason,
+  LanguageModelV4FunctionTool,
+  LanguageModelV4Message,
+  LanguageModelV4Prompt,
+  LanguageModelV4ResponseMetadata,
+  LanguageModelV4StreamPart,
+  LanguageModelV4ToolCall,
+  LanguageModelV4ToolResultOutput,
+  LanguageModelV4Usage
 } from "@ai-sdk/provider"
 import { mentionedValue, numbersIn, pickTool, placeIn, quotedIn, remainderAfter, valueAfterName, wantsPlace } from "./builtinReading.js"
 import { fillSchema, type FillStyle } from "./schemaFill.js"
@@ -29,10 +29,10 @@ const MODEL_NAME = "echo"
 const LABEL = `[${BUILTIN_MODEL_ID}]`
 const DEFAULT_WORD_DELAY_MS = 15
 
-export const builtinEchoModel = (options: { wordDelayMs?: number } = {}): LanguageModelV3 => {
+export const builtinEchoModel = (options: { wordDelayMs?: number } = {}): LanguageModelV4 => {
   const wordDelayMs = options.wordDelayMs ?? DEFAULT_WORD_DELAY_MS
   return {
-    specificationVersion: "v3",
+    specificationVersion: "v4",
     provider: PROVIDER,
     modelId: MODEL_NAME,
     supportedUrls: {},
@@ -50,7 +50,7 @@ export const builtinEchoModel = (options: { wordDelayMs?: number } = {}): Langua
     doStream: async (call) => {
       call.abortSignal?.throwIfAborted()
       const answer = decideAnswer(call)
-      const parts: Array<LanguageModelV3StreamPart> = [
+      const parts: Array<LanguageModelV4StreamPart> = [
         { type: "stream-start", warnings: [] },
         { type: "response-metadata", ...responseMetadata() },
         ...answerStreamParts(answer),
@@ -74,7 +74,7 @@ type Answer = { readonly kind: "text"; readonly text: string } | ToolCallAnswer
 
 const textAnswer = (text: string): Answer => ({ kind: "text", text })
 
-const decideAnswer = (call: LanguageModelV3CallOptions): Answer => {
+const decideAnswer = (call: LanguageModelV4CallOptions): Answer => {
   const toolResults = lastToolResults(call.prompt)
   if (toolResults.length > 0) {
     const reports = toolResults.map((result) => `${result.toolName} returned ${JSON.stringify(toolOutputValue(result.output))}`)
@@ -97,35 +97,35 @@ const decideAnswer = (call: LanguageModelV3CallOptions): Answer => {
   return textAnswer(`${LABEL} You said: ${userText}`)
 }
 
-type PromptPart = Exclude<LanguageModelV3Message, { role: "system" }>["content"][number]
+type PromptPart = Exclude<LanguageModelV4Message, { role: "system" }>["content"][number]
 type ToolResultPart = Extract<PromptPart, { type: "tool-result" }>
 
-const partsOf = (message: LanguageModelV3Message): ReadonlyArray<PromptPart> =>
+const partsOf = (message: LanguageModelV4Message): ReadonlyArray<PromptPart> =>
   message.role === "system" ? [] : message.content
 
-const lastToolResults = (prompt: LanguageModelV3Prompt): ReadonlyArray<ToolResultPart> => {
+const lastToolResults = (prompt: LanguageModelV4Prompt): ReadonlyArray<ToolResultPart> => {
   const last = prompt.at(-1)
   if (last?.role !== "tool") return []
   return partsOf(last).filter((part): part is ToolResultPart => part.type === "tool-result")
 }
 
-const toolOutputValue = (output: LanguageModelV3ToolResultOutput): unknown =>
+const toolOutputValue = (output: LanguageModelV4ToolResultOutput): unknown =>
   output.type === "execution-denied" ? { executionDenied: true, reason: output.reason ?? null } : output.value
 
-const textParts = (message: LanguageModelV3Message): ReadonlyArray<string> =>
+const textParts = (message: LanguageModelV4Message): ReadonlyArray<string> =>
   partsOf(message).flatMap((part) => (part.type === "text" ? [part.text] : []))
 
-const lastUserText = (prompt: LanguageModelV3Prompt): string => {
+const lastUserText = (prompt: LanguageModelV4Prompt): string => {
   const lastUser = [...prompt].reverse().find((message) => message.role === "user")
   return lastUser === undefined ? "" : textParts(lastUser).join(" ")
 }
 
-const countToolCalls = (prompt: LanguageModelV3Prompt): number =>
+const countToolCalls = (prompt: LanguageModelV4Prompt): number =>
   prompt.flatMap(partsOf).filter((part) => part.type === "tool-call").length
 
-const chooseTool = (call: LanguageModelV3CallOptions, userText: string): LanguageModelV3FunctionTool | undefined => {
+const chooseTool = (call: LanguageModelV4CallOptions, userText: string): LanguageModelV4FunctionTool | undefined => {
   const choice = call.toolChoice
-  const tools = (call.tools ?? []).filter((tool): tool is LanguageModelV3FunctionTool => tool.type === "function")
+  const tools = (call.tools ?? []).filter((tool): tool is LanguageModelV4FunctionTool => tool.type === "function")
   if (choice?.type === "none") return undefined
   if (choice?.type === "tool") return tools.find((tool) => tool.name === choice.toolName)
   return pickTool(userText, tools) ?? (choice?.type === "required" ? tools[0] : undefined)
@@ -138,7 +138,7 @@ const chooseTool = (call: LanguageModelV3CallOptions, userText: string): Languag
  * Tool arguments from the text: numbers in order; a string named in the text ("word hello"), else a place
  * for a place-like parameter ("in Paris"), else a quoted string, else what follows the tool's name.
  */
-const toolArgumentStyle = (text: string, tool: LanguageModelV3FunctionTool): FillStyle => {
+const toolArgumentStyle = (text: string, tool: LanguageModelV4FunctionTool): FillStyle => {
   const numbers = numbersIn(text)
   const quoted = quotedIn(text)
   const place = placeIn(text)
@@ -171,23 +171,23 @@ const structuredOutputStyle = (text: string, root: unknown): FillStyle => {
 // ---------------------------------------------------------------------------
 // Shaping the answer for the V3 specification
 
-const toolCallPart = ({ toolCallId, toolName, input }: ToolCallAnswer): LanguageModelV3ToolCall => ({
+const toolCallPart = ({ toolCallId, toolName, input }: ToolCallAnswer): LanguageModelV4ToolCall => ({
   type: "tool-call",
   toolCallId,
   toolName,
   input
 })
 
-const answerContent = (answer: Answer): LanguageModelV3Content =>
+const answerContent = (answer: Answer): LanguageModelV4Content =>
   answer.kind === "text" ? { type: "text", text: answer.text } : toolCallPart(answer)
 
 const TEXT_ID = "echo-text"
 
-const answerStreamParts = (answer: Answer): Array<LanguageModelV3StreamPart> => {
+const answerStreamParts = (answer: Answer): Array<LanguageModelV4StreamPart> => {
   if (answer.kind === "text") {
     return [
       { type: "text-start", id: TEXT_ID },
-      ...splitWords(answer.text).map((word): LanguageModelV3StreamPart => ({ type: "text-delta", id: TEXT_ID, delta: word })),
+      ...splitWords(answer.text).map((word): LanguageModelV4StreamPart => ({ type: "text-delta", id: TEXT_ID, delta: word })),
       { type: "text-end", id: TEXT_ID }
     ]
   }
@@ -205,14 +205,14 @@ const splitWords = (text: string): Array<string> => text.match(/\s*\S+\s*|\s+/g)
 
 const countWords = (text: string): number => text.split(/\s+/).filter((word) => word !== "").length
 
-const promptTexts = (message: LanguageModelV3Message): ReadonlyArray<string> =>
+const promptTexts = (message: LanguageModelV4Message): ReadonlyArray<string> =>
   message.role === "system"
     ? [message.content]
     : partsOf(message).flatMap((part) =>
         part.type === "text" ? [part.text] : part.type === "tool-result" ? [JSON.stringify(toolOutputValue(part.output))] : []
       )
 
-const usageOf = (prompt: LanguageModelV3Prompt, answer: Answer): LanguageModelV3Usage => {
+const usageOf = (prompt: LanguageModelV4Prompt, answer: Answer): LanguageModelV4Usage => {
   const input = prompt.flatMap(promptTexts).reduce((sum, text) => sum + countWords(text), 0)
   const output = answer.kind === "text" ? countWords(answer.text) : 1
   return {
@@ -221,13 +221,13 @@ const usageOf = (prompt: LanguageModelV3Prompt, answer: Answer): LanguageModelV3
   }
 }
 
-const finishReasonOf = (answer: Answer): LanguageModelV3FinishReason => {
+const finishReasonOf = (answer: Answer): LanguageModelV4FinishReason => {
   const unified = answer.kind === "text" ? "stop" : "tool-calls"
   return { unified, raw: unified }
 }
 
 // The SDK reports `response.modelId` when given (falling back to the bare `modelId`, "echo"), so name ourselves fully.
-const responseMetadata = (): Required<LanguageModelV3ResponseMetadata> => ({
+const responseMetadata = (): Required<LanguageModelV4ResponseMetadata> => ({
   id: `echo-${randomUUID()}`,
   modelId: BUILTIN_MODEL_ID,
   timestamp: new Date()
@@ -255,16 +255,16 @@ const pause = (ms: number, stop: AbortSignal): Promise<void> =>
  * a consumer's cancel simply stops the emission.
  */
 const pacedStream = (
-  parts: ReadonlyArray<LanguageModelV3StreamPart>,
+  parts: ReadonlyArray<LanguageModelV4StreamPart>,
   wordDelayMs: number,
   abortSignal: AbortSignal | undefined
-): ReadableStream<LanguageModelV3StreamPart> => {
+): ReadableStream<LanguageModelV4StreamPart> => {
   const halt = new AbortController()
   const haltOnAbort = () => halt.abort()
   const firstWord = parts.findIndex((part) => part.type === "text-delta")
   let cancelled = false
 
-  const emit = async (controller: ReadableStreamDefaultController<LanguageModelV3StreamPart>) => {
+  const emit = async (controller: ReadableStreamDefaultController<LanguageModelV4StreamPart>) => {
     for (const [index, part] of parts.entries()) {
       if (part.type === "text-delta" && index > firstWord) await pause(wordDelayMs, halt.signal)
       if (halt.signal.aborted) break

@@ -1,5 +1,6 @@
-import type { LanguageModelV3 } from "@ai-sdk/provider"
+import type { LanguageModelV4 } from "@ai-sdk/provider"
 import { Effect, Redacted } from "effect"
+import type { AgentModel } from "../Agent.js"
 import type { ModelSettings } from "../../config/ModelSettings.js"
 import { builtinEchoModel } from "./BuiltinEchoModel.js"
 import { nodeFetch } from "./nodeFetch.js"
@@ -8,7 +9,7 @@ import { nodeFetch } from "./nodeFetch.js"
 const revealed = (key: Redacted.Redacted<string> | undefined) => (key === undefined ? undefined : Redacted.value(key))
 
 /** The provider packages (and the zod schemas they build at import) are loaded only for the one configured. */
-export const makeModel = (settings: ModelSettings): Effect.Effect<LanguageModelV3> => {
+export const makeModel = (settings: ModelSettings): Effect.Effect<LanguageModelV4> => {
   switch (settings.provider) {
     case "builtin":
       return Effect.sync(() => builtinEchoModel())
@@ -35,5 +36,5 @@ export const makeModel = (settings: ModelSettings): Effect.Effect<LanguageModelV
 }
 
 /** The name agents report for a model: `builtin/echo` for the built-in one, else the provider's model id. */
-export const modelName = (model: LanguageModelV3): string =>
+export const modelName = (model: AgentModel): string =>
   model.provider === "builtin" ? `builtin/${model.modelId}` : model.modelId
