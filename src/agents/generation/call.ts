@@ -1,0 +1,123 @@
+/** A call prepared from its request: the agent's parts resolved, the messages and tools it runs with. */
+import type { LanguageModelV4 } from "@ai-sdk/provider"
+import { InvalidPromptError } from "@ai-sdk/provider"
+import { isStepCount, type ModelMessage, type ToolSet } from "ai"
+import { Effect, Option, Runtime, Tracer } from "effect"
+import { ExecutionFailed, messageOf, ValidationError } from "../../core/errors.js"
+import type { Tool } from "../../tools/Tool.js"
+import { type AgentCallContext, type AgentDefinition, type AgentModel, resolveDynamic } from "../Agent.js"
+import type { AgentInput, GenerationOptions } from "../AgentsSchemas.js"
+import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
+import { toAiTools } from "./aiTools.js"
+import { type ClientConversation, toModelMessages, userMessageToRemember } from "./messages.js"
+import { tracedModel } from "./tracedModel.js"
+import { type CallSettings, resolveSettings } from "./settings.js"
+import { checkClaimedToolResults, refusedProviderOptions, withoutCallerSystemMessages, withoutProviderOptions } from "./callerInput.js"
+
+export interface CallRequest {
+  readonly input: AgentInput
+  readonly options?: GenerationOptions | undefined
+  readonly user?: unknown
+  /** Under authentication: whose conversation and history entry this call is (then `options.userId` is theirs). */
+  readonly owner?: Owner | undefined
+  /** The client holds the conversation (the AI SDK's chat request); see ClientConversation. */
+  readonly clientConversation?: ClientConversation | undefined
+}
+
+/** What generation needs from the registry around it. */
+export interface GenerationEnv {
+  readonly defaultModel: AgentModel
+  readonly memory: MemoryStore["Type"]
+  readonly runtime: Runtime.Runtime<never>
+  /** Whether model spans keep prompts and completions (ServerConfig.recordContent). */
+  readonly recordContent?: boolean
+  /** Tools the registry adds for this agent (delegate_task for one with sub-agents). */
+  readonly extraTools: (agent: AgentDefinition, call: AgentCallContext) => ReadonlyArray<Tool>
+  /** The caller's provider options that may reach the provider, as `provider.key` (none when absent). */
+  readonly providerOptionsAllow?: ReadonlySet<string>
+}
+
+export interface PreparedCall {
+  /** The history entry's id, also the id of the assembled chat message. */
+  readonly callId: string
+  readonly model: LanguageModelV4
+  readonly instructions: string
+  readonly messages: Array<ModelMessage>
+  readonly newMessages: Array<ModelMessage>
+  readonly tools: ToolSet
+  readonly settings: CallSettings
+  readonly maxSteps: number
+  readonly call: AgentCallContext
+  readonly remember: boolean
+  /** The agent call's span: parent of what runs later from the SDK's own promises. */
+  readonly parent: Option.Option<Tracer.AnySpan>
+}
+
+export const failed = (agent: AgentDefinition, field = "input") => (error: unknown) =>
+  InvalidPromptError.isInstance(error)
+    ? new ValidationError({ message: `Input validation failed: ${field}: ${error.message}` })
+    : new ExecutionFailed({ message: `Agent ${agent.id} failed: ${messageOf(error)}` })
+
+export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest, withTools: boolean) =>
+  Effect.gen(function*() {
+    const options = request.options ?? {}
+    const call: AgentCallContext = {
+      context: options.context ?? {},
+      user: request.user ?? null,
+      userId: options.userId,
+      conversationId: options.conversationId,
+      ...(request.owner === undefined ? {} : { owner: request.owner })
+    }
+    const field = request.clientConversation === undefined ? "input" : "messages"
+    const allow = env.providerOptionsAllow ?? new Set<string>()
+    const refused = refusedProviderOptions(options, allow)
+    if (refused !== undefined) return yield* refused
+    const { contextLimit, maxSteps, settings } = resolveSettings(options, agent.defaults)
+    const { instructions: agentInstructions, model: agentModel } = agent
+    // The common case (fixed instructions and model, a text input) needs no promise, so no async hop.
+    const [instructions, model, given] = typeof agentInstructions === "string" && typeof agentModel !== "function" &&
+        typeof request.input === "string"
+      ? [agentInstructions, agentModel ?? env.defaultModel, [{ role: "user", content: request.input } satisfies ModelMessage]]
+      : yield* Effect.all([
+        resolveDynamic(agentInstructions, call),
+        agentModel === undefined ? Effect.succeed(env.defaultModel) : resolveDynamic(agentModel, call),
+        Effect.tryPromise({ try: () => toModelMessages(request.input), catch: (error) => error })
+      ]).pipe(Effect.mapError(failed(agent, field)))
+    const newMessages = typeof request.input === "string"
+      ? given
+      : withoutProviderOptions(yield* withoutCallerSystemMessages(given, field), allow)
+    yield* checkClaimedToolResults(env.memory, agent.id, call.conversationId, request.owner, newMessages, field)
+    const parent = yield* Effect.option(Effect.currentSpan)
+    const remember = agent.memory === true && call.conversationId !== undefined
+    const client = request.clientConversation
+    const past = remember && contextLimit > 0 && client === undefined
+      ? yield* env.memory.load(agent.id, call.conversationId!, contextLimit, request.owner)
+      : []
+    const active = agent.activeTools?.(call)
+    const tools = withTools
+      ? [...(agent.tools ?? []), ...env.extraTools(agent, call)].filter((t) => active === undefined || active.includes(t.name))
+      : []
+    return {
+      callId: crypto.randomUUID(),
+      model: tracedModel(model, agent.id, parent, env.runtime, env.recordContent),
+      instructions,
+      messages: [...past, ...newMessages],
+      newMessages: client === undefined ? newMessages : userMessageToRemember(client),
+      tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime, parent),
+      settings,
+      maxSteps,
+      call,
+      remember,
+      parent
+    } satisfies PreparedCall
+  })
+
+export const callArguments = (prepared: PreparedCall) => ({
+  model: prepared.model,
+  instructions: prepared.instructions,
+  messages: prepared.messages,
+  tools: prepared.tools,
+  stopWhen: isStepCount(prepared.maxSteps),
+  ...prepared.settings
+})
+
