@@ -27,6 +27,17 @@ export { defineTool, type Tool, type ToolContext, type ToolErrorClass } from "./
 export { RegisteredTools, type ToolEntry, type ToolExecution, ToolRunner, ToolRunnerLive } from "./tools/ToolRunner.js"
 export { type AgentCallContext, type AgentDefinition, type AgentRequirements, defineAgent, type Dynamic } from "./agents/Agent.js"
 export { AgentRegistry, type CallRequestWith, RegisteredAgents } from "./agents/AgentRegistry.js"
+export {
+  blocklist,
+  Guardrail,
+  type GuardrailDecision,
+  type InputGuardrail,
+  type InputGuardrailArgs,
+  maxInputLength,
+  type OutputGuardrail,
+  type OutputGuardrailArgs,
+  regexRedactor
+} from "./agents/guardrails/Guardrail.js"
 export { AgentOutputInvalid, type JsonSchemaInput, type OutputSchema } from "./agents/AgentOutput.js"
 export { builtinEchoModel } from "./agents/models/BuiltinEchoModel.js"
 export {

@@ -4,6 +4,7 @@ import { checkDefinitionId } from "../core/definitionId.js"
 import { fromUserResult, type ResultContext } from "../core/userCode.js"
 import type { Tool } from "../tools/Tool.js"
 import type { GenerationOptions } from "./AgentsSchemas.js"
+import type { InputGuardrail, OutputGuardrail } from "./guardrails/Guardrail.js"
 
 /** What an agent knows of the call it is answering. */
 export interface AgentCallContext {
@@ -52,6 +53,10 @@ export interface AgentDefinition<out R = never> {
   /** Keep conversation memory in the SQL store (used when a call names a conversationId). */
   readonly memory?: boolean | undefined
   readonly defaults?: AgentDefaults | undefined
+  /** Run in order on each user message before the model sees it: pass, rewrite or block (422). */
+  readonly inputGuardrails?: ReadonlyArray<InputGuardrail<R>> | undefined
+  /** Run in order on the answer (as it streams, with a hold-back): pass, rewrite or block. */
+  readonly outputGuardrails?: ReadonlyArray<OutputGuardrail<R>> | undefined
 }
 
 /** The field `K` of `D` if it has one (not the constraint's type when absent). */
@@ -60,15 +65,21 @@ type Field<D, K extends string> = K extends keyof D ? D[K] : never
 type DynamicRequirements<X> = X extends (call: AgentCallContext) => infer Ret ? ResultContext<Ret> : never
 
 type ElementRequirements<T> = T extends ReadonlyArray<infer E>
-  ? E extends Tool<infer R> ? R : E extends AgentDefinition<infer R> ? R : never
+  ? E extends Tool<infer R> ? R
+  : E extends AgentDefinition<infer R> ? R
+  : E extends InputGuardrail<infer R> ? R
+  : E extends OutputGuardrail<infer R> ? R
+  : never
   : never
 
-/** What an agent's definition requires: its dynamic parts', its tools' and its sub-agents' `R`. */
+/** What an agent's definition requires: its dynamic parts', tools', sub-agents' and guardrails' `R`. */
 export type AgentRequirements<D extends AgentDefinition<unknown>> =
   | DynamicRequirements<Field<D, "instructions">>
   | DynamicRequirements<Field<D, "model">>
   | ElementRequirements<Field<D, "tools">>
   | ElementRequirements<Field<D, "subAgents">>
+  | ElementRequirements<Field<D, "inputGuardrails">>
+  | ElementRequirements<Field<D, "outputGuardrails">>
 
 /** An agent; its type carries what its tools, sub-agents and dynamic parts require. */
 export const defineAgent = <const D extends AgentDefinition<unknown>>(definition: D): AgentDefinition<AgentRequirements<D>> => {

@@ -1,5 +1,5 @@
 import { Context, Effect, JSONSchema, Layer, Schema, type Stream } from "effect"
-import { type ExecutionFailed, NotFound, type ValidationError } from "../core/errors.js"
+import { type ExecutionFailed, type GuardrailBlocked, NotFound, type ValidationError } from "../core/errors.js"
 import { getOrNotFound } from "../core/lookup.js"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { DuplicateDefinition } from "../core/definitionId.js"
@@ -19,7 +19,7 @@ import { modelName } from "./models/providerModel.js"
 export type { CallRequest, ObjectEvent, StreamEvent } from "./generation/Generation.js"
 
 type ObjectRequest = Generation.CallRequest & { readonly schema: unknown }
-type CallError = NotFound | ValidationError | ExecutionFailed
+type CallError = NotFound | ValidationError | ExecutionFailed | GuardrailBlocked
 
 /** A call asking for structured output described by an Effect Schema. */
 export type CallRequestWith<A> = Generation.CallRequest & { readonly output: OutputSchema<A> }
@@ -210,7 +210,11 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
           return {
             ...summary(agent),
             tools: toolSummaries(agent).map((tool) => tool.name),
-            instructions: typeof agent.instructions === "function" ? "(dynamic)" : agent.instructions
+            instructions: typeof agent.instructions === "function" ? "(dynamic)" : agent.instructions,
+            guardrails: {
+              input: (agent.inputGuardrails ?? []).map((guardrail) => guardrail.name),
+              output: (agent.outputGuardrails ?? []).map((guardrail) => guardrail.name)
+            }
           }
         }),
         card: Effect.fn("AgentRegistry.card", { captureStackTrace: false })(function*(id: string, baseUrl: string) {

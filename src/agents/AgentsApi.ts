@@ -3,7 +3,7 @@ import { Authentication } from "../auth/Authentication.js"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Schema } from "effect"
 import { Success } from "../http/Envelope.js"
-import { ExecutionFailed, Forbidden, NotFound, ValidationError } from "../http/Errors.js"
+import { ExecutionFailed, Forbidden, GuardrailBlocked, NotFound, ValidationError } from "../http/Errors.js"
 import { QueryInt } from "../http/Query.js"
 import { EventStream } from "../http/Schemas.js"
 import {
@@ -22,6 +22,7 @@ const IdPath = Schema.Struct({ id: Schema.String })
 
 const call = <const Name extends string, const Path extends HttpApiEndpoint.PathSegment>(name: Name, path: Path) =>
   HttpApiEndpoint.post(name, path).setPath(IdPath).addError(ValidationError).addError(NotFound).addError(ExecutionFailed).addError(Forbidden)
+    .addError(GuardrailBlocked)
     .annotate(RouteClassAnnotation, "execution")
 
 // Bodies any agent answers, pre-filled by the explorer (the agent ids come from the app: openApiExamples.ts).

@@ -130,7 +130,10 @@ export const AgentDetails = Schema.Struct({
   ...summaryFields,
   tools: Schema.Array(Schema.String),
   subAgents: Schema.Array(AgentSummary),
-  instructions: Schema.String
+  instructions: Schema.String,
+  guardrails: Schema.Struct({ input: Schema.Array(Schema.String), output: Schema.Array(Schema.String) }).annotations({
+    description: "the names of the agent's input and output guardrails, in the order they run"
+  })
 }).annotations({ identifier: "AgentDetails" })
 export type AgentDetails = typeof AgentDetails.Type
 
@@ -140,7 +143,7 @@ export const HistoryEntry = Schema.Struct({
   userId: Schema.NullOr(Schema.String),
   input: Schema.Unknown,
   output: Schema.NullOr(Schema.String),
-  status: Schema.Literal("completed", "error", "cancelled"),
+  status: Schema.Literal("completed", "error", "cancelled", "blocked"),
   startTime: Schema.String,
   endTime: Schema.String,
   usage: Schema.NullOr(Usage),

@@ -48,7 +48,9 @@ export const bindApp = <R>(app: ServiceApp<R>, provide: Provide): ServiceApp<nev
         instructions: dynamic(original.instructions),
         model: dynamic(original.model),
         tools: original.tools?.map(tool),
-        subAgents: original.subAgents?.map(agent)
+        subAgents: original.subAgents?.map(agent),
+        inputGuardrails: original.inputGuardrails?.map((guardrail) => ({ ...guardrail, check: code(guardrail.check) })),
+        outputGuardrails: original.outputGuardrails?.map((guardrail) => ({ ...guardrail, check: code(guardrail.check) }))
       })
     })
 

@@ -137,3 +137,10 @@ export class TooManyRequests extends Schema.TaggedError<TooManyRequests>()("TooM
 export class ServiceUnavailable extends Schema.TaggedError<ServiceUnavailable>()("ServiceUnavailable", {
   message: Schema.String
 }) {}
+
+/** A guardrail stopped an agent call (its input, or its answer): 422 with the guardrail's message. */
+export class GuardrailBlocked extends Schema.TaggedError<GuardrailBlocked>()("GuardrailBlocked", {
+  message: Schema.String,
+  guardrail: Schema.String,
+  stage: Schema.Literal("input", "output")
+}) {}

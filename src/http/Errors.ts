@@ -44,6 +44,28 @@ export const WorkflowFailed = Schema.transform(
   }
 ).annotations(HttpApiSchema.annotations({ status: 500 }))
 
+/** 422 with the envelope plus `errorDetail` naming the guardrail (`_tag` GuardrailBlocked). */
+export const GuardrailBlocked = Schema.transform(
+  Schema.Struct({ success: Schema.Literal(false), error: Schema.String, errorDetail: ErrorDetail }),
+  Schema.typeSchema(Errors.GuardrailBlocked),
+  {
+    strict: false,
+    decode: (body) => {
+      const { guardrail, stage } = body.errorDetail.fields
+      return new Errors.GuardrailBlocked({
+        message: body.error,
+        guardrail: String(guardrail),
+        stage: stage === "output" ? "output" : "input"
+      })
+    },
+    encode: (error) => ({
+      success: false as const,
+      error: error.message,
+      errorDetail: { _tag: "GuardrailBlocked", message: error.message, fields: { guardrail: error.guardrail, stage: error.stage } }
+    })
+  }
+).annotations({ identifier: "GuardrailBlockedEnvelope", ...HttpApiSchema.annotations({ status: 422 }) })
+
 const declared = [
   Errors.ValidationError,
   Errors.BadRequest,
@@ -57,7 +79,8 @@ const declared = [
   Errors.Unauthorized,
   Errors.UpgradeRequired,
   Errors.Forbidden,
-  Errors.ServiceUnavailable
+  Errors.ServiceUnavailable,
+  Errors.GuardrailBlocked
 ]
 
 /** Whether the API has a wire form for this error (anything else reaching the edge is a bug). */

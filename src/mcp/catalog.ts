@@ -93,6 +93,14 @@ const agentEntry = (agents: AgentRegistry["Type"]) => (agent: AgentSummary): Mcp
             ...(caller.owned ? { owner: { userId: caller.userId } } : {})
           }),
           (result): CallToolResult => ({ content: [{ type: "text", text: result.text }] })
+        ).pipe(
+          // A guardrail's block is a result the caller reads, as a declared tool error is.
+          Effect.catchTag("GuardrailBlocked", (error) =>
+            Effect.succeed({
+              content: [{ type: "text" as const, text: error.message }],
+              structuredContent: { error: { _tag: error._tag, message: error.message, guardrail: error.guardrail } },
+              isError: true
+            }))
         )
     })
 })

@@ -6,6 +6,7 @@ import {
   BadRequest,
   ExecutionFailed,
   Forbidden,
+  GuardrailBlocked,
   NotFound,
   TooManyRequests,
   Unauthorized,
@@ -96,7 +97,7 @@ export class ServiceRpcs extends RpcGroup.make(
   Rpc.make("AgentStream", {
     payload: checkedPayload("AgentStream", { agentId: Schema.String, input: AgentInput, options: Schema.optional(GenerationOptions) }),
     success: AgentStreamEvent,
-    error: Schema.Union(NotFound, ValidationError, ExecutionFailed, Forbidden),
+    error: Schema.Union(NotFound, ValidationError, ExecutionFailed, Forbidden, GuardrailBlocked),
     stream: true
   }),
   /** Twin of `POST /workflows/:id/stream`: starts an execution and follows it until it settles or suspends. */

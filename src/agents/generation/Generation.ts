@@ -9,6 +9,7 @@ import { checkOutputSchema, outputFor } from "./outputSchema.js"
 import { toolOutcomes } from "./toolOutcomes.js"
 import { type CallRequest, callArguments, failed, type GenerationEnv, prepare } from "./call.js"
 import { tracked } from "./record.js"
+import { guardedObject, guardedText, unguarded } from "../guardrails/whole.js"
 
 export type { StreamEvent } from "./eventStream.js"
 export type { ClientConversation } from "./messages.js"
@@ -20,7 +21,7 @@ export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false }
     yield* Effect.annotateCurrentSpan(agentSpanAttributes(agent, request))
     const output = yield* outputFor(request.options)
     const prepared = yield* prepare(env, agent, request, true)
-    const { result } = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
+    const done = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
       try: async (abortSignal) => {
         const result = await generateText({ ...callArguments(prepared), abortSignal, ...(output ? { output } : {}) })
         const usage = toUsage(result.usage)
@@ -36,8 +37,8 @@ export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false }
         return { result: data, outcome: { status: "completed" as const, ...outcome } }
       },
       catch: failed(agent)
-    }))
-    return result
+    }).pipe(agent.outputGuardrails?.length ? guardedText(agent, prepared) : unguarded))
+    return "blocked" in done ? yield* done.blocked : done.result
   }
 )
 
@@ -46,7 +47,7 @@ export const object = Effect.fn("AgentRegistry.object", { captureStackTrace: fal
     yield* Effect.annotateCurrentSpan(agentSpanAttributes(agent, request))
     const schema = yield* checkOutputSchema(request.schema, "schema")
     const prepared = yield* prepare(env, agent, request, false)
-    const { result } = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
+    const done = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
       try: async (abortSignal) => {
         const result = await generateText({
           ...callArguments(prepared),
@@ -57,8 +58,8 @@ export const object = Effect.fn("AgentRegistry.object", { captureStackTrace: fal
         return { result: result.output, outcome: { status: "completed" as const, output: JSON.stringify(result.output), usage } }
       },
       catch: failed(agent)
-    }))
-    return result
+    }).pipe(agent.outputGuardrails?.length ? guardedObject(agent, prepared) : unguarded))
+    return "blocked" in done ? yield* done.blocked : done.result
   }
 )
 

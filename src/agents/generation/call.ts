@@ -12,6 +12,7 @@ import { toAiTools } from "./aiTools.js"
 import { type ClientConversation, toModelMessages, userMessageToRemember } from "./messages.js"
 import { tracedModel } from "./tracedModel.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
+import { guardedUserMessage, guardInput } from "../guardrails/run.js"
 import { checkClaimedToolResults, refusedProviderOptions, withoutCallerSystemMessages, withoutProviderOptions } from "./callerInput.js"
 
 export interface CallRequest {
@@ -83,9 +84,11 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
         agentModel === undefined ? Effect.succeed(env.defaultModel) : resolveDynamic(agentModel, call),
         Effect.tryPromise({ try: () => toModelMessages(request.input), catch: (error) => error })
       ]).pipe(Effect.mapError(failed(agent, field)))
-    const newMessages = typeof request.input === "string"
+    const sent = typeof request.input === "string"
       ? given
       : withoutProviderOptions(yield* withoutCallerSystemMessages(given, field), allow)
+    const guarded = agent.inputGuardrails?.length ? yield* guardInput(agent, call, sent) : undefined
+    const newMessages = guarded ?? sent
     yield* checkClaimedToolResults(env.memory, agent.id, call.conversationId, request.owner, newMessages, field)
     const parent = yield* Effect.option(Effect.currentSpan)
     const remember = agent.memory === true && call.conversationId !== undefined
@@ -102,7 +105,11 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
       model: tracedModel(model, agent.id, parent, env.runtime, env.recordContent),
       instructions,
       messages: [...past, ...newMessages],
-      newMessages: client === undefined ? newMessages : userMessageToRemember(client),
+      newMessages: client === undefined
+        ? newMessages
+        : guarded === undefined
+        ? userMessageToRemember(client)
+        : guardedUserMessage(guarded, client.storesUserMessage),
       tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime, parent),
       settings,
       maxSteps,

@@ -12,8 +12,10 @@ import { checkOutputSchema, outputFor } from "./outputSchema.js"
 import { toolOutcomes } from "./toolOutcomes.js"
 import { type CallRequest, callArguments, failed, type GenerationEnv, type PreparedCall, prepare } from "./call.js"
 import { recorder } from "./record.js"
+import { type GuardHooks, guardStream, once, recordingBlocks } from "../guardrails/stream.js"
 
 type StreamTextResult = ReturnType<typeof streamText>
+type OnEndEvent = Parameters<NonNullable<Parameters<typeof streamText>[0]["onEnd"]>>[0]
 
 /** Resumes once the promise jobs already queued (and those they queue) have run. */
 const afterPendingPromises = Effect.async<void>((resume) => {
@@ -33,30 +35,35 @@ const streamed = <A, E>(
   prepared: PreparedCall,
   span: Tracer.Span,
   extra: Record<string, unknown>,
-  read: (result: StreamTextResult) => Stream.Stream<A, E>
+  read: (result: StreamTextResult, guard: GuardHooks | undefined) => Stream.Stream<A, E>,
+  guarded = false
 ) =>
   Stream.unwrapScoped(Effect.gen(function*() {
     const controller = yield* Effect.acquireRelease(
       Effect.sync(() => new AbortController()),
       (controller) => Effect.sync(() => controller.abort())
     )
-    const record = recorder(env, agent, request, prepared, span)
+    const recordCall = recorder(env, agent, request, prepared, span)
+    // Guarded, the answer is recorded from the guarded parts (the SDK's own end sees the text unguarded).
+    const record = guarded ? once(recordCall) : recordCall
     const result = streamText({
       ...callArguments(prepared),
       ...extra,
       abortSignal: controller.signal,
-      onEnd: (event) =>
-        record({
-          status: "completed",
-          output: event.text,
-          usage: toUsage(event.usage),
-          toolCalls: collectTools(event.steps).toolCalls,
-          toolResults: toolOutcomes(event.steps)
-        }),
+      ...(guarded ? {} : {
+        onEnd: (event: OnEndEvent) =>
+          record({
+            status: "completed",
+            output: event.text,
+            usage: toUsage(event.usage),
+            toolCalls: collectTools(event.steps).toolCalls,
+            toolResults: toolOutcomes(event.steps)
+          })
+      }),
       onError: ({ error }) => record({ status: "error", cause: causeOf(error) }),
       onAbort: () => record({ status: "cancelled" })
     })
-    return read(result)
+    return read(result, guarded ? { abort: () => controller.abort(), record } : undefined)
   })).pipe(
     // The stream is pulled by the response after the handler returned: what it does (and logs) is in the call's span.
     Stream.provideService(Tracer.ParentSpan, span)
@@ -79,7 +86,14 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, request: Call
       // Errors reach the reader as an error event (and the history as an error); the SDK would also print them.
       onError: () => undefined
     })
-    const events = eventStream(fullStreamAlone(result), record, () => controller.abort())
+    const abort = () => controller.abort()
+    const events = agent.outputGuardrails?.length
+      ? eventStream(
+        fullStreamAlone(result).pipeThrough(guardStream(agent, prepared.call, prepared.parent, env.runtime, { abort })),
+        recordingBlocks(record),
+        abort
+      )
+      : eventStream(fullStreamAlone(result), record, abort)
     // The SDK starts the model call from its own promises: they run before the response is built, so
     // the provider works on the request meanwhile (a cancelled stream aborts the call and is recorded).
     yield* afterPendingPromises.pipe(Effect.onInterrupt(() => Effect.promise(() => events.cancel())))
@@ -91,14 +105,21 @@ export const chat = (env: GenerationEnv, agent: AgentDefinition, request: CallRe
   inCallSpan("AgentRegistry.chat", agent, request, (span) => Effect.gen(function*() {
     const output = yield* outputFor(request.options)
     const prepared = yield* prepare(env, agent, request, true)
-    return streamed(env, agent, request, prepared, span, output ? { output } : {}, (result) =>
+    return streamed(env, agent, request, prepared, span, output ? { output } : {}, (result, guard) =>
       Stream.fromReadableStream({
         evaluate: () =>
-          toUIMessageStream({ stream: result.stream, tools: prepared.tools, onError: messageOf, ...messageIds(request, prepared.callId) })
+          toUIMessageStream({
+            stream: guard === undefined
+              ? result.stream
+              : result.stream.pipeThrough(guardStream(agent, prepared.call, prepared.parent, env.runtime, guard)),
+            tools: prepared.tools,
+            onError: messageOf,
+            ...messageIds(request, prepared.callId)
+          })
             .pipeThrough(new JsonToSseTransformStream())
             .pipeThrough(new TextEncoderStream()),
         onError: failed(agent)
-      }))
+      }), agent.outputGuardrails !== undefined && agent.outputGuardrails.length > 0)
   }))
 
 export type ObjectEvent =

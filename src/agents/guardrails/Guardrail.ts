@@ -1,0 +1,122 @@
+import type { Effect } from "effect"
+import type { ResultContext } from "../../core/userCode.js"
+import type { AgentCallContext } from "../Agent.js"
+
+/** What a guardrail decides: let the text through, replace it, or stop the call with a message the client sees. */
+export type GuardrailDecision =
+  | { readonly _tag: "pass" }
+  | { readonly _tag: "rewrite"; readonly text: string }
+  | { readonly _tag: "block"; readonly message: string }
+
+/** What an input guardrail sees: the text of one user message (each the client sent, in /chat too). */
+export interface InputGuardrailArgs {
+  readonly text: string
+  readonly call: AgentCallContext
+}
+
+/**
+ * What an output guardrail sees. For /text and /object: the whole answer (`final` true). While a
+ * stream runs: the text not sent yet, the last `holdBack` characters of what came being held back so
+ * a pattern spanning two deltas is seen whole; `final` is true when no more text follows it.
+ */
+export interface OutputGuardrailArgs {
+  readonly text: string
+  readonly final: boolean
+  readonly call: AgentCallContext
+}
+
+type Check<Args, R> = (args: Args) => GuardrailDecision | PromiseLike<GuardrailDecision> | Effect.Effect<GuardrailDecision, unknown, R>
+
+export interface InputGuardrail<out R = never> {
+  readonly stage: "input"
+  readonly name: string
+  readonly check: Check<InputGuardrailArgs, R>
+}
+
+export interface OutputGuardrail<out R = never> {
+  readonly stage: "output"
+  readonly name: string
+  readonly check: Check<OutputGuardrailArgs, R>
+  /** Characters a stream holds back before sending (default 64): the longest match it can catch across deltas. */
+  readonly holdBack: number
+}
+
+/** Default hold-back of a streamed answer, in characters. */
+export const DEFAULT_HOLD_BACK = 64
+/** The longest hold-back a guardrail may ask for. */
+export const MAX_HOLD_BACK = 4096
+
+const checkName = (name: string) => {
+  if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(name)) throw new Error(`Guardrail name "${name}": 1 to 64 of A-Z a-z 0-9 _ . : -`)
+}
+
+const pass: GuardrailDecision = { _tag: "pass" }
+
+/** Guardrails and their decisions; `R` is what a guardrail's check requires (it joins the agent's). */
+export const Guardrail = {
+  pass,
+  rewrite: (text: string): GuardrailDecision => ({ _tag: "rewrite", text }),
+  block: (message: string): GuardrailDecision => ({ _tag: "block", message }),
+  /** Runs before the model sees anything, on each user message's text. */
+  input: <Ret extends ReturnType<Check<InputGuardrailArgs, unknown>>>(options: {
+    readonly name: string
+    readonly check: (args: InputGuardrailArgs) => Ret
+  }): InputGuardrail<ResultContext<Ret>> => {
+    checkName(options.name)
+    return { stage: "input", name: options.name, check: options.check as Check<InputGuardrailArgs, never> }
+  },
+  /** Runs on the answer: whole for /text and /object, as it streams for /stream and /chat. */
+  output: <Ret extends ReturnType<Check<OutputGuardrailArgs, unknown>>>(options: {
+    readonly name: string
+    readonly check: (args: OutputGuardrailArgs) => Ret
+    readonly holdBack?: number
+  }): OutputGuardrail<ResultContext<Ret>> => {
+    checkName(options.name)
+    const holdBack = options.holdBack ?? DEFAULT_HOLD_BACK
+    if (!Number.isInteger(holdBack) || holdBack < 0 || holdBack > MAX_HOLD_BACK) {
+      throw new Error(`Guardrail "${options.name}" holdBack: an integer from 0 to ${MAX_HOLD_BACK}`)
+    }
+    return { stage: "output", name: options.name, check: options.check as Check<OutputGuardrailArgs, never>, holdBack }
+  }
+} as const
+
+const globalOf = (pattern: RegExp) => pattern.global ? pattern : new RegExp(pattern.source, pattern.flags + "g")
+
+const escaped = (word: string) => word.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+
+/** Blocks an input longer than `max` characters. */
+export const maxInputLength = (max: number, message = `The input is longer than ${max} characters`) =>
+  Guardrail.input({
+    name: "max-input-length",
+    check: ({ text }) => (text.length > max ? Guardrail.block(message) : Guardrail.pass)
+  })
+
+/** Replaces every match of `pattern` with `replacement` ("[redacted]" by default), in the input or the answer. */
+export const regexRedactor = (pattern: RegExp, replacement = "[redacted]", name = "regex-redactor") => {
+  const global = globalOf(pattern)
+  const redact = (text: string) => {
+    global.lastIndex = 0
+    if (!global.test(text)) return Guardrail.pass
+    global.lastIndex = 0
+    return Guardrail.rewrite(text.replace(global, replacement))
+  }
+  return {
+    input: Guardrail.input({ name, check: ({ text }) => redact(text) }),
+    output: Guardrail.output({ name, check: ({ text }) => redact(text) })
+  }
+}
+
+/**
+ * Blocks text holding any of `words` (whole words, any case), in the input or the answer. While a
+ * stream runs, a word at the very end of the text seen so far waits for the next character.
+ */
+export const blocklist = (words: ReadonlyArray<string>, message = "The text holds a blocked word", name = "blocklist") => {
+  const alternatives = `\\b(?:${words.map(escaped).join("|")})`
+  const whole = new RegExp(`${alternatives}\\b`, "i")
+  const ended = new RegExp(`${alternatives}(?=\\W)`, "i")
+  const blocked = (text: string, final: boolean) => words.length > 0 && (final ? whole : ended).test(text)
+  return {
+    input: Guardrail.input({ name, check: ({ text }) => (blocked(text, true) ? Guardrail.block(message) : Guardrail.pass) }),
+    output: Guardrail.output({ name, check: ({ final, text }) => (blocked(text, final) ? Guardrail.block(message) : Guardrail.pass) })
+  }
+}

@@ -1,0 +1,152 @@
+import type { streamText } from "ai"
+import { Cause, Effect, Option, Runtime, type Tracer } from "effect"
+import { GuardrailBlocked } from "../../core/errors.js"
+import type { AgentCallContext, AgentDefinition } from "../Agent.js"
+import type { TextResult } from "../AgentsSchemas.js"
+import type { Outcome } from "../generation/record.js"
+import { toUsage } from "../generation/results.js"
+import { streamedToolOutcome, type ToolOutcome } from "../generation/toolOutcomes.js"
+import { DEFAULT_HOLD_BACK, type GuardrailDecision } from "./Guardrail.js"
+import { decide, type Guarded, noteAction } from "./run.js"
+
+type StreamTextResult = ReturnType<typeof streamText>
+export type Part = StreamTextResult extends { stream: AsyncIterable<infer P> } ? P : never
+
+/**
+ * A streamed answer's block, as the `error` part that ends the guarded stream carries it: the client
+ * sees the guardrail's message; history records `blocked` with the text already sent.
+ */
+export class StreamBlocked extends Error {
+  constructor(readonly blocked: GuardrailBlocked, readonly sent: string) {
+    super(blocked.message)
+  }
+}
+
+const blockedIn = (outcome: Outcome): StreamBlocked | undefined => {
+  if (outcome.status !== "error" || outcome.cause === undefined) return undefined
+  const failure = Cause.failureOption(outcome.cause)
+  return Option.isSome(failure) && failure.value instanceof StreamBlocked ? failure.value : undefined
+}
+
+/** `record` with a guardrail's block recorded as `blocked`, the text sent before it as the output. */
+export const recordingBlocks = <O extends Outcome>(record: (outcome: Outcome) => Promise<void>) => (outcome: O) => {
+  const blocked = blockedIn(outcome)
+  return record(blocked === undefined ? outcome : { status: "blocked", output: blocked.sent })
+}
+
+/** Records once, whoever asks first (the guarded stream, or the SDK's error and abort callbacks). */
+export const once = (record: (outcome: Outcome) => Promise<void>) => {
+  let done = false
+  return (outcome: Outcome): Promise<void> => {
+    if (done) return Promise.resolve()
+    done = true
+    return record(outcome)
+  }
+}
+
+export interface GuardHooks {
+  /** Stops the model call (after a block). */
+  readonly abort: () => void
+  /** When given, the guarded stream records the call itself (for /chat, whose SDK callbacks see the unguarded text). */
+  readonly record?: ((outcome: Outcome) => Promise<void>) | undefined
+}
+
+/**
+ * The SDK's parts with the agent's output guardrails applied to the text as it streams. Each delta is
+ * added to the text held back; the guardrails see it (rewriting it or blocking the call), then all
+ * but the last `holdBack` characters are sent, so a match of up to that length spanning deltas is seen
+ * whole. The held text is checked once more (`final`) and sent when its text block ends. A block
+ * ends the stream with an `error` part (StreamBlocked) and aborts the model call.
+ */
+export const guardStream = (
+  agent: AgentDefinition,
+  call: AgentCallContext,
+  span: Option.Option<Tracer.AnySpan>,
+  runtime: Runtime.Runtime<never>,
+  hooks: GuardHooks
+): TransformStream<Part, Part> => {
+  const guardrails = agent.outputGuardrails ?? []
+  const holdBack = guardrails.reduce((max, guardrail) => Math.max(max, guardrail.holdBack), guardrails.length > 0 ? 0 : DEFAULT_HOLD_BACK)
+  let held = ""
+  let heldId: string | undefined
+  let sent = ""
+  let stepText = ""
+  let ended = false
+  const toolCalls: Array<TextResult["toolCalls"][number]> = []
+  const toolResults: Array<ToolOutcome> = []
+
+  const check = async (text: string, final: boolean): Promise<Guarded> => {
+    let current = text
+    for (const guardrail of guardrails) {
+      const made = decide(guardrail, { text: current, final, call })
+      const decision: GuardrailDecision = Effect.isEffect(made) ? await Runtime.runPromise(runtime)(made) : made
+      if (decision._tag === "pass") continue
+      noteAction(agent.id, span, guardrail.name, "output", decision._tag)
+      if (decision._tag === "block") {
+        return { blocked: new GuardrailBlocked({ message: decision.message, guardrail: guardrail.name, stage: "output" }) }
+      }
+      current = decision.text
+    }
+    return { text: current }
+  }
+
+  const send = (controller: TransformStreamDefaultController<Part>, id: string, text: string) => {
+    if (text === "") return
+    sent += text
+    stepText += text
+    controller.enqueue({ type: "text-delta", id, text } as Part)
+  }
+
+  const block = async (controller: TransformStreamDefaultController<Part>, blocked: GuardrailBlocked) => {
+    ended = true
+    const error = new StreamBlocked(blocked, sent)
+    await hooks.record?.({ status: "blocked", output: sent })
+    controller.enqueue({ type: "error", error } as Part)
+    controller.terminate()
+    hooks.abort()
+  }
+
+  /** Checks the held text a last time and sends it; false when a guardrail blocked. */
+  const release = async (controller: TransformStreamDefaultController<Part>): Promise<boolean> => {
+    if (held === "" || heldId === undefined) return true
+    const guarded = await check(held, true)
+    if ("blocked" in guarded) {
+      await block(controller, guarded.blocked)
+      return false
+    }
+    held = ""
+    send(controller, heldId, guarded.text)
+    return true
+  }
+
+  // Node calls `cancel` when the reader goes away (the DOM typings do not have it yet).
+  const transformer: Transformer<Part, Part> & { readonly cancel: (reason: unknown) => Promise<void> } = {
+    async transform(part, controller) {
+      if (ended) return
+      if (part.type === "text-delta") {
+        if (heldId !== undefined && heldId !== part.id && !(await release(controller))) return
+        heldId = part.id
+        const guarded = await check(held + part.text, false)
+        if ("blocked" in guarded) return block(controller, guarded.blocked)
+        const cut = Math.max(0, guarded.text.length - holdBack)
+        held = guarded.text.slice(cut)
+        send(controller, part.id, guarded.text.slice(0, cut))
+        return
+      }
+      if (!(await release(controller))) return
+      if (part.type === "start-step") stepText = ""
+      else if (part.type === "tool-call") toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input })
+      else if (part.type === "tool-result" || part.type === "tool-error") toolResults.push(streamedToolOutcome(part))
+      else if (part.type === "error") await hooks.record?.({ status: "error", cause: Cause.fail(part.error) })
+      else if (part.type === "finish") {
+        await hooks.record?.({ status: "completed", output: stepText, usage: toUsage(part.totalUsage), toolCalls, toolResults })
+      }
+      controller.enqueue(part)
+    },
+    async cancel() {
+      hooks.abort()
+      await hooks.record?.({ status: "cancelled" })
+    }
+  }
+  return new TransformStream<Part, Part>(transformer)
+}

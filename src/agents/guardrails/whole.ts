@@ -1,0 +1,54 @@
+import { Effect } from "effect"
+import { ExecutionFailed, type GuardrailBlocked } from "../../core/errors.js"
+import type { AgentDefinition } from "../Agent.js"
+import type { PreparedCall } from "../generation/call.js"
+import type { Outcome } from "../generation/record.js"
+import { guardOutput } from "./run.js"
+
+interface Done<A> {
+  readonly result: A
+  readonly outcome: Outcome
+}
+
+/** A blocked answer: recorded as `blocked` (its usage kept, its text not), then failed with the block. */
+export interface Blocked {
+  readonly blocked: GuardrailBlocked
+  readonly outcome: Outcome
+}
+
+const blockedOutcome = (outcome: Outcome, blocked: GuardrailBlocked): Blocked => ({
+  blocked,
+  outcome: { status: "blocked", usage: outcome.usage, toolCalls: outcome.toolCalls, toolResults: outcome.toolResults }
+})
+
+/** /text's answer through the output guardrails: the text (and what history and memory keep) rewritten, or blocked. */
+export const guardedText = (agent: AgentDefinition, prepared: PreparedCall) =>
+<A extends { readonly text: string }, E>(self: Effect.Effect<Done<A>, E>): Effect.Effect<Done<A> | Blocked, E | ExecutionFailed> =>
+  Effect.flatMap(self, (done) =>
+    Effect.map(guardOutput(agent, prepared.call, prepared.parent, done.result.text), (guarded): Done<A> | Blocked =>
+      "blocked" in guarded
+        ? blockedOutcome(done.outcome, guarded.blocked)
+        : guarded.text === done.result.text
+        ? done
+        : { result: { ...done.result, text: guarded.text }, outcome: { ...done.outcome, output: guarded.text } }))
+
+/**
+ * /object's answer through the output guardrails, which see its JSON text: a rewrite must still be
+ * JSON (a redaction inside a string value is), else the call fails.
+ */
+export const guardedObject = (agent: AgentDefinition, prepared: PreparedCall) =>
+<E>(self: Effect.Effect<Done<unknown>, E>): Effect.Effect<Done<unknown> | Blocked, E | ExecutionFailed> =>
+  Effect.flatMap(self, (done) => {
+    const text = JSON.stringify(done.result)
+    return Effect.flatMap(guardOutput(agent, prepared.call, prepared.parent, text), (guarded): Effect.Effect<Done<unknown> | Blocked, ExecutionFailed> => {
+      if ("blocked" in guarded) return Effect.succeed(blockedOutcome(done.outcome, guarded.blocked))
+      if (guarded.text === text) return Effect.succeed(done)
+      return Effect.try({
+        try: () => ({ result: JSON.parse(guarded.text) as unknown, outcome: { ...done.outcome, output: guarded.text } }),
+        catch: () => new ExecutionFailed({ message: `Agent ${agent.id} failed: an output guardrail's rewrite of the object is not JSON` })
+      })
+    })
+  })
+
+/** The plain path's effect, typed as the guarded one's (nothing runs). */
+export const unguarded = <A, E>(self: Effect.Effect<Done<A>, E>): Effect.Effect<Done<A> | Blocked, E | ExecutionFailed> => self
