@@ -49,10 +49,20 @@ const coordinator = defineAgent({
   subAgents: [guarded]
 })
 
+// The fake fills a JSON Schema's strings with "example".
+const objects = defineAgent({
+  id: "objects",
+  name: "Objects",
+  purpose: "Answers objects behind a redactor",
+  instructions: "Be brief.",
+  inputGuardrails: [maxInputLength(200)],
+  outputGuardrails: [regexRedactor(/example/, "[redacted]").output]
+})
+
 const asks = workflow({ id: "asks", name: "Asks", purpose: "asks the guarded agent", input: Schema.Struct({ q: Schema.String }), result: Schema.String })
   .andAgent({ id: "ask", agent: guarded, prompt: ({ data }) => data.q })
 
-const app = defineApp({ agents: [guarded, coordinator], workflows: [asks] })
+const app = defineApp({ agents: [guarded, coordinator, objects], workflows: [asks] })
 
 const longText = "x".repeat(300)
 const filler = "the answer goes on for a while so that the hold back releases some words first and then"
@@ -140,6 +150,22 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("guardrails", (it
       const ok = yield* fetchJson(`${url}/agents/guarded/object`, json({ input: "a name", schema }))
       expect(ok.status).toBe(200)
       expect(ok.body.data).toEqual({ name: "example" })
+    }))
+
+  it.effect("/object and /stream-object: the object's JSON text is rewritten; a guarded stream sends no partial, only the guarded object", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const schema = { type: "object", properties: { name: { type: "string" } }, required: ["name"] }
+      const whole = yield* fetchJson(`${url}/agents/objects/object`, json({ input: "a name", schema }))
+      expect(whole.body.data).toEqual({ name: "[redacted]" })
+      const refused = yield* postSse(`${url}/agents/objects/stream-object`, { input: longText, schema })
+      expect(refused.status).toBe(422)
+      const streamed = yield* postSse(`${url}/agents/objects/stream-object`, { input: "a name", schema })
+      expect(streamed.events.map((event) => event.data.type)).toEqual(["finish"])
+      expect(streamed.events[0]!.data.object).toEqual({ name: "[redacted]" })
+      expect(streamed.text).not.toContain("example")
+      const history = yield* fetchJson(`${url}/agents/objects/history?limit=1`)
+      expect(history.body.data.entries[0]).toMatchObject({ status: "completed", output: JSON.stringify({ name: "[redacted]" }) })
     }))
 
   it.effect("/stream: an input block is 422 before any event", () =>

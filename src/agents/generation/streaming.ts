@@ -1,6 +1,6 @@
 import { JsonToSseTransformStream, Output, streamText, toUIMessageStream } from "ai"
 import { Effect, Stream, Tracer } from "effect"
-import { ExecutionFailed, messageOf, ValidationError } from "../../core/errors.js"
+import { ExecutionFailed, type GuardrailBlocked, messageOf, ValidationError } from "../../core/errors.js"
 import { type AgentDefinition } from "../Agent.js"
 import type { Usage } from "../AgentsSchemas.js"
 import { validatedJsonSchema } from "./aiTools.js"
@@ -13,8 +13,10 @@ import { toolOutcomes } from "./toolOutcomes.js"
 import { type CallRequest, callArguments, failed, type GenerationEnv, type PreparedCall, prepare } from "./call.js"
 import { recorder } from "./record.js"
 import { type GuardHooks, guardStream, once, recordingBlocks } from "../guardrails/stream.js"
+import { guardedObjectEvents } from "../guardrails/object.js"
 
 type StreamTextResult = ReturnType<typeof streamText>
+type CallFailure = ExecutionFailed | ValidationError | GuardrailBlocked
 type OnEndEvent = Parameters<NonNullable<Parameters<typeof streamText>[0]["onEnd"]>>[0]
 
 /** Resumes once the promise jobs already queued (and those they queue) have run. */
@@ -135,8 +137,9 @@ export const streamObject = (
     const schema = yield* checkOutputSchema(request.schema, "schema")
     const prepared = yield* prepare(env, agent, request, false)
     const output = Output.object({ schema: validatedJsonSchema(schema) })
-    return streamed(env, agent, request, prepared, span, { output }, (result): Stream.Stream<ObjectEvent, ExecutionFailed | ValidationError> =>
-      Stream.concat(
+    const guarded = agent.outputGuardrails !== undefined && agent.outputGuardrails.length > 0
+    return streamed(env, agent, request, prepared, span, { output }, (result, guard): Stream.Stream<ObjectEvent, CallFailure> =>
+      guard !== undefined ? guardedObjectEvents(agent, prepared, result, guard, failed(agent)) : Stream.concat(
         Stream.fromAsyncIterable(result.partialOutputStream, failed(agent)).pipe(
           Stream.map((partial): ObjectEvent => ({ type: "partial", object: partial }))
         ),
@@ -149,5 +152,5 @@ export const streamObject = (
           }),
           catch: failed(agent)
         }))
-      ))
+      ), guarded)
   }))
