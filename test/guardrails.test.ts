@@ -140,6 +140,39 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("guardrails", (it
       expect((yield* stored(conversationId)).map((m) => m.content)).toEqual(["the Secret Code is 42", "You said: the [redacted] is 42"])
     }))
 
+  it.effect("each rewrite and block is a span event on the call's span (guardrail, stage, action; never the text) and a metric", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const conversationId = `g-${crypto.randomUUID()}`
+      const call = yield* fetchJson(`${url}/agents/guarded/text`, json({ input: "card 1111-2222-3333-4444 secret code", options: { conversationId } }))
+      expect(call.body.data.text).toBe("You said: card [card] [redacted]")
+      const deadline = Date.now() + 20_000
+      let found: { trace: unknown; span: any } | undefined
+      while (found === undefined) {
+        const traces = (yield* fetchJson(`${url}/observability/traces?entityType=agent&entityId=guarded&limit=50`)).body.data.traces
+        for (const summary of traces) {
+          const trace = (yield* fetchJson(`${url}/observability/traces/${summary.traceId}`)).body.data
+          const span = trace.spans.find((span: any) => span.attributes?.["gen_ai.conversation.id"] === conversationId && span.events?.length > 0)
+          if (span !== undefined) found = { trace, span }
+        }
+        if (found === undefined && Date.now() > deadline) throw new Error("the call's span was not stored within 20 s")
+        if (found === undefined) yield* Effect.sleep("50 millis")
+      }
+      const events = found.span.events.filter((event: any) => event.name === "gen_ai.guardrail")
+      expect(events.map((event: any) => event.attributes)).toEqual([
+        { "gen_ai.guardrail.name": "card-number", "gen_ai.guardrail.stage": "input", "gen_ai.guardrail.action": "rewrite" },
+        { "gen_ai.guardrail.name": "secret-code", "gen_ai.guardrail.stage": "output", "gen_ai.guardrail.action": "rewrite" }
+      ])
+      expect(JSON.stringify(found.trace)).not.toContain("1111-2222")
+      expect(JSON.stringify(found.trace)).not.toMatch(/secret code/i)
+
+      expect((yield* fetchJson(`${url}/agents/guarded/text`, json({ input: longText }))).status).toBe(422)
+      const metrics = yield* Effect.promise(() => fetch(`${url}/metrics`).then((response) => response.text()))
+      const sample = (pattern: RegExp) => Number(metrics.split("\n").find((line) => pattern.test(line))?.split(" ").at(-1))
+      expect(sample(/^agent_guardrail_actions_total\{.*guardrail="card-number".*stage="input"/)).toBeGreaterThanOrEqual(1)
+      expect(sample(/^agent_guardrail_actions_total\{.*guardrail="max-input-length".*action="block"/)).toBeGreaterThanOrEqual(1)
+    }))
+
   it.effect("/object: an input block is 422; the object's JSON text passes the output guardrails", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
