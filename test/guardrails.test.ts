@@ -120,6 +120,16 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("guardrails", (it
       expect(card.body.data.text).toBe("You said: my card is [card]")
       expect(JSON.stringify(fake.requests)).not.toContain("1234-5678")
       expect((yield* stored(conversationId)).map((m) => m.content)).toEqual(["my card is [card]", "You said: my card is [card]"])
+      // Model messages too; history records the rewritten input, the raw text is stored nowhere.
+      const asMessages = yield* fetchJson(`${url}/agents/guarded/text`, json({
+        input: [{ role: "user", content: [{ type: "text", text: "card 1234-5678-9012-3456 again" }] }],
+        options: { conversationId }
+      }))
+      expect(asMessages.body.data.text).toBe("You said: card [card] again")
+      expect((yield* historyOf(url, conversationId)).map((entry) => entry.input)).toEqual([
+        "my card is [card]",
+        [{ role: "user", content: [{ type: "text", text: "card [card] again" }] }]
+      ])
     }))
 
   it.effect("/text: the answer is redacted; a blocked answer is 422 and a `blocked` history entry without its text", () =>
@@ -277,6 +287,14 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("guardrails", (it
       )
       expect(String(refused)).toContain("Not allowed")
       expect(fake.requests).toHaveLength(0)
+
+      // A rewritten user message: the model, memory and history get the rewrite.
+      const cards = new TestChat(`g-${crypto.randomUUID()}`, `${url}/agents/guarded/chat`)
+      yield* send(cards, () => cards.sendMessage({ text: "pay with 1234-5678-9012-3456" }))
+      expect(textOf(cards.messages[1])).toBe("You said: pay with [card]")
+      expect((yield* stored(cards.id)).map((m) => m.content)).toEqual(["pay with [card]", "You said: pay with [card]"])
+      const [entry] = yield* historyOf(url, cards.id)
+      expect(entry!.input).toEqual([{ ...cards.messages[0], parts: [{ type: "text", text: "pay with [card]" }] }])
     }))
 
   it.effect("/chat: a block mid-stream is an error chunk and a `blocked` history entry", () =>

@@ -9,10 +9,10 @@ import { type AgentCallContext, type AgentDefinition, type AgentModel, resolveDy
 import type { AgentInput, GenerationOptions } from "../AgentsSchemas.js"
 import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
 import { toAiTools } from "./aiTools.js"
-import { type ClientConversation, toModelMessages, userMessageToRemember } from "./messages.js"
+import { type ClientConversation, recordedInput, toModelMessages, userMessageToRemember } from "./messages.js"
 import { tracedModel } from "./tracedModel.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
-import { guardedUserMessage, guardInput } from "../guardrails/run.js"
+import { guardedUserMessage, guardInput, rewrittenInput } from "../guardrails/run.js"
 import { checkClaimedToolResults, refusedProviderOptions, withoutCallerSystemMessages, withoutProviderOptions } from "./callerInput.js"
 
 export interface CallRequest {
@@ -50,6 +50,8 @@ export interface PreparedCall {
   readonly maxSteps: number
   readonly call: AgentCallContext
   readonly remember: boolean
+  /** The history entry's input when input guardrails rewrote it (else the request's, as sent). */
+  readonly recordedInput?: unknown
   /** The agent call's span: parent of what runs later from the SDK's own promises. */
   readonly parent: Option.Option<Tracer.AnySpan>
 }
@@ -88,7 +90,7 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
       ? given
       : withoutProviderOptions(yield* withoutCallerSystemMessages(given, field), allow)
     const guarded = agent.inputGuardrails?.length ? yield* guardInput(agent, call, sent) : undefined
-    const newMessages = guarded ?? sent
+    const newMessages = guarded?.messages ?? sent
     yield* checkClaimedToolResults(env.memory, agent.id, call.conversationId, request.owner, newMessages, field)
     const parent = yield* Effect.option(Effect.currentSpan)
     const remember = agent.memory === true && call.conversationId !== undefined
@@ -109,7 +111,8 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
         ? newMessages
         : guarded === undefined
         ? userMessageToRemember(client)
-        : guardedUserMessage(guarded, client.storesUserMessage),
+        : guardedUserMessage(guarded.messages, client.storesUserMessage),
+      recordedInput: guarded?.rewrites === undefined ? undefined : rewrittenInput(recordedInput(request), guarded.rewrites),
       tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime, parent),
       settings,
       maxSteps,

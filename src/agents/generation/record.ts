@@ -45,7 +45,7 @@ export const finish = (
       id: prepared.callId,
       conversationId: prepared.call.conversationId ?? null,
       userId: prepared.call.userId ?? null,
-      input: recordedInput(request),
+      input: prepared.recordedInput ?? recordedInput(request),
       output: outcome.output ?? null,
       status: outcome.status,
       startTime: started.toISOString(),

@@ -105,6 +105,12 @@ const withText = (message: ModelMessage, text: string): ModelMessage => {
   return { ...message, content } as unknown as ModelMessage
 }
 
+export interface GuardedInput {
+  readonly messages: Array<ModelMessage>
+  /** Each rewritten text, by the text the caller sent (none when nothing was rewritten). */
+  readonly rewrites: ReadonlyMap<string, string> | undefined
+}
+
 /**
  * The caller's messages through the agent's input guardrails: every user message's text (each one the
  * client sent, a /chat conversation's earlier ones too), rewritten or refused (GuardrailBlocked, 422).
@@ -113,6 +119,7 @@ export const guardInput = (agent: AgentDefinition, call: AgentCallContext, messa
   Effect.gen(function*() {
     const guardrails = agent.inputGuardrails ?? []
     const span = yield* Effect.option(Effect.currentSpan)
+    let rewrites: Map<string, string> | undefined
     const out: Array<ModelMessage> = []
     for (const message of messages) {
       const text = message.role === "user" ? textOfMessage(message) : ""
@@ -122,10 +129,48 @@ export const guardInput = (agent: AgentDefinition, call: AgentCallContext, messa
       }
       const guarded = yield* guardText(agent.id, span, guardrails, text, (text) => ({ text, call }))
       if ("blocked" in guarded) return yield* guarded.blocked
-      out.push(guarded.text === text ? message : withText(message, guarded.text))
+      if (guarded.text === text) {
+        out.push(message)
+        continue
+      }
+      rewrites ??= new Map()
+      rewrites.set(text, guarded.text)
+      out.push(withText(message, guarded.text))
     }
-    return out
+    return { messages: out, rewrites } satisfies GuardedInput
   })
+
+const uiText = (parts: ReadonlyArray<{ readonly type: string; readonly text?: unknown }>) =>
+  parts.flatMap((part) => (part.type === "text" && typeof part.text === "string" ? [part.text] : [])).join("")
+
+const withUiText = (parts: ReadonlyArray<{ readonly type: string }>, text: string) => {
+  const first = parts.findIndex((part) => part.type === "text")
+  return parts.flatMap((part, index) => part.type !== "text" ? [part] : index === first ? [{ ...part, text }] : [])
+}
+
+/**
+ * The call's input as its history entry records it, with the guardrails' rewrites applied to its user
+ * messages (a string, UI messages or model messages): a redacted text is stored nowhere.
+ */
+export const rewrittenInput = (input: unknown, rewrites: ReadonlyMap<string, string>): unknown => {
+  if (typeof input === "string") return rewrites.get(input) ?? input
+  if (!Array.isArray(input)) return input
+  return input.map((message: unknown) => {
+    if (!Predicate.hasProperty(message, "role") || message.role !== "user") return message
+    if (Predicate.hasProperty(message, "parts") && Array.isArray(message.parts)) {
+      const rewritten = rewrites.get(uiText(message.parts))
+      return rewritten === undefined ? message : { ...message, parts: withUiText(message.parts, rewritten) }
+    }
+    if (Predicate.hasProperty(message, "content")) {
+      const { content } = message
+      const text = typeof content === "string" ? content : Array.isArray(content) ? uiText(content) : undefined
+      const rewritten = text === undefined ? undefined : rewrites.get(text)
+      if (rewritten === undefined) return message
+      return { ...message, content: typeof content === "string" ? rewritten : withUiText(content as Array<{ type: string }>, rewritten) }
+    }
+    return message
+  })
+}
 
 /** The last user message's text as memory keeps it from a client-held conversation, once guarded. */
 export const guardedUserMessage = (messages: ReadonlyArray<ModelMessage>, stores: boolean): Array<ModelMessage> => {
