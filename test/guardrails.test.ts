@@ -14,7 +14,7 @@ import { RPC_PATH, ServiceRpcs } from "../src/rpc/RpcContract.js"
 import { workflow } from "../src/workflows/Workflow.js"
 import { send, TestChat, textOf } from "./support/chat.js"
 import { AgentTestServerLive, FakeProvider, postSse } from "./support/fakeProvider.js"
-import { fetchJson, json, TestServer } from "./support/TestServer.js"
+import { fetchJson, json, makeClient, TestServer } from "./support/TestServer.js"
 
 // Issue #32 item 2 and settled 4, 6, 11, 12: input and output guardrails on every entry, over real
 // sockets; the fake provider echoes "You said: <input>" one word a delta, so output guardrails are
@@ -99,6 +99,21 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("guardrails", (it
         output: ["secret-code", "blocklist"]
       })
       expect((yield* fetchJson(`${url}/agents/coordinator`)).body.data.guardrails).toEqual({ input: [], output: [] })
+    }))
+
+  it.effect("/doc shows the 422 on every agent call; the typed client gets GuardrailBlocked", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const spec = (yield* fetchJson(`${url}/doc`)).body
+      for (const route of ["text", "stream", "chat", "object", "stream-object"]) {
+        const responses = spec.paths[`/agents/{id}/${route}`].post.responses
+        expect(JSON.stringify(responses["422"])).toContain("GuardrailBlockedEnvelope")
+      }
+      expect(spec.components.schemas.GuardrailBlockedEnvelope.required).toEqual(["success", "error", "errorDetail"])
+      const client = yield* makeClient
+      const error = yield* Effect.flip(client.agents.generateText({ path: { id: "guarded" }, payload: { input: longText } }))
+      expect(error).toBeInstanceOf(Errors.GuardrailBlocked)
+      expect(error).toMatchObject({ message: "The input is longer than 200 characters", guardrail: "max-input-length", stage: "input" })
     }))
 
   it.effect("/text: an input block is a 422 envelope and the model is never called; a rewrite is what the model gets", () =>
