@@ -326,6 +326,37 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("guardrails", (it
       expect(history[0]!.output!.length).toBeGreaterThan(0)
     }))
 
+  it.effect("/chat: a client that leaves a guarded stream aborts the model call; the call is recorded as cancelled", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const fake = yield* FakeProvider
+      fake.reset()
+      const controller = new AbortController()
+      const userId = `leaver-${crypto.randomUUID()}`
+      const seen = yield* Effect.promise(async () => {
+        const response = await fetch(`${url}/agents/guarded/chat`, {
+          ...json({ input: "talk slowly please", options: { userId } }),
+          signal: controller.signal
+        })
+        const reader = response.body!.getReader()
+        let text = ""
+        // The first text goes out once more than the hold-back (64 characters) has come.
+        while (!text.includes("\"text-delta\"")) text += new TextDecoder().decode((await reader.read()).value)
+        controller.abort()
+        return text
+      })
+      // Held back: the first text sent is what came beyond 64 characters, not the model's first word.
+      expect(seen).toContain(`{"type":"text-delta","id":"txt-0","delta":"Yo"}`)
+      const deadline = Date.now() + 20_000
+      let entries: Array<{ status: string }> = []
+      while (entries.length === 0 || fake.closedEarly() === 0) {
+        if (Date.now() > deadline) throw new Error("the call was not recorded, or the model call not aborted, within 20 s")
+        yield* Effect.sleep("50 millis")
+        entries = (yield* fetchJson(`${url}/agents/guarded/history?userId=${userId}`)).body.data.entries
+      }
+      expect(entries.map((entry) => entry.status)).toEqual(["cancelled"])
+    }), 30_000)
+
   it.scoped("MCP agent_<id>: an input block is an error result naming the guardrail", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer

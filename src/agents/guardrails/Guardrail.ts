@@ -111,9 +111,10 @@ export const regexRedactor = (pattern: RegExp, replacement = "[redacted]", name 
  * stream runs, a word at the very end of the text seen so far waits for the next character.
  */
 export const blocklist = (words: ReadonlyArray<string>, message = "The text holds a blocked word", name = "blocklist") => {
-  const alternatives = `\\b(?:${words.map(escaped).join("|")})`
-  const whole = new RegExp(`${alternatives}\\b`, "i")
-  const ended = new RegExp(`${alternatives}(?=\\W)`, "i")
+  // Words of any script, and words such as "c++" that end in a symbol: a "word" is not next to a letter or digit.
+  const alternatives = `(?<![\\p{L}\\p{N}_])(?:${words.map(escaped).join("|")})`
+  const whole = new RegExp(`${alternatives}(?![\\p{L}\\p{N}_])`, "iu")
+  const ended = new RegExp(`${alternatives}(?=[^\\p{L}\\p{N}_])`, "iu")
   const blocked = (text: string, final: boolean) => words.length > 0 && (final ? whole : ended).test(text)
   return {
     input: Guardrail.input({ name, check: ({ text }) => (blocked(text, true) ? Guardrail.block(message) : Guardrail.pass) }),
