@@ -17,7 +17,6 @@ import { guardedObjectEvents } from "../guardrails/object.js"
 
 type StreamTextResult = ReturnType<typeof streamText>
 type CallFailure = ExecutionFailed | ValidationError | GuardrailBlocked
-type OnEndEvent = Parameters<NonNullable<Parameters<typeof streamText>[0]["onEnd"]>>[0]
 
 /** Resumes once the promise jobs already queued (and those they queue) have run. */
 const afterPendingPromises = Effect.async<void>((resume) => {
@@ -52,16 +51,14 @@ const streamed = <A, E>(
       ...callArguments(prepared),
       ...extra,
       abortSignal: controller.signal,
-      ...(guarded ? {} : {
-        onEnd: (event: OnEndEvent) =>
-          record({
-            status: "completed",
-            output: event.text,
-            usage: toUsage(event.usage),
-            toolCalls: collectTools(event.steps).toolCalls,
-            toolResults: toolOutcomes(event.steps)
-          })
-      }),
+      onEnd: guarded ? undefined : (event) =>
+        record({
+          status: "completed",
+          output: event.text,
+          usage: toUsage(event.usage),
+          toolCalls: collectTools(event.steps).toolCalls,
+          toolResults: toolOutcomes(event.steps)
+        }),
       onError: ({ error }) => record({ status: "error", cause: causeOf(error) }),
       onAbort: () => record({ status: "cancelled" })
     })
