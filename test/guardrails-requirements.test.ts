@@ -39,6 +39,13 @@ describe("a guardrail's requirements", () => {
     expectTypeOf(defineAgent({ id: "b", name: "B", purpose: "p", instructions: "hi", inputGuardrails: [maxInputLength(1)] }))
       .toEqualTypeOf<AgentDefinition<never>>()
   })
+
+  it("an output guardrail is not an input one, and a check returns a decision", () => {
+    // @ts-expect-error an output guardrail listed as an input guardrail
+    defineAgent({ id: "c", name: "C", purpose: "p", instructions: "hi", inputGuardrails: [regexRedactor(/x/).output] })
+    // @ts-expect-error a check must return Guardrail.pass, rewrite(text) or block(message)
+    Guardrail.input({ name: "d", check: () => "fine" })
+  })
 })
 
 const notes: Array<string> = []
