@@ -4,6 +4,7 @@ import { checkDefinitionId } from "../core/definitionId.js"
 import { fromUserResult, type ResultContext } from "../core/userCode.js"
 import type { Tool } from "../tools/Tool.js"
 import type { GenerationOptions } from "./AgentsSchemas.js"
+import type { WorkingMemoryConfig } from "./workingMemory/config.js"
 
 /** What an agent knows of the call it is answering. */
 export interface AgentCallContext {
@@ -51,6 +52,8 @@ export interface AgentDefinition<out R = never> {
   readonly subAgents?: ReadonlyArray<AgentDefinition<R>> | undefined
   /** Keep conversation memory in the SQL store (used when a call names a conversationId). */
   readonly memory?: boolean | undefined
+  /** A small structured record per user or per conversation, in the instructions, replaced by the `update_working_memory` tool. */
+  readonly workingMemory?: WorkingMemoryConfig | undefined
   readonly defaults?: AgentDefaults | undefined
 }
 

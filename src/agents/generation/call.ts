@@ -35,6 +35,10 @@ export interface GenerationEnv {
   readonly extraTools: (agent: AgentDefinition, call: AgentCallContext) => ReadonlyArray<Tool>
   /** The caller's provider options that may reach the provider, as `provider.key` (none when absent). */
   readonly providerOptionsAllow?: ReadonlySet<string>
+  /** An agent with working memory: its record's block for the instructions and its update tool (none for this call: undefined). */
+  readonly workingMemory?: (agent: AgentDefinition, call: AgentCallContext) => Effect.Effect<
+    { readonly instructions: string; readonly tool: Tool } | undefined
+  >
 }
 
 export interface PreparedCall {
@@ -93,14 +97,16 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
     const past = remember && contextLimit > 0 && client === undefined
       ? yield* env.memory.load(agent.id, call.conversationId!, contextLimit, request.owner)
       : []
+    const working = agent.workingMemory === undefined || env.workingMemory === undefined ? undefined : yield* env.workingMemory(agent, call)
     const active = agent.activeTools?.(call)
     const tools = withTools
-      ? [...(agent.tools ?? []), ...env.extraTools(agent, call)].filter((t) => active === undefined || active.includes(t.name))
+      ? [...(agent.tools ?? []), ...env.extraTools(agent, call), ...(working === undefined ? [] : [working.tool])]
+        .filter((t) => active === undefined || active.includes(t.name))
       : []
     return {
       callId: crypto.randomUUID(),
       model: tracedModel(model, agent.id, parent, env.runtime, env.recordContent),
-      instructions,
+      instructions: working === undefined ? instructions : instructions + working.instructions,
       messages: [...past, ...newMessages],
       newMessages: client === undefined ? newMessages : userMessageToRemember(client),
       tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime, parent),
