@@ -126,6 +126,7 @@ describe("working memory", () => {
       Effect.gen(function*() {
         const conversationId = `c-${crypto.randomUUID()}`
         yield* send("POST", "/agents/profile/text", { input: "remember that my name is Ada", options: { conversationId } })
+        expect((yield* send("GET", `/agents/profile/working-memory?conversationId=${conversationId}`)).body.data.value).toMatchObject({ name: "Ada" })
         const deleted = yield* send("DELETE", `/agents/profile/conversations/${conversationId}`)
         expect(deleted.status).toBe(200)
         expect((yield* send("GET", `/agents/profile/working-memory?conversationId=${conversationId}`)).body.data.value).toBeNull()
