@@ -1,12 +1,14 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider"
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SignJWT } from "jose"
+import { readFileSync } from "node:fs"
 import { defineAgent } from "../src/agents/Agent.js"
 import { makeModel } from "../src/agents/models/providerModel.js"
 import { WorkingMemoryStore } from "../src/agents/workingMemory/WorkingMemoryStore.js"
 import { defineApp } from "../src/App.js"
 import type { ChatRequestRecord } from "../scripts/fake-openai.js"
+import { concierge } from "./fixtures/readme/working-memory.js"
 import { fakeModelSettings, FakeProvider, FakeProviderLive } from "./support/fakeProvider.js"
 import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
 
@@ -27,14 +29,6 @@ const perConversation = defineAgent({
   instructions: "Be brief.",
   workingMemory: { scope: "conversation", schema: Profile }
 })
-const perUser = defineAgent({
-  id: "personal",
-  name: "Personal",
-  purpose: "Keeps a profile per user",
-  instructions: "Be brief.",
-  workingMemory: { scope: "user", schema: Profile }
-})
-
 // A model that, once armed, lets another writer replace the record between the call's read and its tool's write.
 let racing: { readonly model: LanguageModelV4; readonly before: () => Promise<void> } | undefined
 const racer = defineAgent({
@@ -51,7 +45,8 @@ const racer = defineAgent({
   workingMemory: { scope: "conversation", schema: Profile }
 })
 const plain = defineAgent({ id: "plain", name: "Plain", purpose: "Has no working memory", instructions: "Be brief." })
-const app = defineApp({ agents: [perConversation, perUser, racer, plain] })
+// The README's agent is the user-scoped one.
+const app = defineApp({ agents: [perConversation, concierge, racer, plain] })
 
 const SECRET = "a-long-shared-secret-for-working-memory-tests"
 const sign = (sub: string) =>
@@ -86,6 +81,14 @@ const lastRequest = Effect.map(FakeProvider, (fake) => fake.requests.at(-1))
 const offered = (request: ChatRequestRecord | undefined) => (request?.tools ?? []).map((tool) => tool.function.name)
 
 describe("working memory", () => {
+  it("the README's sample is test/fixtures/readme/working-memory.ts below its imports", () => {
+    const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8")
+    const sample = /<!-- readme: working-memory -->\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]
+    const fixture = readFileSync(new URL("./fixtures/readme/working-memory.ts", import.meta.url), "utf8")
+    expect(sample).toBeDefined()
+    expect(fixture.slice(fixture.indexOf("\n\n") + 2).replace(/^(\/\/|import).*\n/gm, "").replace(/^\n+/, "")).toBe(sample)
+  })
+
   layer(server(false), { excludeTestServices: true })("without authentication", (it) => {
     it.effect("the model saves it by the tool, reads it in its instructions; GET shows it, DELETE clears it", () =>
       Effect.gen(function*() {
@@ -103,6 +106,16 @@ describe("working memory", () => {
         const prompt = systemPrompt(yield* lastRequest)
         expect(prompt).toContain("Be brief.")
         expect(prompt).toContain(`<working_memory>\n{"name":"Ada","likes":["example"]}\n</working_memory>`)
+
+        // A structured-output call reads it too, but has no tools to change it with.
+        const object = yield* send("POST", "/agents/profile/object", {
+          input: "describe me",
+          schema: { type: "object", properties: { name: { type: "string" } } },
+          options: { conversationId }
+        })
+        expect(object.status).toBe(200)
+        expect(systemPrompt(yield* lastRequest)).toContain(`{"name":"Ada","likes":["example"]}`)
+        expect(systemPrompt(yield* lastRequest)).not.toContain("update_working_memory")
 
         const read = yield* send("GET", `/agents/profile/working-memory?conversationId=${conversationId}`)
         expect(read.status).toBe(200)
@@ -174,21 +187,21 @@ describe("working memory", () => {
         expect(noConversation.body.data.toolCalls).toEqual([])
         expect(offered(yield* lastRequest)).not.toContain("update_working_memory")
         expect(systemPrompt(yield* lastRequest)).not.toContain("working memory")
-        const noUser = yield* send("POST", "/agents/personal/text", { input: "remember that my name is Ada" })
+        const noUser = yield* send("POST", "/agents/concierge/text", { input: "remember that my name is Ada" })
         expect(noUser.body.data.toolCalls).toEqual([])
 
         // Without authentication, the call's userId names the user.
-        const saved = yield* send("POST", "/agents/personal/text", { input: "remember that my name is Ada", options: { userId: "u1" } })
+        const saved = yield* send("POST", "/agents/concierge/text", { input: "remember that my name is Ada", options: { userId: "u1" } })
         expect(saved.body.data.toolResults[0].result).toEqual({ saved: true, version: 1 })
-        yield* send("POST", "/agents/personal/text", { input: "hi", options: { userId: "u1", conversationId: "any" } })
+        yield* send("POST", "/agents/concierge/text", { input: "hi", options: { userId: "u1", conversationId: "any" } })
         expect(systemPrompt(yield* lastRequest)).toContain(`"name":"Ada"`)
-        expect((yield* send("GET", "/agents/personal/working-memory?userId=u1")).body.data).toMatchObject({ scope: "user", value: { name: "Ada" } })
-        expect((yield* send("GET", "/agents/personal/working-memory?userId=u2")).body.data.value).toBeNull()
+        expect((yield* send("GET", "/agents/concierge/working-memory?userId=u1")).body.data).toMatchObject({ scope: "user", value: { name: "Ada" } })
+        expect((yield* send("GET", "/agents/concierge/working-memory?userId=u2")).body.data.value).toBeNull()
 
         const missing = yield* send("GET", "/agents/profile/working-memory")
         expect(missing.status).toBe(400)
         expect(missing.body.error).toContain("needs a conversationId")
-        expect((yield* send("GET", "/agents/personal/working-memory")).status).toBe(400)
+        expect((yield* send("GET", "/agents/concierge/working-memory")).status).toBe(400)
         const none = yield* send("GET", "/agents/plain/working-memory?conversationId=x")
         expect(none.status).toBe(404)
         expect(none.body.error).toBe("Agent plain has no working memory")
@@ -198,7 +211,7 @@ describe("working memory", () => {
       Effect.gen(function*() {
         expect((yield* send("GET", "/agents/profile")).body.data.tools).toEqual(["update_working_memory"])
         expect((yield* send("GET", "/agents/plain")).body.data.tools).toEqual([])
-        const listed = (yield* send("GET", "/agents")).body.data.find((agent: { id: string }) => agent.id === "personal")
+        const listed = (yield* send("GET", "/agents")).body.data.find((agent: { id: string }) => agent.id === "concierge")
         expect(listed.tools[0]).toMatchObject({ name: "update_working_memory", parameters: { required: ["name"] } })
       }))
   })
@@ -206,21 +219,21 @@ describe("working memory", () => {
   layer(server(true), { excludeTestServices: true })("under JWT", (it) => {
     it.effect("each user's record is their own; anonymous callers are not offered the user-scoped tool", () =>
       Effect.gen(function*() {
-        yield* send("POST", "/agents/personal/text", { input: "remember that my name is Alice" }, "alice")
-        yield* send("POST", "/agents/personal/text", { input: "remember that my name is Bob" }, "bob")
-        expect((yield* send("GET", "/agents/personal/working-memory", undefined, "alice")).body.data.value).toMatchObject({ name: "Alice" })
-        expect((yield* send("GET", "/agents/personal/working-memory", undefined, "bob")).body.data.value).toMatchObject({ name: "Bob" })
+        yield* send("POST", "/agents/concierge/text", { input: "remember that my name is Alice" }, "alice")
+        yield* send("POST", "/agents/concierge/text", { input: "remember that my name is Bob" }, "bob")
+        expect((yield* send("GET", "/agents/concierge/working-memory", undefined, "alice")).body.data.value).toMatchObject({ name: "Alice" })
+        expect((yield* send("GET", "/agents/concierge/working-memory", undefined, "bob")).body.data.value).toMatchObject({ name: "Bob" })
         // userId may only name the caller.
-        expect((yield* send("GET", "/agents/personal/working-memory?userId=alice", undefined, "bob")).status).toBe(403)
-        yield* send("POST", "/agents/personal/text", { input: "hi" }, "bob")
+        expect((yield* send("GET", "/agents/concierge/working-memory?userId=alice", undefined, "bob")).status).toBe(403)
+        yield* send("POST", "/agents/concierge/text", { input: "hi" }, "bob")
         expect(systemPrompt(yield* lastRequest)).toContain(`"name":"Bob"`)
         expect(systemPrompt(yield* lastRequest)).not.toContain("Alice")
 
-        const anonymous = yield* send("POST", "/agents/personal/text", { input: "remember that my name is Eve" })
+        const anonymous = yield* send("POST", "/agents/concierge/text", { input: "remember that my name is Eve" })
         expect(anonymous.status).toBe(200)
         expect(anonymous.body.data.toolCalls).toEqual([])
         expect(offered(yield* lastRequest)).not.toContain("update_working_memory")
-        expect((yield* send("GET", "/agents/personal/working-memory")).status).toBe(400)
+        expect((yield* send("GET", "/agents/concierge/working-memory")).status).toBe(400)
 
         // Conversation scope: the same conversation id is two records; Bob's DELETE leaves Alice's.
         const conversationId = `c-${crypto.randomUUID()}`

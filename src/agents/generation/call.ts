@@ -36,7 +36,7 @@ export interface GenerationEnv {
   /** The caller's provider options that may reach the provider, as `provider.key` (none when absent). */
   readonly providerOptionsAllow?: ReadonlySet<string>
   /** An agent with working memory: its record's block for the instructions and its update tool (none for this call: undefined). */
-  readonly workingMemory?: (agent: AgentDefinition, call: AgentCallContext) => Effect.Effect<
+  readonly workingMemory?: (agent: AgentDefinition, call: AgentCallContext, withTools: boolean) => Effect.Effect<
     { readonly instructions: string; readonly tool: Tool } | undefined
   >
 }
@@ -56,6 +56,8 @@ export interface PreparedCall {
   /** The agent call's span: parent of what runs later from the SDK's own promises. */
   readonly parent: Option.Option<Tracer.AnySpan>
 }
+
+const NO_TOOLS: ReadonlyArray<Tool> = []
 
 export const failed = (agent: AgentDefinition, field = "input") => (error: unknown) =>
   InvalidPromptError.isInstance(error)
@@ -97,10 +99,10 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
     const past = remember && contextLimit > 0 && client === undefined
       ? yield* env.memory.load(agent.id, call.conversationId!, contextLimit, request.owner)
       : []
-    const working = agent.workingMemory === undefined || env.workingMemory === undefined ? undefined : yield* env.workingMemory(agent, call)
+    const working = agent.workingMemory === undefined || env.workingMemory === undefined ? undefined : yield* env.workingMemory(agent, call, withTools)
     const active = agent.activeTools?.(call)
     const tools = withTools
-      ? [...(agent.tools ?? []), ...env.extraTools(agent, call), ...(working === undefined ? [] : [working.tool])]
+      ? [...(agent.tools ?? []), ...env.extraTools(agent, call), ...(working === undefined ? NO_TOOLS : [working.tool])]
         .filter((t) => active === undefined || active.includes(t.name))
       : []
     return {
