@@ -7,9 +7,10 @@ import { defineAgent } from "../src/agents/Agent.js"
 import { makeModel } from "../src/agents/models/providerModel.js"
 import { WorkingMemoryStore } from "../src/agents/workingMemory/WorkingMemoryStore.js"
 import { defineApp } from "../src/App.js"
+import { defineTool } from "../src/tools/Tool.js"
 import type { ChatRequestRecord } from "../scripts/fake-openai.js"
 import { concierge } from "./fixtures/readme/working-memory.js"
-import { fakeModelSettings, FakeProvider, FakeProviderLive } from "./support/fakeProvider.js"
+import { fakeModelSettings, FakeProvider, FakeProviderLive, postSse } from "./support/fakeProvider.js"
 import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
 
 /**
@@ -89,6 +90,12 @@ describe("working memory", () => {
     expect(fixture.slice(fixture.indexOf("\n\n") + 2).replace(/^(\/\/|import).*\n/gm, "").replace(/^\n+/, "")).toBe(sample)
   })
 
+  it("an agent with working memory may not have a tool of its own named update_working_memory", () => {
+    const own = defineTool({ name: "update_working_memory", description: "Mine", parameters: Profile, execute: () => "ok" })
+    expect(() => defineAgent({ ...perConversation, id: "clash", tools: [own] }))
+      .toThrow("Agent clash: a tool named update_working_memory would hide its working memory's own")
+  })
+
   layer(server(false), { excludeTestServices: true })("without authentication", (it) => {
     it.effect("the model saves it by the tool, reads it in its instructions; GET shows it, DELETE clears it", () =>
       Effect.gen(function*() {
@@ -133,6 +140,21 @@ describe("working memory", () => {
           .toEqual({ agentId: "profile", scope: "conversation", value: null, version: 0, updatedAt: null })
         yield* send("POST", "/agents/profile/text", { input: "hello once more", options: { conversationId } })
         expect(systemPrompt(yield* lastRequest)).not.toContain("Grace")
+      }))
+
+    it.effect("/stream and /chat (the SDK's body: its id is the conversation) read and save it too", () =>
+      Effect.gen(function*() {
+        const conversationId = `c-${crypto.randomUUID()}`
+        const { url } = yield* TestServer
+        const streamed = yield* postSse(`${url}/agents/profile/stream`, { input: "remember that my name is Lin", options: { conversationId } })
+        expect(streamed.events.map((event) => event.data.type)).toContain("tool-result")
+        const chat = yield* postSse(`${url}/agents/profile/chat`, {
+          id: conversationId,
+          messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: "who am I?" }] }],
+          trigger: "submit-message"
+        })
+        expect(chat.status).toBe(200)
+        expect(systemPrompt(yield* lastRequest)).toContain(`<working_memory>\n{"name":"Lin","likes":["example"]}\n</working_memory>`)
       }))
 
     it.effect("deleting the conversation deletes its working memory", () =>

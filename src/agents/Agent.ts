@@ -4,7 +4,7 @@ import { checkDefinitionId } from "../core/definitionId.js"
 import { fromUserResult, type ResultContext } from "../core/userCode.js"
 import type { Tool } from "../tools/Tool.js"
 import type { GenerationOptions } from "./AgentsSchemas.js"
-import type { WorkingMemoryConfig } from "./workingMemory/config.js"
+import { UPDATE_WORKING_MEMORY, type WorkingMemoryConfig } from "./workingMemory/config.js"
 
 /** What an agent knows of the call it is answering. */
 export interface AgentCallContext {
@@ -76,6 +76,9 @@ export type AgentRequirements<D extends AgentDefinition<unknown>> =
 /** An agent; its type carries what its tools, sub-agents and dynamic parts require. */
 export const defineAgent = <const D extends AgentDefinition<unknown>>(definition: D): AgentDefinition<AgentRequirements<D>> => {
   checkDefinitionId("Agent id", definition.id)
+  if (definition.workingMemory !== undefined && definition.tools?.some((tool) => tool.name === UPDATE_WORKING_MEMORY)) {
+    throw new Error(`Agent ${definition.id}: a tool named ${UPDATE_WORKING_MEMORY} would hide its working memory's own`)
+  }
   // Its requirements are read off its parts: the same object, typed by what it holds.
   return definition as AgentDefinition<unknown> as AgentDefinition<never>
 }
