@@ -92,10 +92,21 @@ const broken = defineAgent({
   onEnd: hear("onEnd")
 })
 
+const hungEnds = new Set<string>()
+
+/** Its onEnd never finishes: it is stopped after 5 s. */
+const hanging = defineAgent({
+  id: "hanging",
+  name: "Hanging",
+  purpose: "Its onEnd hangs",
+  instructions: "You help.",
+  onEnd: (event) => Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => hungEnds.add(event.callId))))
+})
+
 const asking = workflow({ id: "asking", name: "Asking", purpose: "Asks hooked", input: Schema.Struct({}), result: Schema.String })
   .andAgent({ id: "ask", agent: hooked, prompt: () => "hello from a workflow" })
 
-const app = defineApp({ agents: [hooked, boss, flawed, broken], workflows: [asking] })
+const app = defineApp({ agents: [hooked, boss, flawed, broken, hanging], workflows: [asking] })
 
 const poll = <A>(what: string, read: () => A | undefined, deadlineMs = 20_000) =>
   Effect.gen(function*() {
@@ -223,6 +234,20 @@ layer(AgentTestServerLive(app, undefined, AuditLive), { excludeTestServices: tru
       const history = yield* fetchJson(`${url}/agents/flawed/history?conversationId=c-flawed`)
       expect(history.body.data.entries[0].status).toBe("completed")
     }))
+
+  it.effect("an onEnd that hangs does not hold the call, and is stopped after 5 s and logged", () =>
+    Effect.gen(function*() {
+      const { logs } = yield* TestServer
+      const url = yield* setUp
+      const before = Date.now()
+      const response = yield* fetchJson(`${url}/agents/hanging/text`, json({ input: "hi" }))
+      expect(response.status).toBe(200)
+      expect(Date.now() - before).toBeLessThan(4000)
+      yield* poll("the hung onEnd interrupted", () => (hungEnds.size === 1 ? true : undefined))
+      expect(Date.now() - before).toBeGreaterThanOrEqual(4900)
+      yield* poll("the hung onEnd logged", () =>
+        logs.find((line) => line.includes("agent hook onEnd failed (HookTimedOut: did not finish within 5s)") && line.includes("agentId=hanging")))
+    }), 30_000)
 
   it.effect("every entry runs the hooks: /stream, /object, /stream-object, /chat", () =>
     Effect.gen(function*() {

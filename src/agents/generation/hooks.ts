@@ -81,7 +81,9 @@ export const endHooks = (
     usage: outcome.usage,
     output: outcome.output
   })
-  return Effect.asVoid(Effect.forkDaemon(Effect.zipRight(onError, onEnd)))
+  // Interruptible: a one-shot call records from its exit's finalizer, whose forks would inherit its
+  // uninterruptibility (and then no timeout could stop a hung hook).
+  return Effect.asVoid(Effect.forkDaemon(Effect.interruptible(Effect.zipRight(onError, onEnd))))
 }
 
 const errorMessage = (cause: Cause.Cause<unknown> | undefined): string => {
