@@ -1,10 +1,12 @@
-import { describe, expectTypeOf, it } from "@effect/vitest"
+import { describe, expect, expectTypeOf, it } from "@effect/vitest"
 import { Context, Effect, type Layer } from "effect"
+import { readFileSync } from "node:fs"
 import { type AgentDefinition, type AgentEndEvent, defineAgent } from "../src/agents/Agent.js"
 import type { Usage } from "../src/agents/AgentsSchemas.js"
 import { defineApp } from "../src/App.js"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { ServicesLive } from "../src/Service.js"
+import { billed } from "./fixtures/readme/agent-hooks.js"
 
 // Issue #32 item 3 (settled 10): what an agent's hooks require joins its `R`, then the app's, then the
 // layer's. Compile-time promises; the runtime side is test/agent-hooks.test.ts.
@@ -79,5 +81,17 @@ describe("agent hooks carry their requirements", () => {
     expectTypeOf(parent).toEqualTypeOf<AgentDefinition<Audit>>()
     const layer = ServicesLive(defineApp({ agents: [parent] }), resolveServerConfig({}, {}))
     expectTypeOf<Layer.Layer.Context<typeof layer>>().toEqualTypeOf<Audit>()
+  })
+})
+
+describe("README: agent hooks", () => {
+  it("the sample is test/fixtures/readme/agent-hooks.ts below its marker, and requires its service", () => {
+    const readme = readFileSync(new URL("../README.md", import.meta.url), "utf8")
+    const sample = /<!-- readme: agent-hooks -->\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]
+    const fixture = readFileSync(new URL("./fixtures/readme/agent-hooks.ts", import.meta.url), "utf8")
+    expect(sample).toBeDefined()
+    expect(fixture.slice(fixture.indexOf("// README:\n") + "// README:\n".length)).toBe(sample)
+    // It requires Billing (the class is the sample's own): not nothing.
+    expectTypeOf(billed).not.toEqualTypeOf<AgentDefinition<never>>()
   })
 })
