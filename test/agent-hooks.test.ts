@@ -7,8 +7,9 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { Chunk, Context, Data, Effect, Layer, Schema, Stream } from "effect"
 import { type AgentHookEvent, defineAgent } from "../src/agents/Agent.js"
 import { defineApp } from "../src/App.js"
-import { add, getWeather } from "../src/examples/tools.js"
+import { add } from "../src/examples/tools.js"
 import { RPC_PATH, ServiceRpcs } from "../src/rpc/RpcContract.js"
+import { defineTool } from "../src/tools/Tool.js"
 import { workflow } from "../src/workflows/Workflow.js"
 import { AgentTestServerLive, FakeProvider, postSse } from "./support/fakeProvider.js"
 import { fetchJson, json, TestServer } from "./support/TestServer.js"
@@ -43,12 +44,20 @@ const inHistory = (event: AgentHookEvent) =>
     return body.data.entries.some((entry) => entry.id === event.callId)
   })
 
+/** The fake calls get_weather for "weather in X": this one fails, so onToolEnd sees an error. */
+const stormyWeather = defineTool({
+  name: "get_weather",
+  description: "Current weather for a location",
+  parameters: Schema.Struct({ location: Schema.String }),
+  execute: ({ location }) => Effect.fail(new Error(`no forecast for ${location}`))
+})
+
 const hooked = defineAgent({
   id: "hooked",
   name: "Hooked",
   purpose: "Tells its audit of every call",
   instructions: "You help.",
-  tools: [add, getWeather],
+  tools: [add, stormyWeather],
   onStart: hear("onStart"),
   onToolStart: hear("onToolStart"),
   onToolEnd: hear("onToolEnd"),
@@ -127,6 +136,17 @@ const endedSince = (mark: number, agentId = "hooked") =>
     return mine()
   })
 
+/**
+ * Waits for a later call's onEnd: a hook a call before it would run (a second time, or at all) has had
+ * its turn by then (instead of a fixed sleep).
+ */
+const settle = (url: string) =>
+  Effect.gen(function*() {
+    const mark = heard.length
+    yield* fetchJson(`${url}/agents/hooked/text`, json({ input: "settle" }))
+    yield* endedSince(mark)
+  })
+
 const setUp = Effect.gen(function*() {
   const { url } = yield* TestServer
   baseUrl = url
@@ -154,7 +174,7 @@ layer(AgentTestServerLive(app, undefined, AuditLive), { excludeTestServices: tru
       expect(end.event.usage.totalTokens).toBeGreaterThan(0)
       expect(end.inHistory).toBe(true)
       // Each hook ran once.
-      yield* Effect.sleep("200 millis")
+      yield* settle(url)
       expect(heard.slice(mark).filter((h) => h.event.callId === callId)).toHaveLength(4)
     }))
 
@@ -163,8 +183,11 @@ layer(AgentTestServerLive(app, undefined, AuditLive), { excludeTestServices: tru
       const url = yield* setUp
       const mark = heard.length
       yield* fetchJson(`${url}/agents/hooked/text`, json({ input: "weather in Oslo", options: { conversationId: "c-span" } }))
-      const [start] = yield* endedSince(mark)
+      const [start, , toolEnd] = yield* endedSince(mark)
       const callId = start.event.callId
+      // A failed tool run: onToolEnd has its error, no output.
+      expect(toolEnd.event).toMatchObject({ toolName: "get_weather", input: { location: "Oslo" }, error: "Tool get_weather failed: no forecast for Oslo" })
+      expect("output" in toolEnd.event).toBe(false)
       const found = yield* Effect.gen(function*() {
         const deadline = Date.now() + 20_000
         while (Date.now() < deadline) {
@@ -318,7 +341,7 @@ layer(AgentTestServerLive(app, undefined, AuditLive), { excludeTestServices: tru
       const mark = heard.length
       const response = yield* fetchJson(`${url}/agents/boss/text`, json({ input: "hi" }))
       expect(response.status).toBe(200)
-      yield* Effect.sleep("200 millis")
-      expect(heard.slice(mark)).toEqual([])
+      yield* settle(url)
+      expect(heard.slice(mark).filter((h) => h.event.agentId === "boss")).toEqual([])
     }))
 })
