@@ -229,6 +229,28 @@ layer(AgentTestServerLive(app, undefined, AuditLive), { excludeTestServices: tru
       expect(got[1].inHistory).toBe(true)
     }))
 
+  it.effect("a /chat client that leaves mid-answer gets onEnd with cancelled too", () =>
+    Effect.gen(function*() {
+      const url = yield* setUp
+      const mark = heard.length
+      const controller = new AbortController()
+      const first = yield* Effect.promise(async () => {
+        const response = await fetch(`${url}/agents/hooked/chat`, {
+          ...json({ input: [{ id: "u1", role: "user", parts: [{ type: "text", text: "talk slowly please" }] }] }),
+          signal: controller.signal
+        })
+        const reader = response.body!.getReader()
+        let text = ""
+        while (!text.includes("text-delta")) text += new TextDecoder().decode((await reader.read()).value)
+        controller.abort()
+        return text
+      })
+      expect(first).toContain("text-delta")
+      const got = yield* endedSince(mark)
+      expect(got.map((h) => h.hook)).toEqual(["onStart", "onEnd"])
+      expect(got[1].event.status).toBe("cancelled")
+    }))
+
   it.effect("a failed call: onError then onEnd with error, after the history entry", () =>
     Effect.gen(function*() {
       const url = yield* setUp
