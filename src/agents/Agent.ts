@@ -3,7 +3,7 @@ import { Effect } from "effect"
 import { checkDefinitionId } from "../core/definitionId.js"
 import { fromUserResult, type ResultContext } from "../core/userCode.js"
 import type { Tool } from "../tools/Tool.js"
-import type { GenerationOptions } from "./AgentsSchemas.js"
+import type { GenerationOptions, Usage } from "./AgentsSchemas.js"
 import { UPDATE_WORKING_MEMORY, type WorkingMemoryConfig } from "./workingMemory/config.js"
 
 /** What an agent knows of the call it is answering. */
@@ -55,23 +55,81 @@ export interface AgentDefinition<out R = never> {
   /** A small structured record per user or per conversation, in the instructions, replaced by the `update_working_memory` tool. */
   readonly workingMemory?: WorkingMemoryConfig | undefined
   readonly defaults?: AgentDefaults | undefined
+  /** Before the model is called (awaited; a failure is logged). See AgentHooks. */
+  readonly onStart?: AgentHook<AgentStartEvent> | undefined
+  /** Once the call's history entry is committed, whatever its status (detached, bounded to 5 s). */
+  readonly onEnd?: AgentHook<AgentEndEvent> | undefined
+  /** Before each of its tools runs (awaited). */
+  readonly onToolStart?: AgentHook<AgentToolStartEvent> | undefined
+  /** After each of its tools ran, with its output or error (awaited). */
+  readonly onToolEnd?: AgentHook<AgentToolEndEvent> | undefined
+  /** Once a failed call's history entry is committed, before onEnd (detached, bounded to 5 s). */
+  readonly onError?: AgentHook<AgentErrorEvent> | undefined
 }
+
+/** What every hook of an agent is told of the call. */
+export interface AgentHookEvent {
+  readonly agentId: string
+  /** The call's history entry id. */
+  readonly callId: string
+  readonly call: AgentCallContext
+  readonly conversationId: string | undefined
+}
+
+export type AgentStartEvent = AgentHookEvent
+
+export interface AgentEndEvent extends AgentHookEvent {
+  readonly status: "completed" | "error" | "cancelled"
+  readonly usage: Usage | undefined
+  /** The answer's text (an object call's JSON), when it completed. */
+  readonly output: string | undefined
+}
+
+export interface AgentToolStartEvent extends AgentHookEvent {
+  readonly toolName: string
+  readonly toolCallId: string
+  readonly input: unknown
+}
+
+export interface AgentToolEndEvent extends AgentToolStartEvent {
+  /** What the tool returned (absent when it failed). */
+  readonly output?: unknown
+  /** Why it failed (absent when it succeeded). */
+  readonly error?: string | undefined
+}
+
+export interface AgentErrorEvent extends AgentHookEvent {
+  readonly error: string
+}
+
+/**
+ * A hook: returns a value, a Promise or an Effect (whose `R` joins the agent's, see AgentRequirements).
+ * What it returns is ignored; a failure, a throw or a timeout is logged and never fails the call.
+ */
+export type AgentHook<E> = (event: E) => unknown
 
 /** The field `K` of `D` if it has one (not the constraint's type when absent). */
 type Field<D, K extends string> = K extends keyof D ? D[K] : never
 
 type DynamicRequirements<X> = X extends (call: AgentCallContext) => infer Ret ? ResultContext<Ret> : never
 
+type HookRequirements<X> = X extends (event: never) => infer Ret ? ResultContext<Ret> : never
+
 type ElementRequirements<T> = T extends ReadonlyArray<infer E>
   ? E extends Tool<infer R> ? R : E extends AgentDefinition<infer R> ? R : never
   : never
 
-/** What an agent's definition requires: its dynamic parts', its tools' and its sub-agents' `R`. */
+/** What an agent's definition requires: its dynamic parts', its hooks', its tools' and its sub-agents' `R`. */
 export type AgentRequirements<D extends AgentDefinition<unknown>> =
   | DynamicRequirements<Field<D, "instructions">>
   | DynamicRequirements<Field<D, "model">>
   | ElementRequirements<Field<D, "tools">>
   | ElementRequirements<Field<D, "subAgents">>
+  | HookRequirements<Field<D, "onStart">>
+  | HookRequirements<Field<D, "onEnd">>
+  | HookRequirements<Field<D, "onToolStart">>
+  | HookRequirements<Field<D, "onToolEnd">>
+  | HookRequirements<Field<D, "onError">>
 
 /** An agent; its type carries what its tools, sub-agents and dynamic parts require. */
 export const defineAgent = <const D extends AgentDefinition<unknown>>(definition: D): AgentDefinition<AgentRequirements<D>> => {

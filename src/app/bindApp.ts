@@ -48,7 +48,12 @@ export const bindApp = <R>(app: ServiceApp<R>, provide: Provide): ServiceApp<nev
         instructions: dynamic(original.instructions),
         model: dynamic(original.model),
         tools: original.tools?.map(tool),
-        subAgents: original.subAgents?.map(agent)
+        subAgents: original.subAgents?.map(agent),
+        onStart: optionalCode(original.onStart),
+        onEnd: optionalCode(original.onEnd),
+        onToolStart: optionalCode(original.onToolStart),
+        onToolEnd: optionalCode(original.onToolEnd),
+        onError: optionalCode(original.onError)
       })
     })
 

@@ -9,6 +9,7 @@ import { type AgentCallContext, type AgentDefinition, type AgentModel, resolveDy
 import type { AgentInput, GenerationOptions } from "../AgentsSchemas.js"
 import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
 import { toAiTools } from "./aiTools.js"
+import { toolHooksOf } from "./hooks.js"
 import { type ClientConversation, toModelMessages, userMessageToRemember } from "./messages.js"
 import { tracedModel } from "./tracedModel.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
@@ -105,13 +106,14 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
       ? [...(agent.tools ?? []), ...env.extraTools(agent, call), ...(working === undefined ? NO_TOOLS : [working.tool])]
         .filter((t) => active === undefined || active.includes(t.name))
       : []
+    const callId = crypto.randomUUID()
     return {
-      callId: crypto.randomUUID(),
+      callId,
       model: tracedModel(model, agent.id, parent, env.runtime, env.recordContent),
       instructions: working === undefined ? instructions : instructions + working.instructions,
       messages: [...past, ...newMessages],
       newMessages: client === undefined ? newMessages : userMessageToRemember(client),
-      tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime, parent),
+      tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime, parent, toolHooksOf(agent, callId, call)),
       settings,
       maxSteps,
       call,
