@@ -124,6 +124,13 @@ const decideAnswer = (request: ChatRequestRecord, slowMinWords: number): Answer 
   if (delegation !== null && toolNames.has("delegate_task")) {
     return { kind: "tool", name: "delegate_task", args: { task: delegation[1], targetAgents: [delegation[2]] } }
   }
+  const remember = /remember (?:that my name is (.+?)[.!]?$|(an invalid name))/is.exec(userText)
+  const memoryTool = request.tools?.find((tool) => tool.function.name === "update_working_memory")
+  if (remember !== null && memoryTool !== undefined) {
+    // The whole record, filled to the tool's schema, with the name given (a number when asked for an invalid one).
+    const schema = asSchema(memoryTool.function.parameters)
+    return { kind: "tool", name: "update_working_memory", args: { ...fillObject(schema, schema, 0), name: remember[1] ?? 42 } }
+  }
   if (/weather/i.test(userText) && toolNames.has("get_weather")) {
     return { kind: "tool", name: "get_weather", args: { location: weatherLocation(userText) } }
   }

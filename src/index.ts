@@ -25,7 +25,20 @@ export { type Migration, Migrations } from "./storage/Migrations.js"
 export { DatabaseLive, serviceMigrations, ServiceMigrationsLive } from "./Database.js"
 export { defineTool, type Tool, type ToolContext, type ToolErrorClass } from "./tools/Tool.js"
 export { RegisteredTools, type ToolEntry, type ToolExecution, ToolRunner, ToolRunnerLive } from "./tools/ToolRunner.js"
-export { type AgentCallContext, type AgentDefinition, type AgentRequirements, defineAgent, type Dynamic } from "./agents/Agent.js"
+export {
+  type AgentCallContext,
+  type AgentDefinition,
+  type AgentEndEvent,
+  type AgentErrorEvent,
+  type AgentHook,
+  type AgentHookEvent,
+  type AgentRequirements,
+  type AgentStartEvent,
+  type AgentToolEndEvent,
+  type AgentToolStartEvent,
+  defineAgent,
+  type Dynamic
+} from "./agents/Agent.js"
 export { AgentRegistry, type CallRequestWith, RegisteredAgents } from "./agents/AgentRegistry.js"
 export {
   blocklist,

@@ -75,6 +75,10 @@ const insertMessage = (sql: SqlClient.SqlClient, conversationId: string, at: str
   sql`INSERT INTO agent_messages ${
     sql.insert({ agent_id: "assistant", conversation_id: conversationId, user_id: null, message: "{}", created_at: at })
   }`
+const insertWorkingMemory = (sql: SqlClient.SqlClient, scope: string, key: string, at: string) =>
+  sql`INSERT INTO agent_working_memory ${
+    sql.insert({ agent_id: "assistant", scope, key, user_id: key, value: "{}", version: 1, updated_at: at })
+  }`
 const insertHistory = (sql: SqlClient.SqlClient, id: string, conversationId: string, at: string) =>
   sql`INSERT INTO agent_history ${
     sql.insert({
@@ -170,7 +174,14 @@ const suite = (name: string, url: Effect.Effect<string, never, Scope.Scope>) => 
         yield* insertHistory(sql, "h-new-1", "recent", ago(2 * DAY))
         yield* insertHistory(sql, "h-new-2", "recent", ago(DAY))
 
-        expect(yield* retention.pruneNow()).toEqual({ executions: 0, messages: 5, historyEntries: 2 })
+        // Working memory records (per user: nothing else deletes them) age out by their last update.
+        yield* insertWorkingMemory(sql, "user", "u-old", ago(100 * DAY))
+        yield* insertWorkingMemory(sql, "user", "u-recent", ago(DAY))
+        yield* insertWorkingMemory(sql, "conversation", "old", ago(100 * DAY))
+
+        expect(yield* retention.pruneNow()).toEqual({ executions: 0, messages: 5, historyEntries: 2, workingMemory: 2 })
+        const records = yield* sql<{ key: string }>`SELECT key FROM agent_working_memory`
+        expect(records.map((row) => row.key)).toEqual(["u-recent"])
         const conversations = yield* sql<{ conversation_id: string }>`SELECT DISTINCT conversation_id FROM agent_messages`
         expect(conversations.map((row) => row.conversation_id)).toEqual(["recent"])
 

@@ -1,4 +1,4 @@
-import { Context, Effect, JSONSchema, Layer, Schema, type Stream } from "effect"
+import { Context, Effect, JSONSchema, Layer, Option, Schema, type Stream } from "effect"
 import { type ExecutionFailed, type GuardrailBlocked, NotFound, type ValidationError } from "../core/errors.js"
 import { getOrNotFound } from "../core/lookup.js"
 import { ServerConfig } from "../config/ServerConfig.js"
@@ -15,6 +15,10 @@ import { DEFAULTS } from "./generation/settings.js"
 import { type HistoryQuery, MemoryStore, type Owner } from "./memory/MemoryStore.js"
 import { DefaultModel } from "./models/DefaultModel.js"
 import { modelName } from "./models/providerModel.js"
+import { UPDATE_WORKING_MEMORY } from "./workingMemory/config.js"
+import type { WorkingMemoryDeleted, WorkingMemoryView } from "./workingMemory/schemas.js"
+import { forCall, routeKey } from "./workingMemory/workingMemory.js"
+import { WorkingMemoryStore } from "./workingMemory/WorkingMemoryStore.js"
 
 export type { CallRequest, ObjectEvent, StreamEvent } from "./generation/Generation.js"
 
@@ -41,6 +45,9 @@ export class AgentRegistry extends Context.Tag("AgentRegistry")<AgentRegistry, {
     conversationId: string,
     owner?: Owner
   ) => Effect.Effect<typeof ConversationDeleted.Type, NotFound>
+  /** The caller's working memory record (value null, version 0 when none was saved). */
+  readonly workingMemory: (id: string, caller: WorkingMemoryCaller) => Effect.Effect<typeof WorkingMemoryView.Type, NotFound | ValidationError>
+  readonly forgetWorkingMemory: (id: string, caller: WorkingMemoryCaller) => Effect.Effect<typeof WorkingMemoryDeleted.Type, NotFound | ValidationError>
   readonly text: (id: string, request: Generation.CallRequest) => Effect.Effect<TextResult, CallError>
   /**
    * Calls an agent by reference (issue #30): it must be the one registered under its id (another
@@ -61,6 +68,9 @@ export class AgentRegistry extends Context.Tag("AgentRegistry")<AgentRegistry, {
     request: ObjectRequest
   ) => Effect.Effect<Stream.Stream<Generation.ObjectEvent, CallError>, CallError>
 }>() {}
+
+/** Whose working memory a route reads: the call context's identity fields. */
+export type WorkingMemoryCaller = Pick<AgentCallContext, "userId" | "conversationId" | "owner">
 
 /** The agents the app serves (the composition root provides them). */
 export class RegisteredAgents extends Context.Tag("RegisteredAgents")<RegisteredAgents, ReadonlyArray<AgentDefinition>>() {}
@@ -100,7 +110,7 @@ const DelegateInput = Schema.Struct({
 
 const delegateParameters = JSONSchema.make(DelegateInput) as unknown as Record<string, unknown>
 
-export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, RegisteredAgents | ServerConfig | DefaultModel | MemoryStore> =
+export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, RegisteredAgents | ServerConfig | DefaultModel | MemoryStore | WorkingMemoryStore> =
   Layer.effect(
     AgentRegistry,
     Effect.gen(function*() {
@@ -110,6 +120,7 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
       const byId = new Map(registered.map((agent) => [agent.id, agent]))
       const defaultModel = yield* DefaultModel
       const memory = yield* MemoryStore
+      const workingMemory = yield* WorkingMemoryStore
       const runtime = yield* Effect.runtime<never>()
       // The AI SDK (with the zod schemas it builds at import) is a large share of start-up time that
       // a process serving no agent call never needs: it is loaded by the first call.
@@ -176,14 +187,20 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
         runtime,
         recordContent: config.recordContent,
         providerOptionsAllow: new Set(config.providerOptionsAllow),
-        extraTools: (agent, call) => (agent.subAgents?.length ? [delegateTool(agent, call)] : [])
+        extraTools: (agent, call) => (agent.subAgents?.length ? [delegateTool(agent, call)] : []),
+        workingMemory: forCall(workingMemory)
       }
 
       const toolSummaries = (agent: AgentDefinition) => [
         ...(agent.tools ?? []).map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters })),
         ...(agent.subAgents?.length
           ? [{ name: "delegate_task", description: "Hand a task to sub-agents", parameters: delegateParameters }]
-          : [])
+          : []),
+        ...(agent.workingMemory === undefined ? [] : [{
+          name: UPDATE_WORKING_MEMORY,
+          description: `Replace the working memory (per ${agent.workingMemory.scope})`,
+          parameters: JSONSchema.make(agent.workingMemory.schema) as unknown as Record<string, unknown>
+        }])
       ]
 
       const summary = (agent: AgentDefinition): AgentSummary => ({
@@ -251,8 +268,26 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
             yield* Effect.annotateCurrentSpan({ "entity.type": "agent", "entity.id": id })
             yield* find(id)
             const deleted = yield* memory.forget(id, conversationId, owner)
-            if (deleted.messages === 0 && deleted.historyEntries === 0) return yield* NotFound.of("Conversation", conversationId)
+            if (deleted.messages === 0 && deleted.historyEntries === 0 && deleted.workingMemory === 0) return yield* NotFound.of("Conversation", conversationId)
             return { agentId: id, conversationId, deletedMessages: deleted.messages, deletedHistoryEntries: deleted.historyEntries }
+          }
+        ),
+        workingMemory: Effect.fn("AgentRegistry.workingMemory", { captureStackTrace: false })(
+          function*(id: string, caller: WorkingMemoryCaller) {
+            yield* Effect.annotateCurrentSpan("agent.id", id)
+            const key = yield* Effect.flatMap(find(id), (agent) => routeKey(agent, caller))
+            const row = yield* workingMemory.get(key)
+            return Option.match(row, {
+              onNone: () => ({ agentId: id, scope: key.scope, value: null, version: 0, updatedAt: null }),
+              onSome: (stored) => ({ agentId: id, scope: key.scope, ...stored })
+            })
+          }
+        ),
+        forgetWorkingMemory: Effect.fn("AgentRegistry.forgetWorkingMemory", { captureStackTrace: false })(
+          function*(id: string, caller: WorkingMemoryCaller) {
+            yield* Effect.annotateCurrentSpan("agent.id", id)
+            const key = yield* Effect.flatMap(find(id), (agent) => routeKey(agent, caller))
+            return { agentId: id, scope: key.scope, deleted: (yield* workingMemory.remove(key)) > 0 }
           }
         ),
         text: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.text(env, agent, request))),

@@ -17,6 +17,7 @@ import {
   TextResult
 } from "./AgentsSchemas.js"
 import { ChatPayload } from "./ChatSchemas.js"
+import { WorkingMemoryDeleted, WorkingMemoryQuery, WorkingMemoryView } from "./workingMemory/schemas.js"
 
 const IdPath = Schema.Struct({ id: Schema.String })
 
@@ -88,6 +89,17 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .addSuccess(Success(ConversationDeleted))
       .addError(NotFound)
       .annotate(OpenApi.Summary, "Delete a conversation: its memory (messages) and its history entries")
+  )
+  .add(
+    HttpApiEndpoint.get("getWorkingMemory", "/agents/:id/working-memory").setPath(IdPath).setUrlParams(WorkingMemoryQuery)
+      .addSuccess(Success(WorkingMemoryView)).addError(NotFound).addError(ValidationError).addError(Forbidden)
+      .annotate(OpenApi.Summary, "The caller's working memory record (per user, or per conversationId); value null when none")
+  )
+  .add(
+    HttpApiEndpoint.del("deleteWorkingMemory", "/agents/:id/working-memory").setPath(IdPath).setUrlParams(WorkingMemoryQuery)
+      .annotate(RouteClassAnnotation, "execution")
+      .addSuccess(Success(WorkingMemoryDeleted)).addError(NotFound).addError(ValidationError).addError(Forbidden)
+      .annotate(OpenApi.Summary, "Delete the caller's working memory record (per user, or per conversationId)")
   )
   .add(
     HttpApiEndpoint.get("agentCard", "/agents/:id/card").setPath(IdPath).addSuccess(Success(AgentCard)).addError(NotFound)

@@ -47,6 +47,14 @@ export const withUser = <A extends { readonly options?: GenerationOptions | unde
     }
   })
 
+/** Whose working memory a route names: under authentication the caller's own (`userId` may only name them). */
+const workingMemoryCaller = (query: { readonly conversationId?: string | undefined; readonly userId?: string | undefined }) =>
+  Effect.gen(function*() {
+    const caller = yield* CurrentCaller
+    const userId = yield* actingUserId(caller, query.userId)
+    return { userId, conversationId: query.conversationId, ...(caller.owned ? { owner: { userId: caller.userId } } : {}) }
+  })
+
 export const AgentsHandlers = HttpApiBuilder.group(ServiceApi, "agents", (handlers) =>
   Effect.gen(function*() {
     const agents = yield* AgentRegistry
@@ -85,6 +93,10 @@ export const AgentsHandlers = HttpApiBuilder.group(ServiceApi, "agents", (handle
       .handle("deleteConversation", ({ path }) =>
         Effect.flatMap(CurrentCaller, ({ visibility }) =>
           agents.forgetConversation(path.id, path.conversationId, visibility.all ? undefined : { userId: visibility.userId })))
+      .handle("getWorkingMemory", ({ path, urlParams }) =>
+        Effect.flatMap(workingMemoryCaller(urlParams), (caller) => agents.workingMemory(path.id, caller)))
+      .handle("deleteWorkingMemory", ({ path, urlParams }) =>
+        Effect.flatMap(workingMemoryCaller(urlParams), (caller) => agents.forgetWorkingMemory(path.id, caller)))
       .handle("agentCard", ({ path }) =>
         // The server is in every request's context; read as an option so the group does not require it.
         Effect.flatMap(Effect.serviceOption(HttpServer.HttpServer), (server) =>

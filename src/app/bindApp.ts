@@ -50,7 +50,12 @@ export const bindApp = <R>(app: ServiceApp<R>, provide: Provide): ServiceApp<nev
         tools: original.tools?.map(tool),
         subAgents: original.subAgents?.map(agent),
         inputGuardrails: original.inputGuardrails?.map((guardrail) => ({ ...guardrail, check: code(guardrail.check) })),
-        outputGuardrails: original.outputGuardrails?.map((guardrail) => ({ ...guardrail, check: code(guardrail.check) }))
+        outputGuardrails: original.outputGuardrails?.map((guardrail) => ({ ...guardrail, check: code(guardrail.check) })),
+        onStart: optionalCode(original.onStart),
+        onEnd: optionalCode(original.onEnd),
+        onToolStart: optionalCode(original.onToolStart),
+        onToolEnd: optionalCode(original.onToolEnd),
+        onError: optionalCode(original.onError)
       })
     })
 

@@ -1,12 +1,13 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import type { RecordRetentionSettings } from "../config/ServerConfig.js"
-import { conversationMessages, finishedExecutions, historyEntries, prune } from "./pruning.js"
+import { conversationMessages, finishedExecutions, historyEntries, prune, workingMemoryRecords } from "./pruning.js"
 
 export interface PruneCounts {
   readonly executions: number
   readonly messages: number
   readonly historyEntries: number
+  readonly workingMemory: number
 }
 
 /**
@@ -37,16 +38,17 @@ export const RecordRetentionLive = (settings: RecordRetentionSettings, options: 
           const executions = yield* prune(sql, finishedExecutions, settings.executions, { now })
           const messages = yield* prune(sql, conversationMessages, settings.conversations, { now })
           const entries = yield* prune(sql, historyEntries, settings.conversations, { now })
-          return { executions, messages, historyEntries: entries }
+          const workingMemory = yield* prune(sql, workingMemoryRecords, settings.conversations, { now })
+          return { executions, messages, historyEntries: entries, workingMemory }
         }).pipe(Effect.orDie, Effect.withSpan("RecordRetention.prune", { captureStackTrace: false }))
 
       // Suspended, so that every pass reads the clock (a pass built once measured every age from start-up).
       yield* Effect.suspend(() => pruneNow()).pipe(
         Effect.tap((counts) =>
-          counts.executions + counts.messages + counts.historyEntries === 0
+          counts.executions + counts.messages + counts.historyEntries + counts.workingMemory === 0
             ? Effect.void
             : Effect.logInfo(
-              `retention: deleted ${counts.executions} finished executions, ${counts.messages} conversation messages and ${counts.historyEntries} history entries`
+              `retention: deleted ${counts.executions} finished executions, ${counts.messages} conversation messages, ${counts.historyEntries} history entries and ${counts.workingMemory} working memory records`
             )
         ),
         Effect.catchAllCause((cause) => Effect.logWarning("could not apply the retention of executions and conversations", cause)),

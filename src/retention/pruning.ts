@@ -50,6 +50,9 @@ const byTime = (table: string, time: string, index: string): Prunable => ({
 
 export const conversationMessages = byTime("agent_messages", "created_at", "agent_messages_by_created")
 
+/** Working memory records (per user or per conversation) go once not updated for the conversations' retention. */
+export const workingMemoryRecords = byTime("agent_working_memory", "updated_at", "agent_working_memory_by_updated")
+
 /** History entries go with the tool results their calls produced (memory recognises those by them). */
 export const historyEntries: Prunable = {
   ...byTime("agent_history", "start_time", "agent_history_by_start"),

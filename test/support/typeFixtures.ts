@@ -58,6 +58,7 @@ export const expected: Record<string, Expected> = {
   "unprovided-step-service.ts": { code: 2345, names: ["Type 'Tickets' is not assignable to type 'never'"] },
   "agent-tool-service.ts": { code: 2345, names: ["Type 'Billing' is not assignable to type 'never'"] },
   "agent-step-service.ts": { code: 2345, names: ["Type 'Billing' is not assignable to type 'never'"] },
+  "working-memory-schema-service.ts": { code: 2322, names: ["'AnyNoContext'", "Type 'Names' is not assignable to type 'never'"] },
   "registered-by-hand.ts": { code: 2322, names: ["Type 'Tickets' is not assignable to type 'never'", "WorkflowDefinition<any, any, never>"] },
   // The typed WorkflowEngine calls (valid counterparts: test/types/typed-calls.ts).
   "typed-execute-input.ts": { code: 2353, names: ["'nmae'", "{ readonly name: string; }"] },

@@ -7,6 +7,7 @@ import { collectTools, toUsage } from "./results.js"
 import { agentSpanAttributes } from "./callSpan.js"
 import { checkOutputSchema, outputFor } from "./outputSchema.js"
 import { toolOutcomes } from "./toolOutcomes.js"
+import { startHook } from "./hooks.js"
 import { type CallRequest, callArguments, failed, type GenerationEnv, prepare } from "./call.js"
 import { tracked } from "./record.js"
 import { guardedObject, guardedText, unguarded } from "../guardrails/whole.js"
@@ -21,6 +22,7 @@ export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false }
     yield* Effect.annotateCurrentSpan(agentSpanAttributes(agent, request))
     const output = yield* outputFor(request.options)
     const prepared = yield* prepare(env, agent, request, true)
+    if (agent.onStart !== undefined) yield* startHook(agent, prepared)
     const done = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
       try: async (abortSignal) => {
         const result = await generateText({ ...callArguments(prepared), abortSignal, ...(output ? { output } : {}) })
@@ -47,6 +49,7 @@ export const object = Effect.fn("AgentRegistry.object", { captureStackTrace: fal
     yield* Effect.annotateCurrentSpan(agentSpanAttributes(agent, request))
     const schema = yield* checkOutputSchema(request.schema, "schema")
     const prepared = yield* prepare(env, agent, request, false)
+    if (agent.onStart !== undefined) yield* startHook(agent, prepared)
     const done = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
       try: async (abortSignal) => {
         const result = await generateText({

@@ -5,6 +5,7 @@ import * as JsonSchemaValidator from "../../json-schema/JsonSchemaValidator.js"
 import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
 import type { Tool } from "../../tools/Tool.js"
 import { type CallerContext, runTool } from "../../tools/ToolRunner.js"
+import type { ToolHooks } from "./hooks.js"
 
 const asValidation = <A>(result: Either.Either<A, ReadonlyArray<Issue>>, prefix: string) =>
   Either.match(result, {
@@ -22,13 +23,15 @@ export const validatedJsonSchema = (schema: JsonSchema) =>
  * The agent's tools as the SDK wants them: inputs decoded by the tool's own schema, execution through
  * the same runner as POST /tools/:name/execute, with the caller's context and the step's abort signal.
  * A failing tool reaches the model as a tool error, as the SDK does for a throwing tool; an error the
- * tool declared (`errors`) as its result, `{ error: { _tag, message } }`.
+ * tool declared (`errors`) as its result, `{ error: { _tag, message } }`. With `hooks` (an agent's
+ * onToolStart/onToolEnd), each run is wrapped by them.
  */
 export const toAiTools = (
   tools: ReadonlyArray<Tool>,
   caller: CallerContext,
   runtime: Runtime.Runtime<never>,
-  parent: Option.Option<Tracer.AnySpan>
+  parent: Option.Option<Tracer.AnySpan>,
+  hooks?: ToolHooks
 ): ToolSet =>
   Object.fromEntries(tools.map((t) => [
     t.name,
@@ -36,7 +39,9 @@ export const toAiTools = (
       description: t.description,
       inputSchema: jsonSchema<unknown>(t.parameters as any, { validate: (value) => asValidation(t.decode(value), "input") }),
       execute: async (input, { abortSignal, toolCallId }) => {
-        const run = runTool(t, input, caller, toolCallId)
+        const run = hooks === undefined
+          ? runTool(t, input, caller, toolCallId)
+          : hooks.around(t.name, toolCallId, input, runTool(t, input, caller, toolCallId))
         const call = Option.match(parent, { onNone: () => run, onSome: (span) => Effect.withParentSpan(run, span) })
         const result = await Runtime.runPromise(runtime)(Effect.either(call), { signal: abortSignal })
         if (Either.isRight(result)) return result.right

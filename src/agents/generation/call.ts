@@ -9,6 +9,7 @@ import { type AgentCallContext, type AgentDefinition, type AgentModel, resolveDy
 import type { AgentInput, GenerationOptions } from "../AgentsSchemas.js"
 import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
 import { toAiTools } from "./aiTools.js"
+import { toolHooksOf } from "./hooks.js"
 import { type ClientConversation, recordedInput, toModelMessages, userMessageToRemember } from "./messages.js"
 import { tracedModel } from "./tracedModel.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
@@ -36,6 +37,10 @@ export interface GenerationEnv {
   readonly extraTools: (agent: AgentDefinition, call: AgentCallContext) => ReadonlyArray<Tool>
   /** The caller's provider options that may reach the provider, as `provider.key` (none when absent). */
   readonly providerOptionsAllow?: ReadonlySet<string>
+  /** An agent with working memory: its record's block for the instructions and its update tool (none for this call: undefined). */
+  readonly workingMemory?: (agent: AgentDefinition, call: AgentCallContext, withTools: boolean) => Effect.Effect<
+    { readonly instructions: string; readonly tool: Tool } | undefined
+  >
 }
 
 export interface PreparedCall {
@@ -55,6 +60,8 @@ export interface PreparedCall {
   /** The agent call's span: parent of what runs later from the SDK's own promises. */
   readonly parent: Option.Option<Tracer.AnySpan>
 }
+
+const NO_TOOLS: ReadonlyArray<Tool> = []
 
 export const failed = (agent: AgentDefinition, field = "input") => (error: unknown) =>
   InvalidPromptError.isInstance(error)
@@ -98,14 +105,17 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
     const past = remember && contextLimit > 0 && client === undefined
       ? yield* env.memory.load(agent.id, call.conversationId!, contextLimit, request.owner)
       : []
+    const working = agent.workingMemory === undefined || env.workingMemory === undefined ? undefined : yield* env.workingMemory(agent, call, withTools)
     const active = agent.activeTools?.(call)
     const tools = withTools
-      ? [...(agent.tools ?? []), ...env.extraTools(agent, call)].filter((t) => active === undefined || active.includes(t.name))
+      ? [...(agent.tools ?? []), ...env.extraTools(agent, call), ...(working === undefined ? NO_TOOLS : [working.tool])]
+        .filter((t) => active === undefined || active.includes(t.name))
       : []
+    const callId = crypto.randomUUID()
     return {
-      callId: crypto.randomUUID(),
+      callId,
       model: tracedModel(model, agent.id, parent, env.runtime, env.recordContent),
-      instructions,
+      instructions: working === undefined ? instructions : instructions + working.instructions,
       messages: [...past, ...newMessages],
       newMessages: client === undefined
         ? newMessages
@@ -113,7 +123,7 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
         ? userMessageToRemember(client)
         : guardedUserMessage(guarded.messages, client.storesUserMessage),
       recordedInput: guarded?.rewrites === undefined ? undefined : rewrittenInput(recordedInput(request), guarded.rewrites),
-      tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime, parent),
+      tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime, parent, toolHooksOf(agent, callId, call)),
       settings,
       maxSteps,
       call,

@@ -6,6 +6,7 @@ import type { HistoryEntry, TextResult, Usage } from "../AgentsSchemas.js"
 import { recordedInput, textOf } from "./messages.js"
 import { endCallSpan, outcomeExit } from "./callSpan.js"
 import { type ToolOutcome } from "./toolOutcomes.js"
+import { endHooks, hasEndHooks } from "./hooks.js"
 import type { CallRequest, GenerationEnv, PreparedCall } from "./call.js"
 
 export interface Outcome {
@@ -64,6 +65,8 @@ export const finish = (
         ...(prepared.call.conversationId ? { conversationId: prepared.call.conversationId } : {})
       })
     ))
+    // onError / onEnd, once the entry is committed (generation/hooks.ts).
+    if (hasEndHooks(agent)) yield* endHooks(agent, prepared, outcome)
   })
 
 /** Records the outcome of a one-shot call whatever its exit. */

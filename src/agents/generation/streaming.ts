@@ -10,6 +10,7 @@ import { causeOf, inCallSpan } from "./callSpan.js"
 import { eventStream, fullStreamAlone } from "./eventStream.js"
 import { checkOutputSchema, outputFor } from "./outputSchema.js"
 import { toolOutcomes } from "./toolOutcomes.js"
+import { startHook } from "./hooks.js"
 import { type CallRequest, callArguments, failed, type GenerationEnv, type PreparedCall, prepare } from "./call.js"
 import { recorder } from "./record.js"
 import { type GuardHooks, guardStream, once, recordingBlocks } from "../guardrails/stream.js"
@@ -76,6 +77,7 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, request: Call
   inCallSpan("AgentRegistry.stream", agent, request, (span) => Effect.gen(function*() {
     const output = yield* outputFor(request.options)
     const prepared = yield* prepare(env, agent, request, true)
+    if (agent.onStart !== undefined) yield* startHook(agent, prepared)
     const controller = new AbortController()
     const record = recorder(env, agent, request, prepared, span)
     const result = streamText({
@@ -104,6 +106,7 @@ export const chat = (env: GenerationEnv, agent: AgentDefinition, request: CallRe
   inCallSpan("AgentRegistry.chat", agent, request, (span) => Effect.gen(function*() {
     const output = yield* outputFor(request.options)
     const prepared = yield* prepare(env, agent, request, true)
+    if (agent.onStart !== undefined) yield* startHook(agent, prepared)
     return streamed(env, agent, request, prepared, span, output ? { output } : {}, (result, guard) =>
       Stream.fromReadableStream({
         evaluate: () =>
@@ -133,6 +136,7 @@ export const streamObject = (
   inCallSpan("AgentRegistry.streamObject", agent, request, (span) => Effect.gen(function*() {
     const schema = yield* checkOutputSchema(request.schema, "schema")
     const prepared = yield* prepare(env, agent, request, false)
+    if (agent.onStart !== undefined) yield* startHook(agent, prepared)
     const output = Output.object({ schema: validatedJsonSchema(schema) })
     const guarded = agent.outputGuardrails !== undefined && agent.outputGuardrails.length > 0
     return streamed(env, agent, request, prepared, span, { output }, (result, guard): Stream.Stream<ObjectEvent, CallFailure> =>

@@ -5,6 +5,7 @@ import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { committingStatements, storeCommitsOrInline } from "../../storage/StoreCommits.js"
 import { HistoryEntry, Usage } from "../AgentsSchemas.js"
 import { ownTransaction } from "../../storage/transaction.js"
+import { recordFilter } from "../workingMemory/WorkingMemoryStore.js"
 
 export interface HistoryQuery {
   readonly page: number
@@ -68,14 +69,14 @@ export class MemoryStore extends Context.Tag("MemoryStore")<MemoryStore, {
     owner?: Owner
   ) => Effect.Effect<ReadonlyArray<StoredToolResult>>
   /**
-   * A conversation's memory (its messages) and history entries deleted, in one transaction (only the
+   * A conversation's memory (its messages, its working memory) and history entries deleted, in one transaction (only the
    * owner's rows, when given); how many of each went (both 0: no such conversation).
    */
   readonly forget: (
     agentId: string,
     conversationId: string,
     owner?: Owner
-  ) => Effect.Effect<{ readonly messages: number; readonly historyEntries: number }>
+  ) => Effect.Effect<{ readonly messages: number; readonly historyEntries: number; readonly workingMemory: number }>
   /** Newest first. */
   readonly history: (
     agentId: string,
@@ -240,7 +241,10 @@ export const MemoryStoreLive = Layer.scoped(
         const entries = yield* sql<{ id: string }>`DELETE FROM agent_history
           WHERE ${inConversation(agentId, conversationId, owner)} RETURNING id`
         yield* sql`DELETE FROM agent_tool_results WHERE ${inConversation(agentId, conversationId, owner)}`
-        return { messages: messages.length, historyEntries: entries.length }
+        const working = yield* sql<{ id: number | string }>`DELETE FROM agent_working_memory WHERE ${
+          recordFilter(sql, { agentId, scope: "conversation", key: conversationId, owner })
+        } RETURNING id`
+        return { messages: messages.length, historyEntries: entries.length, workingMemory: working.length }
       })).pipe(Effect.orDie, span("forget", agentId))
 
     const history = Effect.fn("MemoryStore.history", { captureStackTrace: false })(

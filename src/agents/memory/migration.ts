@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
 import type { Migration } from "../../storage/Migrations.js"
+import { createWorkingMemoryTable } from "../workingMemory/migration.js"
 
 /** Conversation messages and the per-agent call history. JSON is stored as text on both dialects. */
 export const createAgentTables = Effect.gen(function*() {
@@ -73,5 +74,6 @@ export const createToolResultTable = Effect.gen(function*() {
 /** This feature's migrations (its half of 0013 is joined with the workflows' at src/Database.ts). */
 export const memoryMigrations: Record<string, Migration> = {
   "0001_agent_memory": createAgentTables,
-  "0017_agent_tool_results": createToolResultTable
+  "0017_agent_tool_results": createToolResultTable,
+  "0024_agent_working_memory": createWorkingMemoryTable
 }
