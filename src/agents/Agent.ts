@@ -4,6 +4,7 @@ import { checkDefinitionId } from "../core/definitionId.js"
 import { fromUserResult, type ResultContext } from "../core/userCode.js"
 import type { Tool } from "../tools/Tool.js"
 import type { GenerationOptions } from "./AgentsSchemas.js"
+import type { FallbackPolicy } from "./models/fallbackModel.js"
 
 /** What an agent knows of the call it is answering. */
 export interface AgentCallContext {
@@ -43,8 +44,13 @@ export interface AgentDefinition<out R = never> {
   /** What the agent is for; shown as its description. */
   readonly purpose: string
   readonly instructions: Dynamic<string, R>
-  /** Defaults to the service's model (AI_PROVIDER / AI_MODEL). */
-  readonly model?: Dynamic<AgentModel, R> | undefined
+  /**
+   * Defaults to the service's model (AI_PROVIDER / AI_MODEL). A list is tried in order: a retryable
+   * failure (connection, 408, 429, 5xx, no first token in time) is retried, then the next model answers.
+   */
+  readonly model?: Dynamic<AgentModel, R> | ReadonlyArray<Dynamic<AgentModel, R>> | undefined
+  /** Retries, back-off and first-token timeout of `model` (a list gets the defaults without it). */
+  readonly fallback?: FallbackPolicy | undefined
   readonly tools?: ReadonlyArray<Tool<R>> | undefined
   /** Narrows `tools` per call, by name (for example by the caller's tier). */
   readonly activeTools?: ((call: AgentCallContext) => ReadonlyArray<string>) | undefined
@@ -59,6 +65,8 @@ type Field<D, K extends string> = K extends keyof D ? D[K] : never
 
 type DynamicRequirements<X> = X extends (call: AgentCallContext) => infer Ret ? ResultContext<Ret> : never
 
+type ModelRequirements<X> = X extends ReadonlyArray<infer E> ? DynamicRequirements<E> : DynamicRequirements<X>
+
 type ElementRequirements<T> = T extends ReadonlyArray<infer E>
   ? E extends Tool<infer R> ? R : E extends AgentDefinition<infer R> ? R : never
   : never
@@ -66,7 +74,7 @@ type ElementRequirements<T> = T extends ReadonlyArray<infer E>
 /** What an agent's definition requires: its dynamic parts', its tools' and its sub-agents' `R`. */
 export type AgentRequirements<D extends AgentDefinition<unknown>> =
   | DynamicRequirements<Field<D, "instructions">>
-  | DynamicRequirements<Field<D, "model">>
+  | ModelRequirements<Field<D, "model">>
   | ElementRequirements<Field<D, "tools">>
   | ElementRequirements<Field<D, "subAgents">>
 

@@ -12,9 +12,9 @@ import { type AgentOutputInvalid, type OutputSchema, prepareOutput } from "./Age
 import type { AgentCard, AgentDetails, AgentSummary, ConversationDeleted, HistoryPage, TextResult } from "./AgentsSchemas.js"
 import type * as Generation from "./generation/Generation.js"
 import { DEFAULTS } from "./generation/settings.js"
+import { modelSummary } from "./generation/modelChoice.js"
 import { type HistoryQuery, MemoryStore, type Owner } from "./memory/MemoryStore.js"
 import { DefaultModel } from "./models/DefaultModel.js"
-import { modelName } from "./models/providerModel.js"
 
 export type { CallRequest, ObjectEvent, StreamEvent } from "./generation/Generation.js"
 
@@ -191,7 +191,7 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
         name: agent.name,
         description: agent.purpose,
         status: "idle",
-        model: agent.model === undefined ? modelName(defaultModel) : typeof agent.model === "function" ? "(dynamic)" : modelName(agent.model),
+        model: modelSummary(agent.model, defaultModel),
         tools: toolSummaries(agent),
         subAgents: (agent.subAgents ?? []).map(summary),
         memory: agent.memory

@@ -11,6 +11,7 @@ import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
 import { toAiTools } from "./aiTools.js"
 import { type ClientConversation, toModelMessages, userMessageToRemember } from "./messages.js"
 import { tracedModel } from "./tracedModel.js"
+import { isModelList, modelFor, resolveModels, usesFallback } from "./modelChoice.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
 import { checkClaimedToolResults, refusedProviderOptions, withoutCallerSystemMessages, withoutProviderOptions } from "./callerInput.js"
 
@@ -76,11 +77,11 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
     const { instructions: agentInstructions, model: agentModel } = agent
     // The common case (fixed instructions and model, a text input) needs no promise, so no async hop.
     const [instructions, model, given] = typeof agentInstructions === "string" && typeof agentModel !== "function" &&
-        typeof request.input === "string"
+        !isModelList(agentModel) && typeof request.input === "string"
       ? [agentInstructions, agentModel ?? env.defaultModel, [{ role: "user", content: request.input } satisfies ModelMessage]]
       : yield* Effect.all([
         resolveDynamic(agentInstructions, call),
-        agentModel === undefined ? Effect.succeed(env.defaultModel) : resolveDynamic(agentModel, call),
+        agentModel === undefined ? Effect.succeed(env.defaultModel) : resolveModels(agentModel, call),
         Effect.tryPromise({ try: () => toModelMessages(request.input), catch: (error) => error })
       ]).pipe(Effect.mapError(failed(agent, field)))
     const newMessages = typeof request.input === "string"
@@ -97,14 +98,18 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
     const tools = withTools
       ? [...(agent.tools ?? []), ...env.extraTools(agent, call)].filter((t) => active === undefined || active.includes(t.name))
       : []
+    const fallback = usesFallback(agent, model)
     return {
       callId: crypto.randomUUID(),
-      model: tracedModel(model, agent.id, parent, env.runtime, env.recordContent),
+      model: fallback || isModelList(model)
+        ? modelFor(env, agent, model, parent)
+        : tracedModel(model, agent.id, parent, env.runtime, env.recordContent),
       instructions,
       messages: [...past, ...newMessages],
       newMessages: client === undefined ? newMessages : userMessageToRemember(client),
       tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime, parent),
-      settings,
+      // The wrapper retries and falls over itself: the SDK's own retries would multiply its tries.
+      settings: fallback ? { ...settings, maxRetries: 0 } : settings,
       maxSteps,
       call,
       remember,

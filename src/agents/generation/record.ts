@@ -2,7 +2,7 @@
 import { type ModelMessage } from "ai"
 import { Cause, Effect, Runtime, Tracer } from "effect"
 import { type AgentDefinition } from "../Agent.js"
-import type { HistoryEntry, TextResult, Usage } from "../AgentsSchemas.js"
+import type { HistoryEntry, ModelRef, TextResult, Usage } from "../AgentsSchemas.js"
 import { recordedInput, textOf } from "./messages.js"
 import { endCallSpan, outcomeExit } from "./callSpan.js"
 import { type ToolOutcome } from "./toolOutcomes.js"
@@ -14,6 +14,8 @@ export interface Outcome {
   readonly usage?: Usage | undefined
   readonly toolCalls?: TextResult["toolCalls"] | undefined
   readonly toolResults?: ReadonlyArray<ToolOutcome> | undefined
+  /** The model that answered. */
+  readonly model?: ModelRef | undefined
   /** Why an errored call failed (logged with its line). */
   readonly cause?: Cause.Cause<unknown> | undefined
 }
@@ -51,7 +53,8 @@ export const finish = (
       startTime: started.toISOString(),
       endTime: new Date().toISOString(),
       usage: outcome.usage ?? null,
-      toolCalls: outcome.toolCalls ?? []
+      toolCalls: outcome.toolCalls ?? [],
+      ...(outcome.model === undefined ? {} : { model: outcome.model })
     }, remembered, outcome.toolResults)
     // Logged once the call is committed, off the response's path (the line costs about as much as the commit's statement).
     // A failed call (a provider's failure, most often) is a warning with its cause.

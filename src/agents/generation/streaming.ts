@@ -2,7 +2,7 @@ import { JsonToSseTransformStream, Output, streamText, toUIMessageStream } from 
 import { Effect, Stream, Tracer } from "effect"
 import { ExecutionFailed, messageOf, ValidationError } from "../../core/errors.js"
 import { type AgentDefinition } from "../Agent.js"
-import type { Usage } from "../AgentsSchemas.js"
+import type { ModelRef, Usage } from "../AgentsSchemas.js"
 import { validatedJsonSchema } from "./aiTools.js"
 import { messageIds } from "./messages.js"
 import { collectTools, toUsage } from "./results.js"
@@ -12,6 +12,7 @@ import { checkOutputSchema, outputFor } from "./outputSchema.js"
 import { toolOutcomes } from "./toolOutcomes.js"
 import { type CallRequest, callArguments, failed, type GenerationEnv, type PreparedCall, prepare } from "./call.js"
 import { recorder } from "./record.js"
+import { answeringModel } from "../models/fallbackModel.js"
 
 type StreamTextResult = ReturnType<typeof streamText>
 
@@ -51,7 +52,8 @@ const streamed = <A, E>(
           output: event.text,
           usage: toUsage(event.usage),
           toolCalls: collectTools(event.steps).toolCalls,
-          toolResults: toolOutcomes(event.steps)
+          toolResults: toolOutcomes(event.steps),
+          model: answeringModel(prepared.model)
         }),
       onError: ({ error }) => record({ status: "error", cause: causeOf(error) }),
       onAbort: () => record({ status: "cancelled" })
@@ -79,7 +81,7 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, request: Call
       // Errors reach the reader as an error event (and the history as an error); the SDK would also print them.
       onError: () => undefined
     })
-    const events = eventStream(fullStreamAlone(result), record, () => controller.abort())
+    const events = eventStream(fullStreamAlone(result), record, () => controller.abort(), () => answeringModel(prepared.model))
     // The SDK starts the model call from its own promises: they run before the response is built, so
     // the provider works on the request meanwhile (a cancelled stream aborts the call and is recorded).
     yield* afterPendingPromises.pipe(Effect.onInterrupt(() => Effect.promise(() => events.cancel())))
@@ -94,7 +96,14 @@ export const chat = (env: GenerationEnv, agent: AgentDefinition, request: CallRe
     return streamed(env, agent, request, prepared, span, output ? { output } : {}, (result) =>
       Stream.fromReadableStream({
         evaluate: () =>
-          toUIMessageStream({ stream: result.stream, tools: prepared.tools, onError: messageOf, ...messageIds(request, prepared.callId) })
+          toUIMessageStream({
+            stream: result.stream,
+            tools: prepared.tools,
+            onError: messageOf,
+            // The finish chunk's metadata names the model that answered.
+            messageMetadata: ({ part }) => (part.type === "finish" ? { model: answeringModel(prepared.model) } : undefined),
+            ...messageIds(request, prepared.callId)
+          })
             .pipeThrough(new JsonToSseTransformStream())
             .pipeThrough(new TextEncoderStream()),
         onError: failed(agent)
@@ -103,7 +112,7 @@ export const chat = (env: GenerationEnv, agent: AgentDefinition, request: CallRe
 
 export type ObjectEvent =
   | { readonly type: "partial"; readonly object: unknown }
-  | { readonly type: "finish"; readonly object: unknown; readonly finishReason: string; readonly usage: Usage }
+  | { readonly type: "finish"; readonly object: unknown; readonly finishReason: string; readonly usage: Usage; readonly model: ModelRef }
 
 export const streamObject = (
   env: GenerationEnv,
@@ -124,7 +133,8 @@ export const streamObject = (
             type: "finish",
             object: await result.output,
             finishReason: await result.finishReason,
-            usage: toUsage(await result.usage)
+            usage: toUsage(await result.usage),
+            model: answeringModel(prepared.model)
           }),
           catch: failed(agent)
         }))

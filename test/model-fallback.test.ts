@@ -1,0 +1,184 @@
+import { describe, expect, layer } from "@effect/vitest"
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
+import { Effect, Layer } from "effect"
+import { defineAgent } from "../src/agents/Agent.js"
+import { defineApp } from "../src/App.js"
+import type { FakeOpenAI } from "../scripts/fake-openai.js"
+import { fakeModelSettings, FakeProvider, FakeProviderLive, parseSse, postSse } from "./support/fakeProvider.js"
+import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
+
+// Issue #32 item 4: an agent's model list, over real HTTP to the fake provider failing on cue
+// (scripts/fake-openai.ts `cueOf`: the model name says how to fail).
+
+const modelsOf = (fake: FakeOpenAI) => {
+  const provider = createOpenAICompatible({ name: "fake", baseURL: `${fake.url}/v1`, includeUsage: true })
+  return (id: string) => provider.chatModel(id)
+}
+
+const agentsFor = (fake: FakeOpenAI) => {
+  const model = modelsOf(fake)
+  const agent = (id: string, models: ReadonlyArray<string>, fallback?: Parameters<typeof defineAgent>[0]["fallback"]) =>
+    defineAgent({ id, name: id, purpose: "fallback test", instructions: "Be brief.", model: models.map(model), fallback })
+  // Nothing listens on port 9 of the loopback: connecting is refused at once.
+  const refused = createOpenAICompatible({ name: "down", baseURL: "http://127.0.0.1:9/v1" }).chatModel("down-model")
+  return [
+    agent("on-429", ["fail-429", "fake-model"]),
+    agent("on-429-short", ["fail-429-1x-ra1", "fake-model"]),
+    agent("on-500", ["fail-500-2x", "fake-model"]),
+    agent("on-500-always", ["fail-500", "fake-model"]),
+    agent("on-stall", ["stall", "fake-model"], { firstTokenTimeout: "300 millis" }),
+    agent("on-400", ["fail-400", "fake-model"]),
+    agent("on-break", ["break-after-first", "fake-model"]),
+    defineAgent({ id: "single", name: "s", purpose: "p", instructions: "Be brief.", model: model("fake-model") }),
+    defineAgent({ id: "on-refused", name: "r", purpose: "p", instructions: "Be brief.", model: [refused, model("fake-model")] })
+  ]
+}
+
+const ServerLive = Layer.unwrapEffect(Effect.map(FakeProvider, (fake) =>
+  TestServerLive({ app: defineApp({ agents: agentsFor(fake) }), config: { model: fakeModelSettings(fake) } }))).pipe(
+    Layer.provideMerge(FakeProviderLive)
+  )
+
+const requestsFor = (fake: FakeOpenAI, model: string) => fake.requests.filter((request) => request.model === model).length
+
+/** The stored trace of the agent's call, once its agent span and `spans` model spans are in. */
+const traceOf = (url: string, agentId: string, modelSpans: number) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + 20_000
+    while (true) {
+      const traces = (yield* fetchJson(`${url}/observability/traces?entityType=agent&entityId=${agentId}&limit=10`)).body.data.traces
+      for (const summary of traces) {
+        const trace = (yield* fetchJson(`${url}/observability/traces/${summary.traceId}`)).body.data
+        const chats = trace.spans.filter((span: any) => span.attributes?.["gen_ai.operation.name"] === "chat")
+        const call = trace.spans.find((span: any) => span.attributes?.["gen_ai.operation.name"] === "invoke_agent")
+        if (call !== undefined && chats.length >= modelSpans && call.attributes["gen_ai.response.model"] !== undefined) {
+          return { call, chats }
+        }
+      }
+      if (Date.now() > deadline) throw new Error(`the trace of ${agentId} was not stored within 20 s`)
+      yield* Effect.sleep("50 millis")
+    }
+  })
+
+describe("model fallback", () => {
+  layer(ServerLive, { excludeTestServices: true })("over the fake provider", (it) => {
+    it.effect("a 429 whose Retry-After is beyond the maximum delay falls over to the next model at once", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const fake = yield* FakeProvider
+        const response = yield* fetchJson(`${url}/agents/on-429/text`, json({ input: "hello" }))
+        expect(response.status).toBe(200)
+        expect(response.body.data.text).toBe("You said: hello")
+        expect(response.body.data.model).toEqual({ provider: "fake", modelId: "fake-model" })
+        // One try: no retry against a Retry-After of 60 s, and the SDK's own retries are off.
+        expect(requestsFor(fake, "fail-429")).toBe(1)
+        expect(requestsFor(fake, "fake-model")).toBe(1)
+
+        const { call, chats } = yield* traceOf(url, "on-429", 2)
+        expect(chats.map((span: any) => span.name).sort()).toEqual(["chat fail-429", "chat fake-model"])
+        expect(chats.find((span: any) => span.name === "chat fail-429").status).not.toBe("ok")
+        expect(call.attributes["gen_ai.model.attempts"]).toBe(2)
+        expect(call.attributes["gen_ai.response.model"]).toBe("fake/fake-model")
+
+        const history = yield* fetchJson(`${url}/agents/on-429/history`)
+        expect(history.body.data.entries[0].model).toEqual({ provider: "fake", modelId: "fake-model" })
+        expect(history.body.data.entries[0].usage.promptTokens).toBeGreaterThan(0)
+      }))
+
+    it.effect("a 429 with a short Retry-After is retried on the same model after that wait", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const fake = yield* FakeProvider
+        const started = Date.now()
+        const response = yield* fetchJson(`${url}/agents/on-429-short/text`, json({ input: "hello" }))
+        expect(response.status).toBe(200)
+        expect(Date.now() - started).toBeGreaterThanOrEqual(1000)
+        expect(response.body.data.model).toEqual({ provider: "fake", modelId: "fail-429-1x-ra1" })
+        expect(requestsFor(fake, "fail-429-1x-ra1")).toBe(2)
+      }))
+
+    it.effect("a 500 is retried with back-off and the same model answers", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const fake = yield* FakeProvider
+        const response = yield* fetchJson(`${url}/agents/on-500/text`, json({ input: "hello" }))
+        expect(response.status).toBe(200)
+        expect(response.body.data.model).toEqual({ provider: "fake", modelId: "fail-500-2x" })
+        expect(requestsFor(fake, "fail-500-2x")).toBe(3)
+        const { call, chats } = yield* traceOf(url, "on-500", 3)
+        expect(chats.filter((span: any) => span.name === "chat fail-500-2x")).toHaveLength(3)
+        expect(call.attributes["gen_ai.model.attempts"]).toBe(3)
+      }))
+
+    it.effect("a model failing with 500 on every retry falls over to the next", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const fake = yield* FakeProvider
+        const stream = yield* postSse(`${url}/agents/on-500-always/stream`, { input: "hello" })
+        expect(stream.status).toBe(200)
+        const finish = stream.events.find(({ data }) => data.type === "finish")
+        expect(finish?.data.model).toEqual({ provider: "fake", modelId: "fake-model" })
+        expect(requestsFor(fake, "fail-500")).toBe(3)
+      }))
+
+    it.effect("a model that sends no first token within firstTokenTimeout falls over (text and stream)", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const text = yield* fetchJson(`${url}/agents/on-stall/text`, json({ input: "hello" }))
+        expect(text.status).toBe(200)
+        expect(text.body.data.model).toEqual({ provider: "fake", modelId: "fake-model" })
+        const stream = yield* postSse(`${url}/agents/on-stall/stream`, { input: "hello" })
+        const deltas = stream.events.flatMap(({ data }) => (data.type === "text-delta" ? [data.delta] : []))
+        expect(deltas.join("")).toBe("You said: hello")
+        expect(stream.events.find(({ data }) => data.type === "finish")?.data.model).toEqual({ provider: "fake", modelId: "fake-model" })
+      }))
+
+    it.effect("a refused connection falls over", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const response = yield* fetchJson(`${url}/agents/on-refused/text`, json({ input: "hello" }))
+        expect(response.status).toBe(200)
+        expect(response.body.data.model).toEqual({ provider: "fake", modelId: "fake-model" })
+      }))
+
+    it.effect("a 400 fails at once: no retry, no fallback", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const fake = yield* FakeProvider
+        const before = requestsFor(fake, "fake-model")
+        const response = yield* fetchJson(`${url}/agents/on-400/text`, json({ input: "hello" }))
+        expect(response.status).toBeGreaterThanOrEqual(400)
+        expect(JSON.stringify(response.body)).toContain("failing on cue")
+        expect(requestsFor(fake, "fail-400")).toBe(1)
+        expect(requestsFor(fake, "fake-model")).toBe(before)
+      }))
+
+    it.effect("a stream that fails after its first text reached the client ends with an error frame, not another model", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const fake = yield* FakeProvider
+        const before = requestsFor(fake, "fake-model")
+        const stream = yield* postSse(`${url}/agents/on-break/stream`, { input: "hello there" })
+        expect(stream.status).toBe(200)
+        const types = stream.events.map(({ data }) => data.type)
+        expect(types[0]).toBe("text-delta")
+        expect(types).toContain("error")
+        expect(types).not.toContain("finish")
+        expect(requestsFor(fake, "break-after-first")).toBe(1)
+        expect(requestsFor(fake, "fake-model")).toBe(before)
+      }))
+
+    it.effect("the chat stream's finish names the model; a one-model agent's result names its model", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const chat = yield* Effect.promise(() => fetch(`${url}/agents/on-429/chat`, json({ input: "hello" })).then((r) => r.text()))
+        const finish = parseSse(chat).find(({ data }) => data.type === "finish")
+        expect(finish?.data.messageMetadata).toEqual({ model: { provider: "fake", modelId: "fake-model" } })
+
+        const plain = yield* fetchJson(`${url}/agents/single/text`, json({ input: "hello" }))
+        expect(plain.body.data.model).toEqual({ provider: "fake", modelId: "fake-model" })
+        const summary = yield* fetchJson(`${url}/agents/on-429`)
+        expect(summary.body.data.model).toBe("fail-429, fake-model")
+      }))
+  })
+})
