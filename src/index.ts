@@ -28,6 +28,7 @@ export { RegisteredTools, type ToolEntry, type ToolExecution, ToolRunner, ToolRu
 export { type AgentCallContext, type AgentDefinition, type AgentRequirements, defineAgent, type Dynamic } from "./agents/Agent.js"
 export { AgentRegistry, type CallRequestWith, RegisteredAgents } from "./agents/AgentRegistry.js"
 export { AgentOutputInvalid, type JsonSchemaInput, type OutputSchema } from "./agents/AgentOutput.js"
+export { type FallbackPolicy, FirstTokenTimeout, type ModelRef } from "./agents/models/fallbackModel.js"
 export { builtinEchoModel } from "./agents/models/BuiltinEchoModel.js"
 export {
   type LastDataDoesNotFitResult,

@@ -83,6 +83,14 @@ describe("model fallback", () => {
         const history = yield* fetchJson(`${url}/agents/on-429/history`)
         expect(history.body.data.entries[0].model).toEqual({ provider: "fake", modelId: "fake-model" })
         expect(history.body.data.entries[0].usage.promptTokens).toBeGreaterThan(0)
+
+        const metrics = yield* Effect.promise(() => fetch(`${url}/metrics`).then((r) => r.text()))
+        const fallbacks = metrics.split("\n").find((line) =>
+          /^gen_ai_client_model_fallbacks_total\{/.test(line) && line.includes(`gen_ai_agent_id="on-429"`)
+        )
+        expect(fallbacks).toContain(`error_type="429"`)
+        expect(fallbacks).toContain(`gen_ai_request_model="fail-429"`)
+        expect(Number(fallbacks?.split(" ").at(-1))).toBeGreaterThanOrEqual(1)
       }))
 
     it.effect("a 429 with a short Retry-After is retried on the same model after that wait", () =>
@@ -179,6 +187,12 @@ describe("model fallback", () => {
         expect(plain.body.data.model).toEqual({ provider: "fake", modelId: "fake-model" })
         const summary = yield* fetchJson(`${url}/agents/on-429`)
         expect(summary.body.data.model).toBe("fail-429, fake-model")
+
+        // /doc shows the new field of the result and of the history entry.
+        const spec = (yield* fetchJson(`${url}/doc`)).body
+        expect(spec.components.schemas.ModelRef.properties).toHaveProperty("modelId")
+        expect(spec.components.schemas.TextGenerationResult.properties.model).toEqual({ $ref: "#/components/schemas/ModelRef" })
+        expect(spec.components.schemas.AgentHistoryEntry.properties.model).toEqual({ $ref: "#/components/schemas/ModelRef" })
       }))
   })
 })
