@@ -30,6 +30,8 @@ const agentsFor = (fake: FakeOpenAI) => {
     agent("on-400", ["fail-400", "fake-model"]),
     agent("on-break", ["break-after-first", "fake-model"]),
     defineAgent({ id: "single", name: "s", purpose: "p", instructions: "Be brief.", model: model("fake-model") }),
+    defineAgent({ id: "single-sdk", name: "s", purpose: "p", instructions: "Be brief.", model: model("fail-500-1x-s") }),
+    defineAgent({ id: "single-policy", name: "s", purpose: "p", instructions: "Be brief.", model: model("fail-500-1x-p"), fallback: {} }),
     defineAgent({ id: "on-refused", name: "r", purpose: "p", instructions: "Be brief.", model: [refused, model("fake-model")] })
   ]
 }
@@ -42,7 +44,7 @@ const ServerLive = Layer.unwrapEffect(Effect.map(FakeProvider, (fake) =>
 const requestsFor = (fake: FakeOpenAI, model: string) => fake.requests.filter((request) => request.model === model).length
 
 /** The stored trace of the agent's call, once its agent span and `spans` model spans are in. */
-const traceOf = (url: string, agentId: string, modelSpans: number) =>
+const traceOf = (url: string, agentId: string, modelSpans: number, wrapped = true) =>
   Effect.gen(function*() {
     const deadline = Date.now() + 20_000
     while (true) {
@@ -51,7 +53,7 @@ const traceOf = (url: string, agentId: string, modelSpans: number) =>
         const trace = (yield* fetchJson(`${url}/observability/traces/${summary.traceId}`)).body.data
         const chats = trace.spans.filter((span: any) => span.attributes?.["gen_ai.operation.name"] === "chat")
         const call = trace.spans.find((span: any) => span.attributes?.["gen_ai.operation.name"] === "invoke_agent")
-        if (call !== undefined && chats.length >= modelSpans && call.attributes["gen_ai.response.model"] !== undefined) {
+        if (call !== undefined && chats.length >= modelSpans && (!wrapped || call.attributes["gen_ai.response.model"] !== undefined)) {
           return { call, chats }
         }
       }
@@ -174,6 +176,26 @@ describe("model fallback", () => {
         expect(types).not.toContain("finish")
         expect(requestsFor(fake, "break-after-first")).toBe(1)
         expect(requestsFor(fake, "fake-model")).toBe(before)
+      }))
+
+    it.effect("one model without a policy is left to the SDK's own retries; with a policy it is wrapped", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const fake = yield* FakeProvider
+        const plain = yield* fetchJson(`${url}/agents/single-sdk/text`, json({ input: "hello" }))
+        expect(plain.status).toBe(200)
+        expect(plain.body.data.model).toEqual({ provider: "fake", modelId: "fail-500-1x-s" })
+        expect(requestsFor(fake, "fail-500-1x-s")).toBe(2)
+        const wrapped = yield* fetchJson(`${url}/agents/single-policy/text`, json({ input: "hello" }))
+        expect(wrapped.status).toBe(200)
+        expect(requestsFor(fake, "fail-500-1x-p")).toBe(2)
+        const { call } = yield* traceOf(url, "single-policy", 2)
+        expect(call.attributes["gen_ai.model.attempts"]).toBe(2)
+
+        // The SDK retried (a chat span per try, as before); the wrapper's attributes are absent.
+        const sdk = yield* traceOf(url, "single-sdk", 2, false)
+        expect(sdk.chats).toHaveLength(2)
+        expect(sdk.call.attributes["gen_ai.model.attempts"]).toBeUndefined()
       }))
 
     it.effect("the chat stream's finish names the model; a one-model agent's result names its model", () =>
