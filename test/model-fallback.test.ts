@@ -5,13 +5,14 @@ import { defineAgent } from "../src/agents/Agent.js"
 import { defineApp } from "../src/App.js"
 import type { FakeOpenAI } from "../scripts/fake-openai.js"
 import { fakeModelSettings, FakeProvider, FakeProviderLive, parseSse, postSse } from "./support/fakeProvider.js"
-import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
+import { postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
+import { fetchJson, json, TestServer, TestServerLive, type TestServerOptions } from "./support/TestServer.js"
 
 // Issue #32 item 4: an agent's model list, over real HTTP to the fake provider failing on cue
 // (scripts/fake-openai.ts `cueOf`: the model name says how to fail).
 
 const modelsOf = (fake: FakeOpenAI) => {
-  const provider = createOpenAICompatible({ name: "fake", baseURL: `${fake.url}/v1`, includeUsage: true })
+  const provider = createOpenAICompatible({ name: "fake", baseURL: `${fake.url}/v1`, includeUsage: true, supportsStructuredOutputs: true })
   return (id: string) => provider.chatModel(id)
 }
 
@@ -36,10 +37,11 @@ const agentsFor = (fake: FakeOpenAI) => {
   ]
 }
 
-const ServerLive = Layer.unwrapEffect(Effect.map(FakeProvider, (fake) =>
-  TestServerLive({ app: defineApp({ agents: agentsFor(fake) }), config: { model: fakeModelSettings(fake) } }))).pipe(
-    Layer.provideMerge(FakeProviderLive)
-  )
+const serverOn = <E>(make: (options: TestServerOptions) => Layer.Layer<TestServer, E>) =>
+  Layer.unwrapEffect(Effect.map(FakeProvider, (fake) =>
+    make({ app: defineApp({ agents: agentsFor(fake) }), config: { model: fakeModelSettings(fake) } }))).pipe(
+      Layer.provideMerge(FakeProviderLive)
+    )
 
 const requestsFor = (fake: FakeOpenAI, model: string) => fake.requests.filter((request) => request.model === model).length
 
@@ -63,7 +65,7 @@ const traceOf = (url: string, agentId: string, modelSpans: number, wrapped = tru
   })
 
 describe("model fallback", () => {
-  layer(ServerLive, { excludeTestServices: true })("over the fake provider", (it) => {
+  layer(serverOn((options) => TestServerLive(options)), { excludeTestServices: true })("over the fake provider", (it) => {
     it.effect("a 429 whose Retry-After is beyond the maximum delay falls over to the next model at once", () =>
       Effect.gen(function*() {
         const { url } = yield* TestServer
@@ -87,6 +89,12 @@ describe("model fallback", () => {
         expect(history.body.data.entries[0].usage.promptTokens).toBeGreaterThan(0)
 
         const metrics = yield* Effect.promise(() => fetch(`${url}/metrics`).then((r) => r.text()))
+        const objectStream = yield* postSse(`${url}/agents/on-429/stream-object`, {
+          input: "hello",
+          schema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] }
+        })
+        expect(objectStream.events.find(({ data }) => data.type === "finish")?.data.model).toEqual({ provider: "fake", modelId: "fake-model" })
+
         const fallbacks = metrics.split("\n").find((line) =>
           /^gen_ai_client_model_fallbacks_total\{/.test(line) && line.includes(`gen_ai_agent_id="on-429"`)
         )
@@ -215,6 +223,23 @@ describe("model fallback", () => {
         expect(spec.components.schemas.ModelRef.properties).toHaveProperty("modelId")
         expect(spec.components.schemas.TextGenerationResult.properties.model).toEqual({ $ref: "#/components/schemas/ModelRef" })
         expect(spec.components.schemas.AgentHistoryEntry.properties.model).toEqual({ $ref: "#/components/schemas/ModelRef" })
+      }))
+  })
+})
+
+describe.skipIf(!postgresAvailable)("model fallback on Postgres", () => {
+  layer(serverOn((options) => PostgresTestServerLive(options)), { excludeTestServices: true })("history", (it) => {
+    it.effect("the history entry names the model that answered; the usage beside it reads as before", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        expect((yield* fetchJson(`${url}/agents/on-429/text`, json({ input: "hello" }))).status).toBe(200)
+        expect((yield* fetchJson(`${url}/agents/on-400/text`, json({ input: "hello" }))).status).toBeGreaterThanOrEqual(400)
+        const entries = (yield* fetchJson(`${url}/agents/on-429/history`)).body.data.entries
+        expect(entries[0].model).toEqual({ provider: "fake", modelId: "fake-model" })
+        expect(Object.keys(entries[0].usage).sort()).toEqual(["cachedInputTokens", "completionTokens", "promptTokens", "reasoningTokens", "totalTokens"])
+        const failed = (yield* fetchJson(`${url}/agents/on-400/history`)).body.data.entries
+        expect(failed[0].status).toBe("error")
+        expect(failed[0].model).toBeUndefined()
       }))
   })
 })
