@@ -241,9 +241,10 @@ export const answeringModel = (model: LanguageModelV4): ModelRef =>
 const isSpan = (span: Tracer.AnySpan): span is Tracer.Span => span._tag === "Span"
 
 /**
- * The models as one: each call tries them in order under the policy, and remembers which answered
- * (`answeringModel`). `models` are the (traced) models; `refs` their names. The agent call's span
- * (`parent`) gets an event per failed attempt and, at the end, the attempts and the answering model.
+ * The models as one: each call tries the candidates in order under the policy, and remembers which
+ * answered (`answeringModel`). Each candidate's model is already traced (a `chat` span per attempt).
+ * The agent call's span (`parent`) gets an event per failed attempt and per fall-over, and after each
+ * model call the call's attempts so far and the answering model.
  */
 export const fallbackModel = (
   candidates: ReadonlyArray<Candidate>,
