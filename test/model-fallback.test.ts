@@ -1,4 +1,4 @@
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
 import { Effect, Layer } from "effect"
 import { defineAgent } from "../src/agents/Agent.js"
@@ -65,6 +65,10 @@ const traceOf = (url: string, agentId: string, modelSpans: number, wrapped = tru
   })
 
 describe("model fallback", () => {
+  it("an empty model list is refused when the agent is defined", () => {
+    expect(() => defineAgent({ id: "none", name: "n", purpose: "p", instructions: "i", model: [] })).toThrow("an empty model list")
+  })
+
   layer(serverOn((options) => TestServerLive(options)), { excludeTestServices: true })("over the fake provider", (it) => {
     it.effect("a 429 whose Retry-After is beyond the maximum delay falls over to the next model at once", () =>
       Effect.gen(function*() {

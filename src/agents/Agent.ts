@@ -81,6 +81,7 @@ export type AgentRequirements<D extends AgentDefinition<unknown>> =
 /** An agent; its type carries what its tools, sub-agents and dynamic parts require. */
 export const defineAgent = <const D extends AgentDefinition<unknown>>(definition: D): AgentDefinition<AgentRequirements<D>> => {
   checkDefinitionId("Agent id", definition.id)
+  if (Array.isArray(definition.model) && definition.model.length === 0) throw new Error(`Agent ${definition.id}: an empty model list`)
   // Its requirements are read off its parts: the same object, typed by what it holds.
   return definition as AgentDefinition<unknown> as AgentDefinition<never>
 }

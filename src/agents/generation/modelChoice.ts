@@ -30,7 +30,6 @@ export const modelFor = (
   parent: Option.Option<Tracer.AnySpan>
 ): LanguageModelV4 => {
   const list = isModelList(model) ? model : [model]
-  if (list.length === 0) throw new Error(`Agent ${agent.id} has an empty model list`)
   return fallbackModel(
     list.map((one) => ({ model: tracedModel(one, agent.id, parent, env.runtime, env.recordContent), ref: modelRef(one) })),
     agent.fallback ?? {},
