@@ -308,12 +308,14 @@ const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms))
  * - `fail-<status>`: answer that status (a 429 with `Retry-After: 60`, or `-ra<seconds>` for another value);
  * - `stall`: send nothing (no status, no byte) until the client goes away;
  * - `break-after-first` (streamed): send the first word, then drop the connection;
+ * - `reset`: send the response's head, then drop the connection before any of its body;
  * and with `-<n>x` (`fail-500-2x`, `stall-1x`), only for the first n requests naming that model.
  */
 export type Cue =
   | { readonly kind: "fail"; readonly status: number; readonly retryAfter?: string; readonly times?: number }
   | { readonly kind: "stall"; readonly times?: number }
   | { readonly kind: "break-after-first"; readonly times?: number }
+  | { readonly kind: "reset"; readonly times?: number }
 
 export const cueOf = (model: string): Cue | undefined => {
   const times = /-(\d+)x(?:-|$)/.exec(model)?.[1]
@@ -326,6 +328,7 @@ export const cueOf = (model: string): Cue | undefined => {
   }
   if (/^stall(?:-|$)/.test(model)) return { kind: "stall", ...counted }
   if (/^break-after-first(?:-|$)/.test(model)) return { kind: "break-after-first", ...counted }
+  if (/^reset(?:-|$)/.test(model)) return { kind: "reset", ...counted }
   return undefined
 }
 
@@ -352,6 +355,12 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
   const respond = (res: ServerResponse, request: ChatRequestRecord): void => {
     const cue = typeof request.model === "string" ? activeCue(request.model) : undefined
     if (cue?.kind === "stall") return
+    if (cue?.kind === "reset") {
+      res.writeHead(200, { "content-type": request.stream === true ? "text/event-stream" : "application/json" })
+      res.flushHeaders()
+      setTimeout(() => res.destroy(), 20)
+      return
+    }
     if (cue?.kind === "fail") {
       res.writeHead(cue.status, { "content-type": "application/json", ...(cue.retryAfter === undefined ? {} : { "retry-after": cue.retryAfter }) })
       res.end(JSON.stringify({ error: { message: `failing on cue (${request.model})`, type: "fake_failure", code: String(cue.status) } }))

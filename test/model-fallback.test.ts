@@ -30,6 +30,7 @@ const agentsFor = (fake: FakeOpenAI) => {
     agent("on-stall", ["stall", "fake-model"], { firstTokenTimeout: "300 millis" }),
     agent("on-400", ["fail-400", "fake-model"]),
     agent("on-break", ["break-after-first", "fake-model"]),
+    agent("on-reset", ["reset-1x", "fake-model"]),
     defineAgent({ id: "single", name: "s", purpose: "p", instructions: "Be brief.", model: model("fake-model") }),
     defineAgent({ id: "single-sdk", name: "s", purpose: "p", instructions: "Be brief.", model: model("fail-500-1x-s") }),
     defineAgent({ id: "single-policy", name: "s", purpose: "p", instructions: "Be brief.", model: model("fail-500-1x-p"), fallback: {} }),
@@ -161,6 +162,15 @@ describe("model fallback", () => {
         const response = yield* fetchJson(`${url}/agents/on-refused/text`, json({ input: "hello" }))
         expect(response.status).toBe(200)
         expect(response.body.data.model).toEqual({ provider: "fake", modelId: "fake-model" })
+      }))
+
+    it.effect("a connection dropped before the first token is retried", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const fake = yield* FakeProvider
+        const stream = yield* postSse(`${url}/agents/on-reset/stream`, { input: "hello" })
+        expect(stream.events.find(({ data }) => data.type === "finish")?.data.model).toEqual({ provider: "fake", modelId: "reset-1x" })
+        expect(requestsFor(fake, "reset-1x")).toBe(2)
       }))
 
     it.effect("a 400 fails at once: no retry, no fallback", () =>

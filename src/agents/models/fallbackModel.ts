@@ -76,6 +76,8 @@ export const isRetryable = (error: unknown): boolean => {
   if (APICallError.isInstance(error)) {
     const status = error.statusCode
     if (status === undefined) return error.isRetryable || networkCode(error) !== undefined
+    // A 2xx whose body could not be read: retryable when the connection broke.
+    if (status < 400) return networkCode(error) !== undefined
     return status === 408 || status === 429 || status >= 500
   }
   return networkCode(error) !== undefined
