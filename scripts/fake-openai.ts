@@ -308,6 +308,38 @@ const parseChatRequest = (body: string): ChatRequestRecord | string => {
 const sleep = (ms: number) => new Promise<void>((done) => setTimeout(done, ms))
 
 // ---------------------------------------------------------------------------
+// Failures on cue, by model name (for model fallback tests)
+
+/**
+ * What a model name asks the fake to do instead of answering:
+ * - `fail-<status>`: answer that status (a 429 with `Retry-After: 60`, or `-ra<seconds>` for another value);
+ * - `stall`: send nothing (no status, no byte) until the client goes away;
+ * - `break-after-first` (streamed): send the first word, then drop the connection;
+ * - `reset`: send the response's head, then drop the connection before any of its body;
+ * and with `-<n>x` (`fail-500-2x`, `stall-1x`), only for the first n requests naming that model.
+ */
+export type Cue =
+  | { readonly kind: "fail"; readonly status: number; readonly retryAfter?: string; readonly times?: number }
+  | { readonly kind: "stall"; readonly times?: number }
+  | { readonly kind: "break-after-first"; readonly times?: number }
+  | { readonly kind: "reset"; readonly times?: number }
+
+export const cueOf = (model: string): Cue | undefined => {
+  const times = /-(\d+)x(?:-|$)/.exec(model)?.[1]
+  const counted = times === undefined ? {} : { times: Number(times) }
+  const fail = /^fail-(\d{3})(?:-|$)/.exec(model)
+  if (fail !== null) {
+    const status = Number(fail[1])
+    const retryAfter = /-ra(\d+)(?:-|$)/.exec(model)?.[1] ?? (status === 429 ? "60" : undefined)
+    return { kind: "fail", status, ...(retryAfter === undefined ? {} : { retryAfter }), ...counted }
+  }
+  if (/^stall(?:-|$)/.test(model)) return { kind: "stall", ...counted }
+  if (/^break-after-first(?:-|$)/.test(model)) return { kind: "break-after-first", ...counted }
+  if (/^reset(?:-|$)/.test(model)) return { kind: "reset", ...counted }
+  return undefined
+}
+
+// ---------------------------------------------------------------------------
 // Server
 
 export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> => {
@@ -316,8 +348,31 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
   let completionCounter = 0
   let toolCallCounter = 0
   const defaultWordDelayMs = options.wordDelayMs ?? 0
+  const cueCounts = new Map<string, number>()
+
+  /** The cue of the request's model, if it still applies (a counted one for its first n requests). */
+  const activeCue = (model: string): Cue | undefined => {
+    const cue = cueOf(model)
+    if (cue === undefined) return undefined
+    const seen = (cueCounts.get(model) ?? 0) + 1
+    cueCounts.set(model, seen)
+    return cue.times === undefined || seen <= cue.times ? cue : undefined
+  }
 
   const respond = (res: ServerResponse, request: ChatRequestRecord): void => {
+    const cue = typeof request.model === "string" ? activeCue(request.model) : undefined
+    if (cue?.kind === "stall") return
+    if (cue?.kind === "reset") {
+      res.writeHead(200, { "content-type": request.stream === true ? "text/event-stream" : "application/json" })
+      res.flushHeaders()
+      setTimeout(() => res.destroy(), 20)
+      return
+    }
+    if (cue?.kind === "fail") {
+      res.writeHead(cue.status, { "content-type": "application/json", ...(cue.retryAfter === undefined ? {} : { "retry-after": cue.retryAfter }) })
+      res.end(JSON.stringify({ error: { message: `failing on cue (${request.model})`, type: "fake_failure", code: String(cue.status) } }))
+      return
+    }
     const format = request.response_format
     if (options.strictSchemas === true && format?.type === "json_schema" && format.json_schema.strict === true) {
       const issue = strictSchemaIssue(format.json_schema.schema)
@@ -337,7 +392,7 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
     }
     const toolCall = answer.kind === "tool" ? toolCallOf(answer, `call_${++toolCallCounter}`) : undefined
     if (request.stream === true) {
-      void streamAnswer(res, request, answer, header, toolCall)
+      void streamAnswer(res, request, answer, header, toolCall, cue?.kind === "break-after-first")
       return
     }
     sendJson(res, 200, {
@@ -361,7 +416,8 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
     request: ChatRequestRecord,
     answer: Answer,
     header: { id: string; created: number; model: string },
-    toolCall: ToolCall | undefined
+    toolCall: ToolCall | undefined,
+    breakAfterFirst = false
   ): Promise<void> => {
     let finished = false
     let disconnected = false
@@ -382,6 +438,11 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
         if (index > 0 && delayMs > 0) await sleep(delayMs)
         if (disconnected) return
         sendChunk({ choices: [{ index: 0, delta: { content: word }, finish_reason: null }] })
+        if (breakAfterFirst) {
+          await sleep(20)
+          res.destroy()
+          return
+        }
       }
     }
     if (toolCall) {
@@ -428,6 +489,7 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
     reset: () => {
       requests.length = 0
       closedEarly = 0
+      cueCounts.clear()
     },
     close: () =>
       new Promise<void>((closed, failed) => {

@@ -52,6 +52,7 @@ export {
   regexRedactor
 } from "./agents/guardrails/Guardrail.js"
 export { AgentOutputInvalid, type JsonSchemaInput, type OutputSchema } from "./agents/AgentOutput.js"
+export { type FallbackPolicy, FirstTokenTimeout, type ModelRef } from "./agents/models/fallbackModel.js"
 export { builtinEchoModel } from "./agents/models/BuiltinEchoModel.js"
 export {
   type LastDataDoesNotFitResult,

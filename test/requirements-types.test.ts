@@ -1,6 +1,7 @@
 import { describe, expectTypeOf, it } from "@effect/vitest"
 import { Context, Effect, type Layer, Schema } from "effect"
 import { defineAgent } from "../src/agents/Agent.js"
+import { builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
 import type { AgentRegistry } from "../src/agents/AgentRegistry.js"
 import { defineApp, type ServiceApp } from "../src/App.js"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
@@ -39,6 +40,15 @@ describe("requirements flow to the layer", () => {
     const sub = defineAgent({ id: "sub", name: "S", purpose: "p", instructions: () => Effect.as(Audit, "be brief") })
     const agent = defineAgent({ id: "a", name: "A", purpose: "p", instructions: "hi", tools: [ticketsTool, plainTool], subAgents: [sub] })
     expectTypeOf(agent).toEqualTypeOf<import("../src/agents/Agent.js").AgentDefinition<Tickets | Audit>>()
+    // A model list: each dynamic element's R joins (issue #32 item 4).
+    const fallback = defineAgent({
+      id: "f",
+      name: "F",
+      purpose: "p",
+      instructions: "hi",
+      model: [() => Effect.as(Billing, builtinEchoModel()), () => Effect.as(Audit, builtinEchoModel())]
+    })
+    expectTypeOf(fallback).toEqualTypeOf<import("../src/agents/Agent.js").AgentDefinition<Billing | Audit>>()
     expectTypeOf(defineAgent({ id: "b", name: "B", purpose: "p", instructions: "hi" })).toEqualTypeOf<
       import("../src/agents/Agent.js").AgentDefinition<never>
     >()

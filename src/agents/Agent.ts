@@ -6,6 +6,7 @@ import type { Tool } from "../tools/Tool.js"
 import type { GenerationOptions, Usage } from "./AgentsSchemas.js"
 import type { InputGuardrail, OutputGuardrail } from "./guardrails/Guardrail.js"
 import { UPDATE_WORKING_MEMORY, type WorkingMemoryConfig } from "./workingMemory/config.js"
+import type { FallbackPolicy } from "./models/fallbackModel.js"
 
 /** What an agent knows of the call it is answering. */
 export interface AgentCallContext {
@@ -45,8 +46,13 @@ export interface AgentDefinition<out R = never> {
   /** What the agent is for; shown as its description. */
   readonly purpose: string
   readonly instructions: Dynamic<string, R>
-  /** Defaults to the service's model (AI_PROVIDER / AI_MODEL). */
-  readonly model?: Dynamic<AgentModel, R> | undefined
+  /**
+   * Defaults to the service's model (AI_PROVIDER / AI_MODEL). A list is tried in order: a retryable
+   * failure (connection, 408, 429, 5xx, no first token in time) is retried, then the next model answers.
+   */
+  readonly model?: Dynamic<AgentModel, R> | ReadonlyArray<Dynamic<AgentModel, R>> | undefined
+  /** Retries, back-off and first-token timeout of `model` (a list gets the defaults without it). */
+  readonly fallback?: FallbackPolicy | undefined
   readonly tools?: ReadonlyArray<Tool<R>> | undefined
   /** Narrows `tools` per call, by name (for example by the caller's tier). */
   readonly activeTools?: ((call: AgentCallContext) => ReadonlyArray<string>) | undefined
@@ -121,6 +127,8 @@ type DynamicRequirements<X> = X extends (call: AgentCallContext) => infer Ret ? 
 
 type HookRequirements<X> = X extends (event: never) => infer Ret ? ResultContext<Ret> : never
 
+type ModelRequirements<X> = X extends ReadonlyArray<infer E> ? DynamicRequirements<E> : DynamicRequirements<X>
+
 type ElementRequirements<T> = T extends ReadonlyArray<infer E>
   ? E extends Tool<infer R> ? R
   : E extends AgentDefinition<infer R> ? R
@@ -132,7 +140,7 @@ type ElementRequirements<T> = T extends ReadonlyArray<infer E>
 /** What an agent's definition requires: its dynamic parts', its hooks', its tools', its sub-agents' and its guardrails' `R`. */
 export type AgentRequirements<D extends AgentDefinition<unknown>> =
   | DynamicRequirements<Field<D, "instructions">>
-  | DynamicRequirements<Field<D, "model">>
+  | ModelRequirements<Field<D, "model">>
   | ElementRequirements<Field<D, "tools">>
   | ElementRequirements<Field<D, "subAgents">>
   | ElementRequirements<Field<D, "inputGuardrails">>
@@ -143,12 +151,13 @@ export type AgentRequirements<D extends AgentDefinition<unknown>> =
   | HookRequirements<Field<D, "onToolEnd">>
   | HookRequirements<Field<D, "onError">>
 
-/** An agent; its type carries what its tools, sub-agents and dynamic parts require. */
+/** An agent; its type carries what its parts require (AgentRequirements). */
 export const defineAgent = <const D extends AgentDefinition<unknown>>(definition: D): AgentDefinition<AgentRequirements<D>> => {
   checkDefinitionId("Agent id", definition.id)
   if (definition.workingMemory !== undefined && definition.tools?.some((tool) => tool.name === UPDATE_WORKING_MEMORY)) {
     throw new Error(`Agent ${definition.id}: a tool named ${UPDATE_WORKING_MEMORY} would hide its working memory's own`)
   }
+  if (Array.isArray(definition.model) && definition.model.length === 0) throw new Error(`Agent ${definition.id}: an empty model list`)
   // Its requirements are read off its parts: the same object, typed by what it holds.
   return definition as AgentDefinition<unknown> as AgentDefinition<never>
 }

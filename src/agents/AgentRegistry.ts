@@ -12,13 +12,14 @@ import { type AgentOutputInvalid, type OutputSchema, prepareOutput } from "./Age
 import type { AgentCard, AgentDetails, AgentSummary, ConversationDeleted, HistoryPage, TextResult } from "./AgentsSchemas.js"
 import type * as Generation from "./generation/Generation.js"
 import { DEFAULTS } from "./generation/settings.js"
+import { modelSummary } from "./generation/modelChoice.js"
 import { type HistoryQuery, MemoryStore, type Owner } from "./memory/MemoryStore.js"
 import { DefaultModel } from "./models/DefaultModel.js"
-import { modelName } from "./models/providerModel.js"
 import { UPDATE_WORKING_MEMORY } from "./workingMemory/config.js"
 import type { WorkingMemoryDeleted, WorkingMemoryView } from "./workingMemory/schemas.js"
 import { forCall, routeKey } from "./workingMemory/workingMemory.js"
 import { WorkingMemoryStore } from "./workingMemory/WorkingMemoryStore.js"
+
 
 export type { CallRequest, ObjectEvent, StreamEvent } from "./generation/Generation.js"
 
@@ -208,7 +209,7 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
         name: agent.name,
         description: agent.purpose,
         status: "idle",
-        model: agent.model === undefined ? modelName(defaultModel) : typeof agent.model === "function" ? "(dynamic)" : modelName(agent.model),
+        model: modelSummary(agent.model, defaultModel),
         tools: toolSummaries(agent),
         subAgents: (agent.subAgents ?? []).map(summary),
         memory: agent.memory

@@ -93,13 +93,18 @@ export const ToolResultRecord = Schema.Struct({
   result: Schema.Unknown
 })
 
+/** The model that answered (with a fallback list, the one that did; for a call of several steps, its last step's). */
+export const ModelRef = Schema.Struct({ provider: Schema.String, modelId: Schema.String }).annotations({ identifier: "ModelRef" })
+export type ModelRef = typeof ModelRef.Type
+
 export const TextResult = Schema.Struct({
   text: Schema.String,
   usage: Usage,
   finishReason: Schema.String,
   toolCalls: Schema.Array(ToolCallRecord),
   toolResults: Schema.Array(ToolResultRecord),
-  experimental_output: Schema.optional(Schema.Unknown)
+  experimental_output: Schema.optional(Schema.Unknown),
+  model: Schema.optional(ModelRef)
 }).annotations({ identifier: "TextGenerationResult" })
 export type TextResult = typeof TextResult.Type
 
@@ -147,7 +152,8 @@ export const HistoryEntry = Schema.Struct({
   startTime: Schema.String,
   endTime: Schema.String,
   usage: Schema.NullOr(Usage),
-  toolCalls: Schema.Array(ToolCallRecord)
+  toolCalls: Schema.Array(ToolCallRecord),
+  model: Schema.optional(ModelRef)
 }).annotations({ identifier: "AgentHistoryEntry" })
 export type HistoryEntry = typeof HistoryEntry.Type
 

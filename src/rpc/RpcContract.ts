@@ -1,6 +1,6 @@
 import { Rpc, RpcGroup, RpcMiddleware } from "@effect/rpc"
 import { Schema } from "effect"
-import { AgentInput, GenerationOptions, Usage } from "../agents/AgentsSchemas.js"
+import { AgentInput, GenerationOptions, ModelRef, Usage } from "../agents/AgentsSchemas.js"
 import { CurrentCaller } from "../auth/Authentication.js"
 import {
   BadRequest,
@@ -28,7 +28,7 @@ export const AgentStreamEvent = Schema.Union(
   Schema.Struct({ type: Schema.Literal("reasoning-delta"), delta: Schema.String }),
   Schema.Struct({ type: Schema.Literal("tool-call"), toolCallId: Schema.String, toolName: Schema.String, args: Schema.Unknown }),
   Schema.Struct({ type: Schema.Literal("tool-result"), toolCallId: Schema.String, toolName: Schema.String, result: Schema.Unknown }),
-  Schema.Struct({ type: Schema.Literal("finish"), finishReason: Schema.String, usage: Usage }),
+  Schema.Struct({ type: Schema.Literal("finish"), finishReason: Schema.String, usage: Usage, model: Schema.optional(ModelRef) }),
   Schema.Struct({ type: Schema.Literal("error"), error: Schema.String })
 ).annotations({ identifier: "AgentStreamEvent" })
 export type AgentStreamEvent = typeof AgentStreamEvent.Type

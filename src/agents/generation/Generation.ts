@@ -12,6 +12,8 @@ import { type CallRequest, callArguments, failed, type GenerationEnv, prepare } 
 import { tracked } from "./record.js"
 import { guardedObject, guardedText, unguarded } from "../guardrails/whole.js"
 
+import { answeringModel } from "../models/fallbackModel.js"
+
 export type { StreamEvent } from "./eventStream.js"
 export type { ClientConversation } from "./messages.js"
 export type { CallRequest, GenerationEnv } from "./call.js"
@@ -28,14 +30,16 @@ export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false }
         const result = await generateText({ ...callArguments(prepared), abortSignal, ...(output ? { output } : {}) })
         const usage = toUsage(result.usage)
         const tools = collectTools(result.steps)
+        const model = answeringModel(prepared.model)
         const data: TextResult = {
           text: result.text,
           usage,
           finishReason: result.finishReason,
           ...tools,
-          ...(output ? { experimental_output: result.output } : {})
+          ...(output ? { experimental_output: result.output } : {}),
+          model
         }
-        const outcome = { output: result.text, usage, toolCalls: tools.toolCalls, toolResults: toolOutcomes(result.steps) }
+        const outcome = { output: result.text, usage, toolCalls: tools.toolCalls, toolResults: toolOutcomes(result.steps), model }
         return { result: data, outcome: { status: "completed" as const, ...outcome } }
       },
       catch: failed(agent)
@@ -58,7 +62,8 @@ export const object = Effect.fn("AgentRegistry.object", { captureStackTrace: fal
           output: Output.object({ schema: validatedJsonSchema(schema) })
         })
         const usage = toUsage(result.usage)
-        return { result: result.output, outcome: { status: "completed" as const, output: JSON.stringify(result.output), usage } }
+        const model = answeringModel(prepared.model)
+        return { result: result.output, outcome: { status: "completed" as const, output: JSON.stringify(result.output), usage, model } }
       },
       catch: failed(agent)
     }).pipe(agent.outputGuardrails?.length ? guardedObject(agent, prepared) : unguarded))

@@ -12,6 +12,7 @@ import { toAiTools } from "./aiTools.js"
 import { toolHooksOf } from "./hooks.js"
 import { type ClientConversation, recordedInput, toModelMessages, userMessageToRemember } from "./messages.js"
 import { tracedModel } from "./tracedModel.js"
+import { isModelList, modelFor, resolveModels, usesFallback } from "./modelChoice.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
 import { guardedUserMessage, guardInput, rewrittenInput } from "../guardrails/run.js"
 import { checkClaimedToolResults, refusedProviderOptions, withoutCallerSystemMessages, withoutProviderOptions } from "./callerInput.js"
@@ -86,11 +87,11 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
     const { instructions: agentInstructions, model: agentModel } = agent
     // The common case (fixed instructions and model, a text input) needs no promise, so no async hop.
     const [instructions, model, given] = typeof agentInstructions === "string" && typeof agentModel !== "function" &&
-        typeof request.input === "string"
+        !isModelList(agentModel) && typeof request.input === "string"
       ? [agentInstructions, agentModel ?? env.defaultModel, [{ role: "user", content: request.input } satisfies ModelMessage]]
       : yield* Effect.all([
         resolveDynamic(agentInstructions, call),
-        agentModel === undefined ? Effect.succeed(env.defaultModel) : resolveDynamic(agentModel, call),
+        agentModel === undefined ? Effect.succeed(env.defaultModel) : resolveModels(agentModel, call),
         Effect.tryPromise({ try: () => toModelMessages(request.input), catch: (error) => error })
       ]).pipe(Effect.mapError(failed(agent, field)))
     const sent = typeof request.input === "string"
@@ -112,9 +113,12 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
         .filter((t) => active === undefined || active.includes(t.name))
       : []
     const callId = crypto.randomUUID()
+    const fallback = usesFallback(agent, model)
     return {
       callId,
-      model: tracedModel(model, agent.id, parent, env.runtime, env.recordContent),
+      model: fallback || isModelList(model)
+        ? modelFor(env, agent, model, parent)
+        : tracedModel(model, agent.id, parent, env.runtime, env.recordContent),
       instructions: working === undefined ? instructions : instructions + working.instructions,
       messages: [...past, ...newMessages],
       newMessages: client === undefined
@@ -124,7 +128,8 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
         : guardedUserMessage(guarded.messages, client.storesUserMessage),
       recordedInput: guarded?.rewrites === undefined ? undefined : rewrittenInput(recordedInput(request), guarded.rewrites),
       tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime, parent, toolHooksOf(agent, callId, call)),
-      settings,
+      // The wrapper retries and falls over itself: the SDK's own retries would multiply its tries.
+      settings: fallback ? { ...settings, maxRetries: 0 } : settings,
       maxSteps,
       call,
       remember,

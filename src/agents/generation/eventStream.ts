@@ -1,7 +1,7 @@
 import type { streamText } from "ai"
 import { Cause } from "effect"
 import { messageOf } from "../../core/errors.js"
-import type { TextResult, Usage } from "../AgentsSchemas.js"
+import type { ModelRef, TextResult, Usage } from "../AgentsSchemas.js"
 import { toUsage } from "./results.js"
 import { streamedToolOutcome, type ToolOutcome } from "./toolOutcomes.js"
 
@@ -10,7 +10,7 @@ export type StreamEvent =
   | { readonly type: "reasoning-delta"; readonly delta: string }
   | { readonly type: "tool-call"; readonly toolCallId: string; readonly toolName: string; readonly args: unknown }
   | { readonly type: "tool-result"; readonly toolCallId: string; readonly toolName: string; readonly result: unknown }
-  | { readonly type: "finish"; readonly finishReason: string; readonly usage: Usage }
+  | { readonly type: "finish"; readonly finishReason: string; readonly usage: Usage; readonly model?: ModelRef }
   | { readonly type: "error"; readonly error: string }
 
 type StreamTextResult = ReturnType<typeof streamText>
@@ -23,6 +23,7 @@ export type StreamOutcome =
     readonly usage: Usage
     readonly toolCalls: TextResult["toolCalls"]
     readonly toolResults: ReadonlyArray<ToolOutcome>
+    readonly model?: ModelRef | undefined
   }
   | { readonly status: "error"; readonly cause: Cause.Cause<unknown> }
   | { readonly status: "cancelled" }
@@ -72,7 +73,8 @@ export const fullStreamAlone = (result: StreamTextResult): ReadableStream<Part> 
 export const eventStream = (
   fullStream: ReadableStream<Part>,
   record: (outcome: StreamOutcome) => Promise<void>,
-  abort: () => void
+  abort: () => void,
+  answered?: () => ModelRef
 ): ReadableStream<StreamEvent> => {
   const reader = fullStream.getReader()
   let recorded = false
@@ -109,7 +111,12 @@ export const eventStream = (
         else if (part.type === "error") await once({ status: "error", cause: Cause.fail(part.error) })
         else if (part.type === "abort") await once({ status: "cancelled" })
         else if (part.type === "finish") {
-          await once({ status: "completed", output: stepText, usage: toUsage(part.totalUsage), toolCalls, toolResults })
+          const model = answered?.()
+          await once({ status: "completed", output: stepText, usage: toUsage(part.totalUsage), toolCalls, toolResults, model })
+          if (model !== undefined) {
+            controller.enqueue({ type: "finish", finishReason: part.finishReason, usage: toUsage(part.totalUsage), model })
+            return
+          }
         }
         const event = toStreamEvent(part)
         if (event !== undefined) {

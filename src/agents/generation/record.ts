@@ -2,12 +2,13 @@
 import { type ModelMessage } from "ai"
 import { Cause, Effect, Runtime, Tracer } from "effect"
 import { type AgentDefinition } from "../Agent.js"
-import type { HistoryEntry, TextResult, Usage } from "../AgentsSchemas.js"
+import type { HistoryEntry, ModelRef, TextResult, Usage } from "../AgentsSchemas.js"
 import { recordedInput, textOf } from "./messages.js"
 import { endCallSpan, outcomeExit } from "./callSpan.js"
 import { type ToolOutcome } from "./toolOutcomes.js"
 import { endHooks, hasEndHooks } from "./hooks.js"
 import type { CallRequest, GenerationEnv, PreparedCall } from "./call.js"
+import { answeringModel } from "../models/fallbackModel.js"
 
 export interface Outcome {
   readonly status: HistoryEntry["status"]
@@ -15,6 +16,8 @@ export interface Outcome {
   readonly usage?: Usage | undefined
   readonly toolCalls?: TextResult["toolCalls"] | undefined
   readonly toolResults?: ReadonlyArray<ToolOutcome> | undefined
+  /** The model that answered. */
+  readonly model?: ModelRef | undefined
   /** Why an errored call failed (logged with its line). */
   readonly cause?: Cause.Cause<unknown> | undefined
 }
@@ -42,6 +45,9 @@ export const finish = (
         ]
       }
       : undefined
+    // The guarded stream paths record without it: the wrapper (or the one model) knows who answered.
+    const model = outcome.model ??
+      (outcome.status === "completed" || outcome.status === "blocked" ? answeringModel(prepared.model) : undefined)
     yield* env.memory.saveCall(agent.id, {
       id: prepared.callId,
       conversationId: prepared.call.conversationId ?? null,
@@ -52,7 +58,8 @@ export const finish = (
       startTime: started.toISOString(),
       endTime: new Date().toISOString(),
       usage: outcome.usage ?? null,
-      toolCalls: outcome.toolCalls ?? []
+      toolCalls: outcome.toolCalls ?? [],
+      ...(model === undefined ? {} : { model })
     }, remembered, outcome.toolResults)
     // Logged once the call is committed, off the response's path (the line costs about as much as the commit's statement).
     // A failed call (a provider's failure, most often) is a warning with its cause.

@@ -20,6 +20,8 @@ export interface CallSettings {
   readonly seed?: number
   readonly stopSequences?: Array<string>
   readonly providerOptions?: Record<string, Record<string, any>>
+  /** 0 under a fallback policy (see modelChoice.ts); the SDK's default (2) otherwise. */
+  readonly maxRetries?: number
 }
 
 /**

@@ -2,7 +2,7 @@ import { JsonToSseTransformStream, Output, streamText, toUIMessageStream } from 
 import { Effect, Stream, Tracer } from "effect"
 import { ExecutionFailed, type GuardrailBlocked, messageOf, ValidationError } from "../../core/errors.js"
 import { type AgentDefinition } from "../Agent.js"
-import type { Usage } from "../AgentsSchemas.js"
+import type { ModelRef, Usage } from "../AgentsSchemas.js"
 import { validatedJsonSchema } from "./aiTools.js"
 import { messageIds } from "./messages.js"
 import { collectTools, toUsage } from "./results.js"
@@ -15,6 +15,7 @@ import { type CallRequest, callArguments, failed, type GenerationEnv, type Prepa
 import { recorder } from "./record.js"
 import { type GuardHooks, guardStream, once, recordingBlocks } from "../guardrails/stream.js"
 import { guardedObjectEvents } from "../guardrails/object.js"
+import { answeringModel } from "../models/fallbackModel.js"
 
 type StreamTextResult = ReturnType<typeof streamText>
 type CallFailure = ExecutionFailed | ValidationError | GuardrailBlocked
@@ -58,7 +59,8 @@ const streamed = <A, E>(
           output: event.text,
           usage: toUsage(event.usage),
           toolCalls: collectTools(event.steps).toolCalls,
-          toolResults: toolOutcomes(event.steps)
+          toolResults: toolOutcomes(event.steps),
+          model: answeringModel(prepared.model)
         }),
       onError: ({ error }) => record({ status: "error", cause: causeOf(error) }),
       onAbort: () => record({ status: "cancelled" })
@@ -88,13 +90,15 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, request: Call
       onError: () => undefined
     })
     const abort = () => controller.abort()
+    const model = () => answeringModel(prepared.model)
     const events = agent.outputGuardrails?.length
       ? eventStream(
         fullStreamAlone(result).pipeThrough(guardStream(agent, prepared.call, prepared.parent, env.runtime, { abort })),
         recordingBlocks(record),
-        abort
+        abort,
+        model
       )
-      : eventStream(fullStreamAlone(result), record, abort)
+      : eventStream(fullStreamAlone(result), record, abort, model)
     // The SDK starts the model call from its own promises: they run before the response is built, so
     // the provider works on the request meanwhile (a cancelled stream aborts the call and is recorded).
     yield* afterPendingPromises.pipe(Effect.onInterrupt(() => Effect.promise(() => events.cancel())))
@@ -116,6 +120,8 @@ export const chat = (env: GenerationEnv, agent: AgentDefinition, request: CallRe
               : result.stream.pipeThrough(guardStream(agent, prepared.call, prepared.parent, env.runtime, guard)),
             tools: prepared.tools,
             onError: messageOf,
+            // The finish chunk's metadata names the model that answered.
+            messageMetadata: ({ part }) => (part.type === "finish" ? { model: answeringModel(prepared.model) } : undefined),
             ...messageIds(request, prepared.callId)
           })
             .pipeThrough(new JsonToSseTransformStream())
@@ -126,7 +132,7 @@ export const chat = (env: GenerationEnv, agent: AgentDefinition, request: CallRe
 
 export type ObjectEvent =
   | { readonly type: "partial"; readonly object: unknown }
-  | { readonly type: "finish"; readonly object: unknown; readonly finishReason: string; readonly usage: Usage }
+  | { readonly type: "finish"; readonly object: unknown; readonly finishReason: string; readonly usage: Usage; readonly model: ModelRef }
 
 export const streamObject = (
   env: GenerationEnv,
@@ -149,7 +155,8 @@ export const streamObject = (
             type: "finish",
             object: await result.output,
             finishReason: await result.finishReason,
-            usage: toUsage(await result.usage)
+            usage: toUsage(await result.usage),
+            model: answeringModel(prepared.model)
           }),
           catch: failed(agent)
         }))

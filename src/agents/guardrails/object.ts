@@ -5,6 +5,7 @@ import type { AgentDefinition } from "../Agent.js"
 import type { Usage } from "../AgentsSchemas.js"
 import type { PreparedCall } from "../generation/call.js"
 import { toUsage } from "../generation/results.js"
+import { answeringModel } from "../models/fallbackModel.js"
 import { guardOutput } from "./run.js"
 import type { GuardHooks } from "./stream.js"
 
@@ -41,6 +42,6 @@ export const guardedObjectEvents = (
       catch: () => new ExecutionFailed({ message: `Agent ${agent.id} failed: an output guardrail's rewrite of the object is not JSON` })
     })
     yield* Effect.promise(() => record({ status: "completed", output: guarded.text, usage }))
-    return { type: "finish" as const, object: value, finishReason, usage }
+    return { type: "finish" as const, object: value, finishReason, usage, model: answeringModel(prepared.model) }
   }).pipe(Effect.tapErrorCause((cause) => Effect.promise(() => record({ status: "error", cause })))))
 }

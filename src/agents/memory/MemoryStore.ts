@@ -3,7 +3,7 @@ import type { ModelMessage } from "ai"
 import { Context, Effect, Layer, Predicate, Schema } from "effect"
 import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { committingStatements, storeCommitsOrInline } from "../../storage/StoreCommits.js"
-import { HistoryEntry, Usage } from "../AgentsSchemas.js"
+import { HistoryEntry, ModelRef, Usage } from "../AgentsSchemas.js"
 import { ownTransaction } from "../../storage/transaction.js"
 import { recordFilter } from "../workingMemory/WorkingMemoryStore.js"
 
@@ -92,9 +92,16 @@ const HistoryEntryFromRow = Schema.Struct({
   input: Schema.parseJson(),
   startTime: column(Schema.String, "start_time"),
   endTime: column(Schema.String, "end_time"),
-  usage: Schema.NullOr(Schema.parseJson(Usage)),
+  // The model that answered is kept beside the usage, in its JSON (no column of its own).
+  usage: Schema.NullOr(Schema.parseJson(Schema.Struct({ ...Usage.fields, model: Schema.optional(ModelRef) }))),
   toolCalls: column(Schema.parseJson(HistoryEntry.fields.toolCalls), "tool_calls")
 })
+
+const withModel = (entry: typeof HistoryEntryFromRow.Type): HistoryEntry => {
+  if (entry.usage?.model === undefined) return entry
+  const { model, ...usage } = entry.usage
+  return { ...entry, usage, model }
+}
 
 const ROLES: ReadonlySet<unknown> = new Set(["system", "user", "assistant", "tool"])
 
@@ -167,7 +174,7 @@ export const MemoryStoreLive = Layer.scoped(
           status: entry.status,
           start_time: entry.startTime,
           end_time: entry.endTime,
-          usage: entry.usage === null ? null : JSON.stringify(entry.usage),
+          usage: entry.usage === null ? null : JSON.stringify(entry.model === undefined ? entry.usage : { ...entry.usage, model: entry.model }),
           tool_calls: JSON.stringify(entry.toolCalls)
         })
       }`
@@ -264,7 +271,7 @@ export const MemoryStoreLive = Layer.scoped(
           ORDER BY start_time DESC, id DESC LIMIT ${query.limit} OFFSET ${query.page * query.limit}`.pipe(
           Effect.flatMap(decodeHistory)
         )
-        return { entries, total: count.total }
+        return { entries: entries.map(withModel), total: count.total }
       },
       Effect.orDie
     )

@@ -39,6 +39,12 @@ const PartView = ({ part }: { part: Part }) => {
   return null
 }
 
+/** The model that answered, from the finish chunk's metadata (`{model: {provider, modelId}}`). */
+const answeredBy = (metadata: unknown): string | undefined => {
+  const model = (metadata as { readonly model?: { readonly provider?: unknown; readonly modelId?: unknown } } | undefined)?.model
+  return typeof model?.provider === "string" && typeof model.modelId === "string" ? `${model.provider}/${model.modelId}` : undefined
+}
+
 /** A chat with the agent, streamed as it arrives; tool calls and their results inline. */
 export const Chat = ({ agentId }: { agentId: string }) => {
   const [, setTicks] = useState(0)
@@ -80,6 +86,9 @@ export const Chat = ({ agentId }: { agentId: string }) => {
           <div key={message.id} class={`message ${message.role}`} data-testid="chat-message" data-role={message.role}>
             <span class="who">{message.role}</span>
             {message.parts.map((part, index) => <PartView key={index} part={part} />)}
+            {answeredBy(message.metadata) !== undefined && (
+              <span class="meta" data-testid="chat-model">answered by {answeredBy(message.metadata)}</span>
+            )}
           </div>
         ))}
         {chat.status === "submitted" && <p class="meta">waiting for the agent…</p>}

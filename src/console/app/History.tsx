@@ -53,7 +53,10 @@ export const History = ({ agentId }: { agentId: string }) => {
             return (
               <tr key={entry.id} data-testid="history-row">
                 <td>{new Date(entry.startTime).toLocaleString()}</td>
-                <td>{entry.status}</td>
+                <td>
+                  {entry.status}
+                  {entry.model !== undefined && <span class="meta" title="the model that answered"> {entry.model.modelId}</span>}
+                </td>
                 <td class="clip" title={entry.conversationId ?? undefined}><code>{entry.conversationId ?? "—"}</code></td>
                 <td class="clip" title={input} data-testid="history-input">{input}</td>
                 <td class="clip" title={entry.output ?? undefined}>{entry.output ?? "—"}</td>

@@ -104,3 +104,29 @@ export const workflowTimerLateness = Metric.histogram(
   MetricBoundaries.fromIterable([1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000]),
   "Milliseconds from a sleep's wake time (or this instance's start, when later) to its continuation"
 )
+
+// Model fallback (issue #32, item 4). Agent and model ids are the app's definitions; kinds are statuses, network codes, "timeout".
+export const modelAttemptFailures = Metric.counter("gen_ai.client.model.attempt_failures", {
+  description: "Model calls of an agent with a fallback policy that failed retryably (each is retried or falls over; by agent and model)",
+  incremental: true
+})
+
+export const modelFallbacks = Metric.counter("gen_ai.client.model.fallbacks", {
+  description: "Model calls that moved on to an agent's next model after the retries of one failed (by agent, model left and failure)",
+  incremental: true
+})
+
+/** Counts a retryable failure of `model`. */
+export const countModelAttemptFailure = (agentId: string, model: string) =>
+  Metric.increment(Metric.taggedWithLabels(modelAttemptFailures, labelsFor(`model.attempt_failures:${agentId}:${model}`, () => [
+    ["gen_ai.agent.id", agentId],
+    ["gen_ai.request.model", model]
+  ])))
+
+/** Counts a fall-over from `model` to the agent's next one. */
+export const countModelFallback = (agentId: string, model: string, kind: string) =>
+  Metric.increment(Metric.taggedWithLabels(modelFallbacks, labelsFor(`model.fallbacks:${agentId}:${model}:${kind}`, () => [
+    ["gen_ai.agent.id", agentId],
+    ["gen_ai.request.model", model],
+    ["error.type", kind]
+  ])))
