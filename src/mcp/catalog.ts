@@ -3,7 +3,7 @@ import { Effect, Either, ParseResult, Schema } from "effect"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { AgentSummary } from "../agents/AgentsSchemas.js"
 import type { Caller } from "../auth/Ownership.js"
-import { type ExecutionFailed, type NotFound, ValidationError } from "../core/errors.js"
+import { type Conflict, type ExecutionFailed, type NotFound, ValidationError } from "../core/errors.js"
 import type { JsonSchema } from "../json-schema/JsonSchemaValidator.js"
 import { serviceInfo } from "../core/serviceInfo.js"
 import type { ToolEntry, ToolRunner } from "../tools/ToolRunner.js"
@@ -15,7 +15,7 @@ export const implementation = {
   description: "This service's tools, and each of its agents as a tool named agent_<id>"
 }
 
-export type CallFailure = ValidationError | ExecutionFailed | NotFound
+export type CallFailure = ValidationError | ExecutionFailed | NotFound | Conflict
 
 /** A tool as MCP clients see it, and how to call it. */
 export interface McpToolEntry {
