@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { AgentRegistry, agentToolEntries, AgentRegistryLive, RegisteredAgents } from "./agents/AgentRegistry.js"
 import { MemoryStoreLive } from "./agents/memory/MemoryStore.js"
+import { ApprovalStoreLive } from "./agents/approvals/ApprovalStore.js"
 import { DefaultModelLive } from "./agents/models/DefaultModel.js"
 import type { ServiceApp } from "./App.js"
 import { bindApp } from "./app/bindApp.js"
@@ -62,6 +63,7 @@ const servicesFor = <R>(app: ServiceApp<R>, config: ServerConfigShape) =>
     )),
     Layer.provideMerge(Layer.mergeAll(
       MemoryStoreLive,
+      ApprovalStoreLive,
       ExecutionStoreLive,
       DueWorkLive,
       DefaultModelLive(config.model),

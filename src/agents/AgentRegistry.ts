@@ -1,5 +1,5 @@
-import { Context, Effect, JSONSchema, Layer, Schema, type Stream } from "effect"
-import { type ExecutionFailed, NotFound, type ValidationError } from "../core/errors.js"
+import { Context, Effect, JSONSchema, Layer, Redacted, Schema, type Stream } from "effect"
+import { type Conflict, type ExecutionFailed, NotFound, type ValidationError } from "../core/errors.js"
 import { getOrNotFound } from "../core/lookup.js"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { DuplicateDefinition } from "../core/definitionId.js"
@@ -13,13 +13,15 @@ import type { AgentCard, AgentDetails, AgentSummary, ConversationDeleted, Histor
 import type * as Generation from "./generation/Generation.js"
 import { DEFAULTS } from "./generation/settings.js"
 import { type HistoryQuery, MemoryStore, type Owner } from "./memory/MemoryStore.js"
+import { ApprovalStore } from "./approvals/ApprovalStore.js"
 import { DefaultModel } from "./models/DefaultModel.js"
 import { modelName } from "./models/providerModel.js"
 
 export type { CallRequest, ObjectEvent, StreamEvent } from "./generation/Generation.js"
 
 type ObjectRequest = Generation.CallRequest & { readonly schema: unknown }
-type CallError = NotFound | ValidationError | ExecutionFailed
+/** Conflict: an approval answered already or expired (issue #32). */
+type CallError = NotFound | ValidationError | ExecutionFailed | Conflict
 
 /** A call asking for structured output described by an Effect Schema. */
 export type CallRequestWith<A> = Generation.CallRequest & { readonly output: OutputSchema<A> }
@@ -100,7 +102,11 @@ const DelegateInput = Schema.Struct({
 
 const delegateParameters = JSONSchema.make(DelegateInput) as unknown as Record<string, unknown>
 
-export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, RegisteredAgents | ServerConfig | DefaultModel | MemoryStore> =
+export const AgentRegistryLive: Layer.Layer<
+  AgentRegistry,
+  DuplicateDefinition,
+  RegisteredAgents | ServerConfig | DefaultModel | MemoryStore | ApprovalStore
+> =
   Layer.effect(
     AgentRegistry,
     Effect.gen(function*() {
@@ -110,6 +116,7 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
       const byId = new Map(registered.map((agent) => [agent.id, agent]))
       const defaultModel = yield* DefaultModel
       const memory = yield* MemoryStore
+      const approvalStore = yield* ApprovalStore
       const runtime = yield* Effect.runtime<never>()
       // The AI SDK (with the zod schemas it builds at import) is a large share of start-up time that
       // a process serving no agent call never needs: it is loaded by the first call.
@@ -138,7 +145,7 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
         { output, ...request }: Generation.CallRequest & { readonly output?: Schema.Schema.AnyNoContext }
       ): Effect.Effect<unknown, CallError | AgentOutputInvalid> {
         return Effect.flatMap(findRegistered(agent), (found) =>
-          Effect.flatMap(generation, (g) => {
+          Effect.flatMap(generation, (g): Effect.Effect<unknown, CallError | AgentOutputInvalid> => {
             if (output === undefined) return g.text(env, found, request)
             const prepared = prepareOutput(output)
             return Effect.flatMap(g.object(env, found, { ...request, schema: prepared.jsonSchema }), (value) => prepared.decode(found.id, value))
@@ -176,6 +183,11 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
         runtime,
         recordContent: config.recordContent,
         providerOptionsAllow: new Set(config.providerOptionsAllow),
+        approvals: {
+          store: approvalStore,
+          ttlMs: config.approvals?.ttlMs ?? 24 * 3600 * 1000,
+          secret: config.approvals?.secret === undefined ? undefined : Redacted.value(config.approvals.secret)
+        },
         extraTools: (agent, call) => (agent.subAgents?.length ? [delegateTool(agent, call)] : [])
       }
 

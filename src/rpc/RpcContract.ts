@@ -1,9 +1,10 @@
 import { Rpc, RpcGroup, RpcMiddleware } from "@effect/rpc"
 import { Schema } from "effect"
-import { AgentInput, GenerationOptions, Usage } from "../agents/AgentsSchemas.js"
+import { AgentInput, GenerationOptions, PendingApproval, Usage } from "../agents/AgentsSchemas.js"
 import { CurrentCaller } from "../auth/Authentication.js"
 import {
   BadRequest,
+  Conflict,
   ExecutionFailed,
   Forbidden,
   NotFound,
@@ -27,6 +28,7 @@ export const AgentStreamEvent = Schema.Union(
   Schema.Struct({ type: Schema.Literal("reasoning-delta"), delta: Schema.String }),
   Schema.Struct({ type: Schema.Literal("tool-call"), toolCallId: Schema.String, toolName: Schema.String, args: Schema.Unknown }),
   Schema.Struct({ type: Schema.Literal("tool-result"), toolCallId: Schema.String, toolName: Schema.String, result: Schema.Unknown }),
+  Schema.Struct({ type: Schema.Literal("tool-approval-request"), ...PendingApproval.fields }),
   Schema.Struct({ type: Schema.Literal("finish"), finishReason: Schema.String, usage: Usage }),
   Schema.Struct({ type: Schema.Literal("error"), error: Schema.String })
 ).annotations({ identifier: "AgentStreamEvent" })
@@ -96,7 +98,7 @@ export class ServiceRpcs extends RpcGroup.make(
   Rpc.make("AgentStream", {
     payload: checkedPayload("AgentStream", { agentId: Schema.String, input: AgentInput, options: Schema.optional(GenerationOptions) }),
     success: AgentStreamEvent,
-    error: Schema.Union(NotFound, ValidationError, ExecutionFailed, Forbidden),
+    error: Schema.Union(NotFound, ValidationError, ExecutionFailed, Forbidden, Conflict),
     stream: true
   }),
   /** Twin of `POST /workflows/:id/stream`: starts an execution and follows it until it settles or suspends. */

@@ -3,12 +3,14 @@ import { Effect } from "effect"
 import { type AgentDefinition } from "../Agent.js"
 import type { TextResult } from "../AgentsSchemas.js"
 import { validatedJsonSchema } from "./aiTools.js"
-import { collectTools, toUsage } from "./results.js"
+import { toUsage } from "./results.js"
 import { agentSpanAttributes } from "./callSpan.js"
 import { checkOutputSchema, outputFor } from "./outputSchema.js"
-import { toolOutcomes } from "./toolOutcomes.js"
 import { type CallRequest, callArguments, failed, type GenerationEnv, prepare } from "./call.js"
 import { tracked } from "./record.js"
+import { newApprovals, requestsOf, resume, withPrior } from "../approvals/continuation.js"
+import { partOf } from "../approvals/parts.js"
+import { approvalRequested } from "../approvals/telemetry.js"
 
 export type { StreamEvent } from "./eventStream.js"
 export type { ClientConversation } from "./messages.js"
@@ -16,27 +18,45 @@ export type { CallRequest, GenerationEnv } from "./call.js"
 export { chat, type ObjectEvent, stream, streamObject } from "./streaming.js"
 
 export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false })(
-  function*(env: GenerationEnv, agent: AgentDefinition, request: CallRequest) {
-    yield* Effect.annotateCurrentSpan(agentSpanAttributes(agent, request))
+  function*(env: GenerationEnv, agent: AgentDefinition, given: CallRequest) {
+    yield* Effect.annotateCurrentSpan(agentSpanAttributes(agent, given))
+    const { request, resumed } = given.options?.approvals === undefined ? { request: given, resumed: undefined } : yield* resume(env, agent, given)
     const output = yield* outputFor(request.options)
-    const prepared = yield* prepare(env, agent, request, true)
+    const prepared = yield* prepare(env, agent, request, true, resumed)
     const { result } = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
       try: async (abortSignal) => {
         const result = await generateText({ ...callArguments(prepared), abortSignal, ...(output ? { output } : {}) })
-        const usage = toUsage(result.usage)
-        const tools = collectTools(result.steps)
+        const part = partOf(result.steps, resumed === undefined ? [] : result.responseMessages)
+        const whole = resumed === undefined ? part : withPrior(resumed.prior, part)
         const data: TextResult = {
           text: result.text,
-          usage,
+          usage: whole.usage,
           finishReason: result.finishReason,
-          ...tools,
+          toolCalls: whole.toolCalls,
+          toolResults: whole.toolResults,
           ...(output ? { experimental_output: result.output } : {})
         }
-        const outcome = { output: result.text, usage, toolCalls: tools.toolCalls, toolResults: toolOutcomes(result.steps) }
+        const requests = prepared.toolApproval === undefined ? [] : requestsOf(result.steps)
+        if (requests.length > 0) {
+          const { pending, rows } = newApprovals({
+            env,
+            agent,
+            request,
+            callId: prepared.callId,
+            startedAt: resumed?.startedAt ?? new Date().toISOString(),
+            messages: [...prepared.messages, ...result.responseMessages],
+            newMessages: prepared.newMessages,
+            requests,
+            prior: whole
+          })
+          return { result: { ...data, pendingApprovals: pending }, outcome: { status: "pending" as const, approvals: rows } }
+        }
+        const outcome = { output: result.text, usage: whole.usage, toolCalls: whole.toolCalls, toolResults: whole.outcomes }
         return { result: data, outcome: { status: "completed" as const, ...outcome } }
       },
       catch: failed(agent)
     }))
+    if (result.pendingApprovals !== undefined) yield* approvalRequested(result.pendingApprovals)
     return result
   }
 )

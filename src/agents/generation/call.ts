@@ -1,7 +1,7 @@
 /** A call prepared from its request: the agent's parts resolved, the messages and tools it runs with. */
 import type { LanguageModelV4 } from "@ai-sdk/provider"
 import { InvalidPromptError } from "@ai-sdk/provider"
-import { isStepCount, type ModelMessage, type ToolSet } from "ai"
+import { isStepCount, type ModelMessage, type ToolApprovalConfiguration, type ToolSet } from "ai"
 import { Effect, Option, Runtime, Tracer } from "effect"
 import { ExecutionFailed, messageOf, ValidationError } from "../../core/errors.js"
 import type { Tool } from "../../tools/Tool.js"
@@ -13,9 +13,13 @@ import { type ClientConversation, toModelMessages, userMessageToRemember } from 
 import { tracedModel } from "./tracedModel.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
 import { checkClaimedToolResults, refusedProviderOptions, withoutCallerSystemMessages, withoutProviderOptions } from "./callerInput.js"
+import type { ApprovalStore } from "../approvals/ApprovalStore.js"
+import { toolApprovalFor } from "../approvals/gate.js"
+import { callerApprovalParts, type Resumed } from "../approvals/continuation.js"
 
 export interface CallRequest {
-  readonly input: AgentInput
+  /** Absent only when answering pending approvals (`options.approvals`). */
+  readonly input?: AgentInput | undefined
   readonly options?: GenerationOptions | undefined
   readonly user?: unknown
   /** Under authentication: whose conversation and history entry this call is (then `options.userId` is theirs). */
@@ -35,6 +39,12 @@ export interface GenerationEnv {
   readonly extraTools: (agent: AgentDefinition, call: AgentCallContext) => ReadonlyArray<Tool>
   /** The caller's provider options that may reach the provider, as `provider.key` (none when absent). */
   readonly providerOptionsAllow?: ReadonlySet<string>
+  /** Tool approval (issue #32): where requests are kept, how long they wait, the SDK's signing secret. */
+  readonly approvals?: {
+    readonly store: ApprovalStore["Type"]
+    readonly ttlMs: number
+    readonly secret?: string | undefined
+  }
 }
 
 export interface PreparedCall {
@@ -51,6 +61,11 @@ export interface PreparedCall {
   readonly remember: boolean
   /** The agent call's span: parent of what runs later from the SDK's own promises. */
   readonly parent: Option.Option<Tracer.AnySpan>
+  /** The SDK's `toolApproval`, when a tool may need approval. */
+  readonly toolApproval?: ToolApprovalConfiguration<ToolSet, any> | undefined
+  readonly approvalSecret?: string | undefined
+  /** A call continued after its approvals were answered. */
+  readonly resumed?: Resumed | undefined
 }
 
 export const failed = (agent: AgentDefinition, field = "input") => (error: unknown) =>
@@ -58,9 +73,17 @@ export const failed = (agent: AgentDefinition, field = "input") => (error: unkno
     ? new ValidationError({ message: `Input validation failed: ${field}: ${error.message}` })
     : new ExecutionFailed({ message: `Agent ${agent.id} failed: ${messageOf(error)}` })
 
-export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest, withTools: boolean) =>
+export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest, withTools: boolean, resumed?: Resumed) =>
   Effect.gen(function*() {
     const options = request.options ?? {}
+    if (resumed === undefined && options.approvals !== undefined) {
+      return yield* ValidationError.fromIssues([{
+        path: ["options", "approvals"],
+        message: "answers pending approvals on POST /agents/:id/text or /stream, without input"
+      }])
+    }
+    const input = request.input
+    if (input === undefined && resumed === undefined) return yield* ValidationError.fromIssues([{ path: ["input"], message: "is missing" }])
     const call: AgentCallContext = {
       context: options.context ?? {},
       user: request.user ?? null,
@@ -76,39 +99,50 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
     const { instructions: agentInstructions, model: agentModel } = agent
     // The common case (fixed instructions and model, a text input) needs no promise, so no async hop.
     const [instructions, model, given] = typeof agentInstructions === "string" && typeof agentModel !== "function" &&
-        typeof request.input === "string"
-      ? [agentInstructions, agentModel ?? env.defaultModel, [{ role: "user", content: request.input } satisfies ModelMessage]]
+        (typeof input === "string" || resumed !== undefined)
+      ? [agentInstructions, agentModel ?? env.defaultModel, [{ role: "user", content: typeof input === "string" ? input : "" } satisfies ModelMessage]]
       : yield* Effect.all([
         resolveDynamic(agentInstructions, call),
         agentModel === undefined ? Effect.succeed(env.defaultModel) : resolveDynamic(agentModel, call),
-        Effect.tryPromise({ try: () => toModelMessages(request.input), catch: (error) => error })
+        resumed !== undefined ? Effect.succeed([]) : Effect.tryPromise({ try: () => toModelMessages(input!), catch: (error) => error })
       ]).pipe(Effect.mapError(failed(agent, field)))
-    const newMessages = typeof request.input === "string"
+    const newMessages = resumed !== undefined
+      ? resumed.newMessages
+      : typeof input === "string"
       ? given
       : withoutProviderOptions(yield* withoutCallerSystemMessages(given, field), allow)
-    yield* checkClaimedToolResults(env.memory, agent.id, call.conversationId, request.owner, newMessages, field)
+    if (resumed === undefined && typeof input !== "string") {
+      if (request.clientConversation === undefined && callerApprovalParts(newMessages)) {
+        return yield* ValidationError.fromIssues([{ path: [field], message: "must not carry tool approvals: answer them with options.approvals" }])
+      }
+      yield* checkClaimedToolResults(env.memory, agent.id, call.conversationId, request.owner, newMessages, field)
+    }
     const parent = yield* Effect.option(Effect.currentSpan)
     const remember = agent.memory === true && call.conversationId !== undefined
     const client = request.clientConversation
-    const past = remember && contextLimit > 0 && client === undefined
+    const past = remember && contextLimit > 0 && client === undefined && resumed === undefined
       ? yield* env.memory.load(agent.id, call.conversationId!, contextLimit, request.owner)
       : []
     const active = agent.activeTools?.(call)
     const tools = withTools
       ? [...(agent.tools ?? []), ...env.extraTools(agent, call)].filter((t) => active === undefined || active.includes(t.name))
       : []
+    const caller = { context: call.context, user: call.user }
+    const toolApproval = tools.length === 0 ? undefined : toolApprovalFor(tools, caller, env.runtime)
     return {
-      callId: crypto.randomUUID(),
+      callId: resumed?.callId ?? crypto.randomUUID(),
       model: tracedModel(model, agent.id, parent, env.runtime, env.recordContent),
       instructions,
-      messages: [...past, ...newMessages],
+      messages: resumed !== undefined ? resumed.messages : [...past, ...newMessages],
       newMessages: client === undefined ? newMessages : userMessageToRemember(client),
-      tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime, parent),
+      tools: toAiTools(tools, caller, env.runtime, parent, resumed?.approved),
       settings,
       maxSteps,
       call,
       remember,
-      parent
+      parent,
+      ...(toolApproval === undefined ? {} : { toolApproval, approvalSecret: env.approvals?.secret }),
+      ...(resumed === undefined ? {} : { resumed })
     } satisfies PreparedCall
   })
 
@@ -118,6 +152,10 @@ export const callArguments = (prepared: PreparedCall) => ({
   messages: prepared.messages,
   tools: prepared.tools,
   stopWhen: isStepCount(prepared.maxSteps),
-  ...prepared.settings
+  ...prepared.settings,
+  ...(prepared.toolApproval === undefined ? {} : { toolApproval: prepared.toolApproval, ...approvalSecret(prepared) })
 })
+
+const approvalSecret = (prepared: PreparedCall) =>
+  prepared.approvalSecret === undefined ? {} : { experimental_toolApprovalSecret: prepared.approvalSecret }
 
