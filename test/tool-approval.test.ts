@@ -3,7 +3,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { Effect } from "effect"
 import { approvalApp, refunds } from "./support/approvalApp.js"
-import { AgentTestServerLive } from "./support/fakeProvider.js"
+import { AgentTestServerLive, postSse } from "./support/fakeProvider.js"
 import { fetchJson, json, TestServer } from "./support/TestServer.js"
 
 // Issue #32 item 1 (settled 4): a tool that needs approval never runs from a direct entry point.
@@ -121,5 +121,37 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
       })
       expect(forged.status).toBe(400)
       expect(refunds).not.toContain(99)
+    }))
+})
+
+layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool approval over /stream", (it) => {
+  it.effect("a tool-approval-request frame comes before finish; the answer on /stream continues the call (or on /text)", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const before = refunds.length
+      const first = yield* postSse(`${url}/agents/cashier/stream`, { input: "refund 15", options: { conversationId: "c-stream" } })
+      expect(first.status).toBe(200)
+      const types = first.events.map((event) => event.data.type)
+      expect(types.slice(-2)).toEqual(["tool-approval-request", "finish"])
+      const request = first.events.at(-2)!.data
+      expect(request).toMatchObject({ toolName: "refund", input: { amount: 15 }, approvalId: expect.any(String), expiresAt: expect.any(String) })
+      expect(first.events.at(-1)!.data).toMatchObject({ finishReason: "tool-calls" })
+      expect(refunds.length).toBe(before)
+
+      const answer = yield* postSse(`${url}/agents/cashier/stream`, { options: { approvals: [{ approvalId: request.approvalId, approved: true }] } })
+      expect(answer.status).toBe(200)
+      const said = answer.events.filter((event) => event.data.type === "text-delta").map((event) => event.data.delta).join("")
+      expect(said).toContain("refunded")
+      expect(answer.events.at(-1)!.data).toMatchObject({ type: "finish", finishReason: "stop" })
+      expect(refunds.slice(before)).toEqual([15])
+      const history = yield* fetchJson(`${url}/agents/cashier/history?conversationId=c-stream`)
+      expect(history.body.data.entries).toMatchObject([{ input: "refund 15", status: "completed" }])
+
+      // A request made on /stream may be answered on /text.
+      const second = yield* postSse(`${url}/agents/cashier/stream`, { input: "refund 16" })
+      const approvalId = second.events.find((event) => event.data.type === "tool-approval-request")!.data.approvalId
+      const onText = yield* text(url, { options: { approvals: [{ approvalId, approved: true }] } })
+      expect(onText.body.data.text).toContain("refunded")
+      expect(refunds.slice(before)).toEqual([15, 16])
     }))
 })

@@ -12,6 +12,8 @@ import { checkOutputSchema, outputFor } from "./outputSchema.js"
 import { toolOutcomes } from "./toolOutcomes.js"
 import { type CallRequest, callArguments, failed, type GenerationEnv, type PreparedCall, prepare } from "./call.js"
 import { recorder } from "./record.js"
+import { resume } from "../approvals/continuation.js"
+import { streamApprovals } from "../approvals/streamed.js"
 
 type StreamTextResult = ReturnType<typeof streamText>
 
@@ -66,10 +68,11 @@ const streamed = <A, E>(
  * The events of a streamed call as a web stream, produced as the model answers: the model call starts
  * here and is aborted when the reader cancels; a completed call is committed before its `finish` event.
  */
-export const stream = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest) =>
-  inCallSpan("AgentRegistry.stream", agent, request, (span) => Effect.gen(function*() {
+export const stream = (env: GenerationEnv, agent: AgentDefinition, given: CallRequest) =>
+  inCallSpan("AgentRegistry.stream", agent, given, (span) => Effect.gen(function*() {
+    const { request, resumed } = given.options?.approvals === undefined ? { request: given, resumed: undefined } : yield* resume(env, agent, given)
     const output = yield* outputFor(request.options)
-    const prepared = yield* prepare(env, agent, request, true)
+    const prepared = yield* prepare(env, agent, request, true, resumed)
     const controller = new AbortController()
     const record = recorder(env, agent, request, prepared, span)
     const result = streamText({
@@ -79,7 +82,10 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, request: Call
       // Errors reach the reader as an error event (and the history as an error); the SDK would also print them.
       onError: () => undefined
     })
-    const events = eventStream(fullStreamAlone(result), record, () => controller.abort())
+    const approvals = prepared.toolApproval === undefined && resumed === undefined
+      ? undefined
+      : streamApprovals(env, agent, request, prepared, result.responseMessages, span)
+    const events = eventStream(fullStreamAlone(result), record, () => controller.abort(), approvals)
     // The SDK starts the model call from its own promises: they run before the response is built, so
     // the provider works on the request meanwhile (a cancelled stream aborts the call and is recorded).
     yield* afterPendingPromises.pipe(Effect.onInterrupt(() => Effect.promise(() => events.cancel())))
