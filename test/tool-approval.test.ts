@@ -1,10 +1,12 @@
 import { expect, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Effect } from "effect"
+import { Effect, Layer, Redacted } from "effect"
+import { SignJWT } from "jose"
+import type { ServerConfigShape } from "../src/config/ServerConfig.js"
 import { approvalApp, refunds } from "./support/approvalApp.js"
-import { AgentTestServerLive, postSse } from "./support/fakeProvider.js"
-import { fetchJson, json, TestServer } from "./support/TestServer.js"
+import { AgentTestServerLive, FakeProvider, FakeProviderLive, fakeModelSettings, postSse } from "./support/fakeProvider.js"
+import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 // Issue #32 item 1 (settled 4): a tool that needs approval never runs from a direct entry point.
 layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool approval: direct execution", (it) => {
@@ -153,5 +155,51 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
       const onText = yield* text(url, { options: { approvals: [{ approvalId, approved: true }] } })
       expect(onText.body.data.text).toContain("refunded")
       expect(refunds.slice(before)).toEqual([15, 16])
+    }))
+})
+
+const ServerWith = (config: Partial<ServerConfigShape>) =>
+  Layer.unwrapEffect(Effect.map(FakeProvider, (fake) =>
+    TestServerLive({ app: approvalApp, config: { model: fakeModelSettings(fake), ...config } }))).pipe(Layer.provideMerge(FakeProviderLive))
+
+const SECRET = "a-long-shared-secret-for-approval-tests"
+const token = (sub: string) =>
+  new SignJWT({ sub }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(new TextEncoder().encode(SECRET))
+const asUser = (jwt: string, body: unknown): RequestInit => ({ ...json(body), headers: { "content-type": "application/json", authorization: `Bearer ${jwt}` } })
+
+layer(
+  ServerWith({ auth: { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [] } } }),
+  { excludeTestServices: true }
+)("tool approval under JWT", (it) => {
+  it.effect("an approval is its owner's: another user's answer is 404 and leaves it pending for the owner", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const [ada, bob] = yield* Effect.promise(() => Promise.all([token("ada"), token("bob")]))
+      const before = refunds.length
+      const first = yield* fetchJson(`${url}/agents/cashier/text`, asUser(ada, { input: "refund 21" }))
+      const [pending] = first.body.data.pendingApprovals
+      const answer = { options: { approvals: [{ approvalId: pending.approvalId, approved: true }] } }
+      expect(yield* fetchJson(`${url}/agents/cashier/text`, asUser(bob, answer))).toMatchObject({
+        status: 404,
+        body: { success: false, error: `Approval ${pending.approvalId} not found` }
+      })
+      expect(refunds.length).toBe(before)
+      const own = yield* fetchJson(`${url}/agents/cashier/text`, asUser(ada, answer))
+      expect(own.status).toBe(200)
+      expect(refunds.slice(before)).toEqual([21])
+    }))
+})
+
+layer(ServerWith({ approvals: { ttlMs: 1 } }), { excludeTestServices: true })("tool approval expiry", (it) => {
+  it.effect("an answer after expiresAt is 409 naming the expiry; the tool never runs", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const before = refunds.length
+      const first = yield* text(url, { input: "refund 30" })
+      const [pending] = first.body.data.pendingApprovals
+      while (Date.now() <= Date.parse(pending.expiresAt)) yield* Effect.sleep("1 millis")
+      const late = yield* text(url, { options: { approvals: [{ approvalId: pending.approvalId, approved: true }] } })
+      expect(late).toMatchObject({ status: 409, body: { success: false, error: `Approval ${pending.approvalId} expired at ${pending.expiresAt}` } })
+      expect(refunds.length).toBe(before)
     }))
 })
