@@ -10,13 +10,13 @@ import {
   AgentCard,
   AgentDetails,
   AgentSummary,
-  CallPayload,
   ConversationDeleted,
   HistoryPage,
   ObjectRequest,
   TextResult
 } from "./AgentsSchemas.js"
 import { ChatPayload } from "./ChatSchemas.js"
+import { CallPayload } from "./approvals/callPayload.js"
 
 const IdPath = Schema.Struct({ id: Schema.String })
 
@@ -27,7 +27,7 @@ const call = <const Name extends string, const Path extends HttpApiEndpoint.Path
 
 // Bodies any agent answers, pre-filled by the explorer (the agent ids come from the app: openApiExamples.ts).
 const firstClick = { input: "Hello! What can you do?" }
-const TextRequest = CallPayload.annotations({ examples: [firstClick] })
+const TextRequest = CallPayload
 const ChatRequest = ChatPayload.annotations({ examples: [firstClick] })
 const ObjectRequestExample = ObjectRequest.annotations({
   examples: [{

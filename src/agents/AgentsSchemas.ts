@@ -77,11 +77,13 @@ export const GenerateRequest = Schema.Struct({
   options: Schema.optional(GenerationOptions)
 })
 
-/** /text and /stream: `input`, or (answering a call's pending approvals) `options.approvals` alone. */
-export const CallPayload = Schema.Struct({
-  input: Schema.optional(AgentInput),
-  options: Schema.optional(GenerationOptions)
-})
+/** A follow-up call: no `input`, the answers to a call's pending approvals (issue #32). */
+export const ApprovalsRequest = Schema.Struct({
+  options: Schema.Struct({
+    ...GenerationOptions.fields,
+    approvals: Schema.Array(ApprovalAnswer).pipe(Schema.minItems(1), Schema.maxItems(100))
+  })
+}).annotations({ identifier: "ApprovalsRequest", description: "answers every pending approval of a call, which then continues" })
 
 export const ObjectRequest = Schema.Struct({
   input: AgentInput,
