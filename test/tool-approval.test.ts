@@ -22,7 +22,7 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
       expect(refunds.slice(before)).toEqual([5])
     }))
 
-  it.scoped("MCP tools/call of a tool that needs approval is an error result naming it; the tool does not run", () =>
+  it.scoped("MCP tools/call of a tool that needs approval is an error result; agent_<id> returns pending approvals and takes their answers", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
       const before = refunds.length
@@ -37,6 +37,25 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
       const result = yield* Effect.promise(() => client.callTool({ name: "refund", arguments: { amount: 50 } }))
       expect(result).toMatchObject({ isError: true, content: [{ type: "text", text: "Tool refund needs approval" }] })
       expect(refunds.length).toBe(before)
+
+      // agent_<id> returns the pending approvals as /text does, and is called again with the answers.
+      const asked = yield* Effect.promise(() => client.callTool({ name: "agent_cashier", arguments: { input: "refund 51" } }))
+      expect(asked).toMatchObject({
+        content: [{ type: "text", text: expect.stringContaining("Waiting for approval: refund {\"amount\":51}") }],
+        structuredContent: { finishReason: "tool-calls", pendingApprovals: [{ toolName: "refund", input: { amount: 51 } }] }
+      })
+      expect(refunds.length).toBe(before)
+      const { approvalId } = (asked.structuredContent as { pendingApprovals: Array<{ approvalId: string }> }).pendingApprovals[0]
+      const answered = yield* Effect.promise(() =>
+        client.callTool({ name: "agent_cashier", arguments: { approvals: [{ approvalId, approved: true }] } })
+      )
+      expect(answered).toMatchObject({ content: [{ type: "text", text: expect.stringContaining("refunded") }] })
+      expect(refunds.slice(before)).toEqual([51])
+      const twice = yield* Effect.promise(() =>
+        client.callTool({ name: "agent_cashier", arguments: { approvals: [{ approvalId, approved: true }] } })
+      )
+      expect(twice).toMatchObject({ isError: true, content: [{ type: "text", text: `Approval ${approvalId} was answered already` }] })
+      expect(refunds.slice(before)).toEqual([51])
     }))
 })
 
