@@ -1,9 +1,13 @@
 import { expect, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { Effect, Layer, Redacted } from "effect"
+import { NodeSocket } from "@effect/platform-node"
+import { RpcClient, RpcSerialization } from "@effect/rpc"
+import { Chunk, Effect, Layer, Redacted, Stream } from "effect"
 import { SignJWT } from "jose"
 import type { ServerConfigShape } from "../src/config/ServerConfig.js"
+import * as Errors from "../src/core/errors.js"
+import { RPC_PATH, ServiceRpcs } from "../src/rpc/RpcContract.js"
 import { approvalApp, refunds } from "./support/approvalApp.js"
 import { AgentTestServerLive, FakeProvider, FakeProviderLive, fakeModelSettings, postSse } from "./support/fakeProvider.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
@@ -220,5 +224,41 @@ layer(ServerWith({ approvals: { ttlMs: 1 } }), { excludeTestServices: true })("t
       const late = yield* text(url, { options: { approvals: [{ approvalId: pending.approvalId, approved: true }] } })
       expect(late).toMatchObject({ status: 409, body: { success: false, error: `Approval ${pending.approvalId} expired at ${pending.expiresAt}` } })
       expect(refunds.length).toBe(before)
+    }))
+})
+
+const rpcClientAt = (url: string) =>
+  Effect.gen(function*() {
+    const protocol = yield* Layer.build(RpcClient.layerProtocolSocket({ retryTransientErrors: false }).pipe(
+      Layer.provide(NodeSocket.layerWebSocket(`${url.replace(/^http/, "ws")}${RPC_PATH}`)),
+      Layer.provide(RpcSerialization.layerJson)
+    ))
+    return yield* Effect.provide(RpcClient.make(ServiceRpcs), protocol)
+  })
+
+layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool approval over RPC", (it) => {
+  it.scoped("AgentStream sends the tool-approval-request event before finish, and continues on options.approvals", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const client = yield* rpcClientAt(url)
+      const before = refunds.length
+      const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(Stream.runCollect(stream), Chunk.toReadonlyArray)
+      const first = yield* collect(client.AgentStream({ agentId: "cashier", input: "refund 61" }))
+      expect(first.slice(-2).map((event) => event.type)).toEqual(["tool-approval-request", "finish"])
+      const request = first.at(-2)!
+      if (request.type !== "tool-approval-request") throw new Error("no approval request")
+      expect(request).toMatchObject({ toolName: "refund", input: { amount: 61 } })
+      expect(refunds.length).toBe(before)
+      const answered = yield* collect(client.AgentStream({
+        agentId: "cashier",
+        options: { approvals: [{ approvalId: request.approvalId, approved: true }] }
+      }))
+      expect(answered.flatMap((event) => event.type === "text-delta" ? [event.delta] : []).join("")).toContain("refunded")
+      expect(refunds.slice(before)).toEqual([61])
+      const twice = yield* Effect.flip(collect(client.AgentStream({
+        agentId: "cashier",
+        options: { approvals: [{ approvalId: request.approvalId, approved: true }] }
+      })))
+      expect(twice).toBeInstanceOf(Errors.Conflict)
     }))
 })

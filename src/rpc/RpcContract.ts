@@ -96,7 +96,12 @@ export class RpcStreamLimit extends RpcMiddleware.Tag<RpcStreamLimit>()("RpcStre
 export class ServiceRpcs extends RpcGroup.make(
   /** Twin of `POST /agents/:id/stream`. Interrupting the stream aborts the model call. */
   Rpc.make("AgentStream", {
-    payload: checkedPayload("AgentStream", { agentId: Schema.String, input: AgentInput, options: Schema.optional(GenerationOptions) }),
+    payload: checkedPayload("AgentStream", {
+      agentId: Schema.String,
+      /** Left out only to answer a call's pending approvals (`options.approvals`). */
+      input: Schema.optional(AgentInput),
+      options: Schema.optional(GenerationOptions)
+    }),
     success: AgentStreamEvent,
     error: Schema.Union(NotFound, ValidationError, ExecutionFailed, Forbidden, Conflict),
     stream: true
