@@ -92,6 +92,13 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
       expect(after.body.data.entries).toHaveLength(1)
       expect(after.body.data.entries[0]).toMatchObject({ input: "Please refund 12", status: "completed", toolCalls: [{ toolName: "refund" }] })
 
+      // Memory holds the turn once: the next call in the conversation sends the model the question and its answer once.
+      const fake = yield* FakeProvider
+      yield* text(url, { input: "thanks", options: { conversationId: "c-approve" } })
+      const sent = fake.requests.at(-1)!.messages.map((message) => `${message.role}:${typeof message.content === "string" ? message.content : ""}`)
+      expect(sent.filter((line) => line === "user:Please refund 12")).toHaveLength(1)
+      expect(sent.filter((line) => line.startsWith("assistant:") && line.includes("refunded"))).toHaveLength(1)
+
       const again = yield* text(url, { options: { approvals: [{ approvalId: pending.approvalId, approved: true }] } })
       expect(again).toMatchObject({ status: 409, body: { success: false, error: `Approval ${pending.approvalId} was answered already` } })
       expect(refunds.slice(before)).toEqual([12])
@@ -262,3 +269,20 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
       expect(twice).toBeInstanceOf(Errors.Conflict)
     }))
 })
+
+layer(ServerWith({ approvals: { ttlMs: 3_600_000, secret: Redacted.make("an-approval-signing-secret") } }), { excludeTestServices: true })(
+  "tool approval with APPROVAL_SECRET",
+  (it) => {
+    it.effect("requests are signed by the SDK and the stored ones verify on the answer", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const before = refunds.length
+        const first = yield* text(url, { input: "refund 70" })
+        const [pending] = first.body.data.pendingApprovals
+        const answer = yield* text(url, { options: { approvals: [{ approvalId: pending.approvalId, approved: true }] } })
+        expect(answer.status).toBe(200)
+        expect(answer.body.data.text).toContain("refunded")
+        expect(refunds.slice(before)).toEqual([70])
+      }))
+  }
+)

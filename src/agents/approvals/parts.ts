@@ -1,4 +1,4 @@
-import type { ModelMessage, StepResult, ToolSet } from "ai"
+import type { LanguageModelUsage, ModelMessage, StepResult, ToolSet } from "ai"
 import type { TextResult } from "../AgentsSchemas.js"
 import { collectTools, toUsage } from "../generation/results.js"
 import { claimedToolResults, toolOutcomes } from "../generation/toolOutcomes.js"
@@ -19,10 +19,18 @@ const resultValue = (output: unknown): unknown =>
     ? output.value
     : output
 
-/** What this part of a call did: its steps' usage, tool calls and results (a continuation's leading results first). */
-export const partOf = (steps: ReadonlyArray<StepResult<ToolSet>>, response: ReadonlyArray<ModelMessage>): Prior => {
-  const leading = leadingToolMessages(response)
+/**
+ * What this part of a call did: its usage (the SDK's total over its steps), its steps' tool calls and
+ * results, and, for a continuation (`response` given), the tool results it started with first.
+ */
+export const partOf = (
+  steps: ReadonlyArray<StepResult<ToolSet>>,
+  usage: LanguageModelUsage,
+  response?: ReadonlyArray<ModelMessage>
+): Prior => {
   const tools = collectTools(steps)
+  if (response === undefined) return { usage: toUsage(usage), ...tools, outcomes: toolOutcomes(steps) }
+  const leading = leadingToolMessages(response)
   const started: TextResult["toolResults"] = leading.flatMap((message) =>
     typeof message.content === "string"
       ? []
@@ -31,23 +39,9 @@ export const partOf = (steps: ReadonlyArray<StepResult<ToolSet>>, response: Read
       )
   )
   return {
-    usage: toUsage(steps.reduce<Parameters<typeof toUsage>[0]>((sum, step) => addSdkUsage(sum, step.usage), undefined)),
+    usage: toUsage(usage),
     toolCalls: tools.toolCalls,
     toolResults: [...started, ...tools.toolResults],
     outcomes: [...claimedToolResults(leading), ...toolOutcomes(steps)]
   }
 }
-
-type SdkUsage = NonNullable<Parameters<typeof toUsage>[0]>
-
-const plus = (a: number | undefined, b: number | undefined) => (a === undefined && b === undefined ? undefined : (a ?? 0) + (b ?? 0))
-
-const addSdkUsage = (sum: SdkUsage | undefined, usage: SdkUsage): SdkUsage =>
-  sum === undefined
-    ? usage
-    : {
-      ...usage,
-      inputTokens: plus(sum.inputTokens, usage.inputTokens),
-      outputTokens: plus(sum.outputTokens, usage.outputTokens),
-      totalTokens: plus(sum.totalTokens, usage.totalTokens)
-    }

@@ -25,8 +25,9 @@ export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false }
     const prepared = yield* prepare(env, agent, request, true, resumed)
     const { result } = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
       try: async (abortSignal) => {
+        const startedAt = resumed?.startedAt ?? (prepared.toolApproval === undefined ? "" : new Date().toISOString())
         const result = await generateText({ ...callArguments(prepared), abortSignal, ...(output ? { output } : {}) })
-        const part = partOf(result.steps, resumed === undefined ? [] : result.responseMessages)
+        const part = partOf(result.steps, result.usage, resumed === undefined ? undefined : result.responseMessages)
         const whole = resumed === undefined ? part : withPrior(resumed.prior, part)
         const data: TextResult = {
           text: result.text,
@@ -36,14 +37,14 @@ export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false }
           toolResults: whole.toolResults,
           ...(output ? { experimental_output: result.output } : {})
         }
-        const requests = prepared.toolApproval === undefined ? [] : requestsOf(result.steps)
-        if (requests.length > 0) {
+        const requests = prepared.toolApproval === undefined ? undefined : requestsOf(result.steps)
+        if (requests !== undefined && requests.length > 0) {
           const { pending, rows } = newApprovals({
             env,
             agent,
             request,
             callId: prepared.callId,
-            startedAt: resumed?.startedAt ?? new Date().toISOString(),
+            startedAt,
             messages: [...prepared.messages, ...result.responseMessages],
             newMessages: prepared.newMessages,
             requests,
