@@ -134,6 +134,10 @@ const decideAnswer = (request: ChatRequestRecord, slowMinWords: number): Answer 
   if (/weather/i.test(userText) && toolNames.has("get_weather")) {
     return { kind: "tool", name: "get_weather", args: { location: weatherLocation(userText) } }
   }
+  const refund = /refund\s+(\d+(?:\.\d+)?)/i.exec(userText)
+  if (refund !== null && toolNames.has("refund")) {
+    return { kind: "tool", name: "refund", args: { amount: Number(refund[1]) } }
+  }
   if (addition !== null && toolNames.has("add")) {
     return { kind: "tool", name: "add", args: { a: Number(addition[1]), b: Number(addition[2]) } }
   }

@@ -1,4 +1,5 @@
 import { Effect, Layer } from "effect"
+import { approvalMigrations } from "./agents/approvals/migration.js"
 import { addConversationOwnerIndexes, memoryMigrations } from "./agents/memory/migration.js"
 import { observabilityMigrations } from "./observability/migration.js"
 import { retentionMigrations } from "./retention/migration.js"
@@ -12,6 +13,7 @@ export const serviceMigrations: Readonly<Record<string, Migration>> = {
   ...workflowMigrations,
   ...observabilityMigrations,
   ...retentionMigrations,
+  ...approvalMigrations,
   // Released as one migration over two features' tables, so it stays one.
   "0013_record_owners": Effect.zipRight(addExecutionUsers, addConversationOwnerIndexes)
 }

@@ -2,6 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { AgentRegistry, agentToolEntries, AgentRegistryLive, RegisteredAgents } from "./agents/AgentRegistry.js"
 import { MemoryStoreLive } from "./agents/memory/MemoryStore.js"
 import { WorkingMemoryStoreLive } from "./agents/workingMemory/WorkingMemoryStore.js"
+import { ApprovalStoreLive } from "./agents/approvals/ApprovalStore.js"
 import { DefaultModelLive } from "./agents/models/DefaultModel.js"
 import type { ServiceApp } from "./App.js"
 import { bindApp } from "./app/bindApp.js"
@@ -64,6 +65,7 @@ const servicesFor = <R>(app: ServiceApp<R>, config: ServerConfigShape) =>
     Layer.provideMerge(Layer.mergeAll(
       MemoryStoreLive,
       WorkingMemoryStoreLive,
+      ApprovalStoreLive,
       ExecutionStoreLive,
       DueWorkLive,
       DefaultModelLive(config.model),

@@ -28,6 +28,8 @@ Environment (every variable, commented, in .env.example; load a file with node -
   AI_BASE_URL          the provider's URL (openai-compatible: required, e.g. http://localhost:11434/v1)
   AI_API_KEY           the provider's key (or OPENAI_API_KEY, ANTHROPIC_API_KEY)
   PROVIDER_OPTIONS_ALLOW  provider.key list callers may set in options.providerOptions (default none)
+  APPROVAL_TTL         seconds a tool approval request waits for its answer (default 86400)
+  APPROVAL_SECRET      signs tool approval requests (the AI SDK's experimental_toolApprovalSecret)
   JWT_SECRET           turns JWT authentication on: a shared secret or a PEM public key
   JWT_ALLOW_NO_EXP     true: accept tokens without exp (default false: 401)
   NODE_ENV             production: Swagger UI off unless configured, console routes need a key

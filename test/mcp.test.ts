@@ -94,8 +94,8 @@ layer(AgentTestServerLive(), { excludeTestServices: true })("MCP", (it) => {
       expect(byName.whoami.inputSchema).toMatchObject({ type: "object" })
       expect(byName.agent_assistant.inputSchema).toEqual({
         type: "object",
-        properties: { input: { type: "string" }, conversationId: { type: "string" } },
-        required: ["input"]
+        properties: { input: { type: "string" }, conversationId: { type: "string" }, approvals: expect.objectContaining({ type: "array" }) },
+        anyOf: [{ required: ["input"] }, { required: ["approvals"] }]
       })
     }))
 

@@ -23,7 +23,11 @@ type Spec = { paths: Record<string, Record<string, Operation>>; components: Reco
 const operations = (spec: Spec) =>
   Object.entries(spec.paths).flatMap(([path, item]) => Object.entries(item).map(([method, operation]) => ({ path, method, operation })))
 
-type Holder = { example?: unknown; examples?: Record<string, { value: unknown }>; schema?: { examples?: Array<unknown> } }
+type Holder = {
+  example?: unknown
+  examples?: Record<string, { value: unknown }>
+  schema?: { examples?: Array<unknown>; anyOf?: Array<{ examples?: Array<unknown> }> }
+}
 
 /** What Swagger UI pre-fills: `example`, else the first of `examples`, else the first of the schema's `examples`. */
 const prefilled = (holder: Holder | undefined) =>
@@ -33,6 +37,9 @@ const prefilled = (holder: Holder | undefined) =>
     ? { value: Object.values(holder.examples)[0]!.value }
     : Array.isArray(holder?.schema?.examples) && holder.schema.examples.length > 0
     ? { value: holder.schema.examples[0] }
+    // Swagger UI fills in a body of alternatives from the first one (POST /agents/:id/text: a call, or approvals answered).
+    : Array.isArray(holder?.schema?.anyOf?.[0]?.examples) && holder.schema.anyOf[0].examples.length > 0
+    ? { value: holder.schema.anyOf[0].examples[0] }
     : undefined
 
 const pathParameters = (operation: Operation) => (operation.parameters ?? []).filter((parameter) => parameter.in === "path")

@@ -36,6 +36,23 @@ describe("requirements flow to the layer", () => {
     expectTypeOf(promiseTool).toEqualTypeOf<Tool<never>>()
   })
 
+  it("a tool's needsApproval function joins its R; true requires nothing (issue #32)", () => {
+    const refund = defineTool({
+      name: "refund",
+      description: "d",
+      parameters: Schema.Struct({ amount: Schema.Number }),
+      execute: () => Effect.flatMap(Tickets, (tickets) => tickets.open),
+      needsApproval: ({ amount }) => Effect.map(Billing, () => amount > 10)
+    })
+    expectTypeOf(refund).toEqualTypeOf<Tool<Tickets | Billing>>()
+    const always = defineTool({ name: "always", description: "d", parameters: Schema.Struct({}), execute: () => 1, needsApproval: true })
+    expectTypeOf(always).toEqualTypeOf<Tool<never>>()
+    const promised = defineTool({ name: "p", description: "d", parameters: Schema.Struct({}), execute: () => 1, needsApproval: async () => true })
+    expectTypeOf(promised).toEqualTypeOf<Tool<never>>()
+    const agent = defineAgent({ id: "refunds", name: "R", purpose: "p", instructions: "hi", tools: [refund] })
+    expectTypeOf(agent).toEqualTypeOf<import("../src/agents/Agent.js").AgentDefinition<Tickets | Billing>>()
+  })
+
   it("an agent carries its tools', sub-agents' and dynamic parts' R", () => {
     const sub = defineAgent({ id: "sub", name: "S", purpose: "p", instructions: () => Effect.as(Audit, "be brief") })
     const agent = defineAgent({ id: "a", name: "A", purpose: "p", instructions: "hi", tools: [ticketsTool, plainTool], subAgents: [sub] })

@@ -1,5 +1,5 @@
-import { Context, Effect, JSONSchema, Layer, Option, Schema, type Stream } from "effect"
-import { type ExecutionFailed, type GuardrailBlocked, NotFound, type ValidationError } from "../core/errors.js"
+import { Context, Effect, JSONSchema, Layer, Option, Redacted, Schema, type Stream } from "effect"
+import { type Conflict, type ExecutionFailed, type GuardrailBlocked, NotFound, type ValidationError } from "../core/errors.js"
 import { getOrNotFound } from "../core/lookup.js"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { DuplicateDefinition } from "../core/definitionId.js"
@@ -14,6 +14,7 @@ import type * as Generation from "./generation/Generation.js"
 import { DEFAULTS } from "./generation/settings.js"
 import { modelSummary } from "./generation/modelChoice.js"
 import { type HistoryQuery, MemoryStore, type Owner } from "./memory/MemoryStore.js"
+import { ApprovalStore } from "./approvals/ApprovalStore.js"
 import { DefaultModel } from "./models/DefaultModel.js"
 import { UPDATE_WORKING_MEMORY } from "./workingMemory/config.js"
 import type { WorkingMemoryDeleted, WorkingMemoryView } from "./workingMemory/schemas.js"
@@ -24,7 +25,8 @@ import { WorkingMemoryStore } from "./workingMemory/WorkingMemoryStore.js"
 export type { CallRequest, ObjectEvent, StreamEvent } from "./generation/Generation.js"
 
 type ObjectRequest = Generation.CallRequest & { readonly schema: unknown }
-type CallError = NotFound | ValidationError | ExecutionFailed | GuardrailBlocked
+/** Conflict: an approval answered already or expired (issue #32). */
+type CallError = NotFound | ValidationError | ExecutionFailed | GuardrailBlocked | Conflict
 
 /** A call asking for structured output described by an Effect Schema. */
 export type CallRequestWith<A> = Generation.CallRequest & { readonly output: OutputSchema<A> }
@@ -111,7 +113,11 @@ const DelegateInput = Schema.Struct({
 
 const delegateParameters = JSONSchema.make(DelegateInput) as unknown as Record<string, unknown>
 
-export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, RegisteredAgents | ServerConfig | DefaultModel | MemoryStore | WorkingMemoryStore> =
+export const AgentRegistryLive: Layer.Layer<
+  AgentRegistry,
+  DuplicateDefinition,
+  RegisteredAgents | ServerConfig | DefaultModel | MemoryStore | WorkingMemoryStore | ApprovalStore
+> =
   Layer.effect(
     AgentRegistry,
     Effect.gen(function*() {
@@ -122,6 +128,7 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
       const defaultModel = yield* DefaultModel
       const memory = yield* MemoryStore
       const workingMemory = yield* WorkingMemoryStore
+      const approvalStore = yield* ApprovalStore
       const runtime = yield* Effect.runtime<never>()
       // The AI SDK (with the zod schemas it builds at import) is a large share of start-up time that
       // a process serving no agent call never needs: it is loaded by the first call.
@@ -150,7 +157,7 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
         { output, ...request }: Generation.CallRequest & { readonly output?: Schema.Schema.AnyNoContext }
       ): Effect.Effect<unknown, CallError | AgentOutputInvalid> {
         return Effect.flatMap(findRegistered(agent), (found) =>
-          Effect.flatMap(generation, (g) => {
+          Effect.flatMap(generation, (g): Effect.Effect<unknown, CallError | AgentOutputInvalid> => {
             if (output === undefined) return g.text(env, found, request)
             const prepared = prepareOutput(output)
             return Effect.flatMap(g.object(env, found, { ...request, schema: prepared.jsonSchema }), (value) => prepared.decode(found.id, value))
@@ -188,6 +195,11 @@ export const AgentRegistryLive: Layer.Layer<AgentRegistry, DuplicateDefinition, 
         runtime,
         recordContent: config.recordContent,
         providerOptionsAllow: new Set(config.providerOptionsAllow),
+        approvals: {
+          store: approvalStore,
+          ttlMs: config.approvals?.ttlMs ?? 24 * 3600 * 1000,
+          secret: config.approvals?.secret === undefined ? undefined : Redacted.value(config.approvals.secret)
+        },
         extraTools: (agent, call) => (agent.subAgents?.length ? [delegateTool(agent, call)] : []),
         workingMemory: forCall(workingMemory)
       }

@@ -3,7 +3,7 @@ import { Authentication } from "../auth/Authentication.js"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Schema } from "effect"
 import { Success } from "../http/Envelope.js"
-import { ExecutionFailed, Forbidden, GuardrailBlocked, NotFound, ValidationError } from "../http/Errors.js"
+import { Conflict, ExecutionFailed, Forbidden, GuardrailBlocked, NotFound, ValidationError } from "../http/Errors.js"
 import { QueryInt } from "../http/Query.js"
 import { EventStream } from "../http/Schemas.js"
 import {
@@ -11,24 +11,25 @@ import {
   AgentDetails,
   AgentSummary,
   ConversationDeleted,
-  GenerateRequest,
   HistoryPage,
   ObjectRequest,
   TextResult
 } from "./AgentsSchemas.js"
 import { ChatPayload } from "./ChatSchemas.js"
 import { WorkingMemoryDeleted, WorkingMemoryQuery, WorkingMemoryView } from "./workingMemory/schemas.js"
+import { CallPayload } from "./approvals/callPayload.js"
 
 const IdPath = Schema.Struct({ id: Schema.String })
 
 const call = <const Name extends string, const Path extends HttpApiEndpoint.PathSegment>(name: Name, path: Path) =>
   HttpApiEndpoint.post(name, path).setPath(IdPath).addError(ValidationError).addError(NotFound).addError(ExecutionFailed).addError(Forbidden)
     .addError(GuardrailBlocked)
+    .addError(Conflict)
     .annotate(RouteClassAnnotation, "execution")
 
 // Bodies any agent answers, pre-filled by the explorer (the agent ids come from the app: openApiExamples.ts).
 const firstClick = { input: "Hello! What can you do?" }
-const TextRequest = GenerateRequest.annotations({ examples: [firstClick] })
+const TextRequest = CallPayload
 const ChatRequest = ChatPayload.annotations({ examples: [firstClick] })
 const ObjectRequestExample = ObjectRequest.annotations({
   examples: [{

@@ -11,6 +11,13 @@ export const ExperimentalOutput = Schema.Union(
   Schema.Struct({ type: Schema.Literal("text") })
 ).annotations({ identifier: "ExperimentalOutput" })
 
+/** A human's answer to a tool call waiting for approval (issue #32). */
+export const ApprovalAnswer = Schema.Struct({
+  approvalId: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(200)),
+  approved: Schema.Boolean,
+  reason: Schema.optional(Schema.String.pipe(Schema.maxLength(2000)))
+}).annotations({ identifier: "ApprovalAnswer" })
+
 export const GenerationOptions = Schema.Struct({
   userId: Schema.optional(Schema.String),
   conversationId: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
@@ -25,7 +32,10 @@ export const GenerationOptions = Schema.Struct({
   stopSequences: Schema.optional(Schema.Array(Schema.String)),
   providerOptions: Schema.optional(Schema.Record({ key: Schema.String, value: Record })),
   context: Schema.optional(Record),
-  experimental_output: Schema.optional(ExperimentalOutput)
+  experimental_output: Schema.optional(ExperimentalOutput),
+  approvals: Schema.optional(Schema.Array(ApprovalAnswer).pipe(Schema.minItems(1), Schema.maxItems(100))).annotations({
+    description: "answers to a call's pendingApprovals (every one of them); sent without `input`, the call continues where it stopped"
+  })
 }).annotations({ identifier: "GenerationOptions" })
 export type GenerationOptions = typeof GenerationOptions.Type
 
@@ -67,6 +77,14 @@ export const GenerateRequest = Schema.Struct({
   options: Schema.optional(GenerationOptions)
 })
 
+/** A follow-up call: no `input`, the answers to a call's pending approvals (issue #32). */
+export const ApprovalsRequest = Schema.Struct({
+  options: Schema.Struct({
+    ...GenerationOptions.fields,
+    approvals: Schema.Array(ApprovalAnswer).pipe(Schema.minItems(1), Schema.maxItems(100))
+  })
+}).annotations({ identifier: "ApprovalsRequest", description: "answers every pending approval of a call, which then continues" })
+
 export const ObjectRequest = Schema.Struct({
   input: AgentInput,
   schema: JsonSchemaObject,
@@ -96,6 +114,14 @@ export const ToolResultRecord = Schema.Struct({
 /** The model that answered (with a fallback list, the one that did; for a call of several steps, its last step's). */
 export const ModelRef = Schema.Struct({ provider: Schema.String, modelId: Schema.String }).annotations({ identifier: "ModelRef" })
 export type ModelRef = typeof ModelRef.Type
+/** A tool call waiting for a human's approval; answered with `options.approvals` (issue #32). */
+export const PendingApproval = Schema.Struct({
+  approvalId: Schema.String,
+  toolName: Schema.String,
+  toolCallId: Schema.String,
+  input: Schema.Unknown,
+  expiresAt: Schema.String
+}).annotations({ identifier: "PendingApproval" })
 
 export const TextResult = Schema.Struct({
   text: Schema.String,
@@ -104,7 +130,8 @@ export const TextResult = Schema.Struct({
   toolCalls: Schema.Array(ToolCallRecord),
   toolResults: Schema.Array(ToolResultRecord),
   experimental_output: Schema.optional(Schema.Unknown),
-  model: Schema.optional(ModelRef)
+  model: Schema.optional(ModelRef),
+  pendingApprovals: Schema.optional(Schema.Array(PendingApproval))
 }).annotations({ identifier: "TextGenerationResult" })
 export type TextResult = typeof TextResult.Type
 

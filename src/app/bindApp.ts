@@ -40,6 +40,10 @@ export const bindApp = <R>(app: ServiceApp<R>, provide: Provide): ServiceApp<nev
   const tool = (original: Tool<unknown>): Tool<never> =>
     once(original as Tool<never>, (target) => {
       Object.assign(target, { run: (input: unknown, context: Parameters<Tool["run"]>[1]) => provide(original.run(input, context)) })
+      const { needsApproval } = original
+      if (needsApproval !== undefined) {
+        Object.assign(target, { needsApproval: (input: unknown, context: Parameters<typeof needsApproval>[1]) => provide(needsApproval(input, context)) })
+      }
     })
 
   const agent = (original: AgentDefinition<unknown>): AgentDefinition<never> =>

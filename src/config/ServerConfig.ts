@@ -58,7 +58,8 @@ export const ConfigFile = Schema.Struct({
     conversations: Schema.optional(RetentionLimits)
   })),
   agents: Schema.optional(Schema.Struct({
-    providerOptionsAllow: Schema.optional(Schema.Array(ProviderOptionName))
+    providerOptionsAllow: Schema.optional(Schema.Array(ProviderOptionName)),
+    approvalTtlSeconds: Schema.optional(Schema.Number.pipe(Schema.positive()))
   })),
   http: Schema.optional(Schema.Struct({
     headersTimeoutSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
@@ -129,6 +130,8 @@ export interface ServerConfigShape {
    * other key is a 400, and provider options inside a caller's messages are dropped unless listed.
    */
   readonly providerOptionsAllow: ReadonlyArray<string>
+  /** Tool approvals wait APPROVAL_TTL seconds (`agents.approvalTtlSeconds`; 24 h); APPROVAL_SECRET signs them (the AI SDK's). */
+  readonly approvals?: { readonly ttlMs: number; readonly secret?: Redacted.Redacted<string> | undefined } | undefined
   readonly http: HttpSettings
   /**
    * Where clients reach the service (SERVICE_PUBLIC_URL or `publicUrl`; http or https), for the URLs it
@@ -249,6 +252,8 @@ const environment = Config.all({
   drainMs: Config.map(positive("SHUTDOWN_GRACE_SECONDS", true), seconds),
   idempotencyKeyHours: positive("IDEMPOTENCY_KEY_HOURS"),
   providerOptionsAllow: providerOptionsFrom,
+  approvalTtlMs: Config.map(positive("APPROVAL_TTL"), seconds),
+  approvalSecret: secret("APPROVAL_SECRET"),
   headersTimeoutMs: Config.map(positive("HTTP_HEADERS_TIMEOUT_SECONDS"), seconds),
   requestTimeoutMs: Config.map(positive("HTTP_REQUEST_TIMEOUT_SECONDS"), seconds),
   maxConnectionsPerClient: named("HTTP_MAX_CONNECTIONS_PER_CLIENT", (raw) =>
@@ -307,6 +312,10 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
         idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS
       },
       providerOptionsAllow: Option.getOrElse(env.providerOptionsAllow, () => file.agents?.providerOptionsAllow ?? []),
+      approvals: {
+        ttlMs: Option.getOrElse(env.approvalTtlMs, () => (file.agents?.approvalTtlSeconds ?? 24 * 3600) * 1000),
+        secret: Option.getOrUndefined(env.approvalSecret)
+      },
       http: {
         headersTimeoutMs: Option.getOrElse(env.headersTimeoutMs, () => (file.http?.headersTimeoutSeconds ?? 10) * 1000),
         requestTimeoutMs: Option.getOrElse(env.requestTimeoutMs, () => (file.http?.requestTimeoutSeconds ?? 60) * 1000),

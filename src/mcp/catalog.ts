@@ -1,9 +1,9 @@
 import type { CallToolResult, Tool as McpTool } from "@modelcontextprotocol/sdk/types.js"
 import { Effect, Either, ParseResult, Schema } from "effect"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
-import type { AgentSummary } from "../agents/AgentsSchemas.js"
+import { type AgentSummary, ApprovalsRequest, type TextResult } from "../agents/AgentsSchemas.js"
 import type { Caller } from "../auth/Ownership.js"
-import { type ExecutionFailed, type NotFound, ValidationError } from "../core/errors.js"
+import { type Conflict, type ExecutionFailed, type NotFound, ValidationError } from "../core/errors.js"
 import type { JsonSchema } from "../json-schema/JsonSchemaValidator.js"
 import { serviceInfo } from "../core/serviceInfo.js"
 import type { ToolEntry, ToolRunner } from "../tools/ToolRunner.js"
@@ -15,7 +15,7 @@ export const implementation = {
   description: "This service's tools, and each of its agents as a tool named agent_<id>"
 }
 
-export type CallFailure = ValidationError | ExecutionFailed | NotFound
+export type CallFailure = ValidationError | ExecutionFailed | NotFound | Conflict
 
 /** A tool as MCP clients see it, and how to call it. */
 export interface McpToolEntry {
@@ -60,16 +60,47 @@ const toolEntry = (runner: ToolRunner["Type"]) => ({ tool }: ToolEntry): Array<M
 }
 
 const AgentArguments = Schema.Struct({
-  input: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
-  conversationId: Schema.optional(Schema.String)
-})
+  input: Schema.optional(Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" }))),
+  conversationId: Schema.optional(Schema.String),
+  approvals: Schema.optional(ApprovalsRequest.fields.options.fields.approvals)
+}).pipe(Schema.filter(({ approvals, input }) =>
+  (input === undefined) !== (approvals === undefined) || {
+    path: ["input"],
+    message: input === undefined ? "is missing" : "must be left out when approvals (the answers to a call's pendingApprovals) are given"
+  }))
 const decodeAgentArguments = Schema.decodeUnknownEither(AgentArguments, { errors: "all" })
 
 const agentInputSchema: McpTool["inputSchema"] = {
   type: "object",
-  properties: { input: { type: "string" }, conversationId: { type: "string" } },
-  required: ["input"]
+  properties: {
+    input: { type: "string" },
+    conversationId: { type: "string" },
+    approvals: {
+      type: "array",
+      description: "instead of input: answers to every pending approval of an earlier call, which then goes on",
+      items: {
+        type: "object",
+        properties: { approvalId: { type: "string" }, approved: { type: "boolean" }, reason: { type: "string" } },
+        required: ["approvalId", "approved"]
+      }
+    }
+  },
+  anyOf: [{ required: ["input"] }, { required: ["approvals"] }]
 }
+
+/** An answer as MCP clients read it: the text, or the approvals it waits for (issue #32). */
+const agentResult = (result: TextResult): CallToolResult =>
+  result.pendingApprovals === undefined || result.pendingApprovals.length === 0
+    ? { content: [{ type: "text", text: result.text }] }
+    : {
+      content: [{
+        type: "text",
+        text: `Waiting for approval: ${
+          result.pendingApprovals.map((one) => `${one.toolName} ${JSON.stringify(one.input)} (approvalId ${one.approvalId})`).join(", ")
+        }. Call this tool again with approvals to go on.`
+      }],
+      structuredContent: { finishReason: result.finishReason, pendingApprovals: result.pendingApprovals }
+    }
 
 const agentEntry = (agents: AgentRegistry["Type"]) => (agent: AgentSummary): McpToolEntry => ({
   definition: {
@@ -80,19 +111,20 @@ const agentEntry = (agents: AgentRegistry["Type"]) => (agent: AgentSummary): Mcp
   call: (args, caller) =>
     Either.match(decodeAgentArguments(args), {
       onLeft: (error) => Effect.fail(ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error))),
-      onRight: ({ conversationId, input }) =>
+      onRight: ({ approvals, conversationId, input }) =>
         Effect.map(
           agents.text(agent.id, {
-            input,
+            ...(input === undefined ? {} : { input }),
             options: {
               ...(conversationId ? { conversationId } : {}),
+              ...(approvals === undefined ? {} : { approvals }),
               ...(caller.owned && caller.userId !== null ? { userId: caller.userId } : {})
             },
             user: caller.user,
             // Under authentication the conversation is the caller's, as over HTTP.
             ...(caller.owned ? { owner: { userId: caller.userId } } : {})
           }),
-          (result): CallToolResult => ({ content: [{ type: "text", text: result.text }] })
+          agentResult
         ).pipe(
           // A guardrail's block is a result the caller reads, as a declared tool error is.
           Effect.catchTag("GuardrailBlocked", (error) =>

@@ -1,9 +1,10 @@
 import { Rpc, RpcGroup, RpcMiddleware } from "@effect/rpc"
 import { Schema } from "effect"
-import { AgentInput, GenerationOptions, ModelRef, Usage } from "../agents/AgentsSchemas.js"
+import { AgentInput, GenerationOptions, ModelRef, PendingApproval, Usage } from "../agents/AgentsSchemas.js"
 import { CurrentCaller } from "../auth/Authentication.js"
 import {
   BadRequest,
+  Conflict,
   ExecutionFailed,
   Forbidden,
   GuardrailBlocked,
@@ -28,6 +29,7 @@ export const AgentStreamEvent = Schema.Union(
   Schema.Struct({ type: Schema.Literal("reasoning-delta"), delta: Schema.String }),
   Schema.Struct({ type: Schema.Literal("tool-call"), toolCallId: Schema.String, toolName: Schema.String, args: Schema.Unknown }),
   Schema.Struct({ type: Schema.Literal("tool-result"), toolCallId: Schema.String, toolName: Schema.String, result: Schema.Unknown }),
+  Schema.Struct({ type: Schema.Literal("tool-approval-request"), ...PendingApproval.fields }),
   Schema.Struct({ type: Schema.Literal("finish"), finishReason: Schema.String, usage: Usage, model: Schema.optional(ModelRef) }),
   Schema.Struct({ type: Schema.Literal("error"), error: Schema.String })
 ).annotations({ identifier: "AgentStreamEvent" })
@@ -95,9 +97,14 @@ export class RpcStreamLimit extends RpcMiddleware.Tag<RpcStreamLimit>()("RpcStre
 export class ServiceRpcs extends RpcGroup.make(
   /** Twin of `POST /agents/:id/stream`. Interrupting the stream aborts the model call. */
   Rpc.make("AgentStream", {
-    payload: checkedPayload("AgentStream", { agentId: Schema.String, input: AgentInput, options: Schema.optional(GenerationOptions) }),
+    payload: checkedPayload("AgentStream", {
+      agentId: Schema.String,
+      /** Left out only to answer a call's pending approvals (`options.approvals`). */
+      input: Schema.optional(AgentInput),
+      options: Schema.optional(GenerationOptions)
+    }),
     success: AgentStreamEvent,
-    error: Schema.Union(NotFound, ValidationError, ExecutionFailed, Forbidden, GuardrailBlocked),
+    error: Schema.Union(NotFound, ValidationError, ExecutionFailed, Forbidden, GuardrailBlocked, Conflict),
     stream: true
   }),
   /** Twin of `POST /workflows/:id/stream`: starts an execution and follows it until it settles or suspends. */

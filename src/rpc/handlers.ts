@@ -24,7 +24,7 @@ export const RpcHandlersLive = ServiceRpcs.toLayer(Effect.gen(function*() {
   return {
     AgentStream: ({ agentId, input, options }) =>
       Stream.unwrap(Effect.gen(function*() {
-        const request = yield* withUser(options === undefined ? { input } : { input, options })
+        const request = yield* withUser({ ...(input === undefined ? {} : { input }), ...(options === undefined ? {} : { options }) })
         const events = yield* agents.stream(agentId, request)
         // Pulled one event at a time; interrupting the stream cancels the reader, which aborts the model call.
         return Stream.fromReadableStream({ evaluate: () => events, onError: (error) => new ExecutionFailed({ message: messageOf(error) }) })

@@ -16,6 +16,16 @@ export interface ToolContext {
   readonly signal: AbortSignal
 }
 
+/** What a tool's `needsApproval` sees of its caller. */
+export type ToolApprovalContext = Omit<ToolContext, "signal">
+
+/**
+ * Whether a call must wait for a human's approval: `true` for every call, or a function of the input
+ * (a boolean, a Promise or an Effect; its requirements join the tool's `R`). A failing function counts
+ * as `true`.
+ */
+export type NeedsApproval<A, Ret> = boolean | ((input: A, context: ToolApprovalContext) => Ret)
+
 /** A tool's code: a value, a Promise or an Effect; an Effect's requirements become the tool's `R`. */
 export type ToolExecute<A, Ret> = (input: A, context: ToolContext) => Ret
 
@@ -67,6 +77,8 @@ export interface Tool<out R = never> {
   readonly declaredErrors: ReadonlyArray<DeclaredError>
   /** Runs the tool on decoded input; any failure, thrown or returned, is the error channel. */
   readonly run: (input: unknown, context: ToolContext) => Effect.Effect<unknown, unknown, R>
+  /** Whether a call with this input waits for a human's approval (absent: never; a failing check is `true`). */
+  readonly needsApproval?: ((input: unknown, context: ToolApprovalContext) => Effect.Effect<boolean, never, R>) | undefined
 }
 
 interface ToolOptions<P> {
@@ -82,14 +94,29 @@ interface ToolOptions<P> {
   readonly errors?: ReadonlyArray<ToolErrorClass>
 }
 
+type ApprovalOption = NeedsApproval<any, boolean | PromiseLike<boolean> | Effect.Effect<boolean, unknown, unknown>>
+
+const approvalCheck = (needsApproval: ApprovalOption | undefined): Pick<Tool, "needsApproval"> => {
+  if (needsApproval === undefined || needsApproval === false) return {}
+  if (needsApproval === true) return { needsApproval: () => Effect.succeed(true) }
+  return {
+    needsApproval: (input, context) =>
+      Effect.suspend(() => fromUserResult(needsApproval(input, context))).pipe(
+        Effect.map((needed) => needed !== false),
+        Effect.catchAllCause(() => Effect.succeed(true))
+      )
+  }
+}
+
 const make = (
-  options: ToolOptions<unknown>,
+  options: ToolOptions<unknown> & { readonly needsApproval?: ApprovalOption | undefined },
   parameters: JsonSchema,
   decode: Tool["decode"],
   execute: ToolExecute<any, unknown>
 ): Tool => {
   checkDefinitionId("Tool name", options.name)
   return {
+    ...approvalCheck(options.needsApproval),
     name: options.name,
     description: options.description,
     tags: options.tags ?? [],
@@ -108,18 +135,30 @@ const fromEffectSchema = <A, I>(schema: Schema.Schema<A, I>): Pick<Tool, "parame
   }
 }
 
+/** What a `needsApproval` function may return. */
+export type ApprovalResult = boolean | PromiseLike<boolean> | Effect.Effect<boolean, any, any>
+
 /**
  * A tool whose parameters are an Effect Schema (decoded input is typed) or a JSON Schema object
  * (validated with Ajv, input is `unknown`; `JSONSchema.make(schema)`'s value is one too).
  */
-export function defineTool<A, I, Ret>(
-  options: ToolOptions<Schema.Schema<A, I>> & { readonly execute: ToolExecute<A, Ret> }
-): Tool<ResultContext<Ret>>
-export function defineTool<Ret>(
-  options: ToolOptions<JsonSchemaInput> & { readonly execute: ToolExecute<unknown, Ret> }
-): Tool<ResultContext<Ret>>
+export function defineTool<A, I, Ret, Approval extends ApprovalResult = never>(
+  options: ToolOptions<Schema.Schema<A, I>> & {
+    readonly execute: ToolExecute<A, Ret>
+    readonly needsApproval?: NeedsApproval<A, Approval>
+  }
+): Tool<ResultContext<Ret> | ResultContext<Approval>>
+export function defineTool<Ret, Approval extends ApprovalResult = never>(
+  options: ToolOptions<JsonSchemaInput> & {
+    readonly execute: ToolExecute<unknown, Ret>
+    readonly needsApproval?: NeedsApproval<unknown, Approval>
+  }
+): Tool<ResultContext<Ret> | ResultContext<Approval>>
 export function defineTool(
-  options: ToolOptions<Schema.Schema<any, any> | JsonSchemaInput> & { readonly execute: ToolExecute<any, unknown> }
+  options: ToolOptions<Schema.Schema<any, any> | JsonSchemaInput> & {
+    readonly execute: ToolExecute<any, unknown>
+    readonly needsApproval?: ApprovalOption
+  }
 ): Tool<unknown> {
   if (Schema.isSchema(options.parameters)) {
     const { decode, parameters } = fromEffectSchema(options.parameters)

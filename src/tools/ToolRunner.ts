@@ -1,5 +1,5 @@
 import { Cause, Context, Effect, Layer } from "effect"
-import { DeclaredToolError, ExecutionFailed, messageOf, type NotFound, ValidationError } from "../core/errors.js"
+import { Conflict, DeclaredToolError, ExecutionFailed, messageOf, type NotFound, ValidationError } from "../core/errors.js"
 import { errorDetailOf, failureMessage, markedSpanMessage, markSpanMessage, spanMessageOf, withoutFieldsInSpan } from "../observability/errorDetail.js"
 import { getOrNotFound } from "../core/lookup.js"
 import { DuplicateDefinition } from "../core/definitionId.js"
@@ -29,12 +29,15 @@ export type CallerContext = Omit<ToolContext, "signal">
 export class ToolRunner extends Context.Tag("ToolRunner")<ToolRunner, {
   readonly list: Effect.Effect<ReadonlyArray<ToolEntry>>
   readonly get: (name: string) => Effect.Effect<Tool, NotFound>
-  /** Validates `input` against the tool's parameters, then runs it. */
+  /**
+   * Validates `input` against the tool's parameters, then runs it; a tool that needs approval for it
+   * is a Conflict (only an agent's call, once a human approved, runs it).
+   */
   readonly execute: (
     name: string,
     input: unknown,
     caller: CallerContext
-  ) => Effect.Effect<ToolExecution, NotFound | ValidationError | ExecutionFailed | DeclaredToolError>
+  ) => Effect.Effect<ToolExecution, NotFound | ValidationError | ExecutionFailed | DeclaredToolError | Conflict>
 }>() {}
 
 /** The span attributes of a tool run, as the OpenTelemetry GenAI semantic conventions name them ("execute_tool"). */
@@ -134,6 +137,9 @@ const makeToolRunner = (byName: ReadonlyMap<string, ToolEntry>) => {
       const decoded = tool.decode(input)
       if (decoded._tag === "Left") {
         return yield* ValidationError.fromIssues(decoded.left, ["input"])
+      }
+      if (tool.needsApproval !== undefined && (yield* tool.needsApproval(decoded.right, caller))) {
+        return yield* new Conflict({ message: `Tool ${tool.name} needs approval` })
       }
       const started = Date.now()
       const result = yield* runTool(tool, decoded.right, caller)

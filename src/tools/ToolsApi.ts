@@ -3,7 +3,7 @@ import { Authentication } from "../auth/Authentication.js"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Schema } from "effect"
 import { Success } from "../http/Envelope.js"
-import { ExecutionFailed, NotFound, ValidationError } from "../http/Errors.js"
+import { Conflict, ExecutionFailed, NotFound, ValidationError } from "../http/Errors.js"
 import { JsonSchemaObject } from "../json-schema/JsonSchemaObject.js"
 
 export const ToolInfo = Schema.Struct({
@@ -45,6 +45,7 @@ export class ToolsApi extends HttpApiGroup.make("tools")
       .addError(ValidationError)
       .addError(NotFound)
       .addError(ExecutionFailed)
+      .addError(Conflict)
       .annotate(RouteClassAnnotation, "execution")
       .annotate(OpenApi.Summary, "Execute a tool directly, without an agent")
   )

@@ -1,6 +1,7 @@
 import { SqlError } from "@effect/sql/SqlError"
 import { Context, Effect, Layer, Record, Redacted, Ref } from "effect"
 import { AgentRegistryLive, RegisteredAgents } from "../../src/agents/AgentRegistry.js"
+import { ApprovalStoreLive } from "../../src/agents/approvals/ApprovalStore.js"
 import { MemoryStoreLive } from "../../src/agents/memory/MemoryStore.js"
 import { WorkingMemoryStoreLive } from "../../src/agents/workingMemory/WorkingMemoryStore.js"
 import { DefaultModelLive } from "../../src/agents/models/DefaultModel.js"
@@ -74,7 +75,7 @@ export const engineOnFailingStore = (workflows: ReadonlyArray<WorkflowDefinition
   const config = { ...resolveServerConfig({}, {}), port: 0, databaseUrl: Redacted.make(databaseUrl) }
   return WorkflowEngineLive.pipe(
     Layer.provideMerge(AgentRegistryLive),
-    Layer.provideMerge(Layer.mergeAll(FailingExecutionStoreLive, MemoryStoreLive, WorkingMemoryStoreLive, DefaultModelLive(config.model))),
+    Layer.provideMerge(Layer.mergeAll(FailingExecutionStoreLive, MemoryStoreLive, WorkingMemoryStoreLive, ApprovalStoreLive, DefaultModelLive(config.model))),
     Layer.provideMerge(StoreCommitsLive(databaseUrl)),
     Layer.provideMerge(DatabaseLive(databaseUrl)),
     Layer.provideMerge(Layer.mergeAll(

@@ -3,16 +3,17 @@ import { Effect } from "effect"
 import { type AgentDefinition } from "../Agent.js"
 import type { TextResult } from "../AgentsSchemas.js"
 import { validatedJsonSchema } from "./aiTools.js"
-import { collectTools, toUsage } from "./results.js"
+import { toUsage } from "./results.js"
 import { agentSpanAttributes } from "./callSpan.js"
 import { checkOutputSchema, outputFor } from "./outputSchema.js"
-import { toolOutcomes } from "./toolOutcomes.js"
 import { startHook } from "./hooks.js"
 import { type CallRequest, callArguments, failed, type GenerationEnv, prepare } from "./call.js"
 import { tracked } from "./record.js"
 import { guardedObject, guardedText, unguarded } from "../guardrails/whole.js"
-
 import { answeringModel } from "../models/fallbackModel.js"
+import { newApprovals, requestsOf, resume, withPrior } from "../approvals/continuation.js"
+import { partOf } from "../approvals/parts.js"
+import { approvalRequested } from "../approvals/telemetry.js"
 
 export type { StreamEvent } from "./eventStream.js"
 export type { ClientConversation } from "./messages.js"
@@ -20,31 +21,52 @@ export type { CallRequest, GenerationEnv } from "./call.js"
 export { chat, type ObjectEvent, stream, streamObject } from "./streaming.js"
 
 export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false })(
-  function*(env: GenerationEnv, agent: AgentDefinition, request: CallRequest) {
-    yield* Effect.annotateCurrentSpan(agentSpanAttributes(agent, request))
+  function*(env: GenerationEnv, agent: AgentDefinition, given: CallRequest) {
+    yield* Effect.annotateCurrentSpan(agentSpanAttributes(agent, given))
+    const { request, resumed } = given.options?.approvals === undefined ? { request: given, resumed: undefined } : yield* resume(env, agent, given)
     const output = yield* outputFor(request.options)
-    const prepared = yield* prepare(env, agent, request, true)
-    if (agent.onStart !== undefined) yield* startHook(agent, prepared)
+    const prepared = yield* prepare(env, agent, request, true, resumed)
+    // A call continued after its approvals is the same turn: its onStart ran when it was asked.
+    if (agent.onStart !== undefined && resumed === undefined) yield* startHook(agent, prepared)
     const done = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
       try: async (abortSignal) => {
+        const startedAt = resumed?.startedAt ?? (prepared.toolApproval === undefined ? "" : new Date().toISOString())
         const result = await generateText({ ...callArguments(prepared), abortSignal, ...(output ? { output } : {}) })
-        const usage = toUsage(result.usage)
-        const tools = collectTools(result.steps)
+        const part = partOf(result.steps, result.usage, resumed === undefined ? undefined : result.responseMessages)
+        const whole = resumed === undefined ? part : withPrior(resumed.prior, part)
         const model = answeringModel(prepared.model)
         const data: TextResult = {
           text: result.text,
-          usage,
+          usage: whole.usage,
           finishReason: result.finishReason,
-          ...tools,
+          toolCalls: whole.toolCalls,
+          toolResults: whole.toolResults,
           ...(output ? { experimental_output: result.output } : {}),
           model
         }
-        const outcome = { output: result.text, usage, toolCalls: tools.toolCalls, toolResults: toolOutcomes(result.steps), model }
+        const requests = prepared.toolApproval === undefined ? undefined : requestsOf(result.steps)
+        if (requests !== undefined && requests.length > 0) {
+          const { pending, rows } = newApprovals({
+            env,
+            agent,
+            request,
+            callId: prepared.callId,
+            startedAt,
+            messages: [...prepared.messages, ...result.responseMessages],
+            newMessages: prepared.newMessages,
+            requests,
+            prior: whole
+          })
+          return { result: { ...data, pendingApprovals: pending }, outcome: { status: "pending" as const, approvals: rows } }
+        }
+        const outcome = { output: result.text, usage: whole.usage, toolCalls: whole.toolCalls, toolResults: whole.outcomes, model }
         return { result: data, outcome: { status: "completed" as const, ...outcome } }
       },
       catch: failed(agent)
     }).pipe(agent.outputGuardrails?.length ? guardedText(agent, prepared) : unguarded))
-    return "blocked" in done ? yield* done.blocked : done.result
+    if ("blocked" in done) return yield* done.blocked
+    if (done.result.pendingApprovals !== undefined) yield* approvalRequested(done.result.pendingApprovals)
+    return done.result
   }
 )
 

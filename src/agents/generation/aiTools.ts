@@ -6,6 +6,7 @@ import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
 import type { Tool } from "../../tools/Tool.js"
 import { type CallerContext, runTool } from "../../tools/ToolRunner.js"
 import type { ToolHooks } from "./hooks.js"
+import { type ApprovedCalls, gatedRun, NO_APPROVED_CALLS } from "../approvals/gate.js"
 
 const asValidation = <A>(result: Either.Either<A, ReadonlyArray<Issue>>, prefix: string) =>
   Either.match(result, {
@@ -24,30 +25,38 @@ export const validatedJsonSchema = (schema: JsonSchema) =>
  * the same runner as POST /tools/:name/execute, with the caller's context and the step's abort signal.
  * A failing tool reaches the model as a tool error, as the SDK does for a throwing tool; an error the
  * tool declared (`errors`) as its result, `{ error: { _tag, message } }`. With `hooks` (an agent's
- * onToolStart/onToolEnd), each run is wrapped by them.
+ * onToolStart/onToolEnd), each run is wrapped by them. A tool that needs approval runs only for a call
+ * a human approved (`approved`), or an input its check lets through.
  */
 export const toAiTools = (
   tools: ReadonlyArray<Tool>,
   caller: CallerContext,
   runtime: Runtime.Runtime<never>,
   parent: Option.Option<Tracer.AnySpan>,
-  hooks?: ToolHooks
+  hooks?: ToolHooks,
+  approved: ApprovedCalls = NO_APPROVED_CALLS
 ): ToolSet =>
-  Object.fromEntries(tools.map((t) => [
-    t.name,
-    tool({
-      description: t.description,
-      inputSchema: jsonSchema<unknown>(t.parameters as any, { validate: (value) => asValidation(t.decode(value), "input") }),
-      execute: async (input, { abortSignal, toolCallId }) => {
-        const run = hooks === undefined
-          ? runTool(t, input, caller, toolCallId)
-          : hooks.around(t.name, toolCallId, input, runTool(t, input, caller, toolCallId))
-        const call = Option.match(parent, { onNone: () => run, onSome: (span) => Effect.withParentSpan(run, span) })
-        const result = await Runtime.runPromise(runtime)(Effect.either(call), { signal: abortSignal })
-        if (Either.isRight(result)) return result.right
-        // An error the tool declared is an answer the model can act on (a ticket that does not exist).
-        if (result.left._tag === "DeclaredToolError") return { error: { _tag: result.left.errorDetail._tag, message: result.left.message } }
-        throw new Error(result.left.message)
-      }
-    })
-  ]))
+  Object.fromEntries(tools.map((t) => {
+    const execute = async (input: unknown, abortSignal: AbortSignal | undefined, toolCallId: string) => {
+      const run = hooks === undefined
+        ? runTool(t, input, caller, toolCallId)
+        : hooks.around(t.name, toolCallId, input, runTool(t, input, caller, toolCallId))
+      const call = Option.match(parent, { onNone: () => run, onSome: (span) => Effect.withParentSpan(run, span) })
+      const result = await Runtime.runPromise(runtime)(Effect.either(call), { signal: abortSignal })
+      if (Either.isRight(result)) return result.right
+      // An error the tool declared is an answer the model can act on (a ticket that does not exist).
+      if (result.left._tag === "DeclaredToolError") return { error: { _tag: result.left.errorDetail._tag, message: result.left.message } }
+      throw new Error(result.left.message)
+    }
+    return [
+      t.name,
+      tool({
+        description: t.description,
+        inputSchema: jsonSchema<unknown>(t.parameters as any, { validate: (value) => asValidation(t.decode(value), "input") }),
+        execute: (input, { abortSignal, toolCallId }) =>
+          t.needsApproval === undefined
+            ? execute(input, abortSignal, toolCallId)
+            : gatedRun(t, input, toolCallId, approved, caller, runtime, () => execute(input, abortSignal, toolCallId))
+      })
+    ]
+  }))

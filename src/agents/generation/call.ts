@@ -1,7 +1,7 @@
 /** A call prepared from its request: the agent's parts resolved, the messages and tools it runs with. */
 import type { LanguageModelV4 } from "@ai-sdk/provider"
 import { InvalidPromptError } from "@ai-sdk/provider"
-import { isStepCount, type ModelMessage, type ToolSet } from "ai"
+import { isStepCount, type ModelMessage, type ToolApprovalConfiguration, type ToolSet } from "ai"
 import { Effect, Option, Runtime, Tracer } from "effect"
 import { ExecutionFailed, messageOf, ValidationError } from "../../core/errors.js"
 import type { Tool } from "../../tools/Tool.js"
@@ -16,9 +16,13 @@ import { isModelList, modelFor, resolveModels, usesFallback } from "./modelChoic
 import { type CallSettings, resolveSettings } from "./settings.js"
 import { guardedUserMessage, guardInput, rewrittenInput } from "../guardrails/run.js"
 import { checkClaimedToolResults, refusedProviderOptions, withoutCallerSystemMessages, withoutProviderOptions } from "./callerInput.js"
+import type { ApprovalStore } from "../approvals/ApprovalStore.js"
+import { toolApprovalFor } from "../approvals/gate.js"
+import { callerApprovalParts, type Resumed } from "../approvals/continuation.js"
 
 export interface CallRequest {
-  readonly input: AgentInput
+  /** Absent only when answering pending approvals (`options.approvals`). */
+  readonly input?: AgentInput | undefined
   readonly options?: GenerationOptions | undefined
   readonly user?: unknown
   /** Under authentication: whose conversation and history entry this call is (then `options.userId` is theirs). */
@@ -42,6 +46,12 @@ export interface GenerationEnv {
   readonly workingMemory?: (agent: AgentDefinition, call: AgentCallContext, withTools: boolean) => Effect.Effect<
     { readonly instructions: string; readonly tool: Tool } | undefined
   >
+  /** Tool approval (issue #32): where requests are kept, how long they wait, the SDK's signing secret. */
+  readonly approvals?: {
+    readonly store: ApprovalStore["Type"]
+    readonly ttlMs: number
+    readonly secret?: string | undefined
+  }
 }
 
 export interface PreparedCall {
@@ -60,6 +70,11 @@ export interface PreparedCall {
   readonly recordedInput?: unknown
   /** The agent call's span: parent of what runs later from the SDK's own promises. */
   readonly parent: Option.Option<Tracer.AnySpan>
+  /** The SDK's `toolApproval`, when a tool may need approval. */
+  readonly toolApproval?: ToolApprovalConfiguration<ToolSet, any> | undefined
+  readonly approvalSecret?: string | undefined
+  /** A call continued after its approvals were answered. */
+  readonly resumed?: Resumed | undefined
 }
 
 const NO_TOOLS: ReadonlyArray<Tool> = []
@@ -69,9 +84,17 @@ export const failed = (agent: AgentDefinition, field = "input") => (error: unkno
     ? new ValidationError({ message: `Input validation failed: ${field}: ${error.message}` })
     : new ExecutionFailed({ message: `Agent ${agent.id} failed: ${messageOf(error)}` })
 
-export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest, withTools: boolean) =>
+export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest, withTools: boolean, resumed?: Resumed) =>
   Effect.gen(function*() {
     const options = request.options ?? {}
+    if (resumed === undefined && options.approvals !== undefined) {
+      return yield* ValidationError.fromIssues([{
+        path: ["options", "approvals"],
+        message: "answers pending approvals on POST /agents/:id/text or /stream, without input"
+      }])
+    }
+    const input = request.input
+    if (input === undefined && resumed === undefined) return yield* ValidationError.fromIssues([{ path: ["input"], message: "is missing" }])
     const call: AgentCallContext = {
       context: options.context ?? {},
       user: request.user ?? null,
@@ -87,23 +110,31 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
     const { instructions: agentInstructions, model: agentModel } = agent
     // The common case (fixed instructions and model, a text input) needs no promise, so no async hop.
     const [instructions, model, given] = typeof agentInstructions === "string" && typeof agentModel !== "function" &&
-        !isModelList(agentModel) && typeof request.input === "string"
-      ? [agentInstructions, agentModel ?? env.defaultModel, [{ role: "user", content: request.input } satisfies ModelMessage]]
+        !isModelList(agentModel) && (typeof input === "string" || resumed !== undefined)
+      ? [agentInstructions, agentModel ?? env.defaultModel, [{ role: "user", content: typeof input === "string" ? input : "" } satisfies ModelMessage]]
       : yield* Effect.all([
         resolveDynamic(agentInstructions, call),
         agentModel === undefined ? Effect.succeed(env.defaultModel) : resolveModels(agentModel, call),
-        Effect.tryPromise({ try: () => toModelMessages(request.input), catch: (error) => error })
+        resumed !== undefined ? Effect.succeed([]) : Effect.tryPromise({ try: () => toModelMessages(input!), catch: (error) => error })
       ]).pipe(Effect.mapError(failed(agent, field)))
-    const sent = typeof request.input === "string"
+    const sent = resumed !== undefined
+      ? resumed.newMessages
+      : typeof input === "string"
       ? given
       : withoutProviderOptions(yield* withoutCallerSystemMessages(given, field), allow)
-    const guarded = agent.inputGuardrails?.length ? yield* guardInput(agent, call, sent) : undefined
+    if (resumed === undefined && typeof input !== "string" && request.clientConversation === undefined && callerApprovalParts(sent)) {
+      return yield* ValidationError.fromIssues([{ path: [field], message: "must not carry tool approvals: answer them with options.approvals" }])
+    }
+    // A continued call's messages passed the input guardrails when it was asked.
+    const guarded = resumed === undefined && agent.inputGuardrails?.length ? yield* guardInput(agent, call, sent) : undefined
     const newMessages = guarded?.messages ?? sent
-    yield* checkClaimedToolResults(env.memory, agent.id, call.conversationId, request.owner, newMessages, field)
+    if (resumed === undefined && typeof input !== "string") {
+      yield* checkClaimedToolResults(env.memory, agent.id, call.conversationId, request.owner, newMessages, field)
+    }
     const parent = yield* Effect.option(Effect.currentSpan)
     const remember = agent.memory === true && call.conversationId !== undefined
     const client = request.clientConversation
-    const past = remember && contextLimit > 0 && client === undefined
+    const past = remember && contextLimit > 0 && client === undefined && resumed === undefined
       ? yield* env.memory.load(agent.id, call.conversationId!, contextLimit, request.owner)
       : []
     const working = agent.workingMemory === undefined || env.workingMemory === undefined ? undefined : yield* env.workingMemory(agent, call, withTools)
@@ -112,7 +143,9 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
       ? [...(agent.tools ?? []), ...env.extraTools(agent, call), ...(working === undefined ? NO_TOOLS : [working.tool])]
         .filter((t) => active === undefined || active.includes(t.name))
       : []
-    const callId = crypto.randomUUID()
+    const callId = resumed?.callId ?? crypto.randomUUID()
+    const caller = { context: call.context, user: call.user }
+    const toolApproval = tools.length === 0 ? undefined : toolApprovalFor(tools, caller, env.runtime)
     const fallback = usesFallback(agent, model)
     return {
       callId,
@@ -120,20 +153,22 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
         ? modelFor(env, agent, model, parent)
         : tracedModel(model, agent.id, parent, env.runtime, env.recordContent),
       instructions: working === undefined ? instructions : instructions + working.instructions,
-      messages: [...past, ...newMessages],
+      messages: resumed !== undefined ? resumed.messages : [...past, ...newMessages],
       newMessages: client === undefined
         ? newMessages
         : guarded === undefined
         ? userMessageToRemember(client)
         : guardedUserMessage(guarded.messages, client.storesUserMessage),
       recordedInput: guarded?.rewrites === undefined ? undefined : rewrittenInput(recordedInput(request), guarded.rewrites),
-      tools: toAiTools(tools, { context: call.context, user: call.user }, env.runtime, parent, toolHooksOf(agent, callId, call)),
+      tools: toAiTools(tools, caller, env.runtime, parent, toolHooksOf(agent, callId, call), resumed?.approved),
       // The wrapper retries and falls over itself: the SDK's own retries would multiply its tries.
       settings: fallback ? { ...settings, maxRetries: 0 } : settings,
       maxSteps,
       call,
       remember,
-      parent
+      parent,
+      ...(toolApproval === undefined ? {} : { toolApproval, approvalSecret: env.approvals?.secret }),
+      ...(resumed === undefined ? {} : { resumed })
     } satisfies PreparedCall
   })
 
@@ -143,6 +178,10 @@ export const callArguments = (prepared: PreparedCall) => ({
   messages: prepared.messages,
   tools: prepared.tools,
   stopWhen: isStepCount(prepared.maxSteps),
-  ...prepared.settings
+  ...prepared.settings,
+  ...(prepared.toolApproval === undefined ? {} : { toolApproval: prepared.toolApproval, ...approvalSecret(prepared) })
 })
+
+const approvalSecret = (prepared: PreparedCall) =>
+  prepared.approvalSecret === undefined ? {} : { experimental_toolApprovalSecret: prepared.approvalSecret }
 

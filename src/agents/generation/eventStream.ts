@@ -4,12 +4,15 @@ import { messageOf } from "../../core/errors.js"
 import type { ModelRef, TextResult, Usage } from "../AgentsSchemas.js"
 import { toUsage } from "./results.js"
 import { streamedToolOutcome, type ToolOutcome } from "./toolOutcomes.js"
+import type { NewApprovals, PendingApproval } from "../approvals/ApprovalStore.js"
+import { addUsage, type Prior } from "../approvals/continuation.js"
 
 export type StreamEvent =
   | { readonly type: "text-delta"; readonly delta: string }
   | { readonly type: "reasoning-delta"; readonly delta: string }
   | { readonly type: "tool-call"; readonly toolCallId: string; readonly toolName: string; readonly args: unknown }
   | { readonly type: "tool-result"; readonly toolCallId: string; readonly toolName: string; readonly result: unknown }
+  | { readonly type: "tool-approval-request" } & PendingApproval
   | { readonly type: "finish"; readonly finishReason: string; readonly usage: Usage; readonly model?: ModelRef }
   | { readonly type: "error"; readonly error: string }
 
@@ -27,6 +30,19 @@ export type StreamOutcome =
   }
   | { readonly status: "error"; readonly cause: Cause.Cause<unknown> }
   | { readonly status: "cancelled" }
+  | { readonly status: "pending"; readonly approvals: NewApprovals }
+
+/**
+ * Tool approval on a stream (issue #32): what the call did before it stopped for approval, and how the
+ * requests it stops on now are stored (given the whole call's tool traffic and usage).
+ */
+export interface StreamApprovals {
+  readonly prior?: Prior | undefined
+  readonly store: (
+    requests: ReadonlyArray<Omit<PendingApproval, "expiresAt">>,
+    whole: Prior
+  ) => Promise<{ readonly pending: ReadonlyArray<PendingApproval>; readonly rows: NewApprovals }>
+}
 
 const toStreamEvent = (part: Part): StreamEvent | undefined => {
   switch (part.type) {
@@ -74,6 +90,7 @@ export const eventStream = (
   fullStream: ReadableStream<Part>,
   record: (outcome: StreamOutcome) => Promise<void>,
   abort: () => void,
+  approvals?: StreamApprovals,
   answered?: () => ModelRef
 ): ReadableStream<StreamEvent> => {
   const reader = fullStream.getReader()
@@ -81,6 +98,7 @@ export const eventStream = (
   let stepText = ""
   const toolCalls: Array<TextResult["toolCalls"][number]> = []
   const toolResults: Array<ToolOutcome> = []
+  const requests: Array<Omit<PendingApproval, "expiresAt">> = []
   const once = async (outcome: StreamOutcome) => {
     if (recorded) return
     recorded = true
@@ -110,7 +128,29 @@ export const eventStream = (
         else if (part.type === "tool-result" || part.type === "tool-error") toolResults.push(streamedToolOutcome(part))
         else if (part.type === "error") await once({ status: "error", cause: Cause.fail(part.error) })
         else if (part.type === "abort") await once({ status: "cancelled" })
-        else if (part.type === "finish") {
+        else if (part.type === "tool-approval-request" && approvals !== undefined) {
+          const { input, toolCallId, toolName } = part.toolCall
+          requests.push({ approvalId: part.approvalId, toolName, toolCallId, input })
+        } else if (part.type === "finish" && approvals !== undefined) {
+          const now: Prior = { usage: toUsage(part.totalUsage), toolCalls, toolResults: [], outcomes: toolResults }
+          const prior = approvals.prior
+          const whole: Prior = prior === undefined ? now : {
+            usage: addUsage(prior.usage, now.usage),
+            toolCalls: [...prior.toolCalls, ...toolCalls],
+            toolResults: [],
+            outcomes: [...prior.outcomes, ...toolResults]
+          }
+          const model = answered?.()
+          if (requests.length > 0) {
+            const stored = await approvals.store(requests, whole)
+            await once({ status: "pending", approvals: stored.rows })
+            for (const request of stored.pending) controller.enqueue({ type: "tool-approval-request", ...request })
+          } else {
+            await once({ status: "completed", output: stepText, usage: whole.usage, toolCalls: whole.toolCalls, toolResults: whole.outcomes, model })
+          }
+          controller.enqueue({ type: "finish", finishReason: part.finishReason, usage: whole.usage, ...(model === undefined ? {} : { model }) })
+          return
+        } else if (part.type === "finish") {
           const model = answered?.()
           await once({ status: "completed", output: stepText, usage: toUsage(part.totalUsage), toolCalls, toolResults, model })
           if (model !== undefined) {

@@ -71,6 +71,8 @@ export const endHooks = (
   prepared: { readonly callId: string; readonly call: AgentCallContext },
   outcome: Outcome
 ): Effect.Effect<void> => {
+  // A call waiting on approvals has not ended: its hooks run once its continuation finishes the turn.
+  if (outcome.status === "pending") return Effect.void
   const base = baseOf(agent, prepared.callId, prepared.call)
   const onError = outcome.status === "error" && agent.onError !== undefined
     ? runHook(agent, "onError", agent.onError, { ...base, error: errorMessage(outcome.cause) })

@@ -9,9 +9,13 @@ import { type ToolOutcome } from "./toolOutcomes.js"
 import { endHooks, hasEndHooks } from "./hooks.js"
 import type { CallRequest, GenerationEnv, PreparedCall } from "./call.js"
 import { answeringModel } from "../models/fallbackModel.js"
+import type { NewApprovals } from "../approvals/ApprovalStore.js"
 
 export interface Outcome {
-  readonly status: HistoryEntry["status"]
+  /** `pending`: stopped on approval requests; the finished call is recorded once, by its continuation. */
+  readonly status: HistoryEntry["status"] | "pending"
+  /** The approval requests a pending call stores. */
+  readonly approvals?: NewApprovals | undefined
   readonly output?: string | undefined
   readonly usage?: Usage | undefined
   readonly toolCalls?: TextResult["toolCalls"] | undefined
@@ -32,7 +36,12 @@ export const finish = (
   outcome: Outcome
 ) =>
   Effect.gen(function*() {
-    const remembered = outcome.status === "completed" && prepared.remember
+    if (outcome.status === "pending") {
+      if (outcome.approvals !== undefined && env.approvals !== undefined) yield* env.approvals.store.request(outcome.approvals)
+      return
+    }
+    const status = outcome.status
+    const remembered = status === "completed" && prepared.remember
       ? {
         conversationId: prepared.call.conversationId!,
         userId: prepared.call.userId,
@@ -54,8 +63,8 @@ export const finish = (
       userId: prepared.call.userId ?? null,
       input: prepared.recordedInput ?? recordedInput(request),
       output: outcome.output ?? null,
-      status: outcome.status,
-      startTime: started.toISOString(),
+      status,
+      startTime: prepared.resumed?.startedAt ?? started.toISOString(),
       endTime: new Date().toISOString(),
       usage: outcome.usage ?? null,
       toolCalls: outcome.toolCalls ?? [],

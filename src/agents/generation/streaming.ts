@@ -16,6 +16,8 @@ import { recorder } from "./record.js"
 import { type GuardHooks, guardStream, once, recordingBlocks } from "../guardrails/stream.js"
 import { guardedObjectEvents } from "../guardrails/object.js"
 import { answeringModel } from "../models/fallbackModel.js"
+import { resume } from "../approvals/continuation.js"
+import { streamApprovals } from "../approvals/streamed.js"
 
 type StreamTextResult = ReturnType<typeof streamText>
 type CallFailure = ExecutionFailed | ValidationError | GuardrailBlocked
@@ -75,11 +77,12 @@ const streamed = <A, E>(
  * The events of a streamed call as a web stream, produced as the model answers: the model call starts
  * here and is aborted when the reader cancels; a completed call is committed before its `finish` event.
  */
-export const stream = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest) =>
-  inCallSpan("AgentRegistry.stream", agent, request, (span) => Effect.gen(function*() {
+export const stream = (env: GenerationEnv, agent: AgentDefinition, given: CallRequest) =>
+  inCallSpan("AgentRegistry.stream", agent, given, (span) => Effect.gen(function*() {
+    const { request, resumed } = given.options?.approvals === undefined ? { request: given, resumed: undefined } : yield* resume(env, agent, given)
     const output = yield* outputFor(request.options)
-    const prepared = yield* prepare(env, agent, request, true)
-    if (agent.onStart !== undefined) yield* startHook(agent, prepared)
+    const prepared = yield* prepare(env, agent, request, true, resumed)
+    if (agent.onStart !== undefined && resumed === undefined) yield* startHook(agent, prepared)
     const controller = new AbortController()
     const record = recorder(env, agent, request, prepared, span)
     const result = streamText({
@@ -91,14 +94,18 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, request: Call
     })
     const abort = () => controller.abort()
     const model = () => answeringModel(prepared.model)
+    const approvals = prepared.toolApproval === undefined && resumed === undefined
+      ? undefined
+      : streamApprovals(env, agent, request, prepared, result.responseMessages, span)
     const events = agent.outputGuardrails?.length
       ? eventStream(
         fullStreamAlone(result).pipeThrough(guardStream(agent, prepared.call, prepared.parent, env.runtime, { abort })),
         recordingBlocks(record),
         abort,
+        approvals,
         model
       )
-      : eventStream(fullStreamAlone(result), record, abort, model)
+      : eventStream(fullStreamAlone(result), record, abort, approvals, model)
     // The SDK starts the model call from its own promises: they run before the response is built, so
     // the provider works on the request meanwhile (a cancelled stream aborts the call and is recorded).
     yield* afterPendingPromises.pipe(Effect.onInterrupt(() => Effect.promise(() => events.cancel())))

@@ -1,0 +1,199 @@
+import { SqlClient } from "@effect/sql"
+import { createHash } from "node:crypto"
+import { Context, Effect, Layer, Schema } from "effect"
+import { Conflict, excerpt, NotFound, ValidationError } from "../../core/errors.js"
+import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
+import { ownTransaction } from "../../storage/transaction.js"
+import type { Owner } from "../memory/MemoryStore.js"
+
+/** A tool call waiting for a human, as the caller sees it (`pendingApprovals`, the stream's frame). */
+export interface PendingApproval {
+  readonly approvalId: string
+  readonly toolName: string
+  readonly toolCallId: string
+  readonly input: unknown
+  readonly expiresAt: string
+}
+
+/** The requests of one generation, stored with what it needs to continue. */
+export interface NewApprovals {
+  readonly agentId: string
+  /** The call's id (its history entry's, once it finishes). */
+  readonly callId: string
+  readonly owner: Owner | undefined
+  readonly conversationId: string | undefined
+  readonly requests: ReadonlyArray<Omit<PendingApproval, "expiresAt">>
+  readonly state: unknown
+  readonly expiresAt: Date
+}
+
+export interface ApprovalAnswer {
+  readonly approvalId: string
+  readonly approved: boolean
+  readonly reason?: string | undefined
+}
+
+export interface AnsweredApproval extends ApprovalAnswer {
+  readonly toolName: string
+  readonly toolCallId: string
+  readonly inputHash: string
+}
+
+/** A generation whose every pending approval was just answered: it may continue. */
+export interface AnsweredCall {
+  readonly callId: string
+  readonly state: unknown
+  readonly answers: ReadonlyArray<AnsweredApproval>
+}
+
+/** The digest a request is bound to: its tool and its input (keys sorted). */
+export const inputHash = (toolName: string, input: unknown): string =>
+  createHash("sha256").update(`${toolName}\u0000${canonical(input)}`).digest("base64url")
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, (_key, field: unknown) =>
+    isPlainObject(field) ? Object.fromEntries(Object.keys(field).sort().map((key) => [key, field[key]])) : field) ?? "null"
+
+export class ApprovalStore extends Context.Tag("ApprovalStore")<ApprovalStore, {
+  readonly request: (approvals: NewApprovals) => Effect.Effect<void>
+  /**
+   * Answers a generation's pending approvals, each once (a conditional UPDATE): all of them, or none
+   * (the transaction is rolled back). Another agent's, another owner's or an unknown id is NotFound;
+   * one answered already or expired is a Conflict; leaving one of the call's requests unanswered, or
+   * naming two calls, is a ValidationError.
+   */
+  readonly answer: (
+    agentId: string,
+    answers: ReadonlyArray<ApprovalAnswer>,
+    owner: Owner | undefined
+  ) => Effect.Effect<AnsweredCall, NotFound | Conflict | ValidationError>
+}>() {}
+
+const Row = Schema.Struct({
+  id: Schema.String,
+  agentId: column(Schema.String, "agent_id"),
+  callId: column(Schema.String, "call_id"),
+  owned: NumberColumn,
+  owner: Schema.NullOr(Schema.String),
+  toolName: column(Schema.String, "tool_name"),
+  toolCallId: column(Schema.String, "tool_call_id"),
+  inputHash: column(Schema.String, "input_hash"),
+  state: Schema.parseJson(),
+  status: Schema.String,
+  expiresAt: column(Schema.String, "expires_at")
+})
+const decodeRows = Schema.decodeUnknown(Schema.Array(Row))
+
+const notFound = (id: string) => new NotFound({ message: `Approval ${excerpt(id, 64)} not found` })
+
+export const ApprovalStoreLive = Layer.effect(
+  ApprovalStore,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const transaction = ownTransaction(sql)
+
+    const request = Effect.fn("ApprovalStore.request", { captureStackTrace: false })(
+      function*(approvals: NewApprovals) {
+        yield* Effect.annotateCurrentSpan("agent.id", approvals.agentId)
+        const now = new Date().toISOString()
+        const state = JSON.stringify(approvals.state)
+        yield* sql`INSERT INTO agent_tool_approvals ${
+          sql.insert(approvals.requests.map((one) => ({
+            id: one.approvalId,
+            agent_id: approvals.agentId,
+            call_id: approvals.callId,
+            owned: approvals.owner === undefined ? 0 : 1,
+            owner: approvals.owner?.userId ?? null,
+            conversation_id: approvals.conversationId ?? null,
+            tool_name: one.toolName,
+            tool_call_id: one.toolCallId,
+            input_hash: inputHash(one.toolName, one.input),
+            input: JSON.stringify(one.input ?? null),
+            state,
+            status: "pending",
+            reason: null,
+            expires_at: approvals.expiresAt.toISOString(),
+            created_at: now,
+            answered_at: null
+          })))
+        }`
+      },
+      Effect.orDie
+    )
+
+    const visible = (row: typeof Row.Type, agentId: string, owner: Owner | undefined) =>
+      row.agentId === agentId && (owner === undefined || (row.owned === 1 && row.owner === owner.userId))
+
+    const answerAll = (agentId: string, answers: ReadonlyArray<ApprovalAnswer>, owner: Owner | undefined) =>
+      Effect.gen(function*() {
+        const ids = answers.map((answer) => answer.approvalId)
+        const rows = yield* sql`SELECT * FROM agent_tool_approvals WHERE ${sql.in("id", ids)}`.pipe(
+          Effect.flatMap(decodeRows),
+          Effect.orDie
+        )
+        const byId = new Map(rows.map((row) => [row.id, row]))
+        const unknown = ids.find((id) => !byId.has(id) || !visible(byId.get(id)!, agentId, owner))
+        if (unknown !== undefined) return yield* notFound(unknown)
+        const callIds = new Set(rows.map((row) => row.callId))
+        if (callIds.size > 1) {
+          return yield* ValidationError.fromIssues([{ path: ["options", "approvals"], message: "must answer the approvals of one call" }])
+        }
+        const now = new Date().toISOString()
+        const answered: Array<AnsweredApproval> = []
+        for (const answer of answers) {
+          const row = byId.get(answer.approvalId)!
+          const won = yield* sql<{ id: string }>`UPDATE agent_tool_approvals
+            SET status = ${answer.approved ? "approved" : "denied"}, reason = ${answer.reason ?? null}, answered_at = ${now}
+            WHERE id = ${row.id} AND status = 'pending' AND expires_at > ${now}
+            RETURNING id`.pipe(Effect.orDie)
+          if (won.length === 0) {
+            // Read again: a concurrent answer may have won since the rows were read.
+            const [current] = yield* sql<{ status: string }>`SELECT status FROM agent_tool_approvals WHERE id = ${row.id}`.pipe(Effect.orDie)
+            return yield* new Conflict({
+              message: current?.status === "approved" || current?.status === "denied"
+                ? `Approval ${row.id} was answered already`
+                : `Approval ${row.id} expired at ${row.expiresAt}`
+            })
+          }
+          answered.push({ ...answer, toolName: row.toolName, toolCallId: row.toolCallId, inputHash: row.inputHash })
+        }
+        const [first] = rows
+        const left = yield* sql<{ id: string }>`SELECT id FROM agent_tool_approvals
+          WHERE call_id = ${first.callId} AND status = 'pending'`.pipe(Effect.orDie)
+        if (left.length > 0) {
+          return yield* ValidationError.fromIssues([{
+            path: ["options", "approvals"],
+            message: `must answer every pending approval of the call; missing: ${left.map((row) => row.id).slice(0, 10).join(", ")}`
+          }])
+        }
+        return { callId: first.callId, state: first.state, answers: answered }
+      })
+
+    // An expired request is marked so, once its answer was refused (outside the refused transaction).
+    const markExpired = (ids: ReadonlyArray<string>) =>
+      Effect.suspend(() => {
+        const now = new Date().toISOString()
+        return sql`UPDATE agent_tool_approvals SET status = 'expired'
+          WHERE ${sql.in("id", ids)} AND status = 'pending' AND expires_at <= ${now}`
+      }).pipe(Effect.ignore)
+
+    const answer = Effect.fn("ApprovalStore.answer", { captureStackTrace: false })(
+      function*(agentId: string, answers: ReadonlyArray<ApprovalAnswer>, owner: Owner | undefined) {
+        yield* Effect.annotateCurrentSpan("agent.id", agentId)
+        const ids = answers.map((one) => one.approvalId)
+        if (new Set(ids).size !== ids.length) {
+          return yield* ValidationError.fromIssues([{ path: ["options", "approvals"], message: "must name each approval once" }])
+        }
+        return yield* transaction(answerAll(agentId, answers, owner)).pipe(
+          Effect.tapErrorTag("Conflict", () => markExpired(ids)),
+          Effect.catchTag("SqlError", Effect.die)
+        )
+      }
+    )
+
+    return ApprovalStore.of({ request, answer })
+  })
+)

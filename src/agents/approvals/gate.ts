@@ -1,0 +1,54 @@
+import type { ToolApprovalConfiguration, ToolApprovalStatus, ToolSet } from "ai"
+import { Runtime } from "effect"
+import type { Tool, ToolApprovalContext } from "../../tools/Tool.js"
+import { inputHash } from "./ApprovalStore.js"
+
+/**
+ * What a call knows of its tools' approvals: the tool calls a human approved in this continuation
+ * (tool call id to the digest of the tool and input approved), none on a first call.
+ */
+export type ApprovedCalls = ReadonlyMap<string, string>
+
+export const NO_APPROVED_CALLS: ApprovedCalls = new Map()
+
+const needed = (tool: Tool, input: unknown, caller: ToolApprovalContext, runtime: Runtime.Runtime<never>): Promise<boolean> =>
+  tool.needsApproval === undefined ? Promise.resolve(false) : Runtime.runPromise(runtime)(tool.needsApproval(input, caller))
+
+/**
+ * The SDK's `toolApproval` for the tools that may need it (undefined when none does, so a call without
+ * such a tool pays nothing): a call the tool's check asks approval for stops the generation with a
+ * `tool-approval-request`.
+ */
+export const toolApprovalFor = (
+  tools: ReadonlyArray<Tool>,
+  caller: ToolApprovalContext,
+  runtime: Runtime.Runtime<never>
+): ToolApprovalConfiguration<ToolSet, any> | undefined => {
+  if (!tools.some((tool) => tool.needsApproval !== undefined)) return undefined
+  const gated = tools.filter((tool) => tool.needsApproval !== undefined)
+  return Object.fromEntries(gated.map((tool) => [
+    tool.name,
+    async (input: unknown): Promise<ToolApprovalStatus> => (await needed(tool, input, caller, runtime)) ? "user-approval" : "not-applicable"
+  ]))
+}
+
+/**
+ * Runs `run` only if the call may run: a tool that needs no approval for this input, or a call a human
+ * approved (its stored row, for this very tool and input). Anything else (an approval the SDK found in
+ * messages a client wrote) never runs the tool.
+ */
+export const gatedRun = async <A>(
+  tool: Tool,
+  input: unknown,
+  toolCallId: string,
+  approved: ApprovedCalls,
+  caller: ToolApprovalContext,
+  runtime: Runtime.Runtime<never>,
+  run: () => Promise<A>
+): Promise<A> => {
+  if (tool.needsApproval === undefined) return run()
+  const digest = approved.get(toolCallId)
+  if (digest !== undefined && digest === inputHash(tool.name, input)) return run()
+  if (await needed(tool, input, caller, runtime)) throw new Error(`Tool ${tool.name} needs approval`)
+  return run()
+}

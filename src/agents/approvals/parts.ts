@@ -1,0 +1,47 @@
+import type { LanguageModelUsage, ModelMessage, StepResult, ToolSet } from "ai"
+import type { TextResult } from "../AgentsSchemas.js"
+import { collectTools, toUsage } from "../generation/results.js"
+import { claimedToolResults, toolOutcomes } from "../generation/toolOutcomes.js"
+import type { Prior } from "./continuation.js"
+
+/**
+ * The tool results a continued call starts with (the approved tools' and the denied ones'): the SDK
+ * puts them in the response's leading tool message, not in a step.
+ */
+const leadingToolMessages = (response: ReadonlyArray<ModelMessage>): Array<ModelMessage> => {
+  const end = response.findIndex((message) => message.role !== "tool")
+  return response.slice(0, end === -1 ? response.length : end)
+}
+
+const resultValue = (output: unknown): unknown =>
+  typeof output === "object" && output !== null && "type" in output && "value" in output &&
+    (output.type === "json" || output.type === "text")
+    ? output.value
+    : output
+
+/**
+ * What this part of a call did: its usage (the SDK's total over its steps), its steps' tool calls and
+ * results, and, for a continuation (`response` given), the tool results it started with first.
+ */
+export const partOf = (
+  steps: ReadonlyArray<StepResult<ToolSet>>,
+  usage: LanguageModelUsage,
+  response?: ReadonlyArray<ModelMessage>
+): Prior => {
+  const tools = collectTools(steps)
+  if (response === undefined) return { usage: toUsage(usage), ...tools, outcomes: toolOutcomes(steps) }
+  const leading = leadingToolMessages(response)
+  const started: TextResult["toolResults"] = leading.flatMap((message) =>
+    typeof message.content === "string"
+      ? []
+      : message.content.flatMap((part) =>
+        part.type === "tool-result" ? [{ toolCallId: part.toolCallId, toolName: part.toolName, result: resultValue(part.output) }] : []
+      )
+  )
+  return {
+    usage: toUsage(usage),
+    toolCalls: tools.toolCalls,
+    toolResults: [...started, ...tools.toolResults],
+    outcomes: [...claimedToolResults(leading), ...toolOutcomes(steps)]
+  }
+}
