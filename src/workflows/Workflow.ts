@@ -29,6 +29,8 @@ export class SuspendSignal extends Data.TaggedError("SuspendSignal")<{
   readonly data: unknown
   /** Where it suspended, when inside a step (issue #31: `notify/send`, `lines[3]`). */
   readonly path?: string | undefined
+  /** When the suspension ends by itself (an andAgent step's approvals expire: steps/agentApprovals.ts). */
+  readonly wakeAt?: string | undefined
 }> {}
 
 export const isSuspendSignal = (value: unknown): value is SuspendSignal => value instanceof SuspendSignal

@@ -13,6 +13,9 @@ import type { SleepRecord } from "./ExecutionRows.js"
 import { type InnerCheckpoint, inMemory } from "./steps/InnerOutputs.js"
 import { runAll, runChildSteps, runRace } from "./steps/innerRunner.js"
 import { runLoopStep } from "./steps/loopRunner.js"
+import type { ApprovalAnswer, PendingApproval } from "../agents/approvals/ApprovalStore.js"
+import type { CallRequest } from "../agents/generation/call.js"
+import { APPROVAL_REASON, asApprovalResume, firstExpiry } from "./steps/agentApprovals.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, type StepSpec, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
 /** A step that failed (not a suspension, not an interruption). */
@@ -203,14 +206,21 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
       return runAll(env, step, data, resumeData, env.inner ?? inMemory())
     case "andRace":
       return runRace(env, step, data, resumeData)
-    case "andAgent":
-      return runCode(step.id, (signal) => step.prompt(contextFor(env, step, data, resumeData, signal))).pipe(
-        Effect.flatMap((prompt) => askAgent(env, step, prompt)),
+    case "andAgent": {
+      // Answers to the approvals its call stopped on continue that call: the prompt is not asked again.
+      const answers = asApprovalResume(resumeData)
+      const asked = answers !== undefined
+        ? askAgent(env, step, { options: { approvals: answers.answers }, approvalsExpired: answers.expired === true })
+        : runCode(step.id, (signal) => step.prompt(contextFor(env, step, data, resumeData, signal))).pipe(
+          Effect.flatMap((prompt) => askAgent(env, step, { input: prompt }))
+        )
+      return asked.pipe(
         Effect.flatMap((answer) => {
           const map = step.map
           return map === undefined ? Effect.succeed(answer) : runFn(env, step, (context) => map(answer, context), data, resumeData)
         })
       )
+    }
     case "andSleep":
     case "andSleepUntil":
       return enterSleep(step, pathIn(env, step.id), data, env.sleep, (fn) => runFn(env, step, fn, data, resumeData), (message) =>
@@ -230,19 +240,41 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
   }
 }
 
-/** An andAgent step's call: the agent's text, its object (JSON Schema `output`) or its decoded answer (Effect Schema). */
-const askAgent = (env: StepEnv, step: Extract<Step, { type: "andAgent" }>, prompt: string): Effect.Effect<unknown, StepOutcome> => {
+/** An andAgent step that stopped on tool approvals: it suspends with them, until their first expiry. */
+const suspendOnApprovals = (stepId: string, approvals: ReadonlyArray<PendingApproval>): Effect.Effect<never, StepOutcome> => {
+  const data = { approvals }
+  const bytes = jsonBytes(data)
+  return Effect.fail(
+    bytes > MAX_SUSPEND_DATA_BYTES
+      ? new StepFailed({ stepId, message: `pending approvals are ${formatBytes(bytes)} as JSON, over the ${formatBytes(MAX_SUSPEND_DATA_BYTES)} a suspension may hold` })
+      : new SuspendSignal({ reason: APPROVAL_REASON, data, wakeAt: firstExpiry(approvals) })
+  )
+}
+
+/**
+ * An andAgent step's call (its prompt, or the answers to its approvals): the agent's text, its object
+ * (JSON Schema `output`) or its decoded answer (Effect Schema).
+ */
+const askAgent = (
+  env: StepEnv,
+  step: Extract<Step, { type: "andAgent" }>,
+  asked: Pick<CallRequest, "input" | "approvalsExpired"> & { readonly options?: { readonly approvals: ReadonlyArray<ApprovalAnswer> } }
+): Effect.Effect<unknown, StepOutcome> => {
   // The agent call is the execution's owner's: its history entry is theirs.
   const request = {
-    input: prompt,
-    options: { context: { ...env.context }, ...(env.userId === undefined ? {} : { userId: env.userId }) },
+    ...asked,
+    options: { ...asked.options, context: { ...env.context }, ...(env.userId === undefined ? {} : { userId: env.userId }) },
     user: env.user
   }
   const output = step.output
-  const answer: Effect.Effect<unknown, { readonly _tag: string }> = output === undefined
-    ? Effect.map(env.agents.call(step.agent, request), (result) => result.text)
+  const answer: Effect.Effect<unknown, { readonly _tag: string } | StepOutcome> = output === undefined
+    ? Effect.flatMap(env.agents.call(step.agent, request), (result) =>
+      result.pendingApprovals === undefined || result.pendingApprovals.length === 0
+        ? Effect.succeed(result.text)
+        : suspendOnApprovals(step.id, result.pendingApprovals))
     : isOutputSchema(output)
     ? env.agents.call(step.agent, { ...request, output })
     : env.agents.object(step.agent.id, { ...request, schema: output })
-  return Effect.mapError(answer, (error) => stepFailure(step.id, error))
+  return Effect.mapError(answer, (error) =>
+    error._tag === "SuspendSignal" || error._tag === "StepFailed" || error._tag === "SleepSignal" ? error as StepOutcome : stepFailure(step.id, error))
 }

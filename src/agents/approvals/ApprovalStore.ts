@@ -63,12 +63,14 @@ export class ApprovalStore extends Context.Tag("ApprovalStore")<ApprovalStore, {
    * Answers a generation's pending approvals, each once (a conditional UPDATE): all of them, or none
    * (the transaction is rolled back). Another agent's, another owner's or an unknown id is NotFound;
    * one answered already or expired is a Conflict; leaving one of the call's requests unanswered, or
-   * naming two calls, is a ValidationError.
+   * naming two calls, is a ValidationError. `expired`: denials of requests that expired unanswered
+   * (a workflow's due work), taken past their expiry too.
    */
   readonly answer: (
     agentId: string,
     answers: ReadonlyArray<ApprovalAnswer>,
-    owner: Owner | undefined
+    owner: Owner | undefined,
+    expired?: boolean
   ) => Effect.Effect<AnsweredCall, NotFound | Conflict | ValidationError>
 }>() {}
 
@@ -127,7 +129,7 @@ export const ApprovalStoreLive = Layer.effect(
     const visible = (row: typeof Row.Type, agentId: string, owner: Owner | undefined) =>
       row.agentId === agentId && (owner === undefined || (row.owned === 1 && row.owner === owner.userId))
 
-    const answerAll = (agentId: string, answers: ReadonlyArray<ApprovalAnswer>, owner: Owner | undefined) =>
+    const answerAll = (agentId: string, answers: ReadonlyArray<ApprovalAnswer>, owner: Owner | undefined, expired: boolean) =>
       Effect.gen(function*() {
         const ids = answers.map((answer) => answer.approvalId)
         const rows = yield* sql`SELECT * FROM agent_tool_approvals WHERE ${sql.in("id", ids)}`.pipe(
@@ -147,7 +149,9 @@ export const ApprovalStoreLive = Layer.effect(
           const row = byId.get(answer.approvalId)!
           const won = yield* sql<{ id: string }>`UPDATE agent_tool_approvals
             SET status = ${answer.approved ? "approved" : "denied"}, reason = ${answer.reason ?? null}, answered_at = ${now}
-            WHERE id = ${row.id} AND status = 'pending' AND expires_at > ${now}
+            WHERE id = ${row.id} AND ${
+            expired && !answer.approved ? sql`status IN ('pending', 'expired')` : sql`status = 'pending' AND expires_at > ${now}`
+          }
             RETURNING id`.pipe(Effect.orDie)
           if (won.length === 0) {
             // Read again: a concurrent answer may have won since the rows were read.
@@ -181,13 +185,13 @@ export const ApprovalStoreLive = Layer.effect(
       }).pipe(Effect.ignore)
 
     const answer = Effect.fn("ApprovalStore.answer", { captureStackTrace: false })(
-      function*(agentId: string, answers: ReadonlyArray<ApprovalAnswer>, owner: Owner | undefined) {
+      function*(agentId: string, answers: ReadonlyArray<ApprovalAnswer>, owner: Owner | undefined, expired = false) {
         yield* Effect.annotateCurrentSpan("agent.id", agentId)
         const ids = answers.map((one) => one.approvalId)
         if (new Set(ids).size !== ids.length) {
           return yield* ValidationError.fromIssues([{ path: ["options", "approvals"], message: "must name each approval once" }])
         }
-        return yield* transaction(answerAll(agentId, answers, owner)).pipe(
+        return yield* transaction(answerAll(agentId, answers, owner, expired)).pipe(
           Effect.tapErrorTag("Conflict", () => markExpired(ids)),
           Effect.catchTag("SqlError", Effect.die)
         )

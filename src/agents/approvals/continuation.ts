@@ -151,7 +151,7 @@ export const resume = (
     if (request.input !== undefined) {
       return yield* ValidationError.fromIssues([{ path: ["input"], message: "must be left out when answering approvals (options.approvals)" }])
     }
-    const answered = yield* approvals.store.answer(agent.id, answers, request.owner)
+    const answered = yield* approvals.store.answer(agent.id, answers, request.owner, request.approvalsExpired === true)
     const state: State = yield* decodeState(answered.state).pipe(Effect.orDie)
     yield* approvalAnswered(answered.answers)
     const approved = new Map(answered.answers.filter((one) => one.approved).map((one) => [one.toolCallId, one.inputHash]))

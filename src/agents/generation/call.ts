@@ -29,6 +29,11 @@ export interface CallRequest {
   readonly owner?: Owner | undefined
   /** The client holds the conversation (the AI SDK's chat request); see ClientConversation. */
   readonly clientConversation?: ClientConversation | undefined
+  /**
+   * Never from a request: `options.approvals` are denials of approvals that expired while a workflow
+   * waited on them (its due work answers them so); rows past their expiry may then be answered.
+   */
+  readonly approvalsExpired?: boolean | undefined
 }
 
 /** What generation needs from the registry around it. */
