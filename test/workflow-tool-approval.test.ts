@@ -1,5 +1,6 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Redacted, Schema, Scope } from "effect"
+import { SignJWT } from "jose"
 import { join } from "node:path"
 import { defineApp } from "../src/App.js"
 import type { ServerConfigShape } from "../src/config/ServerConfig.js"
@@ -88,6 +89,11 @@ layer(ServerWith({}), { excludeTestServices: true })("andAgent tool approval", (
       }
       expect((yield* stateOf(url, run.executionId)).status).toBe("suspended")
 
+      // The agent's own follow-up route cannot answer a workflow's approval: it is the execution's.
+      const bypass = yield* fetchJson(`${url}/agents/cashier/text`, json({ options: { approvals: [{ approvalId: pending.approvalId, approved: true }] } }))
+      expect(bypass).toMatchObject({ status: 404, body: { error: `Approval ${pending.approvalId} not found` } })
+      expect(refunds).not.toContain(70)
+
       const resumed = yield* resume(url, run.executionId, { answers: [{ approvalId: pending.approvalId, approved: true }] })
       expect(resumed.status).toBe(200)
       expect(resumed.body.data).toMatchObject({ status: "completed", result: expect.stringContaining("refunded") })
@@ -138,6 +144,31 @@ layer(ServerWith({ approvals: { ttlMs: 1_500 } }), { excludeTestServices: true }
       const late = yield* resume(url, run.executionId, { answers: [{ approvalId: run.suspension.data.approvals[0].approvalId, approved: true }] })
       expect(late.status).toBe(404)
     }), 40_000)
+})
+
+const SECRET = "a-long-shared-secret-for-workflow-approval-tests"
+const token = (sub: string) =>
+  new SignJWT({ sub }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(new TextEncoder().encode(SECRET))
+const asUser = (jwt: string, body: unknown): RequestInit => ({ ...json(body), headers: { "content-type": "application/json", authorization: `Bearer ${jwt}` } })
+
+layer(
+  ServerWith({ auth: { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [] } } }),
+  { excludeTestServices: true }
+)("andAgent tool approval under JWT", (it) => {
+  it.effect("the resume is the execution owner's: another user's is 404 and leaves it suspended", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const [ada, bob] = yield* Effect.promise(() => Promise.all([token("ada"), token("bob")]))
+      const started = yield* fetchJson(`${url}/workflows/refund-flow/execute`, asUser(ada, { input: { amount: 75 } }))
+      const run = suspendedOn(started.body, 75)
+      const answer = { resumeData: { answers: [{ approvalId: run.suspension.data.approvals[0].approvalId, approved: true }] } }
+      const path = `${url}/workflows/refund-flow/executions/${run.executionId}/resume`
+      expect((yield* fetchJson(path, asUser(bob, answer))).status).toBe(404)
+      expect(refunds).not.toContain(75)
+      const own = yield* fetchJson(path, asUser(ada, answer))
+      expect(own.body.data).toMatchObject({ status: "completed", result: expect.stringContaining("refunded") })
+      expect(refunds.filter((one) => one === 75)).toEqual([75])
+    }))
 })
 
 /** A service instance on `databaseUrl`, up until its scope is closed. */

@@ -264,7 +264,9 @@ const askAgent = (
   const request = {
     ...asked,
     options: { ...asked.options, context: { ...env.context }, ...(env.userId === undefined ? {} : { userId: env.userId }) },
-    user: env.user
+    user: env.user,
+    // Its approvals are answered by the execution's resume only.
+    boundTo: env.executionId
   }
   const output = step.output
   const answer: Effect.Effect<unknown, { readonly _tag: string } | StepOutcome> = output === undefined

@@ -34,6 +34,11 @@ export interface CallRequest {
    * waited on them (its due work answers them so); rows past their expiry may then be answered.
    */
   readonly approvalsExpired?: boolean | undefined
+  /**
+   * Never from a request: the workflow execution this call is a step of. Its approvals are stored bound
+   * to it, and answered only by its resume (options.approvals from anyone else: 404).
+   */
+  readonly boundTo?: string | undefined
 }
 
 /** What generation needs from the registry around it. */
