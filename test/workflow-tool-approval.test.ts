@@ -4,6 +4,7 @@ import { SignJWT } from "jose"
 import { join } from "node:path"
 import { defineApp } from "../src/App.js"
 import type { ServerConfigShape } from "../src/config/ServerConfig.js"
+import type { ResumeData } from "../src/workflows/TypedCalls.js"
 import { workflow } from "../src/workflows/Workflow.js"
 import { cashier, refunds } from "./support/approvalApp.js"
 import { FakeProvider, FakeProviderLive, fakeModelSettings, postSse } from "./support/fakeProvider.js"
@@ -22,6 +23,23 @@ const refundFlow = workflow({
 }).andAgent({ id: "ask-cashier", agent: cashier, prompt: ({ data }) => `refund ${data.amount}` })
 
 const app = defineApp({ workflows: [refundFlow] })
+
+// Compile time: `resumeWorkflow` at an andAgent step takes the step's resume type or the approval answers.
+const typedFlow = workflow({
+  id: "typed-refund",
+  name: "Typed refund",
+  purpose: "Has its own resume type",
+  input: Schema.Struct({ amount: Schema.Number }),
+  result: Schema.String,
+  resumeSchema: Schema.Struct({ ok: Schema.Boolean })
+}).andAgent({ id: "ask-cashier", agent: cashier, prompt: ({ data }) => `refund ${data.amount}` })
+type AgentResume = ResumeData<typeof typedFlow, "ask-cashier">
+export const typedAnswers: ReadonlyArray<AgentResume> = [
+  { answers: [{ approvalId: "a", approved: true }, { approvalId: "b", approved: false, reason: "no" }] },
+  { ok: true },
+  // @ts-expect-error neither the step's resume data nor approval answers
+  { answers: "yes" }
+]
 
 const ServerWith = (config: Partial<ServerConfigShape>) =>
   Layer.unwrapEffect(Effect.map(FakeProvider, (fake) =>

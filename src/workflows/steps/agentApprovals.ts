@@ -24,9 +24,13 @@ const Answer = Schema.Struct({
 const ApprovalResume = Schema.Struct({ answers: Schema.Array(Answer).pipe(Schema.minItems(1), Schema.maxItems(100)) })
 const decodeResume = Schema.decodeUnknownEither(ApprovalResume, { errors: "all", onExcessProperty: "error" })
 
+/** What an andAgent step suspended on tool approvals is resumed with (`resumeWorkflow` types it so). */
+export interface ApprovalAnswers {
+  readonly answers: ReadonlyArray<{ readonly approvalId: string; readonly approved: boolean; readonly reason?: string | undefined }>
+}
+
 /** The resume data the step reads: the answers, and whether they are the expiry's denials. */
-export interface ApprovalResumeData {
-  readonly answers: ReadonlyArray<typeof Answer.Type>
+export interface ApprovalResumeData extends ApprovalAnswers {
   readonly expired?: true | undefined
 }
 
