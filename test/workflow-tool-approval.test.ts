@@ -190,12 +190,12 @@ layer(
 })
 
 /** A service instance on `databaseUrl`, up until its scope is closed. */
-const instance = (databaseUrl: string, instanceId: string) =>
+const instance = (databaseUrl: string, instanceId: string, config: Partial<ServerConfigShape> = {}) =>
   Effect.gen(function*() {
     const fake = yield* FakeProvider
     const scope = yield* Scope.make()
     const context = yield* Layer.buildWithScope(
-      TestServerLive({ app, config: { model: fakeModelSettings(fake), databaseUrl: Redacted.make(databaseUrl), instanceId } }),
+      TestServerLive({ app, config: { model: fakeModelSettings(fake), databaseUrl: Redacted.make(databaseUrl), instanceId, ...config } }),
       scope
     )
     return { url: Context.get(context, TestServer).url, close: Scope.close(scope, Exit.void) }
@@ -226,5 +226,18 @@ describe("andAgent tool approval across a restart", () => {
     Effect.gen(function*() {
       const url = yield* freshPostgresDatabase
       yield* restartScenario(url, 91)
+    }).pipe(Effect.provide(FakeProviderLive)), 60_000)
+
+  it.scoped.skipIf(!postgresAvailable)("on Postgres: suspended on A, A shut down, the approval expires and B denies it", () =>
+    Effect.gen(function*() {
+      const url = yield* freshPostgresDatabase
+      const a = yield* instance(url, "a", { approvals: { ttlMs: 1_500 } })
+      const run = suspendedOn((yield* execute(a.url, 92)).body, 92)
+      yield* a.close
+      const b = yield* instance(url, "b", { approvals: { ttlMs: 1_500 } })
+      const done = yield* waitFor(b.url, run.executionId, (state) => state.status !== "suspended" && state.status !== "running")
+      expect(done).toMatchObject({ status: "completed", result: expect.stringContaining("expired") })
+      yield* b.close
+      expect(refunds).not.toContain(92)
     }).pipe(Effect.provide(FakeProviderLive)), 60_000)
 })
