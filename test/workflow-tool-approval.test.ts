@@ -164,6 +164,27 @@ layer(ServerWith({ approvals: { ttlMs: 1_500 } }), { excludeTestServices: true }
     }), 40_000)
 })
 
+layer(ServerWith({ approvals: { ttlMs: 400 } }), { excludeTestServices: true })("andAgent tool approval: answer racing expiry", (it) => {
+  it.effect("20 trials of an approval answered around its expiry: the execution completes, approved or denied as expired, never both", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      for (let trial = 0; trial < 20; trial++) {
+        const amount = 1000 + trial
+        const run = suspendedOn((yield* execute(url, amount)).body, amount)
+        const [pending] = run.suspension.data.approvals as unknown as Array<{ approvalId: string; expiresAt: string }>
+        // From 100 ms before its expiry to 100 ms after it: the race is the point, not a wait for a state.
+        yield* Effect.sleep(Math.max(0, Date.parse(pending.expiresAt) - Date.now() - 100 + trial * 10))
+        const answered = yield* resume(url, run.executionId, { answers: [{ approvalId: pending.approvalId, approved: true }] })
+        expect([200, 404, 409]).toContain(answered.status)
+        const done = yield* waitFor(url, run.executionId, (state) => state.status !== "suspended" && state.status !== "running")
+        expect(done.status).toBe("completed")
+        const ran = refunds.filter((one) => one === amount).length
+        expect(ran).toBe(done.result.includes("expired") ? 0 : 1)
+        if (answered.status !== 200) expect(done.result).toContain("expired")
+      }
+    }), 120_000)
+})
+
 const SECRET = "a-long-shared-secret-for-workflow-approval-tests"
 const token = (sub: string) =>
   new SignJWT({ sub }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(new TextEncoder().encode(SECRET))

@@ -2,7 +2,7 @@ import { Cause, Data, Effect, Either, Option, ParseResult, Schema } from "effect
 import { isOutputSchema } from "../agents/AgentOutput.js"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ErrorDetail } from "../core/errorDetail.js"
-import { BadRequest, ValidationError } from "../core/errors.js"
+import { BadRequest, Conflict, ValidationError } from "../core/errors.js"
 import { errorDetailOf, failureMessage, spanMessageOf } from "../observability/errorDetail.js"
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
 import { encodeValue, isPlain, storedForm } from "./StepCodec.js"
@@ -15,7 +15,7 @@ import { runAll, runChildSteps, runRace } from "./steps/innerRunner.js"
 import { runLoopStep } from "./steps/loopRunner.js"
 import type { ApprovalAnswer, PendingApproval } from "../agents/approvals/ApprovalStore.js"
 import type { CallRequest } from "../agents/generation/call.js"
-import { APPROVAL_REASON, asApprovalResume, firstExpiry } from "./steps/agentApprovals.js"
+import { APPROVAL_REASON, type ApprovalResumeData, asApprovalResume, EXPIRED_REASON, firstExpiry } from "./steps/agentApprovals.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, type StepSpec, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
 /** A step that failed (not a suspension, not an interruption). */
@@ -210,7 +210,7 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
       // Answers to the approvals its call stopped on continue that call: the prompt is not asked again.
       const answers = asApprovalResume(resumeData)
       const asked = answers !== undefined
-        ? askAgent(env, step, { options: { approvals: answers.answers }, approvalsExpired: answers.expired === true })
+        ? continueAgent(env, step, answers)
         : runCode(step.id, (signal) => step.prompt(contextFor(env, step, data, resumeData, signal))).pipe(
           Effect.flatMap((prompt) => askAgent(env, step, { input: prompt }))
         )
@@ -238,6 +238,20 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
     default:
       return runLoopStep(env, step, data, resumeData)
   }
+}
+
+/**
+ * An andAgent step resumed with the answers to its approvals continues its call. One that expired since
+ * the resume was checked is a Conflict there: the call is then continued with every approval denied as
+ * expired, as its expiry would have (a row answered already refuses that too).
+ */
+const continueAgent = (env: StepEnv, step: Extract<Step, { type: "andAgent" }>, answers: ApprovalResumeData) => {
+  const ask = (data: ApprovalResumeData) => askAgent(env, step, { options: { approvals: data.answers }, approvalsExpired: data.expired === true })
+  return answers.expired === true ? ask(answers) : Effect.catchIf(
+    ask(answers),
+    (outcome) => outcome._tag === "StepFailed" && outcome.error instanceof Conflict,
+    () => ask({ answers: answers.answers.map((one) => ({ approvalId: one.approvalId, approved: false, reason: EXPIRED_REASON })), expired: true })
+  )
 }
 
 /** An andAgent step that stopped on tool approvals: it suspends with them, until their first expiry. */
