@@ -90,6 +90,11 @@ layer(ServerWith({}), { excludeTestServices: true })("andAgent tool approval", (
       expect(refunds).not.toContain(70)
       const state = yield* stateOf(url, run.executionId)
       expect(state).toMatchObject({ status: "suspended", suspension: { stepId: "ask-cashier", data: { approvals: [{ approvalId: pending.approvalId }] } } })
+      const listing = yield* fetchJson(`${url}/workflows/executions?workflowId=refund-flow&status=suspended`)
+      const listed = (listing.body.data as Array<any>).find((one) => one.id === run.executionId)
+      expect(listed.status).toBe("suspended")
+      // The listing shows it as any suspension (its data is in the state and the stream's event).
+      expect(listed.events.at(-1)).toMatchObject({ type: "workflow-suspended", from: "ask-cashier" })
 
       // Bad answers are 400s that leave it suspended.
       for (
