@@ -67,6 +67,7 @@ export { type StepPolicy, type StepRetry, StepTimeout } from "./workflows/steps/
 export { type OnErrorEvent, type OnFinishEvent, type OnStartEvent, type OnSuspendEvent } from "./workflows/steps/Hooks.js"
 export { RegisteredWorkflows, WorkflowEngine } from "./workflows/WorkflowEngine.js"
 export { MAX_SLEEP, type SleepChain } from "./workflows/steps/Sleep.js"
+export type { ApprovalAnswers } from "./workflows/steps/agentApprovals.js"
 export { type DueKind, DueWork, DueWorkLive, type DueWorkService } from "./scheduling/DueWork.js"
 export {
   type ResumeData,

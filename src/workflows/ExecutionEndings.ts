@@ -52,13 +52,19 @@ export const stepStart = (definition: WorkflowDefinition, execution: Execution, 
 }
 
 /** A suspension at `stepId` (a path for an inner step) of the top-level step at `index`: its event and its stored form. */
-export const suspensionAt = (execution: Execution, stepId: string, index: number, signal: { readonly reason: string; readonly data: unknown }) => {
+export const suspensionAt = (
+  execution: Execution,
+  stepId: string,
+  index: number,
+  signal: { readonly reason: string; readonly data: unknown; readonly wakeAt?: string | undefined }
+) => {
   const suspended = workflowEvent(execution, "workflow-suspended", stepId, "suspended", {
     stepIndex: index,
     reason: signal.reason,
     ...(signal.data === undefined ? {} : { data: signal.data })
   })
-  return { suspended, suspension: { suspendedAt: suspended.timestamp, reason: signal.reason, stepIndex: index, stepId, data: signal.data } }
+  const wakeAt = signal.wakeAt === undefined ? {} : { wakeAt: signal.wakeAt }
+  return { suspended, suspension: { suspendedAt: suspended.timestamp, reason: signal.reason, stepIndex: index, stepId, data: signal.data, ...wakeAt } }
 }
 
 export const errorEvent = (execution: Execution, error: string, errorDetail: ErrorDetail | undefined) =>

@@ -38,7 +38,9 @@ export const Suspension = Schema.Struct({
   reason: Schema.String,
   stepIndex: Schema.Number,
   stepId: Schema.String,
-  data: Schema.optional(Schema.Unknown)
+  data: Schema.optional(Schema.Unknown),
+  /** When it ends by itself: its approvals expire (steps/ApprovalExpiry.ts); stored as `wake_at` too. */
+  wakeAt: Schema.optional(Schema.String)
 })
 export interface Suspension extends Schema.Schema.Type<typeof Suspension> {}
 

@@ -251,7 +251,8 @@ export const ExecutionStoreLive = Layer.scoped(
 
     const suspend: ExecutionStore["Type"]["suspend"] = (claim, suspension, event) =>
       transition(claim.id, [event], (_, historyBytes) =>
-        sql`UPDATE workflow_executions SET status = 'suspended', suspension = ${JSON.stringify(suspension)}, owner = NULL, wake_at = NULL,
+        sql`UPDATE workflow_executions SET status = 'suspended', suspension = ${JSON.stringify(suspension)}, owner = NULL,
+          wake_at = ${suspension.wakeAt ?? null},
           step_index = ${suspension.stepIndex}, version = version + 1, last_seq = last_seq + 1, updated_at = ${suspension.suspendedAt},
           history_bytes = history_bytes + ${historyBytes}
           WHERE ${held(claim)} AND step_index = ${claim.atStep} RETURNING last_seq`)

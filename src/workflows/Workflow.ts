@@ -2,6 +2,7 @@ import { Data, type Effect, type Schema } from "effect"
 import type { AgentDefinition } from "../agents/Agent.js"
 import type { JsonSchemaInput, OutputSchema } from "../agents/AgentOutput.js"
 import { checkAgentStep } from "./steps/agentStep.js"
+import type { ApprovalAnswers } from "./steps/agentApprovals.js"
 import { checkDefinitionId } from "../core/definitionId.js"
 import type { ResultError, UserResult } from "../core/userCode.js"
 import { type AgentCallError, checkPolicy, type RuntimeHooks, type StepPolicy, type WorkflowHooks } from "./steps/Policy.js"
@@ -29,6 +30,8 @@ export class SuspendSignal extends Data.TaggedError("SuspendSignal")<{
   readonly data: unknown
   /** Where it suspended, when inside a step (issue #31: `notify/send`, `lines[3]`). */
   readonly path?: string | undefined
+  /** When the suspension ends by itself (an andAgent step's approvals expire: steps/agentApprovals.ts). */
+  readonly wakeAt?: string | undefined
 }> {}
 
 export const isSuspendSignal = (value: unknown): value is SuspendSignal => value instanceof SuspendSignal
@@ -251,7 +254,7 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
     readonly prompt: (context: StepContext<D, I, S, WRes, WSus>) => P
     readonly output?: Out
     readonly map?: (out: AgentAnswer<Out>, context: StepContext<D, I, S, WRes, WSus>) => Ret
-  }) => Next<I, O, ResultValue<Ret>, WithStep<S, Id, ResultValue<Ret>>, R | AR | ResultContext<P> | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, WRes]>
+  }) => Next<I, O, ResultValue<Ret>, WithStep<S, Id, ResultValue<Ret>>, R | AR | ResultContext<P> | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, WRes | ApprovalAnswers]>
   /**
    * Runs another workflow inline: the next data is its result. Its input is the data, or what `input`
    * returns; either must fit the child's input type.

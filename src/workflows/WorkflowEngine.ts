@@ -28,6 +28,8 @@ import type * as S from "./WorkflowSchemas.js"
 import type { StartOptions, WorkflowEngineCore, WorkflowEngineService } from "./WorkflowEngineContract.js"
 import { makeTypedCalls } from "./TypedCalls.js"
 import { makeWorkflowTimers } from "./steps/SleepTimers.js"
+import { answersApprovals, approvalResumeData } from "./steps/agentApprovals.js"
+import { startApprovalExpiry } from "./steps/ApprovalExpiry.js"
 
 export type { StartOptions } from "./WorkflowEngineContract.js"
 
@@ -160,6 +162,7 @@ export const WorkflowEngineLive = Layer.scoped(
     const leaving = Option.match(lifecycle, { onNone: () => Effect.succeed(false), onSome: (l) => l.draining })
     yield* startExecutionSupervisor({ registry, notices, hubs, driver, workflows: byId, pollMs, leaving })
     yield* timers.start({ driver, workflows: byId, leaving })
+    yield* startApprovalExpiry({ driver, workflows: byId, leaving, dueWork: timers.dueWork, instanceId })
     // Runs first on shutdown (finalizers run in reverse): steps finish, then executions are handed over.
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(driver.drain(settings.drainMs), (released) =>
@@ -288,7 +291,9 @@ export const WorkflowEngineLive = Layer.scoped(
             : definition.steps.findIndex((step) => step.id === topStepOfPath(stepId))
           if (stepIndex < 0) return yield* new BadRequest({ message: `Workflow ${id} has no step ${stepId}` })
           const schema = definition.steps[stepIndex].resumeSchema ?? definition.resumeSchema
-          const stored = yield* storedResumeData(schema, resumeData)
+          const stored = yield* (answersApprovals(definition.steps[stepIndex], execution.suspension)
+            ? approvalResumeData(execution.suspension, resumeData)
+            : storedResumeData(schema, resumeData))
           // Another step than the one it stopped at, or a changed definition: the data that step gets
           // came from another predecessor, and must fit the schema of the one before it (409 if not).
           const checked = definitionHash(definition) !== execution.definitionHash ||

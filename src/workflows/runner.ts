@@ -2,7 +2,7 @@ import { Cause, Data, Effect, Either, Option, ParseResult, Schema } from "effect
 import { isOutputSchema } from "../agents/AgentOutput.js"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ErrorDetail } from "../core/errorDetail.js"
-import { BadRequest, ValidationError } from "../core/errors.js"
+import { BadRequest, Conflict, ValidationError } from "../core/errors.js"
 import { errorDetailOf, failureMessage, spanMessageOf } from "../observability/errorDetail.js"
 import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
 import { encodeValue, isPlain, storedForm } from "./StepCodec.js"
@@ -13,6 +13,9 @@ import type { SleepRecord } from "./ExecutionRows.js"
 import { type InnerCheckpoint, inMemory } from "./steps/InnerOutputs.js"
 import { runAll, runChildSteps, runRace } from "./steps/innerRunner.js"
 import { runLoopStep } from "./steps/loopRunner.js"
+import type { ApprovalAnswer, PendingApproval } from "../agents/approvals/ApprovalStore.js"
+import type { CallRequest } from "../agents/generation/call.js"
+import { APPROVAL_REASON, type ApprovalResumeData, asApprovalResume, EXPIRED_REASON, firstExpiry } from "./steps/agentApprovals.js"
 import { isSuspendSignal, type Step, type StepContext, type StepFn, type StepSpec, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
 
 /** A step that failed (not a suspension, not an interruption). */
@@ -203,14 +206,21 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
       return runAll(env, step, data, resumeData, env.inner ?? inMemory())
     case "andRace":
       return runRace(env, step, data, resumeData)
-    case "andAgent":
-      return runCode(step.id, (signal) => step.prompt(contextFor(env, step, data, resumeData, signal))).pipe(
-        Effect.flatMap((prompt) => askAgent(env, step, prompt)),
+    case "andAgent": {
+      // Answers to the approvals its call stopped on continue that call: the prompt is not asked again.
+      const answers = asApprovalResume(resumeData)
+      const asked = answers !== undefined
+        ? continueAgent(env, step, answers)
+        : runCode(step.id, (signal) => step.prompt(contextFor(env, step, data, resumeData, signal))).pipe(
+          Effect.flatMap((prompt) => askAgent(env, step, { input: prompt }))
+        )
+      return asked.pipe(
         Effect.flatMap((answer) => {
           const map = step.map
           return map === undefined ? Effect.succeed(answer) : runFn(env, step, (context) => map(answer, context), data, resumeData)
         })
       )
+    }
     case "andSleep":
     case "andSleepUntil":
       return enterSleep(step, pathIn(env, step.id), data, env.sleep, (fn) => runFn(env, step, fn, data, resumeData), (message) =>
@@ -230,19 +240,57 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
   }
 }
 
-/** An andAgent step's call: the agent's text, its object (JSON Schema `output`) or its decoded answer (Effect Schema). */
-const askAgent = (env: StepEnv, step: Extract<Step, { type: "andAgent" }>, prompt: string): Effect.Effect<unknown, StepOutcome> => {
+/**
+ * An andAgent step resumed with the answers to its approvals continues its call. One that expired since
+ * the resume was checked is a Conflict there: the call is then continued with every approval denied as
+ * expired, as its expiry would have (a row answered already refuses that too).
+ */
+const continueAgent = (env: StepEnv, step: Extract<Step, { type: "andAgent" }>, answers: ApprovalResumeData) => {
+  const ask = (data: ApprovalResumeData) => askAgent(env, step, { options: { approvals: data.answers }, approvalsExpired: data.expired === true })
+  return answers.expired === true ? ask(answers) : Effect.catchIf(
+    ask(answers),
+    (outcome) => outcome._tag === "StepFailed" && outcome.error instanceof Conflict,
+    () => ask({ answers: answers.answers.map((one) => ({ approvalId: one.approvalId, approved: false, reason: EXPIRED_REASON })), expired: true })
+  )
+}
+
+/** An andAgent step that stopped on tool approvals: it suspends with them, until their first expiry. */
+const suspendOnApprovals = (stepId: string, approvals: ReadonlyArray<PendingApproval>): Effect.Effect<never, StepOutcome> => {
+  const data = { approvals }
+  const bytes = jsonBytes(data)
+  return Effect.fail(
+    bytes > MAX_SUSPEND_DATA_BYTES
+      ? new StepFailed({ stepId, message: `pending approvals are ${formatBytes(bytes)} as JSON, over the ${formatBytes(MAX_SUSPEND_DATA_BYTES)} a suspension may hold` })
+      : new SuspendSignal({ reason: APPROVAL_REASON, data, wakeAt: firstExpiry(approvals) })
+  )
+}
+
+/**
+ * An andAgent step's call (its prompt, or the answers to its approvals): the agent's text, its object
+ * (JSON Schema `output`) or its decoded answer (Effect Schema).
+ */
+const askAgent = (
+  env: StepEnv,
+  step: Extract<Step, { type: "andAgent" }>,
+  asked: Pick<CallRequest, "input" | "approvalsExpired"> & { readonly options?: { readonly approvals: ReadonlyArray<ApprovalAnswer> } }
+): Effect.Effect<unknown, StepOutcome> => {
   // The agent call is the execution's owner's: its history entry is theirs.
   const request = {
-    input: prompt,
-    options: { context: { ...env.context }, ...(env.userId === undefined ? {} : { userId: env.userId }) },
-    user: env.user
+    ...asked,
+    options: { ...asked.options, context: { ...env.context }, ...(env.userId === undefined ? {} : { userId: env.userId }) },
+    user: env.user,
+    // Its approvals are answered by the execution's resume only.
+    boundTo: env.executionId
   }
   const output = step.output
-  const answer: Effect.Effect<unknown, { readonly _tag: string }> = output === undefined
-    ? Effect.map(env.agents.call(step.agent, request), (result) => result.text)
+  const answer: Effect.Effect<unknown, { readonly _tag: string } | StepOutcome> = output === undefined
+    ? Effect.flatMap(env.agents.call(step.agent, request), (result) =>
+      result.pendingApprovals === undefined || result.pendingApprovals.length === 0
+        ? Effect.succeed(result.text)
+        : suspendOnApprovals(step.id, result.pendingApprovals))
     : isOutputSchema(output)
     ? env.agents.call(step.agent, { ...request, output })
     : env.agents.object(step.agent.id, { ...request, schema: output })
-  return Effect.mapError(answer, (error) => stepFailure(step.id, error))
+  return Effect.mapError(answer, (error) =>
+    error._tag === "SuspendSignal" || error._tag === "StepFailed" || error._tag === "SleepSignal" ? error as StepOutcome : stepFailure(step.id, error))
 }

@@ -46,6 +46,15 @@ export interface AnsweredCall {
   readonly answers: ReadonlyArray<AnsweredApproval>
 }
 
+/** Who answers: the workflow execution a call is bound to (its state's `boundTo`), and whether with expiry denials. */
+export interface AnsweredVia {
+  readonly boundTo?: string | undefined
+  readonly expired?: boolean | undefined
+}
+
+const boundOf = (state: unknown): unknown =>
+  typeof state === "object" && state !== null && "boundTo" in state ? state.boundTo : undefined
+
 /** The digest a request is bound to: its tool and its input (keys sorted). */
 export const inputHash = (toolName: string, input: unknown): string =>
   createHash("sha256").update(`${toolName}\u0000${canonical(input)}`).digest("base64url")
@@ -63,12 +72,15 @@ export class ApprovalStore extends Context.Tag("ApprovalStore")<ApprovalStore, {
    * Answers a generation's pending approvals, each once (a conditional UPDATE): all of them, or none
    * (the transaction is rolled back). Another agent's, another owner's or an unknown id is NotFound;
    * one answered already or expired is a Conflict; leaving one of the call's requests unanswered, or
-   * naming two calls, is a ValidationError.
+   * naming two calls, is a ValidationError. `via` (a workflow's step, CallRequest): the requests of a
+   * call bound to a workflow execution are found only by it (NotFound to anyone else); `expired`
+   * denials of requests that expired unanswered (its due work) are taken past their expiry too.
    */
   readonly answer: (
     agentId: string,
     answers: ReadonlyArray<ApprovalAnswer>,
-    owner: Owner | undefined
+    owner: Owner | undefined,
+    via?: AnsweredVia
   ) => Effect.Effect<AnsweredCall, NotFound | Conflict | ValidationError>
 }>() {}
 
@@ -124,10 +136,11 @@ export const ApprovalStoreLive = Layer.effect(
       Effect.orDie
     )
 
-    const visible = (row: typeof Row.Type, agentId: string, owner: Owner | undefined) =>
-      row.agentId === agentId && (owner === undefined || (row.owned === 1 && row.owner === owner.userId))
+    const visible = (row: typeof Row.Type, agentId: string, owner: Owner | undefined, via: AnsweredVia) =>
+      row.agentId === agentId && (owner === undefined || (row.owned === 1 && row.owner === owner.userId)) &&
+      boundOf(row.state) === via.boundTo
 
-    const answerAll = (agentId: string, answers: ReadonlyArray<ApprovalAnswer>, owner: Owner | undefined) =>
+    const answerAll = (agentId: string, answers: ReadonlyArray<ApprovalAnswer>, owner: Owner | undefined, via: AnsweredVia) =>
       Effect.gen(function*() {
         const ids = answers.map((answer) => answer.approvalId)
         const rows = yield* sql`SELECT * FROM agent_tool_approvals WHERE ${sql.in("id", ids)}`.pipe(
@@ -135,7 +148,7 @@ export const ApprovalStoreLive = Layer.effect(
           Effect.orDie
         )
         const byId = new Map(rows.map((row) => [row.id, row]))
-        const unknown = ids.find((id) => !byId.has(id) || !visible(byId.get(id)!, agentId, owner))
+        const unknown = ids.find((id) => !byId.has(id) || !visible(byId.get(id)!, agentId, owner, via))
         if (unknown !== undefined) return yield* notFound(unknown)
         const callIds = new Set(rows.map((row) => row.callId))
         if (callIds.size > 1) {
@@ -147,7 +160,9 @@ export const ApprovalStoreLive = Layer.effect(
           const row = byId.get(answer.approvalId)!
           const won = yield* sql<{ id: string }>`UPDATE agent_tool_approvals
             SET status = ${answer.approved ? "approved" : "denied"}, reason = ${answer.reason ?? null}, answered_at = ${now}
-            WHERE id = ${row.id} AND status = 'pending' AND expires_at > ${now}
+            WHERE id = ${row.id} AND ${
+            via.expired === true && !answer.approved ? sql`status IN ('pending', 'expired')` : sql`status = 'pending' AND expires_at > ${now}`
+          }
             RETURNING id`.pipe(Effect.orDie)
           if (won.length === 0) {
             // Read again: a concurrent answer may have won since the rows were read.
@@ -181,13 +196,13 @@ export const ApprovalStoreLive = Layer.effect(
       }).pipe(Effect.ignore)
 
     const answer = Effect.fn("ApprovalStore.answer", { captureStackTrace: false })(
-      function*(agentId: string, answers: ReadonlyArray<ApprovalAnswer>, owner: Owner | undefined) {
+      function*(agentId: string, answers: ReadonlyArray<ApprovalAnswer>, owner: Owner | undefined, via: AnsweredVia = {}) {
         yield* Effect.annotateCurrentSpan("agent.id", agentId)
         const ids = answers.map((one) => one.approvalId)
         if (new Set(ids).size !== ids.length) {
           return yield* ValidationError.fromIssues([{ path: ["options", "approvals"], message: "must name each approval once" }])
         }
-        return yield* transaction(answerAll(agentId, answers, owner)).pipe(
+        return yield* transaction(answerAll(agentId, answers, owner, via)).pipe(
           Effect.tapErrorTag("Conflict", () => markExpired(ids)),
           Effect.catchTag("SqlError", Effect.die)
         )

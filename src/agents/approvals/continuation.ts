@@ -37,6 +37,8 @@ const State = Schema.Struct({
   options: GenerationOptions,
   messages: Schema.Array(Schema.Unknown),
   newMessages: Schema.Array(Schema.Unknown),
+  /** The workflow execution whose step made the call (CallRequest's `boundTo`). */
+  boundTo: Schema.optional(Schema.String),
   prior: Schema.Struct({
     usage: Usage,
     toolCalls: Schema.Array(ToolCallRecord),
@@ -105,6 +107,7 @@ export const newApprovals = (args: {
     options,
     messages: args.messages,
     newMessages: args.newMessages,
+    ...(args.request.boundTo === undefined ? {} : { boundTo: args.request.boundTo }),
     prior: args.prior
   }
   return {
@@ -151,12 +154,12 @@ export const resume = (
     if (request.input !== undefined) {
       return yield* ValidationError.fromIssues([{ path: ["input"], message: "must be left out when answering approvals (options.approvals)" }])
     }
-    const answered = yield* approvals.store.answer(agent.id, answers, request.owner)
+    const answered = yield* approvals.store.answer(agent.id, answers, request.owner, { expired: request.approvalsExpired, boundTo: request.boundTo })
     const state: State = yield* decodeState(answered.state).pipe(Effect.orDie)
     yield* approvalAnswered(answered.answers)
     const approved = new Map(answered.answers.filter((one) => one.approved).map((one) => [one.toolCallId, one.inputHash]))
     return {
-      request: { input: state.input as CallRequest["input"], options: state.options, user: request.user, owner: request.owner },
+      request: { input: state.input as CallRequest["input"], options: state.options, user: request.user, owner: request.owner, boundTo: state.boundTo },
       resumed: {
         callId: state.callId,
         startedAt: state.startedAt,

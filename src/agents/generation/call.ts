@@ -29,6 +29,16 @@ export interface CallRequest {
   readonly owner?: Owner | undefined
   /** The client holds the conversation (the AI SDK's chat request); see ClientConversation. */
   readonly clientConversation?: ClientConversation | undefined
+  /**
+   * Never from a request: `options.approvals` are denials of approvals that expired while a workflow
+   * waited on them (its due work answers them so); rows past their expiry may then be answered.
+   */
+  readonly approvalsExpired?: boolean | undefined
+  /**
+   * Never from a request: the workflow execution this call is a step of. Its approvals are stored bound
+   * to it, and answered only by its resume (options.approvals from anyone else: 404).
+   */
+  readonly boundTo?: string | undefined
 }
 
 /** What generation needs from the registry around it. */

@@ -152,5 +152,5 @@ export const makeWorkflowTimers = (instanceId: string, pollMs: number) =>
       })
     }
 
-    return { park, start }
+    return { park, start, dueWork }
   })
