@@ -1,4 +1,11 @@
-import { AbstractChat, type ChatState, type ChatStatus, DefaultChatTransport, type UIMessage } from "ai"
+import {
+  AbstractChat,
+  type ChatState,
+  type ChatStatus,
+  DefaultChatTransport,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  type UIMessage
+} from "ai"
 import { send, segment } from "./api.js"
 import { authHeaders } from "./credentials.js"
 
@@ -46,6 +53,10 @@ class ObservedState implements ChatState<UIMessage> {
  * parses the UI message stream and AbstractChat assembles the messages). The service keeps the
  * conversation (memory, keyed by the conversation id), so each request sends only the new message, in
  * the service's documented body: `{input, options: {conversationId}}`.
+ *
+ * A tool waiting for approval is answered with the SDK's `addToolApprovalResponse`; once every pending
+ * approval of the last answer has one, the chat resubmits by itself (`sendAutomaticallyWhen`) in the
+ * SDK's own body `{id, messages, trigger}`, whose last message carries the answers.
  */
 export class ConsoleChat extends AbstractChat<UIMessage> {
   constructor(readonly agentId: string, readonly conversationId: string, changed: () => void) {
@@ -56,10 +67,13 @@ export class ConsoleChat extends AbstractChat<UIMessage> {
         api: `/agents/${segment(agentId)}/chat`,
         headers: authHeaders,
         fetch: (input, init) => send(String(input), init ?? {}),
-        prepareSendMessagesRequest: ({ messages }) => ({
-          body: { input: messages.slice(-1), options: { conversationId } }
+        prepareSendMessagesRequest: ({ messages, trigger, messageId }) => ({
+          body: lastAssistantMessageIsCompleteWithApprovalResponses({ messages })
+            ? { id: conversationId, messages, trigger, ...(messageId === undefined ? {} : { messageId }) }
+            : { input: messages.slice(-1), options: { conversationId } }
         })
-      })
+      }),
+      sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses
     })
   }
 }
