@@ -98,6 +98,8 @@ layer(server, { excludeTestServices: true })("Console: approvals, guardrails, fa
         const stopped = page.getByTestId("chat-error")
         await stopped.waitFor(WAIT)
         const stoppedText = await stopped.innerText()
+        // The earlier block stays shown under its turn.
+        const blocksShown = await page.getByTestId("chat-blocked").count()
         await shoot(page, "guardrails")
 
         // History (an input block writes none): the blocked answer has its badge, the answered one its model.
@@ -106,7 +108,7 @@ layer(server, { excludeTestServices: true })("Console: approvals, guardrails, fa
         const badges = await page.getByTestId("history-blocked").count()
         const badgeColor = await page.getByTestId("history-blocked").first().evaluate((element) => getComputedStyle(element).color)
         const models = await page.getByTestId("history-model").allInnerTexts()
-        return { safeguards, model, blockedText, stoppedText, badges, badgeColor, models, problems }
+        return { safeguards, model, blockedText, stoppedText, blocksShown, badges, badgeColor, models, problems }
       })
       expect(outcome.safeguards).toEqual({
         input: "no-forbidden",
@@ -118,6 +120,7 @@ layer(server, { excludeTestServices: true })("Console: approvals, guardrails, fa
       expect(outcome.blockedText).toContain("That word is not allowed here")
       expect(outcome.blockedText).toContain("no-forbidden")
       expect(outcome.stoppedText).toContain("That answer is off limits")
+      expect(outcome.blocksShown).toBe(1)
       expect(outcome.badges).toBe(1)
       // The badge is styled as a refusal, not as plain text.
       expect(outcome.badgeColor).toBe("rgb(179, 38, 30)")

@@ -124,17 +124,18 @@ export const Chat = ({ agentId }: { agentId: string }) => {
         </button>
       </div>
       <div class="messages" ref={log} aria-live="polite" aria-label="Messages" role="log">
-        {chat.messages.map((message) => (
+        {chat.messages.map((message) => [
           <div key={message.id} class={`message ${message.role}`} data-testid="chat-message" data-role={message.role}>
             <span class="who">{message.role}</span>
             {message.parts.map((part, index) => <PartView key={index} part={part} answer={answer} />)}
             {answeredBy(message.metadata) !== undefined && (
               <span class="meta" data-testid="chat-model">answered by {answeredBy(message.metadata)}</span>
             )}
-          </div>
-        ))}
+          </div>,
+          chat.failures.has(message.id) && <FailureView key={`${message.id}-failure`} error={chat.failures.get(message.id)!} />
+        ])}
         {chat.status === "submitted" && <p class="meta">waiting for the agent…</p>}
-        {chat.error !== undefined && <FailureView error={chat.error} />}
+        {chat.error !== undefined && chat.messages.length === 0 && <FailureView error={chat.error} />}
       </div>
       <form class="compose" onSubmit={submit}>
         <label for="chat-input" class="visually-hidden">Message</label>

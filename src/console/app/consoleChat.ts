@@ -14,6 +14,8 @@ class ObservedState implements ChatState<UIMessage> {
   #status: ChatStatus = "ready"
   #error: Error | undefined = undefined
   #messages: Array<UIMessage> = []
+  /** Each failed turn's error, by the id of the last message when it failed: a later turn keeps it shown. */
+  readonly failures = new Map<string, Error>()
   constructor(private readonly changed: () => void) {}
   get status() {
     return this.#status
@@ -27,6 +29,8 @@ class ObservedState implements ChatState<UIMessage> {
   }
   set error(error: Error | undefined) {
     this.#error = error
+    const last = this.#messages[this.#messages.length - 1]
+    if (error !== undefined && last !== undefined) this.failures.set(last.id, error)
     this.changed()
   }
   get messages() {
@@ -59,10 +63,12 @@ class ObservedState implements ChatState<UIMessage> {
  * SDK's own body `{id, messages, trigger}`, whose last message carries the answers.
  */
 export class ConsoleChat extends AbstractChat<UIMessage> {
+  readonly failures: ReadonlyMap<string, Error>
   constructor(readonly agentId: string, readonly conversationId: string, changed: () => void) {
+    const state = new ObservedState(changed)
     super({
       id: conversationId,
-      state: new ObservedState(changed),
+      state,
       transport: new DefaultChatTransport<UIMessage>({
         api: `/agents/${segment(agentId)}/chat`,
         headers: authHeaders,
@@ -75,5 +81,6 @@ export class ConsoleChat extends AbstractChat<UIMessage> {
       }),
       sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses
     })
+    this.failures = state.failures
   }
 }
