@@ -8,16 +8,17 @@ import type { WorkingMemory as WorkingMemoryRecord } from "./types.js"
 
 /**
  * The agent's working memory record: per conversation (the chat's, or one typed in) or per user (the
- * caller's, from its token). Shown as stored, with a button to delete it.
+ * caller's, from its token; without authentication, the user id typed in). Shown as stored, with a
+ * button to delete it.
  */
 export const WorkingMemory = ({ agentId, scope }: { agentId: string; scope: "user" | "conversation" }) => {
-  const [conversationId, setConversationId] = useState(() => chatConversation(agentId) ?? "")
-  const [typed, setTyped] = useState(conversationId)
+  const [key, setKey] = useState(() => (scope === "conversation" ? chatConversation(agentId) ?? "" : ""))
+  const [typed, setTyped] = useState(key)
   const [deleteError, setDeleteError] = useState<string | undefined>(undefined)
-  const params = scope === "conversation" ? { conversationId } : {}
+  const params = scope === "conversation" ? { conversationId: key } : { userId: key }
   const path = `/agents/${segment(agentId)}/working-memory${query(params)}`
   const record = useLoad(
-    () => (scope === "conversation" && conversationId === "" ? Promise.resolve(undefined) : api<WorkingMemoryRecord>(path)),
+    () => (scope === "conversation" && key === "" ? Promise.resolve(undefined) : api<WorkingMemoryRecord>(path)),
     [path]
   )
   const clear = () => {
@@ -26,22 +27,19 @@ export const WorkingMemory = ({ agentId, scope }: { agentId: string; scope: "use
   }
   return (
     <div class="working-memory" data-testid="working-memory">
-      {scope === "conversation"
-        ? (
-          <form
-            class="row"
-            onSubmit={(event) => {
-              event.preventDefault()
-              setConversationId(typed.trim())
-            }}
-          >
-            <label>
-              Conversation <input value={typed} onInput={(event) => setTyped(event.currentTarget.value)} size={40} />
-            </label>
-            <button type="submit">Show</button>
-          </form>
-        )
-        : <p class="meta">The record of the signed-in user.</p>}
+      <form
+        class="row"
+        onSubmit={(event) => {
+          event.preventDefault()
+          setKey(typed.trim())
+        }}
+      >
+        <label>
+          {scope === "conversation" ? "Conversation" : "User (only without authentication; else the signed-in user)"}{" "}
+          <input value={typed} onInput={(event) => setTyped(event.currentTarget.value)} size={40} />
+        </label>
+        <button type="submit">Show</button>
+      </form>
       {record.error !== undefined && <p role="alert" class="error">{record.error}</p>}
       {deleteError !== undefined && <p role="alert" class="error">{deleteError}</p>}
       {record.data !== undefined && (
