@@ -62,6 +62,48 @@ layer(TestServerLive(), { excludeTestServices: true })("documentation", (it) => 
       })
     }))
 
+  it.effect("/doc shows issue #32's fields: approvals, the answering model, guardrails and working memory", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const { body: spec } = yield* fetchJson(`${url}/doc`)
+      const schemas = spec.components.schemas
+      /** The property names reachable from `node`, following $refs (each component once). */
+      const propertiesOf = (node: unknown, seen = new Set<string>()): Set<string> => {
+        const names = new Set<string>()
+        const walk = (value: unknown): void => {
+          if (Array.isArray(value)) return value.forEach(walk)
+          if (typeof value !== "object" || value === null) return
+          const record = value as Record<string, unknown>
+          if (typeof record.$ref === "string") {
+            const name = record.$ref.split("/").pop()!
+            if (!seen.has(name)) (seen.add(name), walk(schemas[name]))
+          }
+          if (typeof record.properties === "object" && record.properties !== null) {
+            for (const key of Object.keys(record.properties)) names.add(key)
+          }
+          Object.values(record).forEach(walk)
+        }
+        walk(node)
+        return names
+      }
+      const text = spec.paths["/agents/{id}/text"].post
+      const request = propertiesOf(text.requestBody)
+      expect(request).toContain("approvals")
+      expect(request).toContain("approvalId")
+      const result = propertiesOf(text.responses["200"])
+      for (const field of ["pendingApprovals", "expiresAt", "model", "modelId"]) expect(result).toContain(field)
+      expect(propertiesOf(text.responses["422"])).toContain("errorDetail")
+      const details = propertiesOf(spec.paths["/agents/{id}"].get.responses["200"])
+      for (const field of ["guardrails", "workingMemory", "needsApproval"]) expect(details).toContain(field)
+      expect(propertiesOf(spec.paths["/agents"].get.responses["200"])).toContain("needsApproval")
+      const history = schemas.AgentHistoryEntry
+      expect(history.properties.status.enum).toContain("blocked")
+      expect(Object.keys(history.properties)).toContain("model")
+      const memory = spec.paths["/agents/{id}/working-memory"]
+      expect(Object.keys(memory).sort()).toEqual(["delete", "get"])
+      for (const field of ["value", "version", "updatedAt"]) expect(propertiesOf(memory.get.responses["200"])).toContain(field)
+    }))
+
   it.effect("GET / is an HTML landing page linking /console, /doc, /ui and the lists", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer

@@ -205,14 +205,20 @@ export const AgentRegistryLive: Layer.Layer<
       }
 
       const toolSummaries = (agent: AgentDefinition) => [
-        ...(agent.tools ?? []).map((tool) => ({ name: tool.name, description: tool.description, parameters: tool.parameters })),
+        ...(agent.tools ?? []).map((tool) => ({
+          name: tool.name,
+          description: tool.description,
+          parameters: tool.parameters,
+          needsApproval: tool.needsApproval !== undefined
+        })),
         ...(agent.subAgents?.length
-          ? [{ name: "delegate_task", description: "Hand a task to sub-agents", parameters: delegateParameters }]
+          ? [{ name: "delegate_task", description: "Hand a task to sub-agents", parameters: delegateParameters, needsApproval: false }]
           : []),
         ...(agent.workingMemory === undefined ? [] : [{
           name: UPDATE_WORKING_MEMORY,
           description: `Replace the working memory (per ${agent.workingMemory.scope})`,
-          parameters: JSONSchema.make(agent.workingMemory.schema) as unknown as Record<string, unknown>
+          parameters: JSONSchema.make(agent.workingMemory.schema) as unknown as Record<string, unknown>,
+          needsApproval: false
         }])
       ]
 
@@ -244,7 +250,8 @@ export const AgentRegistryLive: Layer.Layer<
             guardrails: {
               input: (agent.inputGuardrails ?? []).map((guardrail) => guardrail.name),
               output: (agent.outputGuardrails ?? []).map((guardrail) => guardrail.name)
-            }
+            },
+            ...(agent.workingMemory === undefined ? {} : { workingMemory: { scope: agent.workingMemory.scope } })
           }
         }),
         card: Effect.fn("AgentRegistry.card", { captureStackTrace: false })(function*(id: string, baseUrl: string) {

@@ -135,7 +135,14 @@ export const TextResult = Schema.Struct({
 }).annotations({ identifier: "TextGenerationResult" })
 export type TextResult = typeof TextResult.Type
 
-const ToolSummary = Schema.Struct({ name: Schema.String, description: Schema.String, parameters: JsonSchemaObject })
+const ToolSummary = Schema.Struct({
+  name: Schema.String,
+  description: Schema.String,
+  parameters: JsonSchemaObject,
+  needsApproval: Schema.Boolean.annotations({
+    description: "true when a call may wait for a human's approval (always, or depending on its input)"
+  })
+})
 
 const summaryFields = {
   id: Schema.String,
@@ -165,6 +172,9 @@ export const AgentDetails = Schema.Struct({
   instructions: Schema.String,
   guardrails: Schema.Struct({ input: Schema.Array(Schema.String), output: Schema.Array(Schema.String) }).annotations({
     description: "the names of the agent's input and output guardrails, in the order they run"
+  }),
+  workingMemory: Schema.optional(Schema.Struct({ scope: Schema.Literal("user", "conversation") })).annotations({
+    description: "present when the agent keeps a working memory record (GET /agents/:id/working-memory)"
   })
 }).annotations({ identifier: "AgentDetails" })
 export type AgentDetails = typeof AgentDetails.Type

@@ -54,8 +54,12 @@ export const History = ({ agentId }: { agentId: string }) => {
               <tr key={entry.id} data-testid="history-row">
                 <td>{new Date(entry.startTime).toLocaleString()}</td>
                 <td>
-                  {entry.status}
-                  {entry.model !== undefined && <span class="meta" title="the model that answered"> {entry.model.modelId}</span>}
+                  {entry.status === "blocked"
+                    ? <span class="badge blocked" data-testid="history-blocked" title="a guardrail refused this call">blocked</span>
+                    : entry.status}
+                  {entry.model !== undefined && (
+                    <span class="meta" data-testid="history-model" title="the model that answered"> {entry.model.modelId}</span>
+                  )}
                 </td>
                 <td class="clip" title={entry.conversationId ?? undefined}><code>{entry.conversationId ?? "—"}</code></td>
                 <td class="clip" title={input} data-testid="history-input">{input}</td>

@@ -2,7 +2,8 @@
  * The API's payloads as they travel (the schemas' encoded side), from the service's own schemas. Only
  * types are imported: nothing of effect reaches the browser bundle.
  */
-import type { AgentSummary, HistoryPage as HistoryPageSchema } from "../../agents/AgentsSchemas.js"
+import type { AgentDetails as AgentDetailsSchema, AgentSummary, HistoryPage as HistoryPageSchema } from "../../agents/AgentsSchemas.js"
+import type { WorkingMemoryView } from "../../agents/workingMemory/schemas.js"
 import type { LogEntry as LogEntrySchema, TraceSummary as TraceSummarySchema } from "../../observability/ObservabilitySchemas.js"
 import type { SpanRecord } from "../../observability/Span.js"
 import type {
@@ -15,6 +16,8 @@ import type {
 } from "../../workflows/WorkflowSchemas.js"
 
 export type Agent = typeof AgentSummary.Encoded
+export type AgentDetails = typeof AgentDetailsSchema.Encoded
+export type WorkingMemory = typeof WorkingMemoryView.Encoded
 export type HistoryPage = typeof HistoryPageSchema.Encoded
 export type HistoryEntry = HistoryPage["entries"][number]
 export type WorkflowSummary = typeof WorkflowSummarySchema.Encoded
