@@ -31,6 +31,8 @@ export interface ApprovalAnswer {
   readonly approvalId: string
   readonly approved: boolean
   readonly reason?: string | undefined
+  /** The tool call the answer is about, as the client holds it (/chat): it counts only for that very call. */
+  readonly expect?: { readonly toolName: string; readonly inputHash: string } | undefined
 }
 
 export interface AnsweredApproval extends ApprovalAnswer {
@@ -137,6 +139,10 @@ export const ApprovalStoreLive = Layer.effect(
         const byId = new Map(rows.map((row) => [row.id, row]))
         const unknown = ids.find((id) => !byId.has(id) || !visible(byId.get(id)!, agentId, owner))
         if (unknown !== undefined) return yield* notFound(unknown)
+        const altered = answers.find(({ approvalId, expect }) =>
+          expect !== undefined && (byId.get(approvalId)!.toolName !== expect.toolName || byId.get(approvalId)!.inputHash !== expect.inputHash)
+        )
+        if (altered !== undefined) return yield* notFound(altered.approvalId)
         const callIds = new Set(rows.map((row) => row.callId))
         if (callIds.size > 1) {
           return yield* ValidationError.fromIssues([{ path: ["options", "approvals"], message: "must answer the approvals of one call" }])
@@ -158,7 +164,14 @@ export const ApprovalStoreLive = Layer.effect(
                 : `Approval ${row.id} expired at ${row.expiresAt}`
             })
           }
-          answered.push({ ...answer, toolName: row.toolName, toolCallId: row.toolCallId, inputHash: row.inputHash })
+          answered.push({
+            approvalId: answer.approvalId,
+            approved: answer.approved,
+            reason: answer.reason,
+            toolName: row.toolName,
+            toolCallId: row.toolCallId,
+            inputHash: row.inputHash
+          })
         }
         const [first] = rows
         const left = yield* sql<{ id: string }>`SELECT id FROM agent_tool_approvals
