@@ -181,7 +181,8 @@ export const AgentRegistryLive: Layer.Layer<
                   input: task,
                   options: { context: { ...call.context, ...context }, ...(call.userId === undefined ? {} : { userId: call.userId }) },
                   user: call.user,
-                  ...(call.owner === undefined ? {} : { owner: call.owner })
+                  ...(call.owner === undefined ? {} : { owner: call.owner }),
+                  delegated: true
                 })).pipe(
                 Effect.map((result) => ({ agentId: target.id, agentName: target.name, response: result.text })),
                 Effect.catchAll((error) => Effect.succeed({ agentId: target.id, error: error.message }))

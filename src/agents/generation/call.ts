@@ -17,7 +17,7 @@ import { type CallSettings, resolveSettings } from "./settings.js"
 import { guardedUserMessage, guardInput, rewrittenInput } from "../guardrails/run.js"
 import { checkClaimedToolResults, refusedProviderOptions, withoutCallerSystemMessages, withoutProviderOptions } from "./callerInput.js"
 import type { ApprovalStore } from "../approvals/ApprovalStore.js"
-import { toolApprovalFor } from "../approvals/gate.js"
+import { delegatedRefusal, toolApprovalFor } from "../approvals/gate.js"
 import { callerApprovalParts, type Resumed } from "../approvals/continuation.js"
 
 export interface CallRequest {
@@ -29,6 +29,8 @@ export interface CallRequest {
   readonly owner?: Owner | undefined
   /** The client holds the conversation (the AI SDK's chat request); see ClientConversation. */
   readonly clientConversation?: ClientConversation | undefined
+  /** A task another agent delegated (delegate_task): it cannot stop for approval, such tools refuse. */
+  readonly delegated?: boolean | undefined
 }
 
 /** What generation needs from the registry around it. */
@@ -145,7 +147,7 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
       : []
     const callId = resumed?.callId ?? crypto.randomUUID()
     const caller = { context: call.context, user: call.user }
-    const toolApproval = tools.length === 0 ? undefined : toolApprovalFor(tools, caller, env.runtime)
+    const toolApproval = tools.length === 0 || request.delegated === true ? undefined : toolApprovalFor(tools, caller, env.runtime)
     const fallback = usesFallback(agent, model)
     return {
       callId,
@@ -160,7 +162,8 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
         ? userMessageToRemember(client)
         : guardedUserMessage(guarded.messages, client.storesUserMessage),
       recordedInput: guarded?.rewrites === undefined ? undefined : rewrittenInput(recordedInput(request), guarded.rewrites),
-      tools: toAiTools(tools, caller, env.runtime, parent, toolHooksOf(agent, callId, call), resumed?.approved),
+      tools: toAiTools(tools, caller, env.runtime, parent, toolHooksOf(agent, callId, call), resumed?.approved,
+        request.delegated === true ? delegatedRefusal : undefined),
       // The wrapper retries and falls over itself: the SDK's own retries would multiply its tries.
       settings: fallback ? { ...settings, maxRetries: 0 } : settings,
       maxSteps,
