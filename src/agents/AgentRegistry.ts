@@ -282,7 +282,9 @@ export const AgentRegistryLive: Layer.Layer<
             yield* Effect.annotateCurrentSpan({ "entity.type": "agent", "entity.id": id })
             yield* find(id)
             const deleted = yield* memory.forget(id, conversationId, owner)
-            if (deleted.messages === 0 && deleted.historyEntries === 0 && deleted.workingMemory === 0) return yield* NotFound.of("Conversation", conversationId)
+            if (deleted.messages + deleted.historyEntries + deleted.workingMemory + deleted.approvals === 0) {
+              return yield* NotFound.of("Conversation", conversationId)
+            }
             return { agentId: id, conversationId, deletedMessages: deleted.messages, deletedHistoryEntries: deleted.historyEntries }
           }
         ),
