@@ -25,6 +25,13 @@ export interface NewApprovals {
   readonly requests: ReadonlyArray<Omit<PendingApproval, "expiresAt">>
   readonly state: unknown
   readonly expiresAt: Date
+  /** The requesting call's span: the answering call's span links to it. */
+  readonly trace?: RequestTrace | undefined
+}
+
+export interface RequestTrace {
+  readonly traceId: string
+  readonly spanId: string
 }
 
 export interface ApprovalAnswer {
@@ -46,6 +53,8 @@ export interface AnsweredCall {
   readonly callId: string
   readonly state: unknown
   readonly answers: ReadonlyArray<AnsweredApproval>
+  /** The spans of the calls that asked (one, unless a continuation asked again). */
+  readonly requestedIn: ReadonlyArray<RequestTrace>
 }
 
 /** The digest a request is bound to: its tool and its input (keys sorted). */
@@ -85,7 +94,9 @@ const Row = Schema.Struct({
   inputHash: column(Schema.String, "input_hash"),
   state: Schema.parseJson(),
   status: Schema.String,
-  expiresAt: column(Schema.String, "expires_at")
+  expiresAt: column(Schema.String, "expires_at"),
+  traceId: column(Schema.NullOr(Schema.String), "trace_id"),
+  spanId: column(Schema.NullOr(Schema.String), "span_id")
 })
 const decodeRows = Schema.decodeUnknown(Schema.Array(Row))
 
@@ -119,7 +130,9 @@ export const ApprovalStoreLive = Layer.effect(
             reason: null,
             expires_at: approvals.expiresAt.toISOString(),
             created_at: now,
-            answered_at: null
+            answered_at: null,
+            trace_id: approvals.trace?.traceId ?? null,
+            span_id: approvals.trace?.spanId ?? null
           })))
         }`
       },
@@ -182,7 +195,10 @@ export const ApprovalStoreLive = Layer.effect(
             message: `must answer every pending approval of the call; missing: ${left.map((row) => row.id).slice(0, 10).join(", ")}`
           }])
         }
-        return { callId: first.callId, state: first.state, answers: answered }
+        const requestedIn = new Map(rows.flatMap((row) =>
+          row.traceId === null || row.spanId === null ? [] : [[`${row.traceId}/${row.spanId}`, { traceId: row.traceId, spanId: row.spanId }]]
+        ))
+        return { callId: first.callId, state: first.state, answers: answered, requestedIn: [...requestedIn.values()] }
       })
 
     // An expired request is marked so, once its answer was refused (outside the refused transaction).

@@ -171,7 +171,7 @@ export const continueAnswered = (
     if (approvals === undefined) return yield* new ExecutionFailed({ message: "Tool approval is not available in this service" })
     const answered = yield* approvals.store.answer(agent.id, answers, caller.owner)
     const state: State = yield* decodeState(answered.state).pipe(Effect.orDie)
-    yield* approvalAnswered(answered.answers)
+    yield* approvalAnswered(answered.answers, answered.requestedIn)
     const approved = new Map(answered.answers.filter((one) => one.approved).map((one) => [one.toolCallId, one.inputHash]))
     return {
       request: { input: state.input as CallRequest["input"], options: state.options, user: caller.user, owner: caller.owner },
