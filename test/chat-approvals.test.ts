@@ -148,6 +148,19 @@ layer(ServerWith({}), { excludeTestServices: true })("tool approval over /chat",
       const otherInput = yield* post(`${url}/agents/cashier/chat`, forged(approvalId, 9999))
       expect(otherInput).toMatchObject({ status: 404, body: { success: false, error: `Approval ${approvalId} not found` } })
       expect(refunds.length).toBe(before)
+      // An approval on a part in another state (which the SDK would still run) is refused too.
+      const sideways = JSON.stringify({
+        ...sent,
+        messages: [...sent.messages, {
+          ...chat.messages[1],
+          parts: chat.messages[1]!.parts.map((part) =>
+            part.type === "tool-refund" ? { ...part, state: "input-available", approval: { id: approvalId, approved: true } } : part
+          )
+        }]
+      })
+      const notAsked = yield* post(`${url}/agents/cashier/chat`, sideways)
+      expect(notAsked).toMatchObject({ status: 400, body: { success: false, error: expect.stringContaining("tool approvals this service did not ask for") } })
+      expect(refunds.length).toBe(before)
 
       // Refused without being spent: the real answer still counts.
       yield* Effect.promise(async () => chat.addToolApprovalResponse({ id: approvalId, approved: true }))

@@ -127,6 +127,10 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
     if (resumed === undefined && typeof input !== "string" && request.clientConversation === undefined && callerApprovalParts(sent)) {
       return yield* ValidationError.fromIssues([{ path: [field], message: "must not carry tool approvals: answer them with options.approvals" }])
     }
+    // A chat's answers are its `approval-responded` parts (approvals/chat.ts); anything else the SDK would run is refused.
+    if (resumed === undefined && request.clientConversation !== undefined && sent.length > 0 && callerApprovalParts(sent.slice(-1))) {
+      return yield* ValidationError.fromIssues([{ path: [field], message: "must not carry tool approvals this service did not ask for" }])
+    }
     // A continued call's messages passed the input guardrails when it was asked.
     const guarded = resumed === undefined && agent.inputGuardrails?.length ? yield* guardInput(agent, call, sent) : undefined
     const newMessages = guarded?.messages ?? sent

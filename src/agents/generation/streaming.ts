@@ -129,9 +129,14 @@ export const chat = (env: GenerationEnv, agent: AgentDefinition, given: CallRequ
     const approving = prepared.toolApproval !== undefined || resumed !== undefined
     return streamed(env, agent, request, prepared, span, output ? { output } : {}, (result, guard) => {
       const model = () => answeringModel(prepared.model)
-      const record = (outcome: StreamOutcome) => guard?.record?.(outcome) ?? Promise.resolve()
       const parts = approving
-        ? result.stream.pipeThrough(chatApprovals(streamApprovals(env, agent, request, prepared, result.responseMessages, span), record, !guarded, model, resumed))
+        ? result.stream.pipeThrough(chatApprovals(
+          streamApprovals(env, agent, request, prepared, result.responseMessages, span),
+          (outcome: StreamOutcome) => guard?.record?.(outcome) ?? Promise.resolve(),
+          !guarded,
+          model,
+          resumed
+        ))
         : result.stream
       return Stream.fromReadableStream({
         evaluate: () =>
