@@ -202,4 +202,19 @@ layer(
       yield* settled(chat, ["output-available"])
       expect(refunds.slice(before)).toEqual([21])
     }))
+
+  it.effect("deleting a conversation deletes only the caller's approvals in it", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const [ada, bob] = yield* Effect.promise(() => Promise.all([token("ada"), token("bob")]))
+      const conversationId = `c-${crypto.randomUUID()}`
+      const asked = yield* post(`${url}/agents/cashier/text`, JSON.stringify({ input: "refund 23", options: { conversationId } }), {
+        authorization: `Bearer ${ada}`
+      })
+      const [pending] = asked.body.data.pendingApprovals
+      const byBob = yield* fetchJson(`${url}/agents/cashier/conversations/${conversationId}`, { method: "DELETE", headers: { authorization: `Bearer ${bob}` } })
+      expect(byBob.status).toBe(404)
+      const answer = JSON.stringify({ options: { approvals: [{ approvalId: pending.approvalId, approved: false }] } })
+      expect((yield* post(`${url}/agents/cashier/text`, answer, { authorization: `Bearer ${ada}` })).status).toBe(200)
+    }))
 })
