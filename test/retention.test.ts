@@ -95,6 +95,27 @@ const insertHistory = (sql: SqlClient.SqlClient, id: string, conversationId: str
       tool_calls: "[]"
     })
   }`
+const insertApproval = (sql: SqlClient.SqlClient, id: string, status: string, at: string) =>
+  sql`INSERT INTO agent_tool_approvals ${
+    sql.insert({
+      id,
+      agent_id: "assistant",
+      call_id: `call-${id}`,
+      owned: 0,
+      owner: null,
+      conversation_id: "c",
+      tool_name: "refund",
+      tool_call_id: `tc-${id}`,
+      input_hash: "h",
+      input: "{}",
+      state: "{}",
+      status,
+      reason: null,
+      expires_at: new Date(Date.parse(at) + DAY).toISOString(),
+      created_at: at,
+      answered_at: null
+    })
+  }`
 const count = (sql: SqlClient.SqlClient, table: "agent_messages" | "agent_history") =>
   Effect.map(sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM ${sql(table)}`, ([row]) => Number(row.n))
 
@@ -179,7 +200,7 @@ const suite = (name: string, url: Effect.Effect<string, never, Scope.Scope>) => 
         yield* insertWorkingMemory(sql, "user", "u-recent", ago(DAY))
         yield* insertWorkingMemory(sql, "conversation", "old", ago(100 * DAY))
 
-        expect(yield* retention.pruneNow()).toEqual({ executions: 0, messages: 5, historyEntries: 2, workingMemory: 2 })
+        expect(yield* retention.pruneNow()).toEqual({ executions: 0, messages: 5, historyEntries: 2, workingMemory: 2, approvals: 0 })
         const records = yield* sql<{ key: string }>`SELECT key FROM agent_working_memory`
         expect(records.map((row) => row.key)).toEqual(["u-recent"])
         const conversations = yield* sql<{ conversation_id: string }>`SELECT DISTINCT conversation_id FROM agent_messages`
@@ -192,6 +213,17 @@ const suite = (name: string, url: Effect.Effect<string, never, Scope.Scope>) => 
         expect(yield* count(sql, "agent_messages")).toBe(3)
         const kept = yield* sql<{ created_at: string }>`SELECT created_at FROM agent_messages ORDER BY created_at`
         expect(kept.map((row) => row.created_at)).toEqual(recent.slice(2))
+      })))
+
+  it.live(`${name}: tool approval rows, pending or answered, age out with the conversations' retention`, () =>
+    withRetention(url, (sql, retention) =>
+      Effect.gen(function*() {
+        yield* insertApproval(sql, "old-pending", "pending", ago(100 * DAY))
+        yield* insertApproval(sql, "old-approved", "approved", ago(95 * DAY))
+        yield* insertApproval(sql, "recent-pending", "pending", ago(DAY))
+        expect((yield* retention.pruneNow()).approvals).toBe(2)
+        const left = yield* sql<{ id: string }>`SELECT id FROM agent_tool_approvals`
+        expect(left.map((row) => row.id)).toEqual(["recent-pending"])
       })))
 
   it.live(`${name}: the background pass applies the retention by itself`, () =>

@@ -181,7 +181,8 @@ export const AgentRegistryLive: Layer.Layer<
                   input: task,
                   options: { context: { ...call.context, ...context }, ...(call.userId === undefined ? {} : { userId: call.userId }) },
                   user: call.user,
-                  ...(call.owner === undefined ? {} : { owner: call.owner })
+                  ...(call.owner === undefined ? {} : { owner: call.owner }),
+                  delegated: true
                 })).pipe(
                 Effect.map((result) => ({ agentId: target.id, agentName: target.name, response: result.text })),
                 Effect.catchAll((error) => Effect.succeed({ agentId: target.id, error: error.message }))
@@ -288,7 +289,9 @@ export const AgentRegistryLive: Layer.Layer<
             yield* Effect.annotateCurrentSpan({ "entity.type": "agent", "entity.id": id })
             yield* find(id)
             const deleted = yield* memory.forget(id, conversationId, owner)
-            if (deleted.messages === 0 && deleted.historyEntries === 0 && deleted.workingMemory === 0) return yield* NotFound.of("Conversation", conversationId)
+            if (deleted.messages + deleted.historyEntries + deleted.workingMemory + deleted.approvals === 0) {
+              return yield* NotFound.of("Conversation", conversationId)
+            }
             return { agentId: id, conversationId, deletedMessages: deleted.messages, deletedHistoryEntries: deleted.historyEntries }
           }
         ),

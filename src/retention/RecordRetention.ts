@@ -1,13 +1,14 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import type { RecordRetentionSettings } from "../config/ServerConfig.js"
-import { conversationMessages, finishedExecutions, historyEntries, prune, workingMemoryRecords } from "./pruning.js"
+import { approvalRecords, conversationMessages, finishedExecutions, historyEntries, prune, workingMemoryRecords } from "./pruning.js"
 
 export interface PruneCounts {
   readonly executions: number
   readonly messages: number
   readonly historyEntries: number
   readonly workingMemory: number
+  readonly approvals: number
 }
 
 /**
@@ -39,16 +40,17 @@ export const RecordRetentionLive = (settings: RecordRetentionSettings, options: 
           const messages = yield* prune(sql, conversationMessages, settings.conversations, { now })
           const entries = yield* prune(sql, historyEntries, settings.conversations, { now })
           const workingMemory = yield* prune(sql, workingMemoryRecords, settings.conversations, { now })
-          return { executions, messages, historyEntries: entries, workingMemory }
+          const approvals = yield* prune(sql, approvalRecords, settings.conversations, { now })
+          return { executions, messages, historyEntries: entries, workingMemory, approvals }
         }).pipe(Effect.orDie, Effect.withSpan("RecordRetention.prune", { captureStackTrace: false }))
 
       // Suspended, so that every pass reads the clock (a pass built once measured every age from start-up).
       yield* Effect.suspend(() => pruneNow()).pipe(
         Effect.tap((counts) =>
-          counts.executions + counts.messages + counts.historyEntries + counts.workingMemory === 0
+          counts.executions + counts.messages + counts.historyEntries + counts.workingMemory + counts.approvals === 0
             ? Effect.void
             : Effect.logInfo(
-              `retention: deleted ${counts.executions} finished executions, ${counts.messages} conversation messages, ${counts.historyEntries} history entries and ${counts.workingMemory} working memory records`
+              `retention: deleted ${counts.executions} finished executions, ${counts.messages} conversation messages, ${counts.historyEntries} history entries, ${counts.workingMemory} working memory records and ${counts.approvals} tool approvals`
             )
         ),
         Effect.catchAllCause((cause) => Effect.logWarning("could not apply the retention of executions and conversations", cause)),

@@ -53,6 +53,9 @@ export const conversationMessages = byTime("agent_messages", "created_at", "agen
 /** Working memory records (per user or per conversation) go once not updated for the conversations' retention. */
 export const workingMemoryRecords = byTime("agent_working_memory", "updated_at", "agent_working_memory_by_updated")
 
+/** Tool approval rows (pending, answered or expired) go once older than the conversations' retention. */
+export const approvalRecords = byTime("agent_tool_approvals", "created_at", "agent_tool_approvals_by_created")
+
 /** History entries go with the tool results their calls produced (memory recognises those by them). */
 export const historyEntries: Prunable = {
   ...byTime("agent_history", "start_time", "agent_history_by_start"),

@@ -25,12 +25,21 @@ export interface NewApprovals {
   readonly requests: ReadonlyArray<Omit<PendingApproval, "expiresAt">>
   readonly state: unknown
   readonly expiresAt: Date
+  /** The requesting call's span: the answering call's span links to it. */
+  readonly trace?: RequestTrace | undefined
+}
+
+export interface RequestTrace {
+  readonly traceId: string
+  readonly spanId: string
 }
 
 export interface ApprovalAnswer {
   readonly approvalId: string
   readonly approved: boolean
   readonly reason?: string | undefined
+  /** The tool call the answer is about, as the client holds it (/chat): it counts only for that very call. */
+  readonly expect?: { readonly toolName: string; readonly inputHash: string } | undefined
 }
 
 export interface AnsweredApproval extends ApprovalAnswer {
@@ -44,6 +53,8 @@ export interface AnsweredCall {
   readonly callId: string
   readonly state: unknown
   readonly answers: ReadonlyArray<AnsweredApproval>
+  /** The spans of the calls that asked (one, unless a continuation asked again). */
+  readonly requestedIn: ReadonlyArray<RequestTrace>
 }
 
 /** Who answers: the workflow execution a call is bound to (its state's `boundTo`), and whether with expiry denials. */
@@ -95,7 +106,9 @@ const Row = Schema.Struct({
   inputHash: column(Schema.String, "input_hash"),
   state: Schema.parseJson(),
   status: Schema.String,
-  expiresAt: column(Schema.String, "expires_at")
+  expiresAt: column(Schema.String, "expires_at"),
+  traceId: column(Schema.NullOr(Schema.String), "trace_id"),
+  spanId: column(Schema.NullOr(Schema.String), "span_id")
 })
 const decodeRows = Schema.decodeUnknown(Schema.Array(Row))
 
@@ -129,7 +142,9 @@ export const ApprovalStoreLive = Layer.effect(
             reason: null,
             expires_at: approvals.expiresAt.toISOString(),
             created_at: now,
-            answered_at: null
+            answered_at: null,
+            trace_id: approvals.trace?.traceId ?? null,
+            span_id: approvals.trace?.spanId ?? null
           })))
         }`
       },
@@ -150,6 +165,10 @@ export const ApprovalStoreLive = Layer.effect(
         const byId = new Map(rows.map((row) => [row.id, row]))
         const unknown = ids.find((id) => !byId.has(id) || !visible(byId.get(id)!, agentId, owner, via))
         if (unknown !== undefined) return yield* notFound(unknown)
+        const altered = answers.find(({ approvalId, expect }) =>
+          expect !== undefined && (byId.get(approvalId)!.toolName !== expect.toolName || byId.get(approvalId)!.inputHash !== expect.inputHash)
+        )
+        if (altered !== undefined) return yield* notFound(altered.approvalId)
         const callIds = new Set(rows.map((row) => row.callId))
         if (callIds.size > 1) {
           return yield* ValidationError.fromIssues([{ path: ["options", "approvals"], message: "must answer the approvals of one call" }])
@@ -173,7 +192,14 @@ export const ApprovalStoreLive = Layer.effect(
                 : `Approval ${row.id} expired at ${row.expiresAt}`
             })
           }
-          answered.push({ ...answer, toolName: row.toolName, toolCallId: row.toolCallId, inputHash: row.inputHash })
+          answered.push({
+            approvalId: answer.approvalId,
+            approved: answer.approved,
+            reason: answer.reason,
+            toolName: row.toolName,
+            toolCallId: row.toolCallId,
+            inputHash: row.inputHash
+          })
         }
         const [first] = rows
         const left = yield* sql<{ id: string }>`SELECT id FROM agent_tool_approvals
@@ -184,7 +210,10 @@ export const ApprovalStoreLive = Layer.effect(
             message: `must answer every pending approval of the call; missing: ${left.map((row) => row.id).slice(0, 10).join(", ")}`
           }])
         }
-        return { callId: first.callId, state: first.state, answers: answered }
+        const requestedIn = new Map(rows.flatMap((row) =>
+          row.traceId === null || row.spanId === null ? [] : [[`${row.traceId}/${row.spanId}`, { traceId: row.traceId, spanId: row.spanId }]]
+        ))
+        return { callId: first.callId, state: first.state, answers: answered, requestedIn: [...requestedIn.values()] }
       })
 
     // An expired request is marked so, once its answer was refused (outside the refused transaction).

@@ -5,7 +5,8 @@ import type { AgentDefinition } from "../Agent.js"
 import { GenerationOptions, type TextResult, ToolCallRecord, ToolResultRecord, Usage } from "../AgentsSchemas.js"
 import type { CallRequest, GenerationEnv } from "../generation/call.js"
 import type { ToolOutcome } from "../generation/toolOutcomes.js"
-import type { AnsweredApproval, NewApprovals, PendingApproval } from "./ApprovalStore.js"
+import { recordedInput } from "../generation/messages.js"
+import type { AnsweredApproval, ApprovalAnswer, NewApprovals, PendingApproval } from "./ApprovalStore.js"
 import type { ApprovedCalls } from "./gate.js"
 import { approvalAnswered } from "./telemetry.js"
 
@@ -25,6 +26,8 @@ export interface Resumed {
   readonly newMessages: Array<ModelMessage>
   readonly approved: ApprovedCalls
   readonly prior: Prior
+  /** The answers it continues with. */
+  readonly answers?: ReadonlyArray<AnsweredApproval> | undefined
 }
 
 const Outcome = Schema.Struct({ toolCallId: Schema.String, toolName: Schema.String, outcome: Schema.String })
@@ -97,13 +100,15 @@ export const newApprovals = (args: {
   readonly newMessages: ReadonlyArray<ModelMessage>
   readonly requests: ReadonlyArray<Omit<PendingApproval, "expiresAt">>
   readonly prior: Prior
+  readonly recordedInput?: unknown
 }): { readonly rows: NewApprovals; readonly pending: Array<PendingApproval> } => {
   const expiresAt = new Date(Date.now() + (args.env.approvals?.ttlMs ?? 24 * 3600 * 1000))
   const { approvals: _, ...options } = args.request.options ?? {}
   const state: typeof State.Encoded = {
     callId: args.callId,
     startedAt: args.startedAt,
-    input: args.request.input,
+    // What the history entry records (a chat's last user message, not the whole conversation it sent).
+    input: args.recordedInput ?? recordedInput(args.request),
     options,
     messages: args.messages,
     newMessages: args.newMessages,
@@ -154,19 +159,33 @@ export const resume = (
     if (request.input !== undefined) {
       return yield* ValidationError.fromIssues([{ path: ["input"], message: "must be left out when answering approvals (options.approvals)" }])
     }
-    const answered = yield* approvals.store.answer(agent.id, answers, request.owner, { expired: request.approvalsExpired, boundTo: request.boundTo })
+    return yield* continueAnswered(env, agent, answers, request)
+  })
+
+/** Answers the approvals (each once, owner-checked) and gives back the call they stopped, to continue. */
+export const continueAnswered = (
+  env: GenerationEnv,
+  agent: AgentDefinition,
+  answers: ReadonlyArray<ApprovalAnswer>,
+  caller: CallRequest
+): Effect.Effect<{ readonly request: CallRequest; readonly resumed: Resumed }, NotFound | Conflict | ValidationError | ExecutionFailed> =>
+  Effect.gen(function*() {
+    const approvals = env.approvals
+    if (approvals === undefined) return yield* new ExecutionFailed({ message: "Tool approval is not available in this service" })
+    const answered = yield* approvals.store.answer(agent.id, answers, caller.owner, { expired: caller.approvalsExpired, boundTo: caller.boundTo })
     const state: State = yield* decodeState(answered.state).pipe(Effect.orDie)
-    yield* approvalAnswered(answered.answers)
+    yield* approvalAnswered(answered.answers, answered.requestedIn)
     const approved = new Map(answered.answers.filter((one) => one.approved).map((one) => [one.toolCallId, one.inputHash]))
     return {
-      request: { input: state.input as CallRequest["input"], options: state.options, user: request.user, owner: request.owner, boundTo: state.boundTo },
+      request: { input: state.input as CallRequest["input"], options: state.options, user: caller.user, owner: caller.owner, boundTo: state.boundTo },
       resumed: {
         callId: state.callId,
         startedAt: state.startedAt,
         messages: withAnswers(state.messages as ReadonlyArray<ModelMessage>, answered.answers),
         newMessages: state.newMessages as Array<ModelMessage>,
         approved,
-        prior: state.prior
+        prior: state.prior,
+        answers: answered.answers
       }
     }
   })

@@ -11,6 +11,16 @@ export type ApprovedCalls = ReadonlyMap<string, string>
 
 export const NO_APPROVED_CALLS: ApprovedCalls = new Map()
 
+/** What the model is told when a tool that needs approval is called where no human can be asked. */
+export type Refusal = (toolName: string) => string
+
+export const needsApprovalRefusal: Refusal = (toolName) => `Tool ${toolName} needs approval`
+
+/** A task delegated by another agent cannot stop for approval (see docs/decisions.md). */
+export const delegatedRefusal: Refusal = (toolName) =>
+  `Tool ${toolName} needs a human's approval, which a task delegated by another agent cannot ask for: ` +
+  `the user must ask for it directly`
+
 const needed = (tool: Tool, input: unknown, caller: ToolApprovalContext, runtime: Runtime.Runtime<never>): Promise<boolean> =>
   tool.needsApproval === undefined ? Promise.resolve(false) : Runtime.runPromise(runtime)(tool.needsApproval(input, caller))
 
@@ -44,11 +54,12 @@ export const gatedRun = async <A>(
   approved: ApprovedCalls,
   caller: ToolApprovalContext,
   runtime: Runtime.Runtime<never>,
-  run: () => Promise<A>
+  run: () => Promise<A>,
+  refusal: Refusal = needsApprovalRefusal
 ): Promise<A> => {
   if (tool.needsApproval === undefined) return run()
   const digest = approved.get(toolCallId)
   if (digest !== undefined && digest === inputHash(tool.name, input)) return run()
-  if (await needed(tool, input, caller, runtime)) throw new Error(`Tool ${tool.name} needs approval`)
+  if (await needed(tool, input, caller, runtime)) throw new Error(refusal(tool.name))
   return run()
 }

@@ -32,6 +32,20 @@ export const createApprovalTable = Effect.gen(function*() {
   yield* sql`CREATE INDEX agent_tool_approvals_by_expiry ON agent_tool_approvals (status, expires_at)`
 })
 
+/**
+ * Approval rows go with their conversation (an index for its delete) and age out by the conversations'
+ * retention, oldest first (an index for the pruning walk); a row keeps the requesting call's trace and
+ * span, so the answering call's span links to it.
+ */
+export const approvalRetentionAndTrace = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`CREATE INDEX agent_tool_approvals_by_conversation ON agent_tool_approvals (agent_id, conversation_id)`
+  yield* sql`CREATE INDEX agent_tool_approvals_by_created ON agent_tool_approvals (created_at, id)`
+  yield* sql`ALTER TABLE agent_tool_approvals ADD COLUMN trace_id TEXT`
+  yield* sql`ALTER TABLE agent_tool_approvals ADD COLUMN span_id TEXT`
+})
+
 export const approvalMigrations: Record<string, Migration> = {
-  "0025_agent_tool_approvals": createApprovalTable
+  "0025_agent_tool_approvals": createApprovalTable,
+  "0026_agent_tool_approvals_retention_trace": approvalRetentionAndTrace
 }

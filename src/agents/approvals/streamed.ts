@@ -32,7 +32,8 @@ export const streamApprovals = (
         messages: [...prepared.messages, ...messages],
         newMessages: prepared.newMessages,
         requests,
-        prior: whole
+        prior: whole,
+        recordedInput: prepared.recordedInput
       })
       await Runtime.runPromise(env.runtime)(approvalRequested(made.pending, span))
       return made

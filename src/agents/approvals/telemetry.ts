@@ -1,5 +1,5 @@
-import { Clock, Effect, Metric, Option, type Tracer } from "effect"
-import type { AnsweredApproval, PendingApproval } from "./ApprovalStore.js"
+import { Clock, Effect, Metric, Option, Tracer } from "effect"
+import type { AnsweredApproval, PendingApproval, RequestTrace } from "./ApprovalStore.js"
 
 /**
  * Issue #32 (settled 12): approvals on the agent call's span, as events naming the approval, the tool
@@ -30,10 +30,18 @@ export const approvalRequested = (pending: ReadonlyArray<PendingApproval>, span?
       counted("requested", pending.length)
     ))
 
-/** The `gen_ai.tool.approval.answered` events and counts, on the current span. */
-export const approvalAnswered = (answers: ReadonlyArray<AnsweredApproval>) =>
+/**
+ * The `gen_ai.tool.approval.answered` events and counts, on the current span, linked to the spans of
+ * the calls that asked (settled 12).
+ */
+export const approvalAnswered = (answers: ReadonlyArray<AnsweredApproval>, requestedIn: ReadonlyArray<RequestTrace> = []) =>
   Effect.flatMap(Effect.option(Effect.currentSpan), (found) =>
     Effect.all([
+      requestedIn.length === 0 || Option.isNone(found) ? Effect.void : Effect.linkSpanCurrent(requestedIn.map((request) => ({
+        _tag: "SpanLink" as const,
+        span: Tracer.externalSpan(request),
+        attributes: { "gen_ai.tool.approval.link": "requested" }
+      }))),
       onSpan(found, "gen_ai.tool.approval.answered", answers.map((one) => ({
         "gen_ai.tool.approval.id": one.approvalId,
         "gen_ai.tool.name": one.toolName,

@@ -55,7 +55,8 @@ export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false }
             messages: [...prepared.messages, ...result.responseMessages],
             newMessages: prepared.newMessages,
             requests,
-            prior: whole
+            prior: whole,
+            recordedInput: prepared.recordedInput
           })
           return { result: { ...data, pendingApprovals: pending }, outcome: { status: "pending" as const, approvals: rows } }
         }

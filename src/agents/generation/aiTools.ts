@@ -6,7 +6,7 @@ import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
 import type { Tool } from "../../tools/Tool.js"
 import { type CallerContext, runTool } from "../../tools/ToolRunner.js"
 import type { ToolHooks } from "./hooks.js"
-import { type ApprovedCalls, gatedRun, NO_APPROVED_CALLS } from "../approvals/gate.js"
+import { type ApprovedCalls, gatedRun, NO_APPROVED_CALLS, type Refusal } from "../approvals/gate.js"
 
 const asValidation = <A>(result: Either.Either<A, ReadonlyArray<Issue>>, prefix: string) =>
   Either.match(result, {
@@ -34,7 +34,8 @@ export const toAiTools = (
   runtime: Runtime.Runtime<never>,
   parent: Option.Option<Tracer.AnySpan>,
   hooks?: ToolHooks,
-  approved: ApprovedCalls = NO_APPROVED_CALLS
+  approved: ApprovedCalls = NO_APPROVED_CALLS,
+  refusal?: Refusal
 ): ToolSet =>
   Object.fromEntries(tools.map((t) => {
     const execute = async (input: unknown, abortSignal: AbortSignal | undefined, toolCallId: string) => {
@@ -56,7 +57,7 @@ export const toAiTools = (
         execute: (input, { abortSignal, toolCallId }) =>
           t.needsApproval === undefined
             ? execute(input, abortSignal, toolCallId)
-            : gatedRun(t, input, toolCallId, approved, caller, runtime, () => execute(input, abortSignal, toolCallId))
+            : gatedRun(t, input, toolCallId, approved, caller, runtime, () => execute(input, abortSignal, toolCallId), refusal)
       })
     ]
   }))

@@ -17,7 +17,7 @@ import { type CallSettings, resolveSettings } from "./settings.js"
 import { guardedUserMessage, guardInput, rewrittenInput } from "../guardrails/run.js"
 import { checkClaimedToolResults, refusedProviderOptions, withoutCallerSystemMessages, withoutProviderOptions } from "./callerInput.js"
 import type { ApprovalStore } from "../approvals/ApprovalStore.js"
-import { toolApprovalFor } from "../approvals/gate.js"
+import { delegatedRefusal, toolApprovalFor } from "../approvals/gate.js"
 import { callerApprovalParts, type Resumed } from "../approvals/continuation.js"
 
 export interface CallRequest {
@@ -39,6 +39,8 @@ export interface CallRequest {
    * to it, and answered only by its resume (options.approvals from anyone else: 404).
    */
   readonly boundTo?: string | undefined
+  /** A task another agent delegated (delegate_task): it cannot stop for approval, such tools refuse. */
+  readonly delegated?: boolean | undefined
 }
 
 /** What generation needs from the registry around it. */
@@ -135,6 +137,10 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
     if (resumed === undefined && typeof input !== "string" && request.clientConversation === undefined && callerApprovalParts(sent)) {
       return yield* ValidationError.fromIssues([{ path: [field], message: "must not carry tool approvals: answer them with options.approvals" }])
     }
+    // A chat's answers are its `approval-responded` parts (approvals/chat.ts); anything else the SDK would run is refused.
+    if (resumed === undefined && request.clientConversation !== undefined && sent.length > 0 && callerApprovalParts(sent.slice(-1))) {
+      return yield* ValidationError.fromIssues([{ path: [field], message: "must not carry tool approvals this service did not ask for" }])
+    }
     // A continued call's messages passed the input guardrails when it was asked.
     const guarded = resumed === undefined && agent.inputGuardrails?.length ? yield* guardInput(agent, call, sent) : undefined
     const newMessages = guarded?.messages ?? sent
@@ -155,7 +161,7 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
       : []
     const callId = resumed?.callId ?? crypto.randomUUID()
     const caller = { context: call.context, user: call.user }
-    const toolApproval = tools.length === 0 ? undefined : toolApprovalFor(tools, caller, env.runtime)
+    const toolApproval = tools.length === 0 || request.delegated === true ? undefined : toolApprovalFor(tools, caller, env.runtime)
     const fallback = usesFallback(agent, model)
     return {
       callId,
@@ -170,7 +176,8 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
         ? userMessageToRemember(client)
         : guardedUserMessage(guarded.messages, client.storesUserMessage),
       recordedInput: guarded?.rewrites === undefined ? undefined : rewrittenInput(recordedInput(request), guarded.rewrites),
-      tools: toAiTools(tools, caller, env.runtime, parent, toolHooksOf(agent, callId, call), resumed?.approved),
+      tools: toAiTools(tools, caller, env.runtime, parent, toolHooksOf(agent, callId, call), resumed?.approved,
+        request.delegated === true ? delegatedRefusal : undefined),
       // The wrapper retries and falls over itself: the SDK's own retries would multiply its tries.
       settings: fallback ? { ...settings, maxRetries: 0 } : settings,
       maxSteps,

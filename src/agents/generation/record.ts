@@ -1,6 +1,6 @@
 /** What a finished call leaves: its history entry, its memory, its log line. */
 import { type ModelMessage } from "ai"
-import { Cause, Effect, Runtime, Tracer } from "effect"
+import { Cause, Effect, Option, Runtime, Tracer } from "effect"
 import { type AgentDefinition } from "../Agent.js"
 import type { HistoryEntry, ModelRef, TextResult, Usage } from "../AgentsSchemas.js"
 import { recordedInput, textOf } from "./messages.js"
@@ -37,7 +37,12 @@ export const finish = (
 ) =>
   Effect.gen(function*() {
     if (outcome.status === "pending") {
-      if (outcome.approvals !== undefined && env.approvals !== undefined) yield* env.approvals.store.request(outcome.approvals)
+      if (outcome.approvals !== undefined && env.approvals !== undefined) {
+        // The call's span (the answering call's span links to it).
+        const span = yield* Effect.option(Effect.currentSpan)
+        const trace = Option.isSome(span) ? { traceId: span.value.traceId, spanId: span.value.spanId } : undefined
+        yield* env.approvals.store.request(trace === undefined ? outcome.approvals : { ...outcome.approvals, trace })
+      }
       return
     }
     const status = outcome.status

@@ -7,7 +7,7 @@ import { validatedJsonSchema } from "./aiTools.js"
 import { messageIds } from "./messages.js"
 import { collectTools, toUsage } from "./results.js"
 import { causeOf, inCallSpan } from "./callSpan.js"
-import { eventStream, fullStreamAlone } from "./eventStream.js"
+import { eventStream, fullStreamAlone, type StreamOutcome } from "./eventStream.js"
 import { checkOutputSchema, outputFor } from "./outputSchema.js"
 import { toolOutcomes } from "./toolOutcomes.js"
 import { startHook } from "./hooks.js"
@@ -16,7 +16,8 @@ import { recorder } from "./record.js"
 import { type GuardHooks, guardStream, once, recordingBlocks } from "../guardrails/stream.js"
 import { guardedObjectEvents } from "../guardrails/object.js"
 import { answeringModel } from "../models/fallbackModel.js"
-import { resume } from "../approvals/continuation.js"
+import { continueAnswered, resume } from "../approvals/continuation.js"
+import { chatAnswers, chatApprovals } from "../approvals/chat.js"
 import { streamApprovals } from "../approvals/streamed.js"
 
 type StreamTextResult = ReturnType<typeof streamText>
@@ -112,29 +113,48 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, given: CallRe
     return events
   }))
 
-/** The AI SDK's UI message stream, already in its SSE wire form (ending with `data: [DONE]`). */
-export const chat = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest) =>
-  inCallSpan("AgentRegistry.chat", agent, request, (span) => Effect.gen(function*() {
+/**
+ * The AI SDK's UI message stream, already in its SSE wire form (ending with `data: [DONE]`). A request
+ * whose last message is the assistant's with `approval-responded` tool parts answers the approvals it
+ * names (approvals/chat.ts) and continues the call they stopped.
+ */
+export const chat = (env: GenerationEnv, agent: AgentDefinition, given: CallRequest) =>
+  inCallSpan("AgentRegistry.chat", agent, given, (span) => Effect.gen(function*() {
+    const answers = chatAnswers(given)
+    const { request, resumed } = answers === undefined ? { request: given, resumed: undefined } : yield* continueAnswered(env, agent, answers, given)
     const output = yield* outputFor(request.options)
-    const prepared = yield* prepare(env, agent, request, true)
-    if (agent.onStart !== undefined) yield* startHook(agent, prepared)
-    return streamed(env, agent, request, prepared, span, output ? { output } : {}, (result, guard) =>
-      Stream.fromReadableStream({
+    const prepared = yield* prepare(env, agent, request, true, resumed)
+    if (agent.onStart !== undefined && resumed === undefined) yield* startHook(agent, prepared)
+    const guarded = agent.outputGuardrails !== undefined && agent.outputGuardrails.length > 0
+    const approving = prepared.toolApproval !== undefined || resumed !== undefined
+    return streamed(env, agent, request, prepared, span, output ? { output } : {}, (result, guard) => {
+      const model = () => answeringModel(prepared.model)
+      const parts = approving
+        ? result.stream.pipeThrough(chatApprovals(
+          streamApprovals(env, agent, request, prepared, result.responseMessages, span),
+          (outcome: StreamOutcome) => guard?.record?.(outcome) ?? Promise.resolve(),
+          !guarded,
+          model,
+          resumed
+        ))
+        : result.stream
+      return Stream.fromReadableStream({
         evaluate: () =>
           toUIMessageStream({
-            stream: guard === undefined
-              ? result.stream
-              : result.stream.pipeThrough(guardStream(agent, prepared.call, prepared.parent, env.runtime, guard)),
+            stream: guard === undefined || !guarded
+              ? parts
+              : parts.pipeThrough(guardStream(agent, prepared.call, prepared.parent, env.runtime, guard)),
             tools: prepared.tools,
             onError: messageOf,
             // The finish chunk's metadata names the model that answered.
-            messageMetadata: ({ part }) => (part.type === "finish" ? { model: answeringModel(prepared.model) } : undefined),
-            ...messageIds(request, prepared.callId)
+            messageMetadata: ({ part }) => (part.type === "finish" ? { model: model() } : undefined),
+            ...messageIds(given, prepared.callId)
           })
             .pipeThrough(new JsonToSseTransformStream())
             .pipeThrough(new TextEncoderStream()),
         onError: failed(agent)
-      }), agent.outputGuardrails !== undefined && agent.outputGuardrails.length > 0)
+      })
+    }, guarded || approving)
   }))
 
 export type ObjectEvent =

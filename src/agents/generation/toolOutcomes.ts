@@ -51,6 +51,16 @@ export const streamedToolOutcome = (
 })
 
 /**
+ * A denied call's outcome as a chat client sends it back (the SDK's UI conversion of an `output-denied`
+ * part: the denial's reason as the tool's error text).
+ */
+export const deniedToolOutcome = (toolCallId: string, toolName: string, reason: string | undefined): ToolOutcome => ({
+  toolCallId,
+  toolName,
+  outcome: digest("error", reason ?? "Tool call execution denied.")
+})
+
+/**
  * The tool results a caller's messages carry (tool messages, and assistant messages' provider-run
  * results), as the model would see them: a UI message's output becomes `{type: "json" | "text", value}`,
  * its error `{type: "error-text", value}`.

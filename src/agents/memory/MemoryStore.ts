@@ -76,7 +76,12 @@ export class MemoryStore extends Context.Tag("MemoryStore")<MemoryStore, {
     agentId: string,
     conversationId: string,
     owner?: Owner
-  ) => Effect.Effect<{ readonly messages: number; readonly historyEntries: number; readonly workingMemory: number }>
+  ) => Effect.Effect<{
+    readonly messages: number
+    readonly historyEntries: number
+    readonly workingMemory: number
+    readonly approvals: number
+  }>
   /** Newest first. */
   readonly history: (
     agentId: string,
@@ -251,7 +256,12 @@ export const MemoryStoreLive = Layer.scoped(
         const working = yield* sql<{ id: number | string }>`DELETE FROM agent_working_memory WHERE ${
           recordFilter(sql, { agentId, scope: "conversation", key: conversationId, owner })
         } RETURNING id`
-        return { messages: messages.length, historyEntries: entries.length, workingMemory: working.length }
+        // Tool approvals (answered or not) are the conversation's too: a pending one can no longer be answered.
+        const approvals = yield* sql<{ id: string }>`DELETE FROM agent_tool_approvals
+          WHERE agent_id = ${agentId} AND conversation_id = ${conversationId}${
+          owner === undefined ? sql`` : owner.userId === null ? sql` AND owned = 1 AND owner IS NULL` : sql` AND owner = ${owner.userId}`
+        } RETURNING id`
+        return { messages: messages.length, historyEntries: entries.length, workingMemory: working.length, approvals: approvals.length }
       })).pipe(Effect.orDie, span("forget", agentId))
 
     const history = Effect.fn("MemoryStore.history", { captureStackTrace: false })(
