@@ -1,5 +1,6 @@
-import type { SqlClient } from "@effect/sql"
+import type { SqlClient, SqlError } from "@effect/sql"
 import { Effect } from "effect"
+import { MIGRATIONS_TABLE } from "./Sql.js"
 
 /**
  * What a failed COMMIT may leave open on SQLite (a deferred constraint, SQLITE_FULL, an I/O error: the
@@ -13,6 +14,18 @@ const rollbackLeftOpen = (sql: SqlClient.SqlClient): Effect.Effect<void> =>
     orElse: () => Effect.void
   })
 
+/**
+ * On SQLite, the write lock taken first, by a write that changes nothing. @effect/sql begins a deferred
+ * transaction: one that reads first and writes after another connection (a writer thread's) committed
+ * is refused at once (SQLITE_BUSY, no busy wait: its snapshot is stale), where a transaction that
+ * starts by writing waits for the lock (busy_timeout) like BEGIN IMMEDIATE.
+ */
+const writeLockFirst = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlError.SqlError> =>
+  sql.onDialectOrElse({
+    sqlite: () => Effect.asVoid(sql.unsafe(`DELETE FROM ${MIGRATIONS_TABLE} WHERE 0`)),
+    orElse: () => Effect.void
+  })
+
 /** `effect` in a transaction of its own (never nested in another), leaving none open when it fails. */
 export const ownTransaction = (sql: SqlClient.SqlClient) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.onError(sql.withTransaction(effect), () => rollbackLeftOpen(sql))
+  Effect.onError(sql.withTransaction(Effect.zipRight(writeLockFirst(sql), effect)), () => rollbackLeftOpen(sql))
