@@ -11,7 +11,7 @@ import { tempDir } from "./support/TestServer.js"
 // connection to the file (the service's writer thread, committing history) may commit between the two:
 // SQLite then refuses the write at once (SQLITE_BUSY_SNAPSHOT, no busy wait), which was a 500 in one of
 // 200 race trials under load. Here a thread commits through its own connection as fast as it can;
-// every transaction of ownTransaction now takes the write lock first, and waits for it.
+// the store's transaction now takes the write lock first, and waits for it.
 
 const ANSWERS = 100
 

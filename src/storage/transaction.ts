@@ -1,6 +1,5 @@
 import type { SqlClient, SqlError } from "@effect/sql"
 import { Effect } from "effect"
-import { MIGRATIONS_TABLE } from "./Sql.js"
 
 /**
  * What a failed COMMIT may leave open on SQLite (a deferred constraint, SQLITE_FULL, an I/O error: the
@@ -15,17 +14,24 @@ const rollbackLeftOpen = (sql: SqlClient.SqlClient): Effect.Effect<void> =>
   })
 
 /**
- * On SQLite, the write lock taken first, by a write that changes nothing. @effect/sql begins a deferred
- * transaction: one that reads first and writes after another connection (a writer thread's) committed
- * is refused at once (SQLITE_BUSY, no busy wait: its snapshot is stale), where a transaction that
- * starts by writing waits for the lock (busy_timeout) like BEGIN IMMEDIATE.
+ * On SQLite, the write lock taken first, by a write to `table` that changes nothing. @effect/sql begins
+ * a deferred transaction: one that reads first and writes after another connection (a writer thread's)
+ * committed is refused at once (SQLITE_BUSY, no busy wait: its snapshot is stale), where a transaction
+ * that starts by writing waits for the lock (busy_timeout) like BEGIN IMMEDIATE.
  */
-const writeLockFirst = (sql: SqlClient.SqlClient): Effect.Effect<void, SqlError.SqlError> =>
+const writeLockFirst = (sql: SqlClient.SqlClient, table: string): Effect.Effect<void, SqlError.SqlError> =>
   sql.onDialectOrElse({
-    sqlite: () => Effect.asVoid(sql.unsafe(`DELETE FROM ${MIGRATIONS_TABLE} WHERE 0`)),
+    sqlite: () => Effect.asVoid(sql.unsafe(`DELETE FROM ${table} WHERE 0`)),
     orElse: () => Effect.void
   })
 
-/** `effect` in a transaction of its own (never nested in another), leaving none open when it fails. */
-export const ownTransaction = (sql: SqlClient.SqlClient) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.onError(sql.withTransaction(Effect.zipRight(writeLockFirst(sql), effect)), () => rollbackLeftOpen(sql))
+/**
+ * `effect` in a transaction of its own (never nested in another), leaving none open when it fails.
+ * One that reads before it writes names a table it writes (`writesTo`): on SQLite it then takes the
+ * write lock first.
+ */
+export const ownTransaction = (sql: SqlClient.SqlClient, writesTo?: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.onError(
+    sql.withTransaction(writesTo === undefined ? effect : Effect.zipRight(writeLockFirst(sql, writesTo), effect)),
+    () => rollbackLeftOpen(sql)
+  )

@@ -118,7 +118,7 @@ export const ApprovalStoreLive = Layer.effect(
   ApprovalStore,
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const transaction = ownTransaction(sql)
+    const transaction = ownTransaction(sql, "agent_tool_approvals")
 
     const request = Effect.fn("ApprovalStore.request", { captureStackTrace: false })(
       function*(approvals: NewApprovals) {
