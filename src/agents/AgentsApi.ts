@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Authentication } from "../auth/Authentication.js"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
-import { Schema } from "effect"
+import { Schema, SchemaAST } from "effect"
 import { Success } from "../http/Envelope.js"
 import { Conflict, ExecutionFailed, Forbidden, GuardrailBlocked, NotFound, ValidationError } from "../http/Errors.js"
 import { QueryInt } from "../http/Query.js"
@@ -10,14 +10,16 @@ import {
   AgentCard,
   AgentDetails,
   AgentSummary,
+  ApprovalsRequest,
+  CallRequestBody,
   ConversationDeleted,
+  GenerateRequest,
   HistoryPage,
   ObjectRequest,
   TextResult
 } from "./AgentsSchemas.js"
 import { ChatPayload } from "./ChatSchemas.js"
 import { WorkingMemoryDeleted, WorkingMemoryQuery, WorkingMemoryView } from "./workingMemory/schemas.js"
-import { CallPayload } from "./approvals/callPayload.js"
 
 const IdPath = Schema.Struct({ id: Schema.String })
 
@@ -29,7 +31,11 @@ const call = <const Name extends string, const Path extends HttpApiEndpoint.Path
 
 // Bodies any agent answers, pre-filled by the explorer (the agent ids come from the app: openApiExamples.ts).
 const firstClick = { input: "Hello! What can you do?" }
-const TextRequest = CallPayload
+// Decoded as one struct (which of the two a body is gets checked where the call is prepared); documented
+// as the union of a call and approvals answered, a call first (pre-filled).
+const TextRequest = CallRequestBody.annotations({
+  [SchemaAST.SurrogateAnnotationId]: Schema.Union(GenerateRequest.annotations({ examples: [firstClick] }), ApprovalsRequest).ast
+})
 const ChatRequest = ChatPayload.annotations({ examples: [firstClick] })
 const ObjectRequestExample = ObjectRequest.annotations({
   examples: [{
