@@ -2,6 +2,7 @@ import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Redacted, Schema, Scope } from "effect"
 import { SignJWT } from "jose"
 import { join } from "node:path"
+import { defineAgent } from "../src/agents/Agent.js"
 import { defineApp } from "../src/App.js"
 import type { ServerConfigShape } from "../src/config/ServerConfig.js"
 import type { ResumeData } from "../src/workflows/TypedCalls.js"
@@ -22,7 +23,17 @@ const refundFlow = workflow({
   result: Schema.String
 }).andAgent({ id: "ask-cashier", agent: cashier, prompt: ({ data }) => `refund ${data.amount}` })
 
-const app = defineApp({ workflows: [refundFlow] })
+// Settled 4: an agent whose sub-agent asks suspends the execution with the sub-agent's request.
+const desk = defineAgent({ id: "desk", name: "Desk", purpose: "Hands tasks to the cashier", instructions: "You delegate.", subAgents: [cashier] })
+const deskFlow = workflow({
+  id: "desk-flow",
+  name: "Desk refund",
+  purpose: "Asks the desk, which delegates to the cashier",
+  input: Schema.Struct({ amount: Schema.Number }),
+  result: Schema.String
+}).andAgent({ id: "ask-desk", agent: desk, prompt: ({ data }) => `delegate "refund ${data.amount}" to cashier` })
+
+const app = defineApp({ workflows: [refundFlow, deskFlow] })
 
 // Compile time: `resumeWorkflow` at an andAgent step takes the step's resume type or the approval answers.
 const typedFlow = workflow({
@@ -130,6 +141,25 @@ layer(ServerWith({}), { excludeTestServices: true })("andAgent tool approval", (
 
       // Answered once: the execution is no longer suspended.
       expect((yield* resume(url, run.executionId, { answers: [{ approvalId: pending.approvalId, approved: true }] })).status).toBe(404)
+    }))
+
+  it.effect("a sub-agent's request suspends the execution; the resume continues the sub-agent, then the parent", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const started = yield* fetchJson(`${url}/workflows/desk-flow/execute`, json({ input: { amount: 73 } }))
+      expect(started.body.data).toMatchObject({
+        status: "suspended",
+        suspension: { reason: "tool-approval", data: { approvals: [{ toolName: "refund", input: { amount: 73 }, agentId: "cashier" }] } }
+      })
+      expect(refunds).not.toContain(73)
+      const [pending] = started.body.data.suspension.data.approvals
+      const resumed = yield* fetchJson(
+        `${url}/workflows/desk-flow/executions/${started.body.data.executionId}/resume`,
+        json({ resumeData: { answers: [{ approvalId: pending.approvalId, approved: true }] } })
+      )
+      expect(resumed.status).toBe(200)
+      expect(resumed.body.data.status).toBe("completed")
+      expect(refunds.filter((one) => one === 73)).toEqual([73])
     }))
 
   it.effect("a denial is reported to the model, and the tool never runs", () =>

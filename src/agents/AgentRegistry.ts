@@ -4,7 +4,6 @@ import { getOrNotFound } from "../core/lookup.js"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { DuplicateDefinition } from "../core/definitionId.js"
 import { storageKind } from "../storage/Sql.js"
-import { defineTool, type Tool } from "../tools/Tool.js"
 import type { ToolEntry } from "../tools/ToolRunner.js"
 import type { AgentCallContext, AgentDefinition } from "./Agent.js"
 import { originalOf } from "../app/bindApp.js"
@@ -20,6 +19,7 @@ import { UPDATE_WORKING_MEMORY } from "./workingMemory/config.js"
 import type { WorkingMemoryDeleted, WorkingMemoryView } from "./workingMemory/schemas.js"
 import { forCall, routeKey } from "./workingMemory/workingMemory.js"
 import { WorkingMemoryStore } from "./workingMemory/WorkingMemoryStore.js"
+import { DELEGATE_TASK, delegateParameters } from "./delegation/delegateTask.js"
 
 
 export type { CallRequest, ObjectEvent, StreamEvent } from "./generation/Generation.js"
@@ -105,14 +105,6 @@ export const agentToolEntries = (agents: ReadonlyArray<AgentDefinition>): Effect
   Effect.map(allAgents(agents), (all) =>
     all.flatMap((agent) => (agent.tools ?? []).map((tool) => ({ tool, agents: [{ id: agent.id, name: agent.name }] }))))
 
-const DelegateInput = Schema.Struct({
-  task: Schema.String.pipe(Schema.minLength(1)),
-  targetAgents: Schema.Array(Schema.String).pipe(Schema.minItems(1)),
-  context: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
-})
-
-const delegateParameters = JSONSchema.make(DelegateInput) as unknown as Record<string, unknown>
-
 export const AgentRegistryLive: Layer.Layer<
   AgentRegistry,
   DuplicateDefinition,
@@ -164,32 +156,6 @@ export const AgentRegistryLive: Layer.Layer<
           }))
       }
 
-      const delegateTool = (agent: AgentDefinition, call: AgentCallContext): Tool =>
-        defineTool({
-          name: "delegate_task",
-          description: "Hand a task to sub-agents and get their answers. Sub-agents: " +
-            (agent.subAgents ?? []).map((sub) => `${sub.id} (${sub.purpose})`).join(", "),
-          parameters: DelegateInput,
-          execute: ({ context, targetAgents, task }) =>
-            Effect.forEach(targetAgents, (targetId) => {
-              const target = agent.subAgents?.find((sub) => sub.id === targetId)
-              if (target === undefined) {
-                return Effect.succeed({ agentId: targetId, error: `${targetId} is not a sub-agent of ${agent.id}` })
-              }
-              return Effect.flatMap(generation, (g) =>
-                g.text(env, target, {
-                  input: task,
-                  options: { context: { ...call.context, ...context }, ...(call.userId === undefined ? {} : { userId: call.userId }) },
-                  user: call.user,
-                  ...(call.owner === undefined ? {} : { owner: call.owner }),
-                  delegated: true
-                })).pipe(
-                Effect.map((result) => ({ agentId: target.id, agentName: target.name, response: result.text })),
-                Effect.catchAll((error) => Effect.succeed({ agentId: target.id, error: error.message }))
-              )
-            }, { concurrency: "unbounded" })
-        })
-
       const env: Generation.GenerationEnv = {
         defaultModel,
         memory,
@@ -201,7 +167,7 @@ export const AgentRegistryLive: Layer.Layer<
           ttlMs: config.approvals?.ttlMs ?? 24 * 3600 * 1000,
           secret: config.approvals?.secret === undefined ? undefined : Redacted.value(config.approvals.secret)
         },
-        extraTools: (agent, call) => (agent.subAgents?.length ? [delegateTool(agent, call)] : []),
+        runSubAgent: (sub, request) => Effect.flatMap(generation, (g) => g.text(env, sub, request)),
         workingMemory: forCall(workingMemory)
       }
 
@@ -213,7 +179,7 @@ export const AgentRegistryLive: Layer.Layer<
           needsApproval: tool.needsApproval !== undefined
         })),
         ...(agent.subAgents?.length
-          ? [{ name: "delegate_task", description: "Hand a task to sub-agents", parameters: delegateParameters, needsApproval: false }]
+          ? [{ name: DELEGATE_TASK, description: "Hand a task to sub-agents", parameters: delegateParameters, needsApproval: false }]
           : []),
         ...(agent.workingMemory === undefined ? [] : [{
           name: UPDATE_WORKING_MEMORY,

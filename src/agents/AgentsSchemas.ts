@@ -131,7 +131,9 @@ export const PendingApproval = Schema.Struct({
   toolName: Schema.String,
   toolCallId: Schema.String,
   input: Schema.Unknown,
-  expiresAt: Schema.String
+  expiresAt: Schema.String,
+  /** Set when a sub-agent asked (through delegate_task): the sub-agent whose tool waits. */
+  agentId: Schema.optional(Schema.String)
 }).annotations({ identifier: "PendingApproval" })
 
 export const TextResult = Schema.Struct({

@@ -14,6 +14,8 @@ export interface ToolContext {
   readonly user: unknown
   /** Aborted when the caller goes away or the call is interrupted. */
   readonly signal: AbortSignal
+  /** The model's id of this call of the tool (absent when the tool is run directly). */
+  readonly toolCallId?: string | undefined
 }
 
 /** What a tool's `needsApproval` sees of its caller. */

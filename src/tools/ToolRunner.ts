@@ -103,7 +103,7 @@ export const runTool = (
   Effect.suspend(() => {
     const run = Effect.acquireUseRelease(
       Effect.sync(() => new AbortController()),
-      (controller) => tool.run(input, { ...caller, signal: controller.signal }),
+      (controller) => tool.run(input, { ...caller, signal: controller.signal, ...(callId === undefined ? {} : { toolCallId: callId }) }),
       (controller) => Effect.sync(() => controller.abort())
     ).pipe(
       Effect.catchAllCause((cause) =>

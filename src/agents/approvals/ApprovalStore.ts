@@ -13,6 +13,8 @@ export interface PendingApproval {
   readonly toolCallId: string
   readonly input: unknown
   readonly expiresAt: string
+  /** A sub-agent's request (through delegate_task): the sub-agent whose tool waits. */
+  readonly agentId?: string | undefined
 }
 
 /** The requests of one generation, stored with what it needs to continue. */

@@ -9,6 +9,9 @@ import { recordedInput } from "../generation/messages.js"
 import type { AnsweredApproval, ApprovalAnswer, NewApprovals, PendingApproval } from "./ApprovalStore.js"
 import type { ApprovedCalls } from "./gate.js"
 import { approvalAnswered } from "./telemetry.js"
+import { inputHash } from "./ApprovalStore.js"
+import { bubbled, StoredDelegation } from "../delegation/bubbled.js"
+import { DELEGATE_TASK, type Delegations, type SubAnswer } from "../delegation/delegateTask.js"
 
 /** What a call stopped for approval had done: added to what its continuation does. */
 export interface Prior {
@@ -28,6 +31,8 @@ export interface Resumed {
   readonly prior: Prior
   /** The answers it continues with. */
   readonly answers?: ReadonlyArray<AnsweredApproval> | undefined
+  /** Its delegate_task calls whose sub-agents went on (delegation/bubbled.ts). */
+  readonly delegations?: Delegations | undefined
 }
 
 const Outcome = Schema.Struct({ toolCallId: Schema.String, toolName: Schema.String, outcome: Schema.String })
@@ -42,6 +47,8 @@ const State = Schema.Struct({
   newMessages: Schema.Array(Schema.Unknown),
   /** The workflow execution whose step made the call (CallRequest's `boundTo`). */
   boundTo: Schema.optional(Schema.String),
+  /** Its delegate_task calls stopped on their sub-agents' approvals. */
+  delegations: Schema.optional(Schema.Array(StoredDelegation)),
   prior: Schema.Struct({
     usage: Usage,
     toolCalls: Schema.Array(ToolCallRecord),
@@ -101,7 +108,9 @@ export const newApprovals = (args: {
   readonly requests: ReadonlyArray<Omit<PendingApproval, "expiresAt">>
   readonly prior: Prior
   readonly recordedInput?: unknown
+  readonly delegations?: Delegations | undefined
 }): { readonly rows: NewApprovals; readonly pending: Array<PendingApproval> } => {
+  const { requests, stored } = bubbled(args.requests, args.delegations)
   const expiresAt = new Date(Date.now() + (args.env.approvals?.ttlMs ?? 24 * 3600 * 1000))
   const { approvals: _, ...options } = args.request.options ?? {}
   const state: typeof State.Encoded = {
@@ -113,6 +122,7 @@ export const newApprovals = (args: {
     messages: args.messages,
     newMessages: args.newMessages,
     ...(args.request.boundTo === undefined ? {} : { boundTo: args.request.boundTo }),
+    ...(stored === undefined ? {} : { delegations: stored }),
     prior: args.prior
   }
   return {
@@ -121,11 +131,11 @@ export const newApprovals = (args: {
       callId: args.callId,
       owner: args.request.owner,
       conversationId: options.conversationId,
-      requests: args.requests,
+      requests,
       state,
       expiresAt
     },
-    pending: args.requests.map((one) => ({ ...one, expiresAt: expiresAt.toISOString() }))
+    pending: requests.map((one) => ({ ...one, expiresAt: expiresAt.toISOString() }))
   }
 }
 
@@ -175,17 +185,86 @@ export const continueAnswered = (
     const answered = yield* approvals.store.answer(agent.id, answers, caller.owner, { expired: caller.approvalsExpired, boundTo: caller.boundTo })
     const state: State = yield* decodeState(answered.state).pipe(Effect.orDie)
     yield* approvalAnswered(answered.answers, answered.requestedIn)
-    const approved = new Map(answered.answers.filter((one) => one.approved).map((one) => [one.toolCallId, one.inputHash]))
+    // The sub-agents' answers continue them; their delegate_task calls are then this call's approved ones.
+    const delegated = state.delegations === undefined ? undefined : yield* continueDelegations(env, agent, state.delegations, answered.answers, caller)
+    const own = delegated === undefined ? answered.answers : [
+      ...answered.answers.filter((one) => !delegated.subApprovalIds.has(one.approvalId)),
+      ...delegated.answers
+    ]
     return {
       request: { input: state.input as CallRequest["input"], options: state.options, user: caller.user, owner: caller.owner, boundTo: state.boundTo },
-      resumed: {
-        callId: state.callId,
-        startedAt: state.startedAt,
-        messages: withAnswers(state.messages as ReadonlyArray<ModelMessage>, answered.answers),
-        newMessages: state.newMessages as Array<ModelMessage>,
-        approved,
-        prior: state.prior,
-        answers: answered.answers
-      }
+      resumed: { ...resumedOf(state, own), ...(delegated === undefined ? {} : { delegations: delegated.delegations }) }
     }
   })
+
+/** Where a stored call continues with these answers. */
+const resumedOf = (state: State, answers: ReadonlyArray<AnsweredApproval>): Resumed => ({
+  callId: state.callId,
+  startedAt: state.startedAt,
+  messages: withAnswers(state.messages as ReadonlyArray<ModelMessage>, answers),
+  newMessages: state.newMessages as Array<ModelMessage>,
+  approved: new Map(answers.filter((one) => one.approved).map((one) => [one.toolCallId, one.inputHash])),
+  prior: state.prior,
+  answers
+})
+
+/**
+ * Continues the sub-agents stopped on the answered approvals (each with its own answers; a further
+ * approval their tools ask for is refused, as in any delegated task) and gives back the delegate_task
+ * calls they held, approved, with their results.
+ */
+const continueDelegations = (
+  env: GenerationEnv,
+  agent: AgentDefinition,
+  stored: ReadonlyArray<StoredDelegation>,
+  answers: ReadonlyArray<AnsweredApproval>,
+  caller: CallRequest
+) =>
+  Effect.gen(function*() {
+    const delegations: Delegations = new Map()
+    for (const one of stored) {
+      const continued = yield* Effect.forEach(one.stopped, (sub) => continueSub(env, agent, sub, answers, caller), { concurrency: "unbounded" })
+      delegations.set(one.toolCallId, { answers: [...one.answers, ...continued], stopped: [] })
+    }
+    return {
+      delegations,
+      subApprovalIds: new Set(stored.flatMap((one) => one.stopped.flatMap((sub) => sub.approvalIds))),
+      answers: stored.map((one): AnsweredApproval => ({
+        approvalId: one.approvalId,
+        approved: true,
+        toolName: DELEGATE_TASK,
+        toolCallId: one.toolCallId,
+        inputHash: inputHash(DELEGATE_TASK, one.input)
+      }))
+    }
+  })
+
+const continueSub = (
+  env: GenerationEnv,
+  agent: AgentDefinition,
+  sub: StoredDelegation["stopped"][number],
+  answers: ReadonlyArray<AnsweredApproval>,
+  caller: CallRequest
+): Effect.Effect<SubAnswer> => {
+  const target = agent.subAgents?.find((one) => one.id === sub.agentId)
+  if (target === undefined || env.runSubAgent === undefined) {
+    return Effect.succeed({ agentId: sub.agentId, error: `${sub.agentId} is no longer a sub-agent of ${agent.id}` })
+  }
+  const run = env.runSubAgent
+  const ids = new Set(sub.approvalIds)
+  return decodeState(sub.state).pipe(
+    Effect.orDie,
+    Effect.flatMap((state) =>
+      run(target, {
+        input: state.input as CallRequest["input"],
+        options: state.options,
+        user: caller.user,
+        owner: caller.owner,
+        delegated: true,
+        continued: resumedOf(state, answers.filter((one) => ids.has(one.approvalId)))
+      })
+    ),
+    Effect.map((result): SubAnswer => ({ agentId: target.id, agentName: target.name, response: result.text })),
+    Effect.catchAll((error) => Effect.succeed({ agentId: target.id, error: error.message }))
+  )
+}

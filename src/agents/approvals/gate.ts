@@ -1,4 +1,4 @@
-import type { ToolApprovalConfiguration, ToolApprovalStatus, ToolSet } from "ai"
+import type { SingleToolApprovalFunction, ToolApprovalConfiguration, ToolApprovalStatus, ToolSet } from "ai"
 import { Runtime } from "effect"
 import type { Tool, ToolApprovalContext } from "../../tools/Tool.js"
 import { inputHash } from "./ApprovalStore.js"
@@ -32,14 +32,19 @@ const needed = (tool: Tool, input: unknown, caller: ToolApprovalContext, runtime
 export const toolApprovalFor = (
   tools: ReadonlyArray<Tool>,
   caller: ToolApprovalContext,
-  runtime: Runtime.Runtime<never>
+  runtime: Runtime.Runtime<never>,
+  /** The checks of tools the registry adds (delegate_task's). */
+  others?: Record<string, SingleToolApprovalFunction<unknown, unknown, unknown>>
 ): ToolApprovalConfiguration<ToolSet, any> | undefined => {
-  if (!tools.some((tool) => tool.needsApproval !== undefined)) return undefined
+  if (others === undefined && !tools.some((tool) => tool.needsApproval !== undefined)) return undefined
   const gated = tools.filter((tool) => tool.needsApproval !== undefined)
-  return Object.fromEntries(gated.map((tool) => [
-    tool.name,
-    async (input: unknown): Promise<ToolApprovalStatus> => (await needed(tool, input, caller, runtime)) ? "user-approval" : "not-applicable"
-  ]))
+  return {
+    ...Object.fromEntries(gated.map((tool) => [
+      tool.name,
+      async (input: unknown): Promise<ToolApprovalStatus> => (await needed(tool, input, caller, runtime)) ? "user-approval" : "not-applicable"
+    ])),
+    ...others
+  }
 }
 
 /**

@@ -33,7 +33,8 @@ export const streamApprovals = (
         newMessages: prepared.newMessages,
         requests,
         prior: whole,
-        recordedInput: prepared.recordedInput
+        recordedInput: prepared.recordedInput,
+        delegations: prepared.delegations
       })
       await Runtime.runPromise(env.runtime)(approvalRequested(made.pending, span))
       return made

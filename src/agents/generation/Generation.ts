@@ -23,7 +23,11 @@ export { chat, type ObjectEvent, stream, streamObject } from "./streaming.js"
 export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false })(
   function*(env: GenerationEnv, agent: AgentDefinition, given: CallRequest) {
     yield* Effect.annotateCurrentSpan(agentSpanAttributes(agent, given))
-    const { request, resumed } = given.options?.approvals === undefined ? { request: given, resumed: undefined } : yield* resume(env, agent, given)
+    const { request, resumed } = given.continued !== undefined
+      ? { request: given, resumed: given.continued }
+      : given.options?.approvals === undefined
+      ? { request: given, resumed: undefined }
+      : yield* resume(env, agent, given)
     const output = yield* outputFor(request.options)
     const prepared = yield* prepare(env, agent, request, true, resumed)
     // A call continued after its approvals is the same turn: its onStart ran when it was asked.
@@ -56,7 +60,8 @@ export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false }
             newMessages: prepared.newMessages,
             requests,
             prior: whole,
-            recordedInput: prepared.recordedInput
+            recordedInput: prepared.recordedInput,
+            delegations: prepared.delegations
           })
           return { result: { ...data, pendingApprovals: pending }, outcome: { status: "pending" as const, approvals: rows } }
         }
@@ -66,7 +71,10 @@ export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false }
       catch: failed(agent)
     }).pipe(agent.outputGuardrails?.length ? guardedText(agent, prepared) : unguarded))
     if ("blocked" in done) return yield* done.blocked
-    if (done.result.pendingApprovals !== undefined) yield* approvalRequested(done.result.pendingApprovals)
+    // A sub-agent's requests are its parent's, and counted there.
+    if (done.result.pendingApprovals !== undefined && request.collectApprovals === undefined) {
+      yield* approvalRequested(done.result.pendingApprovals)
+    }
     return done.result
   }
 )

@@ -19,6 +19,8 @@ import { checkClaimedToolResults, refusedProviderOptions, withoutCallerSystemMes
 import type { ApprovalStore } from "../approvals/ApprovalStore.js"
 import { delegatedRefusal, toolApprovalFor } from "../approvals/gate.js"
 import { callerApprovalParts, type Resumed } from "../approvals/continuation.js"
+import type { NewApprovals } from "../approvals/ApprovalStore.js"
+import { DELEGATE_TASK, delegateTool, type Delegations, delegationApproval, type RunSubAgent } from "../delegation/delegateTask.js"
 
 export interface CallRequest {
   /** Absent only when answering pending approvals (`options.approvals`). */
@@ -39,8 +41,15 @@ export interface CallRequest {
    * to it, and answered only by its resume (options.approvals from anyone else: 404).
    */
   readonly boundTo?: string | undefined
-  /** A task another agent delegated (delegate_task): it cannot stop for approval, such tools refuse. */
+  /** A task another agent delegated (delegate_task) that cannot stop for approval: such tools refuse. */
   readonly delegated?: boolean | undefined
+  /**
+   * Never from a request: a sub-agent's call whose approval requests become its parent's
+   * (delegation/delegateTask.ts): they are handed over here instead of stored.
+   */
+  readonly collectApprovals?: ((approvals: NewApprovals) => void) | undefined
+  /** Never from a request: a sub-agent's call its parent's continuation continues (answers already taken). */
+  readonly continued?: Resumed | undefined
 }
 
 /** What generation needs from the registry around it. */
@@ -50,8 +59,8 @@ export interface GenerationEnv {
   readonly runtime: Runtime.Runtime<never>
   /** Whether model spans keep prompts and completions (ServerConfig.recordContent). */
   readonly recordContent?: boolean
-  /** Tools the registry adds for this agent (delegate_task for one with sub-agents). */
-  readonly extraTools: (agent: AgentDefinition, call: AgentCallContext) => ReadonlyArray<Tool>
+  /** How a sub-agent is called (delegate_task, for an agent with sub-agents). */
+  readonly runSubAgent?: RunSubAgent | undefined
   /** The caller's provider options that may reach the provider, as `provider.key` (none when absent). */
   readonly providerOptionsAllow?: ReadonlySet<string>
   /** An agent with working memory: its record's block for the instructions and its update tool (none for this call: undefined). */
@@ -87,6 +96,8 @@ export interface PreparedCall {
   readonly approvalSecret?: string | undefined
   /** A call continued after its approvals were answered. */
   readonly resumed?: Resumed | undefined
+  /** Its delegate_task calls' outcomes (an agent with sub-agents). */
+  readonly delegations?: Delegations | undefined
 }
 
 const NO_TOOLS: ReadonlyArray<Tool> = []
@@ -155,13 +166,27 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
       : []
     const working = agent.workingMemory === undefined || env.workingMemory === undefined ? undefined : yield* env.workingMemory(agent, call, withTools)
     const active = agent.activeTools?.(call)
+    const run = agent.subAgents?.length && withTools ? env.runSubAgent : undefined
+    const delegations: Delegations | undefined = run === undefined ? undefined : resumed?.delegations ?? new Map()
     const tools = withTools
-      ? [...(agent.tools ?? []), ...env.extraTools(agent, call), ...(working === undefined ? NO_TOOLS : [working.tool])]
-        .filter((t) => active === undefined || active.includes(t.name))
+      ? [
+        ...(agent.tools ?? []),
+        ...(run === undefined ? NO_TOOLS : [delegateTool(agent, call, run, delegations!)]),
+        ...(working === undefined ? NO_TOOLS : [working.tool])
+      ].filter((t) => active === undefined || active.includes(t.name))
       : []
     const callId = resumed?.callId ?? crypto.randomUUID()
     const caller = { context: call.context, user: call.user }
-    const toolApproval = tools.length === 0 || request.delegated === true ? undefined : toolApprovalFor(tools, caller, env.runtime)
+    // Sub-agents' approvals become this call's where a human can be asked (not over /chat, whose
+    // client shows the tool calls it holds: see docs/decisions.md).
+    const bubbles = run !== undefined && env.approvals !== undefined && request.delegated !== true &&
+      request.clientConversation === undefined && tools.some((t) => t.name === DELEGATE_TASK)
+    const toolApproval = tools.length === 0 || request.delegated === true ? undefined : toolApprovalFor(
+      tools,
+      caller,
+      env.runtime,
+      bubbles ? { [DELEGATE_TASK]: delegationApproval(agent, call, run!, delegations!, env.runtime, parent) } : undefined
+    )
     const fallback = usesFallback(agent, model)
     return {
       callId,
@@ -185,7 +210,8 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
       remember,
       parent,
       ...(toolApproval === undefined ? {} : { toolApproval, approvalSecret: env.approvals?.secret }),
-      ...(resumed === undefined ? {} : { resumed })
+      ...(resumed === undefined ? {} : { resumed }),
+      ...(delegations === undefined ? {} : { delegations })
     } satisfies PreparedCall
   })
 

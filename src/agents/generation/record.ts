@@ -37,6 +37,8 @@ export const finish = (
 ) =>
   Effect.gen(function*() {
     if (outcome.status === "pending") {
+      // A sub-agent's requests become its parent call's (delegation/delegateTask.ts).
+      if (outcome.approvals !== undefined && request.collectApprovals !== undefined) return request.collectApprovals(outcome.approvals)
       if (outcome.approvals !== undefined && env.approvals !== undefined) {
         // The call's span (the answering call's span links to it).
         const span = yield* Effect.option(Effect.currentSpan)
