@@ -261,7 +261,7 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("guardrails", (it
       const sent = textOfEvents(response.events)
       expect(sent.length).toBeGreaterThan(0)
       expect(sent).not.toContain("forbidden")
-      expect(response.events.at(-1)!.data).toEqual({ type: "error", error: "That topic is off limits" })
+      expect(response.events.at(-1)!.data).toEqual({ type: "error", error: "That topic is off limits", guardrail: "blocklist" })
       expect(response.events.some((event) => event.data.type === "finish")).toBe(false)
       const history = yield* historyOf(url, conversationId)
       expect(history.map((entry) => [entry.status, entry.output])).toEqual([["blocked", sent]])

@@ -31,7 +31,8 @@ export const AgentStreamEvent = Schema.Union(
   Schema.Struct({ type: Schema.Literal("tool-result"), toolCallId: Schema.String, toolName: Schema.String, result: Schema.Unknown }),
   Schema.Struct({ type: Schema.Literal("tool-approval-request"), ...PendingApproval.fields }),
   Schema.Struct({ type: Schema.Literal("finish"), finishReason: Schema.String, usage: Usage, model: Schema.optional(ModelRef) }),
-  Schema.Struct({ type: Schema.Literal("error"), error: Schema.String })
+  /** `guardrail`: the output guardrail that stopped the stream. */
+  Schema.Struct({ type: Schema.Literal("error"), error: Schema.String, guardrail: Schema.optional(Schema.String) })
 ).annotations({ identifier: "AgentStreamEvent" })
 export type AgentStreamEvent = typeof AgentStreamEvent.Type
 

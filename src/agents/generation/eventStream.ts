@@ -5,6 +5,7 @@ import type { ModelRef, TextResult, Usage } from "../AgentsSchemas.js"
 import { toUsage } from "./results.js"
 import { streamedToolOutcome, type ToolOutcome } from "./toolOutcomes.js"
 import type { NewApprovals, PendingApproval } from "../approvals/ApprovalStore.js"
+import { StreamBlocked } from "../guardrails/stream.js"
 import { addUsage, type Prior } from "../approvals/continuation.js"
 
 export type StreamEvent =
@@ -14,7 +15,7 @@ export type StreamEvent =
   | { readonly type: "tool-result"; readonly toolCallId: string; readonly toolName: string; readonly result: unknown }
   | { readonly type: "tool-approval-request" } & PendingApproval
   | { readonly type: "finish"; readonly finishReason: string; readonly usage: Usage; readonly model?: ModelRef }
-  | { readonly type: "error"; readonly error: string }
+  | { readonly type: "error"; readonly error: string; readonly guardrail?: string }
 
 type StreamTextResult = ReturnType<typeof streamText>
 type Part = StreamTextResult extends { stream: AsyncIterable<infer P> } ? P : never
@@ -59,7 +60,9 @@ const toStreamEvent = (part: Part): StreamEvent | undefined => {
     case "finish":
       return { type: "finish", finishReason: part.finishReason, usage: toUsage(part.totalUsage) }
     case "error":
-      return { type: "error", error: messageOf(part.error) }
+      return part.error instanceof StreamBlocked
+        ? { type: "error", error: part.error.message, guardrail: part.error.blocked.guardrail }
+        : { type: "error", error: messageOf(part.error) }
     default:
       // start, step boundaries, raw provider data and the like are never sent: they can reveal the prompt.
       return undefined
