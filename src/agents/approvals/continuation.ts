@@ -6,10 +6,9 @@ import { GenerationOptions, type TextResult, ToolCallRecord, ToolResultRecord, U
 import type { CallRequest, GenerationEnv } from "../generation/call.js"
 import type { ToolOutcome } from "../generation/toolOutcomes.js"
 import { recordedInput } from "../generation/messages.js"
-import type { AnsweredApproval, ApprovalAnswer, NewApprovals, PendingApproval } from "./ApprovalStore.js"
+import { type AnsweredApproval, type ApprovalAnswer, inputHash, type NewApprovals, type PendingApproval } from "./ApprovalStore.js"
 import type { ApprovedCalls } from "./gate.js"
 import { approvalAnswered } from "./telemetry.js"
-import { inputHash } from "./ApprovalStore.js"
 import { bubbled, StoredDelegation } from "../delegation/bubbled.js"
 import { DELEGATE_TASK, type Delegations, type SubAnswer } from "../delegation/delegateTask.js"
 
