@@ -33,7 +33,16 @@ const deskFlow = workflow({
   result: Schema.String
 }).andAgent({ id: "ask-desk", agent: desk, prompt: ({ data }) => `delegate "refund ${data.amount}" to cashier` })
 
-const app = defineApp({ workflows: [refundFlow, deskFlow] })
+// An andAgent inside a child workflow suspends the parent execution; its resume is checked the same way.
+const outerFlow = workflow({
+  id: "outer-refund",
+  name: "Outer refund",
+  purpose: "Runs the refund flow as a child",
+  input: Schema.Struct({ amount: Schema.Number }),
+  result: Schema.String
+}).andWorkflow({ id: "child", workflow: refundFlow, input: ({ data }) => data })
+
+const app = defineApp({ workflows: [refundFlow, deskFlow, outerFlow] })
 
 // Compile time: `resumeWorkflow` at an andAgent step takes the step's resume type or the approval answers.
 const typedFlow = workflow({
@@ -160,6 +169,30 @@ layer(ServerWith({}), { excludeTestServices: true })("andAgent tool approval", (
       expect(resumed.status).toBe(200)
       expect(resumed.body.data.status).toBe("completed")
       expect(refunds.filter((one) => one === 73)).toEqual([73])
+    }))
+
+  it.effect("an andAgent inside a child workflow: the resume data is checked against its approvals, then continues it", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const started = yield* fetchJson(`${url}/workflows/outer-refund/execute`, json({ input: { amount: 74 } }))
+      expect(started.body.data).toMatchObject({
+        status: "suspended",
+        suspension: { reason: "tool-approval", data: { approvals: [{ toolName: "refund", input: { amount: 74 } }] } }
+      })
+      const executionId = started.body.data.executionId
+      const [pending] = started.body.data.suspension.data.approvals
+      const resumeWith = (resumeData: unknown) =>
+        fetchJson(`${url}/workflows/outer-refund/executions/${executionId}/resume`, json({ resumeData }))
+      for (const bad of [{ ok: true }, { answers: [{ approvalId: "nope", approved: true }] }]) {
+        const refused = yield* resumeWith(bad)
+        expect(refused.status).toBe(400)
+      }
+      expect((yield* fetchJson(`${url}/workflows/outer-refund/executions/${executionId}/state`)).body.data.status).toBe("suspended")
+      expect(refunds).not.toContain(74)
+      const resumed = yield* resumeWith({ answers: [{ approvalId: pending.approvalId, approved: true }] })
+      expect(resumed.status).toBe(200)
+      expect(resumed.body.data.status).toBe("completed")
+      expect(refunds.filter((one) => one === 74)).toEqual([74])
     }))
 
   it.effect("a denial is reported to the model, and the tool never runs", () =>

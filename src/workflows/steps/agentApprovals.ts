@@ -42,9 +42,21 @@ export const approvalsOf = (suspension: Suspension | undefined): ReadonlyArray<P
   return data.approvals as ReadonlyArray<PendingApproval>
 }
 
-/** Whether resuming `step` from `suspension` answers its approvals (the step it stopped at, an andAgent one). */
+/** The andAgent step at `path` below `step` (through child workflows: `child/ask`), if that is one. */
+const andAgentAt = (step: Step, path: ReadonlyArray<string>): boolean => {
+  if (path[0] !== step.id) return false
+  if (path.length === 1) return step.type === "andAgent"
+  if (step.type !== "andWorkflow") return false
+  const inner = step.workflow.steps.find((one) => one.id === path[1])
+  return inner !== undefined && andAgentAt(inner, path.slice(1))
+}
+
+/**
+ * Whether resuming `step` from `suspension` answers its approvals: the step it stopped at is an andAgent
+ * one, this one or one inside its child workflows.
+ */
 export const answersApprovals = (step: Step, suspension: Suspension | undefined): boolean =>
-  step.type === "andAgent" && suspension !== undefined && suspension.stepId === step.id && approvalsOf(suspension) !== undefined
+  suspension !== undefined && approvalsOf(suspension) !== undefined && andAgentAt(step, suspension.stepId.split("/"))
 
 const invalid = (message: string) => ValidationError.fromIssues([{ path: ["answers"], message }], ["resumeData"])
 
