@@ -1,5 +1,8 @@
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
+import { defineApp } from "../src/App.js"
+import { pipeline } from "../src/examples/workflows.js"
+import { workflow } from "../src/workflows/Workflow.js"
 import { CHROMIUM, launchChromium } from "./support/chromium.js"
 import { TestServer, TestServerLive } from "./support/TestServer.js"
 
@@ -9,7 +12,20 @@ if (CHROMIUM === undefined) {
 
 const WAIT = { timeout: 30_000 }
 
-layer(TestServerLive(), { excludeTestServices: true })("Console: replay a finished execution (issue #33)", (it) => {
+/** `settle` fails while `broken`: a failed execution to restart once it is fixed. */
+let broken = true
+const flaky = workflow({ id: "flaky", name: "Flaky", purpose: "fails until fixed", input: Schema.Struct({}), result: Schema.Unknown })
+  .andThen({ id: "prepare", execute: () => ({ prepared: true }) })
+  .andThen({
+    id: "settle",
+    execute: ({ data }) => {
+      if (broken) throw new Error("settlement service down")
+      return { ...data, settled: true }
+    }
+  })
+const app = defineApp({ workflows: [pipeline, flaky] })
+
+layer(TestServerLive({ app }), { excludeTestServices: true })("Console: replay a finished execution (issue #33)", (it) => {
   it.scoped.skipIf(CHROMIUM === undefined)("a step's \"Replay from here\" starts a replay from it and opens it, linked to the original", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
@@ -48,5 +64,31 @@ layer(TestServerLive(), { excludeTestServices: true })("Console: replay a finish
       expect(outcome.errors).toEqual([])
       const record = yield* Effect.promise(() => fetch(`${url}/workflows/executions/${outcome.original}`).then((r) => r.json()))
       expect(record.data.replays.map((r: any) => r.executionId)).toEqual([outcome.replay])
+    }), 120_000)
+
+  it.scoped.skipIf(CHROMIUM === undefined)("a failed execution's \"Restart from the failed step\" opens its restart, which completes", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const browser = yield* launchChromium
+      const outcome = yield* Effect.promise(async () => {
+        broken = true
+        const failed = await fetch(`${url}/workflows/flaky/execute`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ input: {} })
+        }).then((response) => response.json())
+        broken = false
+        const original: string = failed.executionId
+        const page = await browser.newPage()
+        await page.goto(`${url}/console#/workflows/flaky/executions/${original}`)
+        await page.getByTestId("execution-status").getByText("error").waitFor(WAIT)
+        await page.getByTestId("execution-restart").click()
+        await page.waitForURL((address) => !address.hash.endsWith(encodeURIComponent(original)), WAIT)
+        await page.getByTestId("execution-status").getByText("completed").waitFor(WAIT)
+        const replayOf = await page.getByTestId("execution-replay-of").innerText()
+        return { original, replayOf }
+      })
+      expect(outcome.replayOf).toContain(outcome.original)
+      expect(outcome.replayOf).toContain("settle")
     }), 120_000)
 })
