@@ -2,7 +2,7 @@ import { Effect, Option } from "effect"
 import { canSee, EVERYONE, type Visibility } from "../auth/Ownership.js"
 import { BadRequest, NotFound } from "../core/errors.js"
 import type { ExecutionListing, ExecutionQuery, ExecutionStore } from "./ExecutionStore.js"
-import { recordOf, waitingOf } from "./ExecutionViews.js"
+import { recordOf, replayLinksOf, waitingOf } from "./ExecutionViews.js"
 import { formatBytes, LISTING_WHOLE_BYTES, MAX_HISTORY_BYTES } from "./StoredValues.js"
 import type * as S from "./WorkflowSchemas.js"
 
@@ -25,6 +25,7 @@ const summaryOf = (execution: ExecutionListing): ExecutionRecord => ({
   createdAt: execution.createdAt,
   updatedAt: execution.updatedAt,
   ...waitingOf(execution),
+  ...replayLinksOf(execution),
   truncated: { historyBytes: execution.historyBytes ?? 0, limit: LISTING_WHOLE_BYTES, record: recordPath(execution.id) }
 })
 
@@ -39,8 +40,12 @@ export const makeExecutionRecords = (store: ExecutionStore["Type"]) => ({
       const executions = yield* store.list({ ...query, wholeBytes: LISTING_WHOLE_BYTES })
       const whole = executions.filter((e) => (e.historyBytes ?? 0) <= LISTING_WHOLE_BYTES)
       const events = yield* store.eventsOf(whole.map((e) => e.id))
+      // Replays the reader may see: those of the user the listing is filtered to.
+      const replays = yield* store.replaysOf(whole.map((e) => e.id), query.userId)
       return executions.map((execution) =>
-        (execution.historyBytes ?? 0) <= LISTING_WHOLE_BYTES ? recordOf(execution, events.get(execution.id) ?? []) : summaryOf(execution)
+        (execution.historyBytes ?? 0) <= LISTING_WHOLE_BYTES
+          ? recordOf(execution, events.get(execution.id) ?? [], replays.get(execution.id))
+          : summaryOf(execution)
       )
     }),
 
@@ -57,6 +62,7 @@ export const makeExecutionRecords = (store: ExecutionStore["Type"]) => ({
             `read them from GET /workflows/${execution.workflowId}/executions/${executionId}/stream`
         })
       }
-      return recordOf(execution, yield* store.events(executionId, 0))
+      const replays = yield* store.replaysOf([executionId], visibility.all ? undefined : visibility.userId)
+      return recordOf(execution, yield* store.events(executionId, 0), replays.get(executionId))
     })
 })

@@ -105,7 +105,10 @@ export const ExecutionFromRow = Schema.Struct({
   /** While parked by a sleep step (status `sleeping`): when it wakes (ISO). */
   wakeAt: optionalColumn(Schema.String, "wake_at"),
   /** The wake time committed by the sleep step it stands at, if any. */
-  sleep: Schema.optionalWith(Schema.parseJson(SleepRecord), { nullable: true })
+  sleep: Schema.optionalWith(Schema.parseJson(SleepRecord), { nullable: true }),
+  /** A replay (issue #33, migration 0027): the execution it replays and the step it ran from. */
+  replayOf: optionalColumn(Schema.String, "replay_of"),
+  replayFrom: optionalColumn(Schema.String, "replay_from")
 })
 export interface Execution extends Schema.Schema.Type<typeof ExecutionFromRow> {}
 
@@ -114,10 +117,19 @@ export interface Execution extends Schema.Schema.Type<typeof ExecutionFromRow> {
  * input or output either when its history is over what a listing shows whole (see listingQuery).
  */
 export const ExecutionListingFromRow = Schema.Struct({
-  ...ExecutionFromRow.pick("id", "workflowId", "workflowName", "status", "metadata", "output", "createdAt", "updatedAt", "historyBytes", "wakeAt").fields,
+  ...ExecutionFromRow.pick("id", "workflowId", "workflowName", "status", "metadata", "output", "createdAt", "updatedAt", "historyBytes", "wakeAt", "replayOf", "replayFrom").fields,
   input: optionalStoredJson
 })
 export interface ExecutionListing extends Schema.Schema.Type<typeof ExecutionListingFromRow> {}
+
+/** A replay of an execution, as the original's record lists it. */
+export const ReplayFromRow = Schema.Struct({
+  replayOf: column(Schema.String, "replay_of"),
+  executionId: column(Schema.String, "id"),
+  fromStep: column(Schema.String, "replay_from"),
+  createdAt: column(Schema.String, "created_at")
+})
+export interface Replay extends Schema.Schema.Type<typeof ReplayFromRow> {}
 
 /** What the supervisor compares a fiber's claim with. */
 export const HolderFromRow = ExecutionFromRow.pick("id", "status", "owner", "version", "lastSeq")

@@ -15,12 +15,14 @@ import {
   HolderFromRow,
   json,
   now,
+  type Replay,
   type StoredEvent,
   StoredEventFromRow,
   type Suspension,
   VALUE_COLUMNS
 } from "./ExecutionRows.js"
 import { deleteFinishedExecutions } from "./executionDeletion.js"
+import { findReplays } from "./replayLinks.js"
 import type { WorkflowEvent } from "./WorkflowSchemas.js"
 import { ownTransaction } from "../storage/transaction.js"
 import { type makeStaging, resolveRows, writeWithEvents } from "./ValueRows.js"
@@ -36,6 +38,7 @@ export type {
   ExecutionListing,
   ExecutionQuery,
   Holder,
+  Replay,
   StoredEvent,
   Suspension
 } from "./ExecutionRows.js"
@@ -115,7 +118,14 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
   /** The top-level events of each of these executions (an inner step's, with a path, are read by page with `events`). */
   readonly eventsOf: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<StoredEvent>>>
   readonly list: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<ExecutionListing>>
+  /**
+   * The replays of each of these executions (issue #33), newest first, at most MAX_REPLAYS_SHOWN each;
+   * only `userId`'s (null: those without one) when given.
+   */
+  readonly replaysOf: (ids: ReadonlyArray<string>, userId?: string | null) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<Replay>>>
 }>() {}
+
+
 
 
 /**
@@ -133,7 +143,7 @@ export const listingQuery = (sql: SqlClient.SqlClient, query: ExecutionQuery) =>
     ...(query.from === undefined ? [] : [sql`created_at > ${query.from}`]),
     ...(query.to === undefined ? [] : [sql`created_at < ${query.to}`])
   ]
-  return sql`SELECT id, workflow_id, workflow_name, status, metadata, created_at, updated_at, history_bytes, wake_at,
+  return sql`SELECT id, workflow_id, workflow_name, status, metadata, created_at, updated_at, history_bytes, wake_at, replay_of, replay_from,
     CASE WHEN ${whole} THEN input END AS input, CASE WHEN ${whole} THEN output END AS output
     FROM workflow_executions WHERE id IN (
       SELECT id FROM workflow_executions ${filters.length ? sql`WHERE ${sql.and(filters)}` : sql``}
@@ -202,6 +212,8 @@ export const ExecutionStoreLive = Layer.scoped(
             owner: e.owner ?? null,
             last_seq: events.length,
             definition_hash: e.definitionHash ?? null,
+            replay_of: e.replayOf ?? null,
+            replay_from: e.replayFrom ?? null,
             created_at: e.createdAt,
             updated_at: e.updatedAt,
             ended_at: null,
@@ -328,6 +340,8 @@ export const ExecutionStoreLive = Layer.scoped(
         untraced
       )
 
+    const replaysOf = (ids: ReadonlyArray<string>, userId?: string | null) => untraced(findReplays(sql, ids, userId))
+
     const claimOrphans: ExecutionStore["Type"]["claimOrphans"] = (owner, { limit, liveOwners, ownToo }) => {
       const orphaned = sql`status = 'running' AND (owner IS NULL${ownToo === true ? sql` OR owner = ${owner}` : sql``} OR ${
         liveOwners === undefined ? sql`owner <> ${owner}` : sql`owner NOT IN (${liveOwners})`
@@ -375,6 +389,7 @@ export const ExecutionStoreLive = Layer.scoped(
       events,
       eventsOf,
       list,
+      replaysOf,
       claimOrphans,
       release,
       holders

@@ -1,7 +1,7 @@
 import { Duration, Either, JSONSchema, type Schema } from "effect"
 import { WorkflowFailed } from "../core/errors.js"
 import { markSpanMessage, spanSafeError } from "../observability/errorDetail.js"
-import type { Execution, ExecutionListing, StoredEvent } from "./ExecutionStore.js"
+import type { Execution, ExecutionListing, Replay, StoredEvent } from "./ExecutionStore.js"
 import { innerStepsOf } from "./steps/innerViews.js"
 import { timeoutOf } from "./steps/Policy.js"
 import type { Step } from "./Workflow.js"
@@ -140,7 +140,18 @@ export const resultEntry = (execution: Execution): ResultEntry => {
   }
 }
 
-export const stateOf = (workflowId: string, execution: Execution): typeof S.ExecutionState.Type => ({
+/** A replay's link to its original, and the original's replays (issue #33): absent when there is none. */
+export const replayLinksOf = (
+  execution: { readonly replayOf?: string | undefined; readonly replayFrom?: string | undefined },
+  replays: ReadonlyArray<Replay> = []
+) => ({
+  ...(execution.replayOf === undefined ? {} : { replayOf: { executionId: execution.replayOf, fromStep: execution.replayFrom ?? "" } }),
+  ...(replays.length === 0
+    ? {}
+    : { replays: replays.map(({ createdAt, executionId, fromStep }) => ({ executionId, fromStep, createdAt })) })
+})
+
+export const stateOf = (workflowId: string, execution: Execution, replays?: ReadonlyArray<Replay>): typeof S.ExecutionState.Type => ({
   executionId: execution.id,
   workflowId,
   status: execution.status,
@@ -162,7 +173,8 @@ export const stateOf = (workflowId: string, execution: Execution): typeof S.Exec
   ...(execution.status === "completed" ? { result: execution.output ?? null } : {}),
   ...(execution.error ? { error: execution.error } : {}),
   ...(execution.errorDetail ? { errorDetail: execution.errorDetail } : {}),
-  ...waitingOf(execution)
+  ...waitingOf(execution),
+  ...replayLinksOf(execution, replays)
 })
 
 /** What a listing shows of a step-retry event (issue #31): the attempt that failed, its error, the back-off. */
@@ -178,7 +190,11 @@ const retryFields = (e: S.WorkflowEvent) => ({
 export const waitingOf = (execution: { readonly status: string; readonly wakeAt?: string | undefined }): { readonly waitingUntil?: string } =>
   execution.status === "running" && execution.wakeAt !== undefined ? { waitingUntil: execution.wakeAt } : {}
 
-export const recordOf = (execution: ExecutionListing, events: ReadonlyArray<StoredEvent>): typeof S.ExecutionRecord.Type => ({
+export const recordOf = (
+  execution: ExecutionListing,
+  events: ReadonlyArray<StoredEvent>,
+  replays?: ReadonlyArray<Replay>
+): typeof S.ExecutionRecord.Type => ({
   id: execution.id,
   workflowId: execution.workflowId,
   workflowName: execution.workflowName,
@@ -202,5 +218,6 @@ export const recordOf = (execution: ExecutionListing, events: ReadonlyArray<Stor
   ...(execution.status === "completed" ? { output: execution.output ?? null } : {}),
   createdAt: execution.createdAt,
   updatedAt: execution.updatedAt,
-  ...waitingOf(execution)
+  ...waitingOf(execution),
+  ...replayLinksOf(execution, replays)
 })

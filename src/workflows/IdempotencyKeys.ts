@@ -8,7 +8,7 @@ import { ExecutionStore } from "./ExecutionStore.js"
 import type { ExecuteRequest } from "./WorkflowSchemas.js"
 
 /** The routes that start executions; a key of one is independent of the same key on another. */
-export type StartRoute = "execute" | "run" | "stream"
+export type StartRoute = "execute" | "run" | "stream" | "replay" | "restart"
 
 /** Where a key is unique: the route, the workflow and the caller. */
 export interface KeyScope {
@@ -33,7 +33,7 @@ export const canonicalJson = (value: unknown): string =>
       ? Object.fromEntries(Object.entries(field as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
       : field)
 
-export const requestHash = (request: ExecuteRequest): string =>
+export const requestHash = (request: unknown): string =>
   createHash("sha256").update(canonicalJson(request)).digest("hex")
 
 /**
@@ -77,6 +77,11 @@ export class IdempotencyKeys extends Context.Tag("IdempotencyKeys")<IdempotencyK
     scope: KeyScope,
     request: ExecuteRequest
   ) => (executionId: string) => Effect.Effect<string, BadRequest | UnprocessableEntity>
+  /**
+   * A keyed replay or restart (issue #33): the id of the execution the key stands for (`executionId` when
+   * it is fresh); `request` is what the key's body is compared by (the original's id with the body).
+   */
+  readonly forReplay: (scope: KeyScope, request: unknown) => (executionId: string) => Effect.Effect<string, UnprocessableEntity>
   /** Deletes expired keys, a batch at a time; the number deleted. */
   readonly prune: Effect.Effect<number>
 }>() {}
@@ -122,7 +127,8 @@ export const IdempotencyKeysLive = Layer.scoped(
     const otherBody = (scope: KeyScope) =>
       new UnprocessableEntity({
         message: `Idempotency-Key "${excerpt(scope.key, 60)}" was already used with another request body ` +
-          `(POST /workflows/${excerpt(scope.workflowId, 60)}/${scope.route}): use a new key for a new request`
+          `(POST /workflows/${excerpt(scope.workflowId, 60)}/${scope.route === "replay" || scope.route === "restart" ? `executions/…/${scope.route}` : scope.route}): ` +
+          "use a new key for a new request"
       })
 
     const claim = Effect.fn("IdempotencyKeys.claim", { captureStackTrace: false })(
@@ -186,6 +192,9 @@ export const IdempotencyKeysLive = Layer.scoped(
       Effect.forkScoped
     )
 
-    return IdempotencyKeys.of({ claim, release, forStart, prune })
+    const forReplay = (scope: KeyScope, request: unknown) => (executionId: string) =>
+      Effect.map(claim(scope, requestHash(request), executionId), (claimed) => claimed.executionId)
+
+    return IdempotencyKeys.of({ claim, release, forStart, forReplay, prune })
   })
 )

@@ -152,7 +152,8 @@ export const schemasOf = (definition: WorkflowDefinition): Schemas => {
   return schemas
 }
 
-const innerSteps = (step: Step) => step.type === "andAll" || step.type === "andRace" ? step.steps : step.type === "andWhen" ? [step.step] : []
+/** The inner steps whose outputs are entries of the `steps` record (besides the step's own). */
+export const innerSteps = (step: Step) => step.type === "andAll" || step.type === "andRace" ? step.steps : step.type === "andWhen" ? [step.step] : []
 
 const mismatch = (error: ParseResult.ParseError) => `output does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
 

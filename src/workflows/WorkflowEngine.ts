@@ -16,6 +16,7 @@ import { type Execution, type ExecutionQuery, ExecutionStore } from "./Execution
 import { markedSpanMessage, withoutFieldsInSpan } from "../observability/errorDetail.js"
 import { countExecution } from "../observability/metrics/instruments.js"
 import { makeExecutionRecords } from "./ExecutionRecords.js"
+import { makeExecutionReplay } from "./ExecutionReplay.js"
 import { describeStep, stateOf, toJsonSchema } from "./ExecutionViews.js"
 import { startExecutionSupervisor } from "./ExecutionSupervisor.js"
 import { makeExecutionWatch } from "./ExecutionWatch.js"
@@ -138,14 +139,18 @@ export const WorkflowEngineLive = Layer.scoped(
      * Stores the execution with its opening events (its first step's step-start among them) and
      * launches its fiber; uninterruptible, so never one without the other. None when the id is taken.
      */
-    const startIfNew = (definition: WorkflowDefinition, execution: Execution) =>
+    const startIfNew = (
+      definition: WorkflowDefinition,
+      execution: Execution,
+      how?: { readonly opening: ReadonlyArray<S.WorkflowEvent>; readonly checked: boolean }
+    ) =>
       Effect.uninterruptible(Effect.gen(function*() {
-        const opening = openingEvents(definition, execution)
+        const opening = how?.opening ?? openingEvents(definition, execution)
         if (Option.isNone(yield* driver.open(execution, opening))) return Option.none()
         yield* Effect.logInfo("workflow started").pipe(
           Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
         )
-        const fiber = yield* launch(definition, execution, { startRecorded: true })
+        const fiber = yield* launch(definition, execution, { startRecorded: true, checked: how?.checked ?? false })
         return Option.some({ execution, fiber })
       }))
 
@@ -154,6 +159,7 @@ export const WorkflowEngineLive = Layer.scoped(
         Option.isSome(launched) ? Effect.succeed(launched.value) : Effect.fail(alreadyExists(execution.id)))
 
     const join = makeExecutionJoin({ store, watch, startIfNew, fiberOf: driver.fiberOf })
+    const replays = makeExecutionReplay({ store, instanceId, findExecution, startIfNew })
 
     // Executions a dead process left running continue here from their checkpoint; with several
     // instances, those of any instance that dies, and streams here follow executions run elsewhere.
@@ -353,7 +359,8 @@ export const WorkflowEngineLive = Layer.scoped(
       state: Effect.fn("WorkflowEngine.state", { captureStackTrace: false })(function*(id: string, executionId: string, visibility?: Visibility) {
         yield* onWorkflow(id)
         const { execution } = yield* findExecution(id, executionId, visibility)
-        return stateOf(id, execution)
+        const replaysOf = yield* store.replaysOf([executionId], visibility === undefined || visibility.all ? undefined : visibility.userId)
+        return stateOf(id, execution, replaysOf.get(executionId))
       }),
 
       events: Effect.fn("WorkflowEngine.events", { captureStackTrace: false })(
@@ -375,6 +382,8 @@ export const WorkflowEngineLive = Layer.scoped(
         return yield* records.list(query)
       }),
       record: Effect.fn("WorkflowEngine.record", { captureStackTrace: false })(records.record),
+      replay: replays.replay,
+      restart: replays.restart,
 
       liveEventHubs: hubs.size
     }

@@ -75,6 +75,24 @@ export interface WorkflowEngineCore {
   ) => Effect.Effect<typeof S.ExecutionDeleted.Type, NotFound | BadRequest>
   readonly state: (id: string, executionId: string, visibility?: Visibility) => Effect.Effect<typeof S.ExecutionState.Type, NotFound>
   readonly executions: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<typeof S.ExecutionRecord.Type>, NotFound>
+  /**
+   * A new execution (the caller's) that copies the committed outputs of the steps before
+   * `request.fromStep` from this one and runs from there (issue #33).
+   */
+  readonly replay: (
+    id: string,
+    executionId: string,
+    request: S.ReplayRequest,
+    options?: StartOptions,
+    visibility?: Visibility
+  ) => Effect.Effect<typeof S.ReplayStarted.Type, NotFound | ValidationError | BadRequest | Conflict | UnprocessableEntity>
+  /** A replay of a failed execution from the step it failed at (never in place); 409 unless it failed. */
+  readonly restart: (
+    id: string,
+    executionId: string,
+    options?: StartOptions,
+    visibility?: Visibility
+  ) => Effect.Effect<typeof S.ReplayStarted.Type, NotFound | ValidationError | BadRequest | Conflict | UnprocessableEntity>
   /** One execution's whole record (a listing shows large ones as summaries). */
   readonly record: (executionId: string, visibility?: Visibility) => Effect.Effect<typeof S.ExecutionRecord.Type, NotFound | BadRequest>
   /** A page of the execution's events after `afterSeq` (inner steps' included), at most `limit`. */

@@ -172,6 +172,23 @@ export const ExecutionDeleted = Schema.Struct({
   deleted: Schema.Literal(true)
 }).annotations({ identifier: "ExecutionDeleted" })
 
+/** A replay's link to the execution it replays (issue #33). */
+export const ReplayOf = Schema.Struct({
+  executionId: Schema.String,
+  fromStep: Schema.String.annotations({ description: "the step the replay ran from; the steps before it were copied" })
+}).annotations({ identifier: "ReplayOf" })
+
+/** One replay of an execution, as the original's record lists it. */
+export const ReplayLink = Schema.Struct({ executionId: Schema.String, fromStep: Schema.String, createdAt: Schema.String })
+  .annotations({ identifier: "ReplayLink" })
+
+const replayFields = {
+  replayOf: Schema.optional(ReplayOf).annotations({ description: "present on a replay (POST …/replay or …/restart): the execution it replays" }),
+  replays: Schema.optional(Schema.Array(ReplayLink)).annotations({
+    description: "the replays of this execution the caller may see, newest first (at most 100)"
+  })
+}
+
 export const ExecutionState = Schema.Struct({
   executionId: Schema.String,
   workflowId: Schema.String,
@@ -190,7 +207,8 @@ export const ExecutionState = Schema.Struct({
   result: Schema.optional(Schema.Unknown),
   error: Schema.optional(Schema.String),
   errorDetail: Schema.optional(ErrorDetail),
-  waitingUntil: Schema.optional(Schema.String).annotations({ description: "a running execution parked by a sleep step: when it wakes (ISO)" })
+  waitingUntil: Schema.optional(Schema.String).annotations({ description: "a running execution parked by a sleep step: when it wakes (ISO)" }),
+  ...replayFields
 }).annotations({ identifier: "ExecutionState" })
 
 export const ExecutionEventRecord = Schema.Struct({
@@ -224,6 +242,7 @@ export const ExecutionRecord = Schema.Struct({
   createdAt: Schema.String,
   updatedAt: Schema.String,
   waitingUntil: Schema.optional(Schema.String).annotations({ description: "a running execution parked by a sleep step: when it wakes (ISO)" }),
+  ...replayFields,
   truncated: Schema.optional(Schema.Struct({
     historyBytes: Schema.Number,
     limit: Schema.Number,
@@ -233,3 +252,16 @@ export const ExecutionRecord = Schema.Struct({
       "events are left out; GET `record` answers the whole record"
   }))
 }).annotations({ identifier: "ExecutionRecord" })
+
+export const ReplayRequest = Schema.Struct({
+  fromStep: Schema.String.annotations({
+    description: "the top-level step to run from (an id of the workflow as registered now): the steps before it are copied from the execution"
+  }),
+  input: Schema.optional(Schema.Unknown).annotations({ description: "a new input for the workflow: only when fromStep is its first step" })
+}).annotations({ identifier: "ReplayRequest" })
+export type ReplayRequest = typeof ReplayRequest.Type
+
+export const ReplayStarted = Schema.Struct({
+  ...RunStarted.fields,
+  replayOf: ReplayOf
+}).annotations({ identifier: "ReplayStarted" })

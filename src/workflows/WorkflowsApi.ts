@@ -16,6 +16,8 @@ import {
   ExecutionResult,
   ExecutionState,
   ExecutionStatus,
+  ReplayRequest,
+  ReplayStarted,
   ResumeRequest,
   RunStarted,
   StartHeaders,
@@ -29,6 +31,7 @@ const IdPath = Schema.Struct({ id: Schema.String })
 // What the explorer pre-fills (the workflow's own input and resume data come from the app: openApiExamples.ts).
 const SuspendBody = SuspendRequest.annotations({ examples: [{ reason: "Paused from the API explorer" }] })
 const CancelBody = CancelRequest.annotations({ examples: [{ reason: "Cancelled from the API explorer" }] })
+const ReplayBody = ReplayRequest.annotations({ examples: [{ fromStep: "the-step-id" }] })
 const ExecutionPath = Schema.Struct({ id: Schema.String, executionId: Schema.String })
 
 export class WorkflowsApi extends HttpApiGroup.make("workflows")
@@ -91,6 +94,24 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
       .setPayload(ResumeRequest).addSuccess(Success(ExecutionResult)).addError(ValidationError).addError(BadRequest)
       .addError(NotFound).addError(Conflict).addError(WorkflowFailed)
       .annotate(OpenApi.Summary, "Resume a suspended execution (optionally from another step); 409 when its workflow no longer has the step it is suspended at")
+  )
+  .add(
+    HttpApiEndpoint.post("replayExecution", "/workflows/:id/executions/:executionId/replay").annotate(RouteClassAnnotation, "execution")
+      .setPath(ExecutionPath).setPayload(ReplayBody).setHeaders(StartHeaders).addError(Forbidden)
+      .addSuccess(Success(ReplayStarted, { status: 201 })).addError(ValidationError).addError(BadRequest).addError(NotFound)
+      .addError(Conflict).addError(UnprocessableEntity)
+      .annotate(OpenApi.Summary, "Start a new execution that copies the outputs of the steps before fromStep from this one and runs from there")
+      .annotate(OpenApi.Description, "Not the stream's replay of events (GET …/stream): a new execution, the caller's, linked to this one " +
+        "(replayOf on it, replays on this one). 400 for an unknown step, a step inside another (replay from its top-level step) or " +
+        "input with a fromStep other than the first; 409 when a step before fromStep has no committed output here (the workflow changed, " +
+        "or the execution did not get that far)")
+  )
+  .add(
+    HttpApiEndpoint.post("restartExecution", "/workflows/:id/executions/:executionId/restart").annotate(RouteClassAnnotation, "execution")
+      .setPath(ExecutionPath).setHeaders(StartHeaders).addError(Forbidden)
+      .addSuccess(Success(ReplayStarted, { status: 201 })).addError(ValidationError).addError(BadRequest).addError(NotFound)
+      .addError(Conflict).addError(UnprocessableEntity)
+      .annotate(OpenApi.Summary, "Replay a failed execution from the step it failed at (a new execution; 409 unless it is error)")
   )
   .add(
     HttpApiEndpoint.post("cancelExecution", "/workflows/:id/executions/:executionId/cancel").annotate(RouteClassAnnotation, "execution").setPath(ExecutionPath)

@@ -49,6 +49,24 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
         }
       })
 
+    /** A replay or restart is the caller's (settled 11), keyed like a start; the key's body names the original. */
+    const replayOptions = (
+      route: "replay" | "restart",
+      path: { readonly id: string; readonly executionId: string },
+      body: unknown,
+      key: string | undefined
+    ): Effect.Effect<StartOptions, Forbidden, CurrentCaller> =>
+      Effect.gen(function*() {
+        const caller = yield* CurrentCaller
+        const userId = yield* actingUserId(caller, undefined)
+        const scope = { route, workflowId: path.id, caller: callerOf(caller.user), key: key ?? "" }
+        return {
+          user: caller.user,
+          userId,
+          ...(key === undefined ? {} : { idempotent: keys.forReplay(scope, { executionId: path.executionId, body }) })
+        }
+      })
+
     /** Whose executions the caller may see and change. */
     const visibility = Effect.map(CurrentCaller, (caller) => caller.visibility)
 
@@ -84,6 +102,16 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
       .handle("resumeExecution", ({ path, payload }) =>
         Effect.flatMap(visibility, (seen) =>
           engine.resume(path.id, path.executionId, payload.resumeData, payload.options?.stepId, seen)))
+      .handle("replayExecution", ({ headers, path, payload }) =>
+        Effect.gen(function*() {
+          const options = yield* replayOptions("replay", path, payload, headers["idempotency-key"])
+          return yield* engine.replay(path.id, path.executionId, payload, options, yield* visibility)
+        }))
+      .handle("restartExecution", ({ headers, path }) =>
+        Effect.gen(function*() {
+          const options = yield* replayOptions("restart", path, {}, headers["idempotency-key"])
+          return yield* engine.restart(path.id, path.executionId, options, yield* visibility)
+        }))
       .handle("cancelExecution", ({ path, payload }) =>
         Effect.flatMap(visibility, (seen) =>
           engine.cancel(path.id, path.executionId, payload.reason ?? "Cancelled by request", seen)))

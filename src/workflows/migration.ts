@@ -220,6 +220,18 @@ export const createStepOutputs = Effect.gen(function*() {
   )`
 })
 
+/**
+ * Replays (issue #33): a replay's row names the execution it replays (`replay_of`) and the step it ran
+ * from (`replay_from`); the replays of an execution are found by the index, so the original's row is
+ * never written (no race between concurrent replays of one execution). Existing rows keep NULL.
+ */
+export const addReplayLinks = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN replay_of TEXT`
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN replay_from TEXT`
+  yield* sql`CREATE INDEX workflow_executions_replays ON workflow_executions (replay_of, created_at)`
+})
+
 /** This feature's migrations (its half of 0013 is joined with agent memory's at src/Database.ts). */
 export const workflowMigrations: Record<string, Migration> = {
   "0002_workflow_executions": createWorkflowTables,
@@ -233,5 +245,6 @@ export const workflowMigrations: Record<string, Migration> = {
   "0020_workflow_timers": addWorkflowTimers,
   "0021_workflow_step_outputs": createStepOutputs,
   "0022_workflow_step_attempts": addStepAttempts,
-  "0023_workflow_event_paths": addEventPaths
+  "0023_workflow_event_paths": addEventPaths,
+  "0027_workflow_replays": addReplayLinks
 }

@@ -4,11 +4,11 @@ import { api, failure, query, segment, send } from "./api.js"
 import { Json } from "./Json.js"
 import { credentialsEpoch } from "./credentials.js"
 import { useLoad } from "./load.js"
-import { href } from "./route.js"
+import { href, navigate } from "./route.js"
 import { SchemaForm } from "./SchemaForm.js"
 import { readSse } from "./sse.js"
 import { useStore } from "./store.js"
-import type { ExecutionState, LogEntry, WorkflowDetails, WorkflowFrame } from "./types.js"
+import type { ExecutionState, LogEntry, RunStarted, WorkflowDetails, WorkflowFrame } from "./types.js"
 
 const ACTIVE = new Set(["running", "suspended"])
 
@@ -32,7 +32,24 @@ const durations = (events: ReadonlyArray<WorkflowFrame>) => {
   })
 }
 
-const EventItem = ({ event, duration }: { event: WorkflowFrame; duration: number | undefined }) => (
+const FINISHED = new Set(["completed", "error", "cancelled"])
+
+/**
+ * The top-level step an event is the first of (its step-start, or a replay's copied step-complete):
+ * where a "Replay from here" button goes. Undefined for every other event.
+ */
+const replayPoints = (events: ReadonlyArray<WorkflowFrame>) => {
+  const seen = new Set<string>()
+  return events.map((event) => {
+    if (!("from" in event) || pathOf(event) !== undefined) return undefined
+    if (event.type !== "step-start" && !(event.type === "step-complete" && event.status === "copied")) return undefined
+    if (seen.has(event.from)) return undefined
+    seen.add(event.from)
+    return event.from
+  })
+}
+
+const EventItem = ({ event, duration, onReplay }: { event: WorkflowFrame; duration: number | undefined; onReplay?: (() => void) | undefined }) => (
   <li
     data-testid="execution-event"
     data-type={event.type}
@@ -54,6 +71,9 @@ const EventItem = ({ event, duration }: { event: WorkflowFrame; duration: number
     {"output" in event && event.output !== undefined && <details><summary>output</summary><Json value={event.output} /></details>}
     {event.type === "workflow-result" && event.result !== undefined && event.result !== null && (
       <details open><summary>result</summary><Json value={event.result} /></details>
+    )}
+    {onReplay !== undefined && (
+      <button type="button" data-testid="replay-from" onClick={onReplay}>Replay from here</button>
     )}
   </li>
 )
@@ -119,7 +139,16 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
       (error: unknown) => setError(messageOf(error))
     )
 
+  /** Replay (issue #33: a new execution, not the stream's replay of events) or restart, then open the new execution. */
+  const replay = (action: "replay" | "restart", body: unknown) =>
+    api<RunStarted>(`${base}/${action}`, { method: "POST", body }).then(
+      (started) => navigate("workflows", workflowId, "executions", started.executionId),
+      (error: unknown) => setError(messageOf(error))
+    )
+
   const status = state?.status ?? "loading"
+  const finished = FINISHED.has(status)
+  const replayAt = replayPoints(events)
   // A suspension inside a step names its path (`notify/send`, `lines[3]`): its top-level step is before the first separator.
   const step = workflow.data?.steps.find((step) => step.id === state?.suspension?.stepId.split(/[[/#]/, 1)[0])
   const resumeSchema = step?.resumeSchema ?? workflow.data?.resumeSchema ?? {}
@@ -141,11 +170,30 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
             Cancel
           </button>
         )}
+        {status === "error" && (
+          <button type="button" data-testid="execution-restart" onClick={() => void replay("restart", {})}>Restart from the failed step</button>
+        )}
         {traces.data?.map((traceId, index) => (
           <a key={traceId} href={href("traces", traceId)} data-testid="execution-trace">trace {index + 1}</a>
         ))}
       </div>
       {error !== undefined && <p role="alert" class="error">{error}</p>}
+      {state?.replayOf !== undefined && (
+        <p data-testid="execution-replay-of">
+          Replay of <a href={href("workflows", workflowId, "executions", state.replayOf.executionId)}><code>{state.replayOf.executionId}</code></a>{" "}
+          from <code>{state.replayOf.fromStep}</code>
+        </p>
+      )}
+      {state?.replays !== undefined && (
+        <p data-testid="execution-replays">
+          Replays:{" "}
+          {state.replays.map((one) => (
+            <a key={one.executionId} href={href("workflows", workflowId, "executions", one.executionId)}>
+              <code>{one.executionId}</code> (from {one.fromStep}){" "}
+            </a>
+          ))}
+        </p>
+      )}
       {state?.suspension !== undefined && status === "suspended" && workflow.data !== undefined && (
         <div class="suspension">
           <p>Suspended at <code>{state.suspension.stepId}</code>: <span class="reason">{state.suspension.reason}</span></p>
@@ -166,7 +214,11 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
       )}
       <h3>Timeline</h3>
       <ol class="timeline" aria-live="polite">
-        {events.map((event, index) => <EventItem key={index} event={event} duration={durationOf[index]} />)}
+        {events.map((event, index) => {
+          const fromStep = replayAt[index]
+          const onReplay = finished && fromStep !== undefined ? () => void replay("replay", { fromStep }) : undefined
+          return <EventItem key={index} event={event} duration={durationOf[index]} onReplay={onReplay} />
+        })}
       </ol>
       {state !== undefined && (
         <div class="state">
