@@ -34,7 +34,7 @@ describe("workflow schedules", () => {
         const code = listed.body.data.find((s: any) => s.id === CODE_ID)
         expect(code).toMatchObject({ name: "every-second", source: "code", cron: "* * * * * *", catchUp: "all", paused: false })
         expect(code.nextFireTimes).toHaveLength(5)
-        expect(code.nextFireTimes.map(Date.parse)).toEqual(code.nextFireTimes.map((t: string, i: number) => Date.parse(code.nextFireTimes[0]) + i * 1000))
+        expect(code.nextFireTimes.map(Date.parse)).toEqual(code.nextFireTimes.map((_: string, i: number) => Date.parse(code.nextFireTimes[0]) + i * 1000))
       }))
 
     it.effect("a code schedule cannot be deleted (409); paused it stops firing, resumed it fires again from then", () =>
