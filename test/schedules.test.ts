@@ -37,6 +37,25 @@ describe("workflow schedules", () => {
         expect(code.nextFireTimes.map(Date.parse)).toEqual(code.nextFireTimes.map((_: string, i: number) => Date.parse(code.nextFireTimes[0]) + i * 1000))
       }))
 
+    it.effect("each firing is a root span schedule.fire holding its execution's spans; metrics count fires and their lag", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const sql = yield* sqlOfServer
+        const fired = yield* eventually(firedOf(sql, CODE_ID), (rows) => rows.some((r) => r.status === "completed"), "a firing")
+        const execution = (yield* fetchJson(`${url}/workflows/executions/${encodeURIComponent(fired[0].id)}`)).body.data
+        const traces = yield* eventually(
+          Effect.map(fetchJson(`${url}/observability/traces?entityType=workflow&entityId=tick&limit=100`), (r) => r.body.data.traces as Array<any>),
+          (traces) => traces.some((trace) => trace.traceId === execution.metadata.traceId),
+          "the firing's trace"
+        )
+        const trace = traces.find((t) => t.traceId === execution.metadata.traceId)
+        expect(trace.name).toBe("schedule.fire")
+        expect(trace.spanCount).toBeGreaterThan(1)
+        const metrics = yield* Effect.promise(() => fetch(`${url}/metrics`).then((response) => response.text()))
+        expect(metrics).toMatch(/^workflow_schedule_fires_total\{[^}]*\} [1-9]/m)
+        expect(metrics).toMatch(/^workflow_schedule_fire_lag_count\{[^}]*\} [1-9]/m)
+      }))
+
     it.effect("a code schedule cannot be deleted (409); paused it stops firing, resumed it fires again from then", () =>
       Effect.gen(function*() {
         const { url } = yield* TestServer

@@ -37,7 +37,7 @@ export const Schedules = () => {
               <td>{schedule.workflowId}</td>
               <td>{schedule.name}{schedule.source === "code" ? " (code)" : ""}</td>
               <td><code>{schedule.cron}</code>{schedule.timezone === null ? "" : ` ${schedule.timezone}`}</td>
-              <td>{schedule.paused ? <span class="status suspended">paused</span> : schedule.nextFireTimes.slice(0, 3).map(when).join(", ")}</td>
+              <td data-testid="schedule-next">{schedule.paused ? <span class="status suspended">paused</span> : schedule.nextFireTimes.slice(0, 3).map(when).join(", ")}</td>
               <td>{schedule.lastFiredAt === null ? "never" : when(schedule.lastFiredAt)}</td>
               <td title={schedule.lastError ?? ""}>{schedule.failures}</td>
               <td>
