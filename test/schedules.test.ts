@@ -179,5 +179,21 @@ describe("workflow schedules", () => {
         expect((yield* call(`${url}/workflows/executions/${codeExecution}`, "GET", undefined, alice)).status).toBe(404)
         expect((yield* call(`${url}/workflows/executions/${codeExecution}`, "GET", undefined, admin)).status).toBe(200)
       }))
+
+    it.effect("at most 100 schedules per owner: the 101st is a 400 saying so; another owner is not counted with them", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const carol = yield* sign({ sub: "carol" })
+        const dave = yield* sign({ sub: "dave" })
+        const base = `${url}/workflows/plain/schedules`
+        for (let i = 0; i < 100; i++) {
+          const created = yield* call(base, "POST", { name: `yearly-${i}`, cron: "0 0 1 1 *", input: { n: i } }, carol)
+          expect(created.status).toBe(201)
+        }
+        const over = yield* call(base, "POST", { name: "one-more", cron: "0 0 1 1 *", input: { n: 0 } }, carol)
+        expect(over.status).toBe(400)
+        expect(over.body.error).toContain("At most 100 schedules per owner")
+        expect((yield* call(base, "POST", { name: "one-more", cron: "0 0 1 1 *", input: { n: 0 } }, dave)).status).toBe(201)
+      }), 60_000)
   })
 })
