@@ -150,6 +150,23 @@ for (const backend of backends) {
         yield* Effect.logInfo(`fired before the pause in ${fired} of ${TRIALS} trials`)
       }), 120_000)
 
+    it.scoped("a code schedule upserted at start-up keeps its due time while its cron and time zone are unchanged, else takes the new one", () =>
+      Effect.gen(function*() {
+        const { store } = yield* instanceOn(yield* backend.url)
+        const code = { ...scheduleRow("code.w.nightly", "2026-01-01T03:00:00.000Z"), source: "code" as const, ownerKey: "system", cron: "0 3 * * *" }
+        yield* store.upsertCode(code)
+        // Another instance starting later computes another next time from its clock: the stored one stays.
+        yield* store.upsertCode({ ...code, nextFireAt: "2026-01-02T03:00:00.000Z", input: { v: 2 } })
+        expect(Option.getOrThrow(yield* store.get(code.id))).toMatchObject({ nextFireAt: "2026-01-01T03:00:00.000Z", input: { v: 2 } })
+        // A deploy that changes the cron (or the time zone): its next time.
+        yield* store.upsertCode({ ...code, cron: "0 4 * * *", nextFireAt: "2026-01-01T04:00:00.000Z" })
+        expect(Option.getOrThrow(yield* store.get(code.id))).toMatchObject({ cron: "0 4 * * *", nextFireAt: "2026-01-01T04:00:00.000Z" })
+        yield* store.upsertCode({ ...code, cron: "0 4 * * *", timezone: "Europe/Berlin", nextFireAt: "2026-01-01T03:00:00.000Z" })
+        expect(Option.getOrThrow(yield* store.get(code.id))).toMatchObject({ timezone: "Europe/Berlin", nextFireAt: "2026-01-01T03:00:00.000Z" })
+        // The API cannot delete it.
+        expect(yield* store.remove(code.id)).toBe(false)
+      }))
+
     it.scoped("a failed firing is recorded on the schedule, which pauses itself after 5 in a row", () =>
       Effect.gen(function*() {
         const { store } = yield* instanceOn(yield* backend.url)
