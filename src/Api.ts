@@ -6,6 +6,7 @@ import { ObservabilityApi } from "./observability/ObservabilityApi.js"
 import { OpsApi } from "./ops/OpsApi.js"
 import { ToolsApi } from "./tools/ToolsApi.js"
 import { WorkflowsApi } from "./workflows/WorkflowsApi.js"
+import { SchedulesApi } from "./workflows/schedules/SchedulesApi.js"
 import { WebSocketsApi } from "./ws/WebSocketsApi.js"
 import { DocsApi } from "./docs/DocsApi.js"
 import { BadRequest, InternalError, NotFound, PayloadTooLarge, Unauthorized, ValidationError } from "./http/Errors.js"
@@ -19,6 +20,7 @@ export class ServiceApi extends HttpApi.make("service")
   .add(AgentsApi)
   .add(ToolsApi)
   .add(WorkflowsApi)
+  .add(SchedulesApi)
   .add(McpApi)
   .add(OpsApi)
   .add(ObservabilityApi)

@@ -6,6 +6,7 @@ import { retentionMigrations } from "./retention/migration.js"
 import { type Migration, Migrations } from "./storage/Migrations.js"
 import { type DatabaseUrl, SqlLive } from "./storage/Sql.js"
 import { addExecutionUsers, workflowMigrations } from "./workflows/migration.js"
+import { scheduleMigrations } from "./workflows/schedules/migration.js"
 
 /** The service's schema: every feature's migrations, in the order of their ids. */
 export const serviceMigrations: Readonly<Record<string, Migration>> = {
@@ -14,6 +15,7 @@ export const serviceMigrations: Readonly<Record<string, Migration>> = {
   ...observabilityMigrations,
   ...retentionMigrations,
   ...approvalMigrations,
+  ...scheduleMigrations,
   // Released as one migration over two features' tables, so it stays one.
   "0013_record_owners": Effect.zipRight(addExecutionUsers, addConversationOwnerIndexes)
 }

@@ -29,6 +29,8 @@ import { StoreCommitsLive } from "./storage/StoreCommits.js"
 import { RegisteredTools, ToolRunner, ToolRunnerLive } from "./tools/ToolRunner.js"
 import { ExecutionStoreLive } from "./workflows/ExecutionStore.js"
 import { DueWorkLive } from "./scheduling/DueWork.js"
+import { ScheduleStoreLive } from "./workflows/schedules/ScheduleStore.js"
+import { WorkflowSchedulesLive } from "./workflows/schedules/Schedules.js"
 import { IdempotencyKeysLive } from "./workflows/IdempotencyKeys.js"
 import { agentsOf } from "./workflows/Workflow.js"
 import { RegisteredWorkflows, WorkflowEngine, WorkflowEngineLive } from "./workflows/WorkflowEngine.js"
@@ -52,7 +54,7 @@ export const ServicesLive = <R>(app: ServiceApp<R>, config: ServerConfigShape) =
   OwnServicesForUserCode.pipe(Layer.provideMerge(servicesFor(app, config)))
 
 const servicesFor = <R>(app: ServiceApp<R>, config: ServerConfigShape) =>
-  Layer.mergeAll(McpExposureLive, WorkflowEngineLive, IdempotencyKeysLive, ReadinessLive).pipe(
+  Layer.mergeAll(McpExposureLive, WorkflowEngineLive, IdempotencyKeysLive, WorkflowSchedulesLive, ReadinessLive).pipe(
     Layer.provideMerge(Layer.mergeAll(
       ToolRunnerLive,
       AgentRegistryLive,
@@ -67,6 +69,7 @@ const servicesFor = <R>(app: ServiceApp<R>, config: ServerConfigShape) =>
       WorkingMemoryStoreLive,
       ApprovalStoreLive,
       ExecutionStoreLive,
+      ScheduleStoreLive,
       DueWorkLive,
       DefaultModelLive(config.model),
       RecordRetentionLive(config.recordRetention)

@@ -19,6 +19,7 @@ export const PROCESS_TESTS = [
   "test/otel-export.test.ts",
   "test/rpc.test.ts",
   "test/scale-out.test.ts",
+  "test/schedules-process.test.ts",
   "test/shutdown.test.ts",
   "test/upgrade-fixtures.test.ts",
   "test/workflow-crash.test.ts",

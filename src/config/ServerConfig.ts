@@ -10,16 +10,12 @@ import { DEFAULT_DATABASE_URL } from "../storage/Sql.js"
 export const DEFAULT_PORT = 3141
 export const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024
 
-const InstanceId = Schema.String.pipe(
-  Schema.pattern(/^[A-Za-z0-9._:-]{1,100}$/, { message: () => "must be 1 to 100 letters, digits or . _ : -" })
-)
+const InstanceId = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._:-]{1,100}$/, { message: () => "must be 1 to 100 letters, digits or . _ : -" }))
 
 /** `provider.key`, as a call's `options.providerOptions` names it (e.g. `openai.reasoningEffort`). */
 const PROVIDER_OPTION = /^[^.\s]{1,100}\.[^\s]{1,100}$/
 
-const ProviderOptionName = Schema.String.pipe(
-  Schema.pattern(PROVIDER_OPTION, { message: () => "must be provider.key, e.g. openai.reasoningEffort" })
-)
+const ProviderOptionName = Schema.String.pipe(Schema.pattern(PROVIDER_OPTION, { message: () => "must be provider.key, e.g. openai.reasoningEffort" }))
 
 const Port = Schema.Int.pipe(Schema.between(0, 65535, { message: () => "must be an integer from 0 to 65535" }))
 
@@ -67,6 +63,7 @@ export const ConfigFile = Schema.Struct({
     maxConnectionsPerClient: Schema.optional(Schema.Int.pipe(Schema.nonNegative()))
   })),
   publicUrl: Schema.optional(Schema.String.pipe(Schema.filter((url) => publicUrlProblem(url) ?? true))),
+  schedules: Schema.optional(Schema.Struct({ minIntervalSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())) })),
   workflows: Schema.optional(Schema.Struct({
     leaseSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
     pollMs: Schema.optional(Schema.Int.pipe(Schema.positive())),
@@ -132,6 +129,8 @@ export interface ServerConfigShape {
   readonly providerOptionsAllow: ReadonlyArray<string>
   /** Tool approvals wait APPROVAL_TTL seconds (`agents.approvalTtlSeconds`; 24 h); APPROVAL_SECRET signs them (the AI SDK's). */
   readonly approvals?: { readonly ttlMs: number; readonly secret?: Redacted.Redacted<string> | undefined } | undefined
+  /** `schedules.minIntervalSeconds` (60): a test setting, see ScheduleCron.ts. */
+  readonly schedules?: { readonly minIntervalMs: number } | undefined
   readonly http: HttpSettings
   /**
    * Where clients reach the service (SERVICE_PUBLIC_URL or `publicUrl`; http or https), for the URLs it
@@ -312,6 +311,7 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
         idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS
       },
       providerOptionsAllow: Option.getOrElse(env.providerOptionsAllow, () => file.agents?.providerOptionsAllow ?? []),
+      schedules: { minIntervalMs: (file.schedules?.minIntervalSeconds ?? 60) * 1000 },
       approvals: {
         ttlMs: Option.getOrElse(env.approvalTtlMs, () => (file.agents?.approvalTtlSeconds ?? 24 * 3600) * 1000),
         secret: Option.getOrUndefined(env.approvalSecret)

@@ -15,6 +15,7 @@ import { RpcRouteLive } from "../rpc/RpcRoute.js"
 import { storageKind } from "../storage/Sql.js"
 import { ToolsHandlers } from "../tools/handlers.js"
 import { WorkflowsHandlers } from "../workflows/handlers.js"
+import { SchedulesHandlers } from "../workflows/schedules/handlers.js"
 import { WebSocketsHandlers } from "../ws/handlers.js"
 import { ServiceApi } from "../Api.js"
 import { readAppCatalog } from "../docs/appCatalog.js"
@@ -48,6 +49,7 @@ const ApiLive = (config: ServerConfigShape) =>
       AgentsHandlers,
       ToolsHandlers,
       WorkflowsHandlers,
+      SchedulesHandlers,
       McpHandlers,
       OpsHandlers,
       ObservabilityHandlers(storageKind(config.databaseUrl)),

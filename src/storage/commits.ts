@@ -90,6 +90,18 @@ const insertStaged = (sql: SqlClient.SqlClient) => (staged: ReadonlyArray<Staged
     }
   })
 
+/**
+ * One request run on `sql` as it stands (inside the caller's transaction, not group-committed): for a
+ * write that must share a transaction with another store's conditional write.
+ */
+export const runRequestOn = (sql: SqlClient.SqlClient) => (request: CommitRequest) =>
+  Effect.gen(function*() {
+    let rows: ReadonlyArray<ResultRow> = []
+    for (const [text, params] of request.statements) rows = yield* sql.unsafe<ResultRow>(text, params)
+    yield* insertStaged(sql)(appendedRows(request, rows))
+    return rows
+  })
+
 /** A batch of commit requests in one transaction on `sql` (GroupCommit's semantics), each request's exit. */
 export const commitRequestsOn = (sql: SqlClient.SqlClient) => {
   const group = makeTransactionBatches<StagedRow>(sql, insertStaged(sql))

@@ -23,6 +23,7 @@ import {
 } from "./ExecutionRows.js"
 import { deleteFinishedExecutions } from "./executionDeletion.js"
 import { findReplays } from "./replayLinks.js"
+import { insertExecution } from "./ExecutionInsert.js"
 import type { WorkflowEvent } from "./WorkflowSchemas.js"
 import { ownTransaction } from "../storage/transaction.js"
 import { type makeStaging, resolveRows, writeWithEvents } from "./ValueRows.js"
@@ -188,38 +189,7 @@ export const ExecutionStoreLive = Layer.scoped(
         error_detail = ${ending.status === "error" && ending.errorDetail !== undefined ? JSON.stringify(ending.errorDetail) : null}, ended_at = ${at}, owner = NULL`
 
     const create: ExecutionStore["Type"]["create"] = (e, events) =>
-      transition(e.id, events, (staging, historyBytes) =>
-        sql`INSERT INTO workflow_executions ${
-          sql.insert({
-            id: e.id,
-            workflow_id: e.workflowId,
-            workflow_name: e.workflowName,
-            status: e.status,
-            input: staging.text(e.input),
-            context: JSON.stringify(e.context),
-            user_json: json(e.user),
-            user_id: e.userId ?? null,
-            step_index: e.stepIndex,
-            step_data: staging.text(e.stepData),
-            current_data: e.currentData === undefined ? null : staging.text(e.currentData),
-            output: null,
-            error: null,
-            error_detail: null,
-            suspension: null,
-            resume_data: null,
-            metadata: JSON.stringify(e.metadata),
-            version: e.version,
-            owner: e.owner ?? null,
-            last_seq: events.length,
-            definition_hash: e.definitionHash ?? null,
-            replay_of: e.replayOf ?? null,
-            replay_from: e.replayFrom ?? null,
-            created_at: e.createdAt,
-            updated_at: e.updatedAt,
-            ended_at: null,
-            history_bytes: historyBytes
-          })
-        } ON CONFLICT (id) DO NOTHING RETURNING last_seq`)
+      transition(e.id, events, (staging) => insertExecution(sql, staging, e, events.length))
 
     /** Execution rows with their values read back whole. */
     const resolveExecutions = (rows: ReadonlyArray<Record<string, unknown>>) =>

@@ -4,6 +4,7 @@ import type { JsonSchemaInput, OutputSchema } from "../agents/AgentOutput.js"
 import { checkAgentStep } from "./steps/agentStep.js"
 import type { ApprovalAnswers } from "./steps/agentApprovals.js"
 import { checkDefinitionId } from "../core/definitionId.js"
+import { checkCodeSchedules, type WorkflowSchedule } from "./schedules/codeSchedules.js"
 import type { ResultError, UserResult } from "../core/userCode.js"
 import { type AgentCallError, checkPolicy, type RuntimeHooks, type StepPolicy, type WorkflowHooks } from "./steps/Policy.js"
 import { type SleepChain, sleepMethods, type SleepStepFields } from "./steps/Sleep.js"
@@ -17,9 +18,7 @@ import type {
   ResultValue,
   SchemaOf,
   SuspendFn,
-  WithInner,
-  WithStep,
-  WithWhen
+  WithInner, WithStep, WithWhen
 } from "./WorkflowTypes.js"
 
 export type { SchemaOf } from "./WorkflowTypes.js"
@@ -125,7 +124,6 @@ export type Step =
     readonly input?: ((context: StepContext<any, any, any, any, any>) => UserResult<unknown>) | undefined
   })
   | LoopStep
-
   | (StepMeta & SleepStepFields)
 
 export type StepType = Step["type"]
@@ -156,6 +154,7 @@ export interface WorkflowDefinition<in I = any, out O = any, out R = never> exte
   readonly suspendSchema?: Schema.Schema.AnyNoContext | undefined
   readonly resumeSchema?: Schema.Schema.AnyNoContext | undefined
   readonly steps: ReadonlyArray<Step>
+  readonly schedule?: WorkflowSchedule<any> | ReadonlyArray<WorkflowSchedule<any>> | undefined
 }
 
 /** The optional descriptive fields of a step. */
@@ -335,6 +334,8 @@ export interface WorkflowOptions<I, O, WRes, WSus> {
   readonly suspendSchema?: SchemaOf<WSus> | undefined
   /** The default `resumeSchema` of its steps. */
   readonly resumeSchema?: SchemaOf<WRes> | undefined
+  /** Starts an execution at each time of a cron expression with `input` (issue #33): codeSchedules.ts. */
+  readonly schedule?: WorkflowSchedule<I> | ReadonlyArray<WorkflowSchedule<I>> | undefined
 }
 
 /** The ids of a step and its inner steps. */
@@ -393,5 +394,6 @@ export const workflow = <I, O, WRes = unknown, WSus = unknown, HS = void, HP = v
   options: WorkflowOptions<I, O, WRes, WSus> & WorkflowHooks<I, O, HS, HP, HF, HE>
 ): Next<I, O, I, {}, ResultContext<HS> | ResultContext<HP> | ResultContext<HF> | ResultContext<HE>, WRes, WSus> => {
   checkDefinitionId("Workflow id", options.id)
+  checkCodeSchedules(options.id, options.schedule)
   return build({ options, steps: [] })
 }

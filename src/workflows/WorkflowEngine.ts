@@ -31,6 +31,8 @@ import { makeTypedCalls } from "./TypedCalls.js"
 import { makeWorkflowTimers } from "./steps/SleepTimers.js"
 import { answersApprovals, approvalResumeData } from "./steps/agentApprovals.js"
 import { startApprovalExpiry } from "./steps/ApprovalExpiry.js"
+import { startScheduleFiring } from "./schedules/ScheduleFiring.js"
+import { scheduleMinIntervalMs } from "./schedules/ScheduleCron.js"
 
 export type { StartOptions } from "./WorkflowEngineContract.js"
 
@@ -169,6 +171,8 @@ export const WorkflowEngineLive = Layer.scoped(
     yield* startExecutionSupervisor({ registry, notices, hubs, driver, workflows: byId, pollMs, leaving })
     yield* timers.start({ driver, workflows: byId, leaving })
     yield* startApprovalExpiry({ driver, workflows: byId, leaving, dueWork: timers.dueWork, instanceId })
+    const minIntervalMs = scheduleMinIntervalMs(yield* ServerConfig)
+    yield* startScheduleFiring({ driver, workflows: byId, leaving, dueWork: timers.dueWork, instanceId, minIntervalMs })
     // Runs first on shutdown (finalizers run in reverse): steps finish, then executions are handed over.
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(driver.drain(settings.drainMs), (released) =>

@@ -28,6 +28,8 @@ export interface ClusterOptions {
   /** Variables for every instance (e.g. WORKFLOW_LEASE_SECONDS); `envOf` adds per-instance ones. */
   readonly env?: Readonly<Record<string, string>>
   readonly envOf?: (id: string) => Readonly<Record<string, string>>
+  /** Arguments for every instance before `--port` (e.g. `--config file.json`). */
+  readonly args?: ReadonlyArray<string>
   /** How long each may take to answer GET /ready with 200 (default 60 s: the machine is shared). */
   readonly readyWithinMs?: number
 }
@@ -98,7 +100,7 @@ export class Cluster {
   /** Starts one more instance (not waiting for it: see `ready`). */
   async spawn(id: string, env: Readonly<Record<string, string>> = {}): Promise<Instance> {
     const port = await freePort()
-    const spawned = spawnMain(["--port", String(port)], {
+    const spawned = spawnMain([...(this.options.args ?? []), "--port", String(port)], {
       env: {
         DATABASE_URL: this.databaseUrl,
         SERVICE_INSTANCE_ID: id,

@@ -3,6 +3,7 @@ import { Agents } from "./Agents.js"
 import { CredentialsPanel } from "./CredentialsPanel.js"
 import { Logs } from "./Logs.js"
 import { href, useRoute } from "./route.js"
+import { Schedules } from "./Schedules.js"
 import { Traces } from "./Traces.js"
 import { Workflows } from "./Workflows.js"
 import "./styles.css"
@@ -10,6 +11,7 @@ import "./styles.css"
 const SECTIONS = [
   { id: "agents", label: "Agents" },
   { id: "workflows", label: "Workflows" },
+  { id: "schedules", label: "Schedules" },
   { id: "traces", label: "Traces" },
   { id: "logs", label: "Logs" }
 ] as const
@@ -36,6 +38,7 @@ const App = () => {
       </header>
       <main>
         {section === "workflows" ? <Workflows path={rest} /> :
+          section === "schedules" ? <Schedules /> :
           section === "traces" ? <Traces path={rest} /> :
           section === "logs" ? <Logs /> :
           <Agents path={rest} />}

@@ -41,3 +41,5 @@ export type Span = typeof SpanRecord.Encoded
 export type TraceSummary = typeof TraceSummarySchema.Encoded
 export type LogEntry = typeof LogEntrySchema.Encoded
 export type JsonSchema = { readonly [key: string]: unknown }
+
+export type ScheduleView = typeof import("../../workflows/schedules/ScheduleSchemas.js").ScheduleView.Encoded

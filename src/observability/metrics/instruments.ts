@@ -130,3 +130,15 @@ export const countModelFallback = (agentId: string, model: string, kind: string)
     ["gen_ai.request.model", model],
     ["error.type", kind]
   ])))
+
+// Workflow schedules (issue #33).
+export const scheduleFires = Metric.counter("workflow.schedule.fires", {
+  description: "Executions started by workflow schedules (one per schedule and fire time, across instances)",
+  incremental: true
+})
+
+export const scheduleFireLag = Metric.histogram(
+  "workflow.schedule.fire_lag",
+  MetricBoundaries.fromIterable([1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000]),
+  "Milliseconds from a schedule's fire time to the commit of its execution"
+)

@@ -1,0 +1,81 @@
+import { Cron, Either } from "effect"
+import type { ServerConfigShape } from "../../config/ServerConfig.js"
+
+/**
+ * The shortest interval a schedule's cron may have: 60 s, unless `schedules.minIntervalSeconds` (a test
+ * setting) lowers it; under a minute a cron may also have a seconds field, so a test fires every second.
+ */
+export const scheduleMinIntervalMs = (config: ServerConfigShape) => config.schedules?.minIntervalMs ?? 60_000
+
+/** `catchUp: "all"` fires at most this many missed times; older ones are skipped. */
+export const CATCH_UP_MAX = 100
+/** Cron lookups per computation at most (a schedule due long ago under "all" walks forward). */
+const WALK_MAX = 100_000
+
+export type CatchUp = "none" | "latest" | "all"
+
+export interface ScheduleTiming {
+  readonly cron: string
+  readonly timezone?: string | undefined
+  readonly catchUp: CatchUp
+}
+
+/**
+ * The cron expression with its time zone, or why not (a message naming the field). Five fields; a
+ * seconds field only when the minimum interval is under a minute (a test setting), and the expression
+ * may not fire more often than `minIntervalMs` (checked over its next 50 times).
+ */
+export const parseCron = (cron: string, timezone: string | undefined, minIntervalMs: number): Either.Either<Cron.Cron, string> => {
+  const fields = cron.trim().split(/\s+/).length
+  const allowed = minIntervalMs < 60_000 ? [5, 6] : [5]
+  if (!allowed.includes(fields)) {
+    return Either.left(`cron "${cron}" must have 5 fields (minute hour day-of-month month day-of-week); it has ${fields}`)
+  }
+  if (timezone !== undefined) {
+    const zone = Cron.parse("* * * * *", timezone)
+    if (Either.isLeft(zone)) return Either.left(`timezone "${timezone}" is not a known IANA time zone`)
+  }
+  const parsed = Cron.parse(cron, timezone)
+  if (Either.isLeft(parsed)) return Either.left(`cron "${cron}" is invalid: ${parsed.left.message}`)
+  let at: Date
+  try {
+    at = Cron.next(parsed.right, new Date())
+  } catch {
+    return Either.left(`cron "${cron}" never fires`)
+  }
+  for (let i = 0; i < 50; i++) {
+    const following = Cron.next(parsed.right, at)
+    if (following.getTime() - at.getTime() < minIntervalMs) {
+      return Either.left(`cron "${cron}" fires more often than every ${minIntervalMs / 1000} s, the minimum interval`)
+    }
+    at = following
+  }
+  return Either.right(parsed.right)
+}
+
+/** The first time strictly after `after`. */
+export const nextFire = (cron: Cron.Cron, after: number): number => Cron.next(cron, new Date(after)).getTime()
+
+/**
+ * What a firing of the stored due time `due` does at `now`: the time it fires for (none: skipped) and
+ * the next due time. "none" fires `due` only when its next time has not come yet (a missed time is
+ * skipped); "latest" fires the last time at or before `now`; "all" fires each missed time in turn, at
+ * most the last CATCH_UP_MAX of them.
+ */
+export const firing = (cron: Cron.Cron, catchUp: CatchUp, due: number, now: number): { readonly fire: number | undefined; readonly next: number } => {
+  const after = nextFire(cron, due)
+  if (after > now) return { fire: due, next: after }
+  if (catchUp === "none") return { fire: undefined, next: nextFire(cron, now) }
+  // The missed times up to now, the last CATCH_UP_MAX kept.
+  const recent: Array<number> = [due]
+  let at = due
+  for (let i = 0; i < WALK_MAX; i++) {
+    const following = nextFire(cron, at)
+    if (following > now) break
+    recent.push(following)
+    if (recent.length > CATCH_UP_MAX) recent.shift()
+    at = following
+  }
+  if (catchUp === "latest") return { fire: recent[recent.length - 1], next: nextFire(cron, recent[recent.length - 1]) }
+  return { fire: recent[0], next: nextFire(cron, recent[0]) }
+}

@@ -1,0 +1,48 @@
+import { Schema } from "effect"
+
+const Name = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/, { message: () => "must be 1 to 64 letters, digits, _ or -, starting with a letter or digit" })
+)
+
+export const ScheduleCatchUp = Schema.Literal("none", "latest", "all").annotations({
+  description: "Times missed while no instance ran: skipped (none), the last one fired (latest), or each fired, at most the last 100 (all)"
+})
+
+export const CreateScheduleRequest = Schema.Struct({
+  name: Schema.optional(Name).annotations({ description: "Unique per workflow and owner; a new id's prefix when absent" }),
+  cron: Schema.String.pipe(Schema.maxLength(200)).annotations({ description: "Five fields: minute hour day-of-month month day-of-week" }),
+  timezone: Schema.optional(Schema.String.pipe(Schema.maxLength(64))).annotations({ description: "An IANA time zone; UTC when absent" }),
+  input: Schema.optional(Schema.Unknown).annotations({ description: "The workflow's input for each execution (checked now and at each firing)" }),
+  catchUp: Schema.optional(ScheduleCatchUp)
+}).annotations({
+  identifier: "CreateScheduleRequest",
+  examples: [{ name: "nightly", cron: "0 3 * * *", timezone: "Europe/Berlin", input: {}, catchUp: "latest" }]
+})
+export type CreateScheduleRequest = typeof CreateScheduleRequest.Type
+
+export const ScheduleView = Schema.Struct({
+  id: Schema.String,
+  workflowId: Schema.String,
+  name: Schema.String,
+  source: Schema.Literal("code", "api").annotations({ description: "code: declared in the workflow (pause and resume only); api: made here" }),
+  cron: Schema.String,
+  timezone: Schema.NullOr(Schema.String),
+  input: Schema.Unknown,
+  catchUp: ScheduleCatchUp,
+  paused: Schema.Boolean,
+  nextFireAt: Schema.NullOr(Schema.String).annotations({ description: "The next time it fires; null while paused" }),
+  nextFireTimes: Schema.Array(Schema.String).annotations({ description: "Its next five times (none while paused)" }),
+  lastFiredAt: Schema.NullOr(Schema.String),
+  lastExecutionId: Schema.NullOr(Schema.String),
+  failures: Schema.Number.annotations({ description: "Failed firings in a row (an input that no longer fits); it pauses at 5" }),
+  lastError: Schema.NullOr(Schema.String),
+  createdAt: Schema.String,
+  updatedAt: Schema.String
+}).annotations({ identifier: "Schedule" })
+export type ScheduleView = typeof ScheduleView.Type
+
+export const ScheduleDeleted = Schema.Struct({
+  scheduleId: Schema.String,
+  workflowId: Schema.String,
+  deleted: Schema.Literal(true)
+}).annotations({ identifier: "ScheduleDeleted" })
