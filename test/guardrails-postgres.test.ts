@@ -35,7 +35,7 @@ describe.skipIf(!postgresAvailable)("guardrails on Postgres", () => {
         expect(text.status).toBe(422)
         const stream = yield* postSse(`${url}/agents/careful/stream`, { input: `${filler} forbidden`, options: { conversationId } })
         const sent = stream.events.filter((event) => event.data.type === "text-delta").map((event) => event.data.delta).join("")
-        expect(stream.events.at(-1)!.data).toEqual({ type: "error", error: "Off limits" })
+        expect(stream.events.at(-1)!.data).toEqual({ type: "error", error: "Off limits", guardrail: "blocklist" })
         const history = yield* fetchJson(`${url}/agents/careful/history?conversationId=${conversationId}`)
         const entries = [...history.body.data.entries].reverse()
         expect(entries.map((entry: any) => [entry.status, entry.output])).toEqual([["blocked", null], ["blocked", sent]])
