@@ -39,14 +39,4 @@ export const firedOf = (sql: SqlClient.SqlClient, scheduleId: string) =>
 
 export const sqlOfServer = Effect.map(TestServer, ({ services }) => Context.get(services, SqlClient.SqlClient))
 
-/** Polls `read` until `check` holds (generous deadline). */
-export const eventually = <A>(read: Effect.Effect<A>, check: (value: A) => boolean, what: string, deadlineMs = 30_000) =>
-  Effect.gen(function*() {
-    const until = Date.now() + deadlineMs
-    for (;;) {
-      const value = yield* read
-      if (check(value)) return value
-      if (Date.now() > until) return yield* Effect.die(new Error(`${what}: still ${JSON.stringify(value)}`))
-      yield* Effect.sleep("50 millis")
-    }
-  })
+export { eventually } from "./timers.js"
