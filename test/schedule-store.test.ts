@@ -89,6 +89,7 @@ const scheduleRow = (id: string, due: string): Schedule => ({
 })
 
 const TRIALS = 200
+const BOUND_TRIALS = 100
 
 for (const backend of backends) {
   describe.skipIf(backend.skip)(`schedule firing on ${backend.name}`, () => {
@@ -101,7 +102,7 @@ for (const backend of backends) {
           const id = `race-${trial}`
           const due = new Date(Date.parse("2026-01-01T00:00:00Z") + trial * MINUTE).toISOString()
           const next = new Date(Date.parse(due) + MINUTE).toISOString()
-          expect(yield* a.store.insert(scheduleRow(id, due))).toBe(true)
+          expect(yield* a.store.insert(scheduleRow(id, due), TRIALS)).toBe("inserted")
           // The instances may not agree on the time fired for (catchUp "latest" reads each one's clock):
           // the conditional UPDATE of the due time, not the execution's id, makes the firing one.
           const fireOn = (store: ScheduleStore["Type"], owner: string, at: string) => {
@@ -131,7 +132,7 @@ for (const backend of backends) {
           const id = `pause-${trial}`
           const due = "2026-01-01T00:00:00.000Z"
           const next = "2026-01-01T00:01:00.000Z"
-          yield* a.store.insert(scheduleRow(id, due))
+          yield* a.store.insert(scheduleRow(id, due), TRIALS)
           const executionId = firedExecutionId(id, due)
           const [shot, paused] = yield* Effect.all([
             a.store.fire({ id, due, next, at: due }, testExecution(executionId, { owner: "a" }), [testEvent(executionId, "workflow-start")]),
@@ -148,6 +149,28 @@ for (const backend of backends) {
           if (Option.isSome(shot)) fired++
         }
         yield* Effect.logInfo(`fired before the pause in ${fired} of ${TRIALS} trials`)
+      }), 120_000)
+
+    it.scoped(`the per-owner bound holds under inserts raced by two instances (${BOUND_TRIALS} trials)`, () =>
+      Effect.gen(function*() {
+        const url = yield* backend.url
+        const a = yield* instanceOn(url)
+        const b = yield* instanceOn(url)
+        for (let trial = 0; trial < BOUND_TRIALS; trial++) {
+          const owner = `owner-${trial}`
+          const row = (name: string) => ({ ...scheduleRow(`${owner}-${name}`, "2026-01-01T00:00:00.000Z"), ownerKey: owner })
+          expect(yield* a.store.insert(row("first"), 3)).toBe("inserted")
+          // Six more race for the two places left; a taken name stays "taken", never "full".
+          const outcomes = yield* Effect.all(
+            Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? a : b).store.insert(row(`racer-${i}`), 3)),
+            { concurrency: "unbounded" }
+          )
+          expect(outcomes.filter((outcome) => outcome === "inserted")).toHaveLength(2)
+          expect(outcomes.filter((outcome) => outcome === "full")).toHaveLength(4)
+          const owned = yield* a.sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM workflow_schedules WHERE owner_key = ${owner}`
+          expect(Number(owned[0].n)).toBe(3)
+          expect(yield* b.store.insert(row("first"), 3)).toBe("taken")
+        }
       }), 120_000)
 
     it.scoped("a code schedule upserted at start-up keeps its due time while its cron and time zone are unchanged, else takes the new one", () =>
@@ -170,7 +193,7 @@ for (const backend of backends) {
     it.scoped("a failed firing is recorded on the schedule, which pauses itself after 5 in a row", () =>
       Effect.gen(function*() {
         const { store } = yield* instanceOn(yield* backend.url)
-        yield* store.insert(scheduleRow("failing", "2026-01-01T00:00:00.000Z"))
+        yield* store.insert(scheduleRow("failing", "2026-01-01T00:00:00.000Z"), 1)
         for (let i = 0; i < 5; i++) {
           const due = new Date(Date.parse("2026-01-01T00:00:00Z") + i * MINUTE).toISOString()
           const next = new Date(Date.parse(due) + MINUTE).toISOString()

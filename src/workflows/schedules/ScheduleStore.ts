@@ -54,9 +54,11 @@ export interface Firing {
 export class ScheduleStore extends Context.Tag("ScheduleStore")<ScheduleStore, {
   readonly list: (filter: { readonly workflowId?: string | undefined; readonly userId?: string | null | undefined }) => Effect.Effect<ReadonlyArray<Schedule>>
   readonly get: (id: string) => Effect.Effect<Option.Option<Schedule>>
-  readonly countOwned: (ownerKey: string) => Effect.Effect<number>
-  /** A new schedule; false when its (workflow, owner, name) is taken. */
-  readonly insert: (schedule: Schedule) => Effect.Effect<boolean>
+  /**
+   * A new schedule, written only while its owner has fewer than `maxOwned` API schedules (one statement,
+   * serialised per owner on Postgres): `taken` when its (workflow, owner, name) is, `full` at the bound.
+   */
+  readonly insert: (schedule: Schedule, maxOwned: number) => Effect.Effect<"inserted" | "taken" | "full">
   /** A code schedule written at start-up: its due time kept unless its cron or time zone changed. */
   readonly upsertCode: (schedule: Schedule) => Effect.Effect<void>
   /** Paused or resumed (resumed: due next at `next`, its failures forgotten); none when it already was. */
@@ -117,16 +119,27 @@ export const makeScheduleStore = Effect.gen(function*() {
         ORDER BY workflow_id, name, id`)
     },
     get: (id) => Effect.map(read(sql`SELECT * FROM workflow_schedules WHERE id = ${id}`), (rows) => Option.fromNullable(rows[0])),
-    countOwned: (ownerKey) =>
-      untraced(Effect.map(
-        sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM workflow_schedules WHERE owner_key = ${ownerKey} AND source = 'api'`,
-        (rows) => Number(rows[0]?.n ?? 0)
-      )),
-    insert: (schedule) =>
-      untraced(Effect.map(
-        sql`INSERT INTO workflow_schedules ${sql.insert(row(schedule))} ON CONFLICT DO NOTHING RETURNING id`,
-        (rows) => rows.length === 1
-      )),
+    insert: (schedule, maxOwned) => {
+      const values = row(schedule)
+      const columns = Object.keys(values)
+      const lockOwner = sql.onDialectOrElse({
+        // READ COMMITTED lets two inserts count the same rows: one owner's inserts take turns instead.
+        pg: () => Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtext(${"workflow_schedules:" + schedule.ownerKey}))`),
+        // SQLite has one writer: the INSERT ... SELECT below counts and writes in one step.
+        orElse: () => Effect.void
+      })
+      return untraced(sql.withTransaction(Effect.gen(function*() {
+        yield* lockOwner
+        const inserted = yield* sql`INSERT INTO workflow_schedules (${sql.literal(columns.join(", "))})
+          SELECT ${sql.csv(columns.map((name) => sql`${values[name as keyof typeof values]}`))}
+          WHERE (SELECT COUNT(*) FROM workflow_schedules WHERE owner_key = ${schedule.ownerKey} AND source = 'api') < ${maxOwned}
+          ON CONFLICT DO NOTHING RETURNING id`
+        if (inserted.length === 1) return "inserted" as const
+        const named = yield* sql`SELECT id FROM workflow_schedules
+          WHERE workflow_id = ${schedule.workflowId} AND owner_key = ${schedule.ownerKey} AND name = ${schedule.name}`
+        return named.length > 0 ? "taken" as const : "full" as const
+      })))
+    },
     upsertCode: (s) =>
       untraced(sql`INSERT INTO workflow_schedules ${sql.insert(row(s))} ON CONFLICT (id) DO UPDATE SET
         cron = excluded.cron, timezone = excluded.timezone, input = excluded.input, catch_up = excluded.catch_up,

@@ -95,9 +95,6 @@ export const WorkflowSchedulesLive = Layer.effect(
         const input = decodeWorkflowInput(definition, request.input)
         if (Either.isLeft(input)) return yield* new BadRequest({ message: `input does not fit workflow ${workflowId}'s input: ${input.left.message}` })
         const ownerKey = caller.owned ? caller.userId ?? "" : ""
-        if ((yield* store.countOwned(ownerKey)) >= MAX_SCHEDULES_PER_OWNER) {
-          return yield* new BadRequest({ message: `At most ${MAX_SCHEDULES_PER_OWNER} schedules per owner: delete one first` })
-        }
         const id = crypto.randomUUID()
         const now = new Date().toISOString()
         const schedule: Schedule = {
@@ -121,7 +118,11 @@ export const WorkflowSchedulesLive = Layer.effect(
           createdAt: now,
           updatedAt: now
         }
-        if (!(yield* store.insert(schedule))) {
+        const written = yield* store.insert(schedule, MAX_SCHEDULES_PER_OWNER)
+        if (written === "full") {
+          return yield* new BadRequest({ message: `At most ${MAX_SCHEDULES_PER_OWNER} schedules per owner: delete one first` })
+        }
+        if (written === "taken") {
           return yield* new Conflict({ message: `Workflow ${workflowId} already has a schedule named ${schedule.name}` })
         }
         yield* parked(schedule.nextFireAt)
