@@ -100,12 +100,30 @@ const flow = workflow({
   })
   .andWorkflow({ id: "child", workflow: child })
 
+/**
+ * Issue #33: a code schedule firing every second (each time missed while every instance was down
+ * fired too, `catchUp: "all"`), whose one step records its starts: scripts/support/scheduled.ts checks
+ * one execution per second, none missed, none started twice.
+ */
+const tick = workflow({
+  id: "chaos-tick",
+  name: "Chaos tick",
+  purpose: "Fired by a schedule every second; its one recorded step runs up to 300 ms",
+  input: Schema.Struct({ n: Schema.Number }),
+  result: Schema.Number,
+  schedule: { cron: "* * * * * *", catchUp: "all", input: { n: 1 } }
+})
+  .andThen(recorded("tick", ({ input }) => input.n, 300))
+
 const app = defineApp({
   agents: exampleApp.agents,
   tools: exampleApp.tools,
-  workflows: [...exampleApp.workflows, child, flow]
+  workflows: [...exampleApp.workflows, child, flow, tick]
 })
 
+// A schedule each second: the test setting `schedules.minIntervalSeconds: 1` of the config file.
+const withSecondSchedules = (config) => ({ ...config, schedules: { ...config.schedules, minIntervalMs: 1000 } })
+
 NodeRuntime.runMain(
-  Effect.flatMap(loadConfig(process.argv.slice(2), process.env), (config) => Layer.launch(ServiceLive(app, config)))
+  Effect.flatMap(loadConfig(process.argv.slice(2), process.env), (config) => Layer.launch(ServiceLive(app, withSecondSchedules(config))))
 )

@@ -1,5 +1,5 @@
 /**
- * Chaos: workflow load (the example workflows and the recorded chaos workflows of
+ * Chaos: workflow load (the example workflows, the recorded chaos workflows and the tick schedule of
  * scripts/chaos-main.mjs) while the service is SIGKILLed and restarted on the same database (and, on
  * Postgres, its connections reset), races of resume against cancel, then the invariants. Exits 1 on
  * any violation.
@@ -104,6 +104,7 @@ const main = async () => {
       "executions created": report.created,
       "executions checked": report.executionsChecked,
       "recorded: executions / starts": `${report.recorded.executions} / ${report.recorded.starts}`,
+      "schedule fired (each second, none missed)": report.ticks,
       races: report.races.trials,
       "resume won": report.races.resumeWon,
       "cancel won": report.races.cancelWon

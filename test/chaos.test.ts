@@ -20,6 +20,8 @@ const expectNoViolations = async (databaseUrl: string, options: Partial<ChaosOpt
   expect(report.executionsChecked).toBeGreaterThanOrEqual(report.created)
   // The recorded oracle ran: the chaos workflows' starts were checked against the committed events.
   expect(report.recorded.starts).toBeGreaterThan(50)
+  // Issue #33: the schedule of each second fired through the kills (one execution a time, none missed).
+  expect(report.ticks).toBeGreaterThanOrEqual((options.seconds ?? BOUNDED.seconds) - 1)
   expect(report.violations).toEqual([])
 }
 

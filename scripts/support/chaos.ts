@@ -10,6 +10,7 @@ import { join } from "node:path"
 import { readStoredRows, resetConnections } from "./database.js"
 import { checkInvariants } from "./invariants.js"
 import { Instances } from "./instances.js"
+import { checkTicks, pauseTicks } from "./scheduled.js"
 import { sleep } from "./service.js"
 import { Violations } from "./violations.js"
 
@@ -49,6 +50,8 @@ export interface ChaosReport {
   readonly executionsChecked: number
   /** Starts the chaos workflows recorded (and of how many executions), each checked against the committed events. */
   readonly recorded: { readonly starts: number; readonly executions: number }
+  /** Times the `chaos-tick` schedule fired (one execution each, none missed). */
+  readonly ticks: number
   readonly violations: ReturnType<Violations["summary"]>
 }
 
@@ -200,12 +203,15 @@ const runChaosRecording = async (options: ChaosOptions, recordDir: string): Prom
     log(`load: ${options.clients} clients for ${options.seconds} s with ${options.kills} kills and ${resets} connection resets on ${redact(options.databaseUrl)}`)
     await Promise.all([killer(), resetter(), ...Array.from({ length: options.clients }, client)])
     await server.ensureUp()
+    await pauseTicks(server, violations)
 
     const races = await raceResumeAndCancel(server, options.races, violations, log)
     for (const id of races.ids) created.set(id, { id, workflowId: "approval" })
 
     log("checking the invariants")
     const checked = await checkInvariants(server, options.databaseUrl, created, violations, log, recordDir)
+    const ticks = await checkTicks(server, violations)
+    log(`the tick schedule fired ${ticks} times`)
     if (resets > 0) {
       // None of the example workflows fails on its own: an execution in error failed of a store error.
       for (const { id } of (await readStoredRows(options.databaseUrl)).executions.filter((row) => row.status === "error")) {
@@ -221,6 +227,7 @@ const runChaosRecording = async (options: ChaosOptions, recordDir: string): Prom
       races: { trials: options.races, resumeWon: races.resumeWon, cancelWon: races.cancelWon },
       executionsChecked: checked.executions,
       recorded: checked.recorded,
+      ticks,
       violations: violations.summary()
     }
   } finally {
