@@ -111,6 +111,11 @@ const suite = (databaseUrl: Effect.Effect<string, never, any>, twoInstances: boo
           expect(inner.body.error).toContain("is inside step shape")
           expect((yield* replayOf(base, original, { fromStep: "load", input: { n: "x" } })).status).toBe(400)
           expect((yield* replayOf(base, original, {})).status).toBe(400)
+          // A client-sized path is bounded before it is looked up or echoed in a message.
+          const long = yield* replayOf(base, original, { fromStep: "x".repeat(100_000) })
+          expect(long.status).toBe(400)
+          expect(long.body.error).toContain("must be at most 1000 characters")
+          expect(long.body.error.length).toBeLessThan(2000)
           expect((yield* replayOf(base, "missing", { fromStep: "load" })).status).toBe(404)
 
           const fresh = yield* replayOf(base, original, { fromStep: "load", input: { n: 5 } })

@@ -253,8 +253,11 @@ export const ExecutionRecord = Schema.Struct({
   }))
 }).annotations({ identifier: "ExecutionRecord" })
 
+/** A step path's longest form in a replay request (ids are at most 64 characters; paths nest a few). */
+const MAX_STEP_PATH = 1000
+
 export const ReplayRequest = Schema.Struct({
-  fromStep: Schema.String.annotations({
+  fromStep: Schema.String.pipe(Schema.maxLength(MAX_STEP_PATH, { message: () => `must be at most ${MAX_STEP_PATH} characters` })).annotations({
     description: "the top-level step to run from (an id of the workflow as registered now): the steps before it are copied from the execution"
   }),
   input: Schema.optional(Schema.Unknown).annotations({ description: "a new input for the workflow: only when fromStep is its first step" })
