@@ -64,6 +64,14 @@ describe("workflow schedules", () => {
         const deleted = yield* call(path, "DELETE")
         expect(deleted.status).toBe(409)
         expect(deleted.body.error).toContain("declared in workflow tick's code")
+        // One the code declared once and no longer does (a deploy removed it): deleted.
+        const retired = "code.tick.retired"
+        yield* sql`INSERT INTO workflow_schedules (id, workflow_id, name, source, owner_key, user_id, cron, timezone, input, catch_up,
+          paused, next_fire_at, failures, created_at, updated_at) VALUES (${retired}, 'tick', 'retired', 'code', 'system', NULL,
+          '0 3 * * *', NULL, '{"n":1}', 'none', 0, '2100-01-01T03:00:00.000Z', 0, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z')`
+        const gone = yield* call(`${url}/workflows/tick/schedules/${retired}`, "DELETE")
+        expect(gone.status).toBe(200)
+        expect((yield* call(`${url}/workflows/tick/schedules/${retired}`, "GET")).status).toBe(404)
         const paused = yield* call(`${path}/pause`, "POST", {})
         expect(paused.status).toBe(200)
         expect(paused.body.data).toMatchObject({ paused: true, nextFireAt: null, nextFireTimes: [] })

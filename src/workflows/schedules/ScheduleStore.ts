@@ -63,8 +63,8 @@ export class ScheduleStore extends Context.Tag("ScheduleStore")<ScheduleStore, {
   readonly upsertCode: (schedule: Schedule) => Effect.Effect<void>
   /** Paused or resumed (resumed: due next at `next`, its failures forgotten); none when it already was. */
   readonly setPaused: (id: string, paused: boolean, next: string) => Effect.Effect<Option.Option<Schedule>>
-  /** An API schedule deleted; false when gone. */
-  readonly remove: (id: string) => Effect.Effect<boolean>
+  /** A schedule of `source` deleted; false when gone. */
+  readonly remove: (id: string, source: Schedule["source"]) => Effect.Effect<boolean>
   readonly nextDue: (fired: Fired) => Effect.Effect<Option.Option<number>>
   readonly due: (fired: Fired, now: string, limit: number) => Effect.Effect<ReadonlyArray<Schedule>>
   /**
@@ -155,8 +155,8 @@ export const makeScheduleStore = Effect.gen(function*() {
               WHERE id = ${id} AND paused = 1 RETURNING *`),
         (rows) => Option.fromNullable(rows[0])
       ),
-    remove: (id) =>
-      untraced(Effect.map(sql`DELETE FROM workflow_schedules WHERE id = ${id} AND source = 'api' RETURNING id`, (rows) => rows.length === 1)),
+    remove: (id, source) =>
+      untraced(Effect.map(sql`DELETE FROM workflow_schedules WHERE id = ${id} AND source = ${source} RETURNING id`, (rows) => rows.length === 1)),
     nextDue: (fired) =>
       untraced(Effect.map(
         sql<{ next: string | null }>`SELECT MIN(next_fire_at) AS next FROM workflow_schedules WHERE ${firedBy(fired)}`,

@@ -7,6 +7,7 @@ import { decodeWorkflowInput } from "../runner.js"
 import { RegisteredWorkflows } from "../WorkflowEngine.js"
 import { SCHEDULE_FIRE_KIND } from "./ScheduleFiring.js"
 import { nextFire, parseCron, scheduleMinIntervalMs } from "./ScheduleCron.js"
+import { codeScheduleId, codeSchedulesOf } from "./codeSchedules.js"
 import type { CreateScheduleRequest, ScheduleView } from "./ScheduleSchemas.js"
 import { type Schedule, ScheduleStore } from "./ScheduleStore.js"
 
@@ -149,10 +150,12 @@ export const WorkflowSchedulesLive = Layer.effect(
       }),
       remove: Effect.fn("WorkflowSchedules.remove")(function*(workflowId: string, scheduleId: string, visibility: Visibility) {
         const schedule = yield* find(workflowId, scheduleId, visibility)
-        if (schedule.source === "code") {
+        // A code schedule the code no longer declares (not fired: no instance of this code has it) may go.
+        const declared = codeSchedulesOf(yield* findWorkflow(workflowId)).some((code) => codeScheduleId(workflowId, code.name) === scheduleId)
+        if (schedule.source === "code" && declared) {
           return yield* new Conflict({ message: `Schedule ${schedule.name} is declared in workflow ${workflowId}'s code: pause it, or remove it from the code` })
         }
-        if (!(yield* store.remove(scheduleId))) return yield* NotFound.of("Schedule", scheduleId)
+        if (!(yield* store.remove(scheduleId, schedule.source))) return yield* NotFound.of("Schedule", scheduleId)
         return { scheduleId, workflowId, deleted: true as const }
       })
     })
