@@ -365,7 +365,11 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
 
   const respond = (res: ServerResponse, request: ChatRequestRecord): void => {
     const cue = typeof request.model === "string" ? activeCue(request.model) : undefined
-    if (cue?.kind === "stall") return
+    if (cue?.kind === "stall") {
+      // Never answered: any close of it is the client's (or the server's end).
+      res.on("close", () => closedEarly++)
+      return
+    }
     if (cue?.kind === "reset") {
       res.writeHead(200, { "content-type": request.stream === true ? "text/event-stream" : "application/json" })
       res.flushHeaders()

@@ -18,6 +18,9 @@ export const streamApprovals = (
   responseMessages: PromiseLike<ReadonlyArray<ModelMessage>>,
   span: Tracer.Span
 ): StreamApprovals => {
+  // Read only when the call stops on approvals: a call aborted before (a client gone) rejects it, and
+  // an unhandled rejection would end the process.
+  Promise.resolve(responseMessages).catch(() => undefined)
   const startedAt = prepared.resumed?.startedAt ?? new Date().toISOString()
   return {
     prior: prepared.resumed?.prior,

@@ -110,7 +110,9 @@ export const delegationApproval = (
   run: RunSubAgent,
   delegations: Delegations,
   runtime: Runtime.Runtime<never>,
-  parent: Option.Option<Tracer.AnySpan>
+  parent: Option.Option<Tracer.AnySpan>,
+  /** The parent call's abort: the sub-agents run here, outside the SDK's tool execution, stop with it. */
+  signal: AbortSignal
 ): SingleToolApprovalFunction<unknown, unknown, unknown> =>
 async (given, { toolCallId }) => {
   const known = delegations.get(toolCallId)
@@ -120,7 +122,8 @@ async (given, { toolCallId }) => {
   if (Option.isNone(input)) return "not-applicable"
   const work = delegate(agent, call, run, input.value, true)
   const outcome = await Runtime.runPromise(runtime)(
-    Option.match(parent, { onNone: () => work, onSome: (span) => Effect.withParentSpan(work, span) })
+    Option.match(parent, { onNone: () => work, onSome: (span) => Effect.withParentSpan(work, span) }),
+    { signal }
   )
   delegations.set(toolCallId, outcome)
   return outcome.stopped.length > 0 ? "user-approval" : "not-applicable"

@@ -35,7 +35,7 @@ export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false }
     const done = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
       try: async (abortSignal) => {
         const startedAt = resumed?.startedAt ?? (prepared.toolApproval === undefined ? "" : new Date().toISOString())
-        const result = await generateText({ ...callArguments(prepared), abortSignal, ...(output ? { output } : {}) })
+        const result = await generateText({ ...callArguments(prepared, abortSignal), ...(output ? { output } : {}) })
         const part = partOf(result.steps, result.usage, resumed === undefined ? undefined : result.responseMessages)
         const whole = resumed === undefined ? part : withPrior(resumed.prior, part)
         const model = answeringModel(prepared.model)
@@ -88,8 +88,7 @@ export const object = Effect.fn("AgentRegistry.object", { captureStackTrace: fal
     const done = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
       try: async (abortSignal) => {
         const result = await generateText({
-          ...callArguments(prepared),
-          abortSignal,
+          ...callArguments(prepared, abortSignal),
           output: Output.object({ schema: validatedJsonSchema(schema) })
         })
         const usage = toUsage(result.usage)

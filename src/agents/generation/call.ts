@@ -98,6 +98,8 @@ export interface PreparedCall {
   readonly resumed?: Resumed | undefined
   /** Its delegate_task calls' outcomes (an agent with sub-agents). */
   readonly delegations?: Delegations | undefined
+  /** Aborts the sub-agents its approval check runs (they run outside the SDK's own abort). */
+  readonly stopDelegations?: AbortController | undefined
 }
 
 const NO_TOOLS: ReadonlyArray<Tool> = []
@@ -181,11 +183,14 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
     // client shows the tool calls it holds: see docs/decisions.md).
     const bubbles = run !== undefined && env.approvals !== undefined && request.delegated !== true &&
       request.clientConversation === undefined && tools.some((t) => t.name === DELEGATE_TASK)
+    const stopDelegations = bubbles ? new AbortController() : undefined
     const toolApproval = tools.length === 0 || request.delegated === true ? undefined : toolApprovalFor(
       tools,
       caller,
       env.runtime,
-      bubbles ? { [DELEGATE_TASK]: delegationApproval(agent, call, run!, delegations!, env.runtime, parent) } : undefined
+      stopDelegations === undefined
+        ? undefined
+        : { [DELEGATE_TASK]: delegationApproval(agent, call, run!, delegations!, env.runtime, parent, stopDelegations.signal) }
     )
     const fallback = usesFallback(agent, model)
     return {
@@ -211,11 +216,19 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
       parent,
       ...(toolApproval === undefined ? {} : { toolApproval, approvalSecret: env.approvals?.secret }),
       ...(resumed === undefined ? {} : { resumed }),
-      ...(delegations === undefined ? {} : { delegations })
+      ...(delegations === undefined ? {} : { delegations }),
+      ...(stopDelegations === undefined ? {} : { stopDelegations })
     } satisfies PreparedCall
   })
 
-export const callArguments = (prepared: PreparedCall) => ({
+/** The SDK call's arguments; its abort also aborts the sub-agents run by the approval check. */
+export const callArguments = (prepared: PreparedCall, abortSignal: AbortSignal) => {
+  const stop = prepared.stopDelegations
+  if (stop !== undefined) abortSignal.addEventListener("abort", () => stop.abort(), { once: true })
+  return { ...modelArguments(prepared), abortSignal }
+}
+
+const modelArguments = (prepared: PreparedCall) => ({
   model: prepared.model,
   instructions: prepared.instructions,
   messages: prepared.messages,

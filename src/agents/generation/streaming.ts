@@ -53,9 +53,8 @@ const streamed = <A, E>(
     // Guarded, the answer is recorded from the guarded parts (the SDK's own end sees the text unguarded).
     const record = guarded ? once(recordCall) : recordCall
     const result = streamText({
-      ...callArguments(prepared),
+      ...callArguments(prepared, controller.signal),
       ...extra,
-      abortSignal: controller.signal,
       onEnd: guarded ? undefined : (event) =>
         record({
           status: "completed",
@@ -87,9 +86,8 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, given: CallRe
     const controller = new AbortController()
     const record = recorder(env, agent, request, prepared, span)
     const result = streamText({
-      ...callArguments(prepared),
+      ...callArguments(prepared, controller.signal),
       ...(output ? { output } : {}),
-      abortSignal: controller.signal,
       // Errors reach the reader as an error event (and the history as an error); the SDK would also print them.
       onError: () => undefined
     })
