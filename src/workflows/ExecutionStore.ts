@@ -262,7 +262,7 @@ export const ExecutionStoreLive = Layer.scoped(
     const cancel: ExecutionStore["Type"]["cancel"] = (id, event) =>
       transition(id, [event], (_, historyBytes) =>
         sql`UPDATE workflow_executions SET status = 'cancelled', owner = NULL, version = version + 1, last_seq = last_seq + 1,
-          updated_at = ${event.timestamp}, ended_at = ${event.timestamp}, history_bytes = history_bytes + ${historyBytes}
+          updated_at = ${event.timestamp}, ended_at = ${event.timestamp}, history_bytes = history_bytes + ${historyBytes},
           queued_at = NULL WHERE id = ${id} AND status IN ('running', 'suspended', 'sleeping', 'queued') RETURNING last_seq`)
 
     const remove = (id: string) =>

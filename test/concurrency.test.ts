@@ -1,0 +1,164 @@
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { activity, concurrencyApp, concurrencyConfig, eventually, post, release, resetActivity, rowsOf, sqlOf } from "./support/concurrency.js"
+import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
+
+/**
+ * Workflow concurrency limits (issue #33, item 3) over HTTP on SQLite, one instance: the limit under
+ * concurrent starts, the queued state as clients see it (running, waiting: 'concurrency', queuedAt,
+ * ?waiting=concurrency), FIFO admission, cancel of a queued execution, a suspended execution freeing
+ * its slot, keys and their bound, onBusy reject and interrupt, the queue-depth metric.
+ */
+
+const stateOf = (url: string, workflowId: string, id: string) =>
+  Effect.map(fetchJson(`${url}/workflows/${workflowId}/executions/${id}/state`), (r) => r.body.data)
+
+const statusOf = (url: string, workflowId: string, id: string) => Effect.map(stateOf(url, workflowId, id), (s) => s.status as string)
+
+const allCompleted = (url: string, workflowId: string, ids: ReadonlyArray<string>) =>
+  eventually(Effect.forEach(ids, (id) => statusOf(url, workflowId, id)), (all) => all.every((s) => s === "completed"), "all completed")
+
+describe("workflow concurrency limits (SQLite)", () => {
+  layer(TestServerLive({ app: concurrencyApp, config: concurrencyConfig }), { excludeTestServices: true })("one instance", (it) => {
+    it.effect("a limit of 2 under 20 concurrent executes: never more than 2 at once, all 20 complete", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        resetActivity("pair")
+        const answers = yield* Effect.all(
+          Array.from({ length: 20 }, (_, i) => post(`${url}/workflows/pair/execute`, { input: { ms: 60 }, options: { executionId: `pair-${i}` } })),
+          { concurrency: "unbounded" }
+        )
+        expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200))
+        expect(answers.every((a) => a.body.data.status === "completed")).toBe(true)
+        const seen = activity.get("pair")!
+        expect(seen.starts).toHaveLength(20)
+        expect(seen.max).toBe(2)
+        const rows = yield* rowsOf(yield* sqlOf, "pair")
+        expect(rows.every((row) => row.status === "completed")).toBe(true)
+      }))
+
+    it.effect("queued: /run answers 201 waiting; state and listing show it running with waiting and queuedAt; FIFO; a queued one is cancelled", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        resetActivity("single")
+        const first = yield* post(`${url}/workflows/single/run`, { input: { group: "fifo", latch: "fifo" }, options: { executionId: "fifo-0" } })
+        expect(first.status).toBe(201)
+        expect(first.body.data.waiting).toBeUndefined()
+        const queued: Array<string> = []
+        for (let i = 1; i <= 5; i++) {
+          const answer = yield* post(`${url}/workflows/single/run`, { input: { group: "fifo", ms: 5 }, options: { executionId: `fifo-${i}` } })
+          expect(answer.status).toBe(201)
+          expect(answer.body.data).toMatchObject({ status: "running", waiting: "concurrency" })
+          expect(Date.parse(answer.body.data.queuedAt)).toBeGreaterThan(0)
+          queued.push(`fifo-${i}`)
+        }
+        // Another group's key is free: it runs at once.
+        const other = yield* post(`${url}/workflows/single/run`, { input: { group: "other", ms: 5 }, options: { executionId: "fifo-other" } })
+        expect(other.body.data.waiting).toBeUndefined()
+        const state = yield* stateOf(url, "single", "fifo-1")
+        expect(state).toMatchObject({ status: "running", waiting: "concurrency" })
+        expect(state.queuedAt).toBe(state.startAt)
+        const listed = yield* fetchJson(`${url}/workflows/executions?workflowId=single&waiting=concurrency`)
+        expect(listed.status).toBe(200)
+        expect(listed.body.data.map((e: any) => e.id).sort()).toEqual([...queued].sort())
+        expect(listed.body.data.every((e: any) => e.status === "running" && e.waiting === "concurrency" && typeof e.queuedAt === "string")).toBe(true)
+        const running = yield* fetchJson(`${url}/workflows/executions?workflowId=single&status=running`)
+        expect(running.body.data.map((e: any) => e.id)).toEqual(expect.arrayContaining(["fifo-0", ...queued]))
+        // Suspending a queued one is refused (nothing runs); cancelling it takes it out of the queue.
+        const suspended = yield* post(`${url}/workflows/single/executions/fifo-3/suspend`, {})
+        expect(suspended.status).toBe(400)
+        expect(suspended.body.error).toContain("queued for a concurrency slot")
+        const cancelled = yield* post(`${url}/workflows/single/executions/fifo-3/cancel`, { reason: "not needed" })
+        expect(cancelled.status).toBe(200)
+        expect(cancelled.body.data.status).toBe("cancelled")
+        const after = yield* fetchJson(`${url}/workflows/executions?workflowId=single&waiting=concurrency`)
+        expect(after.body.data.map((e: any) => e.id).sort()).toEqual(["fifo-1", "fifo-2", "fifo-4", "fifo-5"])
+        yield* release("fifo")
+        yield* allCompleted(url, "single", ["fifo-0", "fifo-1", "fifo-2", "fifo-4", "fifo-5"])
+        expect(yield* statusOf(url, "single", "fifo-3")).toBe("cancelled")
+        // FIFO by creation; the cancelled one never started.
+        const starts = activity.get("single")!.starts.filter((id) => id.startsWith("fifo-") && id !== "fifo-other")
+        expect(starts).toEqual(["fifo-0", "fifo-1", "fifo-2", "fifo-4", "fifo-5"])
+        const done = yield* stateOf(url, "single", "fifo-5")
+        expect(done.waiting).toBeUndefined()
+        expect(done.queuedAt).toBeUndefined()
+      }))
+
+    it.effect("a suspended execution frees its slot: the next one of its key runs at once", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const suspended = yield* post(`${url}/workflows/single/execute`, { input: { group: "approve", suspend: true, ms: 5 }, options: { executionId: "approve-0" } })
+        expect(suspended.body.data.status).toBe("suspended")
+        const next = yield* post(`${url}/workflows/single/run`, { input: { group: "approve", latch: "approve" }, options: { executionId: "approve-1" } })
+        expect(next.status).toBe(201)
+        expect(next.body.data.waiting).toBeUndefined()
+        // With the slot taken, another start of the key queues.
+        const third = yield* post(`${url}/workflows/single/run`, { input: { group: "approve", ms: 5 }, options: { executionId: "approve-2" } })
+        expect(third.body.data.waiting).toBe("concurrency")
+        yield* release("approve")
+        yield* allCompleted(url, "single", ["approve-1", "approve-2"])
+      }))
+
+    it.effect("a key over 256 characters is a 400 naming the bound; 256 is fine", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const long = yield* post(`${url}/workflows/single/run`, { input: { group: "k".repeat(257) } })
+        expect(long.status).toBe(400)
+        expect(long.body.error).toContain("257 characters, over the 256 allowed")
+        const fits = yield* post(`${url}/workflows/single/execute`, { input: { group: "k".repeat(256), ms: 1 } })
+        expect(fits.status).toBe(200)
+        expect(fits.body.data.status).toBe("completed")
+      }))
+
+    it.effect("onBusy reject: a start while the key is full is a 409 naming the limit, and leaves no execution", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const sql = yield* sqlOf
+        const first = yield* post(`${url}/workflows/solo/run`, { input: { latch: "solo" }, options: { executionId: "solo-0" } })
+        expect(first.status).toBe(201)
+        for (const route of ["run", "execute", "stream"]) {
+          const refused = yield* post(`${url}/workflows/solo/${route}`, { input: { ms: 1 }, options: { executionId: `solo-${route}` } })
+          expect(refused.status).toBe(409)
+          expect(refused.body.error).toContain("its limit")
+          expect(refused.body.error).toContain("already runs 1 execution")
+        }
+        expect((yield* rowsOf(sql, "solo")).map((row) => row.id)).toEqual(["solo-0"])
+        yield* release("solo")
+        yield* allCompleted(url, "solo", ["solo-0"])
+        const again = yield* post(`${url}/workflows/solo/execute`, { input: { ms: 1 } })
+        expect(again.body.data.status).toBe("completed")
+      }))
+
+    it.effect("onBusy interrupt: a start cancels the running one with the reason 'superseded by <id>', then runs", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const first = yield* post(`${url}/workflows/latest/run`, { input: { latch: "latest" }, options: { executionId: "latest-0" } })
+        expect(first.status).toBe(201)
+        yield* eventually(Effect.sync(() => activity.get("latest")?.active ?? 0), (n) => n === 1, "the first one executing")
+        const second = yield* post(`${url}/workflows/latest/run`, { input: { ms: 5 }, options: { executionId: "latest-1" } })
+        expect(second.status).toBe(201)
+        expect(second.body.data.waiting).toBeUndefined()
+        expect(yield* statusOf(url, "latest", "latest-0")).toBe("cancelled")
+        const events = yield* fetchJson(`${url}/workflows/latest/executions/latest-0/events`)
+        const cancelled = events.body.data.events.find((e: any) => e.type === "workflow-cancelled")
+        expect(cancelled.reason).toBe("superseded by latest-1")
+        yield* allCompleted(url, "latest", ["latest-1"])
+      }))
+
+    it.effect("the queue depth is a metric per workflow (never per key)", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        yield* post(`${url}/workflows/pair/run`, { input: { latch: "depth" }, options: { executionId: "depth-0" } })
+        yield* post(`${url}/workflows/pair/run`, { input: { latch: "depth" }, options: { executionId: "depth-1" } })
+        yield* post(`${url}/workflows/pair/run`, { input: { latch: "depth" }, options: { executionId: "depth-2" } })
+        const metrics = yield* eventually(
+          Effect.promise(() => fetch(`${url}/metrics`).then((response) => response.text())),
+          (text) => /^workflow_queue_depth\{[^}]*workflow_id="pair"[^}]*\} 1$/m.test(text),
+          "a queue depth of 1 for pair"
+        )
+        expect(metrics).not.toMatch(/workflow_queue_depth\{[^}]*key=/)
+        yield* release("depth")
+        yield* allCompleted(url, "pair", ["depth-0", "depth-1", "depth-2"])
+      }))
+  })
+})
