@@ -126,7 +126,7 @@ export const makeConcurrencyGate = (options: {
         let mine = ours(yield* admit(definition, key))
         const onBusy = definition.concurrency?.onBusy ?? "enqueue"
         if (mine === undefined && onBusy === "reject") {
-          if (yield* cancel(execution.id, "rejected: its concurrency key is at its limit")) {
+          if (yield* slots.withdraw(execution.id)) {
             yield* store.remove(execution.id)
             return yield* busy(definition, key)
           }
@@ -139,13 +139,14 @@ export const makeConcurrencyGate = (options: {
           yield* Effect.forEach([...older, ...running], ({ id }) => cancel(id, reason), { discard: true })
           mine = ours(yield* admit(definition, key))
         }
-        if (mine === undefined) {
-          // Admitted meanwhile by another admission here (a superseded fiber's end): it runs.
-          const fiber = raw.fiberOf(execution.id)
-          const row = yield* store.get(execution.id)
-          if (Option.isSome(fiber) && Option.isSome(row)) mine = { execution: row.value, fiber: fiber.value }
+        if (mine !== undefined) return { ...mine, queued: false }
+        // Admitted meanwhile by another start's admission, here or on another instance: it runs (its
+        // waiters follow its events, fetched from the store when it runs elsewhere).
+        const row = yield* store.get(execution.id)
+        if (Option.isSome(row) && row.value.status === "running" && row.value.queuedAt === undefined) {
+          return { execution: row.value, fiber: Option.getOrElse(raw.fiberOf(execution.id), () => idle), queued: false }
         }
-        return mine === undefined ? { execution, fiber: idle, queued: true } : { ...mine, queued: false }
+        return { execution, fiber: idle, queued: true }
       })
 
     /** Admits the queued executions of every key (each instance, every `pollMs`); updates the queue depths. */

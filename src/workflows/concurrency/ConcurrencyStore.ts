@@ -81,7 +81,15 @@ export const makeConcurrencyStore = Effect.gen(function*() {
     untraced(sql<{ id: string }>`SELECT id FROM workflow_executions WHERE concurrency_key = ${key} AND status = 'queued'
       AND (created_at < ${createdAt} OR (created_at = ${createdAt} AND id < ${id})) ORDER BY created_at, id`)
 
-  return { admit, queuedKeys, depths, running, queuedBefore, runningCount: (key: string) => untraced(runningCount(key)) }
+  /** A queued execution taken back (reject): cancelled only while still queued, for its deletion; false once admitted. */
+  const withdraw = (id: string) =>
+    untraced(Effect.map(
+      sql<{ id: string }>`UPDATE workflow_executions SET status = 'cancelled', queued_at = NULL, ended_at = ${now()}, updated_at = ${now()},
+        version = version + 1 WHERE id = ${id} AND status = 'queued' RETURNING id`,
+      (rows) => rows.length > 0
+    ))
+
+  return { admit, withdraw, queuedKeys, depths, running, queuedBefore, runningCount: (key: string) => untraced(runningCount(key)) }
 })
 
 export type ConcurrencyStore = Effect.Effect.Success<typeof makeConcurrencyStore>
