@@ -99,6 +99,44 @@ describe("workflow concurrency limits (SQLite)", () => {
         yield* allCompleted(url, "single", ["approve-1", "approve-2"])
       }))
 
+    it.effect("a resume while the key is full queues again: it waits (waiting: concurrency), then runs once the slot frees", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        resetActivity("single")
+        const suspended = yield* post(`${url}/workflows/single/execute`, { input: { group: "rq", suspend: true, ms: 5 }, options: { executionId: "rq-0" } })
+        expect(suspended.body.data.status).toBe("suspended")
+        const holder = yield* post(`${url}/workflows/single/run`, { input: { group: "rq", latch: "rq" }, options: { executionId: "rq-1" } })
+        expect(holder.body.data.waiting).toBeUndefined()
+        yield* eventually(Effect.sync(() => activity.get("single")!.starts), (starts) => starts.includes("rq-1"), "the holder executing")
+        const resume = yield* Effect.fork(post(`${url}/workflows/single/executions/rq-0/resume`, { resumeData: { ok: true } }))
+        const waiting = yield* eventually(stateOf(url, "single", "rq-0"), (state) => state.waiting === "concurrency", "the resumed one queued")
+        expect(waiting.status).toBe("running")
+        expect(activity.get("single")!.starts).not.toContain("rq-0")
+        yield* release("rq")
+        const resumed = yield* Effect.fromFiber(resume)
+        expect(resumed.body.data.status).toBe("completed")
+        expect(activity.get("single")!.starts).toEqual(["rq-1", "rq-0"])
+        expect(activity.get("single")!.max).toBe(1)
+      }))
+
+    it.effect("a sleeper holds no slot while parked; woken while its key is full, it queues again and runs after", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        resetActivity("napper")
+        const sleeper = yield* post(`${url}/workflows/napper/run`, { input: { group: "nap", ms: 600 }, options: { executionId: "nap-0" } })
+        expect(sleeper.body.data.waiting).toBeUndefined()
+        yield* eventually(stateOf(url, "napper", "nap-0"), (state) => typeof state.waitingUntil === "string", "the sleeper parked")
+        const holder = yield* post(`${url}/workflows/napper/run`, { input: { group: "nap", latch: "nap" }, options: { executionId: "nap-1" } })
+        expect(holder.body.data.waiting).toBeUndefined()
+        // Past its wake time, with the slot taken: queued again.
+        yield* eventually(stateOf(url, "napper", "nap-0"), (state) => state.waiting === "concurrency", "the woken one queued")
+        expect(activity.get("napper")!.starts).toEqual(["nap-1"])
+        yield* release("nap")
+        yield* allCompleted(url, "napper", ["nap-0", "nap-1"])
+        expect(activity.get("napper")!.starts).toEqual(["nap-1", "nap-0"])
+        expect(activity.get("napper")!.max).toBe(1)
+      }))
+
     it.effect("a key over 256 characters is a 400 naming the bound; 256 is fine", () =>
       Effect.gen(function*() {
         const { url } = yield* TestServer

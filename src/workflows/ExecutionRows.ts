@@ -112,7 +112,9 @@ export const ExecutionFromRow = Schema.Struct({
   replayFrom: optionalColumn(Schema.String, "replay_from"),
   /** A limited workflow's execution (issue #33, 0030): its stored key, and while queued (status `queued`) since when. */
   concurrencyKey: optionalColumn(Schema.String, "concurrency_key"),
-  queuedAt: optionalColumn(Schema.String, "queued_at")
+  queuedAt: optionalColumn(Schema.String, "queued_at"),
+  /** How a queued one is launched once admitted: none for a fresh start, `resume` or `wake` (`-checked`): concurrency/. */
+  queuedFrom: optionalColumn(Schema.String, "queued_from")
 })
 export interface Execution extends Schema.Schema.Type<typeof ExecutionFromRow> {}
 

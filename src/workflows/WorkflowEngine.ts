@@ -322,7 +322,7 @@ export const WorkflowEngineLive = Layer.scoped(
               definitionHash: definitionHash(definition)
             })
             if (Option.isNone(claimed)) return yield* notSuspended(Option.getOrUndefined(yield* store.get(executionId))?.status)
-            const fiber = yield* launch(definition, claimed.value, { startRecorded: false, checked })
+            const fiber = yield* gate.resumed(definition, claimed.value, checked)
             return { execution: claimed.value, fiber }
           })))
         }), "WorkflowEngine.resume", { captureStackTrace: false }, markedSpanMessage),

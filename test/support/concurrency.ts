@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Context, Effect, Exit, Layer, Redacted, Schema, Scope } from "effect"
+import { Context, Duration, Effect, Exit, Layer, Redacted, Schema, Scope } from "effect"
 import { defineApp } from "../../src/App.js"
 import { resolveServerConfig, type ServerConfigShape } from "../../src/config/ServerConfig.js"
 import { workflow } from "../../src/workflows/Workflow.js"
@@ -91,7 +91,19 @@ export const latest = workflow({
   concurrency: { limit: 1, onBusy: "interrupt" }
 }).andThen(work("latest"))
 
-export const concurrencyApp = defineApp({ workflows: [pair, single, solo, latest] })
+/** One at a time per `group`; sleeps `ms` first (parked, it holds no slot). */
+export const napper = workflow({
+  id: "napper",
+  name: "Napper",
+  purpose: "Sleeps, then works, one at a time per group",
+  input: Input,
+  result: Result,
+  concurrency: { limit: 1, key: (input) => input.group ?? "none" }
+})
+  .andSleep({ id: "nap", duration: ({ data }) => Duration.millis(data.ms ?? 0) })
+  .andThen(work("napper"))
+
+export const concurrencyApp = defineApp({ workflows: [pair, single, solo, latest, napper] })
 
 /** Fast polls, a short drain: the sweep and restarts in test time. */
 export const concurrencyConfig: Partial<ServerConfigShape> = {

@@ -45,11 +45,8 @@ export const makeConcurrencyGate = (options: {
         if (limit === undefined || (yield* closed)) return []
         return yield* Effect.uninterruptible(Effect.flatMap(slots.admit(key, definition.id, limit, instanceId), (admitted) =>
           Effect.forEach(admitted, (execution) =>
-            Effect.map(
-              // Stored with its opening events (a replay's too: its data is checked then).
-              launch(definition, execution, { startRecorded: true, checked: execution.replayOf !== undefined }),
-              (fiber) => ({ execution, fiber })
-            ))))
+            Effect.map(launchWatched(definition, execution, launchOf(execution)), (fiber) => ({ execution, fiber }))
+          )))
       }).pipe(
         Effect.tap((launched) =>
           Effect.forEach(launched, ({ execution }) =>
@@ -64,7 +61,18 @@ export const makeConcurrencyGate = (options: {
       Effect.catchAllCause(admit(definition, key), (cause) =>
         Effect.logWarning("admitting queued workflow executions failed; the next sweep retries", cause))
 
-    const launch: ExecutionDriver["launch"] = (definition, execution, launchOptions) =>
+    /** How an admitted execution is launched, by where it was queued from. */
+    const launchOf = (execution: Execution) => {
+      const from = execution.queuedFrom ?? "start"
+      const checked = from.endsWith("-checked")
+      // A fresh start is stored with its opening events (a replay's too: its data is checked then); a
+      // resumed one records its step-start; a woken one's is stored with its park.
+      if (from.startsWith("resume")) return { startRecorded: false, checked }
+      if (from.startsWith("wake")) return { startRecorded: true, checked, woken: true }
+      return { startRecorded: true, checked: execution.replayOf !== undefined }
+    }
+
+    const launchWatched: ExecutionDriver["launch"] = (definition, execution, launchOptions) =>
       Effect.tap(raw.launch(definition, execution, launchOptions), (fiber) =>
         Effect.sync(() => {
           const key = execution.concurrencyKey
@@ -73,6 +81,27 @@ export const makeConcurrencyGate = (options: {
             Runtime.runFork(runtime)(afterEnd(definition, key))
           })
         }))
+
+    /**
+     * A resumed or woken execution of a limited workflow, claimed running: launched when its key has
+     * room for it, else queued again (its launch deferred to its admission); the fiber waiters watch.
+     */
+    const relaunch = (definition: WorkflowDefinition, execution: Execution, from: "resume" | "wake", launchOptions: Parameters<ExecutionDriver["launch"]>[2]) =>
+      Effect.gen(function*() {
+        const key = execution.concurrencyKey
+        const limit = definition.concurrency?.limit
+        if (key === undefined || limit === undefined) return yield* launchWatched(definition, execution, launchOptions)
+        const queued = yield* slots.requeue(key, definition.id, limit, execution, launchOptions.checked === true ? `${from}-checked` : from)
+        if (!queued) return yield* launchWatched(definition, execution, launchOptions)
+        yield* Effect.logInfo(`workflow queued again after its ${from}: its concurrency key is full`).pipe(
+          Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
+        )
+        return idle
+      })
+
+    /** Launches; a woken execution goes through its key's queue (`relaunch`). */
+    const launch: ExecutionDriver["launch"] = (definition, execution, launchOptions) =>
+      launchOptions.woken === true ? relaunch(definition, execution, "wake", launchOptions) : launchWatched(definition, execution, launchOptions)
 
     /** The driver the engine and its services use: limited executions' fibers admit the next ones when they end. */
     const driver: ExecutionDriver = { ...raw, launch }
@@ -166,7 +195,11 @@ export const makeConcurrencyGate = (options: {
     const limited = [...workflows.values()].some((definition) => definition.concurrency !== undefined)
     if (limited) yield* sweep.pipe(Effect.repeat(Schedule.spaced(options.pollMs)), Effect.interruptible, Effect.forkScoped)
 
-    return { driver, keyed, started, admit }
+    /** Launches a resumed execution, through its key's queue when full. */
+    const resumed = (definition: WorkflowDefinition, execution: Execution, checked: boolean) =>
+      relaunch(definition, execution, "resume", { startRecorded: false, checked })
+
+    return { driver, keyed, started, admit, resumed }
   })
 
 export type ConcurrencyGate = Effect.Effect.Success<ReturnType<typeof makeConcurrencyGate>>

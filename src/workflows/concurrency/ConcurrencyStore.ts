@@ -59,6 +59,23 @@ export const makeConcurrencyStore = Effect.gen(function*() {
       )
     })).pipe(untraced)
 
+  /**
+   * A resumed or woken execution (running, held at `version`) queued again when its key is over its
+   * limit with it: true when it was (then it waits for a slot like a new start).
+   */
+  const requeue = (key: string, workflowId: string, limit: number, held: { readonly id: string; readonly version: number }, from: string) =>
+    ownTransaction(sql, "workflow_concurrency")(Effect.gen(function*() {
+      yield* sql`INSERT INTO workflow_concurrency (key, workflow_id, admissions) VALUES (${key}, ${workflowId}, 0)
+        ON CONFLICT (key) DO NOTHING`
+      yield* sql`UPDATE workflow_concurrency SET admissions = admissions + 1 WHERE key = ${key}`
+      if ((yield* runningCount(key)) <= limit) return false
+      const at = now()
+      const rows = yield* sql<{ id: string }>`UPDATE workflow_executions SET status = 'queued', owner = NULL, queued_at = ${at},
+        queued_from = ${from}, version = version + 1, updated_at = ${at}
+        WHERE id = ${held.id} AND status = 'running' AND version = ${held.version} RETURNING id`
+      return rows.length > 0
+    })).pipe(untraced)
+
   /** Keys with queued executions, and their workflows (a sweep admits each). */
   const queuedKeys = untraced(Effect.flatMap(
     sql`SELECT DISTINCT concurrency_key, workflow_id FROM workflow_executions WHERE status = 'queued' LIMIT ${SWEEP_KEYS}`,
@@ -89,7 +106,7 @@ export const makeConcurrencyStore = Effect.gen(function*() {
       (rows) => rows.length > 0
     ))
 
-  return { admit, withdraw, queuedKeys, depths, running, queuedBefore, runningCount: (key: string) => untraced(runningCount(key)) }
+  return { admit, requeue, withdraw, queuedKeys, depths, running, queuedBefore, runningCount: (key: string) => untraced(runningCount(key)) }
 })
 
 export type ConcurrencyStore = Effect.Effect.Success<typeof makeConcurrencyStore>
