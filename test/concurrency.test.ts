@@ -52,6 +52,22 @@ describe("workflow concurrency limits (SQLite)", () => {
           expect(Date.parse(answer.body.data.queuedAt)).toBeGreaterThan(0)
           queued.push(`fifo-${i}`)
         }
+        // Under an Idempotency-Key too, and its retry says the same.
+        for (let attempt = 0; attempt < 2; attempt++) {
+          const keyed = yield* fetchJson(`${url}/workflows/single/run`, {
+            method: "POST",
+            headers: { "content-type": "application/json", "idempotency-key": "fifo-keyed" },
+            body: JSON.stringify({ input: { group: "fifo-keyed", latch: "fifo" } })
+          })
+          expect(keyed.status).toBe(201)
+          expect(keyed.body.data.waiting).toBeUndefined()
+          const queuedKeyed = yield* fetchJson(`${url}/workflows/single/run`, {
+            method: "POST",
+            headers: { "content-type": "application/json", "idempotency-key": "fifo-keyed-2" },
+            body: JSON.stringify({ input: { group: "fifo-keyed", ms: 1 } })
+          })
+          expect(queuedKeyed.body.data).toMatchObject({ status: "running", waiting: "concurrency" })
+        }
         // Another group's key is free: it runs at once.
         const other = yield* post(`${url}/workflows/single/run`, { input: { group: "other", ms: 5 }, options: { executionId: "fifo-other" } })
         expect(other.body.data.waiting).toBeUndefined()
@@ -60,7 +76,9 @@ describe("workflow concurrency limits (SQLite)", () => {
         expect(state.queuedAt).toBe(state.startAt)
         const listed = yield* fetchJson(`${url}/workflows/executions?workflowId=single&waiting=concurrency`)
         expect(listed.status).toBe(200)
-        expect(listed.body.data.map((e: any) => e.id).sort()).toEqual([...queued].sort())
+        const fifoIds = (data: Array<any>) => data.map((e) => e.id as string).filter((id) => id.startsWith("fifo-")).sort()
+        expect(fifoIds(listed.body.data)).toEqual([...queued].sort())
+        expect(listed.body.data).toHaveLength(queued.length + 1)
         expect(listed.body.data.every((e: any) => e.status === "running" && e.waiting === "concurrency" && typeof e.queuedAt === "string")).toBe(true)
         const running = yield* fetchJson(`${url}/workflows/executions?workflowId=single&status=running`)
         expect(running.body.data.map((e: any) => e.id)).toEqual(expect.arrayContaining(["fifo-0", ...queued]))
@@ -72,7 +90,7 @@ describe("workflow concurrency limits (SQLite)", () => {
         expect(cancelled.status).toBe(200)
         expect(cancelled.body.data.status).toBe("cancelled")
         const after = yield* fetchJson(`${url}/workflows/executions?workflowId=single&waiting=concurrency`)
-        expect(after.body.data.map((e: any) => e.id).sort()).toEqual(["fifo-1", "fifo-2", "fifo-4", "fifo-5"])
+        expect(fifoIds(after.body.data)).toEqual(["fifo-1", "fifo-2", "fifo-4", "fifo-5"])
         yield* release("fifo")
         yield* allCompleted(url, "single", ["fifo-0", "fifo-1", "fifo-2", "fifo-4", "fifo-5"])
         expect(yield* statusOf(url, "single", "fifo-3")).toBe("cancelled")
@@ -135,6 +153,21 @@ describe("workflow concurrency limits (SQLite)", () => {
         yield* allCompleted(url, "napper", ["nap-0", "nap-1"])
         expect(activity.get("napper")!.starts).toEqual(["nap-1", "nap-0"])
         expect(activity.get("napper")!.max).toBe(1)
+      }))
+
+    it.effect("keys are per owner: another user's start of the same key runs at once; scope 'global' shares the key", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const start = (workflowId: string, id: string, userId: string, latch: string) =>
+          post(`${url}/workflows/${workflowId}/run`, { input: { group: "owners", latch }, options: { executionId: id, userId } })
+        expect((yield* start("single", "own-a", "alice", "owners")).body.data.waiting).toBeUndefined()
+        expect((yield* start("single", "own-b", "bob", "owners")).body.data.waiting).toBeUndefined()
+        expect((yield* start("single", "own-a2", "alice", "owners")).body.data.waiting).toBe("concurrency")
+        expect((yield* start("shared", "glob-a", "alice", "owners")).body.data.waiting).toBeUndefined()
+        expect((yield* start("shared", "glob-b", "bob", "owners")).body.data.waiting).toBe("concurrency")
+        yield* release("owners")
+        yield* allCompleted(url, "single", ["own-a", "own-b", "own-a2"])
+        yield* allCompleted(url, "shared", ["glob-a", "glob-b"])
       }))
 
     it.effect("a key over 256 characters is a 400 naming the bound; 256 is fine", () =>

@@ -78,7 +78,11 @@ export const makeExecutionJoin = (deps: {
           ? stored.value
           : yield* Effect.flatMap(deps.startIfNew(definition, prepared), (launched) =>
             Option.isSome(launched) ? Effect.succeed(launched.value.execution) : takenBy(prepared))
-        return { executionId: execution.id, workflowId: execution.workflowId, status: execution.status, startAt: execution.createdAt }
+        // Queued for a concurrency slot (issue #33): said as a fresh `/run` says it.
+        const waiting = execution.status === "running" && execution.queuedAt !== undefined
+          ? { waiting: "concurrency" as const, queuedAt: execution.queuedAt }
+          : {}
+        return { executionId: execution.id, workflowId: execution.workflowId, status: execution.status, startAt: execution.createdAt, ...waiting }
       }),
 
     stream: (definition: WorkflowDefinition, prepared: Execution): Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest | Conflict>, BadRequest> =>

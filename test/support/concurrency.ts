@@ -103,7 +103,17 @@ export const napper = workflow({
   .andSleep({ id: "nap", duration: ({ data }) => Duration.millis(data.ms ?? 0) })
   .andThen(work("napper"))
 
-export const concurrencyApp = defineApp({ workflows: [pair, single, solo, latest, napper] })
+/** One at a time across all owners (`scope: 'global'`). */
+export const shared = workflow({
+  id: "shared",
+  name: "Shared",
+  purpose: "One at a time for everyone",
+  input: Input,
+  result: Result,
+  concurrency: { limit: 1, scope: "global" }
+}).andThen(work("shared"))
+
+export const concurrencyApp = defineApp({ workflows: [pair, single, solo, latest, napper, shared] })
 
 /** Fast polls, a short drain: the sweep and restarts in test time. */
 export const concurrencyConfig: Partial<ServerConfigShape> = {
