@@ -1,6 +1,17 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { activity, concurrencyApp, concurrencyConfig, eventually, post, release, resetActivity, rowsOf, sqlOf } from "./support/concurrency.js"
+import {
+  activity,
+  concurrencyApp,
+  concurrencyConfig,
+  eventually,
+  post,
+  release,
+  resetActivity,
+  rowsOf,
+  sqlOf,
+  tickingApp
+} from "./support/concurrency.js"
 import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
 
 /**
@@ -232,4 +243,20 @@ describe("workflow concurrency limits (SQLite)", () => {
         yield* allCompleted(url, "pair", ["depth-0", "depth-1", "depth-2"])
       }))
   })
+
+  layer(TestServerLive({ app: tickingApp, config: { ...concurrencyConfig, schedules: { minIntervalMs: 1000 } } }), { excludeTestServices: true })(
+    "schedules",
+    (it) => {
+      it.effect("a limited workflow's schedule firings queue behind the running one, then run one at a time", () =>
+        Effect.gen(function*() {
+          const sql = yield* sqlOf
+          const rows = yield* eventually(rowsOf(sql, "ticking"), (rows) => rows.filter((row) => row.status === "queued").length >= 2, "queued firings")
+          expect(rows.filter((row) => row.status === "running")).toHaveLength(1)
+          expect(rows.every((row) => row.id.startsWith("sched:"))).toBe(true)
+          yield* release("ticking")
+          yield* eventually(rowsOf(sql, "ticking"), (later) => later.filter((row) => rows.some((r) => r.id === row.id)).every((row) => row.status === "completed"), "the firings completed")
+          expect(activity.get("ticking")!.max).toBe(1)
+        }))
+    }
+  )
 })

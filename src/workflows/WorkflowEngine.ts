@@ -169,7 +169,7 @@ export const WorkflowEngineLive = Layer.scoped(
     yield* timers.start({ driver, workflows: byId, leaving })
     yield* startApprovalExpiry({ driver, workflows: byId, leaving, dueWork: timers.dueWork, instanceId })
     const minIntervalMs = scheduleMinIntervalMs(yield* ServerConfig)
-    yield* startScheduleFiring({ driver, workflows: byId, leaving, dueWork: timers.dueWork, instanceId, minIntervalMs })
+    yield* startScheduleFiring({ driver, workflows: byId, leaving, dueWork: timers.dueWork, instanceId, minIntervalMs, gate })
     // Runs first on shutdown (finalizers run in reverse): steps finish, then executions are handed over.
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(driver.drain(settings.drainMs), (released) =>

@@ -145,3 +145,16 @@ export const startInstance = (databaseUrl: string, instanceId: string) =>
   })
 
 export { eventually } from "./timers.js"
+
+/** Fires every second (the test setting); one at a time: the firings queue behind a held one. */
+export const ticking = workflow({
+  id: "ticking",
+  name: "Ticking",
+  purpose: "Fired each second, one at a time",
+  input: Input,
+  result: Result,
+  schedule: { name: "every-second", cron: "* * * * * *", input: { latch: "ticking" }, catchUp: "none" },
+  concurrency: { limit: 1 }
+}).andThen(work("ticking"))
+
+export const tickingApp = defineApp({ workflows: [ticking] })
