@@ -113,6 +113,25 @@ describe("workflow concurrency limits (SQLite)", () => {
         expect(done.queuedAt).toBeUndefined()
       }))
 
+    it.effect("a queued /stream follows the execution once it starts, to its result", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        yield* post(`${url}/workflows/single/run`, { input: { group: "streamed", latch: "streamed" }, options: { executionId: "streamed-0" } })
+        const stream = yield* Effect.fork(Effect.promise(() =>
+          fetch(`${url}/workflows/single/stream`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ input: { group: "streamed", ms: 1 }, options: { executionId: "streamed-1" } })
+          }).then(async (response) => ({ status: response.status, text: await response.text() }))
+        ))
+        yield* eventually(stateOf(url, "single", "streamed-1"), (state) => state?.waiting === "concurrency", "the streamed one queued")
+        yield* release("streamed")
+        const { status, text } = yield* Effect.fromFiber(stream)
+        expect(status).toBe(200)
+        expect(text).toContain("step-complete")
+        expect(text).toMatch(/"type":"workflow-result"[^\n]*"status":"completed"/)
+      }))
+
     it.effect("a suspended execution frees its slot: the next one of its key runs at once", () =>
       Effect.gen(function*() {
         const { url } = yield* TestServer
