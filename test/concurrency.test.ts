@@ -246,6 +246,18 @@ describe("workflow concurrency limits (SQLite)", () => {
         yield* allCompleted(url, "latest", ["latest-1"])
       }))
 
+    it.effect("the row of a key with nothing queued or running is deleted by a later sweep", () =>
+      Effect.gen(function*() {
+        const sql = yield* sqlOf
+        const key = JSON.stringify(["single", "-", "idle-key"])
+        const { url } = yield* TestServer
+        const done = yield* post(`${url}/workflows/single/execute`, { input: { group: "idle-key", ms: 1 } })
+        expect(done.body.data.status).toBe("completed")
+        const rowsOfKey = sql<{ key: string }>`SELECT key FROM workflow_concurrency WHERE key = ${key}`.pipe(Effect.orDie)
+        expect(yield* rowsOfKey).toHaveLength(1)
+        yield* eventually(rowsOfKey, (rows) => rows.length === 0, "the idle key's row deleted")
+      }))
+
     it.effect("the queue depth is a metric per workflow (never per key)", () =>
       Effect.gen(function*() {
         const { url } = yield* TestServer

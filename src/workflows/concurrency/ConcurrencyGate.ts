@@ -179,7 +179,10 @@ export const makeConcurrencyGate = (options: {
       })
 
     /** Admits the queued executions of every key (each instance, every `pollMs`); updates the queue depths. */
+    let sweeps = 0
     const sweep = Effect.gen(function*() {
+      // Every 30th sweep: the rows of idle keys go (concurrency/ConcurrencyStore.ts).
+      if (sweeps++ % 30 === 29) yield* slots.forgetIdle
       for (const { key, workflowId } of yield* slots.queuedKeys) {
         const definition = workflows.get(workflowId)
         if (definition !== undefined) yield* afterEnd(definition, key)

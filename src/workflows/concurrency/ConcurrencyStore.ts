@@ -29,6 +29,15 @@ export const makeConcurrencyStore = Effect.gen(function*() {
   const decodeDepths = Schema.decodeUnknown(Schema.Array(Depth))
   const decodeCount = Schema.decodeUnknown(Schema.Array(Count))
 
+  /**
+   * The key's row written (inserted, or its counter bumped) in one statement, so the row lock is always
+   * taken, even when the row was just deleted by `forgetIdle` (Postgres retries an upsert that meets a
+   * concurrent delete; on SQLite the write lock is held already).
+   */
+  const lockKey = (key: string, workflowId: string) =>
+    sql`INSERT INTO workflow_concurrency (key, workflow_id, admissions) VALUES (${key}, ${workflowId}, 1)
+      ON CONFLICT (key) DO UPDATE SET admissions = workflow_concurrency.admissions + 1`
+
   const runningCount = (key: string) =>
     Effect.map(
       Effect.flatMap(sql`SELECT COUNT(*) AS n FROM workflow_executions WHERE concurrency_key = ${key} AND status = 'running'`, decodeCount),
@@ -41,9 +50,7 @@ export const makeConcurrencyStore = Effect.gen(function*() {
    */
   const admit = (key: string, workflowId: string, limit: number, owner: string): Effect.Effect<ReadonlyArray<Execution>> =>
     ownTransaction(sql, "workflow_concurrency")(Effect.gen(function*() {
-      yield* sql`INSERT INTO workflow_concurrency (key, workflow_id, admissions) VALUES (${key}, ${workflowId}, 0)
-        ON CONFLICT (key) DO NOTHING`
-      yield* sql`UPDATE workflow_concurrency SET admissions = admissions + 1 WHERE key = ${key}`
+      yield* lockKey(key, workflowId)
       const free = limit - (yield* runningCount(key))
       if (free <= 0) return []
       const rows = yield* sql<Record<string, unknown>>`UPDATE workflow_executions
@@ -65,9 +72,7 @@ export const makeConcurrencyStore = Effect.gen(function*() {
    */
   const requeue = (key: string, workflowId: string, limit: number, held: { readonly id: string; readonly version: number }, from: string) =>
     ownTransaction(sql, "workflow_concurrency")(Effect.gen(function*() {
-      yield* sql`INSERT INTO workflow_concurrency (key, workflow_id, admissions) VALUES (${key}, ${workflowId}, 0)
-        ON CONFLICT (key) DO NOTHING`
-      yield* sql`UPDATE workflow_concurrency SET admissions = admissions + 1 WHERE key = ${key}`
+      yield* lockKey(key, workflowId)
       if ((yield* runningCount(key)) <= limit) return false
       const at = now()
       const rows = yield* sql<{ id: string }>`UPDATE workflow_executions SET status = 'queued', owner = NULL, queued_at = ${at},
@@ -106,7 +111,16 @@ export const makeConcurrencyStore = Effect.gen(function*() {
       (rows) => rows.length > 0
     ))
 
-  return { admit, requeue, withdraw, queuedKeys, depths, running, queuedBefore, runningCount: (key: string) => untraced(runningCount(key)) }
+  /**
+   * Deletes the rows of keys with no queued or running execution (at most 500 at a time): the table
+   * holds only lock tokens, and keys are app data (one per account, say), so it would only grow.
+   */
+  const forgetIdle = untraced(sql`DELETE FROM workflow_concurrency WHERE key IN (
+    SELECT c.key FROM workflow_concurrency c WHERE NOT EXISTS (
+      SELECT 1 FROM workflow_executions e WHERE e.concurrency_key = c.key AND e.status IN ('queued', 'running')
+    ) LIMIT 500)`)
+
+  return { admit, requeue, withdraw, forgetIdle, queuedKeys, depths, running, queuedBefore, runningCount: (key: string) => untraced(runningCount(key)) }
 })
 
 export type ConcurrencyStore = Effect.Effect.Success<typeof makeConcurrencyStore>
