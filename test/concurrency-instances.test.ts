@@ -85,6 +85,38 @@ for (const backend of backends) {
         yield* survivor.stop
       }), 120_000)
 
+    it.scopedLive.skipIf(!backend.shared)("an instance that dies holding a slot: its running row keeps the slot until another instance takes it over and ends it, then the queue moves", () =>
+      Effect.gen(function*() {
+        const [a, b] = yield* instances(yield* backend.url)
+        resetActivity("single")
+        const latch = `${backend.name}-ghost`
+        yield* post(`${a.url}/workflows/single/run`, { input: { group: "ghost", latch }, options: { executionId: "ghost-hold" } })
+        const queued = ["ghost-0", "ghost-1", "ghost-2"]
+        for (const id of queued) {
+          const answer = yield* post(`${b.url}/workflows/single/run`, { input: { group: "ghost", ms: 5 }, options: { executionId: id } })
+          expect(answer.body.data.waiting).toBe("concurrency")
+        }
+        yield* eventually(Effect.sync(() => activity.get("single")!.starts), (starts) => starts.includes("ghost-hold"), "the holder executing")
+        // As if its instance died: the row is owned by an instance that is not live (no lock, no lease).
+        yield* a.sql`UPDATE workflow_executions SET owner = 'dead-instance', version = version + 1 WHERE id = 'ghost-hold'`.pipe(Effect.orDie)
+        // A live instance takes it over and runs its step again; meanwhile nothing else of the key runs.
+        yield* eventually(
+          Effect.sync(() => activity.get("single")!.starts.filter((id) => id === "ghost-hold").length),
+          (n) => n === 2,
+          "the holder taken over",
+          60_000
+        )
+        const rows = yield* rowsOf(a.sql, "single")
+        expect(rows.filter((row) => row.id.startsWith("ghost-") && row.status === "queued").map((row) => row.id)).toEqual(queued)
+        yield* release(latch)
+        yield* allCompleted(a.url, "single", ["ghost-hold", ...queued])
+        // (The "dead" instance is alive here: its fiber ran the step too until its poll stopped it, the
+        // takeover's at-least-once; none of the queued ones started before the holder ended.)
+        expect(activity.get("single")!.starts).toEqual(["ghost-hold", "ghost-hold", ...queued])
+        yield* a.stop
+        yield* b.stop
+      }), 120_000)
+
     it.scopedLive("races on the slot claim (100 trials): 4 concurrent starts of one key admit exactly one; reject answers 201 once and 409 thrice", () =>
       Effect.gen(function*() {
         const [a, b] = yield* instances(yield* backend.url)
