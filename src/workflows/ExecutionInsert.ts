@@ -17,7 +17,8 @@ export const insertExecution = (
       id: e.id,
       workflow_id: e.workflowId,
       workflow_name: e.workflowName,
-      status: e.status,
+      // A limited workflow's execution waiting for a slot is stored queued (concurrency/).
+      status: e.queuedAt === undefined ? e.status : "queued",
       input: staging.text(e.input),
       context: JSON.stringify(e.context),
       user_json: json(e.user),
@@ -40,6 +41,8 @@ export const insertExecution = (
       created_at: e.createdAt,
       updated_at: e.updatedAt,
       ended_at: null,
-      history_bytes: staging.historyBytes()
+      history_bytes: staging.historyBytes(),
+      concurrency_key: e.concurrencyKey ?? null,
+      queued_at: e.queuedAt ?? null
     })
   } ON CONFLICT (id) DO NOTHING RETURNING last_seq`

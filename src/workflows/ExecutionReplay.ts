@@ -37,7 +37,7 @@ export const makeExecutionReplay = (deps: {
     definition: WorkflowDefinition,
     execution: Execution,
     how: { readonly opening: ReadonlyArray<S.WorkflowEvent>; readonly checked: boolean }
-  ) => Effect.Effect<Option.Option<unknown>>
+  ) => Effect.Effect<Option.Option<unknown>, BadRequest | Conflict>
 }) => {
   const { store } = deps
 

@@ -45,12 +45,13 @@ export const Suspension = Schema.Struct({
 export interface Suspension extends Schema.Schema.Type<typeof Suspension> {}
 
 /**
- * The status column: `sleeping` (a parked timer, migration 0020) is `running` to everyone but the timer
- * service, whose statements name it; `wakeAt` tells a parked one.
+ * The status column: `sleeping` (a parked timer, migration 0020) and `queued` (waiting for a concurrency
+ * slot, migration 0030) are `running` to everyone but the services whose statements name them;
+ * `wakeAt` tells a parked one, `queuedAt` a queued one.
  */
-const RowStatus = Schema.transform(Schema.Literal(...ExecutionStatus.literals, "sleeping"), ExecutionStatus, {
+const RowStatus = Schema.transform(Schema.Literal(...ExecutionStatus.literals, "sleeping", "queued"), ExecutionStatus, {
   strict: true,
-  decode: (status) => (status === "sleeping" ? "running" : status),
+  decode: (status) => (status === "sleeping" || status === "queued" ? "running" : status),
   encode: (status) => status
 })
 
@@ -108,7 +109,12 @@ export const ExecutionFromRow = Schema.Struct({
   sleep: Schema.optionalWith(Schema.parseJson(SleepRecord), { nullable: true }),
   /** A replay (issue #33, migration 0027): the execution it replays and the step it ran from. */
   replayOf: optionalColumn(Schema.String, "replay_of"),
-  replayFrom: optionalColumn(Schema.String, "replay_from")
+  replayFrom: optionalColumn(Schema.String, "replay_from"),
+  /** A limited workflow's execution (issue #33, 0030): its stored key, and while queued (status `queued`) since when. */
+  concurrencyKey: optionalColumn(Schema.String, "concurrency_key"),
+  queuedAt: optionalColumn(Schema.String, "queued_at"),
+  /** How a queued one is launched once admitted: none for a fresh start, `resume` or `wake` (`-checked`): concurrency/. */
+  queuedFrom: optionalColumn(Schema.String, "queued_from")
 })
 export interface Execution extends Schema.Schema.Type<typeof ExecutionFromRow> {}
 
@@ -117,7 +123,7 @@ export interface Execution extends Schema.Schema.Type<typeof ExecutionFromRow> {
  * input or output either when its history is over what a listing shows whole (see listingQuery).
  */
 export const ExecutionListingFromRow = Schema.Struct({
-  ...ExecutionFromRow.pick("id", "workflowId", "workflowName", "status", "metadata", "output", "createdAt", "updatedAt", "historyBytes", "wakeAt", "replayOf", "replayFrom").fields,
+  ...ExecutionFromRow.pick("id", "workflowId", "workflowName", "status", "metadata", "output", "createdAt", "updatedAt", "historyBytes", "wakeAt", "replayOf", "replayFrom", "queuedAt").fields,
   input: optionalStoredJson
 })
 export interface ExecutionListing extends Schema.Schema.Type<typeof ExecutionListingFromRow> {}
@@ -152,6 +158,8 @@ export interface StoredEvent extends Schema.Schema.Type<typeof StoredEventFromRo
 export interface ExecutionQuery {
   readonly workflowId?: string | undefined
   readonly status?: ExecutionStatus | undefined
+  /** Only running executions waiting for a concurrency slot (issue #33). */
+  readonly waiting?: "concurrency" | undefined
   readonly from?: string | undefined
   readonly to?: string | undefined
   /** Only executions of this user (null: those without one); everyone's when absent. */

@@ -139,12 +139,13 @@ export const listingQuery = (sql: SqlClient.SqlClient, query: ExecutionQuery) =>
   const filters = [
     ...(query.userId === undefined ? [] : [query.userId === null ? sql`user_id IS NULL` : sql`user_id = ${query.userId}`]),
     ...(query.workflowId === undefined ? [] : [sql`workflow_id = ${query.workflowId}`]),
-    // A parked sleeper ('sleeping', issue #31) is running to clients.
-    ...(query.status === undefined ? [] : [query.status === "running" ? sql`status IN ('running', 'sleeping')` : sql`status = ${query.status}`]),
+    // A parked sleeper ('sleeping', issue #31) and a queued execution (issue #33) are running to clients.
+    ...(query.status === undefined ? [] : [query.status === "running" ? sql`status IN ('running', 'sleeping', 'queued')` : sql`status = ${query.status}`]),
+    ...(query.waiting === undefined ? [] : [sql`status = 'queued'`]),
     ...(query.from === undefined ? [] : [sql`created_at > ${query.from}`]),
     ...(query.to === undefined ? [] : [sql`created_at < ${query.to}`])
   ]
-  return sql`SELECT id, workflow_id, workflow_name, status, metadata, created_at, updated_at, history_bytes, wake_at, replay_of, replay_from,
+  return sql`SELECT id, workflow_id, workflow_name, status, metadata, created_at, updated_at, history_bytes, wake_at, replay_of, replay_from, queued_at,
     CASE WHEN ${whole} THEN input END AS input, CASE WHEN ${whole} THEN output END AS output
     FROM workflow_executions WHERE id IN (
       SELECT id FROM workflow_executions ${filters.length ? sql`WHERE ${sql.and(filters)}` : sql``}
@@ -261,8 +262,8 @@ export const ExecutionStoreLive = Layer.scoped(
     const cancel: ExecutionStore["Type"]["cancel"] = (id, event) =>
       transition(id, [event], (_, historyBytes) =>
         sql`UPDATE workflow_executions SET status = 'cancelled', owner = NULL, version = version + 1, last_seq = last_seq + 1,
-          updated_at = ${event.timestamp}, ended_at = ${event.timestamp}, history_bytes = history_bytes + ${historyBytes}
-          WHERE id = ${id} AND status IN ('running', 'suspended', 'sleeping') RETURNING last_seq`)
+          updated_at = ${event.timestamp}, ended_at = ${event.timestamp}, history_bytes = history_bytes + ${historyBytes},
+          queued_at = NULL WHERE id = ${id} AND status IN ('running', 'suspended', 'sleeping', 'queued') RETURNING last_seq`)
 
     const remove = (id: string) =>
       // On the service's own connection: rare, and its statements depend on each other's results.

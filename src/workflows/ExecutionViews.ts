@@ -186,9 +186,20 @@ const retryFields = (e: S.WorkflowEvent) => ({
   ...(e.errorDetail === undefined ? {} : { errorDetail: e.errorDetail })
 })
 
-/** `waitingUntil` of a running execution parked by a sleep step (issue #31). */
-export const waitingOf = (execution: { readonly status: string; readonly wakeAt?: string | undefined }): { readonly waitingUntil?: string } =>
-  execution.status === "running" && execution.wakeAt !== undefined ? { waitingUntil: execution.wakeAt } : {}
+/**
+ * `waitingUntil` of a running execution parked by a sleep step (issue #31); `waiting: 'concurrency'`
+ * and `queuedAt` of one queued for a concurrency slot (issue #33).
+ */
+export const waitingOf = (
+  execution: { readonly status: string; readonly wakeAt?: string | undefined; readonly queuedAt?: string | undefined }
+): { readonly waitingUntil?: string; readonly waiting?: "concurrency"; readonly queuedAt?: string } =>
+  execution.status !== "running"
+    ? {}
+    : execution.queuedAt !== undefined
+    ? { waiting: "concurrency", queuedAt: execution.queuedAt }
+    : execution.wakeAt !== undefined
+    ? { waitingUntil: execution.wakeAt }
+    : {}
 
 export const recordOf = (
   execution: ExecutionListing,

@@ -10,16 +10,8 @@ import { type AgentCallError, checkPolicy, type RuntimeHooks, type StepPolicy, t
 import { type SleepChain, sleepMethods, type SleepStepFields } from "./steps/Sleep.js"
 import { loopIds, loopMethods } from "./steps/loopChecks.js"
 import type { LoopsChain, LoopStep } from "./steps/Loops.js"
-import type {
-  AllOutput,
-  InnerError,
-  InnerOutput,
-  ResultContext,
-  ResultValue,
-  SchemaOf,
-  SuspendFn,
-  WithInner, WithStep, WithWhen
-} from "./WorkflowTypes.js"
+import type { AllOutput, InnerError, InnerOutput, ResultContext, ResultValue, SchemaOf, SuspendFn, WithInner, WithStep, WithWhen } from "./WorkflowTypes.js"
+import { checkConcurrency, type WorkflowConcurrency } from "./concurrency/Concurrency.js"
 
 export type { SchemaOf } from "./WorkflowTypes.js"
 
@@ -155,6 +147,7 @@ export interface WorkflowDefinition<in I = any, out O = any, out R = never> exte
   readonly resumeSchema?: Schema.Schema.AnyNoContext | undefined
   readonly steps: ReadonlyArray<Step>
   readonly schedule?: WorkflowSchedule<any> | ReadonlyArray<WorkflowSchedule<any>> | undefined
+  readonly concurrency?: WorkflowConcurrency<any> | undefined
 }
 
 /** The optional descriptive fields of a step. */
@@ -336,6 +329,8 @@ export interface WorkflowOptions<I, O, WRes, WSus> {
   readonly resumeSchema?: SchemaOf<WRes> | undefined
   /** Starts an execution at each time of a cron expression with `input` (issue #33): codeSchedules.ts. */
   readonly schedule?: WorkflowSchedule<I> | ReadonlyArray<WorkflowSchedule<I>> | undefined
+  /** At most `limit` executions per key at once; the others queue, are rejected or interrupt (issue #33): concurrency/. */
+  readonly concurrency?: WorkflowConcurrency<I> | undefined
 }
 
 /** The ids of a step and its inner steps. */
@@ -395,5 +390,6 @@ export const workflow = <I, O, WRes = unknown, WSus = unknown, HS = void, HP = v
 ): Next<I, O, I, {}, ResultContext<HS> | ResultContext<HP> | ResultContext<HF> | ResultContext<HE>, WRes, WSus> => {
   checkDefinitionId("Workflow id", options.id)
   checkCodeSchedules(options.id, options.schedule)
+  checkConcurrency(options.id, options.concurrency)
   return build({ options, steps: [] })
 }

@@ -1,5 +1,5 @@
-import { Context, Effect, Either, Layer, Option, ParseResult, Schema } from "effect"
-import { BadRequest, Conflict, NotFound, ValidationError } from "../core/errors.js"
+import { Context, Effect, Either, Layer, Option } from "effect"
+import { BadRequest, Conflict, NotFound } from "../core/errors.js"
 import { getOrNotFound } from "../core/lookup.js"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { DuplicateDefinition } from "../core/definitionId.js"
@@ -23,7 +23,9 @@ import { makeExecutionWatch } from "./ExecutionWatch.js"
 import { claimResumeRetrying, retryingRead } from "./storeRetry.js"
 import { makeInstanceRegistry } from "./InstanceRegistry.js"
 import { decodeWorkflowInput } from "./runner.js"
-import { handedData, storedForm } from "./StepCodec.js"
+import { handedData } from "./StepCodec.js"
+import { storedResumeData } from "./resumeData.js"
+import { makeConcurrencyGate } from "./concurrency/ConcurrencyGate.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import type * as S from "./WorkflowSchemas.js"
 import type { StartOptions, WorkflowEngineCore, WorkflowEngineService } from "./WorkflowEngineContract.js"
@@ -35,19 +37,6 @@ import { startScheduleFiring } from "./schedules/ScheduleFiring.js"
 import { scheduleMinIntervalMs } from "./schedules/ScheduleCron.js"
 
 export type { StartOptions } from "./WorkflowEngineContract.js"
-
-/**
- * Resume data as stored: decoded by the schema (400 with the paths when it does not fit), then encoded
- * by it, so the resumed step decodes it wherever it runs.
- */
-const storedResumeData = (schema: Schema.Schema.AnyNoContext | undefined, resumeData: unknown) => {
-  if (schema === undefined) return Either.right(resumeData)
-  const stored = Either.flatMap(
-    Schema.decodeUnknownEither(schema as Schema.Schema<unknown>, { errors: "all" })(resumeData),
-    (decoded) => storedForm(schema, decoded)
-  )
-  return Either.mapLeft(stored, (error) => ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error), ["resumeData"]))
-}
 
 export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine, WorkflowEngineService>() {}
 
@@ -72,7 +61,13 @@ export const WorkflowEngineLive = Layer.scoped(
     const notices = yield* makeExecutionNotices(instanceId)
     const hubs = yield* makeExecutionHubs
     const timers = yield* makeWorkflowTimers(instanceId, pollMs)
-    const driver = yield* makeExecutionDriver(hubs, notices, instanceId, recordContent, timers.park)
+    // An instance told to drain (Lifecycle, when the service has one) claims and admits nothing more.
+    const lifecycle = yield* Effect.serviceOption(Lifecycle)
+    const leaving = Option.match(lifecycle, { onNone: () => Effect.succeed(false), onSome: (l) => l.draining })
+    const gate = yield* makeConcurrencyGate({
+      driver: yield* makeExecutionDriver(hubs, notices, instanceId, recordContent, timers.park), workflows: byId, instanceId, pollMs, leaving
+    })
+    const { driver } = gate
     const { launch } = driver
     const watch = yield* makeExecutionWatch(hubs)
     const { follow, reload, replay, settleAfter } = watch
@@ -132,7 +127,8 @@ export const WorkflowEngineLive = Layer.scoped(
           createdAt,
           updatedAt: createdAt
         }
-        return { definition, execution }
+        // A limited workflow's (issue #33): keyed (400 on a bad key; reject's 409 when full), stored queued.
+        return { definition, execution: yield* gate.keyed(definition, execution) }
       })
 
     const alreadyExists = (id: string) => new BadRequest({ message: `Execution ${id} already exists` })
@@ -140,20 +136,24 @@ export const WorkflowEngineLive = Layer.scoped(
     /**
      * Stores the execution with its opening events (its first step's step-start among them) and
      * launches its fiber; uninterruptible, so never one without the other. None when the id is taken.
+     * A limited workflow's is stored queued and launched once admitted (concurrency/ConcurrencyGate.ts).
      */
     const startIfNew = (
       definition: WorkflowDefinition,
-      execution: Execution,
+      prepared: Execution,
       how?: { readonly opening: ReadonlyArray<S.WorkflowEvent>; readonly checked: boolean }
     ) =>
       Effect.uninterruptible(Effect.gen(function*() {
+        const execution = yield* gate.keyed(definition, prepared)
         const opening = how?.opening ?? openingEvents(definition, execution)
         if (Option.isNone(yield* driver.open(execution, opening))) return Option.none()
         yield* Effect.logInfo("workflow started").pipe(
           Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
         )
+        const key = execution.concurrencyKey
+        if (key !== undefined) return Option.some(yield* gate.started(definition, execution, key))
         const fiber = yield* launch(definition, execution, { startRecorded: true, checked: how?.checked ?? false })
-        return Option.some({ execution, fiber })
+        return Option.some({ execution, fiber, queued: false })
       }))
 
     const start = (definition: WorkflowDefinition, execution: Execution) =>
@@ -165,14 +165,11 @@ export const WorkflowEngineLive = Layer.scoped(
 
     // Executions a dead process left running continue here from their checkpoint; with several
     // instances, those of any instance that dies, and streams here follow executions run elsewhere.
-    // An instance told to drain (Lifecycle, when the service has one) claims nothing more.
-    const lifecycle = yield* Effect.serviceOption(Lifecycle)
-    const leaving = Option.match(lifecycle, { onNone: () => Effect.succeed(false), onSome: (l) => l.draining })
     yield* startExecutionSupervisor({ registry, notices, hubs, driver, workflows: byId, pollMs, leaving })
     yield* timers.start({ driver, workflows: byId, leaving })
     yield* startApprovalExpiry({ driver, workflows: byId, leaving, dueWork: timers.dueWork, instanceId })
     const minIntervalMs = scheduleMinIntervalMs(yield* ServerConfig)
-    yield* startScheduleFiring({ driver, workflows: byId, leaving, dueWork: timers.dueWork, instanceId, minIntervalMs })
+    yield* startScheduleFiring({ driver, workflows: byId, leaving, dueWork: timers.dueWork, instanceId, minIntervalMs, gate })
     // Runs first on shutdown (finalizers run in reverse): steps finish, then executions are handed over.
     yield* Effect.addFinalizer(() =>
       Effect.flatMap(driver.drain(settings.drainMs), (released) =>
@@ -187,7 +184,7 @@ export const WorkflowEngineLive = Layer.scoped(
       Effect.annotateCurrentSpan({ "entity.type": "workflow", "entity.id": workflowId })
 
     const notRunning = (execution: Execution) =>
-      new BadRequest({ message: `Execution ${execution.id} is ${execution.status}` })
+      new BadRequest({ message: `Execution ${execution.id} is ${execution.queuedAt !== undefined ? "queued for a concurrency slot" : execution.status}` })
 
     const core: WorkflowEngineCore = {
       list: Effect.sync(() =>
@@ -232,8 +229,9 @@ export const WorkflowEngineLive = Layer.scoped(
         yield* onWorkflow(id)
         const { definition, execution } = yield* prepare(id, request, options)
         if (options?.idempotent !== undefined) return yield* join.run(definition, execution)
-        yield* start(definition, execution)
-        return { executionId: execution.id, workflowId: id, status: "running" as const, startAt: execution.createdAt }
+        const { queued } = yield* start(definition, execution)
+        const waiting = queued ? { waiting: "concurrency" as const, queuedAt: execution.createdAt } : {}
+        return { executionId: execution.id, workflowId: id, status: "running" as const, startAt: execution.createdAt, ...waiting }
       }),
 
       stream: Effect.fn("WorkflowEngine.stream", { captureStackTrace: false })(
@@ -262,7 +260,8 @@ export const WorkflowEngineLive = Layer.scoped(
           let execution = found.execution
           // The suspension is stored first (at the step the row is at, which a concurrent checkpoint
           // may move on: then read again), then the fiber is interrupted: its later writes are refused.
-          while (execution.status === "running") {
+          // A queued one (issue #33) has no step running: cancel it instead.
+          while (execution.status === "running" && execution.queuedAt === undefined) {
             const stepIndex = Math.min(execution.stepIndex, steps.length - 1)
             const suspended = workflowEvent(execution, "workflow-suspended", steps[stepIndex].id, "suspended", { stepIndex, reason })
             const suspension = { suspendedAt: suspended.timestamp, reason, stepIndex, stepId: suspended.from }
@@ -323,7 +322,7 @@ export const WorkflowEngineLive = Layer.scoped(
               definitionHash: definitionHash(definition)
             })
             if (Option.isNone(claimed)) return yield* notSuspended(Option.getOrUndefined(yield* store.get(executionId))?.status)
-            const fiber = yield* launch(definition, claimed.value, { startRecorded: false, checked })
+            const fiber = yield* gate.resumed(definition, claimed.value, checked)
             return { execution: claimed.value, fiber }
           })))
         }), "WorkflowEngine.resume", { captureStackTrace: false }, markedSpanMessage),

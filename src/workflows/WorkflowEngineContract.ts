@@ -27,19 +27,19 @@ export interface WorkflowEngineCore {
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | UnprocessableEntity | WorkflowFailed | InternalError>
+  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | Conflict | UnprocessableEntity | WorkflowFailed | InternalError>
   /** Starts in the background. */
   readonly run: (
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<typeof S.RunStarted.Type, NotFound | ValidationError | BadRequest | UnprocessableEntity>
+  ) => Effect.Effect<typeof S.RunStarted.Type, NotFound | ValidationError | BadRequest | Conflict | UnprocessableEntity>
   /** Starts and follows the execution's events until it settles, then its result. */
   readonly stream: (
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest>, NotFound | ValidationError | BadRequest | UnprocessableEntity>
+  ) => Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest | Conflict>, NotFound | ValidationError | BadRequest | Conflict | UnprocessableEntity>
   /** Replays the events after `afterSeq`, then follows live ones until the execution settles, then its result. */
   // `visibility` (default: everyone's): another user's execution is not found, exactly like a missing one.
   readonly attach: (

@@ -124,13 +124,22 @@ export const ExecutionResult = Schema.Struct({
 }).annotations({ identifier: "ExecutionResult" })
 export type ExecutionResult = typeof ExecutionResult.Type
 
+/** A running execution of a limited workflow waiting for a concurrency slot (issue #33). */
+const waitingFields = {
+  waiting: Schema.optional(Schema.Literal("concurrency")).annotations({
+    description: "present while the execution waits for a slot of its workflow's concurrency limit (it is queued, FIFO)"
+  }),
+  queuedAt: Schema.optional(Schema.String).annotations({ description: "with waiting: since when it waits (ISO)" })
+}
+
 export const RunStarted = Schema.Struct({
   executionId: Schema.String,
   workflowId: Schema.String,
   status: ExecutionStatus.annotations({
     description: "running when started; a retry with the same Idempotency-Key shows the execution's current status"
   }),
-  startAt: Schema.String
+  startAt: Schema.String,
+  ...waitingFields
 }).annotations({ identifier: "ExecutionStarted" })
 
 /** What an Idempotency-Key may be: 1 to 255 printable ASCII characters. */
@@ -208,6 +217,7 @@ export const ExecutionState = Schema.Struct({
   error: Schema.optional(Schema.String),
   errorDetail: Schema.optional(ErrorDetail),
   waitingUntil: Schema.optional(Schema.String).annotations({ description: "a running execution parked by a sleep step: when it wakes (ISO)" }),
+  ...waitingFields,
   ...replayFields
 }).annotations({ identifier: "ExecutionState" })
 
@@ -242,6 +252,7 @@ export const ExecutionRecord = Schema.Struct({
   createdAt: Schema.String,
   updatedAt: Schema.String,
   waitingUntil: Schema.optional(Schema.String).annotations({ description: "a running execution parked by a sleep step: when it wakes (ISO)" }),
+  ...waitingFields,
   ...replayFields,
   truncated: Schema.optional(Schema.Struct({
     historyBytes: Schema.Number,

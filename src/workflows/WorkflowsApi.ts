@@ -44,6 +44,9 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
       .setUrlParams(Schema.Struct({
         workflowId: Schema.optional(Schema.String),
         status: Schema.optional(ExecutionStatus),
+        waiting: Schema.optional(Schema.Literal("concurrency")).annotations({
+          description: "only running executions queued for a slot of their workflow's concurrency limit"
+        }),
         from: Schema.optional(Timestamp),
         to: Schema.optional(Timestamp),
         limit: Schema.optional(QueryInt),
@@ -67,21 +70,21 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.post("executeWorkflow", "/workflows/:id/execute").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)
       .setHeaders(StartHeaders).addError(Forbidden)
       .addSuccess(Success(ExecutionResult)).addError(ValidationError).addError(BadRequest).addError(NotFound)
-      .addError(UnprocessableEntity).addError(WorkflowFailed)
+      .addError(UnprocessableEntity).addError(WorkflowFailed).addError(Conflict)
       .annotate(OpenApi.Summary, "Run to completion or to the first suspension")
   )
   .add(
     HttpApiEndpoint.post("runWorkflow", "/workflows/:id/run").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)
       .setHeaders(StartHeaders).addError(Forbidden)
       .addSuccess(Success(RunStarted, { status: 201 })).addError(ValidationError).addError(BadRequest).addError(NotFound)
-      .addError(UnprocessableEntity)
+      .addError(UnprocessableEntity).addError(Conflict)
       .annotate(OpenApi.Summary, "Start in the background")
   )
   .add(
     HttpApiEndpoint.post("streamWorkflow", "/workflows/:id/stream").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)
       .setHeaders(StartHeaders).addError(Forbidden)
       .addSuccess(EventStream).addError(ValidationError).addError(BadRequest).addError(NotFound)
-      .addError(UnprocessableEntity)
+      .addError(UnprocessableEntity).addError(Conflict)
       .annotate(OpenApi.Summary, "Start and stream the execution's events; ends with workflow-result")
   )
   .add(

@@ -78,6 +78,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
             ...(seen.all ? {} : { userId: seen.userId }),
             workflowId: urlParams.workflowId,
             status: urlParams.status,
+            waiting: urlParams.waiting,
             from: urlParams.from,
             to: urlParams.to,
             limit: Math.min(urlParams.limit ?? LIST_DEFAULT, LIST_MAX),

@@ -105,6 +105,11 @@ export const workflowTimerLateness = Metric.histogram(
   "Milliseconds from a sleep's wake time (or this instance's start, when later) to its continuation"
 )
 
+// Concurrency limits (issue #33): by workflow, never by key (keys are the app's data, unbounded).
+export const workflowQueueDepth = Metric.gauge("workflow.queue.depth", {
+  description: "Workflow executions queued for a concurrency slot in the store, by workflow (as last read by this instance's sweep)"
+})
+
 // Model fallback (issue #32, item 4). Agent and model ids are the app's definitions; kinds are statuses, network codes, "timeout".
 export const modelAttemptFailures = Metric.counter("gen_ai.client.model.attempt_failures", {
   description: "Model calls of an agent with a fallback policy that failed retryably (each is retried or falls over; by agent and model)",

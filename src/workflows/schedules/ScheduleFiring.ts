@@ -9,6 +9,7 @@ import type { WorkflowDefinition } from "../Workflow.js"
 import { codeSchedulesOf, codeScheduleId, SYSTEM_OWNER } from "./codeSchedules.js"
 import { firing, nextFire, parseCron } from "./ScheduleCron.js"
 import { type Fired, type Schedule, scheduleStoreOrOwn } from "./ScheduleStore.js"
+import type { ConcurrencyGate } from "../concurrency/ConcurrencyGate.js"
 
 /** The due-work kind of schedule firings (issue #33). */
 export const SCHEDULE_FIRE_KIND = "schedule-fire"
@@ -34,6 +35,8 @@ export const startScheduleFiring = (options: {
   readonly dueWork: DueWorkService
   readonly instanceId: string
   readonly minIntervalMs: number
+  /** A limited workflow's firings are keyed, stored queued and admitted like starts (issue #33, concurrency/). */
+  readonly gate?: ConcurrencyGate | undefined
 }) =>
   Effect.gen(function*() {
     const store = yield* scheduleStoreOrOwn
@@ -122,13 +125,26 @@ export const startScheduleFiring = (options: {
           updatedAt: createdAt
         }
         yield* Effect.annotateCurrentSpan({ "schedule.id": schedule.id, "schedule.fire_at": iso(at), "execution.id": execution.id })
-        const stored = yield* store.fire({ ...move, at: iso(at) }, execution, openingEvents(definition, execution))
+        const gate = options.gate
+        const keyed = gate === undefined ? Either.right(execution) : yield* Effect.either(gate.keyed(definition, execution))
+        if (Either.isLeft(keyed)) {
+          // A bad key is the schedule's failure; a full key under onBusy 'reject' skips the time.
+          const message = keyed.left._tag === "BadRequest" ? `at ${iso(at)}: ${keyed.left.message}` : undefined
+          if (yield* store.skip(move, message)) yield* Effect.logWarning(`schedule ${schedule.name} did not fire at ${iso(at)}: ${keyed.left.message}`)
+          return
+        }
+        const stored = yield* store.fire({ ...move, at: iso(at) }, keyed.right, openingEvents(definition, keyed.right))
         if (Option.isNone(stored)) return
         yield* Metric.increment(scheduleFires)
         yield* Metric.update(scheduleFireLag, Math.max(0, Date.now() - at))
         yield* Effect.logInfo("workflow started by its schedule").pipe(
           Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id, scheduleId: schedule.id })
         )
+        const key = keyed.right.concurrencyKey
+        if (gate !== undefined && key !== undefined) {
+          yield* Effect.catchTag(gate.started(definition, keyed.right, key), "Conflict", (busy) => Effect.logWarning(`schedule ${schedule.name}: ${busy.message}`))
+          return
+        }
         yield* driver.launch(definition, execution, { startRecorded: true })
       }).pipe(
         Effect.withSpan("schedule.fire", {

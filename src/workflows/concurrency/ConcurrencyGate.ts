@@ -1,0 +1,208 @@
+import { Effect, type Fiber, Metric, Option, Runtime, Schedule } from "effect"
+import { BadRequest, Conflict } from "../../core/errors.js"
+import { countExecution, workflowQueueDepth } from "../../observability/metrics/instruments.js"
+import { type ExecutionDriver, workflowEvent } from "../ExecutionDriver.js"
+import { type Execution, ExecutionStore } from "../ExecutionStore.js"
+import type { Launched } from "../ExecutionWatch.js"
+import type { WorkflowDefinition } from "../Workflow.js"
+import { concurrencyKeyOf, shownKey } from "./Concurrency.js"
+import { makeConcurrencyStore } from "./ConcurrencyStore.js"
+
+/** A started execution of a limited workflow: launched when it got a slot, else queued. */
+export interface Gated extends Launched {
+  readonly queued: boolean
+}
+
+/**
+ * Concurrency limits (issue #33) around the execution driver. A limited workflow's execution is stored
+ * `queued` and admitted at once when its key has a free slot (concurrency/ConcurrencyStore.ts). Every
+ * drive fiber of a limited execution, when it ends (the execution ended, suspended, parked on a timer,
+ * was cancelled, released or lost), admits the next ones of its key here; a sweep every `pollMs`
+ * admits those of any key (on every instance: a slot freed by a dead instance, a notice lost). Admitted
+ * executions are launched by the instance that admitted them.
+ */
+export const makeConcurrencyGate = (options: {
+  readonly driver: ExecutionDriver
+  readonly workflows: ReadonlyMap<string, WorkflowDefinition>
+  readonly instanceId: string
+  readonly pollMs: number
+  readonly leaving: Effect.Effect<boolean>
+}) =>
+  Effect.gen(function*() {
+    const { driver: raw, instanceId, workflows } = options
+    const store = yield* ExecutionStore
+    const slots = yield* makeConcurrencyStore
+    const runtime = yield* Effect.runtime<never>()
+    // The fiber a queued start's waiters watch: it ends only with the engine.
+    const idle: Fiber.RuntimeFiber<void> = yield* Effect.forkScoped(Effect.never)
+
+    const closed = Effect.map(options.leaving, (leaving) => leaving || raw.isDraining())
+
+    /** Admits what fits of `key` and launches it here: the launched executions. */
+    const admit = (definition: WorkflowDefinition, key: string): Effect.Effect<ReadonlyArray<Launched>> =>
+      Effect.gen(function*() {
+        const limit = definition.concurrency?.limit
+        if (limit === undefined || (yield* closed)) return []
+        return yield* Effect.uninterruptible(Effect.flatMap(slots.admit(key, definition.id, limit, instanceId), (admitted) =>
+          Effect.forEach(admitted, (execution) =>
+            Effect.map(launchWatched(definition, execution, launchOf(execution)), (fiber) => ({ execution, fiber }))
+          )))
+      }).pipe(
+        Effect.tap((launched) =>
+          Effect.forEach(launched, ({ execution }) =>
+            Effect.logInfo("workflow admitted: it has a concurrency slot").pipe(
+              Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
+            ), { discard: true })
+        )
+      )
+
+    /** Admission after a limited execution's fiber ended: its slot may be free. */
+    const afterEnd = (definition: WorkflowDefinition, key: string) =>
+      Effect.catchAllCause(admit(definition, key), (cause) =>
+        Effect.logWarning("admitting queued workflow executions failed; the next sweep retries", cause))
+
+    /** How an admitted execution is launched, by where it was queued from. */
+    const launchOf = (execution: Execution) => {
+      const from = execution.queuedFrom ?? "start"
+      const checked = from.endsWith("-checked")
+      // A fresh start is stored with its opening events (a replay's too: its data is checked then); a
+      // resumed one records its step-start; a woken one's is stored with its park.
+      if (from.startsWith("resume")) return { startRecorded: false, checked }
+      if (from.startsWith("wake")) return { startRecorded: true, checked, woken: true }
+      return { startRecorded: true, checked: execution.replayOf !== undefined }
+    }
+
+    const launchWatched: ExecutionDriver["launch"] = (definition, execution, launchOptions) =>
+      Effect.tap(raw.launch(definition, execution, launchOptions), (fiber) =>
+        Effect.sync(() => {
+          const key = execution.concurrencyKey
+          if (key === undefined || definition.concurrency === undefined) return
+          fiber.addObserver(() => {
+            Runtime.runFork(runtime)(afterEnd(definition, key))
+          })
+        }))
+
+    /**
+     * A resumed or woken execution of a limited workflow, claimed running: launched when its key has
+     * room for it, else queued again (its launch deferred to its admission); the fiber waiters watch.
+     */
+    const relaunch = (definition: WorkflowDefinition, execution: Execution, from: "resume" | "wake", launchOptions: Parameters<ExecutionDriver["launch"]>[2]) =>
+      Effect.gen(function*() {
+        const key = execution.concurrencyKey
+        const limit = definition.concurrency?.limit
+        if (key === undefined || limit === undefined) return yield* launchWatched(definition, execution, launchOptions)
+        const queued = yield* slots.requeue(key, definition.id, limit, execution, launchOptions.checked === true ? `${from}-checked` : from)
+        if (!queued) return yield* launchWatched(definition, execution, launchOptions)
+        yield* Effect.logInfo(`workflow queued again after its ${from}: its concurrency key is full`).pipe(
+          Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
+        )
+        return idle
+      })
+
+    /** Launches; a woken execution goes through its key's queue (`relaunch`). */
+    const launch: ExecutionDriver["launch"] = (definition, execution, launchOptions) =>
+      launchOptions.woken === true ? relaunch(definition, execution, "wake", launchOptions) : launchWatched(definition, execution, launchOptions)
+
+    /** The driver the engine and its services use: limited executions' fibers admit the next ones when they end. */
+    const driver: ExecutionDriver = { ...raw, launch }
+
+    /** Cancels a running or queued execution with `reason` (conditional, as a request's cancel). */
+    const cancel = (id: string, reason: string) =>
+      Effect.gen(function*() {
+        const found = yield* store.get(id)
+        if (Option.isNone(found) || found.value.status !== "running") return false
+        const cancelled = workflowEvent(found.value, "workflow-cancelled", found.value.workflowName, "cancelled", { reason })
+        const stored = yield* Effect.uninterruptible(Effect.tap(
+          driver.recordRetrying(id, [cancelled], store.cancel(id, cancelled)),
+          (seq) => Option.isSome(seq) ? raw.stop(id) : Effect.void
+        ))
+        if (Option.isNone(stored)) return false
+        yield* countExecution("cancelled")
+        yield* Effect.logInfo(`workflow cancelled: ${reason}`).pipe(Effect.annotateLogs({ workflowId: found.value.workflowId, executionId: id }))
+        return true
+      })
+
+    const busy = (definition: WorkflowDefinition, key: string) =>
+      new Conflict({
+        message: `Workflow ${definition.id} already runs ${definition.concurrency?.limit} execution(s) with the concurrency key "${
+          shownKey(key)
+        }", its limit (onBusy: reject)`
+      })
+
+    /**
+     * The execution keyed when its workflow is limited (stored queued, unowned); 400 on a bad key. With
+     * `onBusy: 'reject'`, 409 at once when the key is full (checked again once stored).
+     */
+    const keyed = (definition: WorkflowDefinition, execution: Execution): Effect.Effect<Execution, BadRequest | Conflict> =>
+      Effect.gen(function*() {
+        if (definition.concurrency === undefined) return execution
+        const key = execution.concurrencyKey ?? (yield* concurrencyKeyOf(definition, execution.input, { userId: execution.userId, context: execution.context }))
+        if (key === undefined) return execution
+        if (definition.concurrency.onBusy === "reject" && (yield* slots.runningCount(key)) >= definition.concurrency.limit) {
+          return yield* busy(definition, key)
+        }
+        return { ...execution, concurrencyKey: key, queuedAt: execution.createdAt, owner: undefined }
+      })
+
+    /**
+     * After a limited execution's row was stored queued: admitted at once when it fits; else, by
+     * `onBusy`, left queued (enqueue), taken back with a 409 (reject: the row is deleted), or the
+     * running ones (and older queued ones) of its key cancelled as superseded, then admitted (interrupt).
+     */
+    const started = (definition: WorkflowDefinition, execution: Execution, key: string): Effect.Effect<Gated, Conflict> =>
+      Effect.gen(function*() {
+        const ours = (launched: ReadonlyArray<Launched>) => launched.find((l) => l.execution.id === execution.id)
+        let mine = ours(yield* admit(definition, key))
+        const onBusy = definition.concurrency?.onBusy ?? "enqueue"
+        if (mine === undefined && onBusy === "reject") {
+          if (yield* slots.withdraw(execution.id)) {
+            yield* store.remove(execution.id)
+            return yield* busy(definition, key)
+          }
+          // Admitted meanwhile by another instance: it runs.
+        }
+        if (mine === undefined && onBusy === "interrupt") {
+          const older = yield* slots.queuedBefore(key, execution.createdAt, execution.id)
+          const running = yield* slots.running(key)
+          const reason = `superseded by ${execution.id}`
+          yield* Effect.forEach([...older, ...running], ({ id }) => cancel(id, reason), { discard: true })
+          mine = ours(yield* admit(definition, key))
+        }
+        if (mine !== undefined) return { ...mine, queued: false }
+        // Admitted meanwhile by another start's admission, here or on another instance: it runs (its
+        // waiters follow its events, fetched from the store when it runs elsewhere).
+        const row = yield* store.get(execution.id)
+        if (Option.isSome(row) && row.value.status === "running" && row.value.queuedAt === undefined) {
+          return { execution: row.value, fiber: Option.getOrElse(raw.fiberOf(execution.id), () => idle), queued: false }
+        }
+        return { execution, fiber: idle, queued: true }
+      })
+
+    /** Admits the queued executions of every key (each instance, every `pollMs`); updates the queue depths. */
+    let sweeps = 0
+    const sweep = Effect.gen(function*() {
+      // Every 30th sweep: the rows of idle keys go (concurrency/ConcurrencyStore.ts).
+      if (sweeps++ % 30 === 29) yield* slots.forgetIdle
+      for (const { key, workflowId } of yield* slots.queuedKeys) {
+        const definition = workflows.get(workflowId)
+        if (definition !== undefined) yield* afterEnd(definition, key)
+      }
+      const depths = new Map((yield* slots.depths).map((d) => [d.workflowId, d.queued]))
+      for (const definition of workflows.values()) {
+        if (definition.concurrency !== undefined) {
+          yield* Metric.set(Metric.tagged(workflowQueueDepth, "workflow.id", definition.id), depths.get(definition.id) ?? 0)
+        }
+      }
+    }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("workflow concurrency sweep failed; the next one retries", cause)))
+
+    const limited = [...workflows.values()].some((definition) => definition.concurrency !== undefined)
+    if (limited) yield* sweep.pipe(Effect.repeat(Schedule.spaced(options.pollMs)), Effect.interruptible, Effect.forkScoped)
+
+    /** Launches a resumed execution, through its key's queue when full. */
+    const resumed = (definition: WorkflowDefinition, execution: Execution, checked: boolean) =>
+      relaunch(definition, execution, "resume", { startRecorded: false, checked })
+
+    return { driver, keyed, started, admit, resumed }
+  })
+
+export type ConcurrencyGate = Effect.Effect.Success<ReturnType<typeof makeConcurrencyGate>>

@@ -1,0 +1,126 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
+import { ownTransaction } from "../../storage/transaction.js"
+import { type Execution, ExecutionFromRow, now, VALUE_COLUMNS } from "../ExecutionRows.js"
+import { resolveRows } from "../ValueRows.js"
+
+/** Keys admitted per sweep at most (the others wait for the next one). */
+const SWEEP_KEYS = 500
+
+const QueuedKey = Schema.Struct({ key: column(Schema.String, "concurrency_key"), workflowId: column(Schema.String, "workflow_id") })
+const Depth = Schema.Struct({ workflowId: column(Schema.String, "workflow_id"), queued: NumberColumn })
+const Count = Schema.Struct({ n: NumberColumn })
+
+/**
+ * The slots of concurrency keys (issue #33), with the store as the truth: a key's slots in use are its
+ * rows in `status = 'running'`, counted (a running row of a dead instance keeps its slot until its
+ * orphan claim runs it to an end: nothing to reconcile after a crash). A claimer first updates the
+ * key's row in `workflow_concurrency` in its own transaction: that write takes the row lock (Postgres)
+ * or the write lock (SQLite), so the claimers of one key take turns and each counts what the previous
+ * one promoted; queued rows are then promoted oldest first by a conditional update
+ * (`status 'queued' → 'running'`, so a concurrent cancel wins or loses cleanly).
+ */
+export const makeConcurrencyStore = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
+  const decodeExecutions = Schema.decodeUnknown(Schema.Array(ExecutionFromRow))
+  const decodeKeys = Schema.decodeUnknown(Schema.Array(QueuedKey))
+  const decodeDepths = Schema.decodeUnknown(Schema.Array(Depth))
+  const decodeCount = Schema.decodeUnknown(Schema.Array(Count))
+
+  /**
+   * The key's row written (inserted, or its counter bumped) in one statement, so the row lock is always
+   * taken, even when the row was just deleted by `forgetIdle` (Postgres retries an upsert that meets a
+   * concurrent delete; on SQLite the write lock is held already).
+   */
+  const lockKey = (key: string, workflowId: string) =>
+    sql`INSERT INTO workflow_concurrency (key, workflow_id, admissions) VALUES (${key}, ${workflowId}, 1)
+      ON CONFLICT (key) DO UPDATE SET admissions = workflow_concurrency.admissions + 1`
+
+  const runningCount = (key: string) =>
+    Effect.map(
+      Effect.flatMap(sql`SELECT COUNT(*) AS n FROM workflow_executions WHERE concurrency_key = ${key} AND status = 'running'`, decodeCount),
+      (rows) => rows[0]?.n ?? 0
+    )
+
+  /**
+   * Promotes the oldest queued executions of `key` into its free slots (at most `limit` running),
+   * owned by `owner` at a new version: the executions to launch.
+   */
+  const admit = (key: string, workflowId: string, limit: number, owner: string): Effect.Effect<ReadonlyArray<Execution>> =>
+    ownTransaction(sql, "workflow_concurrency")(Effect.gen(function*() {
+      yield* lockKey(key, workflowId)
+      const free = limit - (yield* runningCount(key))
+      if (free <= 0) return []
+      const rows = yield* sql<Record<string, unknown>>`UPDATE workflow_executions
+        SET status = 'running', owner = ${owner}, queued_at = NULL, version = version + 1, updated_at = ${now()}
+        WHERE id IN (
+          SELECT id FROM workflow_executions WHERE concurrency_key = ${key} AND status = 'queued'
+          ORDER BY created_at, id LIMIT ${free}
+        ) AND status = 'queued' RETURNING *`
+      const resolved = yield* resolveRows(sql, rows, VALUE_COLUMNS, (row) => String(row.id))
+      // RETURNING gives no order: launched oldest first.
+      return [...(yield* decodeExecutions(resolved))].sort((a, b) =>
+        a.createdAt === b.createdAt ? (a.id < b.id ? -1 : 1) : a.createdAt < b.createdAt ? -1 : 1
+      )
+    })).pipe(untraced)
+
+  /**
+   * A resumed or woken execution (running, held at `version`) queued again when its key is over its
+   * limit with it: true when it was (then it waits for a slot like a new start).
+   */
+  const requeue = (key: string, workflowId: string, limit: number, held: { readonly id: string; readonly version: number }, from: string) =>
+    ownTransaction(sql, "workflow_concurrency")(Effect.gen(function*() {
+      yield* lockKey(key, workflowId)
+      if ((yield* runningCount(key)) <= limit) return false
+      const at = now()
+      const rows = yield* sql<{ id: string }>`UPDATE workflow_executions SET status = 'queued', owner = NULL, queued_at = ${at},
+        queued_from = ${from}, version = version + 1, updated_at = ${at}
+        WHERE id = ${held.id} AND status = 'running' AND version = ${held.version} RETURNING id`
+      return rows.length > 0
+    })).pipe(untraced)
+
+  /** Keys with queued executions, and their workflows (a sweep admits each). */
+  const queuedKeys = untraced(Effect.flatMap(
+    sql`SELECT DISTINCT concurrency_key, workflow_id FROM workflow_executions WHERE status = 'queued' LIMIT ${SWEEP_KEYS}`,
+    decodeKeys
+  ))
+
+  /** Queued executions per workflow (the queue-depth metric: never per key). */
+  const depths = untraced(Effect.flatMap(
+    sql`SELECT workflow_id, COUNT(*) AS queued FROM workflow_executions WHERE status = 'queued' GROUP BY workflow_id`,
+    decodeDepths
+  ))
+
+  /** The executing ones of `key` (for `interrupt`), oldest first. */
+  const running = (key: string) =>
+    untraced(sql<{ id: string }>`SELECT id FROM workflow_executions WHERE concurrency_key = ${key} AND status = 'running'
+      ORDER BY created_at, id`)
+
+  /** The queued ones of `key` created before `id`'s row (superseded under `interrupt`). */
+  const queuedBefore = (key: string, createdAt: string, id: string) =>
+    untraced(sql<{ id: string }>`SELECT id FROM workflow_executions WHERE concurrency_key = ${key} AND status = 'queued'
+      AND (created_at < ${createdAt} OR (created_at = ${createdAt} AND id < ${id})) ORDER BY created_at, id`)
+
+  /** A queued execution taken back (reject): cancelled only while still queued, for its deletion; false once admitted. */
+  const withdraw = (id: string) =>
+    untraced(Effect.map(
+      sql<{ id: string }>`UPDATE workflow_executions SET status = 'cancelled', queued_at = NULL, ended_at = ${now()}, updated_at = ${now()},
+        version = version + 1 WHERE id = ${id} AND status = 'queued' RETURNING id`,
+      (rows) => rows.length > 0
+    ))
+
+  /**
+   * Deletes the rows of keys with no queued or running execution (at most 500 at a time): the table
+   * holds only lock tokens, and keys are app data (one per account, say), so it would only grow.
+   */
+  const forgetIdle = untraced(sql`DELETE FROM workflow_concurrency WHERE key IN (
+    SELECT c.key FROM workflow_concurrency c WHERE NOT EXISTS (
+      SELECT 1 FROM workflow_executions e WHERE e.concurrency_key = c.key AND e.status IN ('queued', 'running')
+    ) LIMIT 500)`)
+
+  return { admit, requeue, withdraw, forgetIdle, queuedKeys, depths, running, queuedBefore, runningCount: (key: string) => untraced(runningCount(key)) }
+})
+
+export type ConcurrencyStore = Effect.Effect.Success<typeof makeConcurrencyStore>
