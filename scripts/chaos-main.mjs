@@ -115,10 +115,27 @@ const tick = workflow({
 })
   .andThen(recorded("tick", ({ input }) => input.n, 300))
 
+/**
+ * Issue #33: at most two executions of a group run at once, the others wait queued; a sleep between the
+ * two recorded steps frees the slot (and waking queues again). scripts/support/queued.ts checks from the
+ * recorded starts and the committed steps that no more than two of a group ever ran at once.
+ */
+const queue = workflow({
+  id: "chaos-queue",
+  name: "Chaos queue",
+  purpose: "Two at a time per group: two recorded steps with a sleep between them",
+  input: Schema.Struct({ group: Schema.Literal("a", "b") }),
+  result: Schema.Boolean,
+  concurrency: { limit: 2, key: (input) => input.group }
+})
+  .andThen(recorded("hold", () => true, 300))
+  .andSleep({ id: "rest", duration: Duration.millis(200) })
+  .andThen(recorded("release", () => true, 300))
+
 const app = defineApp({
   agents: exampleApp.agents,
   tools: exampleApp.tools,
-  workflows: [...exampleApp.workflows, child, flow, tick]
+  workflows: [...exampleApp.workflows, child, flow, tick, queue]
 })
 
 // A schedule each second: the test setting `schedules.minIntervalSeconds: 1` of the config file.

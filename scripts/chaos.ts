@@ -105,6 +105,7 @@ const main = async () => {
       "executions checked": report.executionsChecked,
       "recorded: executions / starts": `${report.recorded.executions} / ${report.recorded.starts}`,
       "schedule fired (each second, none missed)": report.ticks,
+      "queued: answered / most at once": `${report.queue.answeredQueued} / ${report.queue.mostAtOnce}`,
       races: report.races.trials,
       "resume won": report.races.resumeWon,
       "cancel won": report.races.cancelWon

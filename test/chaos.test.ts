@@ -22,6 +22,10 @@ const expectNoViolations = async (databaseUrl: string, options: Partial<ChaosOpt
   expect(report.recorded.starts).toBeGreaterThan(50)
   // Issue #33: the schedule of each second fired through the kills (one execution a time, none missed).
   expect(report.ticks).toBeGreaterThanOrEqual((options.seconds ?? BOUNDED.seconds) - 1)
+  // And the limited workflow queued starts and ran them, never more than two of a group at once.
+  expect(report.queue.answeredQueued).toBeGreaterThan(0)
+  expect(report.queue.spans).toBeGreaterThan(5)
+  expect(report.queue.mostAtOnce).toBeLessThanOrEqual(2)
   expect(report.violations).toEqual([])
 }
 

@@ -7,9 +7,11 @@
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { readStoredRows, resetConnections } from "./database.js"
+import { readStepEvents, readStoredRows, resetConnections } from "./database.js"
 import { checkInvariants } from "./invariants.js"
 import { Instances } from "./instances.js"
+import { checkQueue, QUEUE_WORKFLOW } from "./queued.js"
+import { readRecordedStarts, RECORDED_WORKFLOWS } from "./recorded.js"
 import { checkTicks, pauseTicks } from "./scheduled.js"
 import { sleep } from "./service.js"
 import { Violations } from "./violations.js"
@@ -52,13 +54,18 @@ export interface ChaosReport {
   readonly recorded: { readonly starts: number; readonly executions: number }
   /** Times the `chaos-tick` schedule fired (one execution each, none missed). */
   readonly ticks: number
+  /**
+   * `chaos-queue` (two at a time per group): starts answered as queued, executions, their committed
+   * steps checked, and the most of one group seen running at once (never above 2).
+   */
+  readonly queue: { readonly answeredQueued: number; readonly executions: number; readonly spans: number; readonly mostAtOnce: number }
   readonly violations: ReturnType<Violations["summary"]>
 }
 
 /** What the clients know of the executions they started. */
 interface Known {
   readonly id: string
-  readonly workflowId: "approval" | "slow" | "pipeline" | "reminder" | "onboarding" | "batch" | "chaos-flow"
+  readonly workflowId: "approval" | "slow" | "pipeline" | "reminder" | "onboarding" | "batch" | "chaos-flow" | typeof QUEUE_WORKFLOW
 }
 
 const pick = <A>(items: ReadonlyArray<A>): A | undefined => items[Math.floor(Math.random() * items.length)]
@@ -104,6 +111,7 @@ const runChaosRecording = async (options: ChaosOptions, recordDir: string): Prom
   const resets = options.resets ?? 0
   let resetsDone = 0
   let sequence = 0
+  let answeredQueued = 0
   const newId = (prefix: string) => `${prefix}-${process.pid}-${++sequence}`
 
   const request = async (method: "GET" | "POST", path: string, body?: unknown) => {
@@ -130,6 +138,7 @@ const runChaosRecording = async (options: ChaosOptions, recordDir: string): Prom
     if (reply.status === 200 || reply.status === 201) {
       created.set(known.id, known)
       const status = reply.body?.data?.status
+      if (reply.body?.data?.waiting === "concurrency") answeredQueued++
       if (!expected.includes(status)) violations.add("unexpected status", `${how} ${workflowId} ${known.id}: ${status}`)
     } else {
       violations.add("start refused", `${how} ${workflowId} ${known.id}: ${reply.status} ${JSON.stringify(reply.body)}`)
@@ -155,7 +164,9 @@ const runChaosRecording = async (options: ChaosOptions, recordDir: string): Prom
     [3, () => start("batch", "run", { count: 20 + Math.floor(Math.random() * 180) }, ["running"])],
     [3, async () => { const k = some(Math.random() < 0.5 ? "reminder" : "onboarding"); if (k) await transition(k, Math.random() < 0.5 ? "suspend" : "resume") }],
     // Issue #31 settled 15: every step of these records its starts (cancelled at random above, never suspended).
-    [10, () => start("chaos-flow", "run", chaosFlowInput(), ["running"])]
+    [10, () => start("chaos-flow", "run", chaosFlowInput(), ["running"])],
+    // Issue #33: two at a time per group, the rest queued (running, waiting "concurrency").
+    [8, () => start(QUEUE_WORKFLOW, "run", { group: Math.random() < 0.5 ? "a" : "b" }, ["running"])]
   ]
   const totalWeight = actions.reduce((sum, [weight]) => sum + weight, 0)
   const randomAction = () => {
@@ -212,6 +223,13 @@ const runChaosRecording = async (options: ChaosOptions, recordDir: string): Prom
     const checked = await checkInvariants(server, options.databaseUrl, created, violations, log, recordDir)
     const ticks = await checkTicks(server, violations)
     log(`the tick schedule fired ${ticks} times`)
+    const queue = await checkQueue(
+      server,
+      readRecordedStarts(recordDir, new Violations()),
+      await readStepEvents(options.databaseUrl, RECORDED_WORKFLOWS),
+      violations
+    )
+    log(`${QUEUE_WORKFLOW}: ${answeredQueued} starts answered queued; at most ${queue.mostAtOnce} of a group ran at once`)
     if (resets > 0) {
       // None of the example workflows fails on its own: an execution in error failed of a store error.
       for (const { id } of (await readStoredRows(options.databaseUrl)).executions.filter((row) => row.status === "error")) {
@@ -228,6 +246,7 @@ const runChaosRecording = async (options: ChaosOptions, recordDir: string): Prom
       executionsChecked: checked.executions,
       recorded: checked.recorded,
       ticks,
+      queue: { answeredQueued, ...queue },
       violations: violations.summary()
     }
   } finally {

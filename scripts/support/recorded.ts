@@ -11,7 +11,7 @@ import type { CommittedEvent } from "./database.js"
 import type { Violations } from "./violations.js"
 
 /** The workflows whose steps record their starts. */
-export const RECORDED_WORKFLOWS = ["chaos-flow", "chaos-child", "chaos-tick"] as const
+export const RECORDED_WORKFLOWS = ["chaos-flow", "chaos-child", "chaos-tick", "chaos-queue"] as const
 
 export interface RecordedStart {
   /** The file it was read from: one per process. */
