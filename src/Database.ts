@@ -7,6 +7,7 @@ import { type Migration, Migrations } from "./storage/Migrations.js"
 import { type DatabaseUrl, SqlLive } from "./storage/Sql.js"
 import { addExecutionUsers, workflowMigrations } from "./workflows/migration.js"
 import { scheduleMigrations } from "./workflows/schedules/migration.js"
+import { webhookMigrations } from "./webhooks/migration.js"
 
 /** The service's schema: every feature's migrations, in the order of their ids. */
 export const serviceMigrations: Readonly<Record<string, Migration>> = {
@@ -16,6 +17,7 @@ export const serviceMigrations: Readonly<Record<string, Migration>> = {
   ...retentionMigrations,
   ...approvalMigrations,
   ...scheduleMigrations,
+  ...webhookMigrations,
   // Released as one migration over two features' tables, so it stays one.
   "0013_record_owners": Effect.zipRight(addExecutionUsers, addConversationOwnerIndexes)
 }

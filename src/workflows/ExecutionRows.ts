@@ -108,7 +108,9 @@ export const ExecutionFromRow = Schema.Struct({
   sleep: Schema.optionalWith(Schema.parseJson(SleepRecord), { nullable: true }),
   /** A replay (issue #33, migration 0027): the execution it replays and the step it ran from. */
   replayOf: optionalColumn(Schema.String, "replay_of"),
-  replayFrom: optionalColumn(Schema.String, "replay_from")
+  replayFrom: optionalColumn(Schema.String, "replay_from"),
+  /** Where its completion callback goes (issue #33, migration 0029), if it has one. */
+  webhookUrl: optionalColumn(Schema.String, "webhook_url")
 })
 export interface Execution extends Schema.Schema.Type<typeof ExecutionFromRow> {}
 
