@@ -3,7 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Redacted } from "effect"
 import { createHmac } from "node:crypto"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
-import { defaultWebhookSettings } from "../src/config/WebhookSettings.js"
+import { defaultWebhookSettings, type WebhookSettings } from "../src/config/WebhookSettings.js"
 import { backoffAfter } from "../src/webhooks/Webhooks.js"
 import { sign } from "../src/webhooks/WebhookSignature.js"
 import { checkWebhookUrl, isPrivateAddress, pickAddress, redactUrl } from "../src/webhooks/WebhookUrls.js"
@@ -35,7 +35,7 @@ describe("webhook signature and URL checks", () => {
   })
 
   it("refuses a URL that is not https, not listed, or given while callbacks are off, naming the reason", () => {
-    const problem = (url: string, s = settings) => {
+    const problem = (url: string, s: WebhookSettings = settings) => {
       const checked = checkWebhookUrl(url, s)
       return "problem" in checked ? checked.problem : undefined
     }
