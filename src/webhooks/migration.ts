@@ -3,13 +3,14 @@ import { Effect } from "effect"
 import type { Migration } from "../storage/Migrations.js"
 
 /**
- * Issue #33, completion callbacks: an execution's callback URL (`webhook_url`), the durable outbox of
+ * Issue #33, completion callbacks: an execution's (and a schedule's) callback URL (`webhook_url`), the durable outbox of
  * deliveries (a row per ending or suspension, inserted in the transaction of that write; never an
  * event) and each owner's signing secrets (the current one, and the previous one during its grace).
  */
 export const createWebhooks = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`ALTER TABLE workflow_executions ADD COLUMN webhook_url TEXT`
+  yield* sql`ALTER TABLE workflow_schedules ADD COLUMN webhook_url TEXT`
   yield* sql`CREATE TABLE webhook_deliveries (
     id TEXT PRIMARY KEY,
     execution_id TEXT NOT NULL,

@@ -9,6 +9,7 @@ import { SCHEDULE_FIRE_KIND } from "./ScheduleFiring.js"
 import { nextFire, parseCron, scheduleMinIntervalMs } from "./ScheduleCron.js"
 import type { CreateScheduleRequest, ScheduleView } from "./ScheduleSchemas.js"
 import { type Schedule, ScheduleStore } from "./ScheduleStore.js"
+import { redactUrl } from "../../webhooks/WebhookUrls.js"
 
 /** Schedules made through the API per owner at most. */
 export const MAX_SCHEDULES_PER_OWNER = 100
@@ -44,7 +45,8 @@ export const viewOf = (schedule: Schedule): ScheduleView => {
     failures: schedule.failures,
     lastError: schedule.lastError,
     createdAt: schedule.createdAt,
-    updatedAt: schedule.updatedAt
+    updatedAt: schedule.updatedAt,
+    ...(schedule.webhookUrl === undefined ? {} : { webhook: { url: redactUrl(schedule.webhookUrl) } })
   }
 }
 
@@ -119,7 +121,9 @@ export const WorkflowSchedulesLive = Layer.effect(
           failures: 0,
           lastError: null,
           createdAt: now,
-          updatedAt: now
+          updatedAt: now,
+          // Checked by the route (Webhooks.checkStart) before it gets here.
+          ...(request.webhook === undefined ? {} : { webhookUrl: request.webhook.url })
         }
         if (!(yield* store.insert(schedule))) {
           return yield* new Conflict({ message: `Workflow ${workflowId} already has a schedule named ${schedule.name}` })
