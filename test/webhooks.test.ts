@@ -146,6 +146,24 @@ describe("webhook deliveries", () => {
           type: "execution.completed",
           data: { executionId, workflowId: "echo", status: "completed", result: { text: "hello" } }
         })
+        // Not in the execution's record or events; each attempt a webhook.deliver span; counted by outcome.
+        const record = yield* fetchJson(`${url}/workflows/executions/${executionId}`)
+        expect(JSON.stringify(record.body)).not.toContain("token=abc")
+        const events = yield* fetchJson(`${url}/workflows/echo/executions/${executionId}/events`)
+        expect(JSON.stringify(events.body)).not.toMatch(/webhook/i)
+        const traces = yield* eventually(
+          Effect.map(fetchJson(`${url}/observability/traces?limit=200`), (r) => (r.body.data.traces as Array<any>).filter((t) => t.name === "webhook.deliver")),
+          (found) => found.length >= 3,
+          "three webhook.deliver traces"
+        )
+        expect(JSON.stringify(traces)).not.toContain("token=abc")
+        const [span] = (yield* fetchJson(`${url}/observability/traces/${traces[0].traceId}`)).body.data.spans as Array<any>
+        expect(span).toMatchObject({ name: "webhook.deliver", kind: "client" })
+        expect(span.attributes).toMatchObject({ "url.full": `https://127.0.0.1:${receiver.port}/hook?redacted`, "webhook.delivery_id": listed[0].id })
+        expect(JSON.stringify(span)).not.toContain("token=abc")
+        const metrics = yield* Effect.promise(() => fetch(`${url}/metrics`).then((response) => response.text()))
+        expect(metrics).toMatch(/^webhook_deliveries_total\{[^}]*outcome="delivered"[^}]*\} [1-9]/m)
+        expect(metrics).toMatch(/^webhook_deliveries_total\{[^}]*outcome="retry"[^}]*\} [2-9]/m)
       })))
 
     it.effect("a suspension is delivered too; rotating the secret signs with both during the grace", () =>
