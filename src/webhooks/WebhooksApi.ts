@@ -6,12 +6,14 @@ import { Success } from "../http/Envelope.js"
 import { NotFound } from "../http/Errors.js"
 import { WebhookDeliveries, WebhookSecretCreated, WebhookSecretInfo } from "./WebhookSchemas.js"
 
+/** No fields (an empty body will do): declared so that a body that is not JSON is refused. */
+const RotateBody = Schema.Struct({}).annotations({ identifier: "RotateWebhookSecret", examples: [{}] })
 const ExecutionPath = Schema.Struct({ id: Schema.String, executionId: Schema.String })
 
 /** Completion callbacks (issue #33): the caller's signing secret, and an execution's deliveries; owner-scoped. */
 export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(
-    HttpApiEndpoint.post("rotateWebhookSecret", "/webhooks/secret")
+    HttpApiEndpoint.post("rotateWebhookSecret", "/webhooks/secret").setPayload(RotateBody)
       .addSuccess(Success(WebhookSecretCreated, { status: 201 }))
       .annotate(OpenApi.Summary, "Make (or rotate) the caller's signing secret; shown once; the previous one signs too for webhooks.secretGraceHours")
   )
