@@ -212,3 +212,33 @@ describe("webhook deliveries", () => {
       })))
   })
 })
+
+describe("webhook delivery checks", () => {
+  layer(TestServerLive({ app: webhooksApp, config: webhookTestConfig({ allowedHosts: ["localhost"] }) }), { excludeTestServices: true })("a listed name resolving to loopback", (it) => {
+    it.effect("passes the request's check, then is refused at delivery: the address it resolves to is not listed", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const { url } = yield* TestServer
+        yield* fetchJson(`${url}/webhooks/secret`, json({}))
+        const receiver = yield* makeReceiver()
+        const done = yield* fetchJson(`${url}/workflows/echo/execute`, json({ input: { text: "x" }, options: { webhook: { url: `https://localhost:${receiver.port}/` } } }))
+        expect(done.status).toBe(200)
+        const [delivery] = yield* eventually(deliveriesOf(url, "echo", done.body.data.executionId), (d) => d[0]?.status === "failed", "refused")
+        expect(delivery.lastError).toMatch(/^refused: localhost resolves to (127\.0\.0\.1|::1), a private, loopback, link-local or metadata address/)
+        expect(delivery.attempts).toBe(1)
+        expect(receiver.connections()).toBe(0)
+      })))
+  })
+
+  layer(TestServerLive({ app: webhooksApp, config: webhookTestConfig({ allowedHosts: ["localhost", "127.0.0.1"] }) }), { excludeTestServices: true })("a name and its address listed", (it) => {
+    it.effect("connects to the resolved address with the name's TLS check; a redirect is a failed attempt, not followed", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const { url } = yield* TestServer
+        yield* fetchJson(`${url}/webhooks/secret`, json({}))
+        const receiver = yield* makeReceiver([302])
+        const done = yield* fetchJson(`${url}/workflows/echo/execute`, json({ input: { text: "x" }, options: { webhook: { url: `https://localhost:${receiver.port}/r` } } }))
+        const [delivery] = yield* eventually(deliveriesOf(url, "echo", done.body.data.executionId), (d) => d[0]?.status === "delivered", "delivered")
+        expect(delivery.attempts).toBe(2)
+        expect(receiver.received.map((r) => r.path)).toEqual(["/r", "/r"])
+      })))
+  })
+})
