@@ -5,6 +5,7 @@ import { createHmac } from "node:crypto"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { defaultWebhookSettings, type WebhookSettings } from "../src/config/WebhookSettings.js"
 import { backoffAfter } from "../src/webhooks/Webhooks.js"
+import { payloadOf } from "../src/webhooks/WebhookOutbox.js"
 import { sign } from "../src/webhooks/WebhookSignature.js"
 import { checkWebhookUrl, isPrivateAddress, pickAddress, redactUrl } from "../src/webhooks/WebhookUrls.js"
 import { eventually, makeReceiver, type Received, webhooksApp, webhookTestConfig } from "./support/webhooks.js"
@@ -58,6 +59,20 @@ describe("webhook signature and URL checks", () => {
       .toEqual({ address: "93.184.216.34", family: 4 })
     expect(pickAddress("127.0.0.1", [{ address: "127.0.0.1", family: 4 }], settings)).toEqual({ address: "127.0.0.1", family: 4 })
     expect(pickAddress("hooks.example.com", [], settings)).toMatchObject({ problem: expect.stringContaining("did not resolve") })
+  })
+
+  it("cuts a result over the cap so that the whole body stays under it, escapes included", () => {
+    const event = { type: "workflow-complete", executionId: "e", from: "w", timestamp: "2026-01-01T00:00:00.000Z", status: "success" } as const
+    for (const output of [{ quotes: "\"".repeat(20_000) }, { text: "é".repeat(20_000) }, ["\u0001".repeat(9_000)]]) {
+      const made = payloadOf({ ...event, output }, 8192)!
+      expect(made.truncated).toBe(true)
+      const body = JSON.stringify({ ...made.payload, data: { executionId: "x".repeat(128), workflowId: "y".repeat(128), ...made.payload.data } })
+      expect(Buffer.byteLength(body)).toBeLessThanOrEqual(8192)
+      expect(JSON.stringify(output).startsWith(made.payload.data.result as string)).toBe(true)
+      expect((made.payload.data.result as string).length).toBeGreaterThan(1000)
+    }
+    expect(payloadOf({ ...event, output: { small: true } }, 8192)).toEqual({ truncated: false, payload: { type: "execution.completed", timestamp: event.timestamp, data: { status: "completed", result: { small: true } } } })
+    expect(payloadOf({ ...event, type: "step-start" }, 8192)).toBeUndefined()
   })
 
   it("redacts userinfo and query; backs off from 1 s doubling to 1 h", () => {

@@ -14,6 +14,15 @@ export interface DeliveryPayload {
 /** Room left in a body for its envelope when its result is cut. */
 const ENVELOPE_BYTES = 2048
 
+/** The longest start of `text` whose JSON string (escapes included) takes at most `room` bytes, roughly. */
+const prefixWithin = (text: string, room: number) => {
+  let prefix = Buffer.from(text).subarray(0, room).toString("utf8").replace(/\uFFFD$/, "")
+  for (let size = Buffer.byteLength(JSON.stringify(prefix)); size > room; size = Buffer.byteLength(JSON.stringify(prefix))) {
+    prefix = prefix.slice(0, Math.max(0, Math.floor(prefix.length * room / size) - 1))
+  }
+  return prefix
+}
+
 const typeOf = (event: WorkflowEvent): WebhookEventType | undefined => {
   switch (event.type) {
     case "workflow-complete":
@@ -46,7 +55,7 @@ export const payloadOf = (event: WorkflowEvent, maxBytes: number): { readonly pa
   const text = JSON.stringify(value) ?? "null"
   const room = Math.max(0, maxBytes - ENVELOPE_BYTES)
   const truncated = Buffer.byteLength(text) > room
-  const kept = truncated ? { [field]: Buffer.from(text).subarray(0, room).toString("utf8").replace(/\uFFFD$/, ""), resultTruncated: true } : { [field]: value }
+  const kept = truncated ? { [field]: prefixWithin(text, room), resultTruncated: true } : { [field]: value }
   const suspension = event.type === "workflow-suspended" ? { reason: event.reason ?? "", stepId: event.from, stepIndex: event.stepIndex ?? 0 } : {}
   return { payload: { type, timestamp: event.timestamp, data: { status, ...suspension, ...kept } }, truncated }
 }
