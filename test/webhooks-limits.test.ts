@@ -107,7 +107,9 @@ describe("webhooks per owner", () => {
         const [alice, bob, admin] = yield* Effect.all([sign({ sub: "alice" }), sign({ sub: "bob" }), sign({ sub: "root", roles: ["admin"] })])
         const as = (token: string, init: RequestInit = {}) => ({ ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${token}` } })
         const aliceSecret = (yield* fetchJson(`${url}/webhooks/secret`, as(alice, json({})))).body.data.secret as string
-        expect((yield* fetchJson(`${url}/webhooks/secret`, as(bob))).status).toBe(404)
+        const none = yield* fetchJson(`${url}/webhooks/secret`, as(bob))
+        expect(none.status).toBe(404)
+        expect(none.body.error).toContain("POST /webhooks/secret")
         const receiver = yield* makeReceiver()
         const hook = { options: { webhook: { url: `https://127.0.0.1:${receiver.port}/` } } }
         // Bob has no secret yet: his callback is refused; Alice's is signed with hers.

@@ -174,7 +174,7 @@ export const WebhooksLive = Layer.scoped(
       }),
       secretInfo: Effect.fn("Webhooks.secretInfo")(function*(caller: Caller) {
         const row = yield* store.secretOf(ownerOf(caller))
-        if (Option.isNone(row)) return yield* NotFound.of("Webhook secret", "the caller's")
+        if (Option.isNone(row)) return yield* new NotFound({ message: "No webhook signing secret yet: make one with POST /webhooks/secret" })
         return infoOf(row.value)
       }),
       deliveries: Effect.fn("Webhooks.deliveries")(function*(workflowId: string, executionId: string, visibility: Visibility) {
