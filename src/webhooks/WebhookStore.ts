@@ -38,6 +38,16 @@ export interface SecretRow {
   readonly rotatedAt: string
 }
 
+/** An owner's secrets as stored, read into Redacted at once. */
+const SecretFromRow = Schema.Struct({
+  secret: Schema.Redacted(Schema.String),
+  previous: optionalColumn(Schema.Redacted(Schema.String), "previous_secret"),
+  previousUntil: optionalColumn(Schema.String, "previous_until"),
+  createdAt: column(Schema.String, "created_at"),
+  rotatedAt: column(Schema.String, "rotated_at")
+})
+const decodeSecrets = Schema.decodeUnknown(Schema.Array(SecretFromRow))
+
 const iso = (ms: number) => new Date(ms).toISOString()
 
 /** The outbox and the owners' secrets (issue #33): every write conditional, so an item is taken once. */
@@ -90,16 +100,9 @@ export const makeWebhookStore = Effect.gen(function*() {
     )
 
   const secretOf = (owner: string) =>
-    sql<{ secret: string; previous_secret: string | null; previous_until: string | null; created_at: string; rotated_at: string }>`
-      SELECT secret, previous_secret, previous_until, created_at, rotated_at FROM webhook_secrets WHERE owner = ${owner}`.pipe(
-      Effect.map(([row]) =>
-        Option.map(Option.fromNullable(row), (row): SecretRow => ({
-          secret: Redacted.make(row.secret),
-          previous: row.previous_secret === null ? undefined : Redacted.make(row.previous_secret),
-          previousUntil: row.previous_until ?? undefined,
-          createdAt: row.created_at,
-          rotatedAt: row.rotated_at
-        }))),
+    sql`SELECT secret, previous_secret, previous_until, created_at, rotated_at FROM webhook_secrets WHERE owner = ${owner}`.pipe(
+      Effect.flatMap(decodeSecrets),
+      Effect.map((rows): Option.Option<SecretRow> => Option.fromNullable(rows[0])),
       untraced
     )
 
