@@ -36,7 +36,10 @@ export const postWebhook = (
     const host = url.hostname.replace(/^\[(.*)\]$/, "$1")
     const resolved = isIP(host) !== 0
       ? [{ address: host, family: isIP(host) }]
-      : yield* Effect.promise(() => lookup(host, { all: true, verbatim: true }).catch(() => []))
+      : yield* Effect.promise(() => lookup(host, { all: true, verbatim: true }).catch(() => [])).pipe(
+        // The system resolver has no timeout of its own.
+        Effect.timeoutTo({ duration: DELIVERY_TIMEOUT_MS, onTimeout: () => [], onSuccess: (found) => found })
+      )
     const target = pickAddress(host, resolved, settings)
     if ("problem" in target) return { _tag: "Refused", error: target.problem } as const
     const pinned: LookupFunction = (_hostname, options, callback) => {
