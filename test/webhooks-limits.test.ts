@@ -133,3 +133,25 @@ describe("webhooks per owner", () => {
       })))
   })
 })
+
+describe("webhook secret grace", () => {
+  layer(TestServerLive({ app: webhooksApp, config: webhookTestConfig({ secretGraceMs: 0 }) }), { excludeTestServices: true })("no grace", (it) => {
+    it.effect("once the grace has passed, only the new secret signs", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const old = (yield* fetchJson(`${url}/webhooks/secret`, json({}))).body.data.secret as string
+        const rotated = (yield* fetchJson(`${url}/webhooks/secret`, json({}))).body.data
+        expect(rotated.previousValidUntil).toBeNull()
+        const receiver = yield* makeReceiver()
+        yield* fetchJson(`${url}/workflows/echo/execute`, json({ input: { text: "g" }, options: { webhook: { url: `https://127.0.0.1:${receiver.port}/` } } }))
+        const [received] = yield* eventually(Effect.succeed(receiver.received), (r) => r.length === 1, "the delivery")
+        const signatures = String(received.headers["webhook-signature"]).split(" ")
+        expect(signatures).toHaveLength(1)
+        const { createHmac } = yield* Effect.promise(() => import("node:crypto"))
+        const expected = (secret: string) =>
+          `v1,${createHmac("sha256", Buffer.from(secret.slice(6), "base64")).update(`${received.headers["webhook-id"]}.${received.headers["webhook-timestamp"]}.${received.body}`).digest("base64")}`
+        expect(signatures[0]).toBe(expected(rotated.secret))
+        expect(signatures[0]).not.toBe(expected(old))
+      })))
+  })
+})
