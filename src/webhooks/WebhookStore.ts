@@ -46,6 +46,10 @@ const SecretFromRow = Schema.Struct({
   createdAt: column(Schema.String, "created_at"),
   rotatedAt: column(Schema.String, "rotated_at")
 })
+const decodeOwners = Schema.decodeUnknown(Schema.Array(Schema.Struct({
+  workflowId: column(Schema.String, "workflow_id"),
+  userId: optionalColumn(Schema.String, "user_id")
+})))
 const decodeSecrets = Schema.decodeUnknown(Schema.Array(SecretFromRow))
 
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -94,8 +98,9 @@ export const makeWebhookStore = Effect.gen(function*() {
 
   /** Who an execution belongs to and its workflow; none when it does not exist. */
   const executionOwner = (executionId: string) =>
-    sql<{ workflow_id: string; user_id: string | null }>`SELECT workflow_id, user_id FROM workflow_executions WHERE id = ${executionId}`.pipe(
-      Effect.map(([row]) => Option.fromNullable(row)),
+    sql`SELECT workflow_id, user_id FROM workflow_executions WHERE id = ${executionId}`.pipe(
+      Effect.flatMap(decodeOwners),
+      Effect.map((rows) => Option.fromNullable(rows[0])),
       untraced
     )
 

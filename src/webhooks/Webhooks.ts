@@ -179,7 +179,7 @@ export const WebhooksLive = Layer.scoped(
       }),
       deliveries: Effect.fn("Webhooks.deliveries")(function*(workflowId: string, executionId: string, visibility: Visibility) {
         const found = yield* store.executionOwner(executionId)
-        if (Option.isNone(found) || found.value.workflow_id !== workflowId || !canSee(visibility, found.value.user_id ?? undefined)) {
+        if (Option.isNone(found) || found.value.workflowId !== workflowId || !canSee(visibility, found.value.userId)) {
           return yield* NotFound.of("Execution", executionId)
         }
         return (yield* store.ofExecution(executionId, DELIVERIES_LISTED)).map(viewOf)
