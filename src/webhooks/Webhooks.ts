@@ -1,4 +1,4 @@
-import { Context, Effect, FiberSet, Layer, Option, Redacted } from "effect"
+import { Context, Effect, FiberSet, Layer, Option, Redacted, Schema } from "effect"
 import type { Caller, Visibility } from "../auth/Ownership.js"
 import { canSee } from "../auth/Ownership.js"
 import { ServerConfig } from "../config/ServerConfig.js"
@@ -7,7 +7,6 @@ import { BadRequest, NotFound } from "../core/errors.js"
 import { Lifecycle } from "../health/Lifecycle.js"
 import { countWebhookDelivery } from "../observability/metrics/instruments.js"
 import { DueWork } from "../scheduling/DueWork.js"
-import type { DeliveryPayload } from "./WebhookOutbox.js"
 import type { WebhookDeliveryView } from "./WebhookSchemas.js"
 import { newSecret, signatureHeaders } from "./WebhookSignature.js"
 import { type AttemptRecord, type Delivery, makeWebhookStore } from "./WebhookStore.js"
@@ -45,9 +44,16 @@ const ownerOf = (caller: Caller) => (caller.owned ? caller.userId ?? "" : "")
 export const backoffAfter = (settings: WebhookSettings, attempt: number) =>
   Math.min(settings.maxBackoffMs, settings.backoffMs * 2 ** Math.min(Math.max(0, attempt - 1), 40))
 
+/** A stored payload (WebhookOutbox's DeliveryPayload), read back. */
+const decodePayload = Schema.decodeUnknownSync(Schema.parseJson(Schema.Struct({
+  type: Schema.String,
+  timestamp: Schema.String,
+  data: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+})))
+
 /** The body a delivery sends, the same on every attempt. */
-export const bodyOf = (delivery: Delivery) => {
-  const stored = JSON.parse(delivery.payload) as DeliveryPayload
+const bodyOf = (delivery: Delivery) => {
+  const stored = decodePayload(delivery.payload)
   return JSON.stringify({
     type: stored.type,
     timestamp: stored.timestamp,
