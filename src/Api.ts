@@ -7,6 +7,7 @@ import { OpsApi } from "./ops/OpsApi.js"
 import { ToolsApi } from "./tools/ToolsApi.js"
 import { WorkflowsApi } from "./workflows/WorkflowsApi.js"
 import { SchedulesApi } from "./workflows/schedules/SchedulesApi.js"
+import { WebhooksApi } from "./webhooks/WebhooksApi.js"
 import { WebSocketsApi } from "./ws/WebSocketsApi.js"
 import { DocsApi } from "./docs/DocsApi.js"
 import { BadRequest, InternalError, NotFound, PayloadTooLarge, Unauthorized, ValidationError } from "./http/Errors.js"
@@ -21,6 +22,7 @@ export class ServiceApi extends HttpApi.make("service")
   .add(ToolsApi)
   .add(WorkflowsApi)
   .add(SchedulesApi)
+  .add(WebhooksApi)
   .add(McpApi)
   .add(OpsApi)
   .add(ObservabilityApi)

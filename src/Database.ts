@@ -8,6 +8,7 @@ import { type DatabaseUrl, SqlLive } from "./storage/Sql.js"
 import { addExecutionUsers, workflowMigrations } from "./workflows/migration.js"
 import { scheduleMigrations } from "./workflows/schedules/migration.js"
 import { concurrencyMigrations } from "./workflows/concurrency/migration.js"
+import { webhookMigrations } from "./webhooks/migration.js"
 
 /** The service's schema: every feature's migrations, in the order of their ids. */
 export const serviceMigrations: Readonly<Record<string, Migration>> = {
@@ -18,6 +19,7 @@ export const serviceMigrations: Readonly<Record<string, Migration>> = {
   ...approvalMigrations,
   ...scheduleMigrations,
   ...concurrencyMigrations,
+  ...webhookMigrations,
   // Released as one migration over two features' tables, so it stays one.
   "0013_record_owners": Effect.zipRight(addExecutionUsers, addConversationOwnerIndexes)
 }

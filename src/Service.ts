@@ -31,6 +31,7 @@ import { ExecutionStoreLive } from "./workflows/ExecutionStore.js"
 import { DueWorkLive } from "./scheduling/DueWork.js"
 import { ScheduleStoreLive } from "./workflows/schedules/ScheduleStore.js"
 import { WorkflowSchedulesLive } from "./workflows/schedules/Schedules.js"
+import { WebhooksLive } from "./webhooks/Webhooks.js"
 import { IdempotencyKeysLive } from "./workflows/IdempotencyKeys.js"
 import { agentsOf } from "./workflows/Workflow.js"
 import { RegisteredWorkflows, WorkflowEngine, WorkflowEngineLive } from "./workflows/WorkflowEngine.js"
@@ -54,7 +55,7 @@ export const ServicesLive = <R>(app: ServiceApp<R>, config: ServerConfigShape) =
   OwnServicesForUserCode.pipe(Layer.provideMerge(servicesFor(app, config)))
 
 const servicesFor = <R>(app: ServiceApp<R>, config: ServerConfigShape) =>
-  Layer.mergeAll(McpExposureLive, WorkflowEngineLive, IdempotencyKeysLive, WorkflowSchedulesLive, ReadinessLive).pipe(
+  Layer.mergeAll(McpExposureLive, WorkflowEngineLive, IdempotencyKeysLive, WorkflowSchedulesLive, WebhooksLive, ReadinessLive).pipe(
     Layer.provideMerge(Layer.mergeAll(
       ToolRunnerLive,
       AgentRegistryLive,

@@ -16,7 +16,8 @@ Options:
   --port N             port to listen on (default 3141; 0 picks a free one; PORT is never read)
   --host H             address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)
   --config FILE        JSON config file: port, host, bodyLimit, enableSwaggerUI, cors, storage.url, auth,
-                       instanceId, observability, retention, agents, workflows, http, publicUrl
+                       instanceId, observability, retention, agents, workflows, http, publicUrl,
+                       schedules, webhooks
                        (unknown fields exit 2);
                        flags win over the file, the environment over both
   -h, --help           print this and exit
@@ -46,6 +47,9 @@ Environment (every variable, commented, in .env.example; load a file with node -
   SERVICE_PUBLIC_URL   the service's public http(s) URL, for the A2A card (default: the listening address)
   WORKFLOW_LEASE_SECONDS (15), WORKFLOW_POLL_MS (1000), SHUTDOWN_GRACE_SECONDS (10),
   IDEMPOTENCY_KEY_HOURS (24)  workflow ownership, drain on shutdown, Idempotency-Key memory
+  WEBHOOK_ALLOWED_HOSTS  hosts completion callbacks may go to, comma-separated (default none: no callbacks)
+  WEBHOOK_CA_FILE      a PEM file of CA certificates trusted for callbacks besides Node's
+  WEBHOOK_SYSTEM_SECRET  signs the callbacks of code schedules' executions (whsec_<base64>)
 
 Exit status: 0 after SIGTERM/SIGINT or --help; 1 when the port is busy or the store unreachable;
 2 for a bad flag, config file or variable.`

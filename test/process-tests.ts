@@ -22,6 +22,7 @@ export const PROCESS_TESTS = [
   "test/schedules-process.test.ts",
   "test/shutdown.test.ts",
   "test/upgrade-fixtures.test.ts",
+  "test/webhooks-process.test.ts",
   "test/workflow-crash.test.ts",
   "test/workflow-loops-process.test.ts",
   "test/workflow-retry-process.test.ts",

@@ -5,6 +5,7 @@ import { messageOf } from "../core/errorMessages.js"
 import { type Env, invalid, parsed, readEnv, secret, variable } from "./env.js"
 import { type ModelSettings, modelSettingsConfig } from "./ModelSettings.js"
 import { AuthConfigFile, type AuthSettings } from "./AuthSettings.js"
+import { resolveWebhookSettings, webhookEnvironment, type WebhookSettings, WebhooksConfigFile } from "./WebhookSettings.js"
 import { DEFAULT_DATABASE_URL } from "../storage/Sql.js"
 
 export const DEFAULT_PORT = 3141
@@ -64,6 +65,7 @@ export const ConfigFile = Schema.Struct({
   })),
   publicUrl: Schema.optional(Schema.String.pipe(Schema.filter((url) => publicUrlProblem(url) ?? true))),
   schedules: Schema.optional(Schema.Struct({ minIntervalSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())) })),
+  webhooks: Schema.optional(WebhooksConfigFile),
   workflows: Schema.optional(Schema.Struct({
     leaseSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
     pollMs: Schema.optional(Schema.Int.pipe(Schema.positive())),
@@ -131,6 +133,8 @@ export interface ServerConfigShape {
   readonly approvals?: { readonly ttlMs: number; readonly secret?: Redacted.Redacted<string> | undefined } | undefined
   /** `schedules.minIntervalSeconds` (60): a test setting, see ScheduleCron.ts. */
   readonly schedules?: { readonly minIntervalMs: number } | undefined
+  /** Completion callbacks (`webhooks`, WEBHOOK_*; see WebhookSettings.ts): the defaults when absent, no callbacks. */
+  readonly webhooks?: WebhookSettings | undefined
   readonly http: HttpSettings
   /**
    * Where clients reach the service (SERVICE_PUBLIC_URL or `publicUrl`; http or https), for the URLs it
@@ -257,10 +261,8 @@ const environment = Config.all({
   requestTimeoutMs: Config.map(positive("HTTP_REQUEST_TIMEOUT_SECONDS"), seconds),
   maxConnectionsPerClient: named("HTTP_MAX_CONNECTIONS_PER_CLIENT", (raw) =>
     /^\d+$/.test(raw) ? Either.right(Number(raw)) : Either.left(`must be a non-negative integer, got "${raw}"`)),
-  publicUrl: named("SERVICE_PUBLIC_URL", (raw) => {
-    const problem = publicUrlProblem(raw)
-    return problem === undefined ? Either.right(raw) : Either.left(problem)
-  })
+  publicUrl: named("SERVICE_PUBLIC_URL", (raw) => Either.fromNullable(publicUrlProblem(raw), () => raw).pipe(Either.flip)),
+  webhooks: webhookEnvironment
 })
 
 /**
@@ -269,7 +271,7 @@ const environment = Config.all({
  */
 export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigShape> =>
   Config.mapOrFail(environment, (env) =>
-    Either.map(resolveAuth(file.auth, env), (auth): ServerConfigShape => ({
+    Either.flatMap(resolveAuth(file.auth, env), (auth) => Either.map(resolveWebhookSettings(file.webhooks, env.webhooks), (webhooks): ServerConfigShape => ({
       port: file.port ?? DEFAULT_PORT,
       host: file.host ?? "127.0.0.1",
       bodyLimit: file.bodyLimit ?? DEFAULT_BODY_LIMIT,
@@ -321,13 +323,11 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
         requestTimeoutMs: Option.getOrElse(env.requestTimeoutMs, () => (file.http?.requestTimeoutSeconds ?? 60) * 1000),
         maxConnectionsPerClient: Option.getOrElse(env.maxConnectionsPerClient, () => file.http?.maxConnectionsPerClient ?? 256)
       },
-      publicUrl: Option.getOrUndefined(env.publicUrl) ?? file.publicUrl
-    })))
+      publicUrl: Option.getOrUndefined(env.publicUrl) ?? file.publicUrl,
+      webhooks
+    }))))
 
-/**
- * `serverConfig(file)` read from an environment record. Throws with the reason when a variable is
- * wrong (the command line reports that as a StartupError first).
- */
+/** `serverConfig(file)` read from an environment record; throws with the reason when a variable is wrong (the CLI reports a StartupError first). */
 export const resolveServerConfig = (file: ConfigFile = {}, env: Env = {}): ServerConfigShape =>
   Either.getOrThrowWith(readEnv(serverConfig(file), env), (message) => new Error(message))
 
@@ -350,7 +350,6 @@ const resolveAuth = (
     secret = auth?.secret !== undefined ? Redacted.make(auth.secret) : Option.getOrUndefined(envSecret)
   }
   if (auth !== undefined && secret === undefined) return invalid("auth", "auth: needs secret or publicKeyFile (or JWT_SECRET)")
-  // An empty secret would turn authentication on and then refuse every token.
   if (secret !== undefined && Redacted.value(secret) === "") {
     return invalid("JWT_SECRET", "JWT_SECRET is empty: unset it to run without authentication, or give it a secret")
   }

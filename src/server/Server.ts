@@ -16,6 +16,7 @@ import { storageKind } from "../storage/Sql.js"
 import { ToolsHandlers } from "../tools/handlers.js"
 import { WorkflowsHandlers } from "../workflows/handlers.js"
 import { SchedulesHandlers } from "../workflows/schedules/handlers.js"
+import { WebhooksHandlers } from "../webhooks/handlers.js"
 import { WebSocketsHandlers } from "../ws/handlers.js"
 import { ServiceApi } from "../Api.js"
 import { readAppCatalog } from "../docs/appCatalog.js"
@@ -50,6 +51,7 @@ const ApiLive = (config: ServerConfigShape) =>
       ToolsHandlers,
       WorkflowsHandlers,
       SchedulesHandlers,
+      WebhooksHandlers,
       McpHandlers,
       OpsHandlers,
       ObservabilityHandlers(storageKind(config.databaseUrl)),

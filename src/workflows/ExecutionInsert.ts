@@ -38,6 +38,7 @@ export const insertExecution = (
       definition_hash: e.definitionHash ?? null,
       replay_of: e.replayOf ?? null,
       replay_from: e.replayFrom ?? null,
+      webhook_url: e.webhookUrl ?? null,
       created_at: e.createdAt,
       updated_at: e.updatedAt,
       ended_at: null,

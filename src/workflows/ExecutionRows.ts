@@ -114,7 +114,9 @@ export const ExecutionFromRow = Schema.Struct({
   concurrencyKey: optionalColumn(Schema.String, "concurrency_key"),
   queuedAt: optionalColumn(Schema.String, "queued_at"),
   /** How a queued one is launched once admitted: none for a fresh start, `resume` or `wake` (`-checked`): concurrency/. */
-  queuedFrom: optionalColumn(Schema.String, "queued_from")
+  queuedFrom: optionalColumn(Schema.String, "queued_from"),
+  /** Where its completion callback goes (issue #33, migration 0029), if it has one. */
+  webhookUrl: optionalColumn(Schema.String, "webhook_url")
 })
 export interface Execution extends Schema.Schema.Type<typeof ExecutionFromRow> {}
 

@@ -28,6 +28,9 @@ import type { WorkflowEvent } from "./WorkflowSchemas.js"
 import { ownTransaction } from "../storage/transaction.js"
 import { type makeStaging, resolveRows, writeWithEvents } from "./ValueRows.js"
 import { type RetryState, retryUpdate } from "./steps/RetryState.js"
+import { ServerConfig } from "../config/ServerConfig.js"
+import { defaultWebhookSettings } from "../config/WebhookSettings.js"
+import { enqueueDelivery } from "../webhooks/WebhookOutbox.js"
 
 type Staging = ReturnType<typeof makeStaging>
 
@@ -162,6 +165,7 @@ export const ExecutionStoreLive = Layer.scoped(
     // of the requests, executions and steps that make them, and writes share group-commit transactions.
     const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
     const commit = committingStatements(submit)
+    const webhooks = Option.match(yield* Effect.serviceOption(ServerConfig), { onNone: () => undefined, onSome: (c) => c.webhooks }) ?? defaultWebhookSettings
 
     /**
      * A conditional write that bumps `last_seq` by the number of events and returns it; when it
@@ -171,10 +175,15 @@ export const ExecutionStoreLive = Layer.scoped(
     const transition = (
       id: string,
       events: ReadonlyArray<WorkflowEvent>,
-      update: (staging: Staging, historyBytes: number) => Statement.Statement<unknown>
+      update: (staging: Staging, historyBytes: number) => Statement.Statement<unknown>,
+      /** The write's condition when it may end or suspend the execution: its callback's delivery is queued with it (issue #33). */
+      ending?: Statement.Fragment
     ) =>
       // The values of the events and of the row are stored once (StoredValues), with the write.
-      writeWithEvents(submit, id, events, (staging) => [update(staging, staging.historyBytes())])
+      writeWithEvents(submit, id, events, (staging) => {
+        const enqueue = ending === undefined ? undefined : enqueueDelivery(sql, ending, events, webhooks)
+        return enqueue === undefined ? [update(staging, staging.historyBytes())] : [enqueue, update(staging, staging.historyBytes())]
+      })
 
     /** The rows a claim may still write: running, at its version, and its owner's when it names one. */
     const held = (claim: Claim) =>
@@ -223,14 +232,14 @@ export const ExecutionStoreLive = Layer.scoped(
           step_data = ${staging.text(c.stepData)}, resume_data = NULL, last_seq = last_seq + ${events.length},
           history_bytes = history_bytes + ${historyBytes},
           updated_at = ${at}${ending === undefined ? sql`` : sql`, ${ended(staging, ending, at)}`}
-          WHERE ${held(claim)} RETURNING last_seq`)
+          WHERE ${held(claim)} RETURNING last_seq`, ending === undefined ? undefined : held(claim))
     }
 
     const finish: ExecutionStore["Type"]["finish"] = (claim, ending, event) =>
       transition(claim.id, [event], (staging, historyBytes) =>
         sql`UPDATE workflow_executions SET ${ended(staging, ending, event.timestamp)}, last_seq = last_seq + 1,
           history_bytes = history_bytes + ${historyBytes}, updated_at = ${event.timestamp}
-          WHERE ${held(claim)} RETURNING last_seq`)
+          WHERE ${held(claim)} RETURNING last_seq`, held(claim))
 
     const suspend: ExecutionStore["Type"]["suspend"] = (claim, suspension, event) =>
       transition(claim.id, [event], (_, historyBytes) =>
@@ -238,7 +247,7 @@ export const ExecutionStoreLive = Layer.scoped(
           wake_at = ${suspension.wakeAt ?? null},
           step_index = ${suspension.stepIndex}, version = version + 1, last_seq = last_seq + 1, updated_at = ${suspension.suspendedAt},
           history_bytes = history_bytes + ${historyBytes}
-          WHERE ${held(claim)} AND step_index = ${claim.atStep} RETURNING last_seq`)
+          WHERE ${held(claim)} AND step_index = ${claim.atStep} RETURNING last_seq`, sql`${held(claim)} AND step_index = ${claim.atStep}`)
 
     const decodeExecutions = Schema.decodeUnknown(Schema.Array(ExecutionFromRow))
     /** The executions a claim's UPDATE returned. */
@@ -263,7 +272,8 @@ export const ExecutionStoreLive = Layer.scoped(
       transition(id, [event], (_, historyBytes) =>
         sql`UPDATE workflow_executions SET status = 'cancelled', owner = NULL, version = version + 1, last_seq = last_seq + 1,
           updated_at = ${event.timestamp}, ended_at = ${event.timestamp}, history_bytes = history_bytes + ${historyBytes},
-          queued_at = NULL WHERE id = ${id} AND status IN ('running', 'suspended', 'sleeping', 'queued') RETURNING last_seq`)
+          queued_at = NULL WHERE id = ${id} AND status IN ('running', 'suspended', 'sleeping', 'queued') RETURNING last_seq`,
+        sql`id = ${id} AND status IN ('running', 'suspended', 'sleeping', 'queued')`)
 
     const remove = (id: string) =>
       // On the service's own connection: rare, and its statements depend on each other's results.

@@ -111,6 +111,7 @@ export const WorkflowEngineLive = Layer.scoped(
           status: "running",
           input,
           context: { ...request.options?.context },
+          ...(request.options?.webhook === undefined ? {} : { webhookUrl: request.options.webhook.url }),
           user: options.user ?? null,
           userId: options.userId,
           stepIndex: 0,

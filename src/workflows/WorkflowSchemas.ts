@@ -98,7 +98,10 @@ export const ExecuteOptions = Schema.Struct({
   executionId: Schema.optional(Schema.String.pipe(
     Schema.pattern(/^[a-zA-Z0-9_.:-]{1,128}$/, { message: () => "must be 1 to 128 letters, digits or _.:-" })
   )),
-  context: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+  context: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  webhook: Schema.optional(Schema.Struct({ url: Schema.String.pipe(Schema.maxLength(2048)) }).annotations({
+    description: "A completion callback (issue #33): an https URL whose host is in webhooks.allowedHosts, POSTed a signed body when the execution ends or suspends"
+  }))
 })
 
 export const ExecuteRequest = Schema.Struct({

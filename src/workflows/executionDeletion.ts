@@ -22,6 +22,7 @@ export const deleteFinishedExecutions = (sql: SqlClient.SqlClient, ids: Readonly
       yield* sql`DELETE FROM workflow_values WHERE ${sql.in("execution_id", gone)}`
       yield* sql`DELETE FROM workflow_step_outputs WHERE ${sql.in("execution_id", gone)}`
       yield* sql`DELETE FROM workflow_idempotency_keys WHERE ${sql.in("execution_id", gone)}`
+      yield* sql`DELETE FROM webhook_deliveries WHERE ${sql.in("execution_id", gone)}`
     }
     return gone
   })

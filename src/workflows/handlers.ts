@@ -2,13 +2,14 @@ import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import { CurrentCaller } from "../auth/Authentication.js"
 import { actingUserId } from "../auth/Ownership.js"
-import type { Forbidden } from "../core/errors.js"
+import type { BadRequest, Forbidden } from "../core/errors.js"
 import { ServiceApi } from "../Api.js"
 import { jsonEvent, sseResponse } from "../http/sse.js"
 import type { ExecutionUpdate } from "./ExecutionViews.js"
 import { callerOf, IdempotencyKeys, type StartRoute } from "./IdempotencyKeys.js"
 import { type StartOptions, WorkflowEngine } from "./WorkflowEngine.js"
 import type { ExecuteRequest } from "./WorkflowSchemas.js"
+import { Webhooks } from "../webhooks/Webhooks.js"
 
 const LIST_DEFAULT = 50
 const LIST_MAX = 500
@@ -28,6 +29,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
   Effect.gen(function*() {
     const engine = yield* WorkflowEngine
     const keys = yield* IdempotencyKeys
+    const webhooks = yield* Webhooks
 
     /** The caller (whom the execution belongs to), and the Idempotency-Key's scope when the request has one. */
     const startOptions = (
@@ -35,10 +37,12 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
       workflowId: string,
       payload: ExecuteRequest,
       key: string | undefined
-    ): Effect.Effect<StartOptions, Forbidden, CurrentCaller> =>
+    ): Effect.Effect<StartOptions, Forbidden | BadRequest, CurrentCaller> =>
       Effect.gen(function*() {
         const caller = yield* CurrentCaller
         const userId = yield* actingUserId(caller, payload.options?.userId)
+        // A callback's URL and its owner's secret are checked before anything is stored (issue #33).
+        if (payload.options?.webhook !== undefined) yield* webhooks.checkStart(payload.options.webhook.url, caller)
         const user = caller.user
         return {
           user,

@@ -147,3 +147,12 @@ export const scheduleFireLag = Metric.histogram(
   MetricBoundaries.fromIterable([1, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000]),
   "Milliseconds from a schedule's fire time to the commit of its execution"
 )
+
+// Completion callbacks (issue #33): each attempt by its outcome (delivered, retry, failed).
+export const webhookDeliveries = Metric.counter("webhook.deliveries", {
+  description: "Completion-callback delivery attempts, by outcome (delivered, retry: to be tried again, failed: given up)",
+  incremental: true
+})
+
+export const countWebhookDelivery = (outcome: "delivered" | "retry" | "failed") =>
+  Metric.increment(Metric.taggedWithLabels(webhookDeliveries, labelsFor(`webhook.deliveries:${outcome}`, () => [["outcome", outcome]])))

@@ -8,6 +8,9 @@ import { decodeWorkflowInput } from "../runner.js"
 import type { WorkflowDefinition } from "../Workflow.js"
 import { codeSchedulesOf, codeScheduleId, SYSTEM_OWNER } from "./codeSchedules.js"
 import { firing, nextFire, parseCron } from "./ScheduleCron.js"
+import { ServerConfig } from "../../config/ServerConfig.js"
+import { defaultWebhookSettings } from "../../config/WebhookSettings.js"
+import { checkWebhookUrl } from "../../webhooks/WebhookUrls.js"
 import { type Fired, type Schedule, scheduleStoreOrOwn } from "./ScheduleStore.js"
 import type { ConcurrencyGate } from "../concurrency/ConcurrencyGate.js"
 
@@ -40,6 +43,7 @@ export const startScheduleFiring = (options: {
 }) =>
   Effect.gen(function*() {
     const store = yield* scheduleStoreOrOwn
+    const webhooks = Option.match(yield* Effect.serviceOption(ServerConfig), { onNone: () => undefined, onSome: (c) => c.webhooks }) ?? defaultWebhookSettings
     const { driver, workflows } = options
     const codeIds: Array<string> = []
     const createdAt = iso(Date.now())
@@ -50,6 +54,13 @@ export const startScheduleFiring = (options: {
         if (Either.isLeft(cron)) return yield* Effect.dieMessage(`Workflow ${definition.id}'s schedule ${code.name}: ${cron.left}`)
         const input = Schema.encodeUnknownEither(definition.input as Schema.Schema<unknown>)(code.input)
         if (Either.isLeft(input)) return yield* Effect.dieMessage(`Workflow ${definition.id}'s schedule ${code.name}: its input does not fit the workflow's input: ${input.left.message}`)
+        if (code.webhook !== undefined) {
+          const checked = checkWebhookUrl(code.webhook.url, webhooks)
+          if ("problem" in checked) return yield* Effect.dieMessage(`Workflow ${definition.id}'s schedule ${code.name}: ${checked.problem}`)
+          if (webhooks.systemSecret === undefined) {
+            return yield* Effect.dieMessage(`Workflow ${definition.id}'s schedule ${code.name} has a webhook: set WEBHOOK_SYSTEM_SECRET (webhooks.systemSecret) to sign it`)
+          }
+        }
         codeIds.push(id)
         yield* store.upsertCode({
           id,
@@ -69,7 +80,8 @@ export const startScheduleFiring = (options: {
           failures: 0,
           lastError: null,
           createdAt,
-          updatedAt: createdAt
+          updatedAt: createdAt,
+          ...(code.webhook === undefined ? {} : { webhookUrl: code.webhook.url })
         })
       }
     }
@@ -122,7 +134,8 @@ export const startScheduleFiring = (options: {
           lastSeq: 0,
           definitionHash: definitionHash(definition),
           createdAt,
-          updatedAt: createdAt
+          updatedAt: createdAt,
+          ...(schedule.webhookUrl === undefined ? {} : { webhookUrl: schedule.webhookUrl })
         }
         yield* Effect.annotateCurrentSpan({ "schedule.id": schedule.id, "schedule.fire_at": iso(at), "execution.id": execution.id })
         const gate = options.gate

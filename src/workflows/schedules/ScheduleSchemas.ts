@@ -13,7 +13,10 @@ export const CreateScheduleRequest = Schema.Struct({
   cron: Schema.String.pipe(Schema.maxLength(200)).annotations({ description: "Five fields: minute hour day-of-month month day-of-week" }),
   timezone: Schema.optional(Schema.String.pipe(Schema.maxLength(64))).annotations({ description: "An IANA time zone; UTC when absent" }),
   input: Schema.optional(Schema.Unknown).annotations({ description: "The workflow's input for each execution (checked now and at each firing)" }),
-  catchUp: Schema.optional(ScheduleCatchUp)
+  catchUp: Schema.optional(ScheduleCatchUp),
+  webhook: Schema.optional(Schema.Struct({ url: Schema.String.pipe(Schema.maxLength(2048)) })).annotations({
+    description: "Each execution's completion callback (as options.webhook of execute): checked now (400) and at each delivery"
+  })
 }).annotations({
   identifier: "CreateScheduleRequest",
   examples: [{ name: "nightly", cron: "0 3 * * *", timezone: "Europe/Berlin", input: {}, catchUp: "latest" }]
@@ -37,7 +40,8 @@ export const ScheduleView = Schema.Struct({
   failures: Schema.Number.annotations({ description: "Failed firings in a row (an input that no longer fits); it pauses at 5" }),
   lastError: Schema.NullOr(Schema.String),
   createdAt: Schema.String,
-  updatedAt: Schema.String
+  updatedAt: Schema.String,
+  webhook: Schema.optional(Schema.Struct({ url: Schema.String.annotations({ description: "Userinfo and query redacted" }) }))
 }).annotations({ identifier: "Schedule" })
 export type ScheduleView = typeof ScheduleView.Type
 

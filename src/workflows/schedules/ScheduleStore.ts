@@ -1,6 +1,6 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
-import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
+import { column, NumberColumn, optionalColumn } from "../../storage/ColumnSchemas.js"
 import { runRequestOn } from "../../storage/commits.js"
 import { insertExecution } from "../ExecutionInsert.js"
 import type { Execution } from "../ExecutionRows.js"
@@ -28,7 +28,9 @@ export const ScheduleFromRow = Schema.Struct({
   failures: NumberColumn,
   lastError: column(Schema.NullOr(Schema.String), "last_error"),
   createdAt: column(Schema.String, "created_at"),
-  updatedAt: column(Schema.String, "updated_at")
+  updatedAt: column(Schema.String, "updated_at"),
+  /** Each of its executions' completion callback (issue #33, migration 0029), if it has one. */
+  webhookUrl: optionalColumn(Schema.String, "webhook_url")
 })
 export type Schedule = typeof ScheduleFromRow.Type
 
@@ -106,7 +108,8 @@ export const makeScheduleStore = Effect.gen(function*() {
     failures: s.failures,
     last_error: s.lastError,
     created_at: s.createdAt,
-    updated_at: s.updatedAt
+    updated_at: s.updatedAt,
+    webhook_url: s.webhookUrl ?? null
   })
 
   return ScheduleStore.of({
@@ -142,7 +145,7 @@ export const makeScheduleStore = Effect.gen(function*() {
     },
     upsertCode: (s) =>
       untraced(sql`INSERT INTO workflow_schedules ${sql.insert(row(s))} ON CONFLICT (id) DO UPDATE SET
-        cron = excluded.cron, timezone = excluded.timezone, input = excluded.input, catch_up = excluded.catch_up,
+        cron = excluded.cron, timezone = excluded.timezone, input = excluded.input, catch_up = excluded.catch_up, webhook_url = excluded.webhook_url,
         next_fire_at = CASE WHEN workflow_schedules.cron = excluded.cron
           AND COALESCE(workflow_schedules.timezone, '') = COALESCE(excluded.timezone, '')
           THEN workflow_schedules.next_fire_at ELSE excluded.next_fire_at END,

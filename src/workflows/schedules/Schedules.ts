@@ -10,6 +10,7 @@ import { nextFire, parseCron, scheduleMinIntervalMs } from "./ScheduleCron.js"
 import { codeScheduleId, codeSchedulesOf } from "./codeSchedules.js"
 import type { CreateScheduleRequest, ScheduleView } from "./ScheduleSchemas.js"
 import { type Schedule, ScheduleStore } from "./ScheduleStore.js"
+import { redactUrl } from "../../webhooks/WebhookUrls.js"
 
 /** Schedules made through the API per owner at most. */
 export const MAX_SCHEDULES_PER_OWNER = 100
@@ -45,7 +46,8 @@ export const viewOf = (schedule: Schedule): ScheduleView => {
     failures: schedule.failures,
     lastError: schedule.lastError,
     createdAt: schedule.createdAt,
-    updatedAt: schedule.updatedAt
+    updatedAt: schedule.updatedAt,
+    ...(schedule.webhookUrl === undefined ? {} : { webhook: { url: redactUrl(schedule.webhookUrl) } })
   }
 }
 
@@ -117,7 +119,9 @@ export const WorkflowSchedulesLive = Layer.effect(
           failures: 0,
           lastError: null,
           createdAt: now,
-          updatedAt: now
+          updatedAt: now,
+          // Checked by the route (Webhooks.checkStart) before it gets here.
+          ...(request.webhook === undefined ? {} : { webhookUrl: request.webhook.url })
         }
         const written = yield* store.insert(schedule, MAX_SCHEDULES_PER_OWNER)
         if (written === "full") {

@@ -15,6 +15,11 @@ export interface WorkflowSchedule<I> {
   readonly timezone?: string | undefined
   readonly input: I
   readonly catchUp: CatchUp
+  /**
+   * Each execution's completion callback (issue #33): checked at start-up against `webhooks.allowedHosts`,
+   * signed with `webhooks.systemSecret` (WEBHOOK_SYSTEM_SECRET), which must then be set.
+   */
+  readonly webhook?: { readonly url: string } | undefined
 }
 
 /** The owner key of code schedules: their names are unique among themselves, apart from the API's. */

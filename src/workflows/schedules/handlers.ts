@@ -3,15 +3,22 @@ import { Effect } from "effect"
 import { CurrentCaller } from "../../auth/Authentication.js"
 import { ServiceApi } from "../../Api.js"
 import { WorkflowSchedules } from "./Schedules.js"
+import { Webhooks } from "../../webhooks/Webhooks.js"
 
 export const SchedulesHandlers = HttpApiBuilder.group(ServiceApi, "schedules", (handlers) =>
   Effect.gen(function*() {
     const schedules = yield* WorkflowSchedules
+    const webhooks = yield* Webhooks
     const visibility = Effect.map(CurrentCaller, (caller) => caller.visibility)
     return handlers
       .handle("listAllSchedules", () => Effect.flatMap(visibility, (seen) => schedules.list(undefined, seen)))
       .handle("listSchedules", ({ path }) => Effect.flatMap(visibility, (seen) => schedules.list(path.id, seen)))
-      .handle("createSchedule", ({ path, payload }) => Effect.flatMap(CurrentCaller, (caller) => schedules.create(path.id, payload, caller)))
+      .handle("createSchedule", ({ path, payload }) =>
+        Effect.flatMap(CurrentCaller, (caller) =>
+          Effect.zipRight(
+            payload.webhook === undefined ? Effect.void : webhooks.checkStart(payload.webhook.url, caller),
+            schedules.create(path.id, payload, caller)
+          )))
       .handle("getSchedule", ({ path }) => Effect.flatMap(visibility, (seen) => schedules.get(path.id, path.scheduleId, seen)))
       .handle("deleteSchedule", ({ path }) => Effect.flatMap(visibility, (seen) => schedules.remove(path.id, path.scheduleId, seen)))
       .handle("pauseSchedule", ({ path }) => Effect.flatMap(visibility, (seen) => schedules.pause(path.id, path.scheduleId, seen)))

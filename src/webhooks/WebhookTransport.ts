@@ -1,0 +1,84 @@
+import { Effect } from "effect"
+import { lookup } from "node:dns/promises"
+import { request } from "node:https"
+import { isIP, type LookupFunction } from "node:net"
+import { rootCertificates } from "node:tls"
+import type { WebhookSettings } from "../config/WebhookSettings.js"
+import { checkWebhookUrl, pickAddress } from "./WebhookUrls.js"
+
+/** A delivery attempt's wait for the whole answer at most. */
+export const DELIVERY_TIMEOUT_MS = 10_000
+/** Bytes of an answer read at most; the rest is not read. */
+export const RESPONSE_READ_MAX = 4096
+
+/** How an attempt went: the receiver's status (2xx: delivered), a failure to retry, or a refusal (not retried). */
+export type AttemptOutcome =
+  | { readonly _tag: "Answered"; readonly status: number }
+  | { readonly _tag: "Failed"; readonly error: string }
+  | { readonly _tag: "Refused"; readonly error: string }
+
+/**
+ * POSTs `body` to `raw` (checked again against the settings): its host resolved once, the connection
+ * pinned to the address picked (node's `lookup` option), TLS verified against Node's CAs and the
+ * configured CA file, no redirects followed, at most RESPONSE_READ_MAX bytes read, DELIVERY_TIMEOUT_MS
+ * for the whole.
+ */
+export const postWebhook = (
+  raw: string,
+  body: string,
+  headers: Record<string, string>,
+  settings: WebhookSettings
+): Effect.Effect<AttemptOutcome> =>
+  Effect.gen(function*() {
+    const checked = checkWebhookUrl(raw, settings)
+    if ("problem" in checked) return { _tag: "Refused", error: checked.problem } as const
+    const url = checked.url
+    const host = url.hostname.replace(/^\[(.*)\]$/, "$1")
+    const resolved = isIP(host) !== 0
+      ? [{ address: host, family: isIP(host) }]
+      : yield* Effect.promise(() => lookup(host, { all: true, verbatim: true }).catch(() => [])).pipe(
+        // The system resolver has no timeout of its own.
+        Effect.timeoutTo({ duration: DELIVERY_TIMEOUT_MS, onTimeout: () => [], onSuccess: (found) => found })
+      )
+    const target = pickAddress(host, resolved, settings)
+    if ("problem" in target) return { _tag: "Refused", error: target.problem } as const
+    const pinned: LookupFunction = (_hostname, options, callback) => {
+      if (options.all === true) (callback as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [target])
+      else callback(null, target.address, target.family)
+    }
+    return yield* Effect.async<AttemptOutcome>((resume) => {
+      let done = false
+      const finish = (outcome: AttemptOutcome) => {
+        if (done) return
+        done = true
+        clearTimeout(timer)
+        req.destroy()
+        resume(Effect.succeed(outcome))
+      }
+      const req = request({
+        method: "POST",
+        host,
+        port: url.port === "" ? 443 : Number(url.port),
+        path: `${url.pathname}${url.search}`,
+        lookup: pinned,
+        ...(isIP(host) === 0 ? { servername: host } : {}),
+        ...(settings.ca === undefined ? {} : { ca: [...rootCertificates, settings.ca] }),
+        agent: false,
+        headers: { ...headers, "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), "user-agent": "workflow-webhooks/1" }
+      }, (response) => {
+        let read = 0
+        const status = response.statusCode ?? 0
+        const answered = () => finish(status >= 300 && status < 400 ? { _tag: "Failed", error: `answered ${status}: redirects are not followed` } : { _tag: "Answered", status })
+        response.on("data", (chunk: Buffer) => {
+          read += chunk.length
+          if (read >= RESPONSE_READ_MAX) answered()
+        })
+        response.on("end", answered)
+        response.on("error", answered)
+      })
+      const timer = setTimeout(() => finish({ _tag: "Failed", error: `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s` }), DELIVERY_TIMEOUT_MS)
+      req.on("error", (error) => finish({ _tag: "Failed", error: `${error.message}`.slice(0, 300) }))
+      req.end(body)
+      return Effect.sync(() => finish({ _tag: "Failed", error: "interrupted" }))
+    })
+  })
