@@ -8,6 +8,7 @@ import { href, navigate } from "./route.js"
 import { SchemaForm } from "./SchemaForm.js"
 import { readSse } from "./sse.js"
 import { useStore } from "./store.js"
+import { WebhookDeliveries } from "./WebhookDeliveries.js"
 import type { ExecutionState, LogEntry, RunStarted, WorkflowDetails, WorkflowFrame } from "./types.js"
 
 const ACTIVE = new Set(["running", "suspended"])
@@ -159,6 +160,11 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
       <h2 id="execution-heading">Execution <code>{executionId}</code></h2>
       <div class="row">
         <span>Status: <strong data-testid="execution-status" class={`status ${status}`}>{status}</strong></span>
+        {state?.waiting === "concurrency" && (
+          <span data-testid="execution-waiting" class="reason">
+            queued for a concurrency slot{state.queuedAt === undefined ? "" : ` since ${new Date(state.queuedAt).toLocaleString()}`}
+          </span>
+        )}
         {state?.waitingUntil !== undefined && (
           <span data-testid="execution-waiting" class="reason">asleep until {new Date(state.waitingUntil).toLocaleString()}</span>
         )}
@@ -212,6 +218,7 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
           />
         </div>
       )}
+      <WebhookDeliveries base={base} status={status} />
       <h3>Timeline</h3>
       <ol class="timeline" aria-live="polite">
         {events.map((event, index) => {

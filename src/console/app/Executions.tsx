@@ -6,14 +6,19 @@ import type { ExecutionRecord, ExecutionStatus, WorkflowSummary } from "./types.
 
 const STATUSES: ReadonlyArray<ExecutionStatus> = ["running", "suspended", "completed", "error", "cancelled"]
 const LIMIT = 20
+/** The filter for executions waiting for a concurrency slot (issue #33): `running` to the API, with `waiting`. */
+const QUEUED = "queued"
 
-/** Past and present executions, newest first, filtered by status and workflow, page by page. */
+/** Past and present executions, newest first, filtered by status (or waiting for a slot) and workflow, page by page. */
 export const Executions = (props: { workflows: ReadonlyArray<WorkflowSummary>; initialWorkflow: string | undefined }) => {
   const [workflowId, setWorkflowId] = useState(props.initialWorkflow ?? "")
   const [status, setStatus] = useState("")
   const [offset, setOffset] = useState(0)
   const executions = useLoad(
-    () => api<ReadonlyArray<ExecutionRecord>>(`/workflows/executions${query({ workflowId, status, limit: LIMIT, offset })}`),
+    () =>
+      api<ReadonlyArray<ExecutionRecord>>(`/workflows/executions${
+        query(status === QUEUED ? { workflowId, waiting: "concurrency", limit: LIMIT, offset } : { workflowId, status, limit: LIMIT, offset })
+      }`),
     [workflowId, status, offset]
   )
   const rows = executions.data ?? []
@@ -36,6 +41,7 @@ export const Executions = (props: { workflows: ReadonlyArray<WorkflowSummary>; i
           <select value={status} onChange={(event) => (setStatus(event.currentTarget.value), setOffset(0))}>
             <option value="">all</option>
             {STATUSES.map((status) => <option key={status} value={status}>{status}</option>)}
+            <option value={QUEUED}>queued (waiting for a slot)</option>
           </select>
         </label>
       </div>
@@ -58,7 +64,14 @@ export const Executions = (props: { workflows: ReadonlyArray<WorkflowSummary>; i
             >
               <td><code>{execution.id}</code></td>
               <td>{execution.workflowId}</td>
-              <td><span class={`status ${execution.status}`}>{execution.status}</span></td>
+              <td>
+                <span class={`status ${execution.status}`}>{execution.status}</span>
+                {execution.waiting === "concurrency" && (
+                  <span class="badge" data-testid="execution-queued">
+                    queued{execution.queuedAt === undefined ? "" : ` since ${new Date(execution.queuedAt).toLocaleTimeString()}`}
+                  </span>
+                )}
+              </td>
               <td>{new Date(execution.createdAt).toLocaleString()}</td>
               <td>{new Date(execution.updatedAt).toLocaleString()}</td>
             </tr>

@@ -43,3 +43,4 @@ export type LogEntry = typeof LogEntrySchema.Encoded
 export type JsonSchema = { readonly [key: string]: unknown }
 
 export type ScheduleView = typeof import("../../workflows/schedules/ScheduleSchemas.js").ScheduleView.Encoded
+export type WebhookDelivery = typeof import("../../webhooks/WebhookSchemas.js").WebhookDeliveryView.Encoded
