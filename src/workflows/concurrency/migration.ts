@@ -4,12 +4,12 @@ import type { Migration } from "../../storage/Migrations.js"
 
 /**
  * Issue #33, concurrency limits: an execution of a limited workflow has its `concurrency_key`; while it
- * waits for a slot it is `status = 'queued'` (a state the orphan claim and older instances do not
- * match, shown to clients as running with `waiting: 'concurrency'`) since `queued_at`; `queued_from` says how it is launched once admitted (NULL: a fresh start; `resume`,
- * `wake`, with `-checked` when its data must be checked: it was resumed or woke while its key was full).
- * The slots of a
- * key are its rows in `status = 'running'`, counted; `workflow_concurrency` has one row per key, whose
- * update serializes the claimers of that key (see concurrency/ConcurrencyStore.ts).
+ * waits for a slot it is `status = 'queued'` (a state the orphan claim and older instances do not match,
+ * shown to clients as running with `waiting: 'concurrency'`) since `queued_at`; `queued_from` says how it
+ * is launched once admitted (NULL: a fresh start; `resume`, `wake`, with `-checked` when its data must be
+ * checked: it was resumed or woke while its key was full). The slots of a key are its rows in
+ * `status = 'running'`, counted; `workflow_concurrency` has one row per key, whose update serializes the
+ * claimers of that key (see concurrency/ConcurrencyStore.ts).
  */
 export const addConcurrencyLimits = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
