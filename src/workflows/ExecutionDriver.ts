@@ -333,7 +333,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
       options: { readonly startRecorded: boolean; readonly deaths?: number; readonly checked?: boolean; readonly woken?: boolean }
     ): Effect.Effect<Fiber.RuntimeFiber<void>> =>
       Effect.suspend(() => {
-        const claim: Claim = { id: execution.id, version: execution.version, owner: instanceId }
+        const claim: Claim = { id: execution.id, version: execution.version, owner: instanceId, webhook: execution.webhookUrl !== undefined }
         claims.set(execution.id, claim)
         const forget = Effect.sync(() => {
           if (claims.get(execution.id) === claim) claims.delete(execution.id)

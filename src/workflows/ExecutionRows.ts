@@ -186,6 +186,8 @@ export interface Claim {
   readonly id: string
   readonly version: number
   readonly owner?: string | undefined
+  /** Whether the execution has a completion callback (issue #33); unknown (undefined): its ending checks the row. */
+  readonly webhook?: boolean | undefined
 }
 
 /** After a step: the next step, its input and every step's output so far. */

@@ -185,6 +185,9 @@ export const ExecutionStoreLive = Layer.scoped(
         return enqueue === undefined ? [update(staging, staging.historyBytes())] : [enqueue, update(staging, staging.historyBytes())]
       })
 
+    /** An ending's callback condition: none when the claim knows its execution has no callback (the common case: no statement). */
+    const callbackOf = (claim: Claim, condition: Statement.Fragment) => (claim.webhook === false ? undefined : condition)
+
     /** The rows a claim may still write: running, at its version, and its owner's when it names one. */
     const held = (claim: Claim) =>
       claim.owner === undefined
@@ -232,14 +235,14 @@ export const ExecutionStoreLive = Layer.scoped(
           step_data = ${staging.text(c.stepData)}, resume_data = NULL, last_seq = last_seq + ${events.length},
           history_bytes = history_bytes + ${historyBytes},
           updated_at = ${at}${ending === undefined ? sql`` : sql`, ${ended(staging, ending, at)}`}
-          WHERE ${held(claim)} RETURNING last_seq`, ending === undefined ? undefined : held(claim))
+          WHERE ${held(claim)} RETURNING last_seq`, ending === undefined ? undefined : callbackOf(claim, held(claim)))
     }
 
     const finish: ExecutionStore["Type"]["finish"] = (claim, ending, event) =>
       transition(claim.id, [event], (staging, historyBytes) =>
         sql`UPDATE workflow_executions SET ${ended(staging, ending, event.timestamp)}, last_seq = last_seq + 1,
           history_bytes = history_bytes + ${historyBytes}, updated_at = ${event.timestamp}
-          WHERE ${held(claim)} RETURNING last_seq`, held(claim))
+          WHERE ${held(claim)} RETURNING last_seq`, callbackOf(claim, held(claim)))
 
     const suspend: ExecutionStore["Type"]["suspend"] = (claim, suspension, event) =>
       transition(claim.id, [event], (_, historyBytes) =>
@@ -247,7 +250,7 @@ export const ExecutionStoreLive = Layer.scoped(
           wake_at = ${suspension.wakeAt ?? null},
           step_index = ${suspension.stepIndex}, version = version + 1, last_seq = last_seq + 1, updated_at = ${suspension.suspendedAt},
           history_bytes = history_bytes + ${historyBytes}
-          WHERE ${held(claim)} AND step_index = ${claim.atStep} RETURNING last_seq`, sql`${held(claim)} AND step_index = ${claim.atStep}`)
+          WHERE ${held(claim)} AND step_index = ${claim.atStep} RETURNING last_seq`, callbackOf(claim, sql`${held(claim)} AND step_index = ${claim.atStep}`))
 
     const decodeExecutions = Schema.decodeUnknown(Schema.Array(ExecutionFromRow))
     /** The executions a claim's UPDATE returned. */
