@@ -22,10 +22,11 @@ const SETTLE_MS = 90_000
 /** How long a parked execution may stay parked past its wakeAt before its timer counts as lost. */
 const WAKE_GRACE_MS = 30_000
 
-interface Listed {
+export interface Listed {
   readonly id: string
   readonly workflowId: string
   readonly status: string
+  readonly input?: unknown
   /** A parked execution's wakeAt. */
   readonly waitingUntil?: string
   readonly events: ReadonlyArray<{ readonly id: string; readonly type: string; readonly from: string; readonly startTime: string; readonly wakeAt?: string }>
@@ -44,11 +45,14 @@ const sleepProblem = (execution: Listed, skewMs: number): string | undefined => 
   return undefined
 }
 
-/** Every execution, paging through GET /workflows/executions. */
-const listAll = async (server: Instances, status?: string): Promise<Array<Listed>> => {
+/** Every execution (of a status, of a workflow), paging through GET /workflows/executions. */
+export const listAll = async (
+  server: Instances,
+  where: { readonly status?: string; readonly workflowId?: string } = {}
+): Promise<Array<Listed>> => {
   const all: Array<Listed> = []
+  const filter = Object.entries(where).map(([name, value]) => `&${name}=${encodeURIComponent(value)}`).join("")
   for (let offset = 0; ; offset += PAGE) {
-    const filter = status === undefined ? "" : `&status=${status}`
     const reply = await server.request("GET", `/workflows/executions?limit=${PAGE}&offset=${offset}${filter}`, undefined, 60_000)
     if (reply?.status !== 200) throw new Error(`listing executions failed: ${JSON.stringify(reply?.body ?? "no answer")}`)
     const page = reply.body.data as Array<Listed>
@@ -83,10 +87,10 @@ export const checkInvariants = async (
   const startedSettling = Date.now()
   const wakesBy = (running: ReadonlyArray<Listed>) =>
     Math.max(0, ...running.map((execution) => (execution.waitingUntil === undefined ? 0 : Date.parse(execution.waitingUntil) + WAKE_GRACE_MS)))
-  let running = await listAll(server, "running")
+  let running = await listAll(server, { status: "running" })
   while (running.length > 0 && Date.now() < Math.max(startedSettling + SETTLE_MS, wakesBy(running))) {
     await sleep(250)
-    running = await listAll(server, "running")
+    running = await listAll(server, { status: "running" })
   }
   for (const execution of running) {
     const where = `${execution.workflowId} ${execution.id}`
@@ -94,7 +98,7 @@ export const checkInvariants = async (
     else violations.add("left parked past its wakeAt (a lost timer)", `${where}: waiting until ${execution.waitingUntil}`)
   }
 
-  const suspended = await listAll(server, "suspended")
+  const suspended = await listAll(server, { status: "suspended" })
   log(`resuming the ${suspended.length} suspended executions`)
   let next = 0
   const resumeWorker = async () => {

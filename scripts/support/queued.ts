@@ -7,24 +7,19 @@
  */
 import type { CommittedEvent } from "./database.js"
 import type { Instances } from "./instances.js"
+import { listAll } from "./invariants.js"
 import type { RecordedStart } from "./recorded.js"
 import type { Violations } from "./violations.js"
 
 export const QUEUE_WORKFLOW = "chaos-queue"
 const LIMIT = 2
-const PAGE = 500
 
 /** Each execution's group, from its input as listed. */
-const groupsOf = async (server: Instances): Promise<Map<string, string>> => {
-  const groups = new Map<string, string>()
-  for (let offset = 0; ; offset += PAGE) {
-    const reply = await server.request("GET", `/workflows/executions?workflowId=${QUEUE_WORKFLOW}&limit=${PAGE}&offset=${offset}`, undefined, 60_000)
-    if (reply?.status !== 200) throw new Error(`listing ${QUEUE_WORKFLOW} failed: ${JSON.stringify(reply?.body ?? "no answer")}`)
-    const page = reply.body.data as ReadonlyArray<{ readonly id: string; readonly input?: { readonly group?: string } }>
-    for (const execution of page) groups.set(execution.id, execution.input?.group ?? "?")
-    if (page.length < PAGE) return groups
-  }
-}
+const groupsOf = async (server: Instances): Promise<Map<string, string>> =>
+  new Map((await listAll(server, { workflowId: QUEUE_WORKFLOW })).map((execution) => {
+    const input = execution.input as { readonly group?: string } | undefined
+    return [execution.id, input?.group ?? "?"]
+  }))
 
 /** The most steps of one group seen running at once (a violation above the limit). */
 export const checkQueue = async (
@@ -38,7 +33,9 @@ export const checkQueue = async (
   for (const start of starts) {
     if (!groups.has(start.executionId)) continue
     const key = `${start.executionId} ${start.path}`
-    startsOf.set(key, [...(startsOf.get(key) ?? []), start.time])
+    const times = startsOf.get(key)
+    if (times === undefined) startsOf.set(key, [start.time])
+    else times.push(start.time)
   }
   const spans = new Map<string, Array<{ readonly executionId: string; readonly from: number; readonly to: number }>>()
   for (const event of events) {

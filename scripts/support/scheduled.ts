@@ -6,10 +6,10 @@
  * (a firing launched twice would start its step twice).
  */
 import type { Instances } from "./instances.js"
+import { listAll } from "./invariants.js"
 import type { Violations } from "./violations.js"
 
 const WORKFLOW = "chaos-tick"
-const PAGE = 500
 
 interface ScheduleView {
   readonly id: string
@@ -38,14 +38,7 @@ export const checkTicks = async (server: Instances, violations: Violations): Pro
     violations.add("schedule missing", `${WORKFLOW} has no code schedule`)
     return 0
   }
-  const ids: Array<string> = []
-  for (let offset = 0; ; offset += PAGE) {
-    const reply = await server.request("GET", `/workflows/executions?workflowId=${WORKFLOW}&limit=${PAGE}&offset=${offset}`, undefined, 60_000)
-    if (reply?.status !== 200) throw new Error(`listing ${WORKFLOW} failed: ${JSON.stringify(reply?.body ?? "no answer")}`)
-    const page = reply.body.data as ReadonlyArray<{ readonly id: string }>
-    ids.push(...page.map((execution) => execution.id))
-    if (page.length < PAGE) break
-  }
+  const ids = (await listAll(server, { workflowId: WORKFLOW })).map((execution) => execution.id)
   const prefix = `sched:${schedule.id}:`
   const times = ids.map((id) => (id.startsWith(prefix) ? Date.parse(id.slice(prefix.length)) : Number.NaN))
   if (times.some(Number.isNaN)) violations.add("a tick execution is not a firing", ids.filter((_, i) => Number.isNaN(times[i])).join(", "))
