@@ -246,6 +246,23 @@ describe("workflow concurrency limits (SQLite)", () => {
         yield* allCompleted(url, "latest", ["latest-1"])
       }))
 
+    it.effect("onBusy interrupt: two starts at once never supersede each other; the newer one completes (30 trials)", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        for (let trial = 0; trial < 30; trial++) {
+          const ids = [`both-${trial}-a`, `both-${trial}-b`]
+          const answers = yield* Effect.all(
+            ids.map((executionId) => post(`${url}/workflows/latest/run`, { input: { ms: 5 }, options: { executionId } })),
+            { concurrency: "unbounded" }
+          )
+          expect(answers.map((answer) => answer.status)).toEqual([201, 201])
+          const settled = yield* Effect.forEach(ids, (id) =>
+            eventually(statusOf(url, "latest", id), (status) => status === "completed" || status === "cancelled", `${id} settled`))
+          // At most the older is superseded: one of the two always runs to its end.
+          expect(settled.filter((status) => status === "completed").length).toBeGreaterThanOrEqual(1)
+        }
+      }))
+
     it.effect("the row of a key with nothing queued or running is deleted by a later sweep", () =>
       Effect.gen(function*() {
         const sql = yield* sqlOf

@@ -146,8 +146,9 @@ export const makeConcurrencyGate = (options: {
 
     /**
      * After a limited execution's row was stored queued: admitted at once when it fits; else, by
-     * `onBusy`, left queued (enqueue), taken back with a 409 (reject: the row is deleted), or the
-     * running ones (and older queued ones) of its key cancelled as superseded, then admitted (interrupt).
+     * `onBusy`, left queued (enqueue), taken back with a 409 (reject: the row is deleted), or the older
+     * running and queued ones of its key cancelled as superseded, then admitted (interrupt; a newer one
+     * still running keeps it queued, and supersedes it in turn).
      */
     const started = (definition: WorkflowDefinition, execution: Execution, key: string): Effect.Effect<Gated, Conflict> =>
       Effect.gen(function*() {
@@ -162,17 +163,16 @@ export const makeConcurrencyGate = (options: {
           // Admitted meanwhile by another instance: it runs.
         }
         if (mine === undefined && onBusy === "interrupt") {
-          const older = yield* slots.queuedBefore(key, execution.createdAt, execution.id)
-          const running = yield* slots.running(key)
           const reason = `superseded by ${execution.id}`
-          yield* Effect.forEach([...older, ...running], ({ id }) => cancel(id, reason), { discard: true })
+          yield* Effect.forEach(yield* slots.olderThan(key, execution.createdAt, execution.id), ({ id }) => cancel(id, reason), { discard: true })
           mine = ours(yield* admit(definition, key))
         }
         if (mine !== undefined) return { ...mine, queued: false }
         // Admitted meanwhile by another start's admission, here or on another instance: it runs (its
-        // waiters follow its events, fetched from the store when it runs elsewhere).
+        // waiters follow its events, fetched from the store when it runs elsewhere); or already
+        // superseded by a newer start under `interrupt`: its waiters see it cancelled.
         const row = yield* store.get(execution.id)
-        if (Option.isSome(row) && row.value.status === "running" && row.value.queuedAt === undefined) {
+        if (Option.isSome(row) && row.value.queuedAt === undefined) {
           return { execution: row.value, fiber: Option.getOrElse(raw.fiberOf(execution.id), () => idle), queued: false }
         }
         return { execution, fiber: idle, queued: true }

@@ -93,14 +93,12 @@ export const makeConcurrencyStore = Effect.gen(function*() {
     decodeDepths
   ))
 
-  /** The executing ones of `key` (for `interrupt`), oldest first. */
-  const running = (key: string) =>
-    untraced(sql<{ id: string }>`SELECT id FROM workflow_executions WHERE concurrency_key = ${key} AND status = 'running'
-      ORDER BY created_at, id`)
-
-  /** The queued ones of `key` created before `id`'s row (superseded under `interrupt`). */
-  const queuedBefore = (key: string, createdAt: string, id: string) =>
-    untraced(sql<{ id: string }>`SELECT id FROM workflow_executions WHERE concurrency_key = ${key} AND status = 'queued'
+  /**
+   * What a start under `interrupt` supersedes: the running and queued executions of `key` created before
+   * it, oldest first. Never a newer one: two starts at once must not cancel each other.
+   */
+  const olderThan = (key: string, createdAt: string, id: string) =>
+    untraced(sql<{ id: string }>`SELECT id FROM workflow_executions WHERE concurrency_key = ${key} AND status IN ('running', 'queued')
       AND (created_at < ${createdAt} OR (created_at = ${createdAt} AND id < ${id})) ORDER BY created_at, id`)
 
   /** A queued execution taken back (reject): cancelled only while still queued, for its deletion; false once admitted. */
@@ -120,7 +118,7 @@ export const makeConcurrencyStore = Effect.gen(function*() {
       SELECT 1 FROM workflow_executions e WHERE e.concurrency_key = c.key AND e.status IN ('queued', 'running')
     ) LIMIT 500)`)
 
-  return { admit, requeue, withdraw, forgetIdle, queuedKeys, depths, running, queuedBefore, runningCount: (key: string) => untraced(runningCount(key)) }
+  return { admit, requeue, withdraw, forgetIdle, queuedKeys, depths, olderThan, runningCount: (key: string) => untraced(runningCount(key)) }
 })
 
 export type ConcurrencyStore = Effect.Effect.Success<typeof makeConcurrencyStore>
