@@ -225,6 +225,22 @@ describe("webhook deliveries", () => {
         const sql = Context.get((yield* TestServer).services, SqlClient.SqlClient)
         expect(yield* Effect.orDie(sql`SELECT id FROM webhook_deliveries WHERE execution_id = ${executionId}`)).toEqual([])
       })))
+
+    it.effect("no request acts as a code schedule's system owner (its callbacks are signed with the system secret)", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const { url } = yield* TestServer
+        yield* fetchJson(`${url}/webhooks/secret`, json({}))
+        const receiver = yield* makeReceiver()
+        for (const route of ["execute", "run", "stream"]) {
+          const spoofed = yield* fetchJson(`${url}/workflows/echo/${route}`, json({
+            input: { text: "signed by the system?" },
+            options: { userId: "system:schedule/code.echo.default", webhook: { url: `https://127.0.0.1:${receiver.port}/` } }
+          }))
+          expect(spoofed.status).toBe(403)
+          expect(spoofed.body.error).toContain(`cannot act as a user whose id starts with "system:"`)
+        }
+        expect(receiver.connections()).toBe(0)
+      })))
   })
 })
 

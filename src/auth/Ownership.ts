@@ -66,10 +66,21 @@ export const canSee = (visibility: Visibility, recordUserId: string | null | und
   visibility.all || (recordUserId ?? null) === visibility.userId
 
 /**
+ * The prefix of the service's own owners (`system:schedule/<id>`: code schedules' executions), whose
+ * completion callbacks are signed with the operator's system secret: no request may act as one.
+ */
+export const SYSTEM_USER_PREFIX = "system:"
+
+/**
  * The user id a request acts as. Under authentication a body's `userId` may only name the caller
  * (absent means the caller); without it, the body's `userId` is taken as given (nothing is owned).
+ * Neither may be one of the service's own (`system:`).
  */
 export const actingUserId = (caller: Caller, bodyUserId: string | undefined): Effect.Effect<string | undefined, Forbidden> => {
+  const acting = caller.owned ? caller.userId ?? bodyUserId : bodyUserId
+  if (acting?.startsWith(SYSTEM_USER_PREFIX) === true) {
+    return Effect.fail(new Forbidden({ message: `A request cannot act as a user whose id starts with "${SYSTEM_USER_PREFIX}": the service keeps those for itself` }))
+  }
   if (!caller.owned) return Effect.succeed(bodyUserId)
   if (bodyUserId !== undefined && bodyUserId !== caller.userId) {
     return Effect.fail(new Forbidden({ message: "options.userId must be the authenticated caller's id (or be left out): it cannot name another user" }))

@@ -1,6 +1,6 @@
 import { Context, Effect, FiberSet, Layer, Option, Redacted, Schema } from "effect"
 import type { Caller, Visibility } from "../auth/Ownership.js"
-import { canSee } from "../auth/Ownership.js"
+import { canSee, SYSTEM_USER_PREFIX } from "../auth/Ownership.js"
 import { ServerConfig } from "../config/ServerConfig.js"
 import { defaultWebhookSettings, type WebhookSettings } from "../config/WebhookSettings.js"
 import { BadRequest, NotFound } from "../core/errors.js"
@@ -19,8 +19,6 @@ export const WEBHOOK_DELIVERY_KIND = "webhook-delivery"
 const CLAIM_LEASE_MS = 60_000
 /** Deliveries listed per execution at most. */
 export const DELIVERIES_LISTED = 100
-/** The owner prefix of code-schedule executions: their callbacks are signed with `webhooks.systemSecret`. */
-const SYSTEM_OWNER_PREFIX = "system:"
 
 export interface SecretInfo {
   readonly createdAt: string
@@ -79,7 +77,7 @@ export const WebhooksLive = Layer.scoped(
     /** The secrets that sign an owner's deliveries now: the current one, and the previous one in its grace. */
     const signingSecrets = (owner: string) =>
       Effect.gen(function*() {
-        if (owner.startsWith(SYSTEM_OWNER_PREFIX)) return settings.systemSecret === undefined ? [] : [settings.systemSecret]
+        if (owner.startsWith(SYSTEM_USER_PREFIX)) return settings.systemSecret === undefined ? [] : [settings.systemSecret]
         const row = yield* store.secretOf(authOff ? "" : owner)
         if (Option.isNone(row)) return []
         const { previous, previousUntil, secret } = row.value

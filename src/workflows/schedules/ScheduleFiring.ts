@@ -1,4 +1,5 @@
 import { Cron, Effect, Either, Metric, Option, Schema } from "effect"
+import { SYSTEM_USER_PREFIX } from "../../auth/Ownership.js"
 import type { DueWorkService } from "../../scheduling/DueWork.js"
 import { scheduleFireLag, scheduleFires } from "../../observability/metrics/instruments.js"
 import { definitionHash } from "../DefinitionCompatibility.js"
@@ -18,7 +19,7 @@ import type { ConcurrencyGate } from "../concurrency/ConcurrencyGate.js"
 export const SCHEDULE_FIRE_KIND = "schedule-fire"
 
 /** The user a code schedule's executions belong to: only administrators see them. */
-export const systemUserOf = (scheduleId: string) => `system:schedule/${scheduleId}`
+export const systemUserOf = (scheduleId: string) => `${SYSTEM_USER_PREFIX}schedule/${scheduleId}`
 
 /** A fired execution's id: one per schedule and fire time, whichever instance fires it. */
 export const firedExecutionId = (scheduleId: string, fireAt: string) => `sched:${scheduleId}:${fireAt}`
