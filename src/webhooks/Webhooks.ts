@@ -17,6 +17,11 @@ import { checkWebhookUrl, redactUrl } from "./WebhookUrls.js"
 export const WEBHOOK_DELIVERY_KIND = "webhook-delivery"
 /** A taken delivery is due again after this long if its instance never records the attempt (it died). */
 const CLAIM_LEASE_MS = 60_000
+/**
+ * Attempts in flight per instance at most: after a receiver's outage, what falls due is taken as
+ * attempts end (the due-work poll takes the rest), not all at once past the claim's lease.
+ */
+const MAX_IN_FLIGHT = 64
 /** Deliveries listed per execution at most. */
 export const DELIVERIES_LISTED = 100
 
@@ -140,7 +145,11 @@ export const WebhooksLive = Layer.scoped(
     yield* dueWork.register<Delivery>({
       name: WEBHOOK_DELIVERY_KIND,
       nextDue: store.nextDue,
-      claimDue: (limit) => Effect.flatMap(leaving, (gone) => (gone ? Effect.succeed([]) : store.claimDue(limit, CLAIM_LEASE_MS))),
+      claimDue: (limit) =>
+        Effect.gen(function*() {
+          const free = MAX_IN_FLIGHT - (yield* FiberSet.size(running))
+          return (yield* leaving) || free <= 0 ? [] : yield* store.claimDue(Math.min(limit, free), CLAIM_LEASE_MS)
+        }),
       handle: (delivery) => Effect.asVoid(FiberSet.run(running, deliver(delivery)))
     })
 
