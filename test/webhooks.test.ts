@@ -89,7 +89,16 @@ describe("webhook signature and URL checks", () => {
     expect(config.webhooks?.maxPendingPerOwner).toBe(5)
     expect(resolveServerConfig({}, { WEBHOOK_ALLOWED_HOSTS: "x.example.com, Y.example.com" }).webhooks?.allowedHosts).toEqual(["x.example.com", "y.example.com"])
     expect(() => resolveServerConfig({}, { WEBHOOK_CA_FILE: "/nonexistent/ca.pem" })).toThrow(/caFile/)
+    expect(Redacted.value(config.webhooks!.systemSecret!)).toBe("whsec_c2VjcmV0c2VjcmV0c2VjcmV0")
     expect(String(config.webhooks?.systemSecret)).not.toContain("c2VjcmV0")
+    // Too short, from either source: refused without printing it.
+    for (const refused of [
+      () => resolveServerConfig({ webhooks: { systemSecret: "short-Z9q" } }, {}),
+      () => resolveServerConfig({}, { WEBHOOK_SYSTEM_SECRET: "short-Z9q" })
+    ]) {
+      expect(refused).toThrow(/at least 16 characters/)
+      expect(refused).not.toThrow(/Z9q/)
+    }
   })
 })
 

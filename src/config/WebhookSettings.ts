@@ -15,8 +15,11 @@ export const WebhooksConfigFile = Schema.Struct({
   secretGraceHours: Schema.optional(Schema.Number.pipe(Schema.nonNegative())),
   /** A PEM file of CA certificates trusted for https callbacks besides Node's own. */
   caFile: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
-  /** Signs the callbacks of code-schedule executions (owned by `system:schedule/<id>`). */
-  systemSecret: Schema.optional(Schema.String.pipe(Schema.minLength(16)))
+  /**
+   * Signs the callbacks of code-schedule executions (owned by `system:schedule/<id>`). Its length is
+   * checked where it is resolved: a schema's message would print the value.
+   */
+  systemSecret: Schema.optional(Schema.String)
 })
 export type WebhooksConfigFile = typeof WebhooksConfigFile.Type
 
@@ -39,6 +42,8 @@ export interface WebhookSettings {
 }
 
 const HOUR_MS = 3600 * 1000
+/** The shortest system secret taken (from the file or WEBHOOK_SYSTEM_SECRET). */
+const SYSTEM_SECRET_MIN = 16
 
 export const defaultWebhookSettings: WebhookSettings = {
   allowedHosts: [],
@@ -70,6 +75,9 @@ export const resolveWebhookSettings = (file: WebhooksConfigFile | undefined, env
   }
   const systemSecret = Option.getOrUndefined(env.systemSecret) ??
     (file?.systemSecret === undefined ? undefined : Redacted.make(file.systemSecret))
+  if (systemSecret !== undefined && Redacted.value(systemSecret).length < SYSTEM_SECRET_MIN) {
+    return invalid("WEBHOOK_SYSTEM_SECRET", `webhooks.systemSecret must be at least ${SYSTEM_SECRET_MIN} characters (its value is not shown)`)
+  }
   const d = defaultWebhookSettings
   return Either.right<WebhookSettings>({
     allowedHosts: Option.getOrElse(env.allowedHosts, () => (file?.allowedHosts ?? []).map((host) => host.toLowerCase())),
