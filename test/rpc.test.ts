@@ -83,6 +83,16 @@ describe("RPC at /rpc, open configuration", () => {
         expect(missing).toBeInstanceOf(Errors.NotFound)
         const invalid = yield* Effect.flip(collect(client.WorkflowStream({ workflowId: "approval", input: { amount: "lots" } })))
         expect(invalid).toBeInstanceOf(Errors.ValidationError)
+        // A callback is checked as over HTTP (no callbacks by default): refused before anything is stored.
+        const hooked = yield* Effect.flip(collect(client.WorkflowStream({
+          workflowId: "approval",
+          input: { amount: 1 },
+          options: { executionId: "rpc-hooked", webhook: { url: "https://hooks.example.com/done" } }
+        })))
+        expect(hooked).toBeInstanceOf(Errors.BadRequest)
+        expect(hooked.message).toContain("webhooks.allowedHosts")
+        const stored = yield* Effect.flip(collect(client.WorkflowAttach({ workflowId: "approval", executionId: "rpc-hooked" })))
+        expect(stored).toBeInstanceOf(Errors.NotFound)
       }))
 
     it.scoped("LiveLogs: an initial batch, then the lines logged while subscribed", () =>

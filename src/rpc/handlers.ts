@@ -7,6 +7,7 @@ import { ExecutionFailed, messageOf } from "../core/errors.js"
 import { logLimit } from "../http/Limits.js"
 import { followLogs } from "../observability/logFollow.js"
 import { LogStore } from "../observability/LogStore.js"
+import { Webhooks } from "../webhooks/Webhooks.js"
 import { callerOf, IdempotencyKeys } from "../workflows/IdempotencyKeys.js"
 import { WorkflowEngine } from "../workflows/WorkflowEngine.js"
 import { type LogFeedMessage, ServiceRpcs } from "./RpcContract.js"
@@ -20,6 +21,7 @@ export const RpcHandlersLive = ServiceRpcs.toLayer(Effect.gen(function*() {
   const engine = yield* WorkflowEngine
   const keys = yield* IdempotencyKeys
   const logs = yield* LogStore
+  const webhooks = yield* Webhooks
 
   return {
     AgentStream: ({ agentId, input, options }) =>
@@ -34,6 +36,8 @@ export const RpcHandlersLive = ServiceRpcs.toLayer(Effect.gen(function*() {
       Stream.unwrap(Effect.gen(function*() {
         const caller = yield* CurrentCaller
         const userId = yield* actingUserId(caller, request.options?.userId)
+        // As over HTTP: a callback's URL and its owner's secret are checked before anything is stored.
+        if (request.options?.webhook !== undefined) yield* webhooks.checkStart(request.options.webhook.url, caller)
         const idempotent = idempotencyKey === undefined
           ? {}
           : { idempotent: keys.forStart({ route: "stream", workflowId, caller: callerOf(caller.user), key: idempotencyKey }, request) }
