@@ -77,6 +77,7 @@ for (const backend of backends) {
           expect(rows[0].event).toBe(Option.isSome(finished) ? "execution.completed" : "execution.cancelled")
           seen.add(rows[0].event)
         }
+        yield* Effect.logInfo(`winners seen: ${[...seen].join(", ")}`)
         // An execution without a callback queues nothing.
         const plain = "plain"
         yield* a.executions.create(testExecution(plain, { owner: "a" }), [testEvent(plain, "workflow-start")])
