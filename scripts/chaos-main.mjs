@@ -128,7 +128,14 @@ const queue = workflow({
   result: Schema.Boolean,
   concurrency: { limit: 2, key: (input) => input.group }
 })
-  .andThen(recorded("hold", () => true, 300))
+  // At least 200 ms: a burst of starts finds the group's two slots held (the run always queues some).
+  .andThen({
+    id: "hold",
+    execute: (context) => {
+      started(context)
+      return Effect.as(Effect.sleep(Duration.millis(200 + Math.floor(Math.random() * 100))), true)
+    }
+  })
   .andSleep({ id: "rest", duration: Duration.millis(200) })
   .andThen(recorded("release", () => true, 300))
 

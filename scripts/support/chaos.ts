@@ -211,6 +211,8 @@ const runChaosRecording = async (options: ChaosOptions, recordDir: string): Prom
         log(`connection reset ${++resetsDone}/${resets}: ${ended} connections ended`)
       }
     }
+    // Issue #33: a burst of six starts of one group (two slots) at the outset, so some always queue.
+    await Promise.all(Array.from({ length: 6 }, () => start(QUEUE_WORKFLOW, "run", { group: "a" }, ["running"])))
     log(`load: ${options.clients} clients for ${options.seconds} s with ${options.kills} kills and ${resets} connection resets on ${redact(options.databaseUrl)}`)
     await Promise.all([killer(), resetter(), ...Array.from({ length: options.clients }, client)])
     await server.ensureUp()
