@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import Database from "better-sqlite3"
 import { Effect } from "effect"
 import { join } from "node:path"
 import { activity, eventually, post, release, resetActivity, rowsOf, startInstance } from "./support/concurrency.js"
@@ -115,6 +116,68 @@ for (const backend of backends) {
         expect(activity.get("single")!.starts).toEqual(["ghost-hold", "ghost-hold", ...queued])
         yield* a.stop
         yield* b.stop
+      }), 120_000)
+
+    it.scopedLive("a crash that left a key over its limit (a woken or resumed execution claimed, not yet queued again): what takes the executions over runs at most the limit", () =>
+      Effect.gen(function*() {
+        const url = yield* backend.url
+        let [a, b] = yield* instances(url)
+        resetActivity("single")
+        const latch = `${backend.name}-over`
+        yield* post(`${a.url}/workflows/single/run`, { input: { group: "over", latch }, options: { executionId: "over-hold" } })
+        const queued = yield* post(`${b.url}/workflows/single/run`, { input: { group: "over", latch }, options: { executionId: "over-next" } })
+        expect(queued.body.data.waiting).toBe("concurrency")
+        yield* eventually(Effect.sync(() => activity.get("single")!.starts), (starts) => starts.includes("over-hold"), "the holder executing")
+        // What a process killed between a wake's (or a resume's) claim and its queueing again leaves: a
+        // second running row of the key, owned by an instance that is gone.
+        yield* a.sql`UPDATE workflow_executions SET status = 'running', queued_at = NULL, owner = 'dead-instance', version = version + 1
+          WHERE id = 'over-next'`.pipe(Effect.orDie)
+        if (!backend.shared) {
+          yield* a.stop
+          ;[a, b] = yield* instances(url)
+        }
+        const taken = ["over-next", "over-hold"]
+        // Taken over (on SQLite both at the restart): one of them runs, the other queues behind it.
+        const statuses = Effect.map(rowsOf(a.sql, "single"), (rows) => rows.filter((row) => taken.includes(row.id)).map((row) => row.status).sort().join())
+        yield* eventually(statuses, (now) => now === "queued,running" || activity.get("single")!.max > 1, "one running, one queued", 60_000)
+        expect(activity.get("single")!.max).toBe(1)
+        expect(yield* statuses).toBe("queued,running")
+        yield* release(latch)
+        yield* allCompleted(a.url, "single", taken)
+        expect(activity.get("single")!.max).toBe(1)
+        yield* a.stop
+        if (b !== a) yield* b.stop
+      }), 120_000)
+
+    it.scopedLive.skipIf(backend.shared)("a restart with over 100 executions left running and queued ones with free slots: start-up ends, and each execution starts once", () =>
+      Effect.gen(function*() {
+        const url = yield* backend.url
+        let [a] = yield* instances(url)
+        const latch = "restart-admit"
+        // Over 100 left running: the takeover claims them in two statements, the sweep admitting between.
+        const groups = Array.from({ length: 210 }, (_, i) => `admit-${i}`)
+        yield* Effect.forEach(groups, (group) =>
+          Effect.gen(function*() {
+            yield* post(`${a.url}/workflows/single/run`, { input: { group, latch }, options: { executionId: `${group}-hold` } })
+            const queued = yield* post(`${a.url}/workflows/single/run`, { input: { group, latch }, options: { executionId: `${group}-next` } })
+            expect(queued.body.data.waiting).toBe("concurrency")
+          }), { concurrency: 8 })
+        yield* a.stop
+        // As a kill right after half the holders ended leaves it: their slots free, the next ones still
+        // queued; the other holders left running, for the start-up takeover to find.
+        const ended = groups.filter((_, i) => i % 2 === 0).map((group) => `${group}-hold`)
+        const file = new Database(url.slice("file:".length))
+        const end = file.prepare("UPDATE workflow_executions SET status = 'cancelled', owner = NULL WHERE id = ?")
+        for (const id of ended) end.run(id)
+        file.close()
+        resetActivity("single")
+        ;[a] = yield* instances(url)
+        const all = groups.flatMap((group) => [`${group}-hold`, `${group}-next`])
+        const expected = all.filter((id) => !ended.includes(id))
+        yield* release(latch)
+        yield* allCompleted(a.url, "single", expected)
+        expect([...activity.get("single")!.starts].sort()).toEqual([...expected].sort())
+        yield* a.stop
       }), 120_000)
 
     it.scopedLive("races on the slot claim (100 trials): 4 concurrent starts of one key admit exactly one; reject answers 201 once and 409 thrice", () =>

@@ -330,7 +330,14 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
     const launch = (
       definition: WorkflowDefinition,
       execution: Execution,
-      options: { readonly startRecorded: boolean; readonly deaths?: number; readonly checked?: boolean; readonly woken?: boolean }
+      options: {
+        readonly startRecorded: boolean
+        readonly deaths?: number
+        readonly checked?: boolean
+        readonly woken?: boolean
+        /** Taken over from an instance that is gone (the concurrency gate checks its key's limit again). */
+        readonly recovered?: boolean
+      }
     ): Effect.Effect<Fiber.RuntimeFiber<void>> =>
       Effect.suspend(() => {
         const claim: Claim = { id: execution.id, version: execution.version, owner: instanceId, webhook: execution.webhookUrl !== undefined }

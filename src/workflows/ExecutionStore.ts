@@ -102,15 +102,20 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
    * Running executions nobody runs any more, taken by `owner` (the version moves on, so a previous
    * owner's writes are refused): those with no owner, or whose owner is not among `liveOwners` (a
    * query of instance ids); all but `owner`'s own when no such query is given (a single instance
-   * starting). Rows another claimer holds are skipped, so each is taken by exactly one. `ownToo` (a
-   * process starting, which holds nothing): `owner`'s own too, left by a previous process with its id.
+   * starting). Rows another claimer holds are skipped, so each is taken by exactly one. Never `owner`'s
+   * own: what this process claimed (those a previous process with its id left: `releaseLeftBy`).
    */
   readonly claimOrphans: (
     owner: string,
-    options: { readonly limit: number; readonly liveOwners?: Statement.Fragment | undefined; readonly ownToo?: boolean }
+    options: { readonly limit: number; readonly liveOwners?: Statement.Fragment | undefined }
   ) => Effect.Effect<ReadonlyArray<Execution>>
   /** A held execution given up (shutting down): running with no owner, at a new version, for another instance to take. */
   readonly release: (claim: Claim) => Effect.Effect<boolean>
+  /**
+   * What a previous process with the instance id `owner` left running, released (no owner, a new
+   * version) for the orphan claim: at start-up, before this process claims anything. The number released.
+   */
+  readonly releaseLeftBy: (owner: string) => Effect.Effect<number>
   /** Who holds each of these executions now (those that exist). */
   readonly holders: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<Holder>>
   /** running or suspended → cancelled, with the event; none when it had already ended. */
@@ -326,8 +331,8 @@ export const ExecutionStoreLive = Layer.scoped(
 
     const replaysOf = (ids: ReadonlyArray<string>, userId?: string | null) => untraced(findReplays(sql, ids, userId))
 
-    const claimOrphans: ExecutionStore["Type"]["claimOrphans"] = (owner, { limit, liveOwners, ownToo }) => {
-      const orphaned = sql`status = 'running' AND (owner IS NULL${ownToo === true ? sql` OR owner = ${owner}` : sql``} OR ${
+    const claimOrphans: ExecutionStore["Type"]["claimOrphans"] = (owner, { limit, liveOwners }) => {
+      const orphaned = sql`status = 'running' AND (owner IS NULL OR ${
         liveOwners === undefined ? sql`owner <> ${owner}` : sql`owner NOT IN (${liveOwners})`
       })`
       // Looked for first on the service's connection: at start-up and on every poll there is most
@@ -349,6 +354,10 @@ export const ExecutionStoreLive = Layer.scoped(
     const release = (claim: Claim) =>
       commit(sql<{ id: string }>`UPDATE workflow_executions SET owner = NULL, version = version + 1, updated_at = ${now()}
         WHERE ${held(claim)} RETURNING id`).pipe(Effect.map((rows) => rows.length > 0))
+
+    const releaseLeftBy = (owner: string) =>
+      commit(sql<{ id: string }>`UPDATE workflow_executions SET owner = NULL, version = version + 1, updated_at = ${now()}
+        WHERE status = 'running' AND owner = ${owner} RETURNING id`).pipe(Effect.map((rows) => rows.length))
 
     const findHolders = SqlSchema.findAll({
       Request: Schema.Array(Schema.String),
@@ -376,6 +385,7 @@ export const ExecutionStoreLive = Layer.scoped(
       replaysOf,
       claimOrphans,
       release,
+      releaseLeftBy,
       holders
     })
   })

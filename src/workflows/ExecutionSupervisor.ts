@@ -65,13 +65,12 @@ export const startExecutionSupervisor = (options: {
         }
         yield* countTakeover
         yield* Effect.logInfo("recovering workflow execution")
-        yield* driver.launch(definition, adopted, { startRecorded: false, checked })
+        yield* driver.launch(definition, adopted, { startRecorded: false, checked, recovered: true })
       }).pipe(Effect.annotateLogs({ workflowId: execution.workflowId, executionId: execution.id }))
 
-    /** `ownToo` at start-up: what a previous process with this instance's id left running is this one's to go on with. */
-    const claimOrphans = (ownToo = false): Effect.Effect<void> => Effect.gen(function*() {
+    const claimOrphans: Effect.Effect<void> = Effect.gen(function*() {
       while (!driver.isDraining() && !(yield* options.leaving)) {
-        const taken = yield* store.claimOrphans(registry.instanceId, { limit: CLAIM_BATCH, liveOwners: registry.liveOwners, ownToo })
+        const taken = yield* store.claimOrphans(registry.instanceId, { limit: CLAIM_BATCH, liveOwners: registry.liveOwners })
         // Claim and launch together: a claimed execution always has a fiber.
         yield* Effect.uninterruptible(Effect.forEach(taken, adopt, { discard: true }))
         if (taken.length < CLAIM_BATCH) return
@@ -122,12 +121,12 @@ export const startExecutionSupervisor = (options: {
 
     const onNotice = (notice: Notice) =>
       notice.kind === "released"
-        ? claimOrphans().pipe(survive("claiming released executions"))
+        ? claimOrphans.pipe(survive("claiming released executions"))
         : Effect.zipRight(stopLost(notice.ids), fetchEvents(notice.ids)).pipe(survive("following a notice"))
 
-    const poll = Effect.all([stopLost(), fetchAllEvents, claimOrphans()], { discard: true }).pipe(survive("polling"))
+    const poll = Effect.all([stopLost(), fetchAllEvents, claimOrphans], { discard: true }).pipe(survive("polling"))
 
-    yield* claimOrphans(true)
+    yield* claimOrphans
     if (registry.shared) {
       yield* Stream.runForEach(notices.incoming, onNotice).pipe(Effect.interruptible, Effect.forkScoped)
       yield* poll.pipe(Effect.repeat(Schedule.spaced(options.pollMs)), Effect.interruptible, Effect.forkScoped)

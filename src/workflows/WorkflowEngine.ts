@@ -58,6 +58,9 @@ export const WorkflowEngineLive = Layer.scoped(
     const store = yield* ExecutionStore
     const byId = yield* Effect.flatMap(RegisteredWorkflows, byIdOf)
     const registry = yield* makeInstanceRegistry(instanceId, { leaseMs: settings.leaseMs, pollMs })
+    // Before anything here claims: what a previous process with this id left running is orphaned (taken below).
+    const left = yield* store.releaseLeftBy(instanceId)
+    if (left > 0) yield* Effect.logInfo(`${left} workflow executions left running by a previous process with this instance id: released to be taken over`)
     const notices = yield* makeExecutionNotices(instanceId)
     const hubs = yield* makeExecutionHubs
     const timers = yield* makeWorkflowTimers(instanceId, pollMs)

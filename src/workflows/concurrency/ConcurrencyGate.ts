@@ -99,9 +99,17 @@ export const makeConcurrencyGate = (options: {
         return idle
       })
 
-    /** Launches; a woken execution goes through its key's queue (`relaunch`). */
+    /**
+     * Launches; a woken or taken-over execution goes through its key's queue (`relaunch`). A process that
+     * died between a wake's or a resume's claim and its `relaunch` left one running row too many: the
+     * instance taking it over queues it again (recovered like a resumed one: its step-start is not stored).
+     */
     const launch: ExecutionDriver["launch"] = (definition, execution, launchOptions) =>
-      launchOptions.woken === true ? relaunch(definition, execution, "wake", launchOptions) : launchWatched(definition, execution, launchOptions)
+      launchOptions.woken === true
+        ? relaunch(definition, execution, "wake", launchOptions)
+        : launchOptions.recovered === true
+        ? relaunch(definition, execution, "resume", launchOptions)
+        : launchWatched(definition, execution, launchOptions)
 
     /** The driver the engine and its services use: limited executions' fibers admit the next ones when they end. */
     const driver: ExecutionDriver = { ...raw, launch }
