@@ -91,7 +91,12 @@ export const makeConcurrencyGate = (options: {
         const key = execution.concurrencyKey
         const limit = definition.concurrency?.limit
         if (key === undefined || limit === undefined) return yield* launchWatched(definition, execution, launchOptions)
-        const queued = yield* slots.requeue(key, definition.id, limit, execution, launchOptions.checked === true ? `${from}-checked` : from)
+        // A store failing past its retries must not leave the claimed execution without a fiber: it runs
+        // (its writes wait for the store), over the limit at worst.
+        const queued = yield* slots.requeue(key, definition.id, limit, execution, launchOptions.checked === true ? `${from}-checked` : from).pipe(
+          Effect.catchAllDefect((defect) =>
+            Effect.as(Effect.logWarning("queueing a workflow execution again failed; it runs without waiting for a slot", defect), false))
+        )
         if (!queued) return yield* launchWatched(definition, execution, launchOptions)
         yield* Effect.logInfo(`workflow queued again after its ${from}: its concurrency key is full`).pipe(
           Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })

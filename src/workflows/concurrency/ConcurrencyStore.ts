@@ -3,6 +3,7 @@ import { Effect, Schema } from "effect"
 import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { ownTransaction } from "../../storage/transaction.js"
 import { type Execution, ExecutionFromRow, now, VALUE_COLUMNS } from "../ExecutionRows.js"
+import { retryingRead } from "../storeRetry.js"
 import { resolveRows } from "../ValueRows.js"
 
 /** Keys admitted per sweep at most (the others wait for the next one). */
@@ -23,7 +24,9 @@ const Count = Schema.Struct({ n: NumberColumn })
  */
 export const makeConcurrencyStore = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
+  // A store failure (a connection reset) is tried again: each statement or transaction here is
+  // conditional, so running it again after a failure changes nothing it should not.
+  const retried = <A, E>(effect: Effect.Effect<A, E>) => retryingRead(effect.pipe(Effect.orDie, Effect.withTracerEnabled(false)))
   const decodeExecutions = Schema.decodeUnknown(Schema.Array(ExecutionFromRow))
   const decodeKeys = Schema.decodeUnknown(Schema.Array(QueuedKey))
   const decodeDepths = Schema.decodeUnknown(Schema.Array(Depth))
@@ -64,7 +67,7 @@ export const makeConcurrencyStore = Effect.gen(function*() {
       return [...(yield* decodeExecutions(resolved))].sort((a, b) =>
         a.createdAt === b.createdAt ? (a.id < b.id ? -1 : 1) : a.createdAt < b.createdAt ? -1 : 1
       )
-    })).pipe(untraced)
+    })).pipe(retried)
 
   /**
    * A resumed or woken execution (running, held at `version`) queued again when its key is over its
@@ -79,16 +82,16 @@ export const makeConcurrencyStore = Effect.gen(function*() {
         queued_from = ${from}, version = version + 1, updated_at = ${at}
         WHERE id = ${held.id} AND status = 'running' AND version = ${held.version} RETURNING id`
       return rows.length > 0
-    })).pipe(untraced)
+    })).pipe(retried)
 
   /** Keys with queued executions, and their workflows (a sweep admits each). */
-  const queuedKeys = untraced(Effect.flatMap(
+  const queuedKeys = retried(Effect.flatMap(
     sql`SELECT DISTINCT concurrency_key, workflow_id FROM workflow_executions WHERE status = 'queued' LIMIT ${SWEEP_KEYS}`,
     decodeKeys
   ))
 
   /** Queued executions per workflow (the queue-depth metric: never per key). */
-  const depths = untraced(Effect.flatMap(
+  const depths = retried(Effect.flatMap(
     sql`SELECT workflow_id, COUNT(*) AS queued FROM workflow_executions WHERE status = 'queued' GROUP BY workflow_id`,
     decodeDepths
   ))
@@ -98,12 +101,12 @@ export const makeConcurrencyStore = Effect.gen(function*() {
    * it, oldest first. Never a newer one: two starts at once must not cancel each other.
    */
   const olderThan = (key: string, createdAt: string, id: string) =>
-    untraced(sql<{ id: string }>`SELECT id FROM workflow_executions WHERE concurrency_key = ${key} AND status IN ('running', 'queued')
+    retried(sql<{ id: string }>`SELECT id FROM workflow_executions WHERE concurrency_key = ${key} AND status IN ('running', 'queued')
       AND (created_at < ${createdAt} OR (created_at = ${createdAt} AND id < ${id})) ORDER BY created_at, id`)
 
   /** A queued execution taken back (reject): cancelled only while still queued, for its deletion; false once admitted. */
   const withdraw = (id: string) =>
-    untraced(Effect.map(
+    retried(Effect.map(
       sql<{ id: string }>`UPDATE workflow_executions SET status = 'cancelled', queued_at = NULL, ended_at = ${now()}, updated_at = ${now()},
         version = version + 1 WHERE id = ${id} AND status = 'queued' RETURNING id`,
       (rows) => rows.length > 0
@@ -113,12 +116,12 @@ export const makeConcurrencyStore = Effect.gen(function*() {
    * Deletes the rows of keys with no queued or running execution (at most 500 at a time): the table
    * holds only lock tokens, and keys are app data (one per account, say), so it would only grow.
    */
-  const forgetIdle = untraced(sql`DELETE FROM workflow_concurrency WHERE key IN (
+  const forgetIdle = retried(sql`DELETE FROM workflow_concurrency WHERE key IN (
     SELECT c.key FROM workflow_concurrency c WHERE NOT EXISTS (
       SELECT 1 FROM workflow_executions e WHERE e.concurrency_key = c.key AND e.status IN ('queued', 'running')
     ) LIMIT 500)`)
 
-  return { admit, requeue, withdraw, forgetIdle, queuedKeys, depths, olderThan, runningCount: (key: string) => untraced(runningCount(key)) }
+  return { admit, requeue, withdraw, forgetIdle, queuedKeys, depths, olderThan, runningCount: (key: string) => retried(runningCount(key)) }
 })
 
 export type ConcurrencyStore = Effect.Effect.Success<typeof makeConcurrencyStore>
