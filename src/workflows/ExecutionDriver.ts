@@ -5,6 +5,7 @@ import { checkResult, endingEvent, errorEvent, logEnding, stepStart, suspensionA
 import type { ExecutionHubs } from "./ExecutionHubs.js"
 import type { ExecutionNotices } from "./ExecutionNotices.js"
 import { type Claim, type Ending, type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
+import type { LaunchOptions } from "./ExecutionRows.js"
 import { countExecution } from "../observability/metrics/instruments.js"
 import { runStep, type StepEnv } from "./runner.js"
 import { restore, storedOutput } from "./StepCodec.js"
@@ -330,14 +331,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
     const launch = (
       definition: WorkflowDefinition,
       execution: Execution,
-      options: {
-        readonly startRecorded: boolean
-        readonly deaths?: number
-        readonly checked?: boolean
-        readonly woken?: boolean
-        /** Taken over from an instance that is gone (the concurrency gate checks its key's limit again). */
-        readonly recovered?: boolean
-      }
+      options: LaunchOptions
     ): Effect.Effect<Fiber.RuntimeFiber<void>> =>
       Effect.suspend(() => {
         const claim: Claim = { id: execution.id, version: execution.version, owner: instanceId, webhook: execution.webhookUrl !== undefined }

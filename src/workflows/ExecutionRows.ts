@@ -182,6 +182,17 @@ export const json = (value: unknown): string | null => (value === undefined ? nu
  * cancel) and every claim by an instance bumps the version, so a fiber that has lost the execution
  * has each of its writes refused and stops. An outside suspend names no owner: the version is enough.
  */
+/** How a claimed execution's fiber starts (ExecutionDriver's `launch`). */
+export interface LaunchOptions {
+  /** Its first step's step-start is stored already (the opening write, or a woken sleeper's park). */
+  readonly startRecorded: boolean
+  readonly deaths?: number
+  readonly checked?: boolean
+  readonly woken?: boolean
+  /** Taken over from an instance that is gone (the concurrency gate checks its key's limit again). */
+  readonly recovered?: boolean
+}
+
 export interface Claim {
   readonly id: string
   readonly version: number
