@@ -5,6 +5,7 @@ import type { ExecutionHubs } from "./ExecutionHubs.js"
 import type { ExecutionNotices, Notice } from "./ExecutionNotices.js"
 import { type Execution, ExecutionStore } from "./ExecutionStore.js"
 import type { InstanceRegistry } from "./InstanceRegistry.js"
+import { makeStrandedRows } from "./StrandedRows.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import { countTakeover } from "../observability/metrics/instruments.js"
 
@@ -14,6 +15,8 @@ const CLAIM_BATCH = 100
 const CHECK_BATCH = 500
 /** The latest events searched for the step a running execution of a changed workflow stands at. */
 const STEP_EVENTS = 8
+/** How long a row held here must stay unwritten, at least, before it counts as stranded: four leases (a minute by default). */
+const strandedAfter = (leaseMs: number) => Math.max(4 * leaseMs, 10_000)
 
 const chunks = <A>(items: ReadonlyArray<A>, size: number): ReadonlyArray<ReadonlyArray<A>> =>
   Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size))
@@ -36,12 +39,14 @@ export const startExecutionSupervisor = (options: {
   readonly driver: ExecutionDriver
   readonly workflows: ReadonlyMap<string, WorkflowDefinition>
   readonly pollMs: number
+  readonly leaseMs: number
   /** Whether the instance is on its way out (it claims nothing more). */
   readonly leaving: Effect.Effect<boolean>
 }) =>
   Effect.gen(function*() {
     const { driver, hubs, notices, registry } = options
     const store = yield* ExecutionStore
+    const strandedRows = yield* makeStrandedRows
 
     /**
      * Launches a claimed execution from its checkpoint. When its workflow changed since (or it predates
@@ -74,6 +79,27 @@ export const startExecutionSupervisor = (options: {
         // Claim and launch together: a claimed execution always has a fiber.
         yield* Effect.uninterruptible(Effect.forEach(taken, adopt, { discard: true }))
         if (taken.length < CLAIM_BATCH) return
+      }
+    })
+
+    /**
+     * Rows the store says this instance runs while it holds no fiber for them (a claim whose answer a
+     * connection reset lost): released, for the orphan claim that follows (here or elsewhere). Only rows
+     * unwritten for four leases, checked as often, and the fibers read after the rows: a claim on its
+     * way to its launch is never taken for one.
+     */
+    const strandedAfterMs = strandedAfter(options.leaseMs)
+    let strandedCheckedAt = Date.now()
+    const releaseStranded = Effect.gen(function*() {
+      if (Date.now() - strandedCheckedAt < strandedAfterMs || driver.isDraining() || (yield* options.leaving)) return
+      strandedCheckedAt = Date.now()
+      const rows = yield* strandedRows(registry.instanceId, new Date(Date.now() - strandedAfterMs).toISOString())
+      const claims = driver.claims()
+      for (const row of rows) {
+        if (claims.has(row.id) || !(yield* store.release({ ...row, owner: registry.instanceId }))) continue
+        yield* Effect.logWarning("workflow execution held here with no fiber (a claim's answer was lost): released to be taken over").pipe(
+          Effect.annotateLogs({ executionId: row.id })
+        )
       }
     })
 
@@ -124,7 +150,7 @@ export const startExecutionSupervisor = (options: {
         ? claimOrphans.pipe(survive("claiming released executions"))
         : Effect.zipRight(stopLost(notice.ids), fetchEvents(notice.ids)).pipe(survive("following a notice"))
 
-    const poll = Effect.all([stopLost(), fetchAllEvents, claimOrphans], { discard: true }).pipe(survive("polling"))
+    const poll = Effect.all([stopLost(), fetchAllEvents, releaseStranded, claimOrphans], { discard: true }).pipe(survive("polling"))
 
     yield* claimOrphans
     if (registry.shared) {

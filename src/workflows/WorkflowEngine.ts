@@ -169,7 +169,7 @@ export const WorkflowEngineLive = Layer.scoped(
 
     // Executions a dead process left running continue here from their checkpoint; with several
     // instances, those of any instance that dies, and streams here follow executions run elsewhere.
-    yield* startExecutionSupervisor({ registry, notices, hubs, driver, workflows: byId, pollMs, leaving })
+    yield* startExecutionSupervisor({ registry, notices, hubs, driver, workflows: byId, pollMs, leaseMs: settings.leaseMs, leaving })
     yield* timers.start({ driver, workflows: byId, leaving })
     yield* startApprovalExpiry({ driver, workflows: byId, leaving, dueWork: timers.dueWork, instanceId })
     const minIntervalMs = scheduleMinIntervalMs(yield* ServerConfig)

@@ -133,11 +133,12 @@ export const rowsOf = (sql: SqlClient.SqlClient, workflowId: string) =>
 export const sqlOf = Effect.map(TestServer, ({ services }) => Context.get(services, SqlClient.SqlClient))
 
 /** An instance of the service on `databaseUrl`, stopped by `stop`. */
-export const startInstance = (databaseUrl: string, instanceId: string) =>
+export const startInstance = (databaseUrl: string, instanceId: string, workflows: Partial<ServerConfigShape["workflows"]> = {}) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
+    const config = { ...concurrencyConfig, workflows: { ...concurrencyConfig.workflows!, ...workflows }, instanceId, databaseUrl: Redacted.make(databaseUrl) }
     const context = yield* Layer.buildWithScope(
-      TestServerLive({ app: concurrencyApp, config: { ...concurrencyConfig, instanceId, databaseUrl: Redacted.make(databaseUrl) } }),
+      TestServerLive({ app: concurrencyApp, config }),
       scope
     )
     const server = Context.get(context, TestServer)
