@@ -4,6 +4,7 @@ import { countExecution, workflowQueueDepth } from "../../observability/metrics/
 import { type ExecutionDriver, workflowEvent } from "../ExecutionDriver.js"
 import { type Execution, ExecutionStore } from "../ExecutionStore.js"
 import type { Launched } from "../ExecutionWatch.js"
+import { retryingRead } from "../storeRetry.js"
 import type { WorkflowDefinition } from "../Workflow.js"
 import { concurrencyKeyOf, shownKey } from "./Concurrency.js"
 import { makeConcurrencyStore } from "./ConcurrencyStore.js"
@@ -122,7 +123,7 @@ export const makeConcurrencyGate = (options: {
     /** Cancels a running or queued execution with `reason` (conditional, as a request's cancel). */
     const cancel = (id: string, reason: string) =>
       Effect.gen(function*() {
-        const found = yield* store.get(id)
+        const found = yield* retryingRead(store.get(id))
         if (Option.isNone(found) || found.value.status !== "running") return false
         const cancelled = workflowEvent(found.value, "workflow-cancelled", found.value.workflowName, "cancelled", { reason })
         const stored = yield* Effect.uninterruptible(Effect.tap(
@@ -170,7 +171,7 @@ export const makeConcurrencyGate = (options: {
         const onBusy = definition.concurrency?.onBusy ?? "enqueue"
         if (mine === undefined && onBusy === "reject") {
           if (yield* slots.withdraw(execution.id)) {
-            yield* store.remove(execution.id)
+            yield* retryingRead(store.remove(execution.id))
             return yield* busy(definition, key)
           }
           // Admitted meanwhile by another instance: it runs.
@@ -184,7 +185,7 @@ export const makeConcurrencyGate = (options: {
         // Admitted meanwhile by another start's admission, here or on another instance: it runs (its
         // waiters follow its events, fetched from the store when it runs elsewhere); or already
         // superseded by a newer start under `interrupt`: its waiters see it cancelled.
-        const row = yield* store.get(execution.id)
+        const row = yield* retryingRead(store.get(execution.id))
         if (Option.isSome(row) && row.value.queuedAt === undefined) {
           return { execution: row.value, fiber: Option.getOrElse(raw.fiberOf(execution.id), () => idle), queued: false }
         }
