@@ -176,12 +176,6 @@ export const now = () => new Date().toISOString()
 
 export const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value))
 
-/**
- * A hold on an execution: writes apply only while the row is `running` at this version (its epoch)
- * and, for a drive fiber, owned by its instance. Every transition from outside (suspend, resume,
- * cancel) and every claim by an instance bumps the version, so a fiber that has lost the execution
- * has each of its writes refused and stops. An outside suspend names no owner: the version is enough.
- */
 /** How a claimed execution's fiber starts (ExecutionDriver's `launch`). */
 export interface LaunchOptions {
   /** Its first step's step-start is stored already (the opening write, or a woken sleeper's park). */
@@ -193,6 +187,12 @@ export interface LaunchOptions {
   readonly recovered?: boolean
 }
 
+/**
+ * A hold on an execution: writes apply only while the row is `running` at this version (its epoch)
+ * and, for a drive fiber, owned by its instance. Every transition from outside (suspend, resume,
+ * cancel) and every claim by an instance bumps the version, so a fiber that has lost the execution
+ * has each of its writes refused and stops. An outside suspend names no owner: the version is enough.
+ */
 export interface Claim {
   readonly id: string
   readonly version: number
