@@ -1,5 +1,8 @@
-import { Redacted, Schema } from "effect"
+import { type ConfigError, Either, Option, Redacted, Schema } from "effect"
+import { readFileSync } from "node:fs"
 import { isIP } from "node:net"
+import { messageOf } from "../core/errorMessages.js"
+import { invalid } from "./env.js"
 
 /** The claim (or role) that makes a caller an administrator: `auth.admin` in the config file. */
 export interface AdminRule {
@@ -75,3 +78,52 @@ export type ConsoleAccess = "open" | "key" | "closed"
 
 export const consoleAccessOf = (auth: AuthSettings, host: string): ConsoleAccess =>
   !auth.production && isLoopbackHost(host) ? "open" : auth.consoleKey === undefined ? "closed" : "key"
+
+/** What resolveAuth reads from the environment. */
+export interface AuthEnvironment {
+  readonly jwtSecret: Option.Option<Redacted.Redacted<string>>
+  readonly jwtAllowNoExp: Option.Option<boolean>
+  readonly consoleKey: Option.Option<Redacted.Redacted<string>>
+  readonly production: boolean
+}
+
+/**
+ * JWT from the config file's `auth` (secret or publicKeyFile) or JWT_SECRET; the console key from
+ * SERVICE_CONSOLE_ACCESS_KEY. Fails when `auth` names no key or the key file cannot be read.
+ */
+export const resolveAuth = (
+  auth: AuthConfigFile | undefined,
+  env: AuthEnvironment
+): Either.Either<AuthSettings, ConfigError.ConfigError> => {
+  const { consoleKey, jwtSecret: envSecret, production } = env
+  let secret: Redacted.Redacted<string> | undefined
+  if (auth?.publicKeyFile !== undefined) {
+    const path = auth.publicKeyFile
+    const read = Either.try(() => readFileSync(path, "utf8"))
+    if (Either.isLeft(read)) return invalid("auth", messageOf(read.left))
+    secret = Redacted.make(read.right)
+  } else {
+    secret = auth?.secret !== undefined ? Redacted.make(auth.secret) : Option.getOrUndefined(envSecret)
+  }
+  if (auth !== undefined && secret === undefined) return invalid("auth", "auth: needs secret or publicKeyFile (or JWT_SECRET)")
+  if (secret !== undefined && Redacted.value(secret) === "") {
+    return invalid("JWT_SECRET", "JWT_SECRET is empty: unset it to run without authentication, or give it a secret")
+  }
+  const key = Option.getOrUndefined(Option.filter(consoleKey, (key) => Redacted.value(key) !== ""))
+  if (secret === undefined) return Either.right({ production, consoleKey: key })
+  return Either.right({
+    production,
+    consoleKey: key,
+    jwt: {
+      secret,
+      defaultPrivate: auth?.defaultPrivate ?? false,
+      publicRoutes: auth?.publicRoutes ?? [],
+      admin: auth?.admin,
+      algorithms: auth?.verifyOptions?.algorithms,
+      audience: auth?.verifyOptions?.audience,
+      issuer: auth?.verifyOptions?.issuer,
+      clockToleranceSeconds: auth?.verifyOptions?.clockToleranceSeconds,
+      allowNoExp: Option.getOrElse(env.jwtAllowNoExp, () => auth?.allowNoExp ?? false)
+    }
+  })
+}

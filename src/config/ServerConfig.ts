@@ -1,12 +1,13 @@
-import { Config, type ConfigError, Context, Either, LogLevel, Option, Redacted, Schema } from "effect"
-import { readFileSync } from "node:fs"
+import { Config, Context, Either, type LogLevel, Option, Redacted, Schema } from "effect"
 import { hostname } from "node:os"
-import { messageOf } from "../core/errorMessages.js"
-import { type Env, invalid, parsed, readEnv, secret, variable } from "./env.js"
+import { type Env, parsed, readEnv, secret, variable } from "./env.js"
 import { type ModelSettings, modelSettingsConfig } from "./ModelSettings.js"
-import { AuthConfigFile, type AuthSettings } from "./AuthSettings.js"
+import { AuthConfigFile, type AuthSettings, resolveAuth } from "./AuthSettings.js"
+import { type LogFormat, parseLogFormat, parseLogLevel } from "./LogSettings.js"
 import { resolveWebhookSettings, webhookEnvironment, type WebhookSettings, WebhooksConfigFile } from "./WebhookSettings.js"
 import { DEFAULT_DATABASE_URL } from "../storage/Sql.js"
+
+export { type LogFormat, parseLogFormat, parseLogLevel } from "./LogSettings.js"
 
 export const DEFAULT_PORT = 3141
 export const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024
@@ -330,69 +331,3 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
 /** `serverConfig(file)` read from an environment record; throws with the reason when a variable is wrong (the CLI reports a StartupError first). */
 export const resolveServerConfig = (file: ConfigFile = {}, env: Env = {}): ServerConfigShape =>
   Either.getOrThrowWith(readEnv(serverConfig(file), env), (message) => new Error(message))
-
-/**
- * JWT from the config file's `auth` (secret or publicKeyFile) or JWT_SECRET; the console key from
- * SERVICE_CONSOLE_ACCESS_KEY. Fails when `auth` names no key or the key file cannot be read.
- */
-const resolveAuth = (
-  auth: ConfigFile["auth"],
-  env: Pick<Config.Config.Success<typeof environment>, "jwtSecret" | "jwtAllowNoExp" | "consoleKey" | "production">
-): Either.Either<AuthSettings, ConfigError.ConfigError> => {
-  const { consoleKey, jwtSecret: envSecret, production } = env
-  let secret: Redacted.Redacted<string> | undefined
-  if (auth?.publicKeyFile !== undefined) {
-    const path = auth.publicKeyFile
-    const read = Either.try(() => readFileSync(path, "utf8"))
-    if (Either.isLeft(read)) return invalid("auth", messageOf(read.left))
-    secret = Redacted.make(read.right)
-  } else {
-    secret = auth?.secret !== undefined ? Redacted.make(auth.secret) : Option.getOrUndefined(envSecret)
-  }
-  if (auth !== undefined && secret === undefined) return invalid("auth", "auth: needs secret or publicKeyFile (or JWT_SECRET)")
-  if (secret !== undefined && Redacted.value(secret) === "") {
-    return invalid("JWT_SECRET", "JWT_SECRET is empty: unset it to run without authentication, or give it a secret")
-  }
-  const key = Option.getOrUndefined(Option.filter(consoleKey, (key) => Redacted.value(key) !== ""))
-  if (secret === undefined) return Either.right({ production, consoleKey: key })
-  return Either.right({
-    production,
-    consoleKey: key,
-    jwt: {
-      secret,
-      defaultPrivate: auth?.defaultPrivate ?? false,
-      publicRoutes: auth?.publicRoutes ?? [],
-      admin: auth?.admin,
-      algorithms: auth?.verifyOptions?.algorithms,
-      audience: auth?.verifyOptions?.audience,
-      issuer: auth?.verifyOptions?.issuer,
-      clockToleranceSeconds: auth?.verifyOptions?.clockToleranceSeconds,
-      allowNoExp: Option.getOrElse(env.jwtAllowNoExp, () => auth?.allowNoExp ?? false)
-    }
-  })
-}
-
-const LOG_LEVELS: Record<string, LogLevel.LogLevel> = {
-  all: LogLevel.All,
-  trace: LogLevel.Trace,
-  debug: LogLevel.Debug,
-  info: LogLevel.Info,
-  warn: LogLevel.Warning,
-  warning: LogLevel.Warning,
-  error: LogLevel.Error,
-  fatal: LogLevel.Fatal,
-  none: LogLevel.None,
-  silent: LogLevel.None
-}
-
-export type LogFormat = "pretty" | "logfmt" | "json"
-
-/** LOG_FORMAT (pretty, logfmt, json); undefined (chosen by the terminal) when unset or unknown. */
-export const parseLogFormat = (value: string | undefined): LogFormat | undefined => {
-  const format = (value ?? "").toLowerCase()
-  return format === "pretty" || format === "logfmt" || format === "json" ? format : undefined
-}
-
-/** LOG_LEVEL (trace, debug, info, warn, error, fatal, none); info when unset or unknown. */
-export const parseLogLevel = (value: string | undefined): LogLevel.LogLevel =>
-  LOG_LEVELS[(value ?? "").toLowerCase()] ?? LogLevel.Info
