@@ -95,14 +95,14 @@ export const WebhooksLive = Layer.scoped(
         const secrets = yield* signingSecrets(delivery.owner)
         const body = bodyOf(delivery)
         const outcome = secrets.length === 0
-          ? { _tag: "Failed", error: "no signing secret for the execution's owner (POST /webhooks/secret)" } as const
+          ? { _tag: "Failed", error: "no signing secret for the execution's owner (POST /webhooks/secret)", detail: "" } as const
           : yield* postWebhook(delivery.url, body, signatureHeaders(secrets, delivery.id, Math.floor(Date.now() / 1000), body), settings)
         const code = outcome._tag === "Answered" ? outcome.status : null
         let recorded: AttemptRecord
         if (outcome._tag === "Answered" && outcome.status >= 200 && outcome.status < 300) {
           recorded = { status: "delivered", code: outcome.status }
         } else {
-          const error = outcome._tag === "Answered" ? `answered ${outcome.status}` : outcome.error
+          const error = outcome._tag === "Answered" ? `http ${outcome.status}` : outcome.error
           const retryAt = Date.now() + backoffAfter(settings, delivery.attempts)
           recorded = outcome._tag === "Refused" || retryAt > Date.parse(delivery.createdAt) + settings.retryWindowMs
             ? { status: "failed", code, error: outcome._tag === "Refused" ? `refused: ${error}` : `gave up after ${delivery.attempts} attempts: ${error}` }
@@ -116,7 +116,8 @@ export const WebhooksLive = Layer.scoped(
           yield* countWebhookDelivery(recorded.status === "pending" ? "retry" : recorded.status)
           if (recorded.status === "pending") yield* dueWork.parked(WEBHOOK_DELIVERY_KIND, Date.parse(recorded.retryAt))
           if (recorded.status !== "delivered") {
-            yield* Effect.logWarning(`webhook delivery ${recorded.status === "failed" ? "failed" : "will be retried"}: ${recorded.error}`).pipe(
+            const detail = outcome._tag === "Answered" || outcome.detail === "" ? "" : ` (${outcome.detail})`
+            yield* Effect.logWarning(`webhook delivery ${recorded.status === "failed" ? "failed" : "will be retried"}: ${recorded.error}${detail}`).pipe(
               Effect.annotateLogs({ deliveryId: delivery.id, executionId: delivery.executionId, url: redactUrl(delivery.url) })
             )
           }
