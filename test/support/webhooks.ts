@@ -17,6 +17,8 @@ export interface Received {
   readonly headers: Record<string, string | string[] | undefined>
   readonly body: string
   readonly path: string
+  /** When its body had come (epoch ms). */
+  readonly at: number
 }
 
 /**
@@ -73,7 +75,7 @@ export const makeReceiver = (statuses: Array<number> = [], options: { readonly a
         const chunks: Array<Buffer> = []
         request.on("data", (chunk: Buffer) => chunks.push(chunk))
         request.on("end", () => {
-          received.push({ headers: request.headers, body: Buffer.concat(chunks).toString("utf8"), path: request.url ?? "" })
+          received.push({ headers: request.headers, body: Buffer.concat(chunks).toString("utf8"), path: request.url ?? "", at: Date.now() })
           if (options.answer === false) return
           response.statusCode = statuses.shift() ?? 200
           response.end("ok")
