@@ -1,8 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Either, Schema } from "effect"
 import { createServer as createTcpServer } from "node:net"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
-import { defaultWebhookSettings } from "../src/config/WebhookSettings.js"
+import { defaultWebhookSettings, WebhooksConfigFile } from "../src/config/WebhookSettings.js"
 import { postWebhook } from "../src/webhooks/WebhookTransport.js"
 import { checkWebhookUrl, isPrivateAddress, pickAddress } from "../src/webhooks/WebhookUrls.js"
 import { CERT, makeReceiver } from "./support/webhooks.js"
@@ -72,6 +72,15 @@ describe("the port rule (settled 9)", () => {
     for (const bad of ["a.example.com:99999", "a.example.com/path", "user@a.example.com", "a.example.com:x"]) {
       expect(() => resolveServerConfig({ webhooks: { allowedHosts: [bad] } }, {}), bad).toThrow(/webhooks.allowedHosts/)
     }
+    expect(() => resolveServerConfig({}, { WEBHOOK_ALLOWED_HOSTS: "a.example.com:0x1bb" })).toThrow(/WEBHOOK_ALLOWED_HOSTS: "a.example.com:0x1bb" is not host or host:port/)
+  })
+
+  it("reads webhooks.maxInFlightPerOwner: 8 of the instance's 64 by default, 1 to 64", () => {
+    expect(resolveServerConfig({}, {}).webhooks?.maxInFlightPerOwner).toBe(8)
+    expect(resolveServerConfig({ webhooks: { maxInFlightPerOwner: 2 } }, {}).webhooks?.maxInFlightPerOwner).toBe(2)
+    const decode = Schema.decodeUnknownEither(WebhooksConfigFile)
+    expect(Either.isRight(decode({ maxInFlightPerOwner: 64 }))).toBe(true)
+    for (const bad of [0, 65, 1.5]) expect(Either.isLeft(decode({ maxInFlightPerOwner: bad })), String(bad)).toBe(true)
   })
 })
 

@@ -78,11 +78,11 @@ const normaliseHost = (entry: string): string | undefined => {
   }
 }
 
-const normaliseHosts = (entries: ReadonlyArray<string>): Either.Either<ReadonlyArray<string>, string> => {
+const normaliseHosts = (name: string, entries: ReadonlyArray<string>): Either.Either<ReadonlyArray<string>, string> => {
   const hosts: Array<string> = []
   for (const entry of entries) {
     const host = normaliseHost(entry)
-    if (host === undefined) return Either.left(`webhooks.allowedHosts: "${entry}" is not host or host:port`)
+    if (host === undefined) return Either.left(`${name}: "${entry}" is not host or host:port`)
     hosts.push(host)
   }
   return Either.right(hosts)
@@ -90,7 +90,7 @@ const normaliseHosts = (entries: ReadonlyArray<string>): Either.Either<ReadonlyA
 
 /** WEBHOOK_ALLOWED_HOSTS (comma-separated), WEBHOOK_CA_FILE and WEBHOOK_SYSTEM_SECRET. */
 export const webhookEnvironment = Config.all({
-  allowedHosts: parsed("WEBHOOK_ALLOWED_HOSTS", (raw) => normaliseHosts(raw.split(",").filter((host) => host.trim() !== ""))),
+  allowedHosts: parsed("WEBHOOK_ALLOWED_HOSTS", (raw) => normaliseHosts("WEBHOOK_ALLOWED_HOSTS", raw.split(",").filter((host) => host.trim() !== ""))),
   caFile: parsed("WEBHOOK_CA_FILE", Either.right),
   systemSecret: secret("WEBHOOK_SYSTEM_SECRET")
 })
@@ -110,7 +110,7 @@ export const resolveWebhookSettings = (file: WebhooksConfigFile | undefined, env
   if (systemSecret !== undefined && Redacted.value(systemSecret).length < SYSTEM_SECRET_MIN) {
     return invalid("WEBHOOK_SYSTEM_SECRET", `webhooks.systemSecret must be at least ${SYSTEM_SECRET_MIN} characters (its value is not shown)`)
   }
-  const allowedHosts = Option.isSome(env.allowedHosts) ? Either.right(env.allowedHosts.value) : normaliseHosts(file?.allowedHosts ?? [])
+  const allowedHosts = Option.isSome(env.allowedHosts) ? Either.right(env.allowedHosts.value) : normaliseHosts("webhooks.allowedHosts", file?.allowedHosts ?? [])
   if (Either.isLeft(allowedHosts)) return invalid("WEBHOOK_ALLOWED_HOSTS", allowedHosts.left)
   const d = defaultWebhookSettings
   return Either.right<WebhookSettings>({
