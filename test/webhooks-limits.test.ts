@@ -61,7 +61,7 @@ describe("webhook bounds", () => {
         const pending = yield* Effect.orDie(sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'pending'`)
         expect(Number(pending[0].n)).toBe(2)
         const first = yield* deliveriesOf(url, "echo", ids[0])
-        expect(first.deliveries[0]).toMatchObject({ status: "pending", attempts: 1, lastStatusCode: 500, lastError: "answered 500" })
+        expect(first.deliveries[0]).toMatchObject({ status: "pending", attempts: 1, lastStatusCode: 500, lastError: "http 500" })
         yield* Effect.sleep("300 millis")
         expect(receiver.received).toHaveLength(2)
       })))

@@ -57,7 +57,7 @@ describe.skipIf(!postgresAvailable)("webhooks on Postgres instances", () => {
     server = hook.server
     const c = (cluster = await createCluster({
       ids: ["a", "b"],
-      env: { WEBHOOK_ALLOWED_HOSTS: "127.0.0.1", WEBHOOK_CA_FILE: join(FIXTURES, "cert.pem") }
+      env: { WEBHOOK_ALLOWED_HOSTS: `127.0.0.1:${hook.port}`, WEBHOOK_CA_FILE: join(FIXTURES, "cert.pem") }
     }))
     const [a, b] = await c.startAll()
     const secret = (await c.post(a, "/webhooks/secret", {})).body.data.secret as string

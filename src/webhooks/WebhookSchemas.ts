@@ -22,7 +22,9 @@ export const WebhookDeliveryView = Schema.Struct({
   attempts: Schema.Number,
   nextAttemptAt: Schema.NullOr(Schema.String).annotations({ description: "While pending: when it is tried next" }),
   lastStatusCode: Schema.NullOr(Schema.Number),
-  lastError: Schema.NullOr(Schema.String),
+  lastError: Schema.NullOr(Schema.String).annotations({
+    description: "A class only: connect failed, tls failed, timeout, http <status>; refused: <reason>; gave up after <n> attempts: <class>"
+  }),
   truncated: Schema.Boolean.annotations({ description: "The result passed webhooks.payloadMaxBytes and was sent cut" }),
   createdAt: Schema.String,
   updatedAt: Schema.String

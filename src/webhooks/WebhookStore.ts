@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Redacted, Schema } from "effect"
 import { column, NumberColumn, optionalColumn } from "../storage/ColumnSchemas.js"
+import type { OwnerShare } from "./DeliverySlots.js"
 
 /** A delivery of the outbox as stored (times are ISO text). */
 export const DeliveryFromRow = Schema.Struct({
@@ -65,18 +66,35 @@ export const makeWebhookStore = Effect.gen(function*() {
   )
 
   /**
-   * Takes at most `limit` due deliveries: each one's attempt counted and its next time moved `leaseMs`
-   * on (an instance that dies while sending leaves it due again then), in one conditional UPDATE
-   * (SKIP LOCKED on Postgres): a delivery is taken by one claimer per attempt.
+   * Takes at most `limit` due deliveries, round-robin by owner (each owner's oldest first, then each
+   * one's second, …), of each owner at most `share.perOwner` less what this instance holds of it: each
+   * one's attempt counted and its next time moved `leaseMs` on (an instance that dies while sending
+   * leaves it due again then), in one conditional UPDATE (SKIP LOCKED on Postgres): a delivery is taken
+   * by one claimer per attempt.
    */
-  const claimDue = (limit: number, leaseMs: number) => {
-    const now = Date.now()
-    return sql<Record<string, unknown>>`UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ${iso(now + leaseMs)},
-      updated_at = ${iso(now)}
-      WHERE id IN (
-        SELECT id FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ${iso(now)}
-        ORDER BY next_attempt_at LIMIT ${limit}${sql.onDialectOrElse({ pg: () => sql` FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })}
-      ) AND status = 'pending' AND next_attempt_at <= ${iso(now)} RETURNING *`.pipe(Effect.flatMap(decodeDeliveries), untraced)
+  const claimDue = (limit: number, leaseMs: number, share: Omit<OwnerShare, "limit"> = { perOwner: limit, held: new Map() }) => {
+    const nowMs = Date.now()
+    const now = iso(nowMs)
+    const held = [...share.held].filter(([, n]) => n > 0)
+    const full = held.filter(([, n]) => n >= share.perOwner).map(([owner]) => owner)
+    const partial = held.filter(([, n]) => n < share.perOwner)
+    const due = sql`status = 'pending' AND next_attempt_at <= ${now}`
+    const allowance = partial.length === 0
+      ? sql`CAST(${share.perOwner} AS INTEGER)`
+      : sql`CASE owner ${sql.join(" ", false)(partial.map(([owner, n]) => sql`WHEN ${owner} THEN CAST(${share.perOwner - n} AS INTEGER)`))}
+        ELSE CAST(${share.perOwner} AS INTEGER) END`
+    const ranked = sql`SELECT id FROM (
+        SELECT id, owner, next_attempt_at, ROW_NUMBER() OVER (PARTITION BY owner ORDER BY next_attempt_at, id) AS turn
+        FROM webhook_deliveries WHERE ${due}${full.length === 0 ? sql`` : sql` AND owner NOT IN ${sql.in(full)}`}
+      ) ranked WHERE turn <= ${allowance} ORDER BY turn, next_attempt_at, id LIMIT ${limit}`
+    const taken = sql.onDialectOrElse({
+      // Window functions cannot be locked: the rows picked are locked in an outer SELECT, re-checked.
+      pg: () => sql`SELECT id FROM webhook_deliveries WHERE id IN (${ranked}) AND ${due} FOR UPDATE SKIP LOCKED`,
+      orElse: () => ranked
+    })
+    return sql<Record<string, unknown>>`UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ${iso(nowMs + leaseMs)},
+      updated_at = ${now}
+      WHERE id IN (${taken}) AND ${due} RETURNING *`.pipe(Effect.flatMap(decodeDeliveries), untraced)
   }
 
   /** An attempt's outcome, if the delivery is still at that attempt (a later claimer's wins); whether it applied. */

@@ -8,6 +8,7 @@ import { Lifecycle } from "../health/Lifecycle.js"
 import { countWebhookDelivery } from "../observability/metrics/instruments.js"
 import { DueWork } from "../scheduling/DueWork.js"
 import type { WebhookDeliveryView } from "./WebhookSchemas.js"
+import { makeDeliverySlots } from "./DeliverySlots.js"
 import { newSecret, signatureHeaders } from "./WebhookSignature.js"
 import { type AttemptRecord, type Delivery, makeWebhookStore } from "./WebhookStore.js"
 import { postWebhook } from "./WebhookTransport.js"
@@ -19,7 +20,8 @@ export const WEBHOOK_DELIVERY_KIND = "webhook-delivery"
 const CLAIM_LEASE_MS = 60_000
 /**
  * Attempts in flight per instance at most: after a receiver's outage, what falls due is taken as
- * attempts end (the due-work poll takes the rest), not all at once past the claim's lease.
+ * attempts end (the due-work poll takes the rest), not all at once past the claim's lease. Each
+ * owner has `webhooks.maxInFlightPerOwner` of them at most.
  */
 const MAX_IN_FLIGHT = 64
 /** Deliveries listed per execution at most. */
@@ -78,6 +80,7 @@ export const WebhooksLive = Layer.scoped(
     const authOff = config.auth.jwt === undefined
     const store = yield* makeWebhookStore
     const running = yield* FiberSet.make()
+    const slots = yield* makeDeliverySlots(MAX_IN_FLIGHT, settings.maxInFlightPerOwner)
 
     /** The secrets that sign an owner's deliveries now: the current one, and the previous one in its grace. */
     const signingSecrets = (owner: string) =>
@@ -95,14 +98,14 @@ export const WebhooksLive = Layer.scoped(
         const secrets = yield* signingSecrets(delivery.owner)
         const body = bodyOf(delivery)
         const outcome = secrets.length === 0
-          ? { _tag: "Failed", error: "no signing secret for the execution's owner (POST /webhooks/secret)" } as const
+          ? { _tag: "Failed", error: "no signing secret for the execution's owner (POST /webhooks/secret)", detail: "" } as const
           : yield* postWebhook(delivery.url, body, signatureHeaders(secrets, delivery.id, Math.floor(Date.now() / 1000), body), settings)
         const code = outcome._tag === "Answered" ? outcome.status : null
         let recorded: AttemptRecord
         if (outcome._tag === "Answered" && outcome.status >= 200 && outcome.status < 300) {
           recorded = { status: "delivered", code: outcome.status }
         } else {
-          const error = outcome._tag === "Answered" ? `answered ${outcome.status}` : outcome.error
+          const error = outcome._tag === "Answered" ? `http ${outcome.status}` : outcome.error
           const retryAt = Date.now() + backoffAfter(settings, delivery.attempts)
           recorded = outcome._tag === "Refused" || retryAt > Date.parse(delivery.createdAt) + settings.retryWindowMs
             ? { status: "failed", code, error: outcome._tag === "Refused" ? `refused: ${error}` : `gave up after ${delivery.attempts} attempts: ${error}` }
@@ -116,7 +119,8 @@ export const WebhooksLive = Layer.scoped(
           yield* countWebhookDelivery(recorded.status === "pending" ? "retry" : recorded.status)
           if (recorded.status === "pending") yield* dueWork.parked(WEBHOOK_DELIVERY_KIND, Date.parse(recorded.retryAt))
           if (recorded.status !== "delivered") {
-            yield* Effect.logWarning(`webhook delivery ${recorded.status === "failed" ? "failed" : "will be retried"}: ${recorded.error}`).pipe(
+            const detail = outcome._tag === "Answered" || outcome.detail === "" ? "" : ` (${outcome.detail})`
+            yield* Effect.logWarning(`webhook delivery ${recorded.status === "failed" ? "failed" : "will be retried"}: ${recorded.error}${detail}`).pipe(
               Effect.annotateLogs({ deliveryId: delivery.id, executionId: delivery.executionId, url: redactUrl(delivery.url) })
             )
           }
@@ -147,10 +151,10 @@ export const WebhooksLive = Layer.scoped(
       nextDue: store.nextDue,
       claimDue: (limit) =>
         Effect.gen(function*() {
-          const free = MAX_IN_FLIGHT - (yield* FiberSet.size(running))
-          return (yield* leaving) || free <= 0 ? [] : yield* store.claimDue(Math.min(limit, free), CLAIM_LEASE_MS)
+          if (yield* leaving) return []
+          return yield* slots.take((share) => store.claimDue(Math.min(limit, share.limit), CLAIM_LEASE_MS, share))
         }),
-      handle: (delivery) => Effect.asVoid(FiberSet.run(running, deliver(delivery)))
+      handle: (delivery) => Effect.asVoid(FiberSet.run(running, Effect.ensuring(deliver(delivery), slots.release(delivery.owner))))
     })
 
     const viewOf = (delivery: Delivery): WebhookDeliveryView => ({
