@@ -57,7 +57,9 @@ export const ConfigFile = Schema.Struct({
   })),
   agents: Schema.optional(Schema.Struct({
     providerOptionsAllow: Schema.optional(Schema.Array(ProviderOptionName)),
-    approvalTtlSeconds: Schema.optional(Schema.Number.pipe(Schema.positive()))
+    approvalTtlSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
+    maxInputBytes: Schema.optional(Schema.Int.pipe(Schema.positive())),
+    contextMaxBytes: Schema.optional(Schema.Int.pipe(Schema.positive()))
   })),
   http: Schema.optional(Schema.Struct({
     headersTimeoutSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
@@ -132,6 +134,8 @@ export interface ServerConfigShape {
   readonly providerOptionsAllow: ReadonlyArray<string>
   /** Tool approvals wait APPROVAL_TTL seconds (`agents.approvalTtlSeconds`; 24 h); APPROVAL_SECRET signs them (the AI SDK's). */
   readonly approvals?: { readonly ttlMs: number; readonly secret?: Redacted.Redacted<string> | undefined } | undefined
+  /** Bounds of agent calls, in bytes (the defaults when absent). */
+  readonly agentLimits?: AgentLimits | undefined
   /** `schedules.minIntervalSeconds` (60): a test setting, see ScheduleCron.ts. */
   readonly schedules?: { readonly minIntervalMs: number } | undefined
   /** Completion callbacks (`webhooks`, WEBHOOK_*; see WebhookSettings.ts): the defaults when absent, no callbacks. */
@@ -156,6 +160,21 @@ export interface HttpSettings {
    */
   readonly maxConnectionsPerClient: number
 }
+
+export interface AgentLimits {
+  /**
+   * A call's `input` (or chat `messages`) as JSON at most (AGENT_INPUT_MAX_BYTES or `agents.maxInputBytes`,
+   * 1 MiB), on every door; past it a 400 naming the setting.
+   */
+  readonly maxInputBytes: number
+  /**
+   * The conversation memory one call loads at most (AGENT_CONTEXT_MAX_BYTES or `agents.contextMaxBytes`,
+   * 2 MiB: a largest input and its answer), as stored JSON: the newest messages that fit, within `contextLimit`.
+   */
+  readonly contextMaxBytes: number
+}
+
+export const DEFAULT_AGENT_LIMITS: AgentLimits = { maxInputBytes: 1024 * 1024, contextMaxBytes: 2 * 1024 * 1024 }
 
 /** Why `raw` cannot be the public URL (not an absolute http or https URL), or undefined. */
 export const publicUrlProblem = (raw: string): string | undefined => {
@@ -234,6 +253,10 @@ const providerOptionsFrom = named("PROVIDER_OPTIONS_ALLOW", (raw) => {
     : Either.left(`each entry must be provider.key (e.g. openai.reasoningEffort), got "${wrong.slice(0, 100)}"`)
 })
 
+/** A byte count from the environment: a positive integer; anything else fails start-up. */
+const bytesFrom = (name: string) =>
+  named(name, (raw) => /^\d+$/.test(raw) && Number(raw) > 0 ? Either.right(Number(raw)) : Either.left(`must be a positive integer (bytes), got "${raw}"`))
+
 const seconds = Option.map((value: number) => value * 1000)
 
 /** What the service reads from the environment (every variable in `--help` and .env.example). */
@@ -258,6 +281,8 @@ const environment = Config.all({
   providerOptionsAllow: providerOptionsFrom,
   approvalTtlMs: Config.map(positive("APPROVAL_TTL"), seconds),
   approvalSecret: secret("APPROVAL_SECRET"),
+  agentInputMaxBytes: bytesFrom("AGENT_INPUT_MAX_BYTES"),
+  agentContextMaxBytes: bytesFrom("AGENT_CONTEXT_MAX_BYTES"),
   headersTimeoutMs: Config.map(positive("HTTP_HEADERS_TIMEOUT_SECONDS"), seconds),
   requestTimeoutMs: Config.map(positive("HTTP_REQUEST_TIMEOUT_SECONDS"), seconds),
   maxConnectionsPerClient: named("HTTP_MAX_CONNECTIONS_PER_CLIENT", (raw) =>
@@ -314,6 +339,10 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
         idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS
       },
       providerOptionsAllow: Option.getOrElse(env.providerOptionsAllow, () => file.agents?.providerOptionsAllow ?? []),
+      agentLimits: {
+        maxInputBytes: Option.getOrElse(env.agentInputMaxBytes, () => file.agents?.maxInputBytes ?? DEFAULT_AGENT_LIMITS.maxInputBytes),
+        contextMaxBytes: Option.getOrElse(env.agentContextMaxBytes, () => file.agents?.contextMaxBytes ?? DEFAULT_AGENT_LIMITS.contextMaxBytes)
+      },
       schedules: { minIntervalMs: (file.schedules?.minIntervalSeconds ?? 60) * 1000 },
       approvals: {
         ttlMs: Option.getOrElse(env.approvalTtlMs, () => (file.agents?.approvalTtlSeconds ?? 24 * 3600) * 1000),
