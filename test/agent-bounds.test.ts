@@ -6,6 +6,7 @@ import type { LanguageModelV4 } from "@ai-sdk/provider"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer, Option, Redacted, Stream } from "effect"
 import { SignJWT } from "jose"
+import { randomBytes } from "node:crypto"
 import { join } from "node:path"
 import { defineAgent } from "../src/agents/Agent.js"
 import type { HistoryEntry } from "../src/agents/AgentsSchemas.js"
@@ -13,6 +14,7 @@ import { MemoryStore, MemoryStoreLive } from "../src/agents/memory/MemoryStore.j
 import { builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
 import { defineApp } from "../src/App.js"
 import * as Errors from "../src/core/errors.js"
+import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { DatabaseLive } from "../src/Database.js"
 import { assistant } from "../src/examples/agents.js"
 import { exampleApp } from "../src/examples/app.js"
@@ -162,6 +164,20 @@ layer(bigCalls, { excludeTestServices: true })("twelve 8 MB calls", (it) => {
       expect(whole.body.data.input).toBe(input)
       expect(whole.body.data).not.toHaveProperty("truncated")
       expect((yield* fetchJson(path, as("admin"))).status).toBe(200)
+      // Its spans keep neither the token nor the entry's content.
+      const traceId = randomBytes(16).toString("hex")
+      const traced = yield* fetchJson(path, { headers: { ...as("alice").headers, traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` } })
+      expect(traced.status).toBe(200)
+      const spans = yield* Effect.promise(async () => {
+        for (const deadline = Date.now() + 15_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
+          const stored = await (await fetch(`${url}/observability/traces/${traceId}`)).json()
+          if (stored.success && stored.data.spans.some((span: { name: string }) => span.name === "MemoryStore.entry")) return JSON.stringify(stored.data)
+        }
+        return "no trace"
+      })
+      expect(spans).toContain("AgentRegistry.historyEntry")
+      expect(spans).not.toContain(tokens.alice)
+      expect(spans).not.toContain("xxxxxxxxxxxxxxxx")
       expect(yield* fetchJson(path, as("bob"))).toMatchObject({ status: 404, body: { success: false, error: `History entry ${first.id} not found` } })
       expect((yield* fetchJson(`${url}/agents/nobody/history/${first.id}`, as("alice"))).status).toBe(404)
     }), 180_000)
@@ -260,11 +276,26 @@ layer(doors, { excludeTestServices: true })(
       Effect.gen(function*() {
         const { url } = yield* TestServer
         const answer = yield* fetchJson(`${url}/workflows/triage/execute`, json({ input: { message: over } }))
-        expect(answer.body.success).toBe(false)
-        expect(answer.body.error).toContain("AGENT_INPUT_MAX_BYTES")
+        // The request's own input was within its cap: the workflow's step failed (500 with the execution, as any step's failure).
+        expect(answer).toMatchObject({
+          status: 500,
+          body: { success: false, error: `Failed to execute workflow: step sort: ${refusal}`, errorDetail: { _tag: "ValidationError", message: refusal } }
+        })
       }))
   }
 )
+
+describe("the settings", () => {
+  it("default to 1 MiB and 2 MiB; the config file's agents section sets them, the environment wins", () => {
+    expect(resolveServerConfig({}, {}).agentLimits).toEqual({ maxInputBytes: MiB, contextMaxBytes: 2 * MiB })
+    expect(resolveServerConfig({ agents: { maxInputBytes: 2048, contextMaxBytes: 4096 } }, {}).agentLimits)
+      .toEqual({ maxInputBytes: 2048, contextMaxBytes: 4096 })
+    expect(resolveServerConfig({ agents: { maxInputBytes: 2048 } }, { AGENT_INPUT_MAX_BYTES: "1000", AGENT_CONTEXT_MAX_BYTES: "3000" }).agentLimits)
+      .toEqual({ maxInputBytes: 1000, contextMaxBytes: 3000 })
+    expect(() => resolveServerConfig({}, { AGENT_INPUT_MAX_BYTES: "1.5" })).toThrow("AGENT_INPUT_MAX_BYTES: must be a positive integer (bytes), got \"1.5\"")
+    expect(() => resolveServerConfig({}, { AGENT_CONTEXT_MAX_BYTES: "0" })).toThrow("AGENT_CONTEXT_MAX_BYTES")
+  })
+})
 
 layer(TestServerLive({ app: exampleApp }), { excludeTestServices: true })("the default cap", (it) => {
   it.effect("is 1 MiB of input JSON: a 1.1 MiB input is a 400 (the body limit is 10 MiB)", () =>
