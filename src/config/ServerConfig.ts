@@ -4,6 +4,7 @@ import { type Env, parsed, readEnv, secret, variable } from "./env.js"
 import { type ModelSettings, modelSettingsConfig } from "./ModelSettings.js"
 import { AuthConfigFile, type AuthSettings, resolveAuth } from "./AuthSettings.js"
 import { type LogFormat, parseLogFormat, parseLogLevel } from "./LogSettings.js"
+import { type AgentLimits, agentLimitsEnvironment, resolveAgentLimits } from "./AgentSettings.js"
 import { resolveWebhookSettings, webhookEnvironment, type WebhookSettings, WebhooksConfigFile } from "./WebhookSettings.js"
 import { DEFAULT_DATABASE_URL } from "../storage/Sql.js"
 
@@ -161,21 +162,6 @@ export interface HttpSettings {
   readonly maxConnectionsPerClient: number
 }
 
-export interface AgentLimits {
-  /**
-   * A call's `input` (or chat `messages`) as JSON at most (AGENT_INPUT_MAX_BYTES or `agents.maxInputBytes`,
-   * 1 MiB), on every door; past it a 400 naming the setting.
-   */
-  readonly maxInputBytes: number
-  /**
-   * The conversation memory one call loads at most (AGENT_CONTEXT_MAX_BYTES or `agents.contextMaxBytes`,
-   * 2 MiB: a largest input and its answer), as stored JSON: the newest messages that fit, within `contextLimit`.
-   */
-  readonly contextMaxBytes: number
-}
-
-export const DEFAULT_AGENT_LIMITS: AgentLimits = { maxInputBytes: 1024 * 1024, contextMaxBytes: 2 * 1024 * 1024 }
-
 /** Why `raw` cannot be the public URL (not an absolute http or https URL), or undefined. */
 export const publicUrlProblem = (raw: string): string | undefined => {
   try {
@@ -253,10 +239,6 @@ const providerOptionsFrom = named("PROVIDER_OPTIONS_ALLOW", (raw) => {
     : Either.left(`each entry must be provider.key (e.g. openai.reasoningEffort), got "${wrong.slice(0, 100)}"`)
 })
 
-/** A byte count from the environment: a positive integer; anything else fails start-up. */
-const bytesFrom = (name: string) =>
-  named(name, (raw) => /^\d+$/.test(raw) && Number(raw) > 0 ? Either.right(Number(raw)) : Either.left(`must be a positive integer (bytes), got "${raw}"`))
-
 const seconds = Option.map((value: number) => value * 1000)
 
 /** What the service reads from the environment (every variable in `--help` and .env.example). */
@@ -281,8 +263,7 @@ const environment = Config.all({
   providerOptionsAllow: providerOptionsFrom,
   approvalTtlMs: Config.map(positive("APPROVAL_TTL"), seconds),
   approvalSecret: secret("APPROVAL_SECRET"),
-  agentInputMaxBytes: bytesFrom("AGENT_INPUT_MAX_BYTES"),
-  agentContextMaxBytes: bytesFrom("AGENT_CONTEXT_MAX_BYTES"),
+  agentLimits: agentLimitsEnvironment,
   headersTimeoutMs: Config.map(positive("HTTP_HEADERS_TIMEOUT_SECONDS"), seconds),
   requestTimeoutMs: Config.map(positive("HTTP_REQUEST_TIMEOUT_SECONDS"), seconds),
   maxConnectionsPerClient: named("HTTP_MAX_CONNECTIONS_PER_CLIENT", (raw) =>
@@ -339,10 +320,7 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
         idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS
       },
       providerOptionsAllow: Option.getOrElse(env.providerOptionsAllow, () => file.agents?.providerOptionsAllow ?? []),
-      agentLimits: {
-        maxInputBytes: Option.getOrElse(env.agentInputMaxBytes, () => file.agents?.maxInputBytes ?? DEFAULT_AGENT_LIMITS.maxInputBytes),
-        contextMaxBytes: Option.getOrElse(env.agentContextMaxBytes, () => file.agents?.contextMaxBytes ?? DEFAULT_AGENT_LIMITS.contextMaxBytes)
-      },
+      agentLimits: resolveAgentLimits(file.agents, env.agentLimits),
       schedules: { minIntervalMs: (file.schedules?.minIntervalSeconds ?? 60) * 1000 },
       approvals: {
         ttlMs: Option.getOrElse(env.approvalTtlMs, () => (file.agents?.approvalTtlSeconds ?? 24 * 3600) * 1000),
