@@ -31,6 +31,8 @@ Environment (every variable, commented, in .env.example; load a file with node -
   PROVIDER_OPTIONS_ALLOW  provider.key list callers may set in options.providerOptions (default none)
   APPROVAL_TTL         seconds a tool approval request waits for its answer (default 86400)
   APPROVAL_SECRET      signs tool approval requests (the AI SDK's experimental_toolApprovalSecret)
+  AGENT_INPUT_MAX_BYTES  an agent call's input (or chat messages) as JSON at most (default 1048576); past it a 400
+  AGENT_CONTEXT_MAX_BYTES  conversation memory one call loads at most (default 2097152): the newest messages that fit
   JWT_SECRET           turns JWT authentication on: a shared secret or a PEM public key
   JWT_ALLOW_NO_EXP     true: accept tokens without exp (default false: 401)
   NODE_ENV             production: Swagger UI off unless configured, console routes need a key

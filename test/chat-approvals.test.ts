@@ -59,7 +59,7 @@ const stored = (conversationId: string) =>
   Effect.gen(function*() {
     const { services } = yield* TestServer
     const memory = Context.unsafeGet(services as Context.Context<MemoryStore>, MemoryStore)
-    return yield* memory.load("cashier", conversationId, 100)
+    return yield* memory.load("cashier", conversationId, { limit: 100, maxBytes: 1 << 20 })
   })
 
 const ServerWith = (config: Partial<ServerConfigShape>) =>

@@ -12,7 +12,7 @@ const stored = (conversationId: string) =>
   Effect.gen(function*() {
     const { services } = yield* TestServer
     const memory = Context.unsafeGet(services as Context.Context<MemoryStore>, MemoryStore)
-    return yield* memory.load("assistant", conversationId, 100)
+    return yield* memory.load("assistant", conversationId, { limit: 100, maxBytes: 1 << 20 })
   })
 
 const historyOf = (url: string, conversationId: string) =>

@@ -77,7 +77,7 @@ const stored = (conversationId: string) =>
   Effect.gen(function*() {
     const { services } = yield* TestServer
     const memory = Context.unsafeGet(services as Context.Context<MemoryStore>, MemoryStore)
-    return yield* memory.load("guarded", conversationId, 100)
+    return yield* memory.load("guarded", conversationId, { limit: 100, maxBytes: 1 << 20 })
   })
 
 const blockedEnvelope = (guardrail: string, message: string, stage = "input") => ({

@@ -31,9 +31,9 @@ const exercise = (url: string) =>
       ])
     }
     yield* store.append("agent-b", "conv", "ada", [{ role: "user", content: "other agent" }])
-    const last3 = yield* store.load("agent-a", "conv", 3)
+    const last3 = yield* store.load("agent-a", "conv", { limit: 3, maxBytes: 1 << 20 })
     expect(last3.map((m) => m.content)).toEqual(["answer 4", "question 5", "answer 5"])
-    expect(yield* store.load("agent-a", "nothing", 10)).toEqual([])
+    expect(yield* store.load("agent-a", "nothing", { limit: 10, maxBytes: 1 << 20 })).toEqual([])
 
     yield* store.record("agent-a", entry("h1", "2026-01-01T00:00:01.000Z", "ada", "conv"))
     yield* store.record("agent-a", entry("h2", "2026-01-01T00:00:02.000Z", "bob", null))
@@ -58,12 +58,12 @@ const exercise = (url: string) =>
         owner
       })
     yield* regenerated("h5", "answer 5 again", { userId: "bob" })
-    expect((yield* store.load("agent-a", "conv", 3)).map((m) => m.content)).toEqual(["question 5", "answer 5", "answer 5 again"])
+    expect((yield* store.load("agent-a", "conv", { limit: 3, maxBytes: 1 << 20 })).map((m) => m.content)).toEqual(["question 5", "answer 5", "answer 5 again"])
     yield* regenerated("h6", "answer 5 once more", { userId: "ada" })
-    expect((yield* store.load("agent-a", "conv", 3)).map((m) => m.content)).toEqual(["question 5", "answer 5", "answer 5 once more"])
+    expect((yield* store.load("agent-a", "conv", { limit: 3, maxBytes: 1 << 20 })).map((m) => m.content)).toEqual(["question 5", "answer 5", "answer 5 once more"])
     yield* store.append("agent-a", "conv", "ada", [{ role: "user", content: "question 6" }])
     yield* regenerated("h7", "answer 6")
-    expect((yield* store.load("agent-a", "conv", 3)).map((m) => m.content)).toEqual(["answer 5 once more", "question 6", "answer 6"])
+    expect((yield* store.load("agent-a", "conv", { limit: 3, maxBytes: 1 << 20 })).map((m) => m.content)).toEqual(["answer 5 once more", "question 6", "answer 6"])
   }).pipe(Effect.provide(MemoryStoreLive.pipe(Layer.provide(DatabaseLive(url)))))
 
 describe("MemoryStore", () => {

@@ -59,7 +59,7 @@ const firstClick = (url: string, path: string, method: string, operation: Operat
 }
 
 // The ids of records made at run time: no example can name one before a call (see openApiExamples.ts).
-const RECORD_IDS = ["executionId", "conversationId"]
+const RECORD_IDS = ["executionId", "conversationId", "entryId"]
 const APP_GROUPS = /^(agents|tools|workflows)\./
 
 const envFile = join(process.cwd(), ".build", `setup-observability-${process.pid}.env`)

@@ -91,10 +91,10 @@ const exercise = (url: string) =>
     yield* memory.append("agent", "c1", "alice", [{ role: "user", content: "alice's" }])
     yield* memory.append("agent", "c1", "bob", [{ role: "user", content: "bob's" }])
     yield* memory.append("agent", "c1", undefined, [{ role: "user", content: "anonymous" }])
-    expect(yield* memory.load("agent", "c1", 10, { userId: "alice" })).toEqual([{ role: "user", content: "alice's" }])
-    expect(yield* memory.load("agent", "c1", 10, { userId: "bob" })).toEqual([{ role: "user", content: "bob's" }])
-    expect(yield* memory.load("agent", "c1", 10, { userId: null })).toEqual([{ role: "user", content: "anonymous" }])
-    expect(yield* memory.load("agent", "c1", 10)).toHaveLength(3)
+    expect(yield* memory.load("agent", "c1", { limit: 10, maxBytes: 1 << 20 }, { userId: "alice" })).toEqual([{ role: "user", content: "alice's" }])
+    expect(yield* memory.load("agent", "c1", { limit: 10, maxBytes: 1 << 20 }, { userId: "bob" })).toEqual([{ role: "user", content: "bob's" }])
+    expect(yield* memory.load("agent", "c1", { limit: 10, maxBytes: 1 << 20 }, { userId: null })).toEqual([{ role: "user", content: "anonymous" }])
+    expect(yield* memory.load("agent", "c1", { limit: 10, maxBytes: 1 << 20 })).toHaveLength(3)
     const plan = yield* planOf(url, (sql) =>
       sql`SELECT message FROM agent_messages WHERE agent_id = ${"agent"} AND conversation_id = ${"c1"} AND user_id = ${"alice"}
         ORDER BY id DESC LIMIT ${10}`)

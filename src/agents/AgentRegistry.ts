@@ -2,13 +2,14 @@ import { Context, Effect, JSONSchema, Layer, Option, Redacted, Schema, type Stre
 import { type Conflict, type ExecutionFailed, type GuardrailBlocked, NotFound, type ValidationError } from "../core/errors.js"
 import { getOrNotFound } from "../core/lookup.js"
 import { ServerConfig } from "../config/ServerConfig.js"
+import { DEFAULT_AGENT_LIMITS } from "../config/AgentSettings.js"
 import { DuplicateDefinition } from "../core/definitionId.js"
 import { storageKind } from "../storage/Sql.js"
 import type { ToolEntry } from "../tools/ToolRunner.js"
 import type { AgentCallContext, AgentDefinition } from "./Agent.js"
 import { originalOf } from "../app/bindApp.js"
 import { type AgentOutputInvalid, type OutputSchema, prepareOutput } from "./AgentOutput.js"
-import type { AgentCard, AgentDetails, AgentSummary, ConversationDeleted, HistoryPage, TextResult } from "./AgentsSchemas.js"
+import type { AgentCard, AgentDetails, AgentSummary, ConversationDeleted, HistoryEntry, HistoryPage, TextResult } from "./AgentsSchemas.js"
 import type * as Generation from "./generation/Generation.js"
 import { DEFAULTS } from "./generation/settings.js"
 import { modelSummary } from "./generation/modelChoice.js"
@@ -20,6 +21,7 @@ import type { WorkingMemoryDeleted, WorkingMemoryView } from "./workingMemory/sc
 import { forCall, routeKey } from "./workingMemory/workingMemory.js"
 import { WorkingMemoryStore } from "./workingMemory/WorkingMemoryStore.js"
 import { DELEGATE_TASK, delegateParameters } from "./delegation/delegateTask.js"
+import { inputRefusal } from "./inputCap.js"
 
 
 export type { CallRequest, ObjectEvent, StreamEvent } from "./generation/Generation.js"
@@ -39,6 +41,8 @@ export class AgentRegistry extends Context.Tag("AgentRegistry")<AgentRegistry, {
     id: string,
     query: HistoryQuery
   ) => Effect.Effect<typeof HistoryPage.Type, NotFound>
+  /** One history entry whole (only `owner`'s, when given: another's is NotFound). */
+  readonly historyEntry: (id: string, entryId: string, owner?: Owner) => Effect.Effect<HistoryEntry, NotFound>
   /**
    * Deletes a conversation's memory and history (only `owner`'s rows, when given); NotFound when the
    * agent has none under that id (for that owner).
@@ -127,6 +131,13 @@ export const AgentRegistryLive: Layer.Layer<
       const generation = yield* Effect.cached(Effect.promise(() => import("./generation/Generation.js")))
 
       const find = (id: string) => getOrNotFound(byId, "Agent", id)
+      const limits = config.agentLimits ?? DEFAULT_AGENT_LIMITS
+
+      // Every door (HTTP, /rpc, MCP, andAgent) enters here: the input is measured once, before any work.
+      const admitted = <A, E>(request: { readonly input?: unknown }, run: () => Effect.Effect<A, E>): Effect.Effect<A, E | ValidationError> => {
+        const refused = inputRefusal(request.input, limits.maxInputBytes)
+        return refused === undefined ? run() : Effect.fail(refused)
+      }
 
       // The registry holds the definitions bound to the app's context; the caller holds what it defined.
       const findRegistered = (agent: AgentDefinition<unknown>) => {
@@ -149,16 +160,17 @@ export const AgentRegistryLive: Layer.Layer<
         { output, ...request }: Generation.CallRequest & { readonly output?: Schema.Schema.AnyNoContext }
       ): Effect.Effect<unknown, CallError | AgentOutputInvalid> {
         return Effect.flatMap(findRegistered(agent), (found) =>
-          Effect.flatMap(generation, (g): Effect.Effect<unknown, CallError | AgentOutputInvalid> => {
+          admitted(request, () => Effect.flatMap(generation, (g): Effect.Effect<unknown, CallError | AgentOutputInvalid> => {
             if (output === undefined) return g.text(env, found, request)
             const prepared = prepareOutput(output)
             return Effect.flatMap(g.object(env, found, { ...request, schema: prepared.jsonSchema }), (value) => prepared.decode(found.id, value))
-          }))
+          })))
       }
 
       const env: Generation.GenerationEnv = {
         defaultModel,
         memory,
+        contextMaxBytes: limits.contextMaxBytes,
         runtime,
         recordContent: config.recordContent,
         providerOptionsAllow: new Set(config.providerOptionsAllow),
@@ -250,6 +262,15 @@ export const AgentRegistryLive: Layer.Layer<
             pagination: { page: query.page, limit: query.limit, total, totalPages: Math.ceil(total / query.limit) }
           }
         }),
+        historyEntry: Effect.fn("AgentRegistry.historyEntry", { captureStackTrace: false })(
+          function*(id: string, entryId: string, owner?: Owner) {
+            yield* Effect.annotateCurrentSpan("agent.id", id)
+            yield* find(id)
+            const found = yield* memory.entry(id, entryId, owner)
+            if (Option.isNone(found)) return yield* NotFound.of("History entry", entryId)
+            return found.value
+          }
+        ),
         forgetConversation: Effect.fn("AgentRegistry.forgetConversation", { captureStackTrace: false })(
           function*(id: string, conversationId: string, owner?: Owner) {
             yield* Effect.annotateCurrentSpan({ "entity.type": "agent", "entity.id": id })
@@ -279,12 +300,13 @@ export const AgentRegistryLive: Layer.Layer<
             return { agentId: id, scope: key.scope, deleted: (yield* workingMemory.remove(key)) > 0 }
           }
         ),
-        text: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.text(env, agent, request))),
+        text: (id, request) => Effect.flatMap(find(id), (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.text(env, agent, request)))),
         call,
-        stream: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.stream(env, agent, request))),
-        chat: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.chat(env, agent, request))),
-        object: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.object(env, agent, request))),
-        streamObject: (id, request) => Effect.flatMap(find(id), (agent) => Effect.flatMap(generation, (g) => g.streamObject(env, agent, request)))
+        stream: (id, request) => Effect.flatMap(find(id), (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.stream(env, agent, request)))),
+        chat: (id, request) => Effect.flatMap(find(id), (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.chat(env, agent, request)))),
+        object: (id, request) => Effect.flatMap(find(id), (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.object(env, agent, request)))),
+        streamObject: (id, request) =>
+          Effect.flatMap(find(id), (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.streamObject(env, agent, request))))
       })
     })
   )

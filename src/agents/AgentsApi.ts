@@ -14,6 +14,7 @@ import {
   CallRequestBody,
   ConversationDeleted,
   GenerateRequest,
+  HistoryEntry,
   HistoryPage,
   ObjectRequest,
   TextResult
@@ -87,7 +88,14 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       }))
       .addSuccess(Success(HistoryPage))
       .addError(NotFound)
-      .annotate(OpenApi.Summary, "The agent's past calls, newest first (limit 1..100, default 10)")
+      .annotate(OpenApi.Summary, "The agent's past calls, newest first (limit 1..100, default 10); inputs and outputs over 8 KiB cut (see truncated)")
+  )
+  .add(
+    HttpApiEndpoint.get("agentHistoryEntry", "/agents/:id/history/:entryId")
+      .setPath(Schema.Struct({ id: Schema.String, entryId: Schema.String }))
+      .addSuccess(Success(HistoryEntry))
+      .addError(NotFound)
+      .annotate(OpenApi.Summary, "One past call whole (its input and output uncut); under authentication, the caller's own")
   )
   .add(
     HttpApiEndpoint.del("deleteConversation", "/agents/:id/conversations/:conversationId")

@@ -203,7 +203,16 @@ export const HistoryEntry = Schema.Struct({
   endTime: Schema.String,
   usage: Schema.NullOr(Usage),
   toolCalls: Schema.Array(ToolCallRecord),
-  model: Schema.optional(ModelRef)
+  model: Schema.optional(ModelRef),
+  truncated: Schema.optional(Schema.Struct({
+    inputBytes: Schema.optional(Schema.Number),
+    outputBytes: Schema.optional(Schema.Number),
+    limit: Schema.Number
+  }).annotations({
+    description: "Only in a history page, for an entry whose input (as JSON) or output is over `limit` bytes: that field is " +
+      "the start of its text (the input's JSON text, as a string), and `inputBytes` / `outputBytes` its whole size; " +
+      "GET /agents/:id/history/:entryId answers the whole entry"
+  }))
 }).annotations({ identifier: "AgentHistoryEntry" })
 export type HistoryEntry = typeof HistoryEntry.Type
 

@@ -90,6 +90,9 @@ export const AgentsHandlers = HttpApiBuilder.group(ServiceApi, "agents", (handle
           ...(urlParams.userId === undefined ? {} : { userId: urlParams.userId }),
           ...(urlParams.conversationId === undefined ? {} : { conversationId: urlParams.conversationId })
         })))
+      .handle("agentHistoryEntry", ({ path }) =>
+        Effect.flatMap(CurrentCaller, ({ visibility }) =>
+          agents.historyEntry(path.id, path.entryId, visibility.all ? undefined : { userId: visibility.userId })))
       .handle("deleteConversation", ({ path }) =>
         Effect.flatMap(CurrentCaller, ({ visibility }) =>
           agents.forgetConversation(path.id, path.conversationId, visibility.all ? undefined : { userId: visibility.userId })))

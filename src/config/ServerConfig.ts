@@ -4,6 +4,7 @@ import { type Env, parsed, readEnv, secret, variable } from "./env.js"
 import { type ModelSettings, modelSettingsConfig } from "./ModelSettings.js"
 import { AuthConfigFile, type AuthSettings, resolveAuth } from "./AuthSettings.js"
 import { type LogFormat, parseLogFormat, parseLogLevel } from "./LogSettings.js"
+import { type AgentLimits, agentLimitsEnvironment, resolveAgentLimits } from "./AgentSettings.js"
 import { resolveWebhookSettings, webhookEnvironment, type WebhookSettings, WebhooksConfigFile } from "./WebhookSettings.js"
 import { DEFAULT_DATABASE_URL } from "../storage/Sql.js"
 
@@ -57,7 +58,9 @@ export const ConfigFile = Schema.Struct({
   })),
   agents: Schema.optional(Schema.Struct({
     providerOptionsAllow: Schema.optional(Schema.Array(ProviderOptionName)),
-    approvalTtlSeconds: Schema.optional(Schema.Number.pipe(Schema.positive()))
+    approvalTtlSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
+    maxInputBytes: Schema.optional(Schema.Int.pipe(Schema.positive())),
+    contextMaxBytes: Schema.optional(Schema.Int.pipe(Schema.positive()))
   })),
   http: Schema.optional(Schema.Struct({
     headersTimeoutSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
@@ -132,6 +135,8 @@ export interface ServerConfigShape {
   readonly providerOptionsAllow: ReadonlyArray<string>
   /** Tool approvals wait APPROVAL_TTL seconds (`agents.approvalTtlSeconds`; 24 h); APPROVAL_SECRET signs them (the AI SDK's). */
   readonly approvals?: { readonly ttlMs: number; readonly secret?: Redacted.Redacted<string> | undefined } | undefined
+  /** Bounds of agent calls, in bytes (the defaults when absent). */
+  readonly agentLimits?: AgentLimits | undefined
   /** `schedules.minIntervalSeconds` (60): a test setting, see ScheduleCron.ts. */
   readonly schedules?: { readonly minIntervalMs: number } | undefined
   /** Completion callbacks (`webhooks`, WEBHOOK_*; see WebhookSettings.ts): the defaults when absent, no callbacks. */
@@ -258,6 +263,7 @@ const environment = Config.all({
   providerOptionsAllow: providerOptionsFrom,
   approvalTtlMs: Config.map(positive("APPROVAL_TTL"), seconds),
   approvalSecret: secret("APPROVAL_SECRET"),
+  agentLimits: agentLimitsEnvironment,
   headersTimeoutMs: Config.map(positive("HTTP_HEADERS_TIMEOUT_SECONDS"), seconds),
   requestTimeoutMs: Config.map(positive("HTTP_REQUEST_TIMEOUT_SECONDS"), seconds),
   maxConnectionsPerClient: named("HTTP_MAX_CONNECTIONS_PER_CLIENT", (raw) =>
@@ -314,6 +320,7 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
         idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS
       },
       providerOptionsAllow: Option.getOrElse(env.providerOptionsAllow, () => file.agents?.providerOptionsAllow ?? []),
+      agentLimits: resolveAgentLimits(file.agents, env.agentLimits),
       schedules: { minIntervalMs: (file.schedules?.minIntervalSeconds ?? 60) * 1000 },
       approvals: {
         ttlMs: Option.getOrElse(env.approvalTtlMs, () => (file.agents?.approvalTtlSeconds ?? 24 * 3600) * 1000),

@@ -7,7 +7,7 @@ import type { AppCatalog } from "./appCatalog.js"
  * or a workflow offer the registered ones (MCP's `{id}` its one server), and the bodies that depend on
  * which one (a tool's input, a workflow's input or resume data) offer one example per entry, under the
  * same names and in the same order, so the pre-selected pair belongs together. Parameters naming records made at run time
- * (executions, conversations) get none: no value exists before a call, and a delete should not be
+ * (executions, conversations, history entries) get none: no value exists before a call, and a delete should not be
  * pre-filled. Bodies that do not depend on the entry carry their schema's own `examples`, which Swagger
  * UI pre-fills when the media type has none.
  */

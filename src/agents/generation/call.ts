@@ -56,6 +56,8 @@ export interface CallRequest {
 export interface GenerationEnv {
   readonly defaultModel: AgentModel
   readonly memory: MemoryStore["Type"]
+  /** The conversation memory one call loads at most, in bytes (AGENT_CONTEXT_MAX_BYTES). */
+  readonly contextMaxBytes: number
   readonly runtime: Runtime.Runtime<never>
   /** Whether model spans keep prompts and completions (ServerConfig.recordContent). */
   readonly recordContent?: boolean
@@ -164,7 +166,7 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
     const remember = agent.memory === true && call.conversationId !== undefined
     const client = request.clientConversation
     const past = remember && contextLimit > 0 && client === undefined && resumed === undefined
-      ? yield* env.memory.load(agent.id, call.conversationId!, contextLimit, request.owner)
+      ? yield* env.memory.load(agent.id, call.conversationId!, { limit: contextLimit, maxBytes: env.contextMaxBytes }, request.owner)
       : []
     const working = agent.workingMemory === undefined || env.workingMemory === undefined ? undefined : yield* env.workingMemory(agent, call, withTools)
     const active = agent.activeTools?.(call)

@@ -1,9 +1,10 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import type { ModelMessage } from "ai"
-import { Context, Effect, Layer, Predicate, Schema } from "effect"
+import { Context, Effect, Layer, Option, Predicate, Schema } from "effect"
 import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { committingStatements, storeCommitsOrInline } from "../../storage/StoreCommits.js"
-import { HistoryEntry, ModelRef, Usage } from "../AgentsSchemas.js"
+import type { HistoryEntry } from "../AgentsSchemas.js"
+import { decodePageRows, decodeWholeEntries, pageColumns, pageEntry, wholeEntry } from "./historyRows.js"
 import { ownTransaction } from "../../storage/transaction.js"
 import { recordFilter } from "../workingMemory/WorkingMemoryStore.js"
 
@@ -41,9 +42,18 @@ export interface StoredToolResult {
   readonly outcome: string
 }
 
+/** What one context load takes at most: `limit` messages, `maxBytes` of their stored JSON. */
+export interface ContextBound {
+  readonly limit: number
+  readonly maxBytes: number
+}
+
 export class MemoryStore extends Context.Tag("MemoryStore")<MemoryStore, {
-  /** The last `limit` messages of a conversation, oldest first. */
-  readonly load: (agentId: string, conversationId: string, limit: number, owner?: Owner) => Effect.Effect<Array<ModelMessage>>
+  /**
+   * The newest messages of a conversation within the bound, oldest first: the last `limit` ones, fewer
+   * when they hold more than `maxBytes` (the newest that fit; none when the newest alone is over).
+   */
+  readonly load: (agentId: string, conversationId: string, bound: ContextBound, owner?: Owner) => Effect.Effect<Array<ModelMessage>>
   readonly append: (
     agentId: string,
     conversationId: string,
@@ -82,31 +92,14 @@ export class MemoryStore extends Context.Tag("MemoryStore")<MemoryStore, {
     readonly workingMemory: number
     readonly approvals: number
   }>
-  /** Newest first. */
+  /** Newest first; inputs and outputs over HISTORY_CUT_BYTES cut and flagged `truncated` (historyRows.ts). */
   readonly history: (
     agentId: string,
     query: HistoryQuery
   ) => Effect.Effect<{ readonly entries: ReadonlyArray<HistoryEntry>; readonly total: number }>
+  /** One entry whole (only the owner's, when given). */
+  readonly entry: (agentId: string, id: string, owner?: Owner) => Effect.Effect<Option.Option<HistoryEntry>>
 }>() {}
-
-/** A history entry from its row (`SELECT *`). */
-const HistoryEntryFromRow = Schema.Struct({
-  ...HistoryEntry.fields,
-  conversationId: column(HistoryEntry.fields.conversationId, "conversation_id"),
-  userId: column(HistoryEntry.fields.userId, "user_id"),
-  input: Schema.parseJson(),
-  startTime: column(Schema.String, "start_time"),
-  endTime: column(Schema.String, "end_time"),
-  // The model that answered is kept beside the usage, in its JSON (no column of its own).
-  usage: Schema.NullOr(Schema.parseJson(Schema.Struct({ ...Usage.fields, model: Schema.optional(ModelRef) }))),
-  toolCalls: column(Schema.parseJson(HistoryEntry.fields.toolCalls), "tool_calls")
-})
-
-const withModel = (entry: typeof HistoryEntryFromRow.Type): HistoryEntry => {
-  if (entry.usage?.model === undefined) return entry
-  const { model, ...usage } = entry.usage
-  return { ...entry, usage, model }
-}
 
 const ROLES: ReadonlySet<unknown> = new Set(["system", "user", "assistant", "tool"])
 
@@ -124,7 +117,6 @@ const decodeToolResults = Schema.decodeUnknown(Schema.Array(Schema.Struct({
   toolName: column(Schema.String, "tool_name"),
   outcome: Schema.String
 })))
-const decodeHistory = Schema.decodeUnknown(Schema.Array(HistoryEntryFromRow))
 const decodeCount = Schema.decodeUnknown(Schema.Tuple(Schema.Struct({ total: NumberColumn })))
 
 export const MemoryStoreLive = Layer.scoped(
@@ -141,12 +133,25 @@ export const MemoryStoreLive = Layer.scoped(
         ? sql`agent_id = ${agentId} AND conversation_id = ${conversationId}`
         : sql`agent_id = ${agentId} AND conversation_id = ${conversationId} AND ${ownedBy(owner)}`
 
+    const messageBytes = sql.onDialectOrElse({
+      pg: () => sql.literal("octet_length(message)"),
+      orElse: () => sql.literal("length(CAST(message AS BLOB))")
+    })
+
+    // The sizes are summed over the last `limit` rows (newest first) without reading a message into the
+    // service; only the messages whose running total fits are read.
     const load = Effect.fn("MemoryStore.load", { captureStackTrace: false })(
-      function*(agentId: string, conversationId: string, limit: number, owner?: Owner) {
+      function*(agentId: string, conversationId: string, bound: ContextBound, owner?: Owner) {
         yield* Effect.annotateCurrentSpan({ "agent.id": agentId, conversationId })
-        const rows = yield* sql`SELECT message FROM agent_messages
-          WHERE ${inConversation(agentId, conversationId, owner)}
-          ORDER BY id DESC LIMIT ${limit}`.pipe(Effect.flatMap(decodeMessages), Effect.orDie)
+        const rows = yield* sql`SELECT message FROM agent_messages WHERE id IN (
+            SELECT id FROM (
+              SELECT id, SUM(bytes) OVER (ORDER BY id DESC ROWS UNBOUNDED PRECEDING) AS running FROM (
+                SELECT id, ${messageBytes} AS bytes FROM agent_messages
+                WHERE ${inConversation(agentId, conversationId, owner)}
+                ORDER BY id DESC LIMIT ${bound.limit}
+              ) newest
+            ) sized WHERE running <= ${bound.maxBytes}
+          ) ORDER BY id DESC`.pipe(Effect.flatMap(decodeMessages), Effect.orDie)
         return rows.map((row) => row.message).reverse()
       }
     )
@@ -277,15 +282,27 @@ export const MemoryStoreLive = Layer.scoped(
         const [count] = yield* sql`SELECT COUNT(*) AS total FROM agent_history WHERE ${where}`.pipe(
           Effect.flatMap(decodeCount)
         )
-        const entries = yield* sql`SELECT * FROM agent_history WHERE ${where}
+        const entries = yield* sql`SELECT ${pageColumns(sql)} FROM agent_history WHERE ${where}
           ORDER BY start_time DESC, id DESC LIMIT ${query.limit} OFFSET ${query.page * query.limit}`.pipe(
-          Effect.flatMap(decodeHistory)
+          Effect.flatMap(decodePageRows)
         )
-        return { entries: entries.map(withModel), total: count.total }
+        return { entries: entries.map(pageEntry), total: count.total }
       },
       Effect.orDie
     )
 
-    return MemoryStore.of({ load, append, record, saveCall, toolResults, forget, history })
+    const entry = Effect.fn("MemoryStore.entry", { captureStackTrace: false })(
+      function*(agentId: string, id: string, owner?: Owner) {
+        yield* Effect.annotateCurrentSpan("agent.id", agentId)
+        const rows = yield* sql`SELECT * FROM agent_history
+          WHERE agent_id = ${agentId} AND id = ${id}${owner === undefined ? sql`` : sql` AND ${ownedBy(owner)}`}`.pipe(
+          Effect.flatMap(decodeWholeEntries)
+        )
+        return Option.map(Option.fromNullable(rows[0]), wholeEntry)
+      },
+      Effect.orDie
+    )
+
+    return MemoryStore.of({ load, append, record, saveCall, toolResults, forget, history, entry })
   })
 )
