@@ -1,6 +1,7 @@
 import type { Effect } from "effect"
 import type { ResultContext } from "../../core/userCode.js"
 import type { AgentCallContext } from "../Agent.js"
+import { normalizeForMatching, replaceNormalized } from "./normalize.js"
 
 /** What a guardrail decides: let the text through, replace it, or stop the call with a message the client sees. */
 export type GuardrailDecision =
@@ -80,7 +81,12 @@ export const Guardrail = {
   }
 } as const
 
-const globalOf = (pattern: RegExp) => pattern.global ? pattern : new RegExp(pattern.source, pattern.flags + "g")
+// Matched on the normalised text (normalize.ts), so case-insensitively whatever the pattern's flags.
+const matcherOf = (pattern: RegExp) => {
+  const flags = new Set([...pattern.flags, "g", "i"])
+  flags.delete("y")
+  return new RegExp(pattern.source, [...flags].join(""))
+}
 
 const escaped = (word: string) => word.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
@@ -91,14 +97,16 @@ export const maxInputLength = (max: number, message = `The input is longer than 
     check: ({ text }) => (text.length > max ? Guardrail.block(message) : Guardrail.pass)
   })
 
-/** Replaces every match of `pattern` with `replacement` ("[redacted]" by default), in the input or the answer. */
+/**
+ * Replaces every match of `pattern` with `replacement` ("[redacted]" by default, taken literally), in
+ * the input or the answer. The pattern runs on the normalised text (NFKC, no zero-width or other format
+ * characters, case-folded: normalize.ts); the characters a match came from are replaced.
+ */
 export const regexRedactor = (pattern: RegExp, replacement = "[redacted]", name = "regex-redactor") => {
-  const global = globalOf(pattern)
+  const matcher = matcherOf(pattern)
   const redact = (text: string) => {
-    global.lastIndex = 0
-    if (!global.test(text)) return Guardrail.pass
-    global.lastIndex = 0
-    return Guardrail.rewrite(text.replace(global, replacement))
+    const redacted = replaceNormalized(text, matcher, replacement)
+    return redacted === undefined ? Guardrail.pass : Guardrail.rewrite(redacted)
   }
   return {
     input: Guardrail.input({ name, check: ({ text }) => redact(text) }),
@@ -107,15 +115,16 @@ export const regexRedactor = (pattern: RegExp, replacement = "[redacted]", name 
 }
 
 /**
- * Blocks text holding any of `words` (whole words, any case), in the input or the answer. While a
+ * Blocks text holding any of `words` (whole words, any case, matched on the normalised text: fullwidth
+ * forms and zero-width characters inside a word do not hide it), in the input or the answer. While a
  * stream runs, a word at the very end of the text seen so far waits for the next character.
  */
 export const blocklist = (words: ReadonlyArray<string>, message = "The text holds a blocked word", name = "blocklist") => {
   // Words of any script, and words such as "c++" that end in a symbol: a "word" is not next to a letter or digit.
-  const alternatives = `(?<![\\p{L}\\p{N}_])(?:${words.map(escaped).join("|")})`
+  const alternatives = `(?<![\\p{L}\\p{N}_])(?:${words.map((word) => escaped(normalizeForMatching(word))).join("|")})`
   const whole = new RegExp(`${alternatives}(?![\\p{L}\\p{N}_])`, "iu")
   const ended = new RegExp(`${alternatives}(?=[^\\p{L}\\p{N}_])`, "iu")
-  const blocked = (text: string, final: boolean) => words.length > 0 && (final ? whole : ended).test(text)
+  const blocked = (text: string, final: boolean) => words.length > 0 && (final ? whole : ended).test(normalizeForMatching(text))
   return {
     input: Guardrail.input({ name, check: ({ text }) => (blocked(text, true) ? Guardrail.block(message) : Guardrail.pass) }),
     output: Guardrail.output({ name, check: ({ final, text }) => (blocked(text, final) ? Guardrail.block(message) : Guardrail.pass) })
