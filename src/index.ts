@@ -51,6 +51,7 @@ export {
   type OutputGuardrailArgs,
   regexRedactor
 } from "./agents/guardrails/Guardrail.js"
+export { normalizeForMatching } from "./agents/guardrails/normalize.js"
 export { AgentOutputInvalid, type JsonSchemaInput, type OutputSchema } from "./agents/AgentOutput.js"
 export { type FallbackPolicy, FirstTokenTimeout, type ModelRef } from "./agents/models/fallbackModel.js"
 export { builtinEchoModel } from "./agents/models/BuiltinEchoModel.js"

@@ -9,7 +9,11 @@ export type GuardrailDecision =
   | { readonly _tag: "rewrite"; readonly text: string }
   | { readonly _tag: "block"; readonly message: string }
 
-/** What an input guardrail sees: the text of one user message (each the client sent, in /chat too). */
+/**
+ * What an input guardrail sees: what the model will read of each message the client sent (in /chat
+ * too), of any role: its text, and each reasoning, tool call's input, tool result and text or JSON file
+ * (decoded) on its own. Ready-made guardrails match it normalised (normalizeForMatching).
+ */
 export interface InputGuardrailArgs {
   readonly text: string
   readonly call: AgentCallContext
@@ -18,7 +22,9 @@ export interface InputGuardrailArgs {
 /**
  * What an output guardrail sees. For /text and /object: the whole answer (`final` true). While a
  * stream runs: the text not sent yet, the last `holdBack` characters of what came being held back so
- * a pattern spanning two deltas is seen whole; `final` is true when no more text follows it.
+ * a pattern spanning two deltas is seen whole; `final` is true when no more text follows it. Each
+ * tool result the client receives, whole (`final` true): a string as it is, another value as its JSON
+ * text (a rewrite that is no longer JSON is sent as text). The model itself reads the raw result.
  */
 export interface OutputGuardrailArgs {
   readonly text: string
@@ -58,7 +64,7 @@ export const Guardrail = {
   pass,
   rewrite: (text: string): GuardrailDecision => ({ _tag: "rewrite", text }),
   block: (message: string): GuardrailDecision => ({ _tag: "block", message }),
-  /** Runs before the model sees anything, on each user message's text. */
+  /** Runs before the model sees anything, on each message the client sent (see InputGuardrailArgs). */
   input: <Ret extends ReturnType<Check<InputGuardrailArgs, unknown>>>(options: {
     readonly name: string
     readonly check: (args: InputGuardrailArgs) => Ret
@@ -66,7 +72,7 @@ export const Guardrail = {
     checkName(options.name)
     return { stage: "input", name: options.name, check: options.check as Check<InputGuardrailArgs, never> }
   },
-  /** Runs on the answer: whole for /text and /object, as it streams for /stream and /chat. */
+  /** Runs on the answer (whole for /text and /object, as it streams for /stream and /chat) and on each tool result. */
   output: <Ret extends ReturnType<Check<OutputGuardrailArgs, unknown>>>(options: {
     readonly name: string
     readonly check: (args: OutputGuardrailArgs) => Ret
