@@ -56,6 +56,13 @@ describe("ready-made guardrails", () => {
     expect(redact.check({ text: "Keep \uFF33\uFF25\uFF23\uFF32\uFF25\uFF34-42 and secret\u200B-7 Café", call })).toEqual(Guardrail.rewrite("Keep [x] and [x] Café"))
     expect(redact.check({ text: "e\u0301 SECRET-1 e\u0301", call })).toEqual(Guardrail.rewrite("e\u0301 [x] e\u0301"))
     expect(redact.check({ text: "nothing here", call })).toEqual(Guardrail.pass)
+    // Long text is mapped chunk by chunk: a match next to or across a chunk's edge is replaced all the same.
+    const spanning = regexRedactor(/secret code/, "[x]").input
+    for (let at = 4080; at < 4110; at++) {
+      const before = "é ".repeat(at >> 1).slice(0, at)
+      const text = `${before}Secret Code${" Zürich".repeat(900)} SE\u200BCRET code.`
+      expect(spanning.check({ text, call })).toEqual(Guardrail.rewrite(`${before}[x]${" Zürich".repeat(900)} [x].`))
+    }
   })
 
   it("names and hold-backs are checked when the guardrail is made", () => {
