@@ -1,9 +1,10 @@
 import { expect, layer } from "@effect/vitest"
 import { DefaultChatTransport, type UIMessage } from "ai"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { defineAgent } from "../src/agents/Agent.js"
 import { blocklist, regexRedactor } from "../src/agents/guardrails/Guardrail.js"
 import { defineApp } from "../src/App.js"
+import { defineTool } from "../src/tools/Tool.js"
 import { AgentTestServerLive, FakeProvider } from "./support/fakeProvider.js"
 import { fetchJson, json, TestServer } from "./support/TestServer.js"
 
@@ -19,7 +20,23 @@ const strict = defineAgent({
   inputGuardrails: [blocklist(["forbidden"], "That topic is off limits").input, regexRedactor(/SECRET-\d+/, "[redacted]", "secrets").input]
 })
 
-const app = defineApp({ agents: [strict] })
+// "refund <n>" calls refund, which waits for a human's approval.
+const cashier = defineAgent({
+  id: "strict-cashier",
+  name: "Strict cashier",
+  purpose: "Refunds behind an input blocklist",
+  instructions: "Refund.",
+  tools: [defineTool({
+    name: "refund",
+    description: "Refund an amount",
+    parameters: Schema.Struct({ amount: Schema.Number }),
+    execute: ({ amount }) => ({ refunded: amount }),
+    needsApproval: true
+  })],
+  inputGuardrails: [blocklist(["forbidden"], "That topic is off limits").input]
+})
+
+const app = defineApp({ agents: [strict, cashier] })
 
 const base64 = (text: string) => Buffer.from(text, "utf8").toString("base64")
 
@@ -141,5 +158,21 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("input guardrails
       expect(sent).not.toContain(base64("code SECRET\u200B-7 here"))
       const history = yield* fetchJson(`${url}/agents/strict/history?limit=1`)
       expect(JSON.stringify(history.body.data.entries[0].input)).not.toMatch(/4242|\uFF33\uFF25/)
+    }))
+
+  it.effect("a denial's reason (the model reads it as the tool's answer) is checked before the approval is taken", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const asked = yield* fetchJson(`${url}/agents/strict-cashier/text`, json({ input: "refund 50" }))
+      const [pending] = asked.body.data.pendingApprovals
+      const refused = yield* fetchJson(`${url}/agents/strict-cashier/text`, json({
+        options: { approvals: [{ approvalId: pending.approvalId, approved: false, reason: "it is for\u200Bbidden" }] }
+      }))
+      expect({ status: refused.status, body: refused.body }).toMatchObject({ status: 422, body: blocked })
+      // Still pending: answered with another reason, the call goes on.
+      const answered = yield* fetchJson(`${url}/agents/strict-cashier/text`, json({
+        options: { approvals: [{ approvalId: pending.approvalId, approved: false, reason: "not today" }] }
+      }))
+      expect(answered.status).toBe(200)
     }))
 })

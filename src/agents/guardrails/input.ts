@@ -188,6 +188,28 @@ export interface GuardedInput {
   readonly partsRewritten: boolean
 }
 
+/** A text through the agent's input guardrails: its rewrite, or the block as the failure. */
+const guardOf = (agent: AgentDefinition, call: AgentCallContext): Effect.Effect<Guard> =>
+  Effect.map(Effect.option(Effect.currentSpan), (span) => (text) =>
+    Effect.flatMap(
+      guardText(agent.id, span, agent.inputGuardrails ?? [], text, (text) => ({ text, call })),
+      (guarded) => "blocked" in guarded ? Effect.fail(guarded.blocked) : Effect.succeed(guarded.text)
+    ))
+
+/** Approval answers with their reasons through the input guardrails: the model reads a denial's reason as the tool's answer. */
+export const guardReasons = <A extends { readonly reason?: string | undefined }>(
+  agent: AgentDefinition,
+  call: AgentCallContext,
+  answers: ReadonlyArray<A>
+): Effect.Effect<ReadonlyArray<A>, GuardrailBlocked | ExecutionFailed> =>
+  Effect.flatMap(guardOf(agent, call), (guard) =>
+    Effect.forEach(answers, (answer) => {
+      const reason = answer.reason
+      return reason === undefined || reason === ""
+        ? Effect.succeed(answer)
+        : Effect.map(guard(reason), (guarded) => guarded === reason ? answer : { ...answer, reason: guarded })
+    }))
+
 /**
  * The caller's messages through the agent's input guardrails (each one the client sent, a /chat
  * conversation's earlier ones too, of any role), rewritten or refused: GuardrailBlocked (422), or a
@@ -196,12 +218,7 @@ export interface GuardedInput {
 export const guardInput = (agent: AgentDefinition, call: AgentCallContext, messages: ReadonlyArray<ModelMessage>, field: string) =>
   Effect.gen(function*() {
     const guardrails = agent.inputGuardrails ?? []
-    const span = yield* Effect.option(Effect.currentSpan)
-    const guard: Guard = (text) =>
-      Effect.flatMap(
-        guardText(agent.id, span, guardrails, text, (text) => ({ text, call })),
-        (guarded) => "blocked" in guarded ? Effect.fail(guarded.blocked) : Effect.succeed(guarded.text)
-      )
+    const guard = yield* guardOf(agent, call)
     const guarded = yield* Effect.forEach(messages, (message, index) => guardMessage(message, index, guard)).pipe(
       Effect.catchIf((error): error is Unreadable => error instanceof Unreadable, (unreadable) =>
         ValidationError.fromIssues([{
