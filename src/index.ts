@@ -46,6 +46,7 @@ export {
   type GuardrailDecision,
   type InputGuardrail,
   type InputGuardrailArgs,
+  type InputRole,
   maxInputLength,
   type OutputGuardrail,
   type OutputGuardrailArgs,

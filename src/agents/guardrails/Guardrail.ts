@@ -16,8 +16,12 @@ export type GuardrailDecision =
  */
 export interface InputGuardrailArgs {
   readonly text: string
+  /** The role of the message it comes from (a client sends the assistant's and the tools' too); a denial's reason is the tool's. */
+  readonly role?: InputRole | undefined
   readonly call: AgentCallContext
 }
+
+export type InputRole = "user" | "assistant" | "tool"
 
 /**
  * What an output guardrail sees. For /text and /object: the whole answer (`final` true). While a

@@ -2,6 +2,7 @@ import type { ModelMessage } from "ai"
 import { Effect, Predicate } from "effect"
 import { type ExecutionFailed, type GuardrailBlocked, ValidationError } from "../../core/errors.js"
 import type { AgentCallContext, AgentDefinition } from "../Agent.js"
+import type { InputRole } from "./Guardrail.js"
 import { guardText } from "./run.js"
 
 /**
@@ -14,6 +15,9 @@ import { guardText } from "./run.js"
 type Part = { readonly type: string } & Record<string, unknown>
 
 type Guard = (text: string) => Effect.Effect<string, GuardrailBlocked | ExecutionFailed>
+
+// The caller's system messages are dropped before (generation/callerInput.ts).
+const roleOf = (message: ModelMessage): InputRole => message.role === "system" ? "user" : message.role
 
 /** A part the guardrails cannot read: the message's index and the part's, and what it is. */
 class Unreadable {
@@ -188,11 +192,11 @@ export interface GuardedInput {
   readonly partsRewritten: boolean
 }
 
-/** A text through the agent's input guardrails: its rewrite, or the block as the failure. */
-const guardOf = (agent: AgentDefinition, call: AgentCallContext): Effect.Effect<Guard> =>
-  Effect.map(Effect.option(Effect.currentSpan), (span) => (text) =>
+/** A text of a message of `role` through the agent's input guardrails: its rewrite, or the block as the failure. */
+const guardOf = (agent: AgentDefinition, call: AgentCallContext): Effect.Effect<(role: InputRole) => Guard> =>
+  Effect.map(Effect.option(Effect.currentSpan), (span) => (role) => (text) =>
     Effect.flatMap(
-      guardText(agent.id, span, agent.inputGuardrails ?? [], text, (text) => ({ text, call })),
+      guardText(agent.id, span, agent.inputGuardrails ?? [], text, (text) => ({ text, role, call })),
       (guarded) => "blocked" in guarded ? Effect.fail(guarded.blocked) : Effect.succeed(guarded.text)
     ))
 
@@ -202,8 +206,9 @@ export const guardReasons = <A extends { readonly reason?: string | undefined }>
   call: AgentCallContext,
   answers: ReadonlyArray<A>
 ): Effect.Effect<ReadonlyArray<A>, GuardrailBlocked | ExecutionFailed> =>
-  Effect.flatMap(guardOf(agent, call), (guard) =>
+  Effect.flatMap(guardOf(agent, call), (guardFor) =>
     Effect.forEach(answers, (answer) => {
+      const guard = guardFor("tool")
       const reason = answer.reason
       return reason === undefined || reason === ""
         ? Effect.succeed(answer)
@@ -218,8 +223,8 @@ export const guardReasons = <A extends { readonly reason?: string | undefined }>
 export const guardInput = (agent: AgentDefinition, call: AgentCallContext, messages: ReadonlyArray<ModelMessage>, field: string) =>
   Effect.gen(function*() {
     const guardrails = agent.inputGuardrails ?? []
-    const guard = yield* guardOf(agent, call)
-    const guarded = yield* Effect.forEach(messages, (message, index) => guardMessage(message, index, guard)).pipe(
+    const guardFor = yield* guardOf(agent, call)
+    const guarded = yield* Effect.forEach(messages, (message, index) => guardMessage(message, index, guardFor(roleOf(message)))).pipe(
       Effect.catchIf((error): error is Unreadable => error instanceof Unreadable, (unreadable) =>
         ValidationError.fromIssues([{
           path: [field],
