@@ -4,6 +4,7 @@ import { type ExecutionFailed, type GuardrailBlocked, ValidationError } from "..
 import type { AgentCallContext, AgentDefinition } from "../Agent.js"
 import type { InputRole } from "./Guardrail.js"
 import { guardText } from "./run.js"
+import { jsonText, parsedOr } from "./toolResults.js"
 
 /**
  * What input guardrails read of a caller's messages: what the model will receive. Every message of any
@@ -59,17 +60,6 @@ const fileText = (data: unknown): string | undefined => {
 
 const base64 = (text: string) => Buffer.from(text, "utf8").toString("base64")
 
-/** A rewritten JSON text as its value again; a rewrite that is no longer JSON is kept as text. */
-const parsedOr = (text: string): unknown => {
-  try {
-    return JSON.parse(text) as unknown
-  } catch {
-    return text
-  }
-}
-
-const json = (value: unknown) => JSON.stringify(value) ?? "null"
-
 /** A file part (of a message, or of a tool result's content): its text guarded, its data replaced when rewritten. */
 const guardFile = (part: Part, dataKey: string, tagged: boolean, guard: Guard, at: (what: string) => Unreadable) =>
   Effect.gen(function*() {
@@ -93,7 +83,7 @@ const guardToolOutput = (output: Part, guard: Guard, at: (what: string) => Unrea
       }
       case "json":
       case "error-json": {
-        const value = json(output.value)
+        const value = jsonText(output.value)
         const guarded = yield* guard(value)
         return guarded === value ? output : { ...output, value: parsedOr(guarded) }
       }
@@ -133,7 +123,7 @@ const guardPart = (part: Part, guard: Guard, at: (what: string) => Unreadable): 
     case "image":
       return Effect.fail(at("an image"))
     case "tool-call": {
-      const input = json(part.input)
+      const input = jsonText(part.input)
       return Effect.map(guard(input), (guarded) => guarded === input ? part : { ...part, input: parsedOr(guarded) })
     }
     case "tool-result":
@@ -148,7 +138,7 @@ const guardPart = (part: Part, guard: Guard, at: (what: string) => Unreadable): 
 const textOfParts = (parts: ReadonlyArray<Part>) => parts.flatMap((part) => (part.type === "text" ? [String(part.text)] : [])).join("")
 
 /** The message's text: its string content, or its text parts joined (a word split across two is read whole). */
-export const textOfMessage = (message: ModelMessage): string =>
+const textOfMessage = (message: ModelMessage): string =>
   typeof message.content === "string" ? message.content : textOfParts(message.content as ReadonlyArray<Part>)
 
 /** The parts with their text replaced: one text part where the first was, the others dropped. */
