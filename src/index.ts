@@ -46,11 +46,13 @@ export {
   type GuardrailDecision,
   type InputGuardrail,
   type InputGuardrailArgs,
+  type InputRole,
   maxInputLength,
   type OutputGuardrail,
   type OutputGuardrailArgs,
   regexRedactor
 } from "./agents/guardrails/Guardrail.js"
+export { normalizeForMatching } from "./agents/guardrails/normalize.js"
 export { AgentOutputInvalid, type JsonSchemaInput, type OutputSchema } from "./agents/AgentOutput.js"
 export { type FallbackPolicy, FirstTokenTimeout, type ModelRef } from "./agents/models/fallbackModel.js"
 export { builtinEchoModel } from "./agents/models/BuiltinEchoModel.js"

@@ -44,6 +44,27 @@ describe("ready-made guardrails", () => {
     expect(tagOf(accents.check({ text: "cafés", call }))).toBe("pass")
   })
 
+  it("blocklist and regexRedactor match the normalised text: NFKC, no format characters, case-folded (issue #42)", () => {
+    const { input, output } = blocklist(["forbidden", "straße"])
+    for (const text of ["for\u200Bbidden", "\uFF26\uFF2F\uFF32\uFF22\uFF29\uFF24\uFF24\uFF25\uFF2E", "FOR\u00ADBID\u2060DEN", "\u{1D41F}orbidden", "STRASSE"]) {
+      expect([text, tagOf(input.check({ text: `say ${text} now`, call }))]).toEqual([text, "block"])
+    }
+    expect(tagOf(output.check({ text: "then we for\u200Dbidden", final: false, call }))).toBe("pass")
+    expect(tagOf(output.check({ text: "then we for\u200Dbidden.", final: false, call }))).toBe("block")
+    const { input: redact } = regexRedactor(/SECRET-\d+/, "[x]")
+    // Only the characters a match came from are replaced; the rest stays as sent (case, accents, width).
+    expect(redact.check({ text: "Keep \uFF33\uFF25\uFF23\uFF32\uFF25\uFF34-42 and secret\u200B-7 Café", call })).toEqual(Guardrail.rewrite("Keep [x] and [x] Café"))
+    expect(redact.check({ text: "e\u0301 SECRET-1 e\u0301", call })).toEqual(Guardrail.rewrite("e\u0301 [x] e\u0301"))
+    expect(redact.check({ text: "nothing here", call })).toEqual(Guardrail.pass)
+    // Long text is mapped chunk by chunk: a match next to or across a chunk's edge is replaced all the same.
+    const spanning = regexRedactor(/secret code/, "[x]").input
+    for (let at = 4080; at < 4110; at++) {
+      const before = "é ".repeat(at >> 1).slice(0, at)
+      const text = `${before}Secret Code${" Zürich".repeat(900)} SE\u200BCRET code.`
+      expect(spanning.check({ text, call })).toEqual(Guardrail.rewrite(`${before}[x]${" Zürich".repeat(900)} [x].`))
+    }
+  })
+
   it("names and hold-backs are checked when the guardrail is made", () => {
     expect(() => Guardrail.input({ name: "has space", check: () => Guardrail.pass })).toThrow(/Guardrail name/)
     expect(() => Guardrail.output({ name: "ok", check: () => Guardrail.pass, holdBack: 5000 })).toThrow(/holdBack/)

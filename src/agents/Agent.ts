@@ -62,9 +62,9 @@ export interface AgentDefinition<out R = never> {
   /** A small structured record per user or per conversation, in the instructions, replaced by the `update_working_memory` tool. */
   readonly workingMemory?: WorkingMemoryConfig | undefined
   readonly defaults?: AgentDefaults | undefined
-  /** Run in order on each user message before the model sees it: pass, rewrite or block (422). */
+  /** Run in order on each message the client sent, before the model sees it: pass, rewrite or block (422). */
   readonly inputGuardrails?: ReadonlyArray<InputGuardrail<R>> | undefined
-  /** Run in order on the answer (as it streams, with a hold-back): pass, rewrite or block. */
+  /** Run in order on the answer (as it streams, with a hold-back) and on each tool result the client receives: pass, rewrite or block. */
   readonly outputGuardrails?: ReadonlyArray<OutputGuardrail<R>> | undefined
   /** Before the model is called (awaited; a failure is logged). See AgentHooks. */
   readonly onStart?: AgentHook<AgentStartEvent> | undefined

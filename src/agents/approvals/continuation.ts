@@ -1,6 +1,6 @@
 import type { ModelMessage, StepResult, ToolSet } from "ai"
 import { Effect, Schema } from "effect"
-import { type Conflict, ExecutionFailed, type NotFound, ValidationError } from "../../core/errors.js"
+import { type Conflict, ExecutionFailed, type GuardrailBlocked, type NotFound, ValidationError } from "../../core/errors.js"
 import type { AgentDefinition } from "../Agent.js"
 import { GenerationOptions, type TextResult, ToolCallRecord, ToolResultRecord, Usage } from "../AgentsSchemas.js"
 import type { CallRequest, GenerationEnv } from "../generation/call.js"
@@ -9,6 +9,7 @@ import { recordedInput } from "../generation/messages.js"
 import { type AnsweredApproval, type ApprovalAnswer, inputHash, type NewApprovals, type PendingApproval } from "./ApprovalStore.js"
 import type { ApprovedCalls } from "./gate.js"
 import { approvalAnswered } from "./telemetry.js"
+import { guardReasons } from "../guardrails/input.js"
 import { bubbled, StoredDelegation } from "../delegation/bubbled.js"
 import { DELEGATE_TASK, type Delegations, type SubAnswer } from "../delegation/delegateTask.js"
 
@@ -160,7 +161,10 @@ export const resume = (
   env: GenerationEnv,
   agent: AgentDefinition,
   request: CallRequest
-): Effect.Effect<{ readonly request: CallRequest; readonly resumed: Resumed }, NotFound | Conflict | ValidationError | ExecutionFailed> =>
+): Effect.Effect<
+  { readonly request: CallRequest; readonly resumed: Resumed },
+  NotFound | Conflict | ValidationError | ExecutionFailed | GuardrailBlocked
+> =>
   Effect.gen(function*() {
     const approvals = env.approvals
     const answers = request.options?.approvals ?? []
@@ -177,11 +181,25 @@ export const continueAnswered = (
   agent: AgentDefinition,
   answers: ReadonlyArray<ApprovalAnswer>,
   caller: CallRequest
-): Effect.Effect<{ readonly request: CallRequest; readonly resumed: Resumed }, NotFound | Conflict | ValidationError | ExecutionFailed> =>
+): Effect.Effect<
+  { readonly request: CallRequest; readonly resumed: Resumed },
+  NotFound | Conflict | ValidationError | ExecutionFailed | GuardrailBlocked
+> =>
   Effect.gen(function*() {
     const approvals = env.approvals
     if (approvals === undefined) return yield* new ExecutionFailed({ message: "Tool approval is not available in this service" })
-    const answered = yield* approvals.store.answer(agent.id, answers, caller.owner, { expired: caller.approvalsExpired, boundTo: caller.boundTo })
+    // Checked before the answers are taken: a blocked reason leaves its approval pending.
+    const options = caller.options ?? {}
+    const checked = agent.inputGuardrails?.length
+      ? yield* guardReasons(agent, {
+        context: options.context ?? {},
+        user: caller.user ?? null,
+        userId: options.userId,
+        conversationId: options.conversationId,
+        ...(caller.owner === undefined ? {} : { owner: caller.owner })
+      }, answers)
+      : answers
+    const answered = yield* approvals.store.answer(agent.id, checked, caller.owner, { expired: caller.approvalsExpired, boundTo: caller.boundTo })
     const state: State = yield* decodeState(answered.state).pipe(Effect.orDie)
     yield* approvalAnswered(answered.answers, answered.requestedIn)
     // The sub-agents' answers continue them; their delegate_task calls are then this call's approved ones.

@@ -14,7 +14,7 @@ import { type ClientConversation, recordedInput, toModelMessages, userMessageToR
 import { tracedModel } from "./tracedModel.js"
 import { isModelList, modelFor, resolveModels, usesFallback } from "./modelChoice.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
-import { guardedUserMessage, guardInput, rewrittenInput } from "../guardrails/run.js"
+import { guardedRecord, guardedUserMessage, guardInput, rewrittenInput } from "../guardrails/input.js"
 import { checkClaimedToolResults, refusedProviderOptions, withoutCallerSystemMessages, withoutProviderOptions } from "./callerInput.js"
 import type { ApprovalStore } from "../approvals/ApprovalStore.js"
 import { delegatedRefusal, toolApprovalFor } from "../approvals/gate.js"
@@ -157,10 +157,11 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
       return yield* ValidationError.fromIssues([{ path: [field], message: "must not carry tool approvals this service did not ask for" }])
     }
     // A continued call's messages passed the input guardrails when it was asked.
-    const guarded = resumed === undefined && agent.inputGuardrails?.length ? yield* guardInput(agent, call, sent) : undefined
+    const guarded = resumed === undefined && agent.inputGuardrails?.length ? yield* guardInput(agent, call, sent, field) : undefined
     const newMessages = guarded?.messages ?? sent
+    // What the caller sent back must be what the service produced, before a guardrail rewrote it.
     if (resumed === undefined && typeof input !== "string") {
-      yield* checkClaimedToolResults(env.memory, agent.id, call.conversationId, request.owner, newMessages, field)
+      yield* checkClaimedToolResults(env.memory, agent.id, call.conversationId, request.owner, sent, field)
     }
     const parent = yield* Effect.option(Effect.currentSpan)
     const remember = agent.memory === true && call.conversationId !== undefined
@@ -207,7 +208,13 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
         : guarded === undefined
         ? userMessageToRemember(client)
         : guardedUserMessage(guarded.messages, client.storesUserMessage),
-      recordedInput: guarded?.rewrites === undefined ? undefined : rewrittenInput(recordedInput(request), guarded.rewrites),
+      recordedInput: guarded === undefined
+        ? undefined
+        : guarded.partsRewritten
+        ? guardedRecord(guarded, client !== undefined)
+        : guarded.rewrites === undefined
+        ? undefined
+        : rewrittenInput(recordedInput(request), guarded.rewrites),
       tools: toAiTools(tools, caller, env.runtime, parent, toolHooksOf(agent, callId, call), resumed?.approved,
         request.delegated === true ? delegatedRefusal : undefined),
       // The wrapper retries and falls over itself: the SDK's own retries would multiply its tries.

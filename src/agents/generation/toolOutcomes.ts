@@ -36,6 +36,13 @@ export const toolOutcomes = (steps: ReadonlyArray<StepResult<ToolSet>>): Array<T
     )
   )
 
+/** A result's outcome as the client received it (an output guardrail's rewrite of the tool's value). */
+export const resultOutcome = (toolCallId: string, toolName: string, value: unknown): ToolOutcome => ({
+  toolCallId,
+  toolName,
+  outcome: digest("result", value ?? null)
+})
+
 /** One streamed tool part's outcome (for /stream, which reads the SDK's parts one by one). */
 export const streamedToolOutcome = (
   part: { readonly type: "tool-result"; readonly toolCallId: string; readonly toolName: string; readonly output: unknown } | {

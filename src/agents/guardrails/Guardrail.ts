@@ -1,6 +1,7 @@
 import type { Effect } from "effect"
 import type { ResultContext } from "../../core/userCode.js"
 import type { AgentCallContext } from "../Agent.js"
+import { normalizeForMatching, replaceNormalized } from "./normalize.js"
 
 /** What a guardrail decides: let the text through, replace it, or stop the call with a message the client sees. */
 export type GuardrailDecision =
@@ -8,16 +9,26 @@ export type GuardrailDecision =
   | { readonly _tag: "rewrite"; readonly text: string }
   | { readonly _tag: "block"; readonly message: string }
 
-/** What an input guardrail sees: the text of one user message (each the client sent, in /chat too). */
+/**
+ * What an input guardrail sees: what the model will read of each message the client sent (in /chat
+ * too), of any role: its text, and each reasoning, tool call's input, tool result and text or JSON file
+ * (decoded) on its own. Ready-made guardrails match it normalised (normalizeForMatching).
+ */
 export interface InputGuardrailArgs {
   readonly text: string
+  /** The role of the message it comes from (a client sends the assistant's and the tools' too); a denial's reason is the tool's. */
+  readonly role?: InputRole | undefined
   readonly call: AgentCallContext
 }
+
+export type InputRole = "user" | "assistant" | "tool"
 
 /**
  * What an output guardrail sees. For /text and /object: the whole answer (`final` true). While a
  * stream runs: the text not sent yet, the last `holdBack` characters of what came being held back so
- * a pattern spanning two deltas is seen whole; `final` is true when no more text follows it.
+ * a pattern spanning two deltas is seen whole; `final` is true when no more text follows it. Each
+ * tool result the client receives, whole (`final` true): a string as it is, another value as its JSON
+ * text (a rewrite that is no longer JSON is sent as text). The model itself reads the raw result.
  */
 export interface OutputGuardrailArgs {
   readonly text: string
@@ -57,7 +68,7 @@ export const Guardrail = {
   pass,
   rewrite: (text: string): GuardrailDecision => ({ _tag: "rewrite", text }),
   block: (message: string): GuardrailDecision => ({ _tag: "block", message }),
-  /** Runs before the model sees anything, on each user message's text. */
+  /** Runs before the model sees anything, on each message the client sent (see InputGuardrailArgs). */
   input: <Ret extends ReturnType<Check<InputGuardrailArgs, unknown>>>(options: {
     readonly name: string
     readonly check: (args: InputGuardrailArgs) => Ret
@@ -65,7 +76,7 @@ export const Guardrail = {
     checkName(options.name)
     return { stage: "input", name: options.name, check: options.check as Check<InputGuardrailArgs, never> }
   },
-  /** Runs on the answer: whole for /text and /object, as it streams for /stream and /chat. */
+  /** Runs on the answer (whole for /text and /object, as it streams for /stream and /chat) and on each tool result. */
   output: <Ret extends ReturnType<Check<OutputGuardrailArgs, unknown>>>(options: {
     readonly name: string
     readonly check: (args: OutputGuardrailArgs) => Ret
@@ -80,7 +91,12 @@ export const Guardrail = {
   }
 } as const
 
-const globalOf = (pattern: RegExp) => pattern.global ? pattern : new RegExp(pattern.source, pattern.flags + "g")
+// Matched on the normalised text (normalize.ts), so case-insensitively whatever the pattern's flags.
+const matcherOf = (pattern: RegExp) => {
+  const flags = new Set([...pattern.flags, "g", "i"])
+  flags.delete("y")
+  return new RegExp(pattern.source, [...flags].join(""))
+}
 
 const escaped = (word: string) => word.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
 
@@ -91,14 +107,16 @@ export const maxInputLength = (max: number, message = `The input is longer than 
     check: ({ text }) => (text.length > max ? Guardrail.block(message) : Guardrail.pass)
   })
 
-/** Replaces every match of `pattern` with `replacement` ("[redacted]" by default), in the input or the answer. */
+/**
+ * Replaces every match of `pattern` with `replacement` ("[redacted]" by default, taken literally), in
+ * the input or the answer. The pattern runs on the normalised text (NFKC, no zero-width or other format
+ * characters, case-folded: normalize.ts); the characters a match came from are replaced.
+ */
 export const regexRedactor = (pattern: RegExp, replacement = "[redacted]", name = "regex-redactor") => {
-  const global = globalOf(pattern)
+  const matcher = matcherOf(pattern)
   const redact = (text: string) => {
-    global.lastIndex = 0
-    if (!global.test(text)) return Guardrail.pass
-    global.lastIndex = 0
-    return Guardrail.rewrite(text.replace(global, replacement))
+    const redacted = replaceNormalized(text, matcher, replacement)
+    return redacted === undefined ? Guardrail.pass : Guardrail.rewrite(redacted)
   }
   return {
     input: Guardrail.input({ name, check: ({ text }) => redact(text) }),
@@ -107,15 +125,16 @@ export const regexRedactor = (pattern: RegExp, replacement = "[redacted]", name 
 }
 
 /**
- * Blocks text holding any of `words` (whole words, any case), in the input or the answer. While a
+ * Blocks text holding any of `words` (whole words, any case, matched on the normalised text: fullwidth
+ * forms and zero-width characters inside a word do not hide it), in the input or the answer. While a
  * stream runs, a word at the very end of the text seen so far waits for the next character.
  */
 export const blocklist = (words: ReadonlyArray<string>, message = "The text holds a blocked word", name = "blocklist") => {
   // Words of any script, and words such as "c++" that end in a symbol: a "word" is not next to a letter or digit.
-  const alternatives = `(?<![\\p{L}\\p{N}_])(?:${words.map(escaped).join("|")})`
+  const alternatives = `(?<![\\p{L}\\p{N}_])(?:${words.map((word) => escaped(normalizeForMatching(word))).join("|")})`
   const whole = new RegExp(`${alternatives}(?![\\p{L}\\p{N}_])`, "iu")
   const ended = new RegExp(`${alternatives}(?=[^\\p{L}\\p{N}_])`, "iu")
-  const blocked = (text: string, final: boolean) => words.length > 0 && (final ? whole : ended).test(text)
+  const blocked = (text: string, final: boolean) => words.length > 0 && (final ? whole : ended).test(normalizeForMatching(text))
   return {
     input: Guardrail.input({ name, check: ({ text }) => (blocked(text, true) ? Guardrail.block(message) : Guardrail.pass) }),
     output: Guardrail.output({ name, check: ({ final, text }) => (blocked(text, final) ? Guardrail.block(message) : Guardrail.pass) })

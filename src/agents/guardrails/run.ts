@@ -1,4 +1,3 @@
-import type { ModelMessage } from "ai"
 import { Effect, Metric, Option, Predicate, Runtime, type Tracer } from "effect"
 import { ExecutionFailed, GuardrailBlocked, messageOf } from "../../core/errors.js"
 import { fromUserResult } from "../../core/userCode.js"
@@ -90,93 +89,6 @@ export const guardText = <Args>(
     }
     return { text: current }
   })
-
-const textOfMessage = (message: ModelMessage): string =>
-  typeof message.content === "string"
-    ? message.content
-    : message.content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("")
-
-/** The message with its text replaced: one text part where the first was, the others dropped. */
-const withText = (message: ModelMessage, text: string): ModelMessage => {
-  if (typeof message.content === "string") return { ...message, content: text } as ModelMessage
-  const first = message.content.findIndex((part) => part.type === "text")
-  const parts: ReadonlyArray<{ readonly type: string }> = message.content
-  const content = parts.flatMap((part, index) => part.type !== "text" ? [part] : index === first ? [{ ...part, text }] : [])
-  return { ...message, content } as unknown as ModelMessage
-}
-
-export interface GuardedInput {
-  readonly messages: Array<ModelMessage>
-  /** Each rewritten text, by the text the caller sent (none when nothing was rewritten). */
-  readonly rewrites: ReadonlyMap<string, string> | undefined
-}
-
-/**
- * The caller's messages through the agent's input guardrails: every user message's text (each one the
- * client sent, a /chat conversation's earlier ones too), rewritten or refused (GuardrailBlocked, 422).
- */
-export const guardInput = (agent: AgentDefinition, call: AgentCallContext, messages: ReadonlyArray<ModelMessage>) =>
-  Effect.gen(function*() {
-    const guardrails = agent.inputGuardrails ?? []
-    const span = yield* Effect.option(Effect.currentSpan)
-    let rewrites: Map<string, string> | undefined
-    const out: Array<ModelMessage> = []
-    for (const message of messages) {
-      const text = message.role === "user" ? textOfMessage(message) : ""
-      if (text === "") {
-        out.push(message)
-        continue
-      }
-      const guarded = yield* guardText(agent.id, span, guardrails, text, (text) => ({ text, call }))
-      if ("blocked" in guarded) return yield* guarded.blocked
-      if (guarded.text === text) {
-        out.push(message)
-        continue
-      }
-      rewrites ??= new Map()
-      rewrites.set(text, guarded.text)
-      out.push(withText(message, guarded.text))
-    }
-    return { messages: out, rewrites } satisfies GuardedInput
-  })
-
-const uiText = (parts: ReadonlyArray<{ readonly type: string; readonly text?: unknown }>) =>
-  parts.flatMap((part) => (part.type === "text" && typeof part.text === "string" ? [part.text] : [])).join("")
-
-const withUiText = (parts: ReadonlyArray<{ readonly type: string }>, text: string) => {
-  const first = parts.findIndex((part) => part.type === "text")
-  return parts.flatMap((part, index) => part.type !== "text" ? [part] : index === first ? [{ ...part, text }] : [])
-}
-
-/**
- * The call's input as its history entry records it, with the guardrails' rewrites applied to its user
- * messages (a string, UI messages or model messages): a redacted text is stored nowhere.
- */
-export const rewrittenInput = (input: unknown, rewrites: ReadonlyMap<string, string>): unknown => {
-  if (typeof input === "string") return rewrites.get(input) ?? input
-  if (!Array.isArray(input)) return input
-  return input.map((message: unknown) => {
-    if (!Predicate.hasProperty(message, "role") || message.role !== "user") return message
-    if (Predicate.hasProperty(message, "parts") && Array.isArray(message.parts)) {
-      const rewritten = rewrites.get(uiText(message.parts))
-      return rewritten === undefined ? message : { ...message, parts: withUiText(message.parts, rewritten) }
-    }
-    if (Predicate.hasProperty(message, "content")) {
-      const { content } = message
-      const text = typeof content === "string" ? content : Array.isArray(content) ? uiText(content) : undefined
-      const rewritten = text === undefined ? undefined : rewrites.get(text)
-      if (rewritten === undefined) return message
-      return { ...message, content: typeof content === "string" ? rewritten : withUiText(content as Array<{ type: string }>, rewritten) }
-    }
-    return message
-  })
-}
-
-/** The last user message's text as memory keeps it from a client-held conversation, once guarded. */
-export const guardedUserMessage = (messages: ReadonlyArray<ModelMessage>, stores: boolean): Array<ModelMessage> => {
-  const last = [...messages].reverse().find((message) => message.role === "user")
-  return stores && last !== undefined ? [{ role: "user", content: textOfMessage(last) }] : []
-}
 
 /** A whole answer through the agent's output guardrails (/text, /object). */
 export const guardOutput = (agent: AgentDefinition, call: AgentCallContext, span: Option.Option<Tracer.AnySpan>, text: string) =>

@@ -1,6 +1,6 @@
 import type { streamText } from "ai"
 import { Cause, Effect, Option, Runtime, type Tracer } from "effect"
-import { GuardrailBlocked } from "../../core/errors.js"
+import { GuardrailBlocked, messageOf } from "../../core/errors.js"
 import type { AgentCallContext, AgentDefinition } from "../Agent.js"
 import type { TextResult } from "../AgentsSchemas.js"
 import type { Outcome } from "../generation/record.js"
@@ -8,9 +8,11 @@ import { toUsage } from "../generation/results.js"
 import { streamedToolOutcome, type ToolOutcome } from "../generation/toolOutcomes.js"
 import { DEFAULT_HOLD_BACK, type GuardrailDecision } from "./Guardrail.js"
 import { decide, type Guarded, noteAction } from "./run.js"
+import { toolText } from "./toolResults.js"
 
 type StreamTextResult = ReturnType<typeof streamText>
 export type Part = StreamTextResult extends { stream: AsyncIterable<infer P> } ? P : never
+type ToolPart = Extract<Part, { readonly type: "tool-result" | "tool-error" }>
 
 /**
  * A streamed answer's block, as the `error` part that ends the guarded stream carries it: the client
@@ -55,7 +57,8 @@ export interface GuardHooks {
  * The SDK's parts with the agent's output guardrails applied to the text as it streams. Each delta is
  * added to the text held back; the guardrails see it (rewriting it or blocking the call), then all
  * but the last `holdBack` characters are sent, so a match of up to that length spanning deltas is seen
- * whole. The held text is checked once more (`final`) and sent when its text block ends. A block
+ * whole. The held text is checked once more (`final`) and sent when its text block ends. Each tool
+ * result and error is checked whole before it is passed on (the model already read it raw). A block
  * ends the stream with an `error` part (StreamBlocked) and aborts the model call.
  */
 export const guardStream = (
@@ -88,6 +91,15 @@ export const guardStream = (
       current = decision.text
     }
     return { text: current }
+  }
+
+  /** A tool's result or error as the client receives it (the model read it raw). */
+  const guardTool = async (part: ToolPart): Promise<{ readonly part: ToolPart } | { readonly blocked: GuardrailBlocked }> => {
+    const { rewritten, text } = part.type === "tool-result" ? toolText(part.output) : { text: messageOf(part.error), rewritten: String }
+    const guarded = await check(text, true)
+    if ("blocked" in guarded) return guarded
+    if (guarded.text === text) return { part }
+    return { part: part.type === "tool-result" ? { ...part, output: rewritten(guarded.text) } : { ...part, error: guarded.text } }
   }
 
   const send = (controller: TransformStreamDefaultController<Part>, id: string, text: string) => {
@@ -134,6 +146,11 @@ export const guardStream = (
         return
       }
       if (!(await release(controller))) return
+      if (part.type === "tool-result" || part.type === "tool-error") {
+        const guarded = await guardTool(part)
+        if ("blocked" in guarded) return block(controller, guarded.blocked)
+        part = guarded.part
+      }
       if (part.type === "start-step") stepText = ""
       else if (part.type === "tool-call") toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input })
       else if (part.type === "tool-result" || part.type === "tool-error") toolResults.push(streamedToolOutcome(part))

@@ -3,7 +3,9 @@ import { ExecutionFailed, type GuardrailBlocked } from "../../core/errors.js"
 import type { AgentDefinition } from "../Agent.js"
 import type { PreparedCall } from "../generation/call.js"
 import type { Outcome } from "../generation/record.js"
+import type { TextResult } from "../AgentsSchemas.js"
 import { guardOutput } from "./run.js"
+import { guardToolResults, rewrittenOutcomes } from "./toolResults.js"
 
 interface Done<A> {
   readonly result: A
@@ -21,16 +23,28 @@ const blockedOutcome = (outcome: Outcome, blocked: GuardrailBlocked): Blocked =>
   outcome: { status: "blocked", usage: outcome.usage, toolCalls: outcome.toolCalls, toolResults: outcome.toolResults }
 })
 
-/** /text's answer through the output guardrails: the text (and what history and memory keep) rewritten, or blocked. */
+/**
+ * /text's answer through the output guardrails: the text and the tool results (and what history and
+ * memory keep) rewritten, or blocked.
+ */
 export const guardedText = (agent: AgentDefinition, prepared: PreparedCall) =>
-<A extends { readonly text: string }, E>(self: Effect.Effect<Done<A>, E>): Effect.Effect<Done<A> | Blocked, E | ExecutionFailed> =>
+<A extends { readonly text: string; readonly toolResults: TextResult["toolResults"] }, E>(
+  self: Effect.Effect<Done<A>, E>
+): Effect.Effect<Done<A> | Blocked, E | ExecutionFailed> =>
   Effect.flatMap(self, (done) =>
-    Effect.map(guardOutput(agent, prepared.call, prepared.parent, done.result.text), (guarded): Done<A> | Blocked =>
-      "blocked" in guarded
-        ? blockedOutcome(done.outcome, guarded.blocked)
-        : guarded.text === done.result.text
-        ? done
-        : { result: { ...done.result, text: guarded.text }, outcome: { ...done.outcome, output: guarded.text } }))
+    Effect.gen(function*() {
+      const text = yield* guardOutput(agent, prepared.call, prepared.parent, done.result.text)
+      if ("blocked" in text) return blockedOutcome(done.outcome, text.blocked)
+      const tools = yield* guardToolResults(agent, prepared.call, prepared.parent, done.result.toolResults)
+      if ("blocked" in tools) return blockedOutcome(done.outcome, tools.blocked)
+      if (text.text === done.result.text && tools.changed.size === 0) return done
+      const outcome: Outcome = {
+        ...done.outcome,
+        ...(text.text === done.result.text ? {} : { output: text.text }),
+        ...(done.outcome.toolResults === undefined ? {} : { toolResults: rewrittenOutcomes(done.outcome.toolResults, tools.changed) })
+      }
+      return { result: { ...done.result, text: text.text, toolResults: tools.results }, outcome }
+    }))
 
 /**
  * /object's answer through the output guardrails, which see its JSON text: a rewrite must still be
