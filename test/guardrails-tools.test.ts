@@ -70,7 +70,7 @@ const stored = (conversationId: string) =>
   Effect.gen(function*() {
     const { services } = yield* TestServer
     const memory = Context.unsafeGet(services as Context.Context<MemoryStore>, MemoryStore)
-    return yield* memory.load("redacting", conversationId, 100)
+    return yield* memory.load("redacting", conversationId, { limit: 100, maxBytes: 64 * 1024 * 1024 })
   })
 
 layer(AgentTestServerLive(app), { excludeTestServices: true })("output guardrails on tool results", (it) => {
