@@ -20,7 +20,7 @@ type Watch = Effect.Effect.Success<ReturnType<typeof makeExecutionWatch>>
 export const makeExecutionJoin = (deps: {
   readonly store: ExecutionStore["Type"]
   readonly watch: Watch
-  /** Stores and launches the execution; none when its id is taken (a limited workflow's may be refused: 400, 409). */
+  /** Stores and launches the execution; none when its id is taken (a limited workflow's may be refused: 400, 409, 429). */
   readonly startIfNew: (definition: WorkflowDefinition, execution: Execution) => Effect.Effect<Option.Option<Launched>, BadRequest | Conflict | TooManyRequests>
   readonly fiberOf: (id: string) => Option.Option<Fiber.RuntimeFiber<void>>
 }) => {

@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { runRequestOn } from "../../storage/commits.js"
+import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
 import { ownTransaction } from "../../storage/transaction.js"
 import type { WorkflowEvent } from "../WorkflowSchemas.js"
 import { executionRow } from "../ExecutionInsert.js"
@@ -27,6 +28,7 @@ const Count = Schema.Struct({ n: NumberColumn })
  */
 export const makeConcurrencyStore = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const submit = yield* storeCommitsOrInline
   // A store failure (a connection reset) is tried again: each statement or transaction here is
   // conditional, so running it again after a failure changes nothing it should not.
   const retried = <A, E>(effect: Effect.Effect<A, E>) => retryingRead(effect.pipe(Effect.orDie, Effect.withTracerEnabled(false)))
@@ -92,21 +94,17 @@ export const makeConcurrencyStore = Effect.gen(function*() {
 
   /**
    * A new start of a limited workflow stored queued, with its opening events, only while its owner has
-   * fewer than `bound` executions queued on its key: the count and the insert are one statement, and
-   * the inserts of one key and owner take turns (Postgres: an advisory lock, since READ COMMITTED lets
-   * two inserts count the same rows; SQLite: the write lock, taken first). Its own transaction, outside
-   * the group commit, so no two keys' locks are ever held by one transaction. None when the id is
-   * taken or the bound is reached (the caller tells which). A failure is a defect, settled by the driver.
+   * fewer than `bound` executions queued on its key: the count and the insert are one statement. On
+   * Postgres the inserts of one key and owner take turns behind an advisory lock (READ COMMITTED lets
+   * two inserts count the same rows), in a transaction of their own, so no transaction ever holds two
+   * keys' locks. SQLite has one writer: group-committed like any opening write (a transaction of its
+   * own fsyncs once per start, on the event loop), each insert counts those before it. None when the
+   * id is taken or the bound is reached (the caller tells which). A failure is a defect, settled by the driver.
    */
   const openQueued = (execution: Execution, events: ReadonlyArray<WorkflowEvent>, bound: number) => {
     const key = execution.concurrencyKey ?? ""
-    const lockOwner = sql.onDialectOrElse({
-      pg: () => Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtext(${`workflow_queue:${key}:${execution.userId ?? ""}`}))`),
-      orElse: () => Effect.void
-    })
-    return ownTransaction(sql, "workflow_executions")(Effect.zipRight(
-      lockOwner,
-      writeWithEvents(runRequestOn(sql), execution.id, events, (staging) => {
+    const write = (run: typeof submit) =>
+      writeWithEvents(run, execution.id, events, (staging) => {
         const values = executionRow(staging, execution, events.length)
         const columns = Object.keys(values)
         return [sql`INSERT INTO workflow_executions (${sql.literal(columns.join(", "))})
@@ -115,7 +113,14 @@ export const makeConcurrencyStore = Effect.gen(function*() {
             AND ${sameOwner(execution.userId)}) < ${bound}
           ON CONFLICT (id) DO NOTHING RETURNING last_seq`]
       })
-    )).pipe(Effect.orDie, Effect.withTracerEnabled(false))
+    return sql.onDialectOrElse({
+      pg: () =>
+        ownTransaction(sql)(Effect.zipRight(
+          sql`SELECT pg_advisory_xact_lock(hashtext(${`workflow_queue:${key}:${execution.userId ?? ""}`}))`,
+          write((request) => Effect.orDie(runRequestOn(sql)(request)))
+        )),
+      orElse: () => write(submit)
+    }).pipe(Effect.orDie, Effect.withTracerEnabled(false))
   }
 
   /** Keys with queued executions, and their workflows (a sweep admits each). */
