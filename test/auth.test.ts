@@ -277,6 +277,111 @@ layer(
     }))
 })
 
+layer(
+  TestServerLive({ app, config: { auth: jwt({ audience: "service", issuer: "issuer" }) } }),
+  { excludeTestServices: true }
+)("JWT with audience and issuer", (it) => {
+  it.effect("wrong audience and wrong issuer are refused", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      expect((yield* call(url, routes.execution, tokens.rightAudience)).status).toBe(200)
+      const aud = yield* call(url, routes.execution, tokens.wrongAudience)
+      expect(aud.body.error).toMatch(/^Invalid token: .*"aud"/)
+      const iss = yield* call(url, routes.execution, tokens.wrongIssuer)
+      expect(iss.body.error).toMatch(/^Invalid token: .*"iss"/)
+      expect((yield* call(url, routes.execution, tokens.valid)).status).toBe(401)
+    }))
+})
+
+layer(
+  TestServerLive({
+    app,
+    config: { auth: jwt({ mapUser: (claims) => ({ id: claims.sub, admin: claims.role === "admin" }) }) }
+  }),
+  { excludeTestServices: true }
+)("mapUser", (it) => {
+  it.effect("builds the user object tools see", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const who = yield* fetchJson(`${url}/tools/whoami/execute`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...bearer(tokens.valid) },
+        body: "{}"
+      })
+      expect(who.body.data.result.user).toEqual({ id: "ada", admin: true })
+    }))
+})
+
+layer(
+  TestServerLive({ app, config: { auth: jwt({ allowNoExp: true, clockToleranceSeconds: 0 }) } }),
+  { excludeTestServices: true }
+)("JWT allowing tokens without exp, with no clock tolerance", (it) => {
+  it.effect("a token without exp passes; nothing ahead of the clock does", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      expect((yield* call(url, routes.execution, tokens.noExp)).status).toBe(200)
+      // Signed now: the module's tokens may be over 10 s old by this test on a loaded machine.
+      const notBeforeWithinSkew = yield* Effect.promise(() => sign({}, { nbf: now() + 10 }))
+      const issuedWithinSkew = yield* Effect.promise(() => sign({}, { iat: now() + 10 }))
+      expect((yield* call(url, routes.execution, notBeforeWithinSkew)).status).toBe(401)
+      expect((yield* call(url, routes.execution, issuedWithinSkew)).status).toBe(401)
+      expect((yield* call(url, routes.execution, tokens.expiredWithinSkew)).body.error).toBe("Token expired")
+    }))
+})
+
+layer(
+  TestServerLive({ app, config: { auth: jwt({ mapUser: (claims) => ({ id: claims.email ?? null }) }) } }),
+  { excludeTestServices: true }
+)("mapUser supplying the user id", (it) => {
+  it.effect("a token without sub passes when mapUser gives an id, and is refused when it does not", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const withEmail = yield* Effect.promise(() => sign({ sub: undefined, email: "ada@example.com" }))
+      const who = yield* fetchJson(`${url}/tools/whoami/execute`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...bearer(withEmail) },
+        body: "{}"
+      })
+      expect(who.status).toBe(200)
+      expect(who.body.data.result.user).toEqual({ id: "ada@example.com" })
+      expect((yield* call(url, routes.execution, tokens.noSubject)).body.error).toBe("Invalid token: no subject")
+    }))
+})
+
+describe("console access policy", () => {
+  const consoleRequest = (key?: string) => ({
+    routeClass: "console" as const,
+    method: "GET",
+    path: "/observability/status",
+    token: Option.none<string>(),
+    consoleKey: Option.fromNullable(key)
+  })
+  const outcome = (settings: AuthSettings, key?: string) =>
+    Effect.runPromise(Effect.either(Effect.flatMap(makeAuthPolicy(settings, "127.0.0.1"), (policy) => policy.authorize(consoleRequest(key))))).then((e) =>
+      e._tag === "Right" ? "ok" : e.left.message
+    )
+
+  it("is open outside production, keyed in production, closed in production without a key", async () => {
+    expect(await outcome({ production: false })).toBe("ok")
+    expect(await outcome({ production: false, jwt: jwt().jwt })).toBe("ok")
+    expect(await outcome({ production: true, consoleKey: Redacted.make("k3y") }, "k3y")).toBe("ok")
+    expect(await outcome({ production: true, consoleKey: Redacted.make("k3y") })).toBe("Console access key required")
+    expect(await outcome({ production: true, consoleKey: Redacted.make("k3y") }, "wrong")).toBe("Invalid console access key")
+    expect(await outcome({ production: true }, "anything")).toMatch(/^Console access is disabled/)
+  })
+})
+
+describe("publicRoutes patterns", () => {
+  it("match method, :param segments and a trailing *", () => {
+    const isPublic = compilePublicRoutes(["GET /agents/:id", "POST /tools/*", "* /health"])
+    expect(isPublic("GET", "/agents/a1")).toBe(true)
+    expect(isPublic("GET", "/agents/a1/card")).toBe(false)
+    expect(isPublic("POST", "/agents/a1")).toBe(false)
+    expect(isPublic("POST", "/tools/add/execute")).toBe(true)
+    expect(isPublic("DELETE", "/health")).toBe(true)
+  })
+})
+
 layer(TestServerLive({ app, config: { auth: jwt() } }), { excludeTestServices: true })("JWT lifetime and typ (issue #42)", (it) => {
   it.effect("a token living longer than auth.maxTokenLifetimeSeconds (a day), or without iat, is refused", () =>
     Effect.gen(function*() {
@@ -339,106 +444,4 @@ layer(
       expect((yield* call(url, routes.execution, tokens.noExpNoIat)).status).toBe(401)
       expect((yield* call(url, routes.execution, tokens.year9999)).status).toBe(401)
     }))
-})
-
-layer(
-  TestServerLive({ app, config: { auth: jwt({ audience: "service", issuer: "issuer" }) } }),
-  { excludeTestServices: true }
-)("JWT with audience and issuer", (it) => {
-  it.effect("wrong audience and wrong issuer are refused", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      expect((yield* call(url, routes.execution, tokens.rightAudience)).status).toBe(200)
-      const aud = yield* call(url, routes.execution, tokens.wrongAudience)
-      expect(aud.body.error).toMatch(/^Invalid token: .*"aud"/)
-      const iss = yield* call(url, routes.execution, tokens.wrongIssuer)
-      expect(iss.body.error).toMatch(/^Invalid token: .*"iss"/)
-      expect((yield* call(url, routes.execution, tokens.valid)).status).toBe(401)
-    }))
-})
-
-layer(
-  TestServerLive({
-    app,
-    config: { auth: jwt({ mapUser: (claims) => ({ id: claims.sub, admin: claims.role === "admin" }) }) }
-  }),
-  { excludeTestServices: true }
-)("mapUser", (it) => {
-  it.effect("builds the user object tools see", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const who = yield* fetchJson(`${url}/tools/whoami/execute`, {
-        method: "POST",
-        headers: { "content-type": "application/json", ...bearer(tokens.valid) },
-        body: "{}"
-      })
-      expect(who.body.data.result.user).toEqual({ id: "ada", admin: true })
-    }))
-})
-
-layer(
-  TestServerLive({ app, config: { auth: jwt({ allowNoExp: true, clockToleranceSeconds: 0 }) } }),
-  { excludeTestServices: true }
-)("JWT allowing tokens without exp, with no clock tolerance", (it) => {
-  it.effect("a token without exp passes; nothing ahead of the clock does", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      expect((yield* call(url, routes.execution, tokens.noExp)).status).toBe(200)
-      expect((yield* call(url, routes.execution, tokens.notBeforeWithinSkew)).status).toBe(401)
-      expect((yield* call(url, routes.execution, tokens.issuedWithinSkew)).status).toBe(401)
-      expect((yield* call(url, routes.execution, tokens.expiredWithinSkew)).body.error).toBe("Token expired")
-    }))
-})
-
-layer(
-  TestServerLive({ app, config: { auth: jwt({ mapUser: (claims) => ({ id: claims.email ?? null }) }) } }),
-  { excludeTestServices: true }
-)("mapUser supplying the user id", (it) => {
-  it.effect("a token without sub passes when mapUser gives an id, and is refused when it does not", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const withEmail = yield* Effect.promise(() => sign({ sub: undefined, email: "ada@example.com" }))
-      const who = yield* fetchJson(`${url}/tools/whoami/execute`, {
-        method: "POST",
-        headers: { "content-type": "application/json", ...bearer(withEmail) },
-        body: "{}"
-      })
-      expect(who.status).toBe(200)
-      expect(who.body.data.result.user).toEqual({ id: "ada@example.com" })
-      expect((yield* call(url, routes.execution, tokens.noSubject)).body.error).toBe("Invalid token: no subject")
-    }))
-})
-
-describe("console access policy", () => {
-  const consoleRequest = (key?: string) => ({
-    routeClass: "console" as const,
-    method: "GET",
-    path: "/observability/status",
-    token: Option.none<string>(),
-    consoleKey: Option.fromNullable(key)
-  })
-  const outcome = (settings: AuthSettings, key?: string) =>
-    Effect.runPromise(Effect.either(Effect.flatMap(makeAuthPolicy(settings, "127.0.0.1"), (policy) => policy.authorize(consoleRequest(key))))).then((e) =>
-      e._tag === "Right" ? "ok" : e.left.message
-    )
-
-  it("is open outside production, keyed in production, closed in production without a key", async () => {
-    expect(await outcome({ production: false })).toBe("ok")
-    expect(await outcome({ production: false, jwt: jwt().jwt })).toBe("ok")
-    expect(await outcome({ production: true, consoleKey: Redacted.make("k3y") }, "k3y")).toBe("ok")
-    expect(await outcome({ production: true, consoleKey: Redacted.make("k3y") })).toBe("Console access key required")
-    expect(await outcome({ production: true, consoleKey: Redacted.make("k3y") }, "wrong")).toBe("Invalid console access key")
-    expect(await outcome({ production: true }, "anything")).toMatch(/^Console access is disabled/)
-  })
-})
-
-describe("publicRoutes patterns", () => {
-  it("match method, :param segments and a trailing *", () => {
-    const isPublic = compilePublicRoutes(["GET /agents/:id", "POST /tools/*", "* /health"])
-    expect(isPublic("GET", "/agents/a1")).toBe(true)
-    expect(isPublic("GET", "/agents/a1/card")).toBe(false)
-    expect(isPublic("POST", "/agents/a1")).toBe(false)
-    expect(isPublic("POST", "/tools/add/execute")).toBe(true)
-    expect(isPublic("DELETE", "/health")).toBe(true)
-  })
 })
