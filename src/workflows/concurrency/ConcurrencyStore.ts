@@ -89,7 +89,7 @@ export const makeConcurrencyStore = Effect.gen(function*() {
       return rows.length > 0
     })).pipe(retried)
 
-  /** The rows of `key` that belong to the owner of `execution` (under `scope: 'global'`, one key holds many owners'). */
+  /** The rows of one owner (`userId`): under `scope: 'global'` one key holds many owners' rows. */
   const sameOwner = (userId: string | undefined) => (userId === undefined ? sql`user_id IS NULL` : sql`user_id = ${userId}`)
 
   /**
