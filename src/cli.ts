@@ -49,6 +49,7 @@ Environment (every variable, commented, in .env.example; load a file with node -
   SERVICE_PUBLIC_URL   the service's public http(s) URL, for the A2A card (default: the listening address)
   WORKFLOW_LEASE_SECONDS (15), WORKFLOW_POLL_MS (1000), SHUTDOWN_GRACE_SECONDS (10),
   IDEMPOTENCY_KEY_HOURS (24)  workflow ownership, drain on shutdown, Idempotency-Key memory
+  WORKFLOW_MAX_QUEUED_PER_KEY  executions one caller may have queued on a concurrency key (1000; past it 429)
   WEBHOOK_ALLOWED_HOSTS  host or host:port (else 443) callbacks may go to, comma-separated (default none: no callbacks)
   WEBHOOK_CA_FILE      a PEM file of CA certificates trusted for callbacks besides Node's
   WEBHOOK_SYSTEM_SECRET  signs the callbacks of code schedules' executions (whsec_<base64>)

@@ -21,11 +21,11 @@ const now = () => Math.floor(Date.now() / 1000)
 
 const sign = (
   claims: Record<string, unknown>,
-  options: { secret?: string; alg?: string; exp?: number | null; nbf?: number; iat?: number } = {}
+  options: { secret?: string; alg?: string; exp?: number | null; nbf?: number; iat?: number | null; typ?: string } = {}
 ) => {
   const jwt = new SignJWT({ sub: "ada", role: "admin", ...claims })
-    .setProtectedHeader({ alg: options.alg ?? "HS256" })
-    .setIssuedAt(options.iat)
+    .setProtectedHeader({ alg: options.alg ?? "HS256", ...(options.typ === undefined ? {} : { typ: options.typ }) })
+  if (options.iat !== null) jwt.setIssuedAt(options.iat)
   if (options.exp !== null) jwt.setExpirationTime(options.exp ?? now() + 3600)
   if (options.nbf !== undefined) jwt.setNotBefore(options.nbf)
   return jwt.sign(secretKey(options.secret ?? SECRET))
@@ -38,7 +38,7 @@ const tokens = {
   notYet: await sign({}, { nbf: now() + 3600 }),
   badSignature: await sign({}, { secret: "another-secret-of-sufficient-length" }),
   none: `${b64({ alg: "none", typ: "JWT" })}.${b64({ sub: "ada", exp: now() + 3600 })}.`,
-  rs256: await new SignJWT({ sub: "rsa-user" }).setProtectedHeader({ alg: "RS256" }).setExpirationTime(now() + 3600).sign(rsa.privateKey),
+  rs256: await new SignJWT({ sub: "rsa-user" }).setProtectedHeader({ alg: "RS256" }).setIssuedAt().setExpirationTime(now() + 3600).sign(rsa.privateKey),
   hmacWithPublicKey: await sign({}, { secret: RSA_PEM }),
   wrongAudience: await sign({ aud: "someone-else", iss: "issuer" }),
   wrongIssuer: await sign({ aud: "service", iss: "impostor" }),
@@ -49,7 +49,18 @@ const tokens = {
   issuedInTheFuture: await sign({}, { iat: now() + 600 }),
   issuedWithinSkew: await sign({}, { iat: now() + 10 }),
   notBeforeWithinSkew: await sign({}, { nbf: now() + 10 }),
-  expiredWithinSkew: await sign({}, { exp: now() - 10 })
+  expiredWithinSkew: await sign({}, { exp: now() - 10 }),
+  // Issue #42 item 13: a token for year 9999, one without `iat`, and types other than an access token's.
+  year9999: await sign({}, { exp: 253402300799 }),
+  dayLong: await sign({}, { iat: now(), exp: now() + 86_400 }),
+  dayAndASecond: await sign({}, { iat: now(), exp: now() + 86_401 }),
+  noIat: await sign({}, { iat: null }),
+  noExpOldIat: await sign({}, { exp: null, iat: now() - 2 * 86_400 }),
+  noExpNoIat: await sign({}, { exp: null, iat: null }),
+  typed: Object.fromEntries(await Promise.all(
+    ["JWT", "jwt", "at+jwt", "application/at+JWT", "APPLICATION/jwt", "refresh+jwt", "id_token+jwt", "application/refresh+jwt", "JOSE"]
+      .map(async (typ) => [typ, await sign({}, { typ })] as const)
+  ))
 }
 
 const seen: Array<unknown> = []
@@ -309,8 +320,11 @@ layer(
     Effect.gen(function*() {
       const { url } = yield* TestServer
       expect((yield* call(url, routes.execution, tokens.noExp)).status).toBe(200)
-      expect((yield* call(url, routes.execution, tokens.notBeforeWithinSkew)).status).toBe(401)
-      expect((yield* call(url, routes.execution, tokens.issuedWithinSkew)).status).toBe(401)
+      // Signed now: the module's tokens may be over 10 s old by this test on a loaded machine.
+      const notBeforeWithinSkew = yield* Effect.promise(() => sign({}, { nbf: now() + 10 }))
+      const issuedWithinSkew = yield* Effect.promise(() => sign({}, { iat: now() + 10 }))
+      expect((yield* call(url, routes.execution, notBeforeWithinSkew)).status).toBe(401)
+      expect((yield* call(url, routes.execution, issuedWithinSkew)).status).toBe(401)
       expect((yield* call(url, routes.execution, tokens.expiredWithinSkew)).body.error).toBe("Token expired")
     }))
 })
@@ -366,4 +380,68 @@ describe("publicRoutes patterns", () => {
     expect(isPublic("POST", "/tools/add/execute")).toBe(true)
     expect(isPublic("DELETE", "/health")).toBe(true)
   })
+})
+
+layer(TestServerLive({ app, config: { auth: jwt() } }), { excludeTestServices: true })("JWT lifetime and typ (issue #42)", (it) => {
+  it.effect("a token living longer than auth.maxTokenLifetimeSeconds (a day), or without iat, is refused", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const forever = yield* call(url, routes.execution, tokens.year9999)
+      expect(forever).toMatchObject({ status: 401, body: { success: false } })
+      expect(forever.body.error).toBe("Invalid token: its lifetime (exp - iat) is over auth.maxTokenLifetimeSeconds (86400)")
+      expect((yield* call(url, routes.execution, tokens.dayLong)).status).toBe(200)
+      expect((yield* call(url, routes.execution, tokens.dayAndASecond)).status).toBe(401)
+      const noIat = yield* call(url, routes.execution, tokens.noIat)
+      expect(noIat).toMatchObject({ status: 401, body: { error: "Invalid token: missing required \"iat\" claim" } })
+    }))
+
+  it.effect("typ: absent, JWT or at+jwt (any case, application/ optional) pass; refresh, ID and other types are refused", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const outcomes: Record<string, number> = {}
+      for (const [typ, token] of Object.entries(tokens.typed)) outcomes[typ] = (yield* call(url, routes.execution, token)).status
+      expect(outcomes).toEqual({
+        "JWT": 200,
+        "jwt": 200,
+        "at+jwt": 200,
+        "application/at+JWT": 200,
+        "APPLICATION/jwt": 200,
+        "refresh+jwt": 401,
+        "id_token+jwt": 401,
+        "application/refresh+jwt": 401,
+        "JOSE": 401
+      })
+      expect((yield* call(url, routes.execution, tokens.valid)).status).toBe(200)
+      const refresh = yield* call(url, routes.execution, tokens.typed["refresh+jwt"])
+      expect(refresh.body).toEqual({ success: false, error: "Invalid token: its type (typ) is not one auth.allowedTypes accepts" })
+    }))
+})
+
+layer(
+  TestServerLive({ app, config: { auth: jwt({ allowedTypes: ["at+jwt"], requireType: true, maxTokenLifetimeSeconds: 3600 }) } }),
+  { excludeTestServices: true }
+)("JWT with configured types and lifetime", (it) => {
+  it.effect("only the configured types pass, a token without typ is refused, and the lifetime bound is the configured one", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      expect((yield* call(url, routes.execution, tokens.typed["application/at+JWT"])).status).toBe(200)
+      expect((yield* call(url, routes.execution, tokens.typed["JWT"])).status).toBe(401)
+      expect((yield* call(url, routes.execution, tokens.valid)).status).toBe(401)
+      const long = yield* Effect.promise(() => sign({}, { typ: "at+jwt", exp: now() + 3601 }))
+      expect((yield* call(url, routes.execution, long)).body.error).toMatch(/auth\.maxTokenLifetimeSeconds \(3600\)/)
+    }))
+})
+
+layer(
+  TestServerLive({ app, config: { auth: jwt({ allowNoExp: true }) } }),
+  { excludeTestServices: true }
+)("JWT allowing tokens without exp, bounded by age", (it) => {
+  it.effect("a token without exp needs an iat no older than auth.maxTokenLifetimeSeconds", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      expect((yield* call(url, routes.execution, tokens.noExp)).status).toBe(200)
+      expect((yield* call(url, routes.execution, tokens.noExpOldIat)).status).toBe(401)
+      expect((yield* call(url, routes.execution, tokens.noExpNoIat)).status).toBe(401)
+      expect((yield* call(url, routes.execution, tokens.year9999)).status).toBe(401)
+    }))
 })

@@ -243,7 +243,7 @@ describe("node dist/main.js", () => {
         "  auth      JWT (shared secret), execution routes need a bearer token; console routes open (not production, loopback)"
       ].join("\n"))
       // A call that fails at the provider, and one with a forged token, log what they log.
-      const token = await new SignJWT({ sub: "ann" }).setProtectedHeader({ alg: "HS256" }).setExpirationTime("1h")
+      const token = await new SignJWT({ sub: "ann" }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h")
         .sign(new TextEncoder().encode(secrets.jwt))
       const call = (authorization: string) =>
         fetch(`${url}/agents/assistant/text`, {

@@ -254,7 +254,7 @@ layer(TestServerLive({ config: { retention: { maxTraces: 3, maxAgeMs: 3_600_000 
 
 const rsa = await generateKeyPair("RS256", { extractable: true })
 const publicKey = await exportSPKI(rsa.publicKey)
-const token = await new SignJWT({ sub: "ada" }).setProtectedHeader({ alg: "RS256" }).setExpirationTime("1h").sign(rsa.privateKey)
+const token = await new SignJWT({ sub: "ada" }).setProtectedHeader({ alg: "RS256" }).setIssuedAt().setExpirationTime("1h").sign(rsa.privateKey)
 
 layer(
   TestServerLive({

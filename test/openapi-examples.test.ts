@@ -214,7 +214,7 @@ layer(TestServerLive({ override: ObservabilitySetupLive({ envFile }) }), { exclu
 // --- Error responses: the document's schemas validate the bodies the service sends.
 
 const SECRET = "a-long-shared-secret-for-tests-only"
-const token = await new SignJWT({ sub: "ada" }).setProtectedHeader({ alg: "HS256" }).setExpirationTime("1h").sign(
+const token = await new SignJWT({ sub: "ada" }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(
   new TextEncoder().encode(SECRET)
 )
 const boom = defineTool({

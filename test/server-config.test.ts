@@ -52,6 +52,13 @@ describe("the server configuration", () => {
     expect(() => resolveServerConfig({}, { ...secret, JWT_ALLOW_NO_EXP: "yes" })).toThrow(/JWT_ALLOW_NO_EXP: must be true or false/)
   })
 
+  it("JWT lifetime and types come from auth.maxTokenLifetimeSeconds, allowedTypes and requireType (the verifier's defaults otherwise)", () => {
+    const secret = { JWT_SECRET: secrets.JWT_SECRET }
+    expect(resolveServerConfig({}, secret).auth.jwt).toMatchObject({ maxTokenLifetimeSeconds: undefined, allowedTypes: undefined, requireType: undefined })
+    const file = { auth: { maxTokenLifetimeSeconds: 600, allowedTypes: ["at+jwt"], requireType: true } }
+    expect(resolveServerConfig(file, secret).auth.jwt).toMatchObject(file.auth)
+  })
+
   it("HTTP bounds: 10 s for headers, 60 s for a request, 256 connections per client; the file and HTTP_* variables change them", () => {
     expect(resolveServerConfig({}, {}).http).toEqual({ headersTimeoutMs: 10_000, requestTimeoutMs: 60_000, maxConnectionsPerClient: 256 })
     const file = { http: { headersTimeoutSeconds: 2, requestTimeoutSeconds: 5, maxConnectionsPerClient: 0 } }

@@ -10,6 +10,13 @@ export interface AdminRule {
   readonly value: string
 }
 
+/** `auth.maxTokenLifetimeSeconds` by default: a day. */
+export const DEFAULT_MAX_TOKEN_LIFETIME_SECONDS = 86_400
+/** The greatest `auth.maxTokenLifetimeSeconds`: a year. */
+const MAX_TOKEN_LIFETIME_BOUND = 31_536_000
+/** `auth.allowedTypes` by default: plain JWTs and OAuth access tokens (RFC 9068); never refresh or ID-token types. */
+export const DEFAULT_ALLOWED_TYPES: ReadonlyArray<string> = ["JWT", "at+jwt"]
+
 /** The `auth` section of the config file. */
 export const AuthConfigFile = Schema.Struct({
   secret: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
@@ -24,6 +31,14 @@ export const AuthConfigFile = Schema.Struct({
   })),
   /** Accept tokens without `exp` (they never expire); off by default. JWT_ALLOW_NO_EXP=true also sets it. */
   allowNoExp: Schema.optional(Schema.Boolean),
+  /** The longest `exp - iat` a token may have (with allowNoExp, its greatest age); default 86,400 (a day). */
+  maxTokenLifetimeSeconds: Schema.optional(Schema.Int.pipe(
+    Schema.between(1, MAX_TOKEN_LIFETIME_BOUND, { message: () => `must be an integer from 1 to ${MAX_TOKEN_LIFETIME_BOUND}` })
+  )),
+  /** The header `typ` values accepted (case-insensitive, with or without `application/`); default JWT and at+jwt. */
+  allowedTypes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1)))),
+  /** Refuse a token without `typ` (default false: accepted). */
+  requireType: Schema.optional(Schema.Boolean),
   verifyOptions: Schema.optional(Schema.Struct({
     clockToleranceSeconds: Schema.optional(Schema.Int.pipe(
       Schema.between(0, 300, { message: () => "must be an integer from 0 to 300" })
@@ -47,6 +62,12 @@ export interface JwtSettings {
   readonly allowNoExp?: boolean | undefined
   /** How far `iat`/`nbf` may be ahead of the clock and `exp` behind it (default 30 s). */
   readonly clockToleranceSeconds?: number | undefined
+  /** The longest `exp - iat` accepted, `iat` then required (default a day); with allowNoExp, the greatest age. */
+  readonly maxTokenLifetimeSeconds?: number | undefined
+  /** The header `typ` values accepted (default `JWT`, `at+jwt`; case-insensitive, `application/` optional). */
+  readonly allowedTypes?: ReadonlyArray<string> | undefined
+  /** Refuse a token without `typ` (default: accepted). */
+  readonly requireType?: boolean | undefined
   /** The claim (or role) whose holders see and manage every user's records (default `role: "admin"`). */
   readonly admin?: AdminRule | undefined
   /** Builds the user from the verified claims (default: the claims). Embedding programs set it in code. */
@@ -123,7 +144,10 @@ export const resolveAuth = (
       audience: auth?.verifyOptions?.audience,
       issuer: auth?.verifyOptions?.issuer,
       clockToleranceSeconds: auth?.verifyOptions?.clockToleranceSeconds,
-      allowNoExp: Option.getOrElse(env.jwtAllowNoExp, () => auth?.allowNoExp ?? false)
+      allowNoExp: Option.getOrElse(env.jwtAllowNoExp, () => auth?.allowNoExp ?? false),
+      maxTokenLifetimeSeconds: auth?.maxTokenLifetimeSeconds,
+      allowedTypes: auth?.allowedTypes,
+      requireType: auth?.requireType
     }
   })
 }

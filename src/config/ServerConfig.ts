@@ -74,7 +74,8 @@ export const ConfigFile = Schema.Struct({
     leaseSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
     pollMs: Schema.optional(Schema.Int.pipe(Schema.positive())),
     drainSeconds: Schema.optional(Schema.Number.pipe(Schema.nonNegative())),
-    idempotencyKeyHours: Schema.optional(Schema.Number.pipe(Schema.positive()))
+    idempotencyKeyHours: Schema.optional(Schema.Number.pipe(Schema.positive())),
+    maxQueuedPerKey: Schema.optional(Schema.Int.pipe(Schema.positive()))
   }))
 })
 export type ConfigFile = typeof ConfigFile.Type
@@ -184,6 +185,8 @@ export interface WorkflowSettings {
   readonly drainMs: number
   /** How long an Idempotency-Key is remembered (IDEMPOTENCY_KEY_HOURS, 24 h). */
   readonly idempotencyTtlMs: number
+  /** Executions one owner may have queued on one concurrency key; a start past it is a 429 (WORKFLOW_MAX_QUEUED_PER_KEY, 1,000). */
+  readonly maxQueuedPerKey: number
 }
 
 export interface RetentionLimit {
@@ -260,6 +263,8 @@ const environment = Config.all({
   pollMs: positive("WORKFLOW_POLL_MS"),
   drainMs: Config.map(positive("SHUTDOWN_GRACE_SECONDS", true), seconds),
   idempotencyKeyHours: positive("IDEMPOTENCY_KEY_HOURS"),
+  maxQueuedPerKey: named("WORKFLOW_MAX_QUEUED_PER_KEY", (raw) =>
+    /^[1-9]\d*$/.test(raw) ? Either.right(Number(raw)) : Either.left(`must be a positive integer, got "${raw}"`)),
   providerOptionsAllow: providerOptionsFrom,
   approvalTtlMs: Config.map(positive("APPROVAL_TTL"), seconds),
   approvalSecret: secret("APPROVAL_SECRET"),
@@ -317,7 +322,8 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
         leaseMs: Option.getOrElse(env.leaseMs, () => (file.workflows?.leaseSeconds ?? 15) * 1000),
         pollMs: Option.getOrElse(env.pollMs, () => file.workflows?.pollMs ?? 1_000),
         drainMs: Option.getOrElse(env.drainMs, () => (file.workflows?.drainSeconds ?? 10) * 1000),
-        idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS
+        idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS,
+        maxQueuedPerKey: Option.getOrElse(env.maxQueuedPerKey, () => file.workflows?.maxQueuedPerKey ?? 1_000)
       },
       providerOptionsAllow: Option.getOrElse(env.providerOptionsAllow, () => file.agents?.providerOptionsAllow ?? []),
       agentLimits: resolveAgentLimits(file.agents, env.agentLimits),

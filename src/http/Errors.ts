@@ -17,6 +17,7 @@ export const Unauthorized = Failure(Errors.Unauthorized, 401)
 export const UpgradeRequired = Failure(Errors.UpgradeRequired, 426)
 export const Forbidden = Failure(Errors.Forbidden, 403)
 export const ServiceUnavailable = Failure(Errors.ServiceUnavailable, 503)
+export const TooManyRequests = Failure(Errors.TooManyRequests, 429)
 
 /** 500 with the envelope plus the execution's id (contract §4). */
 export const WorkflowFailed = Schema.transform(
@@ -80,6 +81,7 @@ const declared = [
   Errors.UpgradeRequired,
   Errors.Forbidden,
   Errors.ServiceUnavailable,
+  Errors.TooManyRequests,
   Errors.GuardrailBlocked
 ]
 

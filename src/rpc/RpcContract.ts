@@ -112,7 +112,7 @@ export class ServiceRpcs extends RpcGroup.make(
   Rpc.make("WorkflowStream", {
     payload: checkedPayload("WorkflowStream", { workflowId: Schema.String, ...ExecuteRequest.fields, idempotencyKey: Schema.optional(IdempotencyKey) }),
     success: WorkflowUpdate,
-    error: Schema.Union(NotFound, ValidationError, BadRequest, UnprocessableEntity, Forbidden, Conflict),
+    error: Schema.Union(NotFound, ValidationError, BadRequest, UnprocessableEntity, Forbidden, Conflict, TooManyRequests),
     stream: true
   }),
   /** Twin of `GET /workflows/:id/executions/:executionId/stream`: the events numbered after `after` (default 0), then live ones. */

@@ -118,10 +118,10 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
     /**
      * A fresh execution's opening write (its row and first events), retried as a checkpoint is. After a
      * failure the row is read back: this one's (its creation time and owner), it committed and only
-     * its answer was lost; absent, the write runs again; another's, the id is taken (none).
+     * its answer was lost; absent, the write runs again; another's, the id is taken (none). `write`
+     * replaces the plain insert with a conditional one (a concurrency queue's bound).
      */
-    const open = (execution: Execution, events: ReadonlyArray<S.WorkflowEvent>) => {
-      const write = store.create(execution, events)
+    const open = (execution: Execution, events: ReadonlyArray<S.WorkflowEvent>, write = store.create(execution, events)) => {
       const settleOpening = Effect.gen(function*() {
         const row = yield* store.get(execution.id)
         if (Option.isNone(row)) return yield* write

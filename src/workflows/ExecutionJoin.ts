@@ -1,5 +1,5 @@
 import { Data, Effect, type Fiber, Option, Stream } from "effect"
-import { BadRequest, type Conflict, InternalError, type WorkflowFailed } from "../core/errors.js"
+import { BadRequest, type Conflict, InternalError, type TooManyRequests, type WorkflowFailed } from "../core/errors.js"
 import type { Execution, ExecutionStore } from "./ExecutionStore.js"
 import { type ExecutionUpdate, resultOf } from "./ExecutionViews.js"
 import type { Launched, makeExecutionWatch } from "./ExecutionWatch.js"
@@ -20,8 +20,8 @@ type Watch = Effect.Effect.Success<ReturnType<typeof makeExecutionWatch>>
 export const makeExecutionJoin = (deps: {
   readonly store: ExecutionStore["Type"]
   readonly watch: Watch
-  /** Stores and launches the execution; none when its id is taken (a limited workflow's may be refused: 400, 409). */
-  readonly startIfNew: (definition: WorkflowDefinition, execution: Execution) => Effect.Effect<Option.Option<Launched>, BadRequest | Conflict>
+  /** Stores and launches the execution; none when its id is taken (a limited workflow's may be refused: 400, 409, 429). */
+  readonly startIfNew: (definition: WorkflowDefinition, execution: Execution) => Effect.Effect<Option.Option<Launched>, BadRequest | Conflict | TooManyRequests>
   readonly fiberOf: (id: string) => Option.Option<Fiber.RuntimeFiber<void>>
 }) => {
   const { follow, reload, replay, settleAfter } = deps.watch
@@ -85,7 +85,7 @@ export const makeExecutionJoin = (deps: {
         return { executionId: execution.id, workflowId: execution.workflowId, status: execution.status, startAt: execution.createdAt, ...waiting }
       }),
 
-    stream: (definition: WorkflowDefinition, prepared: Execution): Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest | Conflict>, BadRequest> =>
+    stream: (definition: WorkflowDefinition, prepared: Execution): Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest | Conflict | TooManyRequests>, BadRequest> =>
       Effect.flatMap(storedAs(prepared), (stored) => {
         if (Option.isNone(stored)) {
           // Followed from before the start, as a fresh stream is; a lost race follows the winner's execution.

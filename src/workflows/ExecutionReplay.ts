@@ -1,5 +1,5 @@
 import { Effect, Either, Option } from "effect"
-import { BadRequest, Conflict, excerpt, type NotFound } from "../core/errors.js"
+import { BadRequest, Conflict, excerpt, type NotFound, type TooManyRequests } from "../core/errors.js"
 import type { Visibility } from "../auth/Ownership.js"
 import { definitionHash, runningStepId, topStepOfPath } from "./DefinitionCompatibility.js"
 import { stepStart, workflowEvent } from "./ExecutionEndings.js"
@@ -37,7 +37,7 @@ export const makeExecutionReplay = (deps: {
     definition: WorkflowDefinition,
     execution: Execution,
     how: { readonly opening: ReadonlyArray<S.WorkflowEvent>; readonly checked: boolean }
-  ) => Effect.Effect<Option.Option<unknown>, BadRequest | Conflict>
+  ) => Effect.Effect<Option.Option<unknown>, BadRequest | Conflict | TooManyRequests>
 }) => {
   const { store } = deps
 

@@ -4,6 +4,7 @@ import {
   type Conflict,
   InternalError,
   NotFound,
+  type TooManyRequests,
   UnprocessableEntity,
   ValidationError,
   type WorkflowFailed
@@ -119,19 +120,19 @@ export interface TypedCalls {
     workflow: WorkflowDefinition<I, O, R>,
     input: NoInfer<I>,
     options?: WorkflowCallOptions
-  ) => Effect.Effect<WorkflowOutcome<O>, WorkflowNotRegistered | ValidationError | BadRequest | Conflict | WorkflowFailed | InternalError>
+  ) => Effect.Effect<WorkflowOutcome<O>, WorkflowNotRegistered | ValidationError | BadRequest | Conflict | TooManyRequests | WorkflowFailed | InternalError>
   /** Starts `workflow` in the background; follow it with `state` or `attach` by its `executionId`. */
   readonly runWorkflow: <I, O, R>(
     workflow: WorkflowDefinition<I, O, R>,
     input: NoInfer<I>,
     options?: WorkflowCallOptions
-  ) => Effect.Effect<typeof S.RunStarted.Type, WorkflowNotRegistered | ValidationError | BadRequest | Conflict | InternalError>
+  ) => Effect.Effect<typeof S.RunStarted.Type, WorkflowNotRegistered | ValidationError | BadRequest | Conflict | TooManyRequests | InternalError>
   /** Resumes a suspended execution of `workflow` with `data`, to the end or the next suspension. */
   readonly resumeWorkflow: <W extends AnyWorkflow, K extends ResumeStepId<W> = never>(
     request: ResumeWorkflowRequest<W, K>
   ) => Effect.Effect<
     WorkflowOutcome<WorkflowResult<W>>,
-    WorkflowNotRegistered | NotFound | ValidationError | BadRequest | Conflict | WorkflowFailed | InternalError
+    WorkflowNotRegistered | NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | WorkflowFailed | InternalError
   >
 }
 

@@ -68,7 +68,7 @@ export const WorkflowEngineLive = Layer.scoped(
     const lifecycle = yield* Effect.serviceOption(Lifecycle)
     const leaving = Option.match(lifecycle, { onNone: () => Effect.succeed(false), onSome: (l) => l.draining })
     const gate = yield* makeConcurrencyGate({
-      driver: yield* makeExecutionDriver(hubs, notices, instanceId, recordContent, timers.park), workflows: byId, instanceId, pollMs, leaving
+      driver: yield* makeExecutionDriver(hubs, notices, instanceId, recordContent, timers.park), workflows: byId, instanceId, pollMs, leaving, maxQueued: settings.maxQueuedPerKey
     })
     const { driver } = gate
     const { launch } = driver
@@ -150,7 +150,7 @@ export const WorkflowEngineLive = Layer.scoped(
       Effect.uninterruptible(Effect.gen(function*() {
         const execution = yield* gate.keyed(definition, prepared)
         const opening = how?.opening ?? openingEvents(definition, execution)
-        if (Option.isNone(yield* driver.open(execution, opening))) return Option.none()
+        if (Option.isNone(yield* gate.open(execution, opening))) return Option.none()
         yield* Effect.logInfo("workflow started").pipe(
           Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
         )

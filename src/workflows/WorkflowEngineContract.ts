@@ -1,5 +1,14 @@
 import type { Effect, Stream } from "effect"
-import type { BadRequest, Conflict, InternalError, NotFound, UnprocessableEntity, ValidationError, WorkflowFailed } from "../core/errors.js"
+import type {
+  BadRequest,
+  Conflict,
+  InternalError,
+  NotFound,
+  TooManyRequests,
+  UnprocessableEntity,
+  ValidationError,
+  WorkflowFailed
+} from "../core/errors.js"
 import type { Visibility } from "../auth/Ownership.js"
 import type { ExecutionQuery } from "./ExecutionStore.js"
 import type { ExecutionUpdate } from "./ExecutionViews.js"
@@ -27,19 +36,19 @@ export interface WorkflowEngineCore {
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | Conflict | UnprocessableEntity | WorkflowFailed | InternalError>
+  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity | WorkflowFailed | InternalError>
   /** Starts in the background. */
   readonly run: (
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<typeof S.RunStarted.Type, NotFound | ValidationError | BadRequest | Conflict | UnprocessableEntity>
+  ) => Effect.Effect<typeof S.RunStarted.Type, NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity>
   /** Starts and follows the execution's events until it settles, then its result. */
   readonly stream: (
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest | Conflict>, NotFound | ValidationError | BadRequest | Conflict | UnprocessableEntity>
+  ) => Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest | Conflict | TooManyRequests>, NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity>
   /** Replays the events after `afterSeq`, then follows live ones until the execution settles, then its result. */
   // `visibility` (default: everyone's): another user's execution is not found, exactly like a missing one.
   readonly attach: (
@@ -85,14 +94,14 @@ export interface WorkflowEngineCore {
     request: S.ReplayRequest,
     options?: StartOptions,
     visibility?: Visibility
-  ) => Effect.Effect<typeof S.ReplayStarted.Type, NotFound | ValidationError | BadRequest | Conflict | UnprocessableEntity>
+  ) => Effect.Effect<typeof S.ReplayStarted.Type, NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity>
   /** A replay of a failed execution from the step it failed at (never in place); 409 unless it failed. */
   readonly restart: (
     id: string,
     executionId: string,
     options?: StartOptions,
     visibility?: Visibility
-  ) => Effect.Effect<typeof S.ReplayStarted.Type, NotFound | ValidationError | BadRequest | Conflict | UnprocessableEntity>
+  ) => Effect.Effect<typeof S.ReplayStarted.Type, NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity>
   /** One execution's whole record (a listing shows large ones as summaries). */
   readonly record: (executionId: string, visibility?: Visibility) => Effect.Effect<typeof S.ExecutionRecord.Type, NotFound | BadRequest>
   /** A page of the execution's events after `afterSeq` (inner steps' included), at most `limit`. */

@@ -4,7 +4,7 @@ import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Schema } from "effect"
 import { EventStream } from "../http/Schemas.js"
 import { Success } from "../http/Envelope.js"
-import { BadRequest, Conflict, Forbidden, NotFound, UnprocessableEntity, ValidationError, WorkflowFailed } from "../http/Errors.js"
+import { BadRequest, Conflict, Forbidden, NotFound, TooManyRequests, UnprocessableEntity, ValidationError, WorkflowFailed } from "../http/Errors.js"
 import { QueryInt, Timestamp } from "../http/Query.js"
 import {
   CancelRequest,
@@ -70,21 +70,21 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.post("executeWorkflow", "/workflows/:id/execute").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)
       .setHeaders(StartHeaders).addError(Forbidden)
       .addSuccess(Success(ExecutionResult)).addError(ValidationError).addError(BadRequest).addError(NotFound)
-      .addError(UnprocessableEntity).addError(WorkflowFailed).addError(Conflict)
+      .addError(UnprocessableEntity).addError(WorkflowFailed).addError(Conflict).addError(TooManyRequests)
       .annotate(OpenApi.Summary, "Run to completion or to the first suspension")
   )
   .add(
     HttpApiEndpoint.post("runWorkflow", "/workflows/:id/run").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)
       .setHeaders(StartHeaders).addError(Forbidden)
       .addSuccess(Success(RunStarted, { status: 201 })).addError(ValidationError).addError(BadRequest).addError(NotFound)
-      .addError(UnprocessableEntity).addError(Conflict)
+      .addError(UnprocessableEntity).addError(Conflict).addError(TooManyRequests)
       .annotate(OpenApi.Summary, "Start in the background")
   )
   .add(
     HttpApiEndpoint.post("streamWorkflow", "/workflows/:id/stream").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)
       .setHeaders(StartHeaders).addError(Forbidden)
       .addSuccess(EventStream).addError(ValidationError).addError(BadRequest).addError(NotFound)
-      .addError(UnprocessableEntity).addError(Conflict)
+      .addError(UnprocessableEntity).addError(Conflict).addError(TooManyRequests)
       .annotate(OpenApi.Summary, "Start and stream the execution's events; ends with workflow-result")
   )
   .add(
@@ -102,7 +102,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.post("replayExecution", "/workflows/:id/executions/:executionId/replay").annotate(RouteClassAnnotation, "execution")
       .setPath(ExecutionPath).setPayload(ReplayBody).setHeaders(StartHeaders).addError(Forbidden)
       .addSuccess(Success(ReplayStarted, { status: 201 })).addError(ValidationError).addError(BadRequest).addError(NotFound)
-      .addError(Conflict).addError(UnprocessableEntity)
+      .addError(Conflict).addError(UnprocessableEntity).addError(TooManyRequests)
       .annotate(OpenApi.Summary, "Start a new execution that copies the outputs of the steps before fromStep from this one and runs from there")
       .annotate(OpenApi.Description, "Not the stream's replay of events (GET …/stream): a new execution, the caller's, linked to this one " +
         "(replayOf on it, replays on this one). 400 for an unknown step, a step inside another (replay from its top-level step) or " +
@@ -113,7 +113,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.post("restartExecution", "/workflows/:id/executions/:executionId/restart").annotate(RouteClassAnnotation, "execution")
       .setPath(ExecutionPath).setHeaders(StartHeaders).addError(Forbidden)
       .addSuccess(Success(ReplayStarted, { status: 201 })).addError(ValidationError).addError(BadRequest).addError(NotFound)
-      .addError(Conflict).addError(UnprocessableEntity)
+      .addError(Conflict).addError(UnprocessableEntity).addError(TooManyRequests)
       .annotate(OpenApi.Summary, "Replay a failed execution from the step it failed at (a new execution; 409 unless it is error)")
   )
   .add(

@@ -113,7 +113,17 @@ export const shared = workflow({
   concurrency: { limit: 1, scope: "global" }
 }).andThen(work("shared"))
 
-export const concurrencyApp = defineApp({ workflows: [pair, single, solo, latest, napper, shared] })
+/** One at a time across all owners, and a start supersedes (issue #42: only its own owner's executions). */
+export const sharedLatest = workflow({
+  id: "shared-latest",
+  name: "Shared latest",
+  purpose: "One at a time for everyone, the newest of an owner wins",
+  input: Input,
+  result: Result,
+  concurrency: { limit: 1, scope: "global", onBusy: "interrupt" }
+}).andThen(work("shared-latest"))
+
+export const concurrencyApp = defineApp({ workflows: [pair, single, solo, latest, napper, shared, sharedLatest] })
 
 /** Fast polls, a short drain: the sweep and restarts in test time. */
 export const concurrencyConfig: Partial<ServerConfigShape> = {

@@ -1,5 +1,5 @@
 import { Effect, type Fiber, Metric, Option, Runtime, Schedule } from "effect"
-import { BadRequest, Conflict } from "../../core/errors.js"
+import { BadRequest, Conflict, TooManyRequests } from "../../core/errors.js"
 import { countExecution, workflowQueueDepth } from "../../observability/metrics/instruments.js"
 import { type ExecutionDriver, workflowEvent } from "../ExecutionDriver.js"
 import { type Execution, ExecutionStore } from "../ExecutionStore.js"
@@ -28,6 +28,8 @@ export const makeConcurrencyGate = (options: {
   readonly instanceId: string
   readonly pollMs: number
   readonly leaving: Effect.Effect<boolean>
+  /** Executions one owner may have queued on one key (`workflows.maxQueuedPerKey`). */
+  readonly maxQueued: number
 }) =>
   Effect.gen(function*() {
     const { driver: raw, instanceId, workflows } = options
@@ -178,7 +180,8 @@ export const makeConcurrencyGate = (options: {
         }
         if (mine === undefined && onBusy === "interrupt") {
           const reason = `superseded by ${execution.id}`
-          yield* Effect.forEach(yield* slots.olderThan(key, execution.createdAt, execution.id), ({ id }) => cancel(id, reason), { discard: true })
+          const older = yield* slots.olderThan(key, execution.userId, execution.createdAt, execution.id)
+          yield* Effect.forEach(older, ({ id }) => cancel(id, reason), { discard: true })
           mine = ours(yield* admit(definition, key))
         }
         if (mine !== undefined) return { ...mine, queued: false }
@@ -190,6 +193,23 @@ export const makeConcurrencyGate = (options: {
           return { execution: row.value, fiber: Option.getOrElse(raw.fiberOf(execution.id), () => idle), queued: false }
         }
         return { execution, fiber: idle, queued: true }
+      })
+
+    /**
+     * A new execution's opening write: a limited workflow's is stored queued only while its owner has
+     * fewer than `maxQueued` queued on its key, else 429 naming the setting. None when the id is taken.
+     */
+    const open = (execution: Execution, opening: Parameters<ExecutionDriver["open"]>[1]) =>
+      Effect.gen(function*() {
+        const key = execution.concurrencyKey
+        if (key === undefined || execution.queuedAt === undefined) return yield* raw.open(execution, opening)
+        const written = yield* raw.open(execution, opening, slots.openQueued(execution, opening, options.maxQueued))
+        if (Option.isSome(written) || (yield* retryingRead(store.exists(execution.id)))) return written
+        return yield* new TooManyRequests({
+          message: `Workflow ${execution.workflowId} already has ${options.maxQueued} executions queued for the concurrency key "${
+            shownKey(key)
+          }" by this caller, the most workflows.maxQueuedPerKey allows`
+        })
       })
 
     /** Admits the queued executions of every key (each instance, every `pollMs`); updates the queue depths. */
@@ -216,7 +236,7 @@ export const makeConcurrencyGate = (options: {
     const resumed = (definition: WorkflowDefinition, execution: Execution, checked: boolean) =>
       relaunch(definition, execution, "resume", { startRecorded: false, checked })
 
-    return { driver, keyed, started, admit, resumed }
+    return { driver, keyed, open, started, admit, resumed }
   })
 
 export type ConcurrencyGate = Effect.Effect.Success<ReturnType<typeof makeConcurrencyGate>>

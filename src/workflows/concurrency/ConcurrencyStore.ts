@@ -1,10 +1,14 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
+import { runRequestOn } from "../../storage/commits.js"
+import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
 import { ownTransaction } from "../../storage/transaction.js"
+import type { WorkflowEvent } from "../WorkflowSchemas.js"
+import { executionRow } from "../ExecutionInsert.js"
 import { type Execution, ExecutionFromRow, now, VALUE_COLUMNS } from "../ExecutionRows.js"
 import { retryingRead } from "../storeRetry.js"
-import { resolveRows } from "../ValueRows.js"
+import { resolveRows, writeWithEvents } from "../ValueRows.js"
 
 /** Keys admitted per sweep at most (the others wait for the next one). */
 const SWEEP_KEYS = 500
@@ -24,6 +28,7 @@ const Count = Schema.Struct({ n: NumberColumn })
  */
 export const makeConcurrencyStore = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const submit = yield* storeCommitsOrInline
   // A store failure (a connection reset) is tried again: each statement or transaction here is
   // conditional, so running it again after a failure changes nothing it should not.
   const retried = <A, E>(effect: Effect.Effect<A, E>) => retryingRead(effect.pipe(Effect.orDie, Effect.withTracerEnabled(false)))
@@ -84,6 +89,40 @@ export const makeConcurrencyStore = Effect.gen(function*() {
       return rows.length > 0
     })).pipe(retried)
 
+  /** The rows of one owner (`userId`): under `scope: 'global'` one key holds many owners' rows. */
+  const sameOwner = (userId: string | undefined) => (userId === undefined ? sql`user_id IS NULL` : sql`user_id = ${userId}`)
+
+  /**
+   * A new start of a limited workflow stored queued, with its opening events, only while its owner has
+   * fewer than `bound` executions queued on its key: the count and the insert are one statement. On
+   * Postgres the inserts of one key and owner take turns behind an advisory lock (READ COMMITTED lets
+   * two inserts count the same rows), in a transaction of their own, so no transaction ever holds two
+   * keys' locks. SQLite has one writer: group-committed like any opening write (a transaction of its
+   * own fsyncs once per start, on the event loop), each insert counts those before it. None when the
+   * id is taken or the bound is reached (the caller tells which). A failure is a defect, settled by the driver.
+   */
+  const openQueued = (execution: Execution, events: ReadonlyArray<WorkflowEvent>, bound: number) => {
+    const key = execution.concurrencyKey ?? ""
+    const write = (run: typeof submit) =>
+      writeWithEvents(run, execution.id, events, (staging) => {
+        const values = executionRow(staging, execution, events.length)
+        const columns = Object.keys(values)
+        return [sql`INSERT INTO workflow_executions (${sql.literal(columns.join(", "))})
+          SELECT ${sql.csv(columns.map((name) => sql`${values[name as keyof typeof values]}`))}
+          WHERE (SELECT COUNT(*) FROM workflow_executions WHERE concurrency_key = ${key} AND status = 'queued'
+            AND ${sameOwner(execution.userId)}) < ${bound}
+          ON CONFLICT (id) DO NOTHING RETURNING last_seq`]
+      })
+    return sql.onDialectOrElse({
+      pg: () =>
+        ownTransaction(sql)(Effect.zipRight(
+          sql`SELECT pg_advisory_xact_lock(hashtext(${`workflow_queue:${key}:${execution.userId ?? ""}`}))`,
+          write((request) => Effect.orDie(runRequestOn(sql)(request)))
+        )),
+      orElse: () => write(submit)
+    }).pipe(Effect.orDie, Effect.withTracerEnabled(false))
+  }
+
   /** Keys with queued executions, and their workflows (a sweep admits each). */
   const queuedKeys = retried(Effect.flatMap(
     sql`SELECT DISTINCT concurrency_key, workflow_id FROM workflow_executions WHERE status = 'queued' LIMIT ${SWEEP_KEYS}`,
@@ -98,11 +137,12 @@ export const makeConcurrencyStore = Effect.gen(function*() {
 
   /**
    * What a start under `interrupt` supersedes: the running and queued executions of `key` created before
-   * it, oldest first. Never a newer one: two starts at once must not cancel each other.
+   * it by its owner, oldest first. Never a newer one: two starts at once must not cancel each other; and
+   * never another owner's (under `scope: 'global'` the key is shared: the start then waits its turn).
    */
-  const olderThan = (key: string, createdAt: string, id: string) =>
+  const olderThan = (key: string, userId: string | undefined, createdAt: string, id: string) =>
     retried(sql<{ id: string }>`SELECT id FROM workflow_executions WHERE concurrency_key = ${key} AND status IN ('running', 'queued')
-      AND (created_at < ${createdAt} OR (created_at = ${createdAt} AND id < ${id})) ORDER BY created_at, id`)
+      AND ${sameOwner(userId)} AND (created_at < ${createdAt} OR (created_at = ${createdAt} AND id < ${id})) ORDER BY created_at, id`)
 
   /** A queued execution taken back (reject): cancelled only while still queued, for its deletion; false once admitted. */
   const withdraw = (id: string) =>
@@ -121,7 +161,17 @@ export const makeConcurrencyStore = Effect.gen(function*() {
       SELECT 1 FROM workflow_executions e WHERE e.concurrency_key = c.key AND e.status IN ('queued', 'running')
     ) LIMIT 500)`)
 
-  return { admit, requeue, withdraw, forgetIdle, queuedKeys, depths, olderThan, runningCount: (key: string) => retried(runningCount(key)) }
+  return {
+    admit,
+    requeue,
+    withdraw,
+    forgetIdle,
+    openQueued,
+    queuedKeys,
+    depths,
+    olderThan,
+    runningCount: (key: string) => retried(runningCount(key))
+  }
 })
 
 export type ConcurrencyStore = Effect.Effect.Success<typeof makeConcurrencyStore>
