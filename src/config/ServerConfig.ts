@@ -71,7 +71,9 @@ export const ConfigFile = Schema.Struct({
     leaseSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
     pollMs: Schema.optional(Schema.Int.pipe(Schema.positive())),
     drainSeconds: Schema.optional(Schema.Number.pipe(Schema.nonNegative())),
-    idempotencyKeyHours: Schema.optional(Schema.Number.pipe(Schema.positive()))
+    idempotencyKeyHours: Schema.optional(Schema.Number.pipe(Schema.positive())),
+    maxExecutionBytes: Schema.optional(Schema.Int.pipe(Schema.positive())),
+    executeWaitSeconds: Schema.optional(Schema.Number.pipe(Schema.nonNegative()))
   }))
 })
 export type ConfigFile = typeof ConfigFile.Type
@@ -179,6 +181,10 @@ export interface WorkflowSettings {
   readonly drainMs: number
   /** How long an Idempotency-Key is remembered (IDEMPOTENCY_KEY_HOURS, 24 h). */
   readonly idempotencyTtlMs: number
+  /** What one execution may store: events, inner step outputs, value rows (WORKFLOW_MAX_EXECUTION_BYTES, 32 MiB; issue #42). */
+  readonly maxExecutionBytes: number
+  /** How long `/execute` holds a request for an execution that parks before answering 202 (EXECUTE_WAIT_SECONDS, 30 s). */
+  readonly executeWaitMs: number
 }
 
 export interface RetentionLimit {
@@ -255,6 +261,9 @@ const environment = Config.all({
   pollMs: positive("WORKFLOW_POLL_MS"),
   drainMs: Config.map(positive("SHUTDOWN_GRACE_SECONDS", true), seconds),
   idempotencyKeyHours: positive("IDEMPOTENCY_KEY_HOURS"),
+  maxExecutionBytes: named("WORKFLOW_MAX_EXECUTION_BYTES", (raw) =>
+    /^[1-9]\d*$/.test(raw) ? Either.right(Number(raw)) : Either.left(`must be a positive integer, got "${raw}"`)),
+  executeWaitMs: Config.map(positive("EXECUTE_WAIT_SECONDS", true), seconds),
   providerOptionsAllow: providerOptionsFrom,
   approvalTtlMs: Config.map(positive("APPROVAL_TTL"), seconds),
   approvalSecret: secret("APPROVAL_SECRET"),
@@ -311,7 +320,9 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
         leaseMs: Option.getOrElse(env.leaseMs, () => (file.workflows?.leaseSeconds ?? 15) * 1000),
         pollMs: Option.getOrElse(env.pollMs, () => file.workflows?.pollMs ?? 1_000),
         drainMs: Option.getOrElse(env.drainMs, () => (file.workflows?.drainSeconds ?? 10) * 1000),
-        idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS
+        idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS,
+        maxExecutionBytes: Option.getOrElse(env.maxExecutionBytes, () => file.workflows?.maxExecutionBytes ?? 32 * 1024 * 1024),
+        executeWaitMs: Option.getOrElse(env.executeWaitMs, () => (file.workflows?.executeWaitSeconds ?? 30) * 1000)
       },
       providerOptionsAllow: Option.getOrElse(env.providerOptionsAllow, () => file.agents?.providerOptionsAllow ?? []),
       schedules: { minIntervalMs: (file.schedules?.minIntervalSeconds ?? 60) * 1000 },

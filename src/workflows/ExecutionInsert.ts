@@ -43,6 +43,7 @@ export const insertExecution = (
       updated_at: e.updatedAt,
       ended_at: null,
       history_bytes: staging.historyBytes(),
+      stored_bytes: staging.storedBytes(),
       concurrency_key: e.concurrencyKey ?? null,
       queued_at: e.queuedAt ?? null
     })

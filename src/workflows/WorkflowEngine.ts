@@ -68,7 +68,7 @@ export const WorkflowEngineLive = Layer.scoped(
     const lifecycle = yield* Effect.serviceOption(Lifecycle)
     const leaving = Option.match(lifecycle, { onNone: () => Effect.succeed(false), onSome: (l) => l.draining })
     const gate = yield* makeConcurrencyGate({
-      driver: yield* makeExecutionDriver(hubs, notices, instanceId, recordContent, timers.park), workflows: byId, instanceId, pollMs, leaving
+      driver: yield* makeExecutionDriver(hubs, notices, instanceId, settings.maxExecutionBytes, recordContent, timers.park), workflows: byId, instanceId, pollMs, leaving
     })
     const { driver } = gate
     const { launch } = driver
