@@ -10,8 +10,10 @@ import { formatBytes } from "./StoredValues.js"
 export const MAX_EXECUTION_BYTES_SETTING = "workflows.maxExecutionBytes"
 
 /** Why the step `stepId` fails after a commit left its execution storing `storedBytes`. */
-export const overBound = (stepId: string, storedBytes: number, maxBytes: number) =>
-  new StepFailed({
-    stepId,
-    message: `the execution stores ${formatBytes(storedBytes)}, over the ${formatBytes(maxBytes)} of ${MAX_EXECUTION_BYTES_SETTING}`
-  })
+export const overBound = (stepId: string, storedBytes: number, maxBytes: number) => {
+  // Exact when the rounded sizes read the same (one write past the bound is often under 0.1 MiB).
+  const [stored, max] = formatBytes(storedBytes) === formatBytes(maxBytes)
+    ? [`${storedBytes} bytes`, `${maxBytes} bytes`]
+    : [formatBytes(storedBytes), formatBytes(maxBytes)]
+  return new StepFailed({ stepId, message: `the execution stores ${stored}, over the ${max} of ${MAX_EXECUTION_BYTES_SETTING}` })
+}
