@@ -3,7 +3,8 @@ import { Context, Duration, Effect, Layer, Schema } from "effect"
 import { defineApp } from "../src/App.js"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { workflow } from "../src/workflows/Workflow.js"
-import { json, TestServer, TestServerLive } from "./support/TestServer.js"
+import { settled as settledState } from "./support/serviceOnDatabase.js"
+import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 /**
  * Issue #42 item 9 (settled 15): `/execute` of an execution parked by `andSleep` held the request until
@@ -22,21 +23,29 @@ const napper = workflow({
   .andSleep({ id: "nap", duration: ({ data }) => Duration.millis(data.ms) })
   .andThen({ id: "after", execute: () => ({ woke: true }) })
 
+/** One at a time; its step waits until `release` is called. */
+let release = () => {}
+const held = new Promise<void>((resolve) => {
+  release = resolve
+})
+const single = workflow({ id: "single", name: "single", purpose: "one at a time", input: Schema.Struct({}), result: Schema.Unknown, concurrency: { limit: 1 } })
+  .andThen({ id: "work", execute: () => held.then(() => ({ done: true })) })
+
 const HOUR = 3_600_000
 
 const serve = <A, E>(executeWaitMs: number, use: (url: string) => Effect.Effect<A, E>) =>
   Effect.scoped(Effect.gen(function*() {
     const defaults = resolveServerConfig({}, {})
-    const server = TestServerLive({ app: defineApp({ workflows: [napper] }), config: { workflows: { ...defaults.workflows, executeWaitMs } } })
+    const server = TestServerLive({ app: defineApp({ workflows: [napper, single] }), config: { workflows: { ...defaults.workflows, executeWaitMs } } })
     return yield* use(Context.get(yield* Layer.build(server), TestServer).url)
   }))
 
 /** An execute that gives up after `ms` (a held request on the unfixed code), with how long it took. */
-const execute = (url: string, body: unknown, ms = 20_000) =>
+const execute = (url: string, body: unknown, ms = 20_000, workflowId = "napper") =>
   Effect.promise(async () => {
     const started = Date.now()
     try {
-      const response = await fetch(`${url}/workflows/napper/execute`, { ...json(body), signal: AbortSignal.timeout(ms) })
+      const response = await fetch(`${url}/workflows/${workflowId}/execute`, { ...json(body), signal: AbortSignal.timeout(ms) })
       return { status: response.status, body: await response.json(), ms: Date.now() - started }
     } catch (error) {
       return { status: 0, body: String(error), ms: Date.now() - started }
@@ -64,6 +73,19 @@ describe("execute of an execution that parks", () => {
         const short = yield* execute(url, { input: { ms: 200 } })
         expect(short.status).toBe(200)
         expect(short.body.data).toMatchObject({ status: "completed", result: { woke: true } })
+      })), 60_000)
+
+  it.scopedLive("an execution queued for a concurrency slot: 202 with waiting \"concurrency\" (wait \"parked\"), its result once it ran", () =>
+    serve(10 * 60_000, (url) =>
+      Effect.gen(function*() {
+        const first = yield* fetchJson(`${url}/workflows/single/run`, json({ input: {} }))
+        expect(first.body.data.waiting).toBeUndefined()
+        const queued = yield* execute(url, { input: {}, options: { wait: "parked" } }, 20_000, "single")
+        expect(queued.status).toBe(202)
+        expect(queued.body.data).toMatchObject({ status: "running", waiting: "concurrency", endAt: null, result: null })
+        release()
+        const after = yield* settledState(url, "single", queued.body.data.executionId)
+        expect(after).toMatchObject({ status: "completed" })
       })), 60_000)
 
   it.scopedLive("300 executes of sleeping executions are all answered (none held)", () =>

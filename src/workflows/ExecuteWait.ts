@@ -42,10 +42,13 @@ export const makeExecuteWait = (deps: {
    */
   const parkedPast = (id: string, deadline: number): Effect.Effect<S.ExecutionParked> =>
     Effect.gen(function*() {
+      let ended: Fiber.RuntimeFiber<void> | undefined
       while (true) {
-        const fiber = deps.fiberOf(id)
+        // One that ended and is still listed is not waited for again.
+        const fiber = Option.filter(deps.fiberOf(id), (one) => one !== ended)
         if (Option.isSome(fiber)) {
           yield* fiber.value.await
+          ended = fiber.value
           // A settling is published before its fiber ends: its waiter answers first.
           yield* Effect.yieldNow()
         }
