@@ -68,6 +68,16 @@ describe("the server configuration", () => {
     expect(() => resolveServerConfig({}, { HTTP_MAX_CONNECTIONS_PER_CLIENT: "-1" })).toThrow(/HTTP_MAX_CONNECTIONS_PER_CLIENT/)
   })
 
+  it("workflow bounds (issue #42): 32 MiB an execution stores, 30 s an execute holds a parked one; the file and the variables change them", () => {
+    expect(resolveServerConfig({}, {}).workflows).toMatchObject({ maxExecutionBytes: 32 * 1024 * 1024, executeWaitMs: 30_000 })
+    const file = { workflows: { maxExecutionBytes: 1_000_000, executeWaitSeconds: 5 } }
+    expect(resolveServerConfig(file, {}).workflows).toMatchObject({ maxExecutionBytes: 1_000_000, executeWaitMs: 5_000 })
+    const env = { WORKFLOW_MAX_EXECUTION_BYTES: "2048", EXECUTE_WAIT_SECONDS: "0" }
+    expect(resolveServerConfig(file, env).workflows).toMatchObject({ maxExecutionBytes: 2048, executeWaitMs: 0 })
+    expect(() => resolveServerConfig({}, { WORKFLOW_MAX_EXECUTION_BYTES: "1.5" })).toThrow(/WORKFLOW_MAX_EXECUTION_BYTES/)
+    expect(() => resolveServerConfig({}, { EXECUTE_WAIT_SECONDS: "-1" })).toThrow(/EXECUTE_WAIT_SECONDS/)
+  })
+
   it("the public URL is an http or https URL", () => {
     expect(resolveServerConfig({}, {}).publicUrl).toBeUndefined()
     expect(resolveServerConfig({ publicUrl: "https://agents.example.com" }, {}).publicUrl).toBe("https://agents.example.com")

@@ -110,7 +110,7 @@ const storeTests = (it: Vitest.MethodsNonLive<TestServer, true>) => {
       expect(output.body.error).toMatch(/step make: its output is 5 MiB, over the 4 MiB a step's output may be/)
       const history = yield* fetchJson(`${url}/workflows/relay/execute`, json({ input: { size: 3 * 1024 * 1024 } }))
       expect(history.status).toBe(500)
-      expect(history.body.error).toMatch(/step pass\d: the execution's history would be .* MiB, over the 32 MiB an execution may store/)
+      expect(history.body.error).toMatch(/step pass\d: the execution's history would be .* MiB, over the 32 MiB of workflows\.maxExecutionBytes/)
       const fine = yield* fetchJson(`${url}/workflows/grow/execute`, json({ input: { size: 1000 } }))
       expect(fine.body.data.status).toBe("completed")
     }), { timeout: 60_000 })

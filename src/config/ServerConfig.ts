@@ -75,7 +75,9 @@ export const ConfigFile = Schema.Struct({
     pollMs: Schema.optional(Schema.Int.pipe(Schema.positive())),
     drainSeconds: Schema.optional(Schema.Number.pipe(Schema.nonNegative())),
     idempotencyKeyHours: Schema.optional(Schema.Number.pipe(Schema.positive())),
-    maxQueuedPerKey: Schema.optional(Schema.Int.pipe(Schema.positive()))
+    maxQueuedPerKey: Schema.optional(Schema.Int.pipe(Schema.positive())),
+    maxExecutionBytes: Schema.optional(Schema.Int.pipe(Schema.positive())),
+    executeWaitSeconds: Schema.optional(Schema.Number.pipe(Schema.nonNegative()))
   }))
 })
 export type ConfigFile = typeof ConfigFile.Type
@@ -187,6 +189,10 @@ export interface WorkflowSettings {
   readonly idempotencyTtlMs: number
   /** Executions one owner may have queued on one concurrency key; a start past it is a 429 (WORKFLOW_MAX_QUEUED_PER_KEY, 1,000). */
   readonly maxQueuedPerKey: number
+  /** What one execution may store: events, inner step outputs, value rows (WORKFLOW_MAX_EXECUTION_BYTES, 32 MiB; issue #42). */
+  readonly maxExecutionBytes: number
+  /** How long `/execute` holds a request for an execution that parks before answering 202 (EXECUTE_WAIT_SECONDS, 30 s). */
+  readonly executeWaitMs: number
 }
 
 export interface RetentionLimit {
@@ -218,6 +224,10 @@ const named = <A>(name: string, parse: (raw: string) => Either.Either<A, string>
 
 /** A positive number from the environment (non-negative with `zero`); set but not one fails start-up. */
 const positive = (name: string, zero = false) => named(name, isPositive(zero))
+
+/** A positive integer from the environment; set but not one fails start-up. */
+const positiveInteger = (name: string) =>
+  named(name, (raw) => /^[1-9]\d*$/.test(raw) ? Either.right(Number(raw)) : Either.left(`must be a positive integer, got "${raw}"`))
 
 /** true/false (or 1/0) from the environment; anything else fails start-up. */
 const booleanFrom = (name: string) =>
@@ -263,8 +273,9 @@ const environment = Config.all({
   pollMs: positive("WORKFLOW_POLL_MS"),
   drainMs: Config.map(positive("SHUTDOWN_GRACE_SECONDS", true), seconds),
   idempotencyKeyHours: positive("IDEMPOTENCY_KEY_HOURS"),
-  maxQueuedPerKey: named("WORKFLOW_MAX_QUEUED_PER_KEY", (raw) =>
-    /^[1-9]\d*$/.test(raw) ? Either.right(Number(raw)) : Either.left(`must be a positive integer, got "${raw}"`)),
+  maxQueuedPerKey: positiveInteger("WORKFLOW_MAX_QUEUED_PER_KEY"),
+  maxExecutionBytes: positiveInteger("WORKFLOW_MAX_EXECUTION_BYTES"),
+  executeWaitMs: Config.map(positive("EXECUTE_WAIT_SECONDS", true), seconds),
   providerOptionsAllow: providerOptionsFrom,
   approvalTtlMs: Config.map(positive("APPROVAL_TTL"), seconds),
   approvalSecret: secret("APPROVAL_SECRET"),
@@ -323,7 +334,9 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
         pollMs: Option.getOrElse(env.pollMs, () => file.workflows?.pollMs ?? 1_000),
         drainMs: Option.getOrElse(env.drainMs, () => (file.workflows?.drainSeconds ?? 10) * 1000),
         idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS,
-        maxQueuedPerKey: Option.getOrElse(env.maxQueuedPerKey, () => file.workflows?.maxQueuedPerKey ?? 1_000)
+        maxQueuedPerKey: Option.getOrElse(env.maxQueuedPerKey, () => file.workflows?.maxQueuedPerKey ?? 1_000),
+        maxExecutionBytes: Option.getOrElse(env.maxExecutionBytes, () => file.workflows?.maxExecutionBytes ?? 32 * 1024 * 1024),
+        executeWaitMs: Option.getOrElse(env.executeWaitMs, () => (file.workflows?.executeWaitSeconds ?? 30) * 1000)
       },
       providerOptionsAllow: Option.getOrElse(env.providerOptionsAllow, () => file.agents?.providerOptionsAllow ?? []),
       agentLimits: resolveAgentLimits(file.agents, env.agentLimits),

@@ -4,13 +4,13 @@ import type { ErrorDetail } from "../core/errorDetail.js"
 import { checkResult, endingEvent, errorEvent, logEnding, stepStart, suspensionAt, workflowEvent } from "./ExecutionEndings.js"
 import type { ExecutionHubs } from "./ExecutionHubs.js"
 import type { ExecutionNotices } from "./ExecutionNotices.js"
-import { type Claim, type Ending, type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
+import { type Claim, type Ending, type Execution, ExecutionStore } from "./ExecutionStore.js"
 import type { LaunchOptions } from "./ExecutionRows.js"
 import { countExecution } from "../observability/metrics/instruments.js"
 import { runStep, type StepEnv } from "./runner.js"
 import { restore, storedOutput } from "./StepCodec.js"
 import { jsonBytes, outputRefusal } from "./StoredValues.js"
-import { isStoreDefect, STORE_ERROR_RETRY } from "./storeRetry.js"
+import { goOnDelay, isStoreDefect, STORE_ERROR_RETRY, storedAre } from "./storeRetry.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 import { endingHook, fireHook, hookBase, type HookEvents, type HookName } from "./steps/Hooks.js"
 import { policyStep } from "./steps/PolicyDriver.js"
@@ -26,14 +26,6 @@ const STORE_RETRY = Schedule.exponential("1 second").pipe(Schedule.either(Schedu
 /** A write of a drive fiber that the store kept failing through STORE_ERROR_RETRY: no verdict on the execution. */
 class StoreUnavailable extends Data.TaggedError("StoreUnavailable")<{ readonly cause: unknown }> {}
 
-/** Whether the last stored events are these (the same type, origin and time each): a write that committed. */
-const storedAre = (stored: ReadonlyArray<StoredEvent>, events: ReadonlyArray<S.WorkflowEvent>) =>
-  stored.length === events.length && stored.every(({ event }, i) =>
-    event.type === events[i].type && event.from === events[i].from && event.timestamp === events[i].timestamp)
-
-/** The wait before the execution goes on after its `n`th death in a row (a store that reads but does not write). */
-const goOnDelay = (deaths: number) => Duration.seconds(Math.min(60, 2 ** (deaths - 1)))
-
 /**
  * Live executions: one fiber each in a FiberMap keyed by execution id (owned by the caller's scope, so
  * a request that goes away does not stop its execution), each holding its execution's claim (this
@@ -41,7 +33,7 @@ const goOnDelay = (deaths: number) => Duration.seconds(Math.min(60, 2 ** (deaths
  * then ends: a suspended execution holds nothing in memory, and its resume starts a fresh fiber from
  * the stored checkpoint.
  */
-export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotices, instanceId: string, recordContent = false, park?: Park) =>
+export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotices, instanceId: string, maxBytes: number, recordContent = false, park?: Park) =>
   Effect.gen(function*() {
     const store = yield* ExecutionStore
     const agents = yield* AgentRegistry
@@ -210,7 +202,8 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               execution,
               claim,
               commitWith,
-              fresh: opening || index !== execution.stepIndex
+              fresh: opening || index !== execution.stepIndex,
+              maxBytes
             })
             const run = (attempt: number, as = step) => runStep({ ...stepEnv, attempt }, as, data, index === execution.stepIndex ? resumeData : undefined)
             const drained = Deferred.await(drainStarted)
@@ -240,7 +233,7 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             if (Either.isLeft(output)) return yield* fail(claim, execution, output.left, undefined, definition)
             const outputBytes = jsonBytes(output.right.data)
             history += 2 * outputBytes
-            const refusal = outputRefusal(outputBytes, history)
+            const refusal = outputRefusal(outputBytes, history, maxBytes)
             if (refusal !== undefined) return yield* fail(claim, execution, `step ${step.id}: ${refusal}`, undefined, definition)
             env.stepData[step.id] = outcome.right
             Object.assign(storedSteps, output.right.entries, { [step.id]: output.right.data })

@@ -33,6 +33,7 @@ export const executionRow = (staging: ReturnType<typeof makeStaging>, e: Executi
   updated_at: e.updatedAt,
   ended_at: null,
   history_bytes: staging.historyBytes(),
+  stored_bytes: staging.storedBytes(),
   concurrency_key: e.concurrencyKey ?? null,
   queued_at: e.queuedAt ?? null
 })

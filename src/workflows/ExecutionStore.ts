@@ -180,14 +180,15 @@ export const ExecutionStoreLive = Layer.scoped(
     const transition = (
       id: string,
       events: ReadonlyArray<WorkflowEvent>,
-      update: (staging: Staging, historyBytes: number) => Statement.Statement<unknown>,
+      /** Counts the write with `staging.counted`, last in its SET (after every text it stages). */
+      update: (staging: Staging) => Statement.Statement<unknown>,
       /** The write's condition when it may end or suspend the execution: its callback's delivery is queued with it (issue #33). */
       ending?: Statement.Fragment
     ) =>
       // The values of the events and of the row are stored once (StoredValues), with the write.
       writeWithEvents(submit, id, events, (staging) => {
         const enqueue = ending === undefined ? undefined : enqueueDelivery(sql, ending, events, webhooks)
-        return enqueue === undefined ? [update(staging, staging.historyBytes())] : [enqueue, update(staging, staging.historyBytes())]
+        return enqueue === undefined ? [update(staging)] : [enqueue, update(staging)]
       })
 
     /** An ending's callback condition: none when the claim knows its execution has no callback (the common case: no statement). */
@@ -226,35 +227,34 @@ export const ExecutionStoreLive = Layer.scoped(
       )
 
     const append: ExecutionStore["Type"]["append"] = (claim, events) =>
-      transition(claim.id, events, (_, historyBytes) =>
+      transition(claim.id, events, (staging) =>
         sql`UPDATE workflow_executions SET last_seq = last_seq + ${events.length}, updated_at = ${events[0].timestamp},
-          history_bytes = history_bytes + ${historyBytes}
+          ${staging.counted(sql, claim.id)}
           WHERE ${held(claim)} RETURNING last_seq`)
 
     const advance: ExecutionStore["Type"]["advance"] = (claim, c, events, ending) => {
       // The time of the last event: an ending's `ended_at` is its event's timestamp, as elsewhere.
       const at = events.at(-1)?.timestamp ?? now()
-      return transition(claim.id, events, (staging, historyBytes) =>
+      return transition(claim.id, events, (staging) =>
         sql`UPDATE workflow_executions SET step_index = ${c.stepIndex},
           current_data = ${c.currentData === undefined ? null : staging.text(c.currentData)},
           step_data = ${staging.text(c.stepData)}, resume_data = NULL, last_seq = last_seq + ${events.length},
-          history_bytes = history_bytes + ${historyBytes},
-          updated_at = ${at}${ending === undefined ? sql`` : sql`, ${ended(staging, ending, at)}`}
+          updated_at = ${at}${ending === undefined ? sql`` : sql`, ${ended(staging, ending, at)}`}, ${staging.counted(sql, claim.id)}
           WHERE ${held(claim)} RETURNING last_seq`, ending === undefined ? undefined : callbackOf(claim, held(claim)))
     }
 
     const finish: ExecutionStore["Type"]["finish"] = (claim, ending, event) =>
-      transition(claim.id, [event], (staging, historyBytes) =>
+      transition(claim.id, [event], (staging) =>
         sql`UPDATE workflow_executions SET ${ended(staging, ending, event.timestamp)}, last_seq = last_seq + 1,
-          history_bytes = history_bytes + ${historyBytes}, updated_at = ${event.timestamp}
+          updated_at = ${event.timestamp}, ${staging.counted(sql, claim.id)}
           WHERE ${held(claim)} RETURNING last_seq`, callbackOf(claim, held(claim)))
 
     const suspend: ExecutionStore["Type"]["suspend"] = (claim, suspension, event) =>
-      transition(claim.id, [event], (_, historyBytes) =>
+      transition(claim.id, [event], (staging) =>
         sql`UPDATE workflow_executions SET status = 'suspended', suspension = ${JSON.stringify(suspension)}, owner = NULL,
           wake_at = ${suspension.wakeAt ?? null},
           step_index = ${suspension.stepIndex}, version = version + 1, last_seq = last_seq + 1, updated_at = ${suspension.suspendedAt},
-          history_bytes = history_bytes + ${historyBytes}
+          ${staging.counted(sql, claim.id)}
           WHERE ${held(claim)} AND step_index = ${claim.atStep} RETURNING last_seq`, callbackOf(claim, sql`${held(claim)} AND step_index = ${claim.atStep}`))
 
     const decodeExecutions = Schema.decodeUnknown(Schema.Array(ExecutionFromRow))
@@ -277,10 +277,10 @@ export const ExecutionStoreLive = Layer.scoped(
         )
 
     const cancel: ExecutionStore["Type"]["cancel"] = (id, event) =>
-      transition(id, [event], (_, historyBytes) =>
+      transition(id, [event], (staging) =>
         sql`UPDATE workflow_executions SET status = 'cancelled', owner = NULL, version = version + 1, last_seq = last_seq + 1,
-          updated_at = ${event.timestamp}, ended_at = ${event.timestamp}, history_bytes = history_bytes + ${historyBytes},
-          queued_at = NULL WHERE id = ${id} AND status IN ('running', 'suspended', 'sleeping', 'queued') RETURNING last_seq`,
+          updated_at = ${event.timestamp}, ended_at = ${event.timestamp},
+          queued_at = NULL, ${staging.counted(sql, id)} WHERE id = ${id} AND status IN ('running', 'suspended', 'sleeping', 'queued') RETURNING last_seq`,
         sql`id = ${id} AND status IN ('running', 'suspended', 'sleeping', 'queued')`)
 
     const remove = (id: string) =>
@@ -373,7 +373,7 @@ export const ExecutionStoreLive = Layer.scoped(
       append,
       advance,
       finish,
-      retry: (claim, state, event) => transition(claim.id, [event], (_, bytes) => retryUpdate(sql, held(claim), state, event.timestamp, bytes)),
+      retry: (claim, state, event) => transition(claim.id, [event], (staging) => retryUpdate(sql, held(claim), state, event.timestamp, staging.counted(sql, claim.id))),
       suspend,
       claimResume,
       rebase,

@@ -156,11 +156,11 @@ export const LISTING_WHOLE_BYTES = 64 * 1024
 /**
  * Why a step's output may not be stored, if it may not: over MAX_STEP_OUTPUT_BYTES, or taking the
  * history (`history`: its size once the output is in, counted twice: its step-complete and what
- * follows) over MAX_HISTORY_BYTES.
+ * follows) over `maxBytes` (workflows.maxExecutionBytes).
  */
-export const outputRefusal = (outputBytes: number, history: number): string | undefined =>
+export const outputRefusal = (outputBytes: number, history: number, maxBytes: number): string | undefined =>
   outputBytes > MAX_STEP_OUTPUT_BYTES
     ? `its output is ${formatBytes(outputBytes)}, over the ${formatBytes(MAX_STEP_OUTPUT_BYTES)} a step's output may be`
-    : history > MAX_HISTORY_BYTES
-    ? `the execution's history would be ${formatBytes(history)}, over the ${formatBytes(MAX_HISTORY_BYTES)} an execution may store`
+    : history > maxBytes
+    ? `the execution's history would be ${formatBytes(history)}, over the ${formatBytes(maxBytes)} of workflows.maxExecutionBytes`
     : undefined

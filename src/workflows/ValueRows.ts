@@ -11,10 +11,15 @@ const TABLE = "workflow_values"
 /** Hashes per lookup: far under either dialect's cap on parameters. */
 const HASHES_PER_READ = 500
 
+/** Parts of one write whose storage is checked one by one (issue #42); past that, each counts as new. */
+const CHECKED_VALUES = 100
+
 /** What one write stores: the texts of its values, and the parts they refer to, each once. */
 export const makeStaging = () => {
   const values = new Map<string, string>()
   let bytes = 0
+  /** The bytes of the event and step-output texts staged (issue #42: what the execution stores, not what a reader receives). */
+  let appended = 0
   const stored = (value: unknown) => {
     const externalized = externalize(value)
     for (const [hash, text] of externalized.values) values.set(hash, text)
@@ -27,10 +32,34 @@ export const makeStaging = () => {
     event: (event: unknown): string => {
       const externalized = stored(event)
       bytes += externalized.bytes
+      appended += Buffer.byteLength(externalized.text)
       return externalized.text
+    },
+    /** The text of an inner step's output row, counted in the execution's stored bytes. */
+    output: (value: unknown): string => {
+      const text = stored(value).text
+      appended += Buffer.byteLength(text)
+      return text
     },
     /** The size of the events staged so far, as JSON. */
     historyBytes: () => bytes,
+    /** What the write adds to the execution's stored bytes when it stores every part staged (a new execution's). */
+    storedBytes: () => Array.from(values.values()).reduce((sum, text) => sum + Buffer.byteLength(text), appended),
+    /**
+     * The SET of an UPDATE of the execution `id`'s row that counts the write: its events' size in
+     * `history_bytes`, and in `stored_bytes` its texts and the staged parts the execution does not
+     * store yet (a part is stored once: settled 7 of issue #42). Put last, once every text is staged.
+     */
+    counted: (sql: SqlClient.SqlClient, id: string): Statement.Fragment => {
+      const parts = Array.from(values, ([hash, text]) => ({ hash, bytes: Buffer.byteLength(text) }))
+      const checked = parts.length <= CHECKED_VALUES ? parts : []
+      const unchecked = parts.length <= CHECKED_VALUES ? 0 : parts.reduce((sum, part) => sum + part.bytes, 0)
+      const unseen = checked.map((part) =>
+        sql`CASE WHEN EXISTS (SELECT 1 FROM ${sql(TABLE)} WHERE execution_id = ${id} AND hash = ${part.hash}) THEN 0 ELSE ${part.bytes} END`)
+      return sql`history_bytes = history_bytes + ${bytes}, stored_bytes = stored_bytes + ${appended + unchecked}${
+        unseen.length === 0 ? sql`` : sql` + ${sql.join(" + ", false)(unseen)}`
+      }`
+    },
     /** The parts to insert with the write, under the execution `id`. */
     once: (id: string): CommitRequest["once"] =>
       values.size === 0
@@ -52,7 +81,16 @@ export const writeWithEvents = <E>(
   id: string,
   events: ReadonlyArray<WorkflowEvent>,
   statements: (staging: Staging) => ReadonlyArray<Statement.Statement<unknown>>
-): Effect.Effect<Option.Option<number>, E> => {
+): Effect.Effect<Option.Option<number>, E> =>
+  Effect.map(writeAnswering(submit, id, events, statements), Option.map((row) => Number(row.last_seq)))
+
+/** writeWithEvents answering the row the last statement returned (its `last_seq` and what else it selects). */
+export const writeAnswering = <E>(
+  submit: (request: CommitRequest) => Effect.Effect<ReadonlyArray<ResultRow>, E>,
+  id: string,
+  events: ReadonlyArray<WorkflowEvent>,
+  statements: (staging: Staging) => ReadonlyArray<Statement.Statement<unknown>>
+): Effect.Effect<Option.Option<ResultRow>, E> => {
   const staging = makeStaging()
   const rows = events.map((event) => ({ execution_id: id, event: staging.event(event), created_at: event.timestamp, path: event.path ?? null }))
   return Effect.map(
@@ -61,7 +99,7 @@ export const writeWithEvents = <E>(
       append: { table: "workflow_events", numberColumn: "seq", numberFrom: "last_seq", rows },
       once: staging.once(id)
     }),
-    (changed) => (changed.length === 0 ? Option.none<number>() : Option.some(Number(changed[0].last_seq)))
+    (changed) => Option.fromNullable(changed[0])
   )
 }
 

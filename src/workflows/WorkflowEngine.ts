@@ -2,7 +2,6 @@ import { Context, Effect, Either, Layer, Option } from "effect"
 import { BadRequest, Conflict, NotFound } from "../core/errors.js"
 import { getOrNotFound } from "../core/lookup.js"
 import { ServerConfig } from "../config/ServerConfig.js"
-import { DuplicateDefinition } from "../core/definitionId.js"
 import { canSee, EVERYONE, type Visibility } from "../auth/Ownership.js"
 import { Lifecycle } from "../health/Lifecycle.js"
 import { continueAt, definitionHash, topStepOfPath } from "./DefinitionCompatibility.js"
@@ -20,6 +19,8 @@ import { makeExecutionReplay } from "./ExecutionReplay.js"
 import { describeStep, stateOf, toJsonSchema } from "./ExecutionViews.js"
 import { startExecutionSupervisor } from "./ExecutionSupervisor.js"
 import { makeExecutionWatch } from "./ExecutionWatch.js"
+import { makeExecuteWait } from "./ExecuteWait.js"
+import { byIdOf, RegisteredWorkflows } from "./RegisteredWorkflows.js"
 import { claimResumeRetrying, retryingRead } from "./storeRetry.js"
 import { makeInstanceRegistry } from "./InstanceRegistry.js"
 import { decodeWorkflowInput } from "./runner.js"
@@ -37,17 +38,9 @@ import { startScheduleFiring } from "./schedules/ScheduleFiring.js"
 import { scheduleMinIntervalMs } from "./schedules/ScheduleCron.js"
 
 export type { StartOptions } from "./WorkflowEngineContract.js"
+export { RegisteredWorkflows } from "./RegisteredWorkflows.js"
 
 export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine, WorkflowEngineService>() {}
-
-/** The workflows the app serves (the composition root provides them). */
-export class RegisteredWorkflows extends Context.Tag("RegisteredWorkflows")<RegisteredWorkflows, ReadonlyArray<WorkflowDefinition>>() {}
-
-const byIdOf = (workflows: ReadonlyArray<WorkflowDefinition>) =>
-  Effect.reduce(workflows, new Map<string, WorkflowDefinition>(), (byId, definition) =>
-    byId.has(definition.id)
-      ? Effect.fail(new DuplicateDefinition({ kind: "workflow", id: definition.id }))
-      : Effect.succeed(byId.set(definition.id, definition)))
 
 /** How this instance shares the store with others: `instanceId` and `workflows` (lease, poll, drain) of ServerConfig. */
 export const WorkflowEngineLive = Layer.scoped(
@@ -68,13 +61,14 @@ export const WorkflowEngineLive = Layer.scoped(
     const lifecycle = yield* Effect.serviceOption(Lifecycle)
     const leaving = Option.match(lifecycle, { onNone: () => Effect.succeed(false), onSome: (l) => l.draining })
     const gate = yield* makeConcurrencyGate({
-      driver: yield* makeExecutionDriver(hubs, notices, instanceId, recordContent, timers.park), workflows: byId, instanceId, pollMs, leaving, maxQueued: settings.maxQueuedPerKey
+      driver: yield* makeExecutionDriver(hubs, notices, instanceId, settings.maxExecutionBytes, recordContent, timers.park), workflows: byId, instanceId, pollMs, leaving, maxQueued: settings.maxQueuedPerKey
     })
     const { driver } = gate
     const { launch } = driver
     const watch = yield* makeExecutionWatch(hubs)
     const { follow, reload, replay, settleAfter } = watch
     const records = makeExecutionRecords(store)
+    const { hold } = makeExecuteWait({ store, fiberOf: driver.fiberOf, waitMs: settings.executeWaitMs, pollMs })
 
     const findWorkflow = (id: string) => getOrNotFound(byId, "Workflow", id)
 
@@ -221,8 +215,10 @@ export const WorkflowEngineLive = Layer.scoped(
           Effect.gen(function*() {
             yield* onWorkflow(id)
             const { definition, execution } = yield* prepare(id, request, options)
-            if (options?.idempotent !== undefined) return yield* join.execute(definition, execution)
-            return yield* settleAfter(execution.id, 0, start(definition, execution))
+            const settle = (launched: Effect.Effect<void>) => options?.idempotent !== undefined
+              ? Effect.zipRight(launched, join.execute(definition, execution))
+              : settleAfter(execution.id, 0, Effect.tap(start(definition, execution), () => launched))
+            return yield* hold(execution.id, options?.wait, settle)
           }),
           "WorkflowEngine.execute",
           { captureStackTrace: false },

@@ -10,6 +10,7 @@ import type {
   WorkflowFailed
 } from "../core/errors.js"
 import type { Visibility } from "../auth/Ownership.js"
+import type { ExecuteWait } from "./ExecuteWait.js"
 import type { ExecutionQuery } from "./ExecutionStore.js"
 import type { ExecutionUpdate } from "./ExecutionViews.js"
 import type { TypedCalls } from "./TypedCalls.js"
@@ -25,18 +26,23 @@ export interface StartOptions {
    * for, joined instead of refused.
    */
   readonly idempotent?: (executionId: string) => Effect.Effect<string, BadRequest | UnprocessableEntity>
+  /**
+   * execute only (issue #42): once the execution parks, its state after EXECUTE_WAIT_SECONDS
+   * (`bounded`: HTTP's default) or at once (`parked`); unset, it is held until it settles.
+   */
+  readonly wait?: ExecuteWait | undefined
 }
 
 /** The engine's calls by workflow id (what the HTTP layer uses). */
 export interface WorkflowEngineCore {
   readonly list: Effect.Effect<ReadonlyArray<typeof S.WorkflowSummary.Type>>
   readonly details: (id: string) => Effect.Effect<typeof S.WorkflowDetails.Type, NotFound>
-  /** Runs to the end or the first suspension. */
+  /** Runs to the end or the first suspension (under `wait`, its state once it is parked: see ExecuteWait). */
   readonly execute: (
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity | WorkflowFailed | InternalError>
+  ) => Effect.Effect<S.ExecutionResult | S.ExecutionParked, NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity | WorkflowFailed | InternalError>
   /** Starts in the background. */
   readonly run: (
     id: string,

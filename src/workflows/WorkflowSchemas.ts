@@ -99,6 +99,9 @@ export const ExecuteOptions = Schema.Struct({
     Schema.pattern(/^[a-zA-Z0-9_.:-]{1,128}$/, { message: () => "must be 1 to 128 letters, digits or _.:-" })
   )),
   context: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  wait: Schema.optional(Schema.Literal("parked")).annotations({
+    description: "execute only: answer 202 with the execution's state as soon as it parks (a sleep step, or queued for a concurrency slot) instead of after EXECUTE_WAIT_SECONDS"
+  }),
   webhook: Schema.optional(Schema.Struct({ url: Schema.String.pipe(Schema.maxLength(2048)) }).annotations({
     description: "A completion callback (issue #33): an https URL whose host is in webhooks.allowedHosts, POSTed a signed body when the execution ends or suspends"
   }))
@@ -126,6 +129,19 @@ export const ExecutionResult = Schema.Struct({
   }))
 }).annotations({ identifier: "ExecutionResult" })
 export type ExecutionResult = typeof ExecutionResult.Type
+
+/** What execute answers (202) for an execution still parked when it stops waiting (issue #42): its state. */
+export const ExecutionParked = Schema.Struct({
+  executionId: Schema.String,
+  startAt: Schema.String,
+  endAt: Schema.Null,
+  status: Schema.Literal("running"),
+  result: Schema.Null,
+  waitingUntil: Schema.optional(Schema.String).annotations({ description: "parked by a sleep step until then (ISO)" }),
+  waiting: Schema.optional(Schema.Literal("concurrency")).annotations({ description: "queued for a slot of its workflow's concurrency limit" }),
+  queuedAt: Schema.optional(Schema.String).annotations({ description: "with waiting: since when it waits (ISO)" })
+}).annotations({ identifier: "ExecutionParked" })
+export type ExecutionParked = typeof ExecutionParked.Type
 
 /** A running execution of a limited workflow waiting for a concurrency slot (issue #33). */
 const waitingFields = {

@@ -12,6 +12,7 @@ import {
   ExecuteRequest,
   ExecutionDeleted,
   ExecutionEventsPage,
+  ExecutionParked,
   ExecutionRecord,
   ExecutionResult,
   ExecutionState,
@@ -28,6 +29,8 @@ import {
 } from "./WorkflowSchemas.js"
 
 const IdPath = Schema.Struct({ id: Schema.String })
+/** execute's answer for an execution still parked when it stops waiting (issue #42). */
+export const ParkedAnswer = Success(ExecutionParked, { status: 202 })
 // What the explorer pre-fills (the workflow's own input and resume data come from the app: openApiExamples.ts).
 const SuspendBody = SuspendRequest.annotations({ examples: [{ reason: "Paused from the API explorer" }] })
 const CancelBody = CancelRequest.annotations({ examples: [{ reason: "Cancelled from the API explorer" }] })
@@ -69,9 +72,10 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
   .add(
     HttpApiEndpoint.post("executeWorkflow", "/workflows/:id/execute").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)
       .setHeaders(StartHeaders).addError(Forbidden)
-      .addSuccess(Success(ExecutionResult)).addError(ValidationError).addError(BadRequest).addError(NotFound)
+      .addSuccess(Success(ExecutionResult)).addSuccess(ParkedAnswer).addError(ValidationError).addError(BadRequest).addError(NotFound)
       .addError(UnprocessableEntity).addError(WorkflowFailed).addError(Conflict).addError(TooManyRequests)
       .annotate(OpenApi.Summary, "Run to completion or to the first suspension")
+      .annotate(OpenApi.Description, "Once the execution parks (a sleep step, or queued for a concurrency slot), answers 202 with its state after EXECUTE_WAIT_SECONDS, or at once with `options.wait: \"parked\"`")
   )
   .add(
     HttpApiEndpoint.post("runWorkflow", "/workflows/:id/run").annotate(RouteClassAnnotation, "execution").setPath(IdPath).setPayload(ExecuteRequest)

@@ -1,14 +1,17 @@
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import { CurrentCaller } from "../auth/Authentication.js"
 import { actingUserId } from "../auth/Ownership.js"
 import type { BadRequest, Forbidden } from "../core/errors.js"
 import { ServiceApi } from "../Api.js"
+import { fixedJsonResponse } from "../http/fixedResponse.js"
 import { jsonEvent, sseResponse } from "../http/sse.js"
 import type { ExecutionUpdate } from "./ExecutionViews.js"
 import { callerOf, IdempotencyKeys, type StartRoute } from "./IdempotencyKeys.js"
 import { type StartOptions, WorkflowEngine } from "./WorkflowEngine.js"
-import type { ExecuteRequest } from "./WorkflowSchemas.js"
+import type { ExecuteRequest, ExecutionResult } from "./WorkflowSchemas.js"
+import { isParkedAnswer } from "./ExecuteWait.js"
+import { ParkedAnswer } from "./WorkflowsApi.js"
 import { Webhooks } from "../webhooks/Webhooks.js"
 
 const LIST_DEFAULT = 50
@@ -92,7 +95,11 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
       .handle("getWorkflow", ({ path }) => engine.details(path.id))
       .handle("executeWorkflow", ({ headers, path, payload }) =>
         Effect.flatMap(startOptions("execute", path.id, payload, headers["idempotency-key"]), (options) =>
-          engine.execute(path.id, payload, options)))
+          Effect.flatMap(
+            engine.execute(path.id, payload, { ...options, wait: payload.options?.wait ?? "bounded" }),
+            (answer): Effect.Effect<ExecutionResult | HttpServerResponse.HttpServerResponse> =>
+              isParkedAnswer(answer) ? fixedJsonResponse(ParkedAnswer, answer) : Effect.succeed(answer)
+          )))
       .handle("runWorkflow", ({ headers, path, payload }) =>
         Effect.flatMap(startOptions("run", path.id, payload, headers["idempotency-key"]), (options) =>
           engine.run(path.id, payload, options)))

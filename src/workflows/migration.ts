@@ -232,6 +232,22 @@ export const addReplayLinks = Effect.gen(function*() {
   yield* sql`CREATE INDEX workflow_executions_replays ON workflow_executions (replay_of, created_at)`
 })
 
+/**
+ * What each execution stores (issue #42, settled 7): `stored_bytes`, its events and inner step outputs
+ * as stored and its value rows (each once), bounded by workflows.maxExecutionBytes and kept by every
+ * write (ValueRows' `counted`). Existing rows get what they store now.
+ */
+export const addStoredBytes = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE workflow_executions ADD COLUMN stored_bytes BIGINT NOT NULL DEFAULT 0`
+  const bytes = (column: string) =>
+    sql.onDialectOrElse({ pg: () => sql`octet_length(${sql(column)})`, orElse: () => sql`length(CAST(${sql(column)} AS BLOB))` })
+  const of = (table: string, column: string) =>
+    sql`COALESCE((SELECT SUM(${bytes(column)}) FROM ${sql(table)} WHERE ${sql(table)}.execution_id = workflow_executions.id), 0)`
+  yield* sql`UPDATE workflow_executions SET stored_bytes =
+    ${of("workflow_events", "event")} + ${of("workflow_step_outputs", "output")} + ${of("workflow_values", "value")}`
+})
+
 /** This feature's migrations (its half of 0013 is joined with agent memory's at src/Database.ts). */
 export const workflowMigrations: Record<string, Migration> = {
   "0002_workflow_executions": createWorkflowTables,
@@ -246,5 +262,6 @@ export const workflowMigrations: Record<string, Migration> = {
   "0021_workflow_step_outputs": createStepOutputs,
   "0022_workflow_step_attempts": addStepAttempts,
   "0023_workflow_event_paths": addEventPaths,
-  "0027_workflow_replays": addReplayLinks
+  "0027_workflow_replays": addReplayLinks,
+  "0031_workflow_stored_bytes": addStoredBytes
 }

@@ -1,5 +1,6 @@
-import { Effect, Option, Predicate, Schedule } from "effect"
-import type { Execution, ExecutionStore } from "./ExecutionStore.js"
+import { Duration, Effect, Option, Predicate, Schedule } from "effect"
+import type { Execution, ExecutionStore, StoredEvent } from "./ExecutionStore.js"
+import type { WorkflowEvent } from "./WorkflowSchemas.js"
 
 /**
  * How a store operation that failed (a connection reset, a failover) is tried again: at once, then
@@ -9,6 +10,14 @@ export const STORE_ERROR_RETRY = Schedule.exponential("100 millis").pipe(Schedul
 
 /** A defect of the store's SQL (every store operation dies with its SqlError), wherever it surfaced. */
 export const isStoreDefect = (defect: unknown): boolean => Predicate.isTagged(defect, "SqlError")
+
+/** Whether the last stored events are these (the same type, origin and time each): a write that committed. */
+export const storedAre = (stored: ReadonlyArray<StoredEvent>, events: ReadonlyArray<WorkflowEvent>) =>
+  stored.length === events.length && stored.every(({ event }, i) =>
+    event.type === events[i].type && event.from === events[i].from && event.timestamp === events[i].timestamp)
+
+/** The wait before an execution goes on after its `n`th death in a row (a store that reads but does not write). */
+export const goOnDelay = (deaths: number) => Duration.seconds(Math.min(60, 2 ** (deaths - 1)))
 
 class StoreDefect {
   constructor(readonly defect: unknown) {}

@@ -2,8 +2,9 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
 import { type Claim, now } from "../ExecutionRows.js"
-import { resolveRows, writeWithEvents } from "../ValueRows.js"
+import { resolveRows, writeAnswering } from "../ValueRows.js"
 import type { WorkflowEvent } from "../WorkflowSchemas.js"
+import type { StepFailed } from "../runner.js"
 import type { RetryCommit } from "./PolicyRun.js"
 
 /**
@@ -15,10 +16,16 @@ export interface InnerOutputs {
   readonly read: (executionId: string, prefix: string) => Effect.Effect<ReadonlyMap<string, unknown>>
   /**
    * Inserts `entries` with `events`, fenced by the claim (running, at its version and owner): one
-   * transaction, shared with other writes (group commit). The number of the last event, or none when
-   * the claim is lost (nothing is written).
+   * transaction, shared with other writes (group commit). The number of the last event and the
+   * execution's stored bytes after the write, or none when the claim is lost (nothing is written).
    */
-  readonly commit: (claim: Claim, entries: ReadonlyArray<InnerEntry>, events: ReadonlyArray<WorkflowEvent>) => Effect.Effect<Option.Option<number>>
+  readonly commit: (claim: Claim, entries: ReadonlyArray<InnerEntry>, events: ReadonlyArray<WorkflowEvent>) => Effect.Effect<Option.Option<InnerWritten>>
+}
+
+/** What an inner commit answers: its last event's number, and the execution's stored bytes once it committed (issue #42). */
+export interface InnerWritten {
+  readonly lastSeq: number
+  readonly storedBytes: number
 }
 
 /** An inner row to write: an output is written once; a `replace` one (an inner step's `#retry` state) overwrites the last. */
@@ -40,8 +47,11 @@ export interface InnerEvent {
 export interface InnerCheckpoint {
   /** The stored forms of the step's committed entries, by path (read when the step started). */
   readonly committed: ReadonlyMap<string, unknown>
-  /** Commits `entries` (with the event, when given); interrupts the step when the claim is lost. */
-  readonly commit: (entries: ReadonlyArray<InnerEntry>, event?: InnerEvent) => Effect.Effect<void>
+  /**
+   * Commits `entries` (with the event, when given); interrupts the step when the claim is lost, and
+   * fails it when the execution's stored bytes are then over workflows.maxExecutionBytes.
+   */
+  readonly commit: (entries: ReadonlyArray<InnerEntry>, event?: InnerEvent) => Effect.Effect<void, StepFailed>
   /**
    * Commits an inner step's retry (steps/innerPolicy.ts): its state as `<path>#retry`, replacing the
    * last, with its step-retry event; interrupts the step when the claim is lost.
@@ -92,18 +102,23 @@ export const makeInnerOutputs = Effect.gen(function*() {
 
   const commit: InnerOutputs["commit"] = (claim, entries, events) => {
     const at = events.at(-1)?.timestamp ?? now()
-    return writeWithEvents(submit, claim.id, events, (staging) => [
-      // The UPDATE first: it takes the row's lock (Postgres), so the inserts after it see the claim as it
-      // commits; each insert is fenced by the claim as well, so a lost claim writes nothing.
-      sql`UPDATE workflow_executions SET last_seq = last_seq + ${events.length}, updated_at = ${at},
-        history_bytes = history_bytes + ${staging.historyBytes()} WHERE ${held(claim)} RETURNING last_seq`,
-      ...entries.map(({ path, replace, value }) =>
-        sql`INSERT INTO workflow_step_outputs (execution_id, path, output, created_at)
-          SELECT id, ${path}, ${staging.text(value)}, ${at} FROM workflow_executions WHERE ${held(claim)}
-          ON CONFLICT (execution_id, path) ${replace === true ? sql`DO UPDATE SET output = excluded.output, created_at = excluded.created_at` : sql`DO NOTHING`}`
-      ),
-      sql`SELECT last_seq FROM workflow_executions WHERE ${held(claim)}`
-    ])
+    const write = writeAnswering(submit, claim.id, events, (staging) => {
+      // Staged before the UPDATE that counts them.
+      const outputs = entries.map((entry) => ({ ...entry, text: staging.output(entry.value) }))
+      return [
+        // The UPDATE first: it takes the row's lock (Postgres), so the inserts after it see the claim as it
+        // commits; each insert is fenced by the claim as well, so a lost claim writes nothing.
+        sql`UPDATE workflow_executions SET last_seq = last_seq + ${events.length}, updated_at = ${at},
+          ${staging.counted(sql, claim.id)} WHERE ${held(claim)} RETURNING last_seq`,
+        ...outputs.map(({ path, replace, text }) =>
+          sql`INSERT INTO workflow_step_outputs (execution_id, path, output, created_at)
+            SELECT id, ${path}, ${text}, ${at} FROM workflow_executions WHERE ${held(claim)}
+            ON CONFLICT (execution_id, path) ${replace === true ? sql`DO UPDATE SET output = excluded.output, created_at = excluded.created_at` : sql`DO NOTHING`}`
+        ),
+        sql`SELECT last_seq, stored_bytes FROM workflow_executions WHERE ${held(claim)}`
+      ]
+    })
+    return Effect.map(write, Option.map((row) => ({ lastSeq: Number(row.last_seq), storedBytes: Number(row.stored_bytes) })))
   }
 
   return { read, commit } satisfies InnerOutputs

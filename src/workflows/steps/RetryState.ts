@@ -57,10 +57,10 @@ export const retryUpdate = (
   held: Statement.Fragment,
   state: RetryState,
   at: string,
-  historyBytes: number
+  counted: Statement.Fragment
 ) =>
   sql`UPDATE workflow_executions SET step_attempt = ${state.attempt}, step_attempt_key = ${keyOf(state.stepIndex, state.stepId)},
     step_first_attempt_at = ${state.firstAt}, step_retry_at = ${state.dueAt},
     step_retry_errors = ${JSON.stringify(Schema.encodeSync(Schema.Array(RecordedError))(state.errors))},
-    last_seq = last_seq + 1, history_bytes = history_bytes + ${historyBytes}, updated_at = ${at}
+    last_seq = last_seq + 1, updated_at = ${at}, ${counted}
     WHERE ${held} AND step_index = ${state.stepIndex} RETURNING last_seq`

@@ -30,7 +30,7 @@ const makeTimerStore = Effect.gen(function*() {
     writeWithEvents(submit, claim.id, [event], (staging) => [
       sql`UPDATE workflow_executions SET status = 'sleeping', wake_at = ${sleep.wakeAt}, sleep = ${JSON.stringify(sleep)},
         owner = NULL, version = version + 1, last_seq = last_seq + 1, updated_at = ${event.timestamp},
-        history_bytes = history_bytes + ${staging.historyBytes()}
+        ${staging.counted(sql, claim.id)}
         WHERE id = ${claim.id} AND status = 'running' AND version = ${claim.version} AND owner = ${claim.owner ?? null}
         AND step_index = ${index} RETURNING last_seq`
     ])

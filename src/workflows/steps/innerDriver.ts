@@ -10,6 +10,7 @@ import { innerStepsOf } from "./innerViews.js"
 import { retryEvent } from "./PolicyDriver.js"
 import { retryingRead } from "../storeRetry.js"
 import { isLoopStep } from "./Loops.js"
+import { overBound } from "../ExecutionBytes.js"
 
 /** How the driver commits a held execution's write with its events (its `checkpoint`, store failures as defects). */
 export type CommitWith = (events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) => Effect.Effect<Option.Option<number>>
@@ -30,6 +31,8 @@ export const withInnerCheckpoints = (
     readonly commitWith: CommitWith
     /** The step starts for the first time (the fiber advanced to it, or the execution's opening write started it): nothing to read. */
     readonly fresh: boolean
+    /** workflows.maxExecutionBytes: a commit that leaves the execution storing more fails the step. */
+    readonly maxBytes: number
   }
 ): Effect.Effect<StepEnv> => {
   const { claim, commitWith, execution, outputs } = held
@@ -41,8 +44,17 @@ export const withInnerCheckpoints = (
   const read = held.fresh ? Effect.succeed(new Map<string, unknown>()) : retryingRead(outputs.read(execution.id, step.id))
   return Effect.map(read, (all) => {
     const committed = new Map(Array.from(all).filter(([path]) => isInnerPathOf(step.id, path)))
-    const commitOrInterrupt = (entries: ReadonlyArray<InnerEntry>, events: ReadonlyArray<S.WorkflowEvent>) =>
-      commitWith(events, outputs.commit(claim, entries, events)).pipe(Effect.flatMap((done) => (Option.isSome(done) ? Effect.void : Effect.interrupt)))
+    const commitOrInterrupt = (entries: ReadonlyArray<InnerEntry>, events: ReadonlyArray<S.WorkflowEvent>, maxBytes = held.maxBytes) => {
+      // Unknown when a store failure's retry settled the write by reading it back: the next commit checks.
+      let storedBytes = 0
+      const write = Effect.map(outputs.commit(claim, entries, events), Option.map((written) => {
+        storedBytes = written.storedBytes
+        return written.lastSeq
+      }))
+      return commitWith(events, write).pipe(Effect.flatMap((done) =>
+        Option.isNone(done) ? Effect.interrupt : storedBytes > maxBytes ? Effect.fail(overBound(step.id, storedBytes, maxBytes)) : Effect.void
+      ))
+    }
     const inner: InnerCheckpoint = {
       committed,
       commit: (entries, event) => {
@@ -59,8 +71,10 @@ export const withInnerCheckpoints = (
       retry: (from, path, retry) =>
         commitOrInterrupt(
           [{ path: `${path}#retry`, value: encodeRetryState(retry.state), replace: true }],
-          [retryEvent(execution, { from, stepType: step.type, path }, index, retry)]
-        ),
+          [retryEvent(execution, { from, stepType: step.type, path }, index, retry)],
+          // A retry's state replaces its row: the output commit that follows is checked.
+          Infinity
+        ).pipe(Effect.catchTag("StepFailed", () => Effect.void)),
       stepIndex: index,
       workflowId: execution.workflowId
     }
