@@ -127,7 +127,9 @@ export const concurrencyApp = defineApp({ workflows: [pair, single, solo, latest
 
 /** Fast polls, a short drain: the sweep and restarts in test time. */
 export const concurrencyConfig: Partial<ServerConfigShape> = {
-  workflows: { ...resolveServerConfig({}, {}).workflows, pollMs: 200, drainMs: 300 }
+  // /execute answers here are the executions' ends: on a loaded host a queue can outlast the default 30 s
+  // after which /execute answers 202 (test/execute-wait.test.ts tests that).
+  workflows: { ...resolveServerConfig({}, {}).workflows, pollMs: 200, drainMs: 300, executeWaitMs: 600_000 }
 }
 
 type Answer = { readonly status: number; readonly body: any }
