@@ -4,7 +4,7 @@ import { CurrentCaller } from "../auth/Authentication.js"
 import { actingUserId } from "../auth/Ownership.js"
 import type { BadRequest, Forbidden } from "../core/errors.js"
 import { ServiceApi } from "../Api.js"
-import { jsonEvent, sseResponse } from "../http/sse.js"
+import { encodeEvent, jsonEvent, sseFramesResponse } from "../http/sse.js"
 import type { ExecutionUpdate } from "./ExecutionViews.js"
 import { callerOf, IdempotencyKeys, type StartRoute } from "./IdempotencyKeys.js"
 import { type StartOptions, WorkflowEngine } from "./WorkflowEngine.js"
@@ -16,9 +16,12 @@ const LIST_MAX = 500
 const EVENTS_DEFAULT = 100
 const EVENTS_MAX = 1000
 
-/** Each event (and the closing result) of an execution is one SSE frame, its id the event's number. */
+/**
+ * Each event (and the closing result) of an execution is one SSE frame, its id the event's number,
+ * encoded when the response asks for it (a reader holds one page of events and the frame being sent).
+ */
 const asSse = <E>(updates: Stream.Stream<ExecutionUpdate, E>) =>
-  sseResponse(Stream.map(updates, (update) => jsonEvent(update.event, update.seq)))
+  sseFramesResponse(Stream.map(updates, (update) => encodeEvent(jsonEvent(update.event, update.seq))))
 
 const lastEventId = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
   const header = Number(request.headers["last-event-id"])

@@ -1,0 +1,37 @@
+import type { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+
+/**
+ * What a reader of an execution's events (the re-attach stream, the whole record) holds at a time
+ * (issue #42): the events of a page as JSON, values inline, come to at most this, or a page is a single
+ * event when that one is larger.
+ */
+export const PAGE_BYTES = 256 * 1024
+
+/** Sizes read to find a page: a page of small events stops at this many. */
+const SIZES_PER_READ = 1000
+
+/**
+ * How many of the execution's events after `afterSeq` (up to `toSeq` when given) make the next page: read from
+ * the events' sizes (`bytes`, migration 0031) before any value is. A row stored before that has no
+ * size: plain JSON counts as its text; one that refers to stored values may be any size, so it is a
+ * page of its own.
+ */
+export const pageLength = (sql: SqlClient.SqlClient, id: string, afterSeq: number, toSeq?: number, maxBytes = PAGE_BYTES) =>
+  Effect.map(
+    sql<{ readonly bytes: number | string | null }>`SELECT COALESCE(bytes, CASE WHEN event LIKE '~%' THEN NULL ELSE ${
+      sql.onDialectOrElse({ pg: () => sql`octet_length(event)`, orElse: () => sql`length(CAST(event AS BLOB))` })
+    } END) AS bytes FROM workflow_events WHERE execution_id = ${id} AND seq > ${afterSeq}${toSeq === undefined ? sql`` : sql` AND seq <= ${toSeq}`}
+      ORDER BY seq LIMIT ${SIZES_PER_READ}`,
+    (sizes) => {
+      let total = 0
+      let taken = 0
+      for (const { bytes } of sizes) {
+        if (bytes === null) return taken === 0 ? 1 : taken
+        total += Number(bytes)
+        if (taken > 0 && total > maxBytes) break
+        taken++
+      }
+      return taken
+    }
+  )
