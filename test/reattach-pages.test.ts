@@ -1,8 +1,10 @@
 import { describe, expect, layer, type Vitest } from "@effect/vitest"
-import { Effect } from "effect"
+import { Context, Effect, Either, Stream } from "effect"
 import { request as httpRequest } from "node:http"
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
+import { EVERYONE } from "../src/auth/Ownership.js"
+import { WorkflowEngine } from "../src/workflows/WorkflowEngine.js"
 import { postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
@@ -28,6 +30,26 @@ interface Reader {
   readonly resume: () => Promise<string>
   readonly destroy: () => void
 }
+
+/** The status line and headers of a GET, whose client then stops reading. */
+const statusOf = (port: string, path: string) =>
+  new Promise<{ status: number; retryAfter: string | undefined; body: Promise<string>; destroy: () => void }>((resolve, reject) => {
+    const request = httpRequest({ host: "127.0.0.1", port, path }, (response) => {
+      response.pause()
+      const chunks: Array<Buffer> = []
+      resolve({
+        status: response.statusCode ?? 0,
+        retryAfter: response.headers["retry-after"],
+        body: new Promise((done) => {
+          response.on("data", (chunk: Buffer) => chunks.push(chunk))
+          response.on("end", () => done(Buffer.concat(chunks).toString()))
+        }),
+        destroy: () => request.destroy()
+      })
+    })
+    request.on("error", reject)
+    request.end()
+  })
 
 /** A GET whose client takes the status line and the first bytes, then stops reading (the TCP socket pauses). */
 const slowReader = (port: string, path: string) =>
@@ -105,6 +127,78 @@ const reattachTests = (it: Vitest.MethodsNonLive<TestServer, true>) => {
       expect(events[0].input.text.length).toBe(INPUT.text.length)
       expect(events.at(-1)).toMatchObject({ type: "workflow-result", status: "completed" })
       expect(events.length).toBe(whole.frames)
+    }), { timeout: 120_000 })
+
+  it.effect("readers of the 1 MiB input's record get it as a stream, at most 4 at a time per caller; past that a 429 with Retry-After", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const done = yield* fetchJson(`${url}/workflows/pipeline/execute`, json({ input: INPUT }))
+      const id: string = done.body.data.executionId
+      const path = `/workflows/executions/${id}`
+      const { port } = new URL(url)
+      const whole = yield* Effect.promise(async () => {
+        const response = await fetch(`${url}${path}`)
+        const text = await response.text()
+        return { status: response.status, bytes: Buffer.byteLength(text), record: JSON.parse(text) }
+      })
+      expect(whole.status).toBe(200)
+      const { data } = whole.record
+      expect(whole.record.success).toBe(true)
+      expect(data.input).toEqual(INPUT)
+      expect(data.events[0]).toMatchObject({ id: "1", type: "workflow-start", input: INPUT })
+      expect(data.events.at(-1)).toMatchObject({ type: "workflow-complete" })
+      expect(data.output).toEqual(data.events.at(-1).output)
+      const largest = Math.max(...data.events.map((event: unknown) => Buffer.byteLength(JSON.stringify(event))))
+      console.log(`record: ${whole.bytes} bytes, ${data.events.length} events, the largest ${largest}`)
+      const before = held()
+      const readers: Array<Reader> = yield* Effect.promise(() => Promise.all(Array.from({ length: 4 }, () => slowReader(port, path))))
+      const after = yield* settled(readers, () => held() - readers.reduce((sum, reader) => sum + reader.clientHeld(), 0))
+      const perReader = (after - before) / readers.length
+      console.log(`record: 4 paused readers hold ${(perReader / MB).toFixed(2)} MB each`)
+      // Before: each reader's record was one string of the whole body and its bytes (about 30 MB each).
+      expect(perReader).toBeLessThan(3 * largest)
+      // A fifth read while four are in flight: refused for now, never a 500.
+      const fifth = yield* Effect.promise(() => statusOf(port, path))
+      expect(fifth.status).toBe(429)
+      expect(fifth.retryAfter).toBe("1")
+      fifth.destroy()
+      const refused = yield* fetchJson(`${url}${path}`)
+      expect(refused.body.error).toMatch(/at most 4 whole execution records .* per caller \(workflows\.recordReadsPerOwner, WORKFLOW_RECORD_READS_PER_OWNER\)/)
+      // Readers that read again get the whole record; readers that leave give their slot back.
+      const [first, ...rest] = readers
+      for (const reader of rest) reader.destroy()
+      expect(JSON.parse(yield* Effect.promise(() => first.resume()))).toEqual(whole.record)
+      yield* Effect.promise(async () => {
+        const deadline = Date.now() + 30_000
+        while ((await fetch(`${url}${path}`).then((response) => response.arrayBuffer().then(() => response.status))) !== 200) {
+          if (Date.now() > deadline) throw new Error("the slots were not given back")
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
+      })
+    }), { timeout: 120_000 })
+
+  it.effect("record reads in flight: of 10 concurrent reads of one caller exactly 4 are taken, another caller's are not affected (200 trials)", () =>
+    Effect.gen(function*() {
+      const { services, url } = yield* TestServer
+      const engine = Context.get(services, WorkflowEngine)
+      const done = yield* fetchJson(`${url}/workflows/pipeline/execute`, json({ input: { text: " race ", n: 1 } }))
+      const id: string = done.body.data.executionId
+      for (let trial = 0; trial < 200; trial++) {
+        const reads = yield* Effect.all(
+          Array.from({ length: 10 }, () => Effect.either(engine.record(id, EVERYONE, "a"))),
+          { concurrency: "unbounded" }
+        )
+        const other = yield* Effect.all(Array.from({ length: 4 }, () => engine.record(id, EVERYONE, "b")), { concurrency: "unbounded" })
+        const taken = reads.filter(Either.isRight).map((read) => read.right)
+        expect(taken.length).toBe(4)
+        expect(reads.filter(Either.isLeft).every((read) => read.left._tag === "TooManyRequests")).toBe(true)
+        // Sending a record (its events read to the end) gives the slot back.
+        for (const read of [...taken, ...other]) expect((yield* Stream.runCollect(read.events)).length).toBeGreaterThan(5)
+      }
+      expect((yield* Effect.either(engine.record("nope", EVERYONE, "a")))._tag).toBe("Left")
+      // A refused or missing record holds no slot: four more are taken.
+      const again = yield* Effect.all(Array.from({ length: 4 }, () => engine.record(id, EVERYONE, "a")))
+      for (const read of again) yield* Stream.runDrain(read.events)
     }), { timeout: 120_000 })
 }
 

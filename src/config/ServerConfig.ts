@@ -71,7 +71,8 @@ export const ConfigFile = Schema.Struct({
     leaseSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
     pollMs: Schema.optional(Schema.Int.pipe(Schema.positive())),
     drainSeconds: Schema.optional(Schema.Number.pipe(Schema.nonNegative())),
-    idempotencyKeyHours: Schema.optional(Schema.Number.pipe(Schema.positive()))
+    idempotencyKeyHours: Schema.optional(Schema.Number.pipe(Schema.positive())),
+    recordReadsPerOwner: Schema.optional(Schema.Int.pipe(Schema.positive()))
   }))
 })
 export type ConfigFile = typeof ConfigFile.Type
@@ -179,6 +180,8 @@ export interface WorkflowSettings {
   readonly drainMs: number
   /** How long an Idempotency-Key is remembered (IDEMPOTENCY_KEY_HOURS, 24 h). */
   readonly idempotencyTtlMs: number
+  /** Whole execution records (GET /workflows/executions/:executionId) sent at a time per caller (WORKFLOW_RECORD_READS_PER_OWNER, 4). */
+  readonly recordReadsPerOwner: number
 }
 
 export interface RetentionLimit {
@@ -255,6 +258,7 @@ const environment = Config.all({
   pollMs: positive("WORKFLOW_POLL_MS"),
   drainMs: Config.map(positive("SHUTDOWN_GRACE_SECONDS", true), seconds),
   idempotencyKeyHours: positive("IDEMPOTENCY_KEY_HOURS"),
+  recordReadsPerOwner: positive("WORKFLOW_RECORD_READS_PER_OWNER"),
   providerOptionsAllow: providerOptionsFrom,
   approvalTtlMs: Config.map(positive("APPROVAL_TTL"), seconds),
   approvalSecret: secret("APPROVAL_SECRET"),
@@ -311,7 +315,8 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
         leaseMs: Option.getOrElse(env.leaseMs, () => (file.workflows?.leaseSeconds ?? 15) * 1000),
         pollMs: Option.getOrElse(env.pollMs, () => file.workflows?.pollMs ?? 1_000),
         drainMs: Option.getOrElse(env.drainMs, () => (file.workflows?.drainSeconds ?? 10) * 1000),
-        idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS
+        idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS,
+        recordReadsPerOwner: Option.getOrElse(env.recordReadsPerOwner, () => file.workflows?.recordReadsPerOwner ?? 4)
       },
       providerOptionsAllow: Option.getOrElse(env.providerOptionsAllow, () => file.agents?.providerOptionsAllow ?? []),
       schedules: { minIntervalMs: (file.schedules?.minIntervalSeconds ?? 60) * 1000 },

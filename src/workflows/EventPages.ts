@@ -1,5 +1,7 @@
 import type { SqlClient } from "@effect/sql"
-import { Effect } from "effect"
+import { Chunk, Effect, Option, Stream } from "effect"
+import type { ExecutionStore, StoredEvent } from "./ExecutionStore.js"
+import { retryingRead } from "./storeRetry.js"
 
 /**
  * What a reader of an execution's events (the re-attach stream, the whole record) holds at a time
@@ -35,3 +37,17 @@ export const pageLength = (sql: SqlClient.SqlClient, id: string, afterSeq: numbe
       return taken
     }
   )
+
+/**
+ * The stored events numbered after `from` (up to `to` when given), read a page at a time as the stream
+ * is pulled, and given one at a time: a reader holds one page, and a response writes a frame and waits
+ * for the socket to take it before it asks for the next. A store error (a connection reset) is tried again.
+ */
+export const pagedEvents = (store: ExecutionStore["Type"], id: string, from: number, to?: number): Stream.Stream<StoredEvent> =>
+  Stream.paginateChunkEffect(from, (cursor) =>
+    to !== undefined && cursor >= to
+      ? Effect.succeed([Chunk.empty<StoredEvent>(), Option.none<number>()] as const)
+      : Effect.map(retryingRead(store.eventPage(id, cursor, to)), (page) => {
+        const last = page.at(-1)?.seq
+        return [Chunk.unsafeFromArray(page), last === undefined ? Option.none() : Option.some(last)] as const
+      })).pipe(Stream.rechunk(1))

@@ -1,5 +1,6 @@
-import { Chunk, Deferred, Effect, Exit, Fiber, Option, Ref, Runtime, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Option, Ref, Runtime, Stream } from "effect"
 import { InternalError, type WorkflowFailed } from "../core/errors.js"
+import { pagedEvents } from "./EventPages.js"
 import { type ExecutionHubs, isSettling } from "./ExecutionHubs.js"
 import { type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
 import { type ExecutionUpdate, resultEntry, resultOf, settledBy } from "./ExecutionViews.js"
@@ -22,19 +23,7 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
     // Reads a request makes while it waits: a store error (a connection reset) is tried again.
     const reload = (id: string) => Effect.map(retryingRead(store.get(id)), Option.getOrThrow)
 
-    /**
-     * The stored events numbered after `from` (up to `to` when given), read a page by bytes at a time (EventPages.ts)
-     * as the stream is pulled, and given one at a time: a reader holds one page, and a response writes
-     * a frame and waits for the socket to take it before it asks for the next.
-     */
-    const paged = (id: string, from: number, to?: number): Stream.Stream<StoredEvent> =>
-      Stream.paginateChunkEffect(from, (cursor) =>
-        to !== undefined && cursor >= to
-          ? Effect.succeed([Chunk.empty<StoredEvent>(), Option.none<number>()] as const)
-          : Effect.map(retryingRead(store.eventPage(id, cursor, to)), (page) => {
-            const last = page.at(-1)?.seq
-            return [Chunk.unsafeFromArray(page), last === undefined ? Option.none() : Option.some(last)] as const
-          })).pipe(Stream.rechunk(1))
+    const paged = (id: string, from: number, to?: number) => pagedEvents(store, id, from, to)
 
     /**
      * Completes when `fiber` has ended abnormally (died, or was interrupted) while the execution is

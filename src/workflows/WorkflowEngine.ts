@@ -74,7 +74,7 @@ export const WorkflowEngineLive = Layer.scoped(
     const { launch } = driver
     const watch = yield* makeExecutionWatch(hubs)
     const { follow, reload, replay, settleAfter } = watch
-    const records = makeExecutionRecords(store)
+    const records = makeExecutionRecords(store, settings.recordReadsPerOwner)
 
     const findWorkflow = (id: string) => getOrNotFound(byId, "Workflow", id)
 

@@ -4,7 +4,16 @@ import { RouteClassAnnotation } from "../auth/RouteClass.js"
 import { Schema } from "effect"
 import { EventStream } from "../http/Schemas.js"
 import { Success } from "../http/Envelope.js"
-import { BadRequest, Conflict, Forbidden, NotFound, UnprocessableEntity, ValidationError, WorkflowFailed } from "../http/Errors.js"
+import {
+  BadRequest,
+  Conflict,
+  Forbidden,
+  NotFound,
+  TooManyRequests,
+  UnprocessableEntity,
+  ValidationError,
+  WorkflowFailed
+} from "../http/Errors.js"
 import { QueryInt, Timestamp } from "../http/Query.js"
 import {
   CancelRequest,
@@ -59,8 +68,9 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
   .add(
     HttpApiEndpoint.get("getExecutionRecord", "/workflows/executions/:executionId")
       .setPath(Schema.Struct({ executionId: Schema.String }))
-      .addSuccess(Success(ExecutionRecord)).addError(BadRequest).addError(NotFound)
-      .annotate(OpenApi.Summary, "One execution's whole record (a listing shows executions with large events as summaries)")
+      .addSuccess(Success(ExecutionRecord)).addError(NotFound).addError(TooManyRequests)
+      .annotate(OpenApi.Summary, "One execution's whole record, sent as a stream (a listing shows executions with large events as summaries); " +
+        "429 with Retry-After past workflows.recordReadsPerOwner reads in flight per caller")
   )
   .add(
     HttpApiEndpoint.get("getWorkflow", "/workflows/:id").setPath(IdPath).addSuccess(Success(WorkflowDetails)).addError(NotFound)
