@@ -177,6 +177,34 @@ const reattachTests = (it: Vitest.MethodsNonLive<TestServer, true>) => {
       })
     }), { timeout: 120_000 })
 
+  it.effect("a page of the events route is at most 256 KiB of events (or one larger event), whatever its limit", () =>
+    Effect.gen(function*() {
+      const { url } = yield* TestServer
+      const done = yield* fetchJson(`${url}/workflows/pipeline/execute`, json({ input: INPUT }))
+      const id: string = done.body.data.executionId
+      const small = yield* fetchJson(`${url}/workflows/pipeline/execute`, json({ input: { text: " small ", n: 1 } }))
+      const pages: Array<number> = []
+      const seen: Array<string> = []
+      let after: number | null = 0
+      while (after !== null) {
+        const response = yield* Effect.promise(() => fetch(`${url}/workflows/pipeline/executions/${id}/events?limit=1000&after=${after}`))
+        const text = yield* Effect.promise(() => response.text())
+        pages.push(Buffer.byteLength(text))
+        const page: { data: { events: Array<{ id: string }>; nextAfter: number | null } } = JSON.parse(text)
+        seen.push(...page.data.events.map((event) => event.id))
+        after = page.data.nextAfter
+      }
+      // Before: one page of every event, 30 MB. Now one event a page (each is over 256 KiB).
+      expect(seen).toEqual(Array.from({ length: 16 }, (_, i) => String(i + 1)))
+      expect(Math.max(...pages)).toBeLessThan(2.2 * MB)
+      // Small events still come many to a page, and the last page says there is no next.
+      const all = yield* fetchJson(`${url}/workflows/pipeline/executions/${small.body.data.executionId}/events?limit=1000`)
+      expect(all.body.data.events.length).toBeGreaterThan(10)
+      expect(all.body.data.nextAfter).toBeNull()
+      const two = yield* fetchJson(`${url}/workflows/pipeline/executions/${small.body.data.executionId}/events?limit=2`)
+      expect(two.body.data).toMatchObject({ events: [{ id: "1" }, { id: "2" }], nextAfter: 2 })
+    }), { timeout: 120_000 })
+
   it.effect("record reads in flight: of 10 concurrent reads of one caller exactly 4 are taken, another caller's are not affected (200 trials)", () =>
     Effect.gen(function*() {
       const { services, url } = yield* TestServer

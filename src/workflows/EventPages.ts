@@ -14,24 +14,24 @@ export const PAGE_BYTES = 256 * 1024
 const SIZES_PER_READ = 1000
 
 /**
- * How many of the execution's events after `afterSeq` (up to `toSeq` when given) make the next page: read from
+ * How many of the execution's events after `afterSeq` (up to `toSeq` when given, at most `maxCount`) make the next page: read from
  * the events' sizes (`bytes`, migration 0031) before any value is. A row stored before that has no
  * size: plain JSON counts as its text; one that refers to stored values may be any size, so it is a
  * page of its own.
  */
-export const pageLength = (sql: SqlClient.SqlClient, id: string, afterSeq: number, toSeq?: number, maxBytes = PAGE_BYTES) =>
+export const pageLength = (sql: SqlClient.SqlClient, id: string, afterSeq: number, toSeq?: number, maxCount = SIZES_PER_READ) =>
   Effect.map(
     sql<{ readonly bytes: number | string | null }>`SELECT COALESCE(bytes, CASE WHEN event LIKE '~%' THEN NULL ELSE ${
       sql.onDialectOrElse({ pg: () => sql`octet_length(event)`, orElse: () => sql`length(CAST(event AS BLOB))` })
     } END) AS bytes FROM workflow_events WHERE execution_id = ${id} AND seq > ${afterSeq}${toSeq === undefined ? sql`` : sql` AND seq <= ${toSeq}`}
-      ORDER BY seq LIMIT ${SIZES_PER_READ}`,
+      ORDER BY seq LIMIT ${Math.min(maxCount, SIZES_PER_READ)}`,
     (sizes) => {
       let total = 0
       let taken = 0
       for (const { bytes } of sizes) {
         if (bytes === null) return taken === 0 ? 1 : taken
         total += Number(bytes)
-        if (taken > 0 && total > maxBytes) break
+        if (taken > 0 && total > PAGE_BYTES) break
         taken++
       }
       return taken

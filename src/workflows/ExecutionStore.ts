@@ -125,8 +125,8 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
   readonly remove: (id: string) => Effect.Effect<boolean>
   /** The events after `afterSeq`, in order; the first `limit` of them when given. */
   readonly events: (id: string, afterSeq: number, limit?: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
-  /** The next page of events after `afterSeq` (up to `toSeq` when given) by bytes (EventPages.ts); empty when there is none. */
-  readonly eventPage: (id: string, afterSeq: number, toSeq?: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
+  /** The next page of events after `afterSeq` (up to `toSeq`, at most `limit`, when given) by bytes (EventPages.ts); empty when there is none. */
+  readonly eventPage: (id: string, afterSeq: number, toSeq?: number, limit?: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
   /** The top-level events of each of these executions (an inner step's, with a path, are read by page with `events`). */
   readonly eventsOf: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<StoredEvent>>>
   readonly list: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<ExecutionListing>>
@@ -297,8 +297,8 @@ export const ExecutionStoreLive = Layer.scoped(
           )
     })
     const events = (id: string, afterSeq: number, limit?: number) => untraced(findEvents({ id, afterSeq, limit }))
-    const eventPage = (id: string, afterSeq: number, toSeq?: number) =>
-      untraced(Effect.flatMap(pageLength(sql, id, afterSeq, toSeq), (limit) => limit === 0 ? Effect.succeed([]) : findEvents({ id, afterSeq, limit })))
+    const eventPage = (id: string, afterSeq: number, toSeq?: number, most?: number) =>
+      untraced(Effect.flatMap(pageLength(sql, id, afterSeq, toSeq, most), (limit) => limit === 0 ? Effect.succeed([]) : findEvents({ id, afterSeq, limit })))
 
     const findEventsOf = SqlSchema.findAll({
       Request: Schema.Array(Schema.String),

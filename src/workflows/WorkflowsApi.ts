@@ -140,7 +140,8 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.get("executionEvents", "/workflows/:id/executions/:executionId/events").setPath(ExecutionPath)
       .setUrlParams(Schema.Struct({ after: Schema.optional(QueryInt), limit: Schema.optional(QueryInt) }))
       .addSuccess(Success(ExecutionEventsPage)).addError(NotFound)
-      .annotate(OpenApi.Summary, "A page of the execution's events after `after`, inner steps' included (limit default 100, at most 1000)")
+      .annotate(OpenApi.Summary, "A page of the execution's events after `after`, inner steps' included (limit default 100, at most 1000; " +
+        "and at most 256 KiB of events as JSON, or one larger event: follow nextAfter)")
   )
   .add(
     HttpApiEndpoint.del("deleteExecution", "/workflows/:id/executions/:executionId").annotate(RouteClassAnnotation, "execution")
