@@ -33,7 +33,10 @@ const summaryOf = (execution: ExecutionListing): ExecutionRecord => ({
 /** A record by id as it is sent: the record without its events, and its events read a page at a time as the response takes them. */
 export interface RecordRead {
   readonly record: ExecutionRecord
+  /** Gives the read's slot back when it ends, however it ends. */
   readonly events: Stream.Stream<typeof S.ExecutionEventRecord.Type>
+  /** Gives the slot back without reading the events (a HEAD, whose body is never read); once, whichever comes first. */
+  readonly release: Effect.Effect<void>
 }
 
 /**
@@ -89,7 +92,14 @@ export const makeExecutionRecords = (store: ExecutionStore["Type"], readsPerOwne
             return { record: recordOf(execution, [], replays.get(executionId)), events: Stream.map(pagedEvents(store, executionId, 0), eventRecordOf) }
           })).pipe(
             Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => give(reader))),
-            Effect.map((read): RecordRead => ({ ...read, events: Stream.ensuring(read.events, Effect.sync(() => give(reader))) }))
+            Effect.map((read): RecordRead => {
+              let given = false
+              const release = Effect.sync(() => {
+                if (!given) give(reader)
+                given = true
+              })
+              return { ...read, events: Stream.ensuring(read.events, release), release }
+            })
           )
       )
   }

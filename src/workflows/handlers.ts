@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import { CurrentCaller } from "../auth/Authentication.js"
 import { actingUserId } from "../auth/Ownership.js"
@@ -98,9 +98,12 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
       .handle("getExecutionRecord", ({ path }) =>
         Effect.gen(function*() {
           const caller = yield* CurrentCaller
+          // A HEAD is routed here too, and the server never reads its body: its slot is given back at once.
+          const head = (yield* HttpServerRequest.HttpServerRequest).method === "HEAD"
           // Whose reads count together: the caller's own id (with authentication off, every caller is one).
           return yield* engine.record(path.executionId, caller.visibility, caller.userId ?? "").pipe(
-            Effect.flatMap((read) => streamedJsonResponse(read.record, "events", read.events)),
+            Effect.flatMap((read) =>
+              head ? Effect.as(read.release, HttpServerResponse.empty()) : streamedJsonResponse(read.record, "events", read.events)),
             Effect.catchTag("TooManyRequests", (busy) => Effect.succeed(tooManyRequestsResponse(busy, RECORD_RETRY_AFTER_SECONDS)))
           )
         }))
