@@ -103,7 +103,9 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
           // Whose reads count together: the caller's own id (with authentication off, every caller is one).
           return yield* engine.record(path.executionId, caller.visibility, caller.userId ?? "").pipe(
             Effect.flatMap((read) =>
-              head ? Effect.as(read.release, HttpServerResponse.empty()) : streamedJsonResponse(read.record, "events", read.events)),
+              head
+                ? Effect.as(read.release, HttpServerResponse.empty({ status: 200, headers: { "content-type": "application/json" } }))
+                : streamedJsonResponse(read.record, "events", read.events)),
             Effect.catchTag("TooManyRequests", (busy) => Effect.succeed(tooManyRequestsResponse(busy, RECORD_RETRY_AFTER_SECONDS)))
           )
         }))
