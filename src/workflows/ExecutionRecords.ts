@@ -33,7 +33,7 @@ const summaryOf = (execution: ExecutionListing): ExecutionRecord => ({
 /** A record by id as it is sent: the record without its events, and its events read a page at a time as the response takes them. */
 export interface RecordRead {
   readonly record: ExecutionRecord
-  /** Gives the read's slot back when it ends, however it ends. */
+  /** Read a page at a time as they are pulled; the read's slot is given back when the stream ends, however it ends. */
   readonly events: Stream.Stream<typeof S.ExecutionEventRecord.Type>
   /** Gives the slot back without reading the events (a HEAD, whose body is never read); once, whichever comes first. */
   readonly release: Effect.Effect<void>
