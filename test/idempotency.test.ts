@@ -295,7 +295,7 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("Idempotency-Key o
     }))
 })
 
-const ttlConfig = (ttlMs: number) => ({ workflows: { leaseMs: 15_000, pollMs: 1_000, drainMs: 10_000, idempotencyTtlMs: ttlMs, maxQueuedPerKey: 1_000, maxExecutionBytes: 32 * 1024 * 1024, executeWaitMs: 30_000 } })
+const ttlConfig = (ttlMs: number) => ({ workflows: { leaseMs: 15_000, pollMs: 1_000, drainMs: 10_000, idempotencyTtlMs: ttlMs, maxQueuedPerKey: 1_000, maxExecutionBytes: 32 * 1024 * 1024, executeWaitMs: 30_000, recordReadsPerOwner: 4 } })
 
 layer(TestServerLive({ app, config: ttlConfig(1_000) }), { excludeTestServices: true })("Idempotency-Key lifetime", (it) => {
   it.effect("an expired key counts as new, and expired keys are pruned in the background", () =>

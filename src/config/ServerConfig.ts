@@ -77,7 +77,8 @@ export const ConfigFile = Schema.Struct({
     idempotencyKeyHours: Schema.optional(Schema.Number.pipe(Schema.positive())),
     maxQueuedPerKey: Schema.optional(Schema.Int.pipe(Schema.positive())),
     maxExecutionBytes: Schema.optional(Schema.Int.pipe(Schema.positive())),
-    executeWaitSeconds: Schema.optional(Schema.Number.pipe(Schema.nonNegative()))
+    executeWaitSeconds: Schema.optional(Schema.Number.pipe(Schema.nonNegative())),
+    recordReadsPerOwner: Schema.optional(Schema.Int.pipe(Schema.positive()))
   }))
 })
 export type ConfigFile = typeof ConfigFile.Type
@@ -193,6 +194,8 @@ export interface WorkflowSettings {
   readonly maxExecutionBytes: number
   /** How long `/execute` holds a request for an execution that parks before answering 202 (EXECUTE_WAIT_SECONDS, 30 s). */
   readonly executeWaitMs: number
+  /** Whole execution records (GET /workflows/executions/:executionId) sent at a time per caller (WORKFLOW_RECORD_READS_PER_OWNER, 4). */
+  readonly recordReadsPerOwner: number
 }
 
 export interface RetentionLimit {
@@ -276,6 +279,7 @@ const environment = Config.all({
   maxQueuedPerKey: positiveInteger("WORKFLOW_MAX_QUEUED_PER_KEY"),
   maxExecutionBytes: positiveInteger("WORKFLOW_MAX_EXECUTION_BYTES"),
   executeWaitMs: Config.map(positive("EXECUTE_WAIT_SECONDS", true), seconds),
+  recordReadsPerOwner: positive("WORKFLOW_RECORD_READS_PER_OWNER"),
   providerOptionsAllow: providerOptionsFrom,
   approvalTtlMs: Config.map(positive("APPROVAL_TTL"), seconds),
   approvalSecret: secret("APPROVAL_SECRET"),
@@ -336,7 +340,8 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
         idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS,
         maxQueuedPerKey: Option.getOrElse(env.maxQueuedPerKey, () => file.workflows?.maxQueuedPerKey ?? 1_000),
         maxExecutionBytes: Option.getOrElse(env.maxExecutionBytes, () => file.workflows?.maxExecutionBytes ?? 32 * 1024 * 1024),
-        executeWaitMs: Option.getOrElse(env.executeWaitMs, () => (file.workflows?.executeWaitSeconds ?? 30) * 1000)
+        executeWaitMs: Option.getOrElse(env.executeWaitMs, () => (file.workflows?.executeWaitSeconds ?? 30) * 1000),
+        recordReadsPerOwner: Option.getOrElse(env.recordReadsPerOwner, () => file.workflows?.recordReadsPerOwner ?? 4)
       },
       providerOptionsAllow: Option.getOrElse(env.providerOptionsAllow, () => file.agents?.providerOptionsAllow ?? []),
       agentLimits: resolveAgentLimits(file.agents, env.agentLimits),

@@ -1,4 +1,4 @@
-import { HttpApiSchema } from "@effect/platform"
+import { HttpApiSchema, HttpServerResponse } from "@effect/platform"
 import { Schema } from "effect"
 import { ErrorDetail } from "../core/errorDetail.js"
 import * as Errors from "../core/errors.js"
@@ -18,6 +18,10 @@ export const UpgradeRequired = Failure(Errors.UpgradeRequired, 426)
 export const Forbidden = Failure(Errors.Forbidden, 403)
 export const ServiceUnavailable = Failure(Errors.ServiceUnavailable, 503)
 export const TooManyRequests = Failure(Errors.TooManyRequests, 429)
+
+/** The 429 a handler answers itself, with the envelope and `Retry-After` (which an API error's encoding cannot set). */
+export const tooManyRequestsResponse = (error: Errors.TooManyRequests, retryAfterSeconds: number) =>
+  HttpServerResponse.unsafeJson({ success: false, error: error.message }, { status: 429, headers: { "retry-after": String(retryAfterSeconds) } })
 
 /** 500 with the envelope plus the execution's id (contract §4). */
 export const WorkflowFailed = Schema.transform(

@@ -50,9 +50,14 @@ export const sseBytesResponse = <E>(bytes: Stream.Stream<Uint8Array, E>, headers
  * the previous ones (the client's pace bounds what waits in memory), with a `: ping` comment every 15 s. A failure after the start becomes a final `{"type":"error","error"}` frame (logged), since
  * the status line is already sent; the stream also ends when the service shuts down.
  */
-export const sseResponse = <E>(events: Stream.Stream<SseEvent, E>) =>
-  sseBytesResponse(events.pipe(
-    Stream.map(encodeEvent),
+export const sseResponse = <E>(events: Stream.Stream<SseEvent, E>) => sseFramesResponse(Stream.map(events, encodeEvent))
+
+/**
+ * sseResponse of frames already encoded (encodeEvent): a producer that encodes each value where it
+ * makes it holds one form of it, not the value, its JSON and its bytes at once.
+ */
+export const sseFramesResponse = <E>(frames: Stream.Stream<Uint8Array, E>) =>
+  sseBytesResponse(frames.pipe(
     Stream.catchAllCause((cause) =>
       Cause.isInterruptedOnly(cause)
         ? Stream.failCause(cause)

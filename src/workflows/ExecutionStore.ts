@@ -21,6 +21,7 @@ import {
   type Suspension,
   VALUE_COLUMNS
 } from "./ExecutionRows.js"
+import { pageLength } from "./EventPages.js"
 import { deleteFinishedExecutions } from "./executionDeletion.js"
 import { findReplays } from "./replayLinks.js"
 import { insertExecution } from "./ExecutionInsert.js"
@@ -124,6 +125,8 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
   readonly remove: (id: string) => Effect.Effect<boolean>
   /** The events after `afterSeq`, in order; the first `limit` of them when given. */
   readonly events: (id: string, afterSeq: number, limit?: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
+  /** The next page of events after `afterSeq` (up to `toSeq`, at most `limit`, when given) by bytes (EventPages.ts); empty when there is none. */
+  readonly eventPage: (id: string, afterSeq: number, toSeq?: number, limit?: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
   /** The top-level events of each of these executions (an inner step's, with a path, are read by page with `events`). */
   readonly eventsOf: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<StoredEvent>>>
   readonly list: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<ExecutionListing>>
@@ -133,9 +136,6 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
    */
   readonly replaysOf: (ids: ReadonlyArray<string>, userId?: string | null) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<Replay>>>
 }>() {}
-
-
-
 
 /**
  * The listing's statement. The page is found in a covering index (migration 0006), so a deep offset
@@ -297,6 +297,8 @@ export const ExecutionStoreLive = Layer.scoped(
           )
     })
     const events = (id: string, afterSeq: number, limit?: number) => untraced(findEvents({ id, afterSeq, limit }))
+    const eventPage = (id: string, afterSeq: number, toSeq?: number, most?: number) =>
+      untraced(Effect.flatMap(pageLength(sql, id, afterSeq, toSeq, most), (limit) => limit === 0 ? Effect.succeed([]) : findEvents({ id, afterSeq, limit })))
 
     const findEventsOf = SqlSchema.findAll({
       Request: Schema.Array(Schema.String),
@@ -380,6 +382,7 @@ export const ExecutionStoreLive = Layer.scoped(
       cancel,
       remove,
       events,
+      eventPage,
       eventsOf,
       list,
       replaysOf,

@@ -201,6 +201,22 @@ export const waitingOf = (
     ? { waitingUntil: execution.wakeAt }
     : {}
 
+/** A stored event as a record shows it. */
+export const eventRecordOf = ({ event: e, seq }: StoredEvent): typeof S.ExecutionEventRecord.Type => ({
+  id: String(seq),
+  type: e.type,
+  name: e.from,
+  from: e.from,
+  startTime: e.timestamp,
+  endTime: e.timestamp,
+  status: e.status,
+  ...(e.input !== undefined ? { input: e.input } : {}),
+  ...(e.output !== undefined ? { output: e.output } : {}),
+  ...(e.type === "step-retry" ? retryFields(e) : {}),
+  ...(e.wakeAt !== undefined ? { wakeAt: e.wakeAt } : {}),
+  ...(e.path !== undefined ? { path: e.path } : {})
+})
+
 export const recordOf = (
   execution: ExecutionListing,
   events: ReadonlyArray<StoredEvent>,
@@ -212,20 +228,7 @@ export const recordOf = (
   status: execution.status,
   input: execution.input,
   metadata: execution.metadata,
-  events: events.map(({ event: e, seq }) => ({
-    id: String(seq),
-    type: e.type,
-    name: e.from,
-    from: e.from,
-    startTime: e.timestamp,
-    endTime: e.timestamp,
-    status: e.status,
-    ...(e.input !== undefined ? { input: e.input } : {}),
-    ...(e.output !== undefined ? { output: e.output } : {}),
-    ...(e.type === "step-retry" ? retryFields(e) : {}),
-    ...(e.wakeAt !== undefined ? { wakeAt: e.wakeAt } : {}),
-    ...(e.path !== undefined ? { path: e.path } : {})
-  })),
+  events: events.map(eventRecordOf),
   ...(execution.status === "completed" ? { output: execution.output ?? null } : {}),
   createdAt: execution.createdAt,
   updatedAt: execution.updatedAt,

@@ -1,16 +1,11 @@
-import { Chunk, Deferred, Effect, Exit, Fiber, Option, Runtime, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Option, Ref, Runtime, Stream } from "effect"
 import { InternalError, type WorkflowFailed } from "../core/errors.js"
+import { pagedEvents } from "./EventPages.js"
 import { type ExecutionHubs, isSettling } from "./ExecutionHubs.js"
 import { type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
 import { type ExecutionUpdate, resultEntry, resultOf, settledBy } from "./ExecutionViews.js"
 import type * as S from "./WorkflowSchemas.js"
 import { retryingRead } from "./storeRetry.js"
-
-/**
- * Stored events a stream reads at a time: a reader holds one page (and the socket's buffer), never a
- * whole history, and the next page is read only once the client has taken the previous one.
- */
-export const EVENTS_PER_PAGE = 8
 
 /** An execution whose fiber was just started or woken, as that fiber holds it. */
 export interface Launched {
@@ -28,16 +23,7 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
     // Reads a request makes while it waits: a store error (a connection reset) is tried again.
     const reload = (id: string) => Effect.map(retryingRead(store.get(id)), Option.getOrThrow)
 
-    /** The stored events numbered after `from` up to `to`, read page by page as the stream is pulled. */
-    const paged = (id: string, from: number, to: number): Stream.Stream<StoredEvent> =>
-      Stream.paginateChunkEffect(from, (cursor) =>
-        cursor >= to
-          ? Effect.succeed([Chunk.empty<StoredEvent>(), Option.none<number>()] as const)
-          : Effect.map(retryingRead(store.events(id, cursor, EVENTS_PER_PAGE)), (page) => {
-            const taken = page.filter((entry) => entry.seq <= to)
-            const last = taken.at(-1)?.seq
-            return [Chunk.unsafeFromArray(taken), last === undefined || taken.length < page.length ? Option.none() : Option.some(last)] as const
-          }))
+    const paged = (id: string, from: number, to?: number) => pagedEvents(store, id, from, to)
 
     /**
      * Completes when `fiber` has ended abnormally (died, or was interrupted) while the execution is
@@ -103,17 +89,16 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
 
     /**
      * Live events in order from `lastSeq`, each once: one seen already is dropped, and one past a gap
-     * (events arrive from this instance's fibers and from the store, written by others) brings the
-     * missing ones from the store first.
+     * (events arrive from this instance's fibers and from the store, written by others; a follower that
+     * reads slowly loses the oldest of its buffer) brings the missing ones from the store first, by page.
      */
     const inOrder = (id: string, lastSeq: number) => <E>(live: Stream.Stream<StoredEvent, E>): Stream.Stream<StoredEvent, E> =>
       live.pipe(
-        Stream.mapAccumEffect(lastSeq, (last, entry): Effect.Effect<readonly [number, ReadonlyArray<StoredEvent>]> => {
-          if (entry.seq <= last) return Effect.succeed([last, []])
-          if (entry.seq === last + 1) return Effect.succeed([entry.seq, [entry]])
-          return Effect.map(retryingRead(store.events(id, last)), (missing) => [Math.max(entry.seq, missing.at(-1)?.seq ?? last), missing.length > 0 ? missing : [entry]])
-        }),
-        Stream.flattenIterables
+        Stream.mapAccum(lastSeq, (last, entry) =>
+          entry.seq <= last ? [last, Option.none()] : [entry.seq, Option.some({ after: last, entry })] as const),
+        Stream.filterMap((next) => next),
+        Stream.flatMap(({ after, entry }) =>
+          entry.seq === after + 1 ? Stream.make(entry) : Stream.concat(paged(id, after, entry.seq - 1), Stream.make(entry)))
       )
 
     /**
@@ -154,15 +139,15 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
      * read before): nothing to follow, so read page by page as the client takes them.
      */
     const replay = (known: Execution, afterSeq: number): Effect.Effect<Stream.Stream<ExecutionUpdate>> =>
-      Effect.succeed(Stream.concat(
-        paged(known.id, afterSeq, known.lastSeq),
-        Stream.unwrap(Effect.gen(function*() {
-          const later = yield* retryingRead(store.events(known.id, Math.max(afterSeq, known.lastSeq)))
-          // Resumed since it was read: the result must come from the row as it is now.
-          const settled = later.length > 0 ? yield* reload(known.id) : known
-          return Stream.fromIterable<ExecutionUpdate>([...later, resultEntry(settled)])
-        }))
-      ))
+      Effect.map(Ref.make(known.lastSeq), (lastRead) =>
+        Stream.concat(
+          paged(known.id, afterSeq).pipe(Stream.tap((entry) => Ref.set(lastRead, entry.seq))),
+          Stream.fromEffect(Effect.gen(function*() {
+            // Resumed since it was read: the result must come from the row as it is now.
+            const settled = (yield* Ref.get(lastRead)) > known.lastSeq ? yield* reload(known.id) : known
+            return resultEntry(settled)
+          }))
+        ))
 
     return { reload, settleAfter, follow, replay }
   })

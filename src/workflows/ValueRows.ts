@@ -3,7 +3,7 @@ import { Effect, Option } from "effect"
 import type { CommitRequest, ResultRow } from "../storage/commits.js"
 import type { WorkflowEvent } from "./WorkflowSchemas.js"
 import { Resolved } from "./ExecutionRows.js"
-import { externalize, hasReferences, parseStored, referencesIn, revive } from "./StoredValues.js"
+import { externalize, type Externalized, hasReferences, parseStored, referencesIn, revive } from "./StoredValues.js"
 
 /** The stored values of executions (StoredValues) as the store writes and reads them. */
 
@@ -28,12 +28,12 @@ export const makeStaging = () => {
   return {
     /** The text of a column. */
     text: (value: unknown): string => stored(value).text,
-    /** The text of an event, counted in the history's bytes. */
-    event: (event: unknown): string => {
+    /** The text of an event and its size as JSON read back, counted in the history's bytes. */
+    event: (event: unknown): Externalized => {
       const externalized = stored(event)
       bytes += externalized.bytes
       appended += Buffer.byteLength(externalized.text)
-      return externalized.text
+      return externalized
     },
     /** The text of an inner step's output row, counted in the execution's stored bytes. */
     output: (value: unknown): string => {
@@ -92,7 +92,10 @@ export const writeAnswering = <E>(
   statements: (staging: Staging) => ReadonlyArray<Statement.Statement<unknown>>
 ): Effect.Effect<Option.Option<ResultRow>, E> => {
   const staging = makeStaging()
-  const rows = events.map((event) => ({ execution_id: id, event: staging.event(event), created_at: event.timestamp, path: event.path ?? null }))
+  const rows = events.map((event) => {
+    const { bytes, text } = staging.event(event)
+    return { execution_id: id, event: text, bytes, created_at: event.timestamp, path: event.path ?? null }
+  })
   return Effect.map(
     submit({
       statements: statements(staging).map((statement) => statement.compile()),

@@ -67,7 +67,7 @@ export const WorkflowEngineLive = Layer.scoped(
     const { launch } = driver
     const watch = yield* makeExecutionWatch(hubs)
     const { follow, reload, replay, settleAfter } = watch
-    const records = makeExecutionRecords(store)
+    const records = makeExecutionRecords(store, settings.recordReadsPerOwner)
     const { hold } = makeExecuteWait({ store, fiberOf: driver.fiberOf, waitMs: settings.executeWaitMs, pollMs })
 
     const findWorkflow = (id: string) => getOrNotFound(byId, "Workflow", id)
@@ -369,13 +369,13 @@ export const WorkflowEngineLive = Layer.scoped(
       events: Effect.fn("WorkflowEngine.events", { captureStackTrace: false })(
         function*(id: string, executionId: string, page: { readonly afterSeq: number; readonly limit: number }, visibility?: Visibility) {
           yield* onWorkflow(id)
-          yield* findExecution(id, executionId, visibility)
-          // One more than asked for tells whether a next page exists.
-          const found = yield* retryingRead(store.events(executionId, page.afterSeq, page.limit + 1))
-          const events = found.slice(0, page.limit)
+          const { execution } = yield* findExecution(id, executionId, visibility)
+          // At most `limit` events and 256 KiB of them (or one larger event): a next page is one the row's last number is past.
+          const events = yield* retryingRead(store.eventPage(executionId, page.afterSeq, undefined, page.limit))
+          const last = events.at(-1)?.seq
           return {
             events: events.map(({ event, seq }) => ({ id: String(seq), ...event })),
-            nextAfter: found.length > page.limit ? events[events.length - 1].seq : null
+            nextAfter: last !== undefined && last < execution.lastSeq ? last : null
           }
         }
       ),

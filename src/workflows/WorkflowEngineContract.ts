@@ -11,6 +11,7 @@ import type {
 } from "../core/errors.js"
 import type { Visibility } from "../auth/Ownership.js"
 import type { ExecuteWait } from "./ExecuteWait.js"
+import type { RecordRead } from "./ExecutionRecords.js"
 import type { ExecutionQuery } from "./ExecutionStore.js"
 import type { ExecutionUpdate } from "./ExecutionViews.js"
 import type { TypedCalls } from "./TypedCalls.js"
@@ -108,8 +109,11 @@ export interface WorkflowEngineCore {
     options?: StartOptions,
     visibility?: Visibility
   ) => Effect.Effect<typeof S.ReplayStarted.Type, NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity>
-  /** One execution's whole record (a listing shows large ones as summaries). */
-  readonly record: (executionId: string, visibility?: Visibility) => Effect.Effect<typeof S.ExecutionRecord.Type, NotFound | BadRequest>
+  /**
+   * One execution's whole record (a listing shows large ones as summaries), its events read by page as
+   * they are sent; at most `workflows.recordReadsPerOwner` in flight per `reader` (the caller).
+   */
+  readonly record: (executionId: string, visibility?: Visibility, reader?: string) => Effect.Effect<RecordRead, NotFound | TooManyRequests>
   /** A page of the execution's events after `afterSeq` (inner steps' included), at most `limit`. */
   readonly events: (
     id: string,

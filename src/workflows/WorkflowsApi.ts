@@ -62,8 +62,9 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
   .add(
     HttpApiEndpoint.get("getExecutionRecord", "/workflows/executions/:executionId")
       .setPath(Schema.Struct({ executionId: Schema.String }))
-      .addSuccess(Success(ExecutionRecord)).addError(BadRequest).addError(NotFound)
-      .annotate(OpenApi.Summary, "One execution's whole record (a listing shows executions with large events as summaries)")
+      .addSuccess(Success(ExecutionRecord)).addError(NotFound).addError(TooManyRequests)
+      .annotate(OpenApi.Summary, "One execution's whole record, sent as a stream (a listing shows executions with large events as summaries); " +
+        "429 with Retry-After past workflows.recordReadsPerOwner reads in flight per caller")
   )
   .add(
     HttpApiEndpoint.get("getWorkflow", "/workflows/:id").setPath(IdPath).addSuccess(Success(WorkflowDetails)).addError(NotFound)
@@ -134,7 +135,8 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.get("executionEvents", "/workflows/:id/executions/:executionId/events").setPath(ExecutionPath)
       .setUrlParams(Schema.Struct({ after: Schema.optional(QueryInt), limit: Schema.optional(QueryInt) }))
       .addSuccess(Success(ExecutionEventsPage)).addError(NotFound)
-      .annotate(OpenApi.Summary, "A page of the execution's events after `after`, inner steps' included (limit default 100, at most 1000)")
+      .annotate(OpenApi.Summary, "A page of the execution's events after `after`, inner steps' included (limit default 100, at most 1000; " +
+        "and at most 256 KiB of events as JSON, or one larger event: follow nextAfter)")
   )
   .add(
     HttpApiEndpoint.del("deleteExecution", "/workflows/:id/executions/:executionId").annotate(RouteClassAnnotation, "execution")

@@ -1,11 +1,13 @@
-import { HttpApiBuilder, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Stream } from "effect"
 import { CurrentCaller } from "../auth/Authentication.js"
 import { actingUserId } from "../auth/Ownership.js"
 import type { BadRequest, Forbidden } from "../core/errors.js"
 import { ServiceApi } from "../Api.js"
 import { fixedJsonResponse } from "../http/fixedResponse.js"
-import { jsonEvent, sseResponse } from "../http/sse.js"
+import { tooManyRequestsResponse } from "../http/Errors.js"
+import { streamedJsonResponse } from "../http/jsonStream.js"
+import { encodeEvent, jsonEvent, sseFramesResponse } from "../http/sse.js"
 import type { ExecutionUpdate } from "./ExecutionViews.js"
 import { callerOf, IdempotencyKeys, type StartRoute } from "./IdempotencyKeys.js"
 import { type StartOptions, WorkflowEngine } from "./WorkflowEngine.js"
@@ -18,10 +20,15 @@ const LIST_DEFAULT = 50
 const LIST_MAX = 500
 const EVENTS_DEFAULT = 100
 const EVENTS_MAX = 1000
+/** A record read refused for the caller's reads in flight: most records are sent within a second. */
+const RECORD_RETRY_AFTER_SECONDS = 1
 
-/** Each event (and the closing result) of an execution is one SSE frame, its id the event's number. */
+/**
+ * Each event (and the closing result) of an execution is one SSE frame, its id the event's number,
+ * encoded when the response asks for it (a reader holds one page of events and the frame being sent).
+ */
 const asSse = <E>(updates: Stream.Stream<ExecutionUpdate, E>) =>
-  sseResponse(Stream.map(updates, (update) => jsonEvent(update.event, update.seq)))
+  sseFramesResponse(Stream.map(updates, (update) => encodeEvent(jsonEvent(update.event, update.seq))))
 
 const lastEventId = Effect.map(HttpServerRequest.HttpServerRequest, (request) => {
   const header = Number(request.headers["last-event-id"])
@@ -91,7 +98,20 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
             limit: Math.min(urlParams.limit ?? LIST_DEFAULT, LIST_MAX),
             offset: urlParams.offset ?? 0
         })))
-      .handle("getExecutionRecord", ({ path }) => Effect.flatMap(visibility, (seen) => engine.record(path.executionId, seen)))
+      .handle("getExecutionRecord", ({ path }) =>
+        Effect.gen(function*() {
+          const caller = yield* CurrentCaller
+          // A HEAD is routed here too, and the server never reads its body: its slot is given back at once.
+          const head = (yield* HttpServerRequest.HttpServerRequest).method === "HEAD"
+          // Whose reads count together: the caller's own id (with authentication off, every caller is one).
+          return yield* engine.record(path.executionId, caller.visibility, caller.userId ?? "").pipe(
+            Effect.flatMap((read) =>
+              head
+                ? Effect.as(read.release, HttpServerResponse.empty({ status: 200, headers: { "content-type": "application/json" } }))
+                : streamedJsonResponse(read.record, "events", read.events)),
+            Effect.catchTag("TooManyRequests", (busy) => Effect.succeed(tooManyRequestsResponse(busy, RECORD_RETRY_AFTER_SECONDS)))
+          )
+        }))
       .handle("getWorkflow", ({ path }) => engine.details(path.id))
       .handle("executeWorkflow", ({ headers, path, payload }) =>
         Effect.flatMap(startOptions("execute", path.id, payload, headers["idempotency-key"]), (options) =>

@@ -248,6 +248,15 @@ export const addStoredBytes = Effect.gen(function*() {
     ${of("workflow_events", "event")} + ${of("workflow_step_outputs", "output")} + ${of("workflow_values", "value")}`
 })
 
+/**
+ * Each event's size as JSON read back, its values inline (issue #42): a re-attach reads a page by
+ * bytes, and must know them before it reads the values. Existing rows keep NULL (see EventPages.ts).
+ */
+export const addEventBytes = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`ALTER TABLE workflow_events ADD COLUMN bytes BIGINT`
+})
+
 /** This feature's migrations (its half of 0013 is joined with agent memory's at src/Database.ts). */
 export const workflowMigrations: Record<string, Migration> = {
   "0002_workflow_executions": createWorkflowTables,
@@ -263,5 +272,6 @@ export const workflowMigrations: Record<string, Migration> = {
   "0022_workflow_step_attempts": addStepAttempts,
   "0023_workflow_event_paths": addEventPaths,
   "0027_workflow_replays": addReplayLinks,
-  "0031_workflow_stored_bytes": addStoredBytes
+  "0031_workflow_stored_bytes": addStoredBytes,
+  "0032_workflow_event_bytes": addEventBytes
 }
