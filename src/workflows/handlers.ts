@@ -4,6 +4,7 @@ import { CurrentCaller } from "../auth/Authentication.js"
 import { actingUserId } from "../auth/Ownership.js"
 import type { BadRequest, Forbidden } from "../core/errors.js"
 import { ServiceApi } from "../Api.js"
+import { pageOf } from "../http/Query.js"
 import { jsonEvent, sseResponse } from "../http/sse.js"
 import type { ExecutionUpdate } from "./ExecutionViews.js"
 import { callerOf, IdempotencyKeys, type StartRoute } from "./IdempotencyKeys.js"
@@ -11,8 +12,6 @@ import { type StartOptions, WorkflowEngine } from "./WorkflowEngine.js"
 import type { ExecuteRequest } from "./WorkflowSchemas.js"
 import { Webhooks } from "../webhooks/Webhooks.js"
 
-const LIST_DEFAULT = 50
-const LIST_MAX = 500
 const EVENTS_DEFAULT = 100
 const EVENTS_MAX = 1000
 
@@ -85,8 +84,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
             waiting: urlParams.waiting,
             from: urlParams.from,
             to: urlParams.to,
-            limit: Math.min(urlParams.limit ?? LIST_DEFAULT, LIST_MAX),
-            offset: urlParams.offset ?? 0
+            ...pageOf(urlParams)
         })))
       .handle("getExecutionRecord", ({ path }) => Effect.flatMap(visibility, (seen) => engine.record(path.executionId, seen)))
       .handle("getWorkflow", ({ path }) => engine.details(path.id))

@@ -1,4 +1,5 @@
 import { Cron, Either } from "effect"
+import { DEFAULT_SCHEDULE_INPUT_MAX_BYTES } from "../../config/ScheduleSettings.js"
 import type { ServerConfigShape } from "../../config/ServerConfig.js"
 
 /**
@@ -6,6 +7,9 @@ import type { ServerConfigShape } from "../../config/ServerConfig.js"
  * setting) lowers it; under a minute a cron may also have a seconds field, so a test fires every second.
  */
 export const scheduleMinIntervalMs = (config: ServerConfigShape) => config.schedules?.minIntervalMs ?? 60_000
+
+/** The largest input a schedule made through the API may store, as JSON: `schedules.maxInputBytes` (64 KiB). */
+export const scheduleMaxInputBytes = (config: ServerConfigShape) => config.schedules?.maxInputBytes ?? DEFAULT_SCHEDULE_INPUT_MAX_BYTES
 
 /** `catchUp: "all"` fires at most this many missed times; older ones are skipped. */
 export const CATCH_UP_MAX = 100
