@@ -47,6 +47,7 @@ Environment (every variable, commented, in .env.example; load a file with node -
   SERVICE_PUBLIC_URL   the service's public http(s) URL, for the A2A card (default: the listening address)
   WORKFLOW_LEASE_SECONDS (15), WORKFLOW_POLL_MS (1000), SHUTDOWN_GRACE_SECONDS (10),
   IDEMPOTENCY_KEY_HOURS (24)  workflow ownership, drain on shutdown, Idempotency-Key memory
+  SCHEDULE_INPUT_MAX_BYTES  a schedule's input as JSON at most (default 65536; schedules.maxInputBytes)
   WEBHOOK_ALLOWED_HOSTS  hosts completion callbacks may go to, comma-separated (default none: no callbacks)
   WEBHOOK_CA_FILE      a PEM file of CA certificates trusted for callbacks besides Node's
   WEBHOOK_SYSTEM_SECRET  signs the callbacks of code schedules' executions (whsec_<base64>)

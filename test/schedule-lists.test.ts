@@ -1,7 +1,8 @@
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Redacted, Schema } from "effect"
 import { SignJWT } from "jose"
 import { defineApp } from "../src/App.js"
+import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { workflow } from "../src/workflows/Workflow.js"
 import { PostgresTestServerLive, postgresAvailable } from "./support/postgres.js"
 import { fetchJson, TestServer, TestServerLive, type TestServerOptions } from "./support/TestServer.js"
@@ -132,3 +133,13 @@ for (const backend of backends) {
     })
   })
 }
+
+describe("schedules.maxInputBytes", () => {
+  it("is 64 KiB by default; the config file sets it, SCHEDULE_INPUT_MAX_BYTES wins; outside 1 to 1 MiB fails start-up", () => {
+    expect(resolveServerConfig({}, {}).schedules).toEqual({ minIntervalMs: 60_000, maxInputBytes: CAP })
+    expect(resolveServerConfig({ schedules: { maxInputBytes: 1000 } }, {}).schedules?.maxInputBytes).toBe(1000)
+    expect(resolveServerConfig({ schedules: { maxInputBytes: 1000 } }, { SCHEDULE_INPUT_MAX_BYTES: "2048" }).schedules?.maxInputBytes).toBe(2048)
+    expect(() => resolveServerConfig({}, { SCHEDULE_INPUT_MAX_BYTES: "2MB" })).toThrow(/SCHEDULE_INPUT_MAX_BYTES: must be an integer from 1 to 1048576/)
+    expect(() => resolveServerConfig({}, { SCHEDULE_INPUT_MAX_BYTES: "1048577" })).toThrow(/SCHEDULE_INPUT_MAX_BYTES/)
+  })
+})

@@ -104,7 +104,9 @@ describe("workflow schedules", () => {
           [{ cron: "* * * * *", timezone: "Mars/Olympus", input: { n: 1 } }, `timezone "Mars/Olympus"`],
           [{ cron: "* * * * *", input: { n: "one" } }, "input does not fit"],
           [{ cron: "*/2 * * * *", input: { n: 1 }, catchUp: "some" }, "catchUp"],
-          [{ cron: "* * * * * * *", input: { n: 1 } }, "must have 5 fields"]
+          [{ cron: "* * * * * * *", input: { n: 1 } }, "must have 5 fields"],
+          // Issue #42: refused before any walk through the time zone.
+          [{ cron: "0 0 31 2 *", timezone: "Europe/Berlin", input: { n: 1 } }, "never fires: its day-of-month and month only make dates that do not exist (February 31)"]
         ] as const
         for (const [body, message] of bad) {
           const answer = yield* call(base, "POST", body)
