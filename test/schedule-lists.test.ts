@@ -5,6 +5,7 @@ import { defineApp } from "../src/App.js"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { workflow } from "../src/workflows/Workflow.js"
 import { PostgresTestServerLive, postgresAvailable } from "./support/postgres.js"
+import { sqlOfServer } from "./support/schedules.js"
 import { fetchJson, TestServer, TestServerLive, type TestServerOptions } from "./support/TestServer.js"
 
 /**
@@ -118,6 +119,15 @@ for (const backend of backends) {
             expect(seen).toHaveLength(created.size)
             expect(new Set(seen)).toEqual(created)
           }
+
+          // A failed firing's message can quote a refused input: a list shows its first 1,000 characters.
+          const failing = [...created][0]
+          const sql = yield* sqlOfServer
+          yield* sql`UPDATE workflow_schedules SET failures = 1, last_error = ${`input at t: ${"y".repeat(CAP)}`} WHERE id = ${failing}`
+          const listedError = (yield* get(`${url}/schedules?limit=500`, admin)).body.data.find((s: { id: string }) => s.id === failing).lastError
+          expect(listedError).toHaveLength(1001)
+          expect(listedError.endsWith("…")).toBe(true)
+          expect((yield* get(`${base}/${failing}`, admin)).body.data.lastError).toHaveLength(CAP + 12)
 
           // A user pages through their own only; the whole input comes from the one schedule's route.
           const ann = yield* sign({ sub: "ann" })

@@ -17,12 +17,12 @@ const MAX_OFFSET_MS = 14 * 3_600_000
 
 /**
  * Whether both day fields must match (one of them starts with a `*`, stepped or not) rather than either:
- * `Cron.parse` records it in a field its type marks internal (the tests compare with `Cron.match`).
+ * `Cron.parse` records it in a field its type marks internal (test/schedule-cron.test.ts compares with `Cron.next`).
  */
 const conjunctive = (cron: Cron.Cron): boolean => Reflect.get(cron, "and") === true
 
 /** Whether a day of month `day` and weekday `weekDay` match, as `Cron.match` reads the two fields. */
-export const dayMatches = (cron: Cron.Cron, day: number, weekDay: number) => {
+const dayMatches = (cron: Cron.Cron, day: number, weekDay: number) => {
   if (cron.days.size === 0 && cron.weekdays.size === 0) return true
   if (conjunctive(cron)) return (cron.days.size === 0 || cron.days.has(day)) && (cron.weekdays.size === 0 || cron.weekdays.has(weekDay))
   if (cron.weekdays.size === 0) return cron.days.has(day)

@@ -41,8 +41,17 @@ export const ScheduleSummaryFromRow = ScheduleFromRow.omit("input")
 export type ScheduleSummaryRow = typeof ScheduleSummaryFromRow.Type
 
 const decodeSummaries = Schema.decodeUnknown(Schema.Array(ScheduleSummaryFromRow))
+/** A failed firing's message can quote the input it refused: a list shows its first characters. */
+export const LISTED_ERROR_CHARS = 1000
 const SUMMARY_COLUMNS = `id, workflow_id, name, source, owner_key, user_id, cron, timezone, catch_up, paused, next_fire_at,
-  last_fired_at, last_execution_id, failures, last_error, created_at, updated_at, webhook_url`
+  last_fired_at, last_execution_id, failures, created_at, updated_at, webhook_url,
+  CASE WHEN LENGTH(last_error) > ${LISTED_ERROR_CHARS} THEN SUBSTR(last_error, 1, ${LISTED_ERROR_CHARS}) || '…' ELSE last_error END AS last_error`
+
+/** A page of a list: how many from where (`pageOf` in http/Query.ts fills in the defaults). */
+export interface Page {
+  readonly limit: number
+  readonly offset: number
+}
 
 /** Failed firings in a row after which a schedule pauses itself. */
 export const FAILURES_BEFORE_PAUSE = 5
@@ -62,10 +71,10 @@ export interface Firing {
 }
 
 export class ScheduleStore extends Context.Tag("ScheduleStore")<ScheduleStore, {
-  /** One page of the schedules `filter` selects, by (workflow, name, id), without their inputs. */
+  /** One page of the schedules `filter` selects, by (workflow, name, id), without their inputs (and `lastError` cut). */
   readonly list: (
     filter: { readonly workflowId?: string | undefined; readonly userId?: string | null | undefined },
-    page: { readonly limit: number; readonly offset: number }
+    page: Page
   ) => Effect.Effect<ReadonlyArray<ScheduleSummaryRow>>
   readonly get: (id: string) => Effect.Effect<Option.Option<Schedule>>
   /**

@@ -10,16 +10,11 @@ import { SCHEDULE_FIRE_KIND } from "./ScheduleFiring.js"
 import { nextFire, parseCron, scheduleMaxInputBytes, scheduleMinIntervalMs } from "./ScheduleCron.js"
 import { codeScheduleId, codeSchedulesOf } from "./codeSchedules.js"
 import type { CreateScheduleRequest, ScheduleSummary, ScheduleView } from "./ScheduleSchemas.js"
-import { type Schedule, ScheduleStore, type ScheduleSummaryRow } from "./ScheduleStore.js"
+import { type Page, type Schedule, ScheduleStore, type ScheduleSummaryRow } from "./ScheduleStore.js"
 import { redactUrl } from "../../webhooks/WebhookUrls.js"
 
 /** Schedules made through the API per owner at most. */
 export const MAX_SCHEDULES_PER_OWNER = 100
-/** A page of a list: how many from where (`pageOf` in http/Query.ts fills in the defaults). */
-export interface Page {
-  readonly limit: number
-  readonly offset: number
-}
 /** The fire times a view lists. */
 const LISTED_TIMES = 5
 
