@@ -102,10 +102,12 @@ for (const backend of backends) {
           expect(row).toMatchObject({ workflowId: "blob", cron: "0 0 1 1 *", timezone: "Europe/Berlin", paused: false, nextFireAt: expect.any(String) })
 
           // The largest page holds all 300 and is still bounded (the inputs alone would be 300 x 64 KiB).
+          const rss = process.memoryUsage().rss
           const whole = yield* get(`${url}/schedules?limit=500`, admin)
           expect(whole.body.data).toHaveLength(created.size)
           expect(whole.bytes).toBeLessThan(256 * 1024)
-          console.log(`[figures] ${backend.name}: admin GET /schedules?limit=500 over 3x100 schedules: ${whole.bytes} bytes, ${whole.ms.toFixed(0)} ms; default page ${first.bytes} bytes, ${first.ms.toFixed(0)} ms`)
+          console.log(`[figures] ${backend.name}: admin GET /schedules?limit=500 over 3x100 schedules: ${whole.bytes} bytes, ${whole.ms.toFixed(0)} ms; default page ${first.bytes} bytes, ${first.ms.toFixed(0)} ms; ` +
+            `RSS ${(rss / 1e6).toFixed(0)} -> ${(process.memoryUsage().rss / 1e6).toFixed(0)} MB`)
 
           // Paging (limit, offset) walks every schedule exactly once, on both lists.
           for (const list of [`${url}/schedules`, base]) {
