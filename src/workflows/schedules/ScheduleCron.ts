@@ -51,7 +51,17 @@ export const parseCron = (cron: string, timezone: string | undefined, minInterva
   if (Either.isLeft(parsed)) return Either.left(`cron "${cron}" is invalid: ${parsed.left.message}`)
   const impossible = impossibleDates(parsed.right)
   if (impossible !== undefined) return Either.left(`cron "${cron}" never fires: its day-of-month and month only make dates that do not exist (${impossible})`)
-  if (nextFireWithin(parsed.right, now, HORIZON_DAYS) === undefined) {
+  // Cron.next throws when its walk finds nothing in 10,000 steps; its start makes that a day or two.
+  try {
+    return boundedCron(cron, parsed.right, minIntervalMs, now)
+  } catch {
+    return Either.left(`cron "${cron}" never fires`)
+  }
+}
+
+/** Fires within the horizon, and not more often than `minIntervalMs` (see parseCron). */
+const boundedCron = (cron: string, parsed: Cron.Cron, minIntervalMs: number, now: number): Either.Either<Cron.Cron, string> => {
+  if (nextFireWithin(parsed, now, HORIZON_DAYS) === undefined) {
     return Either.left(`cron "${cron}" does not fire within ${FIRE_HORIZON_YEARS} years, the horizon a schedule's next fire time is looked for in`)
   }
   const utc = Either.getOrThrow(Cron.parse(cron, "UTC"))
@@ -65,7 +75,7 @@ export const parseCron = (cron: string, timezone: string | undefined, minInterva
     }
     at = following
   }
-  return Either.right(parsed.right)
+  return Either.right(parsed)
 }
 
 /** The first time strictly after `after` within `days` days, or none; `Cron.next` walks a day or two at most. */
