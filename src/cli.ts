@@ -53,6 +53,7 @@ Environment (every variable, commented, in .env.example; load a file with node -
   WORKFLOW_MAX_EXECUTION_BYTES  what one workflow execution may store: events, step outputs, values (33554432)
   EXECUTE_WAIT_SECONDS  how long /execute holds an execution that parks before 202 with its state (30)
   WORKFLOW_RECORD_READS_PER_OWNER (4)  whole execution records sent at a time per caller (else 429)
+  SCHEDULE_INPUT_MAX_BYTES  a schedule's input as JSON at most (default 65536; schedules.maxInputBytes)
   WEBHOOK_ALLOWED_HOSTS  host or host:port (else 443) callbacks may go to, comma-separated (default none: no callbacks)
   WEBHOOK_CA_FILE      a PEM file of CA certificates trusted for callbacks besides Node's
   WEBHOOK_SYSTEM_SECRET  signs the callbacks of code schedules' executions (whsec_<base64>)

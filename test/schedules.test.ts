@@ -31,8 +31,13 @@ describe("workflow schedules", () => {
         expect(record.body.data).toMatchObject({ workflowId: "tick", status: "completed", output: { n: 1, userId: `system:schedule/${CODE_ID}` } })
         const listed = yield* fetchJson(`${url}/workflows/tick/schedules`)
         expect(listed.status).toBe(200)
-        const code = listed.body.data.find((s: any) => s.id === CODE_ID)
-        expect(code).toMatchObject({ name: "every-second", source: "code", cron: "* * * * * *", catchUp: "all", paused: false })
+        const summary = listed.body.data.find((s: any) => s.id === CODE_ID)
+        expect(summary).toMatchObject({ name: "every-second", source: "code", cron: "* * * * * *", catchUp: "all", paused: false })
+        // A list carries neither the input nor the next times (issue #42): the schedule's own route does.
+        expect(summary).not.toHaveProperty("input")
+        expect(summary).not.toHaveProperty("nextFireTimes")
+        const code = (yield* fetchJson(`${url}/workflows/tick/schedules/${CODE_ID}`)).body.data
+        expect(code).toMatchObject({ input: { n: 1 }, nextFireAt: code.nextFireTimes[0] })
         expect(code.nextFireTimes).toHaveLength(5)
         expect(code.nextFireTimes.map(Date.parse)).toEqual(code.nextFireTimes.map((_: string, i: number) => Date.parse(code.nextFireTimes[0]) + i * 1000))
       }))
@@ -99,7 +104,9 @@ describe("workflow schedules", () => {
           [{ cron: "* * * * *", timezone: "Mars/Olympus", input: { n: 1 } }, `timezone "Mars/Olympus"`],
           [{ cron: "* * * * *", input: { n: "one" } }, "input does not fit"],
           [{ cron: "*/2 * * * *", input: { n: 1 }, catchUp: "some" }, "catchUp"],
-          [{ cron: "* * * * * * *", input: { n: 1 } }, "must have 5 fields"]
+          [{ cron: "* * * * * * *", input: { n: 1 } }, "must have 5 fields"],
+          // Issue #42: refused before any walk through the time zone.
+          [{ cron: "0 0 31 2 *", timezone: "Europe/Berlin", input: { n: 1 } }, "never fires: its day-of-month and month only make dates that do not exist (February 31)"]
         ] as const
         for (const [body, message] of bad) {
           const answer = yield* call(base, "POST", body)

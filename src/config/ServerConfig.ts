@@ -5,6 +5,7 @@ import { type ModelSettings, modelSettingsConfig } from "./ModelSettings.js"
 import { AuthConfigFile, type AuthSettings, resolveAuth } from "./AuthSettings.js"
 import { type LogFormat, parseLogFormat, parseLogLevel } from "./LogSettings.js"
 import { type AgentLimits, agentLimitsEnvironment, resolveAgentLimits } from "./AgentSettings.js"
+import { resolveScheduleSettings, scheduleInputMaxBytesFrom, type ScheduleSettings, SchedulesConfigFile } from "./ScheduleSettings.js"
 import { resolveWebhookSettings, webhookEnvironment, type WebhookSettings, WebhooksConfigFile } from "./WebhookSettings.js"
 import { DEFAULT_DATABASE_URL } from "../storage/Sql.js"
 
@@ -68,7 +69,7 @@ export const ConfigFile = Schema.Struct({
     maxConnectionsPerClient: Schema.optional(Schema.Int.pipe(Schema.nonNegative()))
   })),
   publicUrl: Schema.optional(Schema.String.pipe(Schema.filter((url) => publicUrlProblem(url) ?? true))),
-  schedules: Schema.optional(Schema.Struct({ minIntervalSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())) })),
+  schedules: Schema.optional(SchedulesConfigFile),
   webhooks: Schema.optional(WebhooksConfigFile),
   workflows: Schema.optional(Schema.Struct({
     leaseSeconds: Schema.optional(Schema.Number.pipe(Schema.positive())),
@@ -141,8 +142,8 @@ export interface ServerConfigShape {
   readonly approvals?: { readonly ttlMs: number; readonly secret?: Redacted.Redacted<string> | undefined } | undefined
   /** Bounds of agent calls, in bytes (the defaults when absent). */
   readonly agentLimits?: AgentLimits | undefined
-  /** `schedules.minIntervalSeconds` (60): a test setting, see ScheduleCron.ts. */
-  readonly schedules?: { readonly minIntervalMs: number } | undefined
+  /** The `schedules` section and SCHEDULE_INPUT_MAX_BYTES (see ScheduleSettings.ts). */
+  readonly schedules?: ScheduleSettings | undefined
   /** Completion callbacks (`webhooks`, WEBHOOK_*; see WebhookSettings.ts): the defaults when absent, no callbacks. */
   readonly webhooks?: WebhookSettings | undefined
   readonly http: HttpSettings
@@ -289,6 +290,7 @@ const environment = Config.all({
   maxConnectionsPerClient: named("HTTP_MAX_CONNECTIONS_PER_CLIENT", (raw) =>
     /^\d+$/.test(raw) ? Either.right(Number(raw)) : Either.left(`must be a non-negative integer, got "${raw}"`)),
   publicUrl: named("SERVICE_PUBLIC_URL", (raw) => Either.fromNullable(publicUrlProblem(raw), () => raw).pipe(Either.flip)),
+  scheduleInputMaxBytes: scheduleInputMaxBytesFrom,
   webhooks: webhookEnvironment
 })
 
@@ -345,7 +347,7 @@ export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigS
       },
       providerOptionsAllow: Option.getOrElse(env.providerOptionsAllow, () => file.agents?.providerOptionsAllow ?? []),
       agentLimits: resolveAgentLimits(file.agents, env.agentLimits),
-      schedules: { minIntervalMs: (file.schedules?.minIntervalSeconds ?? 60) * 1000 },
+      schedules: resolveScheduleSettings(file.schedules, env.scheduleInputMaxBytes),
       approvals: {
         ttlMs: Option.getOrElse(env.approvalTtlMs, () => (file.agents?.approvalTtlSeconds ?? 24 * 3600) * 1000),
         secret: Option.getOrUndefined(env.approvalSecret)

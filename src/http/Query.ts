@@ -6,6 +6,17 @@ export const QueryInt = Schema.compose(
   Schema.NumberFromString.pipe(Schema.int({ message: () => "must be an integer" }), Schema.nonNegative({ message: () => "must not be negative" }))
 )
 
+/** A listing's page, as `GET /workflows/executions` takes it: `limit` (LIST_DEFAULT, clamped to LIST_MAX) and `offset`. */
+export const PageParams = Schema.Struct({ limit: Schema.optional(QueryInt), offset: Schema.optional(QueryInt) })
+export const LIST_DEFAULT = 50
+export const LIST_MAX = 500
+
+/** The page `params` ask for, the defaults filled in and the limit clamped (a larger one is not an error). */
+export const pageOf = (params: { readonly limit?: number | undefined; readonly offset?: number | undefined }) => ({
+  limit: Math.min(params.limit ?? LIST_DEFAULT, LIST_MAX),
+  offset: params.offset ?? 0
+})
+
 const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/
 const FIRST = Date.parse("0000-01-01T00:00:00Z")
 const LAST = Date.parse("9999-12-31T23:59:59.999Z")

@@ -5,7 +5,7 @@ import { Schema } from "effect"
 import { EventStream } from "../http/Schemas.js"
 import { Success } from "../http/Envelope.js"
 import { BadRequest, Conflict, Forbidden, NotFound, TooManyRequests, UnprocessableEntity, ValidationError, WorkflowFailed } from "../http/Errors.js"
-import { QueryInt, Timestamp } from "../http/Query.js"
+import { PageParams, QueryInt, Timestamp } from "../http/Query.js"
 import {
   CancelRequest,
   CancelResult,
@@ -52,8 +52,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
         }),
         from: Schema.optional(Timestamp),
         to: Schema.optional(Timestamp),
-        limit: Schema.optional(QueryInt),
-        offset: Schema.optional(QueryInt)
+        ...PageParams.fields
       }))
       .addSuccess(Success(Schema.Array(ExecutionRecord)))
       .addError(NotFound)

@@ -8,6 +8,7 @@ import { fixedJsonResponse } from "../http/fixedResponse.js"
 import { tooManyRequestsResponse } from "../http/Errors.js"
 import { streamedJsonResponse } from "../http/jsonStream.js"
 import { encodeEvent, jsonEvent, sseFramesResponse } from "../http/sse.js"
+import { pageOf } from "../http/Query.js"
 import type { ExecutionUpdate } from "./ExecutionViews.js"
 import { callerOf, IdempotencyKeys, type StartRoute } from "./IdempotencyKeys.js"
 import { type StartOptions, WorkflowEngine } from "./WorkflowEngine.js"
@@ -16,8 +17,6 @@ import { isParkedAnswer } from "./ExecuteWait.js"
 import { ParkedAnswer } from "./WorkflowsApi.js"
 import { Webhooks } from "../webhooks/Webhooks.js"
 
-const LIST_DEFAULT = 50
-const LIST_MAX = 500
 const EVENTS_DEFAULT = 100
 const EVENTS_MAX = 1000
 /** A record read refused for the caller's reads in flight: most records are sent within a second. */
@@ -95,8 +94,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
             waiting: urlParams.waiting,
             from: urlParams.from,
             to: urlParams.to,
-            limit: Math.min(urlParams.limit ?? LIST_DEFAULT, LIST_MAX),
-            offset: urlParams.offset ?? 0
+            ...pageOf(urlParams)
         })))
       .handle("getExecutionRecord", ({ path }) =>
         Effect.gen(function*() {

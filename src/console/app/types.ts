@@ -43,4 +43,5 @@ export type LogEntry = typeof LogEntrySchema.Encoded
 export type JsonSchema = { readonly [key: string]: unknown }
 
 export type ScheduleView = typeof import("../../workflows/schedules/ScheduleSchemas.js").ScheduleView.Encoded
+export type ScheduleSummary = typeof import("../../workflows/schedules/ScheduleSchemas.js").ScheduleSummary.Encoded
 export type WebhookDelivery = typeof import("../../webhooks/WebhookSchemas.js").WebhookDeliveryView.Encoded

@@ -1,11 +1,16 @@
 import { Cron, Either } from "effect"
+import { DEFAULT_SCHEDULE_INPUT_MAX_BYTES } from "../../config/ScheduleSettings.js"
 import type { ServerConfigShape } from "../../config/ServerConfig.js"
+import { CALENDAR_CYCLE_DAYS, impossibleDates, walkStart } from "./CronCalendar.js"
 
 /**
  * The shortest interval a schedule's cron may have: 60 s, unless `schedules.minIntervalSeconds` (a test
  * setting) lowers it; under a minute a cron may also have a seconds field, so a test fires every second.
  */
 export const scheduleMinIntervalMs = (config: ServerConfigShape) => config.schedules?.minIntervalMs ?? 60_000
+
+/** The largest input a schedule made through the API may store, as JSON: `schedules.maxInputBytes` (64 KiB). */
+export const scheduleMaxInputBytes = (config: ServerConfigShape) => config.schedules?.maxInputBytes ?? DEFAULT_SCHEDULE_INPUT_MAX_BYTES
 
 /** `catchUp: "all"` fires at most this many missed times; older ones are skipped. */
 export const CATCH_UP_MAX = 100
@@ -20,12 +25,19 @@ export interface ScheduleTiming {
   readonly catchUp: CatchUp
 }
 
+/** A schedule must fire within this many years of when it is made (or its cron is a 400 naming them). */
+export const FIRE_HORIZON_YEARS = 8
+const HORIZON_DAYS = Math.ceil(FIRE_HORIZON_YEARS * 365.25)
+
 /**
  * The cron expression with its time zone, or why not (a message naming the field). Five fields; a
- * seconds field only when the minimum interval is under a minute (a test setting), and the expression
- * may not fire more often than `minIntervalMs` (checked over its next 50 times).
+ * seconds field only when the minimum interval is under a minute (a test setting). Dates that cannot
+ * exist are refused before any walk, then it must fire within FIRE_HORIZON_YEARS, and not more often
+ * than `minIntervalMs` (checked over its next 50 times within the horizon, walked in UTC: a zone's
+ * offset changes move a minute-grained gap by at most an hour, never under a minute, and each step
+ * through a zone costs a conversion).
  */
-export const parseCron = (cron: string, timezone: string | undefined, minIntervalMs: number): Either.Either<Cron.Cron, string> => {
+export const parseCron = (cron: string, timezone: string | undefined, minIntervalMs: number, now = Date.now()): Either.Either<Cron.Cron, string> => {
   const fields = cron.trim().split(/\s+/).length
   const allowed = minIntervalMs < 60_000 ? [5, 6] : [5]
   if (!allowed.includes(fields)) {
@@ -37,24 +49,47 @@ export const parseCron = (cron: string, timezone: string | undefined, minInterva
   }
   const parsed = Cron.parse(cron, timezone)
   if (Either.isLeft(parsed)) return Either.left(`cron "${cron}" is invalid: ${parsed.left.message}`)
-  let at: Date
+  const impossible = impossibleDates(parsed.right)
+  if (impossible !== undefined) return Either.left(`cron "${cron}" never fires: its day-of-month and month only make dates that do not exist (${impossible})`)
+  // Cron.next throws when its walk finds nothing in 10,000 steps; its start makes that a day or two.
   try {
-    at = Cron.next(parsed.right, new Date())
+    return boundedCron(cron, parsed.right, minIntervalMs, now)
   } catch {
     return Either.left(`cron "${cron}" never fires`)
   }
-  for (let i = 0; i < 50; i++) {
-    const following = Cron.next(parsed.right, at)
-    if (following.getTime() - at.getTime() < minIntervalMs) {
+}
+
+/** Fires within the horizon, and not more often than `minIntervalMs` (see parseCron). */
+const boundedCron = (cron: string, parsed: Cron.Cron, minIntervalMs: number, now: number): Either.Either<Cron.Cron, string> => {
+  if (nextFireWithin(parsed, now, HORIZON_DAYS) === undefined) {
+    return Either.left(`cron "${cron}" does not fire within ${FIRE_HORIZON_YEARS} years, the horizon a schedule's next fire time is looked for in`)
+  }
+  const utc = Either.getOrThrow(Cron.parse(cron, "UTC"))
+  const end = now + HORIZON_DAYS * 86_400_000
+  let at = nextFireWithin(utc, now, HORIZON_DAYS)
+  for (let i = 0; i < 50 && at !== undefined && at < end; i++) {
+    const following = nextFireWithin(utc, at, HORIZON_DAYS)
+    if (following === undefined) break
+    if (following - at < minIntervalMs) {
       return Either.left(`cron "${cron}" fires more often than every ${minIntervalMs / 1000} s, the minimum interval`)
     }
     at = following
   }
-  return Either.right(parsed.right)
+  return Either.right(parsed)
 }
 
-/** The first time strictly after `after`. */
-export const nextFire = (cron: Cron.Cron, after: number): number => Cron.next(cron, new Date(after)).getTime()
+/** The first time strictly after `after` within `days` days, or none; `Cron.next` walks a day or two at most. */
+export const nextFireWithin = (cron: Cron.Cron, after: number, days: number): number | undefined => {
+  const start = walkStart(cron, after, days)
+  return start === undefined ? undefined : Cron.next(cron, new Date(start)).getTime()
+}
+
+/** The first time strictly after `after` (a cron that parseCron took always has one). */
+export const nextFire = (cron: Cron.Cron, after: number): number => {
+  const next = nextFireWithin(cron, after, CALENDAR_CYCLE_DAYS)
+  if (next === undefined) throw new Error("The cron never fires")
+  return next
+}
 
 /**
  * What a firing of the stored due time `due` does at `now`: the time it fires for (none: skipped) and

@@ -36,6 +36,23 @@ export type Schedule = typeof ScheduleFromRow.Type
 
 const decodeRows = Schema.decodeUnknown(Schema.Array(ScheduleFromRow))
 
+/** A schedule as lists read it (issue #42): every column but `input`, which only the one schedule's route returns. */
+export const ScheduleSummaryFromRow = ScheduleFromRow.omit("input")
+export type ScheduleSummaryRow = typeof ScheduleSummaryFromRow.Type
+
+const decodeSummaries = Schema.decodeUnknown(Schema.Array(ScheduleSummaryFromRow))
+/** A failed firing's message can quote the input it refused: a list shows its first characters. */
+export const LISTED_ERROR_CHARS = 1000
+const SUMMARY_COLUMNS = `id, workflow_id, name, source, owner_key, user_id, cron, timezone, catch_up, paused, next_fire_at,
+  last_fired_at, last_execution_id, failures, created_at, updated_at, webhook_url,
+  CASE WHEN LENGTH(last_error) > ${LISTED_ERROR_CHARS} THEN SUBSTR(last_error, 1, ${LISTED_ERROR_CHARS}) || '…' ELSE last_error END AS last_error`
+
+/** A page of a list: how many from where (`pageOf` in http/Query.ts fills in the defaults). */
+export interface Page {
+  readonly limit: number
+  readonly offset: number
+}
+
 /** Failed firings in a row after which a schedule pauses itself. */
 export const FAILURES_BEFORE_PAUSE = 5
 
@@ -54,7 +71,11 @@ export interface Firing {
 }
 
 export class ScheduleStore extends Context.Tag("ScheduleStore")<ScheduleStore, {
-  readonly list: (filter: { readonly workflowId?: string | undefined; readonly userId?: string | null | undefined }) => Effect.Effect<ReadonlyArray<Schedule>>
+  /** One page of the schedules `filter` selects, by (workflow, name, id), without their inputs (and `lastError` cut). */
+  readonly list: (
+    filter: { readonly workflowId?: string | undefined; readonly userId?: string | null | undefined },
+    page: Page
+  ) => Effect.Effect<ReadonlyArray<ScheduleSummaryRow>>
   readonly get: (id: string) => Effect.Effect<Option.Option<Schedule>>
   /**
    * A new schedule, written only while its owner has fewer than `maxOwned` API schedules (one statement,
@@ -113,13 +134,16 @@ export const makeScheduleStore = Effect.gen(function*() {
   })
 
   return ScheduleStore.of({
-    list: (filter) => {
+    list: (filter, page) => {
       const where = [
         ...(filter.workflowId === undefined ? [] : [sql`workflow_id = ${filter.workflowId}`]),
         ...(filter.userId === undefined ? [] : [filter.userId === null ? sql`user_id IS NULL` : sql`user_id = ${filter.userId}`])
       ]
-      return read(sql`SELECT * FROM workflow_schedules ${where.length ? sql`WHERE ${sql.and(where)}` : sql``}
-        ORDER BY workflow_id, name, id`)
+      return untraced(Effect.flatMap(
+        sql`SELECT ${sql.literal(SUMMARY_COLUMNS)} FROM workflow_schedules ${where.length ? sql`WHERE ${sql.and(where)}` : sql``}
+          ORDER BY workflow_id, name, id LIMIT ${page.limit} OFFSET ${page.offset}`,
+        decodeSummaries
+      ))
     },
     get: (id) => Effect.map(read(sql`SELECT * FROM workflow_schedules WHERE id = ${id}`), (rows) => Option.fromNullable(rows[0])),
     insert: (schedule, maxOwned) => {

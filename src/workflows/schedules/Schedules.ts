@@ -4,12 +4,13 @@ import { ServerConfig } from "../../config/ServerConfig.js"
 import { BadRequest, Conflict, NotFound } from "../../core/errors.js"
 import { DueWork } from "../../scheduling/DueWork.js"
 import { decodeWorkflowInput } from "../runner.js"
+import { formatBytes, jsonBytes } from "../StoredValues.js"
 import { RegisteredWorkflows } from "../WorkflowEngine.js"
 import { SCHEDULE_FIRE_KIND } from "./ScheduleFiring.js"
-import { nextFire, parseCron, scheduleMinIntervalMs } from "./ScheduleCron.js"
+import { nextFire, parseCron, scheduleMaxInputBytes, scheduleMinIntervalMs } from "./ScheduleCron.js"
 import { codeScheduleId, codeSchedulesOf } from "./codeSchedules.js"
-import type { CreateScheduleRequest, ScheduleView } from "./ScheduleSchemas.js"
-import { type Schedule, ScheduleStore } from "./ScheduleStore.js"
+import type { CreateScheduleRequest, ScheduleSummary, ScheduleView } from "./ScheduleSchemas.js"
+import { type Page, type Schedule, ScheduleStore, type ScheduleSummaryRow } from "./ScheduleStore.js"
 import { redactUrl } from "../../webhooks/WebhookUrls.js"
 
 /** Schedules made through the API per owner at most. */
@@ -17,7 +18,27 @@ export const MAX_SCHEDULES_PER_OWNER = 100
 /** The fire times a view lists. */
 const LISTED_TIMES = 5
 
-/** A schedule as clients see it: its next times computed from its cron, none while paused. */
+/** A schedule as lists show it: no input, and no cron walk (its stored next time only). */
+export const summaryOf = (schedule: ScheduleSummaryRow): ScheduleSummary => ({
+  id: schedule.id,
+  workflowId: schedule.workflowId,
+  name: schedule.name,
+  source: schedule.source,
+  cron: schedule.cron,
+  timezone: schedule.timezone,
+  catchUp: schedule.catchUp,
+  paused: schedule.paused,
+  nextFireAt: schedule.paused ? null : schedule.nextFireAt,
+  lastFiredAt: schedule.lastFiredAt,
+  lastExecutionId: schedule.lastExecutionId,
+  failures: schedule.failures,
+  lastError: schedule.lastError,
+  createdAt: schedule.createdAt,
+  updatedAt: schedule.updatedAt,
+  ...(schedule.webhookUrl === undefined ? {} : { webhook: { url: redactUrl(schedule.webhookUrl) } })
+})
+
+/** One schedule as clients see it: its input, and its next times computed from its cron, none while paused. */
 export const viewOf = (schedule: Schedule): ScheduleView => {
   const cron = Cron.parse(schedule.cron, schedule.timezone ?? undefined)
   const times: Array<string> = []
@@ -29,30 +50,11 @@ export const viewOf = (schedule: Schedule): ScheduleView => {
       times.push(new Date(at).toISOString())
     }
   }
-  return {
-    id: schedule.id,
-    workflowId: schedule.workflowId,
-    name: schedule.name,
-    source: schedule.source,
-    cron: schedule.cron,
-    timezone: schedule.timezone,
-    input: schedule.input,
-    catchUp: schedule.catchUp,
-    paused: schedule.paused,
-    nextFireAt: schedule.paused ? null : schedule.nextFireAt,
-    nextFireTimes: times,
-    lastFiredAt: schedule.lastFiredAt,
-    lastExecutionId: schedule.lastExecutionId,
-    failures: schedule.failures,
-    lastError: schedule.lastError,
-    createdAt: schedule.createdAt,
-    updatedAt: schedule.updatedAt,
-    ...(schedule.webhookUrl === undefined ? {} : { webhook: { url: redactUrl(schedule.webhookUrl) } })
-  }
+  return { ...summaryOf(schedule), input: schedule.input, nextFireTimes: times }
 }
 
 export class WorkflowSchedules extends Context.Tag("WorkflowSchedules")<WorkflowSchedules, {
-  readonly list: (workflowId: string | undefined, visibility: Visibility) => Effect.Effect<ReadonlyArray<ScheduleView>, NotFound>
+  readonly list: (workflowId: string | undefined, visibility: Visibility, page: Page) => Effect.Effect<ReadonlyArray<ScheduleSummary>, NotFound>
   readonly create: (workflowId: string, request: CreateScheduleRequest, caller: Caller) => Effect.Effect<ScheduleView, BadRequest | NotFound | Conflict>
   readonly get: (workflowId: string, scheduleId: string, visibility: Visibility) => Effect.Effect<ScheduleView, NotFound>
   readonly pause: (workflowId: string, scheduleId: string, visibility: Visibility) => Effect.Effect<ScheduleView, NotFound>
@@ -65,7 +67,9 @@ export const WorkflowSchedulesLive = Layer.effect(
   Effect.gen(function*() {
     const store = yield* ScheduleStore
     const workflows = new Map((yield* RegisteredWorkflows).map((definition) => [definition.id, definition]))
-    const minIntervalMs = scheduleMinIntervalMs(yield* ServerConfig)
+    const config = yield* ServerConfig
+    const minIntervalMs = scheduleMinIntervalMs(config)
+    const maxInputBytes = scheduleMaxInputBytes(config)
     const dueWork = yield* Effect.serviceOption(DueWork)
     const parked = (at: string) => Option.match(dueWork, { onNone: () => Effect.void, onSome: (d) => d.parked(SCHEDULE_FIRE_KIND, Date.parse(at)) })
 
@@ -86,13 +90,21 @@ export const WorkflowSchedulesLive = Layer.effect(
       })
 
     return WorkflowSchedules.of({
-      list: Effect.fn("WorkflowSchedules.list")(function*(workflowId: string | undefined, visibility: Visibility) {
+      list: Effect.fn("WorkflowSchedules.list")(function*(workflowId: string | undefined, visibility: Visibility, page: Page) {
         if (workflowId !== undefined) yield* findWorkflow(workflowId)
-        const rows = yield* store.list({ workflowId, userId: visibility.all ? undefined : visibility.userId })
-        return rows.map(viewOf)
+        const rows = yield* store.list({ workflowId, userId: visibility.all ? undefined : visibility.userId }, page)
+        return rows.map(summaryOf)
       }),
       create: Effect.fn("WorkflowSchedules.create")(function*(workflowId: string, request: CreateScheduleRequest, caller: Caller) {
         const definition = yield* findWorkflow(workflowId)
+        // Measured as stored (the client's form), before the input is decoded.
+        const inputBytes = jsonBytes(request.input ?? null)
+        if (inputBytes > maxInputBytes) {
+          return yield* new BadRequest({
+            message: `Schedule input is ${formatBytes(inputBytes)} as JSON, over the ${formatBytes(maxInputBytes)} a schedule may store ` +
+              `(schedules.maxInputBytes, SCHEDULE_INPUT_MAX_BYTES)`
+          })
+        }
         const cron = parseCron(request.cron, request.timezone, minIntervalMs)
         if (Either.isLeft(cron)) return yield* new BadRequest({ message: cron.left })
         const input = decodeWorkflowInput(definition, request.input)

@@ -4,7 +4,8 @@ import { Authentication } from "../../auth/Authentication.js"
 import { RouteClassAnnotation } from "../../auth/RouteClass.js"
 import { Success } from "../../http/Envelope.js"
 import { BadRequest, Conflict, NotFound } from "../../http/Errors.js"
-import { CreateScheduleRequest, ScheduleDeleted, ScheduleView } from "./ScheduleSchemas.js"
+import { PageParams } from "../../http/Query.js"
+import { CreateScheduleRequest, ScheduleDeleted, ScheduleSummary, ScheduleView } from "./ScheduleSchemas.js"
 
 const WorkflowPath = Schema.Struct({ id: Schema.String })
 const SchedulePath = Schema.Struct({ id: Schema.String, scheduleId: Schema.String })
@@ -15,24 +16,24 @@ const SchedulePath = Schema.Struct({ id: Schema.String, scheduleId: Schema.Strin
  */
 export class SchedulesApi extends HttpApiGroup.make("schedules")
   .add(
-    HttpApiEndpoint.get("listAllSchedules", "/schedules")
-      .addSuccess(Success(Schema.Array(ScheduleView)))
-      .annotate(OpenApi.Summary, "Every workflow's schedules the caller may see, with their next fire times")
+    HttpApiEndpoint.get("listAllSchedules", "/schedules").setUrlParams(PageParams)
+      .addSuccess(Success(Schema.Array(ScheduleSummary)))
+      .annotate(OpenApi.Summary, "Every workflow's schedules the caller may see, by workflow and name (limit default 50, at most 500)")
   )
   .add(
-    HttpApiEndpoint.get("listSchedules", "/workflows/:id/schedules").setPath(WorkflowPath)
-      .addSuccess(Success(Schema.Array(ScheduleView))).addError(NotFound)
-      .annotate(OpenApi.Summary, "A workflow's schedules (its code's and those made through the API)")
+    HttpApiEndpoint.get("listSchedules", "/workflows/:id/schedules").setPath(WorkflowPath).setUrlParams(PageParams)
+      .addSuccess(Success(Schema.Array(ScheduleSummary))).addError(NotFound)
+      .annotate(OpenApi.Summary, "A workflow's schedules (its code's and those made through the API), by name (limit default 50, at most 500)")
   )
   .add(
     HttpApiEndpoint.post("createSchedule", "/workflows/:id/schedules").setPath(WorkflowPath).setPayload(CreateScheduleRequest)
       .addSuccess(Success(ScheduleView, { status: 201 })).addError(BadRequest).addError(NotFound).addError(Conflict)
-      .annotate(OpenApi.Summary, "Start the workflow at each time of a cron expression; 400 naming an invalid cron, time zone or input")
+      .annotate(OpenApi.Summary, "Start the workflow at each time of a cron expression; 400 naming an invalid cron, time zone or input, or an input over schedules.maxInputBytes")
   )
   .add(
     HttpApiEndpoint.get("getSchedule", "/workflows/:id/schedules/:scheduleId").setPath(SchedulePath)
       .addSuccess(Success(ScheduleView)).addError(NotFound)
-      .annotate(OpenApi.Summary, "One schedule with its next fire times")
+      .annotate(OpenApi.Summary, "One schedule with its whole input and its next five fire times")
   )
   .add(
     HttpApiEndpoint.del("deleteSchedule", "/workflows/:id/schedules/:scheduleId").setPath(SchedulePath)

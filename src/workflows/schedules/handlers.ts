@@ -2,6 +2,7 @@ import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
 import { CurrentCaller } from "../../auth/Authentication.js"
 import { ServiceApi } from "../../Api.js"
+import { pageOf } from "../../http/Query.js"
 import { WorkflowSchedules } from "./Schedules.js"
 import { Webhooks } from "../../webhooks/Webhooks.js"
 
@@ -11,8 +12,8 @@ export const SchedulesHandlers = HttpApiBuilder.group(ServiceApi, "schedules", (
     const webhooks = yield* Webhooks
     const visibility = Effect.map(CurrentCaller, (caller) => caller.visibility)
     return handlers
-      .handle("listAllSchedules", () => Effect.flatMap(visibility, (seen) => schedules.list(undefined, seen)))
-      .handle("listSchedules", ({ path }) => Effect.flatMap(visibility, (seen) => schedules.list(path.id, seen)))
+      .handle("listAllSchedules", ({ urlParams }) => Effect.flatMap(visibility, (seen) => schedules.list(undefined, seen, pageOf(urlParams))))
+      .handle("listSchedules", ({ path, urlParams }) => Effect.flatMap(visibility, (seen) => schedules.list(path.id, seen, pageOf(urlParams))))
       .handle("createSchedule", ({ path, payload }) =>
         Effect.flatMap(CurrentCaller, (caller) =>
           Effect.zipRight(
