@@ -72,9 +72,14 @@ export const post = (url: string, body: unknown = {}) => fetchJson(url, json(bod
 export const stateOf = (url: string, workflowId: string, id: string) =>
   Effect.map(fetchJson(`${url}/workflows/${workflowId}/executions/${id}/state`), (r) => r.body.data)
 
-/** The execution's events from its record. */
-export const eventsOf = (url: string, id: string) =>
-  Effect.map(fetchJson(`${url}/workflows/executions/${encodeURIComponent(id)}`), (r): Array<any> => r.body.data.events)
+/**
+ * The execution's events from its record. The races read records of concurrent trials: past
+ * `workflows.recordReadsPerOwner` in flight (one anonymous caller) the answer is 429, tried again after
+ * 100 ms (the trials' reads are short; Retry-After says 1 s).
+ */
+export const eventsOf = (url: string, id: string): Effect.Effect<Array<any>> =>
+  Effect.flatMap(fetchJson(`${url}/workflows/executions/${encodeURIComponent(id)}`), (r) =>
+    r.status === 429 ? Effect.zipRight(Effect.sleep("100 millis"), eventsOf(url, id)) : Effect.succeed(r.body.data.events))
 
 /** Polls `read` until `check` holds (generous deadline). */
 export const eventually = <A>(read: Effect.Effect<A>, check: (value: A) => boolean, what: string, deadlineMs = 30_000) =>
