@@ -94,8 +94,16 @@ export const sseFramesResponse = <E>(frames: Stream.Stream<Uint8Array, E>) =>
       }
       end()
     }
+    let started = false
     const next = () => {
       if (pulling !== undefined || ended) return
+      if (!started) {
+        // Only a response being written is pinged and ended on shutdown (one never sent holds nothing).
+        started = true
+        startPinging(ping)
+        ends.add(end)
+        if (Runtime.runSync(runtime)(Deferred.isDone(shutdown))) return end()
+      }
       pulling = Runtime.runFork(runtime)(pull)
       pulling.addObserver(pulled)
     }
@@ -119,9 +127,6 @@ export const sseFramesResponse = <E>(frames: Stream.Stream<Uint8Array, E>) =>
         callback(error)
       }
     })
-    startPinging(ping)
-    ends.add(end)
-    if (yield* Deferred.isDone(shutdown)) end()
     return HttpServerResponse.raw(readable, {
       // A raw body's content type is not written by the Node server: it goes in the headers.
       headers: { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" }
