@@ -1,6 +1,7 @@
 import * as Sse from "@effect/experimental/Sse"
 import { HttpServerResponse } from "@effect/platform"
-import { Cause, Deferred, Effect, Schedule, Stream } from "effect"
+import { Cause, Chunk, Deferred, Effect, Exit, Fiber, Option, Runtime, Scope, Stream } from "effect"
+import { Readable } from "node:stream"
 import { messageOf } from "../core/errors.js"
 import { Shutdown } from "./Shutdown.js"
 
@@ -55,20 +56,120 @@ export const sseResponse = <E>(events: Stream.Stream<SseEvent, E>) => sseFramesR
 /**
  * sseResponse of frames already encoded (encodeEvent): a producer that encodes each value where it
  * makes it holds one form of it, not the value, its JSON and its bytes at once.
+ *
+ * Written by a Node Readable that pulls the next chunk only when the socket has taken the previous
+ * frames: an idle stream holds its pull and this object, no writer fiber and no merged heartbeat
+ * stream (issue #42: those made an idle re-attach stream about 220 KB). One timer pings every open
+ * stream, and one watcher per service ends them all on shutdown.
  */
 export const sseFramesResponse = <E>(frames: Stream.Stream<Uint8Array, E>) =>
-  sseBytesResponse(frames.pipe(
-    Stream.catchAllCause((cause) =>
-      Cause.isInterruptedOnly(cause)
-        ? Stream.failCause(cause)
-        : Stream.fromEffect(
-          Effect.as(
-            Effect.logWarning("Stream failed after it started", cause),
-            encodeEvent(jsonEvent({ type: "error", error: messageOf(Cause.squash(cause)) }))
-          )
-        )
-    ),
-    Stream.merge(Stream.fromSchedule(Schedule.spaced("15 seconds")).pipe(Stream.as(HEARTBEAT)), {
-      haltStrategy: "left"
+  Effect.gen(function*() {
+    const shutdown = yield* Shutdown
+    const ends = yield* endedOnShutdown(shutdown)
+    const runtime = yield* Effect.runtime<never>()
+    const scope = yield* Scope.make()
+    const pull = yield* Scope.extend(Stream.toPull(frames), scope)
+    let pulling: Fiber.RuntimeFiber<Chunk.Chunk<Uint8Array>, Option.Option<E>> | undefined
+    let ended = false
+    let released = false
+    const push = (chunk: Uint8Array | null) => {
+      if (ended) return
+      if (chunk === null) ended = true
+      readable.push(chunk)
+    }
+    const ping = () => push(HEARTBEAT)
+    const end = () => push(null)
+    const pulled = (exit: Exit.Exit<Chunk.Chunk<Uint8Array>, Option.Option<E>>) => {
+      pulling = undefined
+      if (Exit.isSuccess(exit)) {
+        if (Chunk.isEmpty(exit.value)) return next()
+        for (const frame of exit.value) push(frame)
+        return
+      }
+      const failure = Cause.flipCauseOption(exit.cause)
+      if (Option.isSome(failure) && !Cause.isInterruptedOnly(failure.value)) {
+        // The status line is already sent: the failure becomes the last frame.
+        Runtime.runFork(runtime)(Effect.logWarning("Stream failed after it started", failure.value))
+        push(encodeEvent(jsonEvent({ type: "error", error: messageOf(Cause.squash(failure.value)) })))
+      }
+      end()
+    }
+    let started = false
+    const next = () => {
+      if (pulling !== undefined || ended) return
+      if (!started) {
+        // Only a response being written is pinged and ended on shutdown (one never sent holds nothing).
+        started = true
+        startPinging(ping)
+        ends.add(end)
+        if (Runtime.runSync(runtime)(Deferred.isDone(shutdown))) return end()
+      }
+      pulling = Runtime.runFork(runtime)(pull)
+      pulling.addObserver(pulled)
+    }
+    const release = () => {
+      if (released) return
+      released = true
+      ended = true
+      stopPinging(ping)
+      ends.delete(end)
+      const fiber = pulling
+      pulling = undefined
+      // Closing the scope releases what the stream holds (a follower's subscription).
+      Runtime.runFork(runtime)(Effect.andThen(fiber === undefined ? Effect.void : Fiber.interrupt(fiber), Scope.close(scope, Exit.void)))
+    }
+    // One frame at a time: the next pull waits until the socket has taken what was pushed.
+    const readable: Readable = new Readable({
+      highWaterMark: 1,
+      read: next,
+      destroy(error, callback) {
+        release()
+        callback(error)
+      }
     })
-  ))
+    return HttpServerResponse.raw(readable, {
+      // A raw body's content type is not written by the Node server: it goes in the headers.
+      headers: { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" }
+    })
+  })
+
+const HEARTBEAT_MS = 15_000
+const pinged = new Set<() => void>()
+let heartbeat: ReturnType<typeof setInterval> | undefined
+
+/** How many framed streams are open (for tests and diagnostics). */
+export const openFramedStreams = () => pinged.size
+
+/** Every open framed stream gets a `: ping` from one timer, which runs only while one is open. */
+const startPinging = (ping: () => void) => {
+  pinged.add(ping)
+  if (heartbeat !== undefined) return
+  heartbeat = setInterval(() => {
+    for (const each of pinged) each()
+  }, HEARTBEAT_MS)
+  heartbeat.unref()
+}
+
+const stopPinging = (ping: () => void) => {
+  pinged.delete(ping)
+  if (pinged.size > 0 || heartbeat === undefined) return
+  clearInterval(heartbeat)
+  heartbeat = undefined
+}
+
+/** The ends of the open framed streams of a service, called when its shutdown begins (one fiber waits for it). */
+const endsByShutdown = new WeakMap<Deferred.Deferred<void>, Set<() => void>>()
+
+const endedOnShutdown = (shutdown: Deferred.Deferred<void>) =>
+  Effect.suspend(() => {
+    const known = endsByShutdown.get(shutdown)
+    if (known !== undefined) return Effect.succeed(known)
+    const ends = new Set<() => void>()
+    endsByShutdown.set(shutdown, ends)
+    return Effect.as(
+      Effect.forkDaemon(Effect.andThen(Deferred.await(shutdown), () => {
+        for (const end of ends) end()
+      })),
+      ends
+    )
+  })

@@ -2,6 +2,7 @@ import { Deferred, Effect, Exit, Fiber, Option, Ref, Runtime, Stream } from "eff
 import { InternalError, type WorkflowFailed } from "../core/errors.js"
 import { pagedEvents } from "./EventPages.js"
 import { type ExecutionHubs, isSettling } from "./ExecutionHubs.js"
+import { liveEvents } from "./LiveEvents.js"
 import { type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
 import { type ExecutionUpdate, resultEntry, resultOf, settledBy } from "./ExecutionViews.js"
 import type * as S from "./WorkflowSchemas.js"
@@ -24,22 +25,6 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
     const reload = (id: string) => Effect.map(retryingRead(store.get(id)), Option.getOrThrow)
 
     const paged = (id: string, from: number, to?: number) => pagedEvents(store, id, from, to)
-
-    /**
-     * Completes when `fiber` has ended abnormally (died, or was interrupted) while the execution is
-     * still running at `version`: nobody will publish its settling event. A fiber that returns has
-     * settled the execution or lost it to a cancel or suspend, which publish their own event.
-     */
-    const diedUnsettled = (id: string, version: number, fiber: Option.Option<Fiber.RuntimeFiber<void>>) =>
-      Option.match(fiber, {
-        onNone: () => Effect.never,
-        onSome: (running) =>
-          Effect.gen(function*() {
-            if (Exit.isSuccess(yield* Fiber.await(running))) return yield* Effect.never
-            const after = yield* reload(id)
-            if (after.status !== "running" || after.version !== version) return yield* Effect.never
-          })
-      })
 
     const diedWithoutSettling = (id: string) =>
       Effect.zipRight(
@@ -88,20 +73,6 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
       })
 
     /**
-     * Live events in order from `lastSeq`, each once: one seen already is dropped, and one past a gap
-     * (events arrive from this instance's fibers and from the store, written by others; a follower that
-     * reads slowly loses the oldest of its buffer) brings the missing ones from the store first, by page.
-     */
-    const inOrder = (id: string, lastSeq: number) => <E>(live: Stream.Stream<StoredEvent, E>): Stream.Stream<StoredEvent, E> =>
-      live.pipe(
-        Stream.mapAccum(lastSeq, (last, entry) =>
-          entry.seq <= last ? [last, Option.none()] : [entry.seq, Option.some({ after: last, entry })] as const),
-        Stream.filterMap((next) => next),
-        Stream.flatMap(({ after, entry }) =>
-          entry.seq === after + 1 ? Stream.make(entry) : Stream.concat(paged(id, after, entry.seq - 1), Stream.make(entry)))
-      )
-
-    /**
      * The events of a running execution after `afterSeq` until it settles, then its result. `known` is
      * the row as read before: live events are followed from before `start` runs (which may start the
      * fiber), so with the stored ones read after, none is lost or given twice. A client's `afterSeq`
@@ -121,13 +92,7 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
         const recent = yield* retryingRead(store.events(id, known.lastSeq))
         const lastStored = recent.at(-1)?.seq ?? known.lastSeq
         const settledSince = recent.some((entry) => isSettling(entry.event))
-        const live = !settledSince
-          ? Stream.fromQueue(events).pipe(
-            inOrder(id, lastStored),
-            Stream.takeUntil((entry) => isSettling(entry.event)),
-            Stream.interruptWhen(diedUnsettled(id, known.version, fiber))
-          )
-          : Stream.empty
+        const live = !settledSince ? yield* liveEvents(store, known, events, lastStored, fiber) : Stream.empty
         return Stream.concat(paged(id, after, known.lastSeq), Stream.fromIterable(recent)).pipe(
           Stream.concat(live),
           Stream.concat(Stream.fromEffect(Effect.map(reload(id), resultEntry)))
