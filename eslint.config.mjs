@@ -1,0 +1,46 @@
+// Lint and format: Effect's own choices. `npm run format` is `eslint --fix .`; `npm run lint` checks.
+// The formatter is dprint's TypeScript plugin run as wasm by the `@effect/dprint` rule (the dprint CLI
+// would fetch its plugins from a URL). Typed rules read the projects of tsconfig.json.
+import * as effectEslint from "@effect/eslint-plugin"
+import tseslint from "typescript-eslint"
+
+const typed = ["src/**/*.{ts,tsx}", "test/**/*.ts", "scripts/**/*.ts", "vitest.config.ts"]
+
+export default tseslint.config(
+  { ignores: ["**/dist/**", "**/.build/**", "**/node_modules/**", "docs/console/**", "**/*.d.mts"] },
+  ...effectEslint.configs.dprint,
+  {
+    files: ["**/*.{ts,tsx,mjs,js}"],
+    languageOptions: { parser: tseslint.parser },
+    rules: {
+      "@effect/dprint": ["error", {
+        config: {
+          indentWidth: 2,
+          lineWidth: 120,
+          semiColons: "asi",
+          quoteStyle: "alwaysDouble",
+          trailingCommas: "never",
+          operatorPosition: "maintain",
+          "arrowFunction.useParentheses": "force"
+        }
+      }]
+    }
+  },
+  {
+    files: typed,
+    ignores: ["test/type-fixtures/**", "test/type-fixtures-ok/**"],
+    plugins: { "@typescript-eslint": tseslint.plugin },
+    languageOptions: {
+      parser: tseslint.parser,
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname }
+    },
+    rules: {
+      "@typescript-eslint/no-floating-promises": "error",
+      "@typescript-eslint/no-misused-promises": "error",
+      "@typescript-eslint/switch-exhaustiveness-check": "error",
+      "@typescript-eslint/no-unnecessary-condition": "error",
+      "@typescript-eslint/consistent-type-imports": "error",
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }]
+    }
+  }
+)
