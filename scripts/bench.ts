@@ -15,14 +15,14 @@ import { parseArgs } from "node:util"
 import { describeEnvironment } from "./bench/environment.js"
 import { type BenchOptions, type Lab, makeLab, printableOptions } from "./bench/lab.js"
 import { installCleanup, temporaryDirectory } from "./bench/processes.js"
-import { agentStreamsRow, reattachRow, suspendedRow } from "./bench/rows-memory.js"
-import { getAgentsRow, pipelineRow, streamFirstDeltaRow, textLatencyRow, textThroughputRow } from "./bench/rows-http.js"
 import { forEachRow, sleepersRow } from "./bench/rows-durable.js"
+import { getAgentsRow, pipelineRow, streamFirstDeltaRow, textLatencyRow, textThroughputRow } from "./bench/rows-http.js"
+import { agentStreamsRow, reattachRow, suspendedRow } from "./bench/rows-memory.js"
 import { scaleOutRow } from "./bench/rows-scale.js"
 import { listingRow, seededFile, startupRow } from "./bench/rows-service.js"
 import { type Durability, readDurability } from "./bench/store.js"
-import { DEFAULT_POSTGRES_ADMIN_URL } from "./support/database.js"
 import { formatTable, medianOfRuns, type RowId, type RowResult, selectRows } from "./bench/table.js"
+import { DEFAULT_POSTGRES_ADMIN_URL } from "./support/database.js"
 
 const { values } = parseArgs({
   options: {
@@ -85,7 +85,9 @@ const RUNNERS: Readonly<Record<RowId, (lab: Lab) => Promise<RowResult>>> = {
 const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`)
 
 /** One run of the selected rows; a row that fails is reported as such and the run goes on. */
-const runOnce = async (run: number): Promise<{ readonly results: Array<RowResult>; readonly databaseFile?: string }> => {
+const runOnce = async (
+  run: number
+): Promise<{ readonly results: Array<RowResult>; readonly databaseFile?: string }> => {
   const lab = makeLab(options)
   const results: Array<RowResult> = []
   try {
@@ -98,7 +100,9 @@ const runOnce = async (run: number): Promise<{ readonly results: Array<RowResult
         notes: [`failed: ${error instanceof Error ? error.message.slice(0, 500) : String(error)}`]
       }))
       results.push(result)
-      log(`run ${run}: row ${id} done in ${((Date.now() - started) / 1000).toFixed(1)} s: ${JSON.stringify(result.cells)}`)
+      log(
+        `run ${run}: row ${id} done in ${((Date.now() - started) / 1000).toFixed(1)} s: ${JSON.stringify(result.cells)}`
+      )
     }
   } finally {
     await lab.close()
@@ -107,7 +111,10 @@ const runOnce = async (run: number): Promise<{ readonly results: Array<RowResult
 }
 
 const durabilityOf = async (databaseFile: string | undefined): Promise<Durability> =>
-  readDurability(databaseFile ?? (await seededFile()) ?? join(temporaryDirectory("bench-durability-"), "fresh.db"), options.postgresUrl)
+  readDurability(
+    databaseFile ?? (await seededFile()) ?? join(temporaryDirectory("bench-durability-"), "fresh.db"),
+    options.postgresUrl
+  )
 
 const main = async () => {
   installCleanup()
@@ -136,7 +143,14 @@ const main = async () => {
     ""
   ].join("\n"))
   if (values.json !== undefined) {
-    writeFileSync(values.json, JSON.stringify({ environment, durability, options: printableOptions(options), runs: allRuns, median: final }, null, 2))
+    writeFileSync(
+      values.json,
+      JSON.stringify(
+        { environment, durability, options: printableOptions(options), runs: allRuns, median: final },
+        null,
+        2
+      )
+    )
     log(`results written to ${values.json}`)
   }
 }

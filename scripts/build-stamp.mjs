@@ -15,7 +15,15 @@ import { join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 
 /** What the build reads besides node_modules (whose versions package-lock.json names). */
-export const INPUTS = ["src", "package.json", "package-lock.json", "tsconfig.json", "tsconfig.build.json", "scripts/bundle.mjs", "scripts/build-stamp.mjs"]
+export const INPUTS = [
+  "src",
+  "package.json",
+  "package-lock.json",
+  "tsconfig.json",
+  "tsconfig.build.json",
+  "scripts/bundle.mjs",
+  "scripts/build-stamp.mjs"
+]
 const ENTRY_POINTS = ["dist/main.js", "dist/index.js", "dist/index.d.ts"]
 const STAMP = "dist/.build-stamp"
 const PENDING = "dist/.build-pending"
@@ -43,7 +51,9 @@ export const staleReason = (root) => {
   const missing = ENTRY_POINTS.find((file) => !existsSync(join(root, file)))
   if (missing !== undefined) return `${missing} is missing`
   if (!existsSync(join(root, STAMP))) return "no finished build is recorded"
-  if (readFileSync(join(root, STAMP), "utf8").trim() !== inputsHash(root)) return "its inputs changed since the last build"
+  if (readFileSync(join(root, STAMP), "utf8").trim() !== inputsHash(root)) {
+    return "its inputs changed since the last build"
+  }
   return undefined
 }
 

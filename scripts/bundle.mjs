@@ -27,7 +27,10 @@ const common = {
   sourcesContent: false,
   legalComments: "none",
   external: ["better-sqlite3", "pg-native"],
-  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  banner: {
+    js:
+      "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);"
+  },
   logLevel: "warning"
 }
 
@@ -65,9 +68,14 @@ const consoleBuild = await build({
   logLevel: "warning"
 })
 const consoleFiles = Object.keys(consoleBuild.metafile.outputs).map((path) => path.slice(CONSOLE_OUT.length + 1))
-for (const name of consoleFiles) writeFileSync(`${CONSOLE_OUT}/${name}.gz`, gzipSync(readFileSync(`${CONSOLE_OUT}/${name}`), { level: 9 }))
-writeFileSync(`${CONSOLE_OUT}/manifest.json`, JSON.stringify({
-  script: consoleFiles.find((name) => name.endsWith(".js")),
-  style: consoleFiles.find((name) => name.endsWith(".css")),
-  files: consoleFiles
-}))
+for (const name of consoleFiles) {
+  writeFileSync(`${CONSOLE_OUT}/${name}.gz`, gzipSync(readFileSync(`${CONSOLE_OUT}/${name}`), { level: 9 }))
+}
+writeFileSync(
+  `${CONSOLE_OUT}/manifest.json`,
+  JSON.stringify({
+    script: consoleFiles.find((name) => name.endsWith(".js")),
+    style: consoleFiles.find((name) => name.endsWith(".css")),
+    files: consoleFiles
+  })
+)

@@ -7,9 +7,9 @@
 // build as shipped, with no compile step of its own, so test/chaos.test.ts can spawn it.
 // Usage: CHAOS_RECORD_DIR=dir node scripts/chaos-main.mjs --port N (the flags of dist/main.js).
 import { NodeRuntime } from "@effect/platform-node"
+import { Data, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { appendFileSync } from "node:fs"
 import { join } from "node:path"
-import { Data, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { exampleApp } from "../dist/examples/app.js"
 import { defineApp, loadConfig, ServiceLive, workflow } from "../dist/index.js"
 
@@ -73,7 +73,12 @@ const flow = workflow({
   .andThen(recorded("before", ({ input }) => input.items))
   .andSleep({ id: "nap", duration: ({ input }) => Duration.millis(input.sleepMs) })
   .andThen(recorded("after", ({ input }) => Array.from({ length: input.items }, (_, index) => index)))
-  .andForEach({ id: "items", items: ({ data }) => data, concurrency: 4, step: recorded("item", ({ data }) => data * 2) })
+  .andForEach({
+    id: "items",
+    items: ({ data }) => data,
+    concurrency: 4,
+    step: recorded("item", ({ data }) => data * 2)
+  })
   .andThen(recorded("sum", ({ data }) => data.reduce((total, value) => total + value, 0)))
   .andDoUntil({
     id: "loop",
@@ -96,7 +101,10 @@ const flow = workflow({
       return context.attempt <= context.input.failures ? Effect.fail(new Flaky()) : Effect.as(work(40), { total })
     },
     // 300 ms, then 1.2 s: the second back-off parks the execution like a sleep.
-    retry: { schedule: Schedule.exponential("300 millis", 4).pipe(Schedule.intersect(Schedule.recurs(3))), while: (error) => error._tag === "Flaky" }
+    retry: {
+      schedule: Schedule.exponential("300 millis", 4).pipe(Schedule.intersect(Schedule.recurs(3))),
+      while: (error) => error._tag === "Flaky"
+    }
   })
   .andWorkflow({ id: "child", workflow: child })
 
@@ -149,5 +157,8 @@ const app = defineApp({
 const withSecondSchedules = (config) => ({ ...config, schedules: { ...config.schedules, minIntervalMs: 1000 } })
 
 NodeRuntime.runMain(
-  Effect.flatMap(loadConfig(process.argv.slice(2), process.env), (config) => Layer.launch(ServiceLive(app, withSecondSchedules(config))))
+  Effect.flatMap(
+    loadConfig(process.argv.slice(2), process.env),
+    (config) => Layer.launch(ServiceLive(app, withSecondSchedules(config)))
+  )
 )

@@ -115,7 +115,9 @@ const main = async () => {
       return 0
     }
     console.log(`VIOLATIONS (${report.violations.reduce((sum, v) => sum + v.count, 0)}):`)
-    for (const { kind, count, example } of report.violations) console.log(`- ${kind}: ${count}\n    e.g. ${example.replace(/\n/g, "\n    ")}`)
+    for (const { kind, count, example } of report.violations) {
+      console.log(`- ${kind}: ${count}\n    e.g. ${example.replace(/\n/g, "\n    ")}`)
+    }
     return 1
   } finally {
     await drop()

@@ -55,7 +55,9 @@ const row = (label: string, samples: ReadonlyArray<Sample>) => {
     const values = samples.map((sample) => sample[key])
     return `${median(values).toFixed(0)} / ${Math.max(...values).toFixed(0)}`
   }
-  return `| ${label} | ${cell("firstPaint")} | ${cell("firstContentfulPaint")} | ${cell("domContentLoaded")} | ${cell("agentsListed")} |`
+  return `| ${label} | ${cell("firstPaint")} | ${cell("firstContentfulPaint")} | ${cell("domContentLoaded")} | ${
+    cell("agentsListed")
+  } |`
 }
 
 const bundleSizes = () => {
@@ -72,7 +74,10 @@ const main = async () => {
   const dir = mkdtempSync(join(tmpdir(), "console-paint-"))
   const port = await freePort()
   const service = startService({ port, databaseUrl: `file:${join(dir, "service.db")}` })
-  const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--no-sandbox", "--disable-gpu"] })
+  const browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu"]
+  })
   try {
     await waitUntilReady(service, port)
     const url = `http://127.0.0.1:${port}`

@@ -25,4 +25,8 @@ for (let k = 0; k < b.length; k++) {
 const [from, to] = [best[0] - 1, best[1] + 1]
 let sum = 0
 for (let k = from; k <= to; k++) sum += b[k] ?? 0
-console.log(`busy ${(sum / 1e3).toFixed(0)} ms in ${((to - from + 1) / 2).toFixed(1)} s, ${(sum / 1e3 / Number(count)).toFixed(4)} ms/call`)
+console.log(
+  `busy ${(sum / 1e3).toFixed(0)} ms in ${((to - from + 1) / 2).toFixed(1)} s, ${
+    (sum / 1e3 / Number(count)).toFixed(4)
+  } ms/call`
+)

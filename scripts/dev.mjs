@@ -6,10 +6,10 @@
  * is one, is loaded with Node's --env-file. esbuild does not type-check: run `npm run typecheck` (or
  * rely on your editor). Nothing is downloaded: esbuild is a devDependency.
  */
+import { context } from "esbuild"
 import { spawn } from "node:child_process"
 import { existsSync, rmSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { context } from "esbuild"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const outdir = `${root}.build/dev`
@@ -71,7 +71,10 @@ const ctx = await context({
   target: "node22",
   sourcemap: "linked",
   external: ["better-sqlite3", "pg-native"],
-  banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+  banner: {
+    js:
+      "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);"
+  },
   logLevel: "warning",
   plugins: [{
     name: "restart",

@@ -20,7 +20,9 @@ const run = promisify(execFile)
 
 /** The fenced block after `<!-- sample: name -->`. */
 export const sample = (readme, name) => {
-  const match = new RegExp(`<!-- sample: ${name.replace(/\./g, "\\.")} -->\\n\`\`\`\\w*\\n([\\s\\S]*?)\\n\`\`\``).exec(readme)
+  const match = new RegExp(`<!-- sample: ${name.replace(/\./g, "\\.")} -->\\n\`\`\`\\w*\\n([\\s\\S]*?)\\n\`\`\``).exec(
+    readme
+  )
   if (match === null) throw new Error(`README.md has no sample "${name}"`)
   return match[1]
 }
@@ -70,7 +72,9 @@ export const installProject = async (dir, steps, { name, tarball, offline }) => 
     const line = withTarball(command, name, tarball)
     await run("bash", ["-eo", "pipefail", "-c", line], { cwd: dir, env, timeout: 300_000, maxBuffer: 64 * 1024 * 1024 })
       .catch((error) => {
-        throw new Error(`\`${line}\`${offline ? " (offline)" : ""} failed in ${dir}:\n${error.stdout ?? ""}${error.stderr ?? ""}`)
+        throw new Error(
+          `\`${line}\`${offline ? " (offline)" : ""} failed in ${dir}:\n${error.stdout ?? ""}${error.stderr ?? ""}`
+        )
       })
   }
 }

@@ -33,7 +33,10 @@ export interface ToolDefinition {
 }
 
 export type ResponseFormat =
-  | { readonly type: "json_schema"; readonly json_schema: { readonly name?: string; readonly schema: JsonSchema; readonly strict?: boolean } }
+  | {
+    readonly type: "json_schema"
+    readonly json_schema: { readonly name?: string; readonly schema: JsonSchema; readonly strict?: boolean }
+  }
   | { readonly type: "json_object" }
   | { readonly type: "text" }
 
@@ -129,7 +132,11 @@ const decideAnswer = (request: ChatRequestRecord, slowMinWords: number): Answer 
   if (remember !== null && memoryTool !== undefined) {
     // The whole record, filled to the tool's schema, with the name given (a number when asked for an invalid one).
     const schema = asSchema(memoryTool.function.parameters)
-    return { kind: "tool", name: "update_working_memory", args: { ...fillObject(schema, schema, 0), name: remember[1] ?? 42 } }
+    return {
+      kind: "tool",
+      name: "update_working_memory",
+      args: { ...fillObject(schema, schema, 0), name: remember[1] ?? 42 }
+    }
   }
   if (/weather/i.test(userText) && toolNames.has("get_weather")) {
     return { kind: "tool", name: "get_weather", args: { location: weatherLocation(userText) } }
@@ -180,7 +187,9 @@ const schemaType = (schema: JsonSchema): string | undefined => {
 const fillNumber = (schema: JsonSchema, integer: boolean): number => {
   const minimum = typeof schema.minimum === "number" ? schema.minimum : -Infinity
   const maximum = typeof schema.maximum === "number" ? schema.maximum : Infinity
-  return integer ? Math.min(Math.max(42, Math.ceil(minimum)), Math.floor(maximum)) : Math.min(Math.max(42, minimum), maximum)
+  return integer
+    ? Math.min(Math.max(42, Math.ceil(minimum)), Math.floor(maximum))
+    : Math.min(Math.max(42, minimum), maximum)
 }
 
 const fillString = (schema: JsonSchema): string => {
@@ -193,7 +202,9 @@ const fillString = (schema: JsonSchema): string => {
 const fillObject = (schema: JsonSchema, root: JsonSchema, depth: number): Record<string, unknown> => {
   const properties = asSchema(schema.properties)
   const required = new Set(Array.isArray(schema.required) ? schema.required : [])
-  const names = depth > MAX_FILL_DEPTH ? Object.keys(properties).filter((name) => required.has(name)) : Object.keys(properties)
+  const names = depth > MAX_FILL_DEPTH
+    ? Object.keys(properties).filter((name) => required.has(name))
+    : Object.keys(properties)
   return Object.fromEntries(names.map((name) => [name, fillSchema(asSchema(properties[name]), root, depth + 1)]))
 }
 
@@ -208,7 +219,9 @@ const fillSchema = (schema: JsonSchema, root: JsonSchema, depth = 0): unknown =>
   if ("const" in schema) return schema.const
   if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0]
   const alternatives = schema.anyOf ?? schema.oneOf
-  if (Array.isArray(alternatives) && alternatives.length > 0) return fillSchema(asSchema(alternatives[0]), root, depth + 1)
+  if (Array.isArray(alternatives) && alternatives.length > 0) {
+    return fillSchema(asSchema(alternatives[0]), root, depth + 1)
+  }
 
   switch (schemaType(schema)) {
     case "object":
@@ -377,8 +390,15 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
       return
     }
     if (cue?.kind === "fail") {
-      res.writeHead(cue.status, { "content-type": "application/json", ...(cue.retryAfter === undefined ? {} : { "retry-after": cue.retryAfter }) })
-      res.end(JSON.stringify({ error: { message: `failing on cue (${request.model})`, type: "fake_failure", code: String(cue.status) } }))
+      res.writeHead(cue.status, {
+        "content-type": "application/json",
+        ...(cue.retryAfter === undefined ? {} : { "retry-after": cue.retryAfter })
+      })
+      res.end(
+        JSON.stringify({
+          error: { message: `failing on cue (${request.model})`, type: "fake_failure", code: String(cue.status) }
+        })
+      )
       return
     }
     const format = request.response_format
@@ -387,7 +407,12 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
       if (issue !== undefined) {
         const name = format.json_schema.name ?? "response"
         sendJson(res, 400, {
-          error: { message: `Invalid schema for response_format '${name}': ${issue}`, type: "invalid_request_error", param: "response_format", code: null }
+          error: {
+            message: `Invalid schema for response_format '${name}': ${issue}`,
+            type: "invalid_request_error",
+            param: "response_format",
+            code: null
+          }
         })
         return
       }
@@ -437,7 +462,8 @@ export const startFakeOpenAI = async (options: FakeOpenAIOptions = {}): Promise<
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" })
     res.flushHeaders()
     const send = (data: string) => res.write(`data: ${data}\n\n`)
-    const sendChunk = (fields: object) => send(JSON.stringify({ ...header, object: "chat.completion.chunk", ...fields }))
+    const sendChunk = (fields: object) =>
+      send(JSON.stringify({ ...header, object: "chat.completion.chunk", ...fields }))
 
     sendChunk({ choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }] })
     if (answer.kind === "text") {

@@ -4,8 +4,8 @@
  */
 import { Arbitrary, Either, Schema } from "effect"
 import fc from "fast-check"
-import type { FuzzRoute } from "./fuzz-routes.js"
 import { type Body, mutate } from "./fuzz-mutations.js"
+import type { FuzzRoute } from "./fuzz-routes.js"
 
 export type AuthKind = "none" | "valid" | "garbage" | "wrong-secret" | "expired" | "empty-bearer" | "basic"
 
@@ -35,13 +35,20 @@ const examples = (route: string, params: Readonly<Record<string, string>>): Read
     { input: "please add 2 and 40" },
     { input: "what is the weather in Paris", options: { conversationId: "fuzz", maxSteps: 2, temperature: 0 } },
     { input: [{ role: "user", content: "hello" }] },
-    { input: [{ role: "user", parts: [{ type: "text", text: "hi" }] }], options: { experimental_output: { type: "text" } } },
+    {
+      input: [{ role: "user", parts: [{ type: "text", text: "hi" }] }],
+      options: { experimental_output: { type: "text" } }
+    },
     { input: REDOS_INPUT, options: { experimental_output: { type: "object", schema: REDOS_SCHEMA } } }
   ]
   const objectCall = [
     {
       input: "describe a city",
-      schema: { type: "object", properties: { name: { type: "string" }, tags: { type: "array", items: { type: "string" }, minItems: 2 } }, required: ["name"] }
+      schema: {
+        type: "object",
+        properties: { name: { type: "string" }, tags: { type: "array", items: { type: "string" }, minItems: 2 } },
+        required: ["name"]
+      }
     },
     // Issue #27 item 1: the built-in model puts the quoted text in `a`, a backtracking RegExp's worst case.
     { input: REDOS_INPUT, schema: REDOS_SCHEMA }
@@ -59,7 +66,11 @@ const examples = (route: string, params: Readonly<Record<string, string>>): Read
     case "agents.chat":
       return [
         ...agentCall,
-        { id: "fuzz-chat", messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] }], trigger: "submit-message" }
+        {
+          id: "fuzz-chat",
+          messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "hi" }] }],
+          trigger: "submit-message"
+        }
       ]
     case "agents.generateObject":
     case "agents.streamObject":
@@ -79,8 +90,18 @@ const examples = (route: string, params: Readonly<Record<string, string>>): Read
       return [
         { jsonrpc: "2.0", id: 1, method: "tools/list" },
         { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "add", arguments: { a: 1, b: 2 } } },
-        { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "agent_assistant", arguments: { input: "hi" } } },
-        { jsonrpc: "2.0", id: 4, method: "initialize", params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "fuzz", version: "1" } } },
+        {
+          jsonrpc: "2.0",
+          id: 3,
+          method: "tools/call",
+          params: { name: "agent_assistant", arguments: { input: "hi" } }
+        },
+        {
+          jsonrpc: "2.0",
+          id: 4,
+          method: "initialize",
+          params: { protocolVersion: "2025-03-26", capabilities: {}, clientInfo: { name: "fuzz", version: "1" } }
+        },
         { jsonrpc: "2.0", method: "notifications/initialized" }
       ]
     case "ops.installUpdates":
@@ -108,7 +129,12 @@ const hostileSchema: fc.Arbitrary<Record<string, unknown>> = fc.oneof(
   })),
   fc.constantFrom(10_000, 40_000).map((n) => ({
     type: "object",
-    properties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, n > 10_000 ? { type: "string", pattern: "^a+$" } : { type: "string" }]))
+    properties: Object.fromEntries(
+      Array.from(
+        { length: n },
+        (_, i) => [`p${i}`, n > 10_000 ? { type: "string", pattern: "^a+$" } : { type: "string" }]
+      )
+    )
   }))
 )
 
@@ -119,15 +145,36 @@ const size = fc.nat({ max: 4 })
 const jsonSchema: fc.Arbitrary<Record<string, unknown>> = fc.letrec<{ node: Record<string, unknown> }>((tie) => ({
   node: fc.oneof(
     { depthSize: "small", withCrossShrink: true },
-    fc.record({ type: fc.constant("string"), minLength: size, maxLength: fc.integer({ min: 4, max: 20 }), enum: fc.array(fc.string(), { minLength: 1, maxLength: 3 }) }, { requiredKeys: ["type"] }),
-    fc.record({ type: fc.constantFrom("number", "integer"), minimum: fc.integer({ min: -10, max: 0 }), maximum: fc.integer({ min: 1, max: 100 }) }, { requiredKeys: ["type"] }),
+    fc.record({
+      type: fc.constant("string"),
+      minLength: size,
+      maxLength: fc.integer({ min: 4, max: 20 }),
+      enum: fc.array(fc.string(), { minLength: 1, maxLength: 3 })
+    }, { requiredKeys: ["type"] }),
+    fc.record({
+      type: fc.constantFrom("number", "integer"),
+      minimum: fc.integer({ min: -10, max: 0 }),
+      maximum: fc.integer({ min: 1, max: 100 })
+    }, { requiredKeys: ["type"] }),
     fc.constantFrom({ type: "boolean" }, { type: "null" }, {}, { type: ["string", "null"] }),
-    fc.record({ type: fc.constant("array"), items: tie("node"), minItems: size, maxItems: fc.integer({ min: 4, max: 8 }) }, { requiredKeys: ["type", "items"] }),
+    fc.record({
+      type: fc.constant("array"),
+      items: tie("node"),
+      minItems: size,
+      maxItems: fc.integer({ min: 4, max: 8 })
+    }, { requiredKeys: ["type", "items"] }),
     fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), tie("node"), { maxKeys: 3 }).chain((properties) =>
-      fc.subarray(Object.keys(properties)).map((required) => ({ type: "object", properties, required, minProperties: 0 }))
+      fc.subarray(Object.keys(properties)).map((required) => ({
+        type: "object",
+        properties,
+        required,
+        minProperties: 0
+      }))
     )
   )
-})).node.map((node) => (node.type === "object" ? node : { type: "object", properties: { value: node }, required: ["value"] }))
+})).node.map((
+  node
+) => (node.type === "object" ? node : { type: "object", properties: { value: node }, required: ["value"] }))
 
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
@@ -137,7 +184,10 @@ const withJsonSchemas = (route: FuzzRoute, body: fc.Arbitrary<unknown>): fc.Arbi
   route.jsonSchemaPaths.length === 0 ? body : fc.tuple(
     body,
     fc.array(
-      fc.option(fc.oneof({ weight: 9, arbitrary: jsonSchema }, { weight: 1, arbitrary: hostileSchema }), { freq: 4, nil: undefined }),
+      fc.option(fc.oneof({ weight: 9, arbitrary: jsonSchema }, { weight: 1, arbitrary: hostileSchema }), {
+        freq: 4,
+        nil: undefined
+      }),
       { minLength: route.jsonSchemaPaths.length, maxLength: route.jsonSchemaPaths.length }
     )
   ).map(([value, schemas]) => {
@@ -145,7 +195,9 @@ const withJsonSchemas = (route: FuzzRoute, body: fc.Arbitrary<unknown>): fc.Arbi
     route.jsonSchemaPaths.forEach((path, index) => {
       const parent = path.slice(0, -1).reduce<unknown>((node, key) => (isObject(node) ? node[key] : undefined), copy)
       const schema = schemas[index]
-      if (isObject(parent) && path[path.length - 1]! in parent && schema !== undefined) parent[path[path.length - 1]!] = schema
+      if (isObject(parent) && path[path.length - 1]! in parent && schema !== undefined) {
+        parent[path[path.length - 1]!] = schema
+      }
     })
     return copy
   })
@@ -157,7 +209,19 @@ const fromSchema = (route: FuzzRoute): fc.Arbitrary<unknown> => {
   return Arbitrary.make(route.payload).map((value) => Either.getOrElse(encode(value), () => value))
 }
 
-const GARBAGE_IDS = ["a\u0000b", "\u0000", "..", "%", "x".repeat(300), "ü", "😀", "<script>", "'; DROP TABLE executions;--", " ", "null"]
+const GARBAGE_IDS = [
+  "a\u0000b",
+  "\u0000",
+  "..",
+  "%",
+  "x".repeat(300),
+  "ü",
+  "😀",
+  "<script>",
+  "'; DROP TABLE executions;--",
+  " ",
+  "null"
+]
 
 const pathParam = (known: ReadonlyArray<string>) => {
   const garbage = fc.oneof(
@@ -196,7 +260,9 @@ export const fuzzCase = (routes: ReadonlyArray<FuzzRoute>, known: KnownIds, jwt:
       const good = examples(route.name, params)
       const base = withJsonSchemas(
         route,
-        good.length === 0 ? fromSchema(route) : fc.oneof({ weight: 3, arbitrary: fromSchema(route) }, { weight: 2, arbitrary: fc.constantFrom(...good) })
+        good.length === 0
+          ? fromSchema(route)
+          : fc.oneof({ weight: 3, arbitrary: fromSchema(route) }, { weight: 2, arbitrary: fc.constantFrom(...good) })
       )
       return fc.tuple(base.chain(mutate), authKind(jwt), fc.nat({ max: 4 })).map(([mutated, auth, one]): FuzzCase => {
         const nulInPath = ids.some(({ id }) => id.includes("\u0000"))

@@ -54,7 +54,9 @@ export interface FuzzReport {
 }
 
 const ids = (data: unknown, field: "id" | "name"): ReadonlyArray<string> =>
-  Array.isArray(data) ? data.map((item) => (item as Record<string, unknown>)[field]).filter((id): id is string => typeof id === "string") : []
+  Array.isArray(data)
+    ? data.map((item) => (item as Record<string, unknown>)[field]).filter((id): id is string => typeof id === "string")
+    : []
 
 /**
  * Ids the app has, from its own list routes, and executions in each state (suspended, running for
@@ -90,11 +92,14 @@ const knownIds = async (service: Service, seed: number): Promise<KnownIds> => {
  * one (the child's registry is unreachable anyway, so nothing could be fetched).
  */
 const withoutRealPackages = (root: string) => {
-  const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { dependencies?: Record<string, string> }
+  const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+    dependencies?: Record<string, string>
+  }
   const names = new Set(Object.keys(manifest.dependencies ?? {}))
   return (fuzzed: FuzzCase): FuzzCase => {
     const value = fuzzed.body.kind === "json" ? fuzzed.body.value as { packageName?: unknown } | null : undefined
-    return typeof value === "object" && value !== null && typeof value.packageName === "string" && names.has(value.packageName)
+    return typeof value === "object" && value !== null && typeof value.packageName === "string" &&
+        names.has(value.packageName)
       ? { ...fuzzed, body: { kind: "json", value: { ...value, packageName: `not-${value.packageName}` } } }
       : fuzzed
   }
@@ -119,10 +124,15 @@ const foldIntoDeath = (violations: Array<Violation>) => {
   const kept = violations.filter((violation) => !isTransportError(violation.reason))
   const unanswered = violations.filter((violation) => isTransportError(violation.reason))
   const suspect = unanswered.sort((a, b) => a.index - b.index)[0]
-  violations.splice(0, violations.length, ...kept, suspect === undefined ? first! : {
-    ...suspect,
-    reason: `${first!.reason}\n(${unanswered.length} requests got no answer; the first of them is shown)`
-  })
+  violations.splice(
+    0,
+    violations.length,
+    ...kept,
+    suspect === undefined ? first! : {
+      ...suspect,
+      reason: `${first!.reason}\n(${unanswered.length} requests got no answer; the first of them is shown)`
+    }
+  )
 }
 
 /** Small generated values (fast-check's "xsmall" size): many cheap requests rather than a few large ones. */
@@ -137,7 +147,9 @@ const sample = <A>(arbitrary: fc.Arbitrary<A>, seed: number, numRuns: number): A
 }
 
 const describe = (fuzz: FuzzCase) =>
-  `POST ${fuzz.path.length > 200 ? `${fuzz.path.slice(0, 200)}…` : fuzz.path} auth=${fuzz.auth}${fuzz.chunked ? " chunked" : ""} body=${describeBody(fuzz.body)}`
+  `POST ${fuzz.path.length > 200 ? `${fuzz.path.slice(0, 200)}…` : fuzz.path} auth=${fuzz.auth}${
+    fuzz.chunked ? " chunked" : ""
+  } body=${describeBody(fuzz.body)}`
 
 const count = (record: Record<string, number>, key: string) => (record[key] = (record[key] ?? 0) + 1)
 
@@ -157,7 +169,9 @@ export const fuzz = async <Id extends string, Groups extends HttpApiGroup.HttpAp
   const slowest: Array<{ ms: number; request: string }> = []
   try {
     const known = await knownIds(service, options.seed)
-    const cases = sample(fuzzCase(routes, known, options.jwt), options.seed, options.cases).map(withoutRealPackages(options.root))
+    const cases = sample(fuzzCase(routes, known, options.jwt), options.seed, options.cases).map(
+      withoutRealPackages(options.root)
+    )
     const dead = () => service.child.exitCode !== null || service.child.signalCode !== null
     const died = (index: number, fuzzed: FuzzCase | undefined) =>
       violations.push({
@@ -165,12 +179,24 @@ export const fuzz = async <Id extends string, Groups extends HttpApiGroup.HttpAp
         route: fuzzed?.route.name ?? "-",
         mutation: fuzzed?.mutation ?? "-",
         request: fuzzed === undefined ? "-" : describe(fuzzed),
-        reason: `the service exited (code ${service.child.exitCode}, signal ${service.child.signalCode}): ${service.stderrTail().slice(-1_000)}`
+        reason: `the service exited (code ${service.child.exitCode}, signal ${service.child.signalCode}): ${
+          service.stderrTail().slice(-1_000)
+        }`
       })
     const alive = async (index: number) => {
-      const tools = await send(service.port, { method: "GET", path: "/tools", authorization: service.authorization("valid") }, timeoutMs)
+      const tools = await send(service.port, {
+        method: "GET",
+        path: "/tools",
+        authorization: service.authorization("valid")
+      }, timeoutMs)
       if ("answer" in tools && tools.answer.status === 200) return true
-      violations.push({ index, route: "GET /tools", mutation: "-", request: "GET /tools", reason: `health check: ${"error" in tools ? tools.error : tools.answer.status}` })
+      violations.push({
+        index,
+        route: "GET /tools",
+        mutation: "-",
+        request: "GET /tools",
+        reason: `health check: ${"error" in tools ? tools.error : tools.answer.status}`
+      })
       return false
     }
     let next = 0
@@ -183,7 +209,11 @@ export const fuzz = async <Id extends string, Groups extends HttpApiGroup.HttpAp
       while (!finished && !dead()) {
         const sentAt = Date.now()
         const before = new Map(inFlight)
-        const health = await send(service.port, { method: "GET", path: "/health", authorization: service.authorization("valid") }, timeoutMs)
+        const health = await send(service.port, {
+          method: "GET",
+          path: "/health",
+          authorization: service.authorization("valid")
+        }, timeoutMs)
         const ms = Date.now() - sentAt
         if (ms > STALL_MS || ("answer" in health && health.answer.status !== 200)) {
           // In flight when /health was asked or when it was answered.
@@ -233,10 +263,19 @@ export const fuzz = async <Id extends string, Groups extends HttpApiGroup.HttpAp
         }
         // A resume answers when the execution settles: the `slow` one (started for 10 minutes above), once an
         // earlier case suspended it, is resumed into its 10-minute step, past any client's timeout, by design.
-        const waitsBySpec = fuzzed.route.name === "workflows.resumeExecution" && fuzzed.path.startsWith("/workflows/slow/") && "error" in outcome &&
+        const waitsBySpec = fuzzed.route.name === "workflows.resumeExecution" &&
+          fuzzed.path.startsWith("/workflows/slow/") && "error" in outcome &&
           isTransportError(outcome.error)
         const reason = waitsBySpec ? undefined : judge(fuzzed, outcome, options.jwt)
-        if (reason !== undefined) violations.push({ index, route: fuzzed.route.name, mutation: fuzzed.mutation, request: describe(fuzzed), reason })
+        if (reason !== undefined) {
+          violations.push({
+            index,
+            route: fuzzed.route.name,
+            mutation: fuzzed.mutation,
+            request: describe(fuzzed),
+            reason
+          })
+        }
         if (ran % 250 === 0 && !(await alive(index))) stopped = true
         options.onProgress?.(ran, cases.length)
       }
@@ -258,14 +297,26 @@ export const fuzz = async <Id extends string, Groups extends HttpApiGroup.HttpAp
           return
         }
         if (reason !== undefined) {
-          violations.push({ index: cases.length + index, route: `/rpc ${fuzzed.tag}`, mutation: fuzzed.mutation, request: describeRpcCase(fuzzed), reason })
+          violations.push({
+            index: cases.length + index,
+            route: `/rpc ${fuzzed.tag}`,
+            mutation: fuzzed.mutation,
+            request: describeRpcCase(fuzzed),
+            reason
+          })
         }
       }
     }
     await Promise.all(Array.from({ length: options.concurrency ?? 4 }, rpcWorker))
     if (!stopped) {
       for (const reason of await rpcProbes(rpcUrl)) {
-        violations.push({ index: cases.length + overRpc.length, route: "/rpc probes", mutation: "-", request: "-", reason })
+        violations.push({
+          index: cases.length + overRpc.length,
+          route: "/rpc probes",
+          mutation: "-",
+          request: "-",
+          reason
+        })
       }
     }
     finished = true
@@ -301,11 +352,15 @@ const causeOf = (violation: Violation) =>
 /** A readable summary: counts, then each distinct cause once with its first request. */
 export const formatReport = (report: FuzzReport): string => {
   const lines = [
-    `fuzz ${report.mode}: ${report.ran}/${report.cases} cases in ${(report.durationMs / 1000).toFixed(1)} s, seed ${report.seed}, ` +
+    `fuzz ${report.mode}: ${report.ran}/${report.cases} cases in ${
+      (report.durationMs / 1000).toFixed(1)
+    } s, seed ${report.seed}, ` +
     `${report.violations.length} violation(s)`,
     `  statuses: ${Object.entries(report.statuses).map(([status, n]) => `${status}×${n}`).join(" ")}`,
     `  mutations (count, mean ms): ${
-      Object.entries(report.mutations).map(([mutation, { count, ms }]) => `${mutation}×${count} ${Math.round(ms / count)}`).join(", ")
+      Object.entries(report.mutations).map(([mutation, { count, ms }]) =>
+        `${mutation}×${count} ${Math.round(ms / count)}`
+      ).join(", ")
     }`,
     `  slowest: ${report.slowest.map(({ ms, request }) => `${request} ${ms} ms`).join(", ")}`
   ]

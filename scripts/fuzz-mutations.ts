@@ -38,8 +38,9 @@ const nodesOf = (root: unknown, limit = 300): Array<Node> => {
   while (queue.length > 0 && nodes.length < limit) {
     const node = queue.shift()!
     nodes.push(node)
-    if (Array.isArray(node.value)) node.value.forEach((value, index) => queue.push({ path: [...node.path, index], value }))
-    else if (isObject(node.value)) {
+    if (Array.isArray(node.value)) {
+      node.value.forEach((value, index) => queue.push({ path: [...node.path, index], value }))
+    } else if (isObject(node.value)) {
       for (const [key, value] of Object.entries(node.value)) queue.push({ path: [...node.path, key], value })
     }
   }
@@ -65,7 +66,8 @@ const setAt = (root: unknown, path: Path, replacement: unknown): unknown => {
 const getAt = (root: unknown, path: Path): unknown =>
   path.reduce<unknown>((node, key) => (node as Record<string | number, unknown>)[key], root)
 
-const pick = <A>(items: ReadonlyArray<A>): fc.Arbitrary<A> => fc.nat({ max: items.length - 1 }).map((index) => items[index]!)
+const pick = <A>(items: ReadonlyArray<A>): fc.Arbitrary<A> =>
+  fc.nat({ max: items.length - 1 }).map((index) => items[index]!)
 
 /** A node other than the root when there is one. */
 const innerNode = (nodes: ReadonlyArray<Node>) => pick(nodes.length > 1 ? nodes.slice(1) : nodes)
@@ -74,13 +76,21 @@ const jsonType = (value: unknown) => (value === null ? "null" : Array.isArray(va
 
 const wrongType = (value: unknown, nodes: ReadonlyArray<Node>) =>
   fc.tuple(innerNode(nodes), fc.nat()).map(([node, choice]): Mutated => {
-    const others = ["text", 42, -1.5, true, null, [], {}, [1, "a"], { x: 1 }].filter((other) => jsonType(other) !== jsonType(node.value))
-    return { mutation: "wrong-type", body: { kind: "json", value: setAt(value, node.path, others[choice % others.length]) }, mustReject: false }
+    const others = ["text", 42, -1.5, true, null, [], {}, [1, "a"], { x: 1 }].filter((other) =>
+      jsonType(other) !== jsonType(node.value)
+    )
+    return {
+      mutation: "wrong-type",
+      body: { kind: "json", value: setAt(value, node.path, others[choice % others.length]) },
+      mustReject: false
+    }
   })
 
 const dropField = (value: unknown, nodes: ReadonlyArray<Node>) => {
   const fields = nodes.filter((node) => node.path.length > 0 && typeof node.path[node.path.length - 1] === "string")
-  if (fields.length === 0) return fc.constant<Mutated>({ mutation: "drop-field", body: { kind: "json", value: {} }, mustReject: false })
+  if (fields.length === 0) {
+    return fc.constant<Mutated>({ mutation: "drop-field", body: { kind: "json", value: {} }, mustReject: false })
+  }
   return pick(fields).map((node): Mutated => ({
     mutation: "drop-field",
     body: { kind: "json", value: setAt(value, node.path, undefined) },
@@ -90,8 +100,13 @@ const dropField = (value: unknown, nodes: ReadonlyArray<Node>) => {
 
 const extraFields = (value: unknown, nodes: ReadonlyArray<Node>) => {
   const objects = nodes.filter((node) => isObject(node.value))
-  if (objects.length === 0) return fc.constant<Mutated>({ mutation: "extra-fields", body: { kind: "json", value }, mustReject: false })
-  return fc.tuple(pick(objects), fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }), fc.jsonValue({ maxDepth: 2 }), { minKeys: 1, maxKeys: 3 }))
+  if (objects.length === 0) {
+    return fc.constant<Mutated>({ mutation: "extra-fields", body: { kind: "json", value }, mustReject: false })
+  }
+  return fc.tuple(
+    pick(objects),
+    fc.dictionary(fc.string({ minLength: 1, maxLength: 12 }), fc.jsonValue({ maxDepth: 2 }), { minKeys: 1, maxKeys: 3 })
+  )
     .map(([node, extra]): Mutated => ({
       mutation: "extra-fields",
       body: { kind: "json", value: setAt(value, node.path, { ...(node.value as object), ...extra }) },
@@ -108,9 +123,9 @@ const withNul = (text: string, at: number) => {
 const nul = (value: unknown, nodes: ReadonlyArray<Node>) => {
   const strings = nodes.filter((node) => typeof node.value === "string")
   const keyed = nodes.filter((node) => typeof node.path[node.path.length - 1] === "string")
-  const inString = strings.length === 0 ? undefined : fc.tuple(pick(strings), fc.nat()).map(([node, at]) =>
-    setAt(value, node.path, withNul(node.value as string, at))
-  )
+  const inString = strings.length === 0 ?
+    undefined :
+    fc.tuple(pick(strings), fc.nat()).map(([node, at]) => setAt(value, node.path, withNul(node.value as string, at)))
   const inKey = keyed.length === 0 ? undefined : fc.tuple(pick(keyed), fc.nat()).map(([node, at]) => {
     const key = node.path[node.path.length - 1] as string
     const parentPath = node.path.slice(0, -1)
@@ -127,7 +142,10 @@ const nul = (value: unknown, nodes: ReadonlyArray<Node>) => {
 /** A number literal JSON.parse turns into ±Infinity. */
 const nonFinite = (value: unknown, nodes: ReadonlyArray<Node>) => {
   const numbers = nodes.filter((node) => typeof node.value === "number")
-  return fc.tuple(numbers.length > 0 ? pick(numbers) : innerNode(nodes), fc.constantFrom("1e400", "-1e400", "1e309", "-123e999"))
+  return fc.tuple(
+    numbers.length > 0 ? pick(numbers) : innerNode(nodes),
+    fc.constantFrom("1e400", "-1e400", "1e309", "-123e999")
+  )
     .map(([node, literal]): Mutated => ({
       mutation: "non-finite",
       body: { kind: "json", value: setAt(value, node.path, new Raw(literal, () => literal)) },
@@ -136,27 +154,44 @@ const nonFinite = (value: unknown, nodes: ReadonlyArray<Node>) => {
 }
 
 const deepNesting = (value: unknown, nodes: ReadonlyArray<Node>) =>
-  fc.tuple(innerNode(nodes), fc.integer({ min: 5_000, max: 20_000 }), fc.boolean()).map(([node, depth, arrays]): Mutated => {
-    const raw = arrays
-      ? new Raw(`<${depth} nested arrays>`, () => "[".repeat(depth) + "]".repeat(depth))
-      : new Raw(`<${depth} nested objects>`, () => "{\"a\":".repeat(depth) + "0" + "}".repeat(depth))
-    return { mutation: "deep-nesting", body: { kind: "json", value: setAt(value, node.path, raw) }, mustReject: true }
-  })
+  fc.tuple(innerNode(nodes), fc.integer({ min: 5_000, max: 20_000 }), fc.boolean()).map(
+    ([node, depth, arrays]): Mutated => {
+      const raw = arrays
+        ? new Raw(`<${depth} nested arrays>`, () => "[".repeat(depth) + "]".repeat(depth))
+        : new Raw(`<${depth} nested objects>`, () => "{\"a\":".repeat(depth) + "0" + "}".repeat(depth))
+      return { mutation: "deep-nesting", body: { kind: "json", value: setAt(value, node.path, raw) }, mustReject: true }
+    }
+  )
 
 const hugeString = (value: unknown, nodes: ReadonlyArray<Node>) => {
   const strings = nodes.filter((node) => typeof node.value === "string")
   return fc.tuple(strings.length > 0 ? pick(strings) : innerNode(nodes), fc.integer({ min: 1_000_000, max: 5_000_000 }))
     .map(([node, size]): Mutated => ({
       mutation: "huge-string",
-      body: { kind: "json", value: setAt(value, node.path, new Raw(`<${size}-char string>`, () => `"${"x".repeat(size)}"`)) },
+      body: {
+        kind: "json",
+        value: setAt(value, node.path, new Raw(`<${size}-char string>`, () => `"${"x".repeat(size)}"`))
+      },
       mustReject: false
     }))
 }
 
 /** Fields whose value sizes work: the service must bound them, whatever the client asks for. */
 export const SIZE_KEYS = [
-  "limit", "offset", "page", "maxSteps", "contextLimit", "maxOutputTokens", "minItems", "maxItems",
-  "minLength", "maxLength", "minProperties", "maxProperties", "minContains", "maxContains"
+  "limit",
+  "offset",
+  "page",
+  "maxSteps",
+  "contextLimit",
+  "maxOutputTokens",
+  "minItems",
+  "maxItems",
+  "minLength",
+  "maxLength",
+  "minProperties",
+  "maxProperties",
+  "minContains",
+  "maxContains"
 ]
 
 const hugeNumber = (value: unknown, nodes: ReadonlyArray<Node>) => {
@@ -164,7 +199,9 @@ const hugeNumber = (value: unknown, nodes: ReadonlyArray<Node>) => {
   const objects = nodes.filter((node) => isObject(node.value))
   const target = sized.length > 0
     ? pick(sized).map((node) => node.path)
-    : fc.tuple(pick(objects.length > 0 ? objects : [{ path: [], value: {} }]), fc.constantFrom(...SIZE_KEYS)).map(([node, key]) => [...node.path, key])
+    : fc.tuple(pick(objects.length > 0 ? objects : [{ path: [], value: {} }]), fc.constantFrom(...SIZE_KEYS)).map((
+      [node, key]
+    ) => [...node.path, key])
   return fc.tuple(target, fc.constantFrom(1e6, 1e9, 2 ** 31, 2 ** 53, 1e21, 1e300)).map(([path, size]): Mutated => ({
     mutation: "huge-size",
     body: { kind: "json", value: isObject(value) || path.length === 0 ? setAt(value, path, size) : value },
@@ -185,7 +222,19 @@ const invalidJson = (value: unknown) => {
   const text = JSON.stringify(value)
   return fc.oneof(
     fc.nat({ max: Math.max(0, text.length - 2) }).map((cut) => text.slice(0, cut + 1)),
-    fc.constantFrom(`${text}}`, `{${text}`, text.replace("\"", "'"), `${text}x`, "{\"a\":1,}", "nul", "[", "\"open", "{\"input\": NaN}", "{\"input\": Infinity}", "\u00ef\u00bb\u00bf{}")
+    fc.constantFrom(
+      `${text}}`,
+      `{${text}`,
+      text.replace("\"", "'"),
+      `${text}x`,
+      "{\"a\":1,}",
+      "nul",
+      "[",
+      "\"open",
+      "{\"input\": NaN}",
+      "{\"input\": Infinity}",
+      "\u00ef\u00bb\u00bf{}"
+    )
   ).map((broken): Mutated => ({
     mutation: "invalid-json",
     body: { kind: "text", text: isJson(broken) ? `${broken}x` : broken },
@@ -202,7 +251,10 @@ export const mutate = (base: unknown): fc.Arbitrary<Mutated> => {
   const value = clone(base)
   const nodes = nodesOf(value)
   return fc.oneof(
-    { weight: 20, arbitrary: fc.constant<Mutated>({ mutation: "none", body: { kind: "json", value }, mustReject: false }) },
+    {
+      weight: 20,
+      arbitrary: fc.constant<Mutated>({ mutation: "none", body: { kind: "json", value }, mustReject: false })
+    },
     { weight: 14, arbitrary: wrongType(value, nodes) },
     { weight: 10, arbitrary: dropField(value, nodes) },
     { weight: 10, arbitrary: extraFields(value, nodes) },
@@ -220,7 +272,10 @@ const PLACEHOLDER = "__fuzz_raw_"
 
 const serialize = (value: unknown, rawText: (raw: Raw) => string): string => {
   const raws: Array<Raw> = []
-  const text = JSON.stringify(value, (_key, item) => (item instanceof Raw ? `${PLACEHOLDER}${raws.push(item) - 1}__` : item))
+  const text = JSON.stringify(
+    value,
+    (_key, item) => (item instanceof Raw ? `${PLACEHOLDER}${raws.push(item) - 1}__` : item)
+  )
   return raws.reduce((out, raw, index) => out.split(`"${PLACEHOLDER}${index}__"`).join(rawText(raw)), text)
 }
 
@@ -230,7 +285,11 @@ export const bodyText = (body: Body): string | undefined =>
 
 /** A short description of the body, for reports. */
 export const describeBody = (body: Body, max = 400): string => {
-  const text = body.kind === "none" ? "<no body>" : body.kind === "text" ? body.text : serialize(body.value, (raw) => raw.label)
+  const text = body.kind === "none"
+    ? "<no body>"
+    : body.kind === "text"
+    ? body.text
+    : serialize(body.value, (raw) => raw.label)
   const shown = JSON.stringify(text.length > max ? `${text.slice(0, max)}…` : text)
   return text.length > max ? `${shown} (${text.length} chars)` : shown
 }

@@ -28,13 +28,17 @@ const unionMembers = (ast: SchemaAST.AST): ReadonlyArray<SchemaAST.AST> =>
   SchemaAST.isUnion(ast) ? ast.types.flatMap(unionMembers) : [ast]
 
 const declaresOwn500 = (errorAst: SchemaAST.AST): boolean =>
-  unionMembers(errorAst).some((member) => !SchemaAST.isNeverKeyword(member) && HttpApiSchema.getStatusErrorAST(member) === 500)
+  unionMembers(errorAst).some((member) =>
+    !SchemaAST.isNeverKeyword(member) && HttpApiSchema.getStatusErrorAST(member) === 500
+  )
 
 const isEnvelope = (ast: SchemaAST.AST): boolean =>
   SchemaAST.isTransformation(ast) && SchemaAST.isTypeLiteral(ast.from) &&
   ast.from.propertySignatures.some((property) => property.name === "success")
 
-const responseKindOf = (successes: ReadonlyMap<number, { readonly ast: Option.Option<SchemaAST.AST> }>): ResponseKind => {
+const responseKindOf = (
+  successes: ReadonlyMap<number, { readonly ast: Option.Option<SchemaAST.AST> }>
+): ResponseKind => {
   const asts = [...successes.values()].flatMap(({ ast }) => Option.toArray(ast))
   if (asts.length > 0 && asts.every(isEnvelope)) return "envelope"
   if (asts.some((ast) => HttpApiSchema.getEncoding(ast).contentType === "text/event-stream")) return "event-stream"
@@ -45,7 +49,11 @@ const isJsonSchemaNode = (ast: SchemaAST.AST): boolean =>
   Option.getOrUndefined(SchemaAST.getIdentifierAnnotation(ast)) === "JsonSchema"
 
 /** Paths of the payload's fields typed as a JSON Schema object (through optional fields and unions). */
-const jsonSchemaPaths = (ast: SchemaAST.AST, prefix: ReadonlyArray<string> = [], depth = 0): Array<ReadonlyArray<string>> => {
+const jsonSchemaPaths = (
+  ast: SchemaAST.AST,
+  prefix: ReadonlyArray<string> = [],
+  depth = 0
+): Array<ReadonlyArray<string>> => {
   if (depth > 8) return []
   if (isJsonSchemaNode(ast)) return [prefix]
   switch (ast._tag) {
@@ -66,8 +74,9 @@ const jsonSchemaPaths = (ast: SchemaAST.AST, prefix: ReadonlyArray<string> = [],
   }
 }
 
-const unique = (paths: ReadonlyArray<ReadonlyArray<string>>) =>
-  [...new Map(paths.map((path) => [path.join("."), path])).values()]
+const unique = (
+  paths: ReadonlyArray<ReadonlyArray<string>>
+) => [...new Map(paths.map((path) => [path.join("."), path])).values()]
 
 /** Every POST endpoint of the API. */
 export const postRoutes = <Id extends string, Groups extends HttpApiGroup.HttpApiGroup.Any, E, R>(
@@ -78,7 +87,9 @@ export const postRoutes = <Id extends string, Groups extends HttpApiGroup.HttpAp
     predicate: ({ endpoint }) => endpoint.method === "POST",
     onGroup: () => {},
     onEndpoint: ({ endpoint, group, mergedAnnotations, successes }) => {
-      const payload = Option.getOrUndefined(endpoint.payloadSchema) as Schema.Schema<unknown, unknown, never> | undefined
+      const payload = Option.getOrUndefined(endpoint.payloadSchema) as
+        | Schema.Schema<unknown, unknown, never>
+        | undefined
       routes.push({
         name: `${group.identifier}.${endpoint.name}`,
         group: group.identifier,

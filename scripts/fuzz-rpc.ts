@@ -33,13 +33,20 @@ export interface RpcCase {
 export const rpcCases = (seed: number, count: number): ReadonlyArray<RpcCase> =>
   fc.sample(
     fc.constantFrom(...BASES).chain(([tag, base]) =>
-      mutate(base).map((mutated): RpcCase => ({ tag, mutation: mutated.mutation, payload: bodyText(mutated.body), mustReject: mutated.mustReject }))
+      mutate(base).map((mutated): RpcCase => ({
+        tag,
+        mutation: mutated.mutation,
+        payload: bodyText(mutated.body),
+        mustReject: mutated.mustReject
+      }))
     ),
     { seed, numRuns: count }
   )
 
 export const describeRpcCase = (fuzzed: RpcCase) =>
-  `/rpc ${fuzzed.tag} payload=${describeBody(fuzzed.payload === undefined ? { kind: "none" } : { kind: "text", text: fuzzed.payload })}`
+  `/rpc ${fuzzed.tag} payload=${
+    describeBody(fuzzed.payload === undefined ? { kind: "none" } : { kind: "text", text: fuzzed.payload })
+  }`
 
 const open = (url: string) =>
   new Promise<WebSocket>((resolve, reject) => {
@@ -69,7 +76,9 @@ export const sendRpcCase = async (url: string, fuzzed: RpcCase, timeoutMs: numbe
         const message = JSON.parse(text) as { _tag: string; requestId?: string; exit?: { _tag: string } }
         if (message._tag === "Pong") return
         if (message._tag === "Defect" || (message._tag === "Exit" && message.exit?._tag === "Failure")) {
-          return done(text.length > MAX_FAILURE_TEXT ? `a failure of ${text.length} characters (echoed input?)` : undefined)
+          return done(
+            text.length > MAX_FAILURE_TEXT ? `a failure of ${text.length} characters (echoed input?)` : undefined
+          )
         }
         done(fuzzed.mustReject ? `accepted (${message._tag}) a payload that must be refused` : undefined)
       })
@@ -88,7 +97,12 @@ const frameAnnouncing = (url: string, length: number) =>
       host: target.hostname,
       port: target.port,
       path: target.pathname,
-      headers: { connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-key": "MDEyMzQ1Njc4OWFiY2RlZg==" }
+      headers: {
+        connection: "Upgrade",
+        upgrade: "websocket",
+        "sec-websocket-version": "13",
+        "sec-websocket-key": "MDEyMzQ1Njc4OWFiY2RlZg=="
+      }
     })
     req.on("error", (error) => resolve(`frame probe: ${error.message}`))
     req.on("response", (response) => resolve(`frame probe: handshake answered ${response.statusCode}`))
@@ -98,12 +112,19 @@ const frameAnnouncing = (url: string, length: number) =>
       header[1] = 0x80 | 127
       header.writeBigUInt64BE(BigInt(length), 2)
       socket.write(Buffer.concat([header, Buffer.alloc(1024)]))
-      const timer = setTimeout(() => (socket.destroy(), resolve(`a frame announcing ${length} bytes was awaited (item 7)`)), 5_000)
+      const timer = setTimeout(
+        () => (socket.destroy(), resolve(`a frame announcing ${length} bytes was awaited (item 7)`)),
+        5_000
+      )
       socket.on("error", () => {})
       socket.once("data", (data: Buffer) => {
         clearTimeout(timer)
         socket.destroy()
-        resolve((data[0]! & 0x0f) === 8 && data.readUInt16BE(2) === 1009 ? undefined : "a 100 MiB frame was not refused with 1009 (item 7)")
+        resolve(
+          (data[0]! & 0x0f) === 8 && data.readUInt16BE(2) === 1009
+            ? undefined
+            : "a 100 MiB frame was not refused with 1009 (item 7)"
+        )
       })
     })
     req.end()
@@ -119,10 +140,16 @@ const tooManyStreams = async (url: string) => {
         const message = JSON.parse(data.toString()) as { _tag: string; requestId?: string; exit?: unknown }
         if (message.requestId !== extra) return
         clearTimeout(timer)
-        resolve(JSON.stringify(message.exit ?? {}).includes("TooManyRequests") ? undefined : `stream ${extra} was not refused (item 8)`)
+        resolve(
+          JSON.stringify(message.exit ?? {}).includes("TooManyRequests")
+            ? undefined
+            : `stream ${extra} was not refused (item 8)`
+        )
       })
       for (let i = 1; i <= MAX_STREAMS_PER_CONNECTION + 1; i++) {
-        socket.send(JSON.stringify({ _tag: "Request", id: String(i), tag: "LiveLogs", payload: { limit: 1 }, headers: [] }))
+        socket.send(
+          JSON.stringify({ _tag: "Request", id: String(i), tag: "LiveLogs", payload: { limit: 1 }, headers: [] })
+        )
       }
     })
   } finally {
@@ -147,9 +174,17 @@ const neverReads = async (url: string) => {
     while (!closed && Date.now() < deadline) await new Promise((resume) => setTimeout(resume, 100))
   }
   socket.pause()
-  const big = JSON.stringify({ _tag: "Request", id: "1", tag: "AgentStream", payload: { agentId: "assistant", input: { x: "y".repeat(1_000_000) } }, headers: [] })
+  const big = JSON.stringify({
+    _tag: "Request",
+    id: "1",
+    tag: "AgentStream",
+    payload: { agentId: "assistant", input: { x: "y".repeat(1_000_000) } },
+    headers: []
+  })
   for (let i = 0; i < 20; i++) socket.send(big.replace("\"id\":\"1\"", `"id":"${i + 1}"`))
-  for (let i = 0; i < 40_000; i++) socket.send(`{"_tag":"Request","id":"${100 + i}","tag":"WorkflowAttach","payload":{"workflowId":1},"headers":[]}`)
+  for (let i = 0; i < 40_000; i++) {
+    socket.send(`{"_tag":"Request","id":"${100 + i}","tag":"WorkflowAttach","payload":{"workflowId":1},"headers":[]}`)
+  }
   await whileOpen(5_000)
   socket.resume()
   await whileOpen(10_000)

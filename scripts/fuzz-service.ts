@@ -2,6 +2,7 @@
  * The service under fuzz: `node dist/main.js` in a child process on a temporary SQLite file and working
  * directory, open or with JWT authentication, and a raw HTTP client for it.
  */
+import { SignJWT } from "jose"
 import { type ChildProcess, spawn } from "node:child_process"
 import { once } from "node:events"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
@@ -9,7 +10,6 @@ import { Agent, request } from "node:http"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { SignJWT } from "jose"
 import type { AuthKind } from "./fuzz-cases.js"
 import type { Outcome } from "./fuzz-oracle.js"
 
@@ -55,9 +55,12 @@ const authorizations = async (): Promise<Record<AuthKind, string | undefined>> =
 
 /** Environment of the child: none of the caller's service settings, a registry that is never reached. */
 const childEnv = (dir: string, closedPort: number) => {
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) =>
-    !/^(AI_|OPENAI_|ANTHROPIC_|DATABASE_URL$|JWT_|HTTP_(HEADERS|REQUEST)_TIMEOUT_SECONDS$|HTTP_MAX_CONNECTIONS_PER_CLIENT$|SERVICE_|LOG_LEVEL$|NODE_ENV$|PORT$|OTEL_|npm_config_registry$|NPM_CONFIG_REGISTRY$)/.test(key)
-  ))
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([key]) =>
+      !/^(AI_|OPENAI_|ANTHROPIC_|DATABASE_URL$|JWT_|HTTP_(HEADERS|REQUEST)_TIMEOUT_SECONDS$|HTTP_MAX_CONNECTIONS_PER_CLIENT$|SERVICE_|LOG_LEVEL$|NODE_ENV$|PORT$|OTEL_|npm_config_registry$|NPM_CONFIG_REGISTRY$)/
+        .test(key)
+    )
+  )
   return {
     ...inherited,
     AI_PROVIDER: "builtin",
@@ -186,14 +189,22 @@ export const send = (port: number, sent: Sent, timeoutMs: number): Promise<Outco
 
 /** GET `path` and the envelope's data, or undefined when it is not a 200 envelope. */
 export const getData = async (service: Service, path: string, timeoutMs = 30_000): Promise<unknown> => {
-  const outcome = await send(service.port, { method: "GET", path, authorization: service.authorization("valid") }, timeoutMs)
+  const outcome = await send(
+    service.port,
+    { method: "GET", path, authorization: service.authorization("valid") },
+    timeoutMs
+  )
   if ("error" in outcome || outcome.answer.status !== 200 || outcome.answer.body === undefined) return undefined
   return (JSON.parse(outcome.answer.body) as { data?: unknown }).data
 }
 
 /** POST a JSON body with a valid token; the envelope's data on a 2xx, else undefined. */
 export const postData = async (service: Service, path: string, body: unknown, timeoutMs = 30_000): Promise<unknown> => {
-  const outcome = await send(service.port, { path, body: JSON.stringify(body), authorization: service.authorization("valid") }, timeoutMs)
+  const outcome = await send(service.port, {
+    path,
+    body: JSON.stringify(body),
+    authorization: service.authorization("valid")
+  }, timeoutMs)
   if ("error" in outcome || outcome.answer.status >= 300 || outcome.answer.body === undefined) return undefined
   return (JSON.parse(outcome.answer.body) as { data?: unknown }).data
 }

@@ -11,7 +11,9 @@ if (!supported.includes(major)) {
   process.stderr.write(
     `Node ${process.versions.node} is not supported (engines.node: "${engines.node}").\n` +
       `Run it on a supported line, fetched once from npm into ~/.cache/node-lines:\n` +
-      `  scripts/node-line 24 npm ${script === undefined ? "test" : script === "test" || script === "start" ? script : `run ${script}`}\n` +
+      `  scripts/node-line 24 npm ${
+        script === undefined ? "test" : script === "test" || script === "start" ? script : `run ${script}`
+      }\n` +
       `(22 and 26 work too; on a fresh checkout start with: scripts/node-line 24 npm ci)\n`
   )
   process.exit(1)

@@ -37,7 +37,12 @@ const main = async () => {
   try {
     const args = sdkArguments(`${fake.url}/v1`)
     const raw = async (stream: boolean) =>
-      (await timed(agent, { url: fake.url, method: "POST", path: "/v1/chat/completions", body: chatRequest("hi", stream) }, stream ? fakeTextDelta : undefined)).ms
+      (await timed(agent, {
+        url: fake.url,
+        method: "POST",
+        path: "/v1/chat/completions",
+        body: chatRequest("hi", stream)
+      }, stream ? fakeTextDelta : undefined)).ms
     const sdk = async (stream: boolean) => {
       const started = performance.now()
       if (!stream) {
@@ -46,7 +51,9 @@ const main = async () => {
       }
       let firstDelta: number | undefined
       for await (const part of streamText(args).stream) {
-        if (firstDelta === undefined && part.type === "text-delta" && part.text !== "") firstDelta = performance.now() - started
+        if (firstDelta === undefined && part.type === "text-delta" && part.text !== "") {
+          firstDelta = performance.now() - started
+        }
       }
       return firstDelta ?? performance.now() - started
     }
@@ -63,7 +70,9 @@ const main = async () => {
       const name = stream ? "streamText, first text delta (row 4)" : "generateText (row 2)"
       const [rawP50, sdkP50] = [percentile(rawTimes, 0.5), percentile(sdkTimes, 0.5)]
       console.log(
-        `${name}: raw p50 ${rawP50.toFixed(2)} ms, SDK p50 ${sdkP50.toFixed(2)} ms (p99 ${percentile(sdkTimes, 0.99).toFixed(2)}), ` +
+        `${name}: raw p50 ${rawP50.toFixed(2)} ms, SDK p50 ${sdkP50.toFixed(2)} ms (p99 ${
+          percentile(sdkTimes, 0.99).toFixed(2)
+        }), ` +
           `added by the SDK alone +${(sdkP50 - rawP50).toFixed(2)} ms`
       )
     }

@@ -7,13 +7,22 @@
  * Usage: npm run soak [-- --minutes 10 --warmup 3 --rate 60 --store sqlite|postgres --postgres URL]
  */
 import { mkdtempSync, rmSync } from "node:fs"
+import { get } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { get } from "node:http"
 import { parseArgs } from "node:util"
 import WebSocket from "ws"
 import { createPostgresDatabase, DEFAULT_POSTGRES_ADMIN_URL } from "./support/database.js"
-import { call, freePort, isAlive, residentBytes, sleep, startService, stopService, waitUntilReady } from "./support/service.js"
+import {
+  call,
+  freePort,
+  isAlive,
+  residentBytes,
+  sleep,
+  startService,
+  stopService,
+  waitUntilReady
+} from "./support/service.js"
 
 const { values } = parseArgs({
   options: {
@@ -32,7 +41,9 @@ const WARMUP = Number(values.warmup ?? 3)
 const RATE = Number(values.rate ?? 60)
 const STORE = values.postgres !== undefined ? "postgres" : values.store ?? "sqlite"
 if (!(MINUTES > 0) || !(WARMUP >= 0) || !(RATE > 0 && RATE <= 500) || (STORE !== "sqlite" && STORE !== "postgres")) {
-  console.error("usage: soak [--minutes N>0] [--warmup N>=0] [--rate 1..500] [--store sqlite|postgres] [--postgres URL]")
+  console.error(
+    "usage: soak [--minutes N>0] [--warmup N>=0] [--rate 1..500] [--store sqlite|postgres] [--postgres URL]"
+  )
   process.exit(2)
 }
 /** Requests in flight at most; a due request past this is skipped and counted (the load must not pile up). */
@@ -102,8 +113,12 @@ const main = async (): Promise<number> => {
     const suspended = await expect("POST", "/workflows/approval/execute", { input: { amount: 500 } }, 200)
     const id = suspended?.data?.executionId
     if (id === undefined) return
-    const resumed = await expect("POST", `/workflows/approval/executions/${id}/resume`, { resumeData: { approved: true } }, 200)
-    if (resumed !== undefined && resumed.data?.status !== "completed") error(`approval resumed to ${resumed.data?.status}`, id)
+    const resumed = await expect("POST", `/workflows/approval/executions/${id}/resume`, {
+      resumeData: { approved: true }
+    }, 200)
+    if (resumed !== undefined && resumed.data?.status !== "completed") {
+      error(`approval resumed to ${resumed.data?.status}`, id)
+    }
   }
 
   /**
@@ -114,7 +129,12 @@ const main = async (): Promise<number> => {
   const bigHistory = async () => {
     if (bigTurns++ % BIG_EVERY !== 0) return expect("GET", "/workflows", undefined, 200)
     await expect("POST", "/workflows/pipeline/execute", { input: { text: "x".repeat(1_100_000), n: 1 } }, 400)
-    const done = await expect("POST", "/workflows/pipeline/execute", { input: { text: "b".repeat(256 * 1024), n: 21 } }, 200)
+    const done = await expect(
+      "POST",
+      "/workflows/pipeline/execute",
+      { input: { text: "b".repeat(256 * 1024), n: 21 } },
+      200
+    )
     const id = done?.data?.executionId
     if (id === undefined) return
     const listing = await expect("GET", "/workflows/executions?limit=50", undefined, 200)
@@ -129,7 +149,13 @@ const main = async (): Promise<number> => {
     () => expect("GET", "/tools", undefined, 200),
     () => expect("POST", "/tools/add/execute", { input: { a: 2, b: 3 } }, 200),
     () => expect("POST", "/agents/assistant/text", { input: "please add 2 and 40" }, 200),
-    () => expect("POST", "/agents/assistant/text", { input: "hello", options: { conversationId: "soak", userId: "soak" } }, 200),
+    () =>
+      expect(
+        "POST",
+        "/agents/assistant/text",
+        { input: "hello", options: { conversationId: "soak", userId: "soak" } },
+        200
+      ),
     () => expect("POST", "/workflows/pipeline/execute", { input: { text: " soak ", n: 21 } }, 200),
     approval,
     () => expect("GET", "/workflows/executions?limit=10", undefined, 200),
@@ -157,7 +183,9 @@ const main = async (): Promise<number> => {
   try {
     await waitUntilReady(service, port)
     const closeFeeds = [feed("/ws/logs"), feed("/ws/observability?entityType=workflow")]
-    console.log(`soak: ${RATE} req/s for ${WARMUP} min of warm-up and ${MINUTES} min on ${STORE}, service pid ${service.pid}`)
+    console.log(
+      `soak: ${RATE} req/s for ${WARMUP} min of warm-up and ${MINUTES} min on ${STORE}, service pid ${service.pid}`
+    )
     console.log("   minute  requests  errors  skipped  feed msgs  RSS MB (min)  RSS MB (max)")
     const samples: Array<number> = []
     let minuteSamples: Array<number> = []
@@ -193,7 +221,11 @@ const main = async (): Promise<number> => {
       if (m > WARMUP) samples.push(rss)
       const label = m <= WARMUP ? `warm-up ${m}` : String(m - WARMUP)
       const { requests, errors, skipped, feedMessages } = minute
-      console.log(`${label.padStart(9)}  ${String(requests).padStart(8)}  ${String(errors).padStart(6)}  ${String(skipped).padStart(7)}  ${String(feedMessages).padStart(9)}  ${mb(rss).padStart(12)}  ${mb(Math.max(...minuteSamples)).padStart(12)}`)
+      console.log(
+        `${label.padStart(9)}  ${String(requests).padStart(8)}  ${String(errors).padStart(6)}  ${
+          String(skipped).padStart(7)
+        }  ${String(feedMessages).padStart(9)}  ${mb(rss).padStart(12)}  ${mb(Math.max(...minuteSamples)).padStart(12)}`
+      )
       minute = { requests: 0, errors: 0, skipped: 0, feedMessages: 0 }
       minuteSamples = []
     }
@@ -221,13 +253,17 @@ const verdict = (
   stuck: number
 ) => {
   const problems: Array<string> = []
-  for (const [kind, { count, example }] of errorKinds) problems.push(`${count} x ${kind}${example === kind ? "" : ` (e.g. ${example})`}`)
+  for (const [kind, { count, example }] of errorKinds) {
+    problems.push(`${count} x ${kind}${example === kind ? "" : ` (e.g. ${example})`}`)
+  }
   if (feedsClosed > 0) problems.push(`${feedsClosed} WebSocket feed(s) closed by the service`)
   if (stuck > 0) problems.push(`${stuck} requests still unanswered 30 s after the load`)
   const [afterFirst, last] = [samples[0], samples.at(-1)]
   if (afterFirst !== undefined && last !== undefined) {
     const growth = last / afterFirst
-    console.log(`RSS (lowest of the minute): ${mb(afterFirst)} MB in minute 1, ${mb(last)} MB in the last (x${growth.toFixed(3)})`)
+    console.log(
+      `RSS (lowest of the minute): ${mb(afterFirst)} MB in minute 1, ${mb(last)} MB in the last (x${growth.toFixed(3)})`
+    )
     if (growth > RSS_GROWTH_ALLOWED) problems.push(`RSS grew x${growth.toFixed(3)} (allowed x${RSS_GROWTH_ALLOWED})`)
   }
   if (problems.length === 0) {

@@ -14,12 +14,13 @@ import { join, resolve } from "node:path"
 
 const runs = Number(process.argv[2] ?? 100)
 const main = resolve(process.argv[3] ?? "dist/main.js")
-const freePort = () => new Promise((done, fail) => {
-  const server = createServer().once("error", fail).listen(0, "127.0.0.1", () => {
-    const { port } = server.address()
-    server.close(() => done(port))
+const freePort = () =>
+  new Promise((done, fail) => {
+    const server = createServer().once("error", fail).listen(0, "127.0.0.1", () => {
+      const { port } = server.address()
+      server.close(() => done(port))
+    })
   })
-})
 const aborted = ({ code, signal }) => code === 134 || signal === "SIGABRT"
 
 const counts = { runs, clean: 0, startupAborts: 0, shutdownAborts: 0, otherFailures: 0, node: process.version }
@@ -49,7 +50,13 @@ for (let i = 0; i < runs; i++) {
   } else if (aborted(exit)) counts.shutdownAborts++
   else if (exit.code === 0) counts.clean++
   else counts.otherFailures++
-  if (exit.code !== 0) process.stderr.write(`run ${i + 1}: ${up ? "after serving" : "before /health"} exit ${exit.code ?? exit.signal}\n${stderr.split("\n").slice(0, 3).join("\n")}\n`)
+  if (exit.code !== 0) {
+    process.stderr.write(
+      `run ${i + 1}: ${up ? "after serving" : "before /health"} exit ${exit.code ?? exit.signal}\n${
+        stderr.split("\n").slice(0, 3).join("\n")
+      }\n`
+    )
+  }
   rmSync(dir, { recursive: true, force: true })
 }
 console.log(JSON.stringify(counts))

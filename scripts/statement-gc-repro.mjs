@@ -16,8 +16,8 @@
  * The folder defaults to the better-sqlite3 this checkout resolves.
  */
 import { createRequire } from "node:module"
-import { fileURLToPath } from "node:url"
 import { resolve } from "node:path"
+import { fileURLToPath } from "node:url"
 import { isMainThread, Worker, workerData } from "node:worker_threads"
 
 const where = isMainThread ? (process.argv[2] ? resolve(process.argv[2]) : "better-sqlite3") : workerData
@@ -55,5 +55,9 @@ const until = Date.now() + 4000
 while (Date.now() < until) (burst(), gc(), burst(), await idle(30))
 step("3. the main thread exits with Statements dropped")
 burst()
-console.log(`statement-gc-repro: ok (node ${process.version}, better-sqlite3 ${require(`${where}/package.json`).version}, ${dropped} Statements dropped)`)
+console.log(
+  `statement-gc-repro: ok (node ${process.version}, better-sqlite3 ${
+    require(`${where}/package.json`).version
+  }, ${dropped} Statements dropped)`
+)
 process.exit(0)

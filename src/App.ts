@@ -21,7 +21,8 @@ export interface AppParts {
 }
 
 /** The elements of the list under `K`, if the parts have one (not the constraint's type when absent). */
-type Element<A, K extends string> = K extends keyof A ? A[K] extends ReadonlyArray<infer E> | undefined ? E : never : never
+type Element<A, K extends string> = K extends keyof A ? A[K] extends ReadonlyArray<infer E> | undefined ? E : never
+  : never
 
 // Distributive (over a naked parameter), so that an absent list (`never`) requires nothing.
 type AgentRequirements<E> = E extends AgentDefinition<infer R> ? R : never

@@ -5,10 +5,10 @@ import { observabilityMigrations } from "./observability/migration.js"
 import { retentionMigrations } from "./retention/migration.js"
 import { type Migration, Migrations } from "./storage/Migrations.js"
 import { type DatabaseUrl, SqlLive } from "./storage/Sql.js"
+import { webhookMigrations } from "./webhooks/migration.js"
+import { concurrencyMigrations } from "./workflows/concurrency/migration.js"
 import { addExecutionUsers, workflowMigrations } from "./workflows/migration.js"
 import { scheduleMigrations } from "./workflows/schedules/migration.js"
-import { concurrencyMigrations } from "./workflows/concurrency/migration.js"
-import { webhookMigrations } from "./webhooks/migration.js"
 
 /** The service's schema: every feature's migrations, in the order of their ids. */
 export const serviceMigrations: Readonly<Record<string, Migration>> = {

@@ -1,38 +1,38 @@
 import { Context, Effect, Layer } from "effect"
-import { AgentRegistry, agentToolEntries, AgentRegistryLive, RegisteredAgents } from "./agents/AgentRegistry.js"
-import { MemoryStoreLive } from "./agents/memory/MemoryStore.js"
-import { WorkingMemoryStoreLive } from "./agents/workingMemory/WorkingMemoryStore.js"
+import { AgentRegistry, AgentRegistryLive, agentToolEntries, RegisteredAgents } from "./agents/AgentRegistry.js"
 import { ApprovalStoreLive } from "./agents/approvals/ApprovalStore.js"
+import { MemoryStoreLive } from "./agents/memory/MemoryStore.js"
 import { DefaultModelLive } from "./agents/models/DefaultModel.js"
+import { WorkingMemoryStoreLive } from "./agents/workingMemory/WorkingMemoryStore.js"
 import type { ServiceApp } from "./App.js"
 import { bindApp } from "./app/bindApp.js"
 import { makeUserContext, UserContext } from "./app/UserContext.js"
 import { AuthPolicyLive } from "./auth/AuthPolicy.js"
-import { DatabaseLive } from "./Database.js"
 import { ServerConfig, type ServerConfigShape } from "./config/ServerConfig.js"
-import { NodePlatformLive, NodeServerLive } from "./server/NodeServer.js"
-import { HttpLive } from "./server/Server.js"
-import { ShutdownLive } from "./http/Shutdown.js"
+import { DatabaseLive } from "./Database.js"
 import { LifecycleLive } from "./health/Lifecycle.js"
 import { ReadinessLive } from "./health/Readiness.js"
+import { ShutdownLive } from "./http/Shutdown.js"
 import { McpExposureLive } from "./mcp/McpExposure.js"
-import { ObservabilitySetupLive } from "./ops/ObservabilitySetup.js"
-import { UpdatesLive } from "./ops/Updates.js"
+import { ConsoleLoggingLive } from "./observability/consoleTraceIds.js"
 import { LogCaptureLive, LogStoreLive } from "./observability/LogStore.js"
 import { ObservabilitySqlLive } from "./observability/ObservabilitySql.js"
 import { StoreWriterLive } from "./observability/StoreWriter.js"
 import { TraceStoreLive } from "./observability/TraceStore.js"
 import { TracingLive } from "./observability/Tracing.js"
-import { ConsoleLoggingLive } from "./observability/consoleTraceIds.js"
+import { ObservabilitySetupLive } from "./ops/ObservabilitySetup.js"
+import { UpdatesLive } from "./ops/Updates.js"
 import { RecordRetentionLive } from "./retention/RecordRetention.js"
+import { DueWorkLive } from "./scheduling/DueWork.js"
+import { NodePlatformLive, NodeServerLive } from "./server/NodeServer.js"
+import { HttpLive } from "./server/Server.js"
 import { StoreCommitsLive } from "./storage/StoreCommits.js"
 import { RegisteredTools, ToolRunner, ToolRunnerLive } from "./tools/ToolRunner.js"
-import { ExecutionStoreLive } from "./workflows/ExecutionStore.js"
-import { DueWorkLive } from "./scheduling/DueWork.js"
-import { ScheduleStoreLive } from "./workflows/schedules/ScheduleStore.js"
-import { WorkflowSchedulesLive } from "./workflows/schedules/Schedules.js"
 import { WebhooksLive } from "./webhooks/Webhooks.js"
+import { ExecutionStoreLive } from "./workflows/ExecutionStore.js"
 import { IdempotencyKeysLive } from "./workflows/IdempotencyKeys.js"
+import { WorkflowSchedulesLive } from "./workflows/schedules/Schedules.js"
+import { ScheduleStoreLive } from "./workflows/schedules/ScheduleStore.js"
 import { agentsOf } from "./workflows/Workflow.js"
 import { RegisteredWorkflows, WorkflowEngine, WorkflowEngineLive } from "./workflows/WorkflowEngine.js"
 
@@ -55,7 +55,14 @@ export const ServicesLive = <R>(app: ServiceApp<R>, config: ServerConfigShape) =
   OwnServicesForUserCode.pipe(Layer.provideMerge(servicesFor(app, config)))
 
 const servicesFor = <R>(app: ServiceApp<R>, config: ServerConfigShape) =>
-  Layer.mergeAll(McpExposureLive, WorkflowEngineLive, IdempotencyKeysLive, WorkflowSchedulesLive, WebhooksLive, ReadinessLive).pipe(
+  Layer.mergeAll(
+    McpExposureLive,
+    WorkflowEngineLive,
+    IdempotencyKeysLive,
+    WorkflowSchedulesLive,
+    WebhooksLive,
+    ReadinessLive
+  ).pipe(
     Layer.provideMerge(Layer.mergeAll(
       ToolRunnerLive,
       AgentRegistryLive,
@@ -114,7 +121,10 @@ const AppLive = <R>(app: ServiceApp<R>) =>
       Layer.succeed(RegisteredWorkflows, bound.workflows),
       Layer.effect(
         RegisteredTools,
-        Effect.map(agentToolEntries(agents), (owned) => [...owned, ...bound.tools.map((tool) => ({ tool, agents: [] }))])
+        Effect.map(
+          agentToolEntries(agents),
+          (owned) => [...owned, ...bound.tools.map((tool) => ({ tool, agents: [] }))]
+        )
       )
     )
   }))
@@ -130,7 +140,10 @@ const OwnServicesForUserCode = Layer.effectDiscard(Effect.gen(function*() {
  * The HTTP service over the given services, listening on config.host:config.port (0 picks a free
  * port; read it from the HttpServer this layer provides). `Layer.launch` it to run until interrupted.
  */
-export const serveWith = <E, R>(config: ServerConfigShape, services: Layer.Layer<Layer.Layer.Success<ReturnType<typeof servicesFor>>, E, R>) =>
+export const serveWith = <E, R>(
+  config: ServerConfigShape,
+  services: Layer.Layer<Layer.Layer.Success<ReturnType<typeof servicesFor>>, E, R>
+) =>
   HttpLive(config, NodeServerLive(config)).pipe(
     Layer.provide(services),
     Layer.provide(NodePlatformLive),
@@ -138,4 +151,5 @@ export const serveWith = <E, R>(config: ServerConfigShape, services: Layer.Layer
   )
 
 /** The whole service for an app: its services and the HTTP server. It requires what the app's code requires (see ServicesLive). */
-export const ServiceLive = <R>(app: ServiceApp<R>, config: ServerConfigShape) => serveWith(config, ServicesLive(app, config))
+export const ServiceLive = <R>(app: ServiceApp<R>, config: ServerConfigShape) =>
+  serveWith(config, ServicesLive(app, config))

@@ -118,11 +118,18 @@ export const loadConfig = (
   argv: ReadonlyArray<string>,
   env: Readonly<Record<string, string | undefined>>
 ): Effect.Effect<ServerConfigShape, StartupError> =>
-  Effect.flatMap(parseCommandLine(argv, env), (line) =>
-    line._tag === "Serve" ? Effect.succeed(line.config) : new StartupError({ message: line.text, exitCode: 0 }))
+  Effect.flatMap(
+    parseCommandLine(argv, env),
+    (line) =>
+      line._tag === "Serve" ? Effect.succeed(line.config) : new StartupError({ message: line.text, exitCode: 0 })
+  )
 
 const configFrom = (
-  values: { readonly port?: string | undefined; readonly host?: string | undefined; readonly config?: string | undefined },
+  values: {
+    readonly port?: string | undefined
+    readonly host?: string | undefined
+    readonly config?: string | undefined
+  },
   env: Readonly<Record<string, string | undefined>>
 ): Effect.Effect<ServerConfigShape, StartupError> =>
   Effect.gen(function*() {

@@ -16,7 +16,10 @@ const program = parseCommandLine(process.argv.slice(2), process.env).pipe(
       ? Console.log(line.text)
       // Unset LOG_FORMAT: pretty on a terminal, else logfmt (ServiceLive applies it).
       : Layer.launch(Layer.merge(
-        ServiceLive(exampleApp, { ...line.config, logFormat: line.config.logFormat ?? (process.stdout.isTTY ? "pretty" : "logfmt") }),
+        ServiceLive(exampleApp, {
+          ...line.config,
+          logFormat: line.config.logFormat ?? (process.stdout.isTTY ? "pretty" : "logfmt")
+        }),
         IdleHeapLive()
       ))
   ),

@@ -1,9 +1,9 @@
+import type { LanguageModelV4 } from "@ai-sdk/provider"
 import { NodeSocket } from "@effect/platform-node"
 import { RpcClient, RpcSerialization } from "@effect/rpc"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import type { LanguageModelV4 } from "@ai-sdk/provider"
-import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer, Option, Redacted, Stream } from "effect"
 import { SignJWT } from "jose"
 import { randomBytes } from "node:crypto"
@@ -13,8 +13,8 @@ import type { HistoryEntry } from "../src/agents/AgentsSchemas.js"
 import { MemoryStore, MemoryStoreLive } from "../src/agents/memory/MemoryStore.js"
 import { builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
 import { defineApp } from "../src/App.js"
-import * as Errors from "../src/core/errors.js"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
+import * as Errors from "../src/core/errors.js"
 import { DatabaseLive } from "../src/Database.js"
 import { assistant } from "../src/examples/agents.js"
 import { exampleApp } from "../src/examples/app.js"
@@ -52,13 +52,21 @@ const exerciseStore = (url: string) =>
     const store = yield* MemoryStore
     const big = "é".repeat(4 * MiB) // 8 MiB as UTF-8: the cut counts bytes, not characters
     for (let i = 0; i < 12; i++) {
-      yield* store.record("agent-a", entry(`e${i}`, `2026-01-01T00:00:${String(i).padStart(2, "0")}.000Z`, "ada", big, big))
+      yield* store.record(
+        "agent-a",
+        entry(`e${i}`, `2026-01-01T00:00:${String(i).padStart(2, "0")}.000Z`, "ada", big, big)
+      )
     }
-    yield* store.record("agent-a", entry("small", "2026-01-01T00:01:00.000Z", "ada", [{ role: "user", content: "hi" }], "hello"))
+    yield* store.record(
+      "agent-a",
+      entry("small", "2026-01-01T00:01:00.000Z", "ada", [{ role: "user", content: "hi" }], "hello")
+    )
 
     const page = yield* store.history("agent-a", { page: 0, limit: 100 })
     const bytes = Buffer.byteLength(JSON.stringify(page.entries))
-    console.log(`history page of 12 x 8 MiB entries: ${bytes} bytes (${url.startsWith("file:") ? "SQLite" : "Postgres"})`)
+    console.log(
+      `history page of 12 x 8 MiB entries: ${bytes} bytes (${url.startsWith("file:") ? "SQLite" : "Postgres"})`
+    )
     expect(page.total).toBe(13)
     expect(bytes).toBeLessThan(13 * 2 * CUT + 13 * 1024)
     const [small, ...cut] = page.entries
@@ -77,7 +85,9 @@ const exerciseStore = (url: string) =>
 
     // The whole entry, the owner's only when an owner is given.
     const whole = yield* store.entry("agent-a", "e3")
-    expect(Option.map(whole, (e) => [e.input === big, e.output === big, "truncated" in e])).toEqual(Option.some([true, true, false]))
+    expect(Option.map(whole, (e) => [e.input === big, e.output === big, "truncated" in e])).toEqual(
+      Option.some([true, true, false])
+    )
     expect(Option.isSome(yield* store.entry("agent-a", "e3", { userId: "ada" }))).toBe(true)
     expect(Option.isNone(yield* store.entry("agent-a", "e3", { userId: "bob" }))).toBe(true)
     expect(Option.isNone(yield* store.entry("agent-b", "e3"))).toBe(true)
@@ -99,15 +109,27 @@ const exerciseStore = (url: string) =>
   }).pipe(Effect.provide(MemoryStoreLive.pipe(Layer.provide(DatabaseLive(url)))))
 
 describe("the history page and the context load are bounded by bytes", () => {
-  it.scoped("on SQLite", () => Effect.flatMap(tempDir, (dir) => exerciseStore(`file:${join(dir, "memory.db")}`)), 120_000)
-  it.scoped.skipIf(!postgresAvailable)("on Postgres", () => Effect.flatMap(freshPostgresDatabase, exerciseStore), 120_000)
+  it.scoped(
+    "on SQLite",
+    () => Effect.flatMap(tempDir, (dir) => exerciseStore(`file:${join(dir, "memory.db")}`)),
+    120_000
+  )
+  it.scoped.skipIf(!postgresAvailable)(
+    "on Postgres",
+    () => Effect.flatMap(freshPostgresDatabase, exerciseStore),
+    120_000
+  )
 })
 
 const SECRET = "a-long-shared-secret-for-agent-bounds-tests"
 const sign = (claims: Record<string, unknown>) =>
   new SignJWT(claims).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h")
     .sign(new TextEncoder().encode(SECRET))
-const tokens = { alice: await sign({ sub: "alice" }), bob: await sign({ sub: "bob" }), admin: await sign({ sub: "root", roles: ["admin"] }) }
+const tokens = {
+  alice: await sign({ sub: "alice" }),
+  bob: await sign({ sub: "bob" }),
+  admin: await sign({ sub: "root", roles: ["admin"] })
+}
 type Who = keyof typeof tokens
 
 const prompts: Array<number> = []
@@ -135,52 +157,79 @@ const bigCalls = TestServerLive({
   app: defineApp({ agents: [notes] }),
   config: {
     agentLimits: { maxInputBytes: 9 * MiB, contextMaxBytes: 2 * MiB },
-    auth: { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: false, publicRoutes: [], admin: { claim: "roles", value: "admin" } } }
+    auth: {
+      production: false,
+      jwt: {
+        secret: Redacted.make(SECRET),
+        defaultPrivate: false,
+        publicRoutes: [],
+        admin: { claim: "roles", value: "admin" }
+      }
+    }
   }
 })
 
 layer(bigCalls, { excludeTestServices: true })("twelve 8 MB calls", (it) => {
-  it.effect("the history page cuts them and flags them; the entry route answers one whole, to its owner or an admin", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const input = "x".repeat(8 * 1000 * 1000)
-      for (let i = 0; i < 12; i++) {
-        expect((yield* fetchJson(`${url}/agents/notes/text`, as("alice", { input }))).status).toBe(200)
-      }
-      const started = Date.now()
-      const response = yield* Effect.promise(() => fetch(`${url}/agents/notes/history?limit=100`, as("alice")))
-      const text = yield* Effect.promise(() => response.text())
-      console.log(`GET /agents/notes/history?limit=100 after twelve 8 MB calls: ${Buffer.byteLength(text)} bytes, ${Date.now() - started} ms`)
-      expect(response.status).toBe(200)
-      expect(Buffer.byteLength(text)).toBeLessThan(12 * 2 * CUT + 12 * 1024)
-      const page = JSON.parse(text).data
-      expect(page.entries).toHaveLength(12)
-      const first = page.entries[0]
-      expect(first.truncated).toEqual({ inputBytes: 8_000_002, outputBytes: expect.any(Number), limit: CUT })
-
-      const path = `${url}/agents/notes/history/${first.id}`
-      const whole = yield* fetchJson(path, as("alice"))
-      expect(whole.status).toBe(200)
-      expect(whole.body.data.input).toBe(input)
-      expect(whole.body.data).not.toHaveProperty("truncated")
-      expect((yield* fetchJson(path, as("admin"))).status).toBe(200)
-      // Its spans keep neither the token nor the entry's content.
-      const traceId = randomBytes(16).toString("hex")
-      const traced = yield* fetchJson(path, { headers: { ...as("alice").headers, traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` } })
-      expect(traced.status).toBe(200)
-      const spans = yield* Effect.promise(async () => {
-        for (const deadline = Date.now() + 15_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 100))) {
-          const stored = await (await fetch(`${url}/observability/traces/${traceId}`)).json()
-          if (stored.success && stored.data.spans.some((span: { name: string }) => span.name === "MemoryStore.entry")) return JSON.stringify(stored.data)
+  it.effect(
+    "the history page cuts them and flags them; the entry route answers one whole, to its owner or an admin",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const input = "x".repeat(8 * 1000 * 1000)
+        for (let i = 0; i < 12; i++) {
+          expect((yield* fetchJson(`${url}/agents/notes/text`, as("alice", { input }))).status).toBe(200)
         }
-        return "no trace"
-      })
-      expect(spans).toContain("AgentRegistry.historyEntry")
-      expect(spans).not.toContain(tokens.alice)
-      expect(spans).not.toContain("xxxxxxxxxxxxxxxx")
-      expect(yield* fetchJson(path, as("bob"))).toMatchObject({ status: 404, body: { success: false, error: `History entry ${first.id} not found` } })
-      expect((yield* fetchJson(`${url}/agents/nobody/history/${first.id}`, as("alice"))).status).toBe(404)
-    }), 180_000)
+        const started = Date.now()
+        const response = yield* Effect.promise(() => fetch(`${url}/agents/notes/history?limit=100`, as("alice")))
+        const text = yield* Effect.promise(() => response.text())
+        console.log(
+          `GET /agents/notes/history?limit=100 after twelve 8 MB calls: ${Buffer.byteLength(text)} bytes, ${
+            Date.now() - started
+          } ms`
+        )
+        expect(response.status).toBe(200)
+        expect(Buffer.byteLength(text)).toBeLessThan(12 * 2 * CUT + 12 * 1024)
+        const page = JSON.parse(text).data
+        expect(page.entries).toHaveLength(12)
+        const first = page.entries[0]
+        expect(first.truncated).toEqual({ inputBytes: 8_000_002, outputBytes: expect.any(Number), limit: CUT })
+
+        const path = `${url}/agents/notes/history/${first.id}`
+        const whole = yield* fetchJson(path, as("alice"))
+        expect(whole.status).toBe(200)
+        expect(whole.body.data.input).toBe(input)
+        expect(whole.body.data).not.toHaveProperty("truncated")
+        expect((yield* fetchJson(path, as("admin"))).status).toBe(200)
+        // Its spans keep neither the token nor the entry's content.
+        const traceId = randomBytes(16).toString("hex")
+        const traced = yield* fetchJson(path, {
+          headers: { ...as("alice").headers, traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` }
+        })
+        expect(traced.status).toBe(200)
+        const spans = yield* Effect.promise(async () => {
+          for (
+            const deadline = Date.now() + 15_000;
+            Date.now() < deadline;
+            await new Promise((r) => setTimeout(r, 100))
+          ) {
+            const stored = await (await fetch(`${url}/observability/traces/${traceId}`)).json()
+            if (
+              stored.success && stored.data.spans.some((span: { name: string }) => span.name === "MemoryStore.entry")
+            ) return JSON.stringify(stored.data)
+          }
+          return "no trace"
+        })
+        expect(spans).toContain("AgentRegistry.historyEntry")
+        expect(spans).not.toContain(tokens.alice)
+        expect(spans).not.toContain("xxxxxxxxxxxxxxxx")
+        expect(yield* fetchJson(path, as("bob"))).toMatchObject({
+          status: 404,
+          body: { success: false, error: `History entry ${first.id} not found` }
+        })
+        expect((yield* fetchJson(`${url}/agents/nobody/history/${first.id}`, as("alice"))).status).toBe(404)
+      }),
+    180_000
+  )
 
   it.effect("a context load holds at most AGENT_CONTEXT_MAX_BYTES of the conversation", () =>
     Effect.gen(function*() {
@@ -202,7 +251,8 @@ layer(bigCalls, { excludeTestServices: true })("twelve 8 MB calls", (it) => {
 // A small cap, so each door's refusal is quick to reach.
 const CAP = 4096
 const over = "z".repeat(CAP + 100)
-const refusal = "Agent input is 4.1 KiB as JSON, over the 4 KiB an agent call may take (AGENT_INPUT_MAX_BYTES, agents.maxInputBytes)"
+const refusal =
+  "Agent input is 4.1 KiB as JSON, over the 4 KiB an agent call may take (AGENT_INPUT_MAX_BYTES, agents.maxInputBytes)"
 
 const doors = TestServerLive({
   app: defineApp({ agents: [assistant], workflows: [triage] }),
@@ -229,27 +279,34 @@ layer(doors, { excludeTestServices: true })(
           expect(answer.body.error, route).toContain("AGENT_INPUT_MAX_BYTES")
         }
         // The AI SDK's own chat body: its messages are the input.
-        const sdk = yield* fetchJson(`${url}/agents/assistant/chat`, json({
-          id: "c1",
-          trigger: "submit-message",
-          messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: over }] }]
-        }))
+        const sdk = yield* fetchJson(
+          `${url}/agents/assistant/chat`,
+          json({
+            id: "c1",
+            trigger: "submit-message",
+            messages: [{ id: "m1", role: "user", parts: [{ type: "text", text: over }] }]
+          })
+        )
         expect(sdk.status).toBe(400)
         expect(sdk.body.error).toContain("AGENT_INPUT_MAX_BYTES")
         expect(yield* fetchJson(`${url}/agents/assistant/text`, json({ input: over }))).toEqual(
           expect.objectContaining({ status: 400, body: { success: false, error: refusal } })
         )
         // Within the cap, as before.
-        expect((yield* fetchJson(`${url}/agents/assistant/text`, json({ input: "z".repeat(CAP - 100) }))).status).toBe(200)
+        expect((yield* fetchJson(`${url}/agents/assistant/text`, json({ input: "z".repeat(CAP - 100) }))).status).toBe(
+          200
+        )
       }))
 
     it.scoped("/rpc (WebSocket): AgentStream fails with the ValidationError naming the setting", () =>
       Effect.gen(function*() {
         const { url } = yield* TestServer
-        const protocol = yield* Layer.build(RpcClient.layerProtocolSocket({ retryTransientErrors: false }).pipe(
-          Layer.provide(NodeSocket.layerWebSocket(`${url.replace(/^http/, "ws")}${RPC_PATH}`)),
-          Layer.provide(RpcSerialization.layerJson)
-        ))
+        const protocol = yield* Layer.build(
+          RpcClient.layerProtocolSocket({ retryTransientErrors: false }).pipe(
+            Layer.provide(NodeSocket.layerWebSocket(`${url.replace(/^http/, "ws")}${RPC_PATH}`)),
+            Layer.provide(RpcSerialization.layerJson)
+          )
+        )
         const client = yield* Effect.provide(RpcClient.make(ServiceRpcs), protocol)
         const error = yield* Effect.flip(Stream.runDrain(client.AgentStream({ agentId: "assistant", input: over })))
         expect(error).toBeInstanceOf(Errors.ValidationError)
@@ -267,7 +324,9 @@ layer(doors, { excludeTestServices: true })(
           }),
           (client) => Effect.promise(() => client.close())
         )
-        const answer = yield* Effect.promise(() => client.callTool({ name: "agent_assistant", arguments: { input: over } }))
+        const answer = yield* Effect.promise(() =>
+          client.callTool({ name: "agent_assistant", arguments: { input: over } })
+        )
         expect(answer.isError).toBe(true)
         expect((answer.content as Array<{ text: string }>)[0]?.text).toBe(refusal)
       }))
@@ -279,7 +338,11 @@ layer(doors, { excludeTestServices: true })(
         // The request's own input was within its cap: the workflow's step failed (500 with the execution, as any step's failure).
         expect(answer).toMatchObject({
           status: 500,
-          body: { success: false, error: `Failed to execute workflow: step sort: ${refusal}`, errorDetail: { _tag: "ValidationError", message: refusal } }
+          body: {
+            success: false,
+            error: `Failed to execute workflow: step sort: ${refusal}`,
+            errorDetail: { _tag: "ValidationError", message: refusal }
+          }
         })
       }))
   }
@@ -290,9 +353,16 @@ describe("the settings", () => {
     expect(resolveServerConfig({}, {}).agentLimits).toEqual({ maxInputBytes: MiB, contextMaxBytes: 2 * MiB })
     expect(resolveServerConfig({ agents: { maxInputBytes: 2048, contextMaxBytes: 4096 } }, {}).agentLimits)
       .toEqual({ maxInputBytes: 2048, contextMaxBytes: 4096 })
-    expect(resolveServerConfig({ agents: { maxInputBytes: 2048 } }, { AGENT_INPUT_MAX_BYTES: "1000", AGENT_CONTEXT_MAX_BYTES: "3000" }).agentLimits)
+    expect(
+      resolveServerConfig({ agents: { maxInputBytes: 2048 } }, {
+        AGENT_INPUT_MAX_BYTES: "1000",
+        AGENT_CONTEXT_MAX_BYTES: "3000"
+      }).agentLimits
+    )
       .toEqual({ maxInputBytes: 1000, contextMaxBytes: 3000 })
-    expect(() => resolveServerConfig({}, { AGENT_INPUT_MAX_BYTES: "1.5" })).toThrow("AGENT_INPUT_MAX_BYTES: must be a positive integer (bytes), got \"1.5\"")
+    expect(() => resolveServerConfig({}, { AGENT_INPUT_MAX_BYTES: "1.5" })).toThrow(
+      "AGENT_INPUT_MAX_BYTES: must be a positive integer (bytes), got \"1.5\""
+    )
     expect(() => resolveServerConfig({}, { AGENT_CONTEXT_MAX_BYTES: "0" })).toThrow("AGENT_CONTEXT_MAX_BYTES")
   })
 })
@@ -304,7 +374,11 @@ layer(TestServerLive({ app: exampleApp }), { excludeTestServices: true })("the d
       const answer = yield* fetchJson(`${url}/agents/assistant/text`, json({ input: "w".repeat(1.1 * MiB) }))
       expect(answer).toMatchObject({
         status: 400,
-        body: { success: false, error: "Agent input is 1.1 MiB as JSON, over the 1 MiB an agent call may take (AGENT_INPUT_MAX_BYTES, agents.maxInputBytes)" }
+        body: {
+          success: false,
+          error:
+            "Agent input is 1.1 MiB as JSON, over the 1 MiB an agent call may take (AGENT_INPUT_MAX_BYTES, agents.maxInputBytes)"
+        }
       })
     }))
 })

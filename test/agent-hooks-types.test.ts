@@ -12,7 +12,9 @@ import { billed } from "./fixtures/readme/agent-hooks.js"
 // layer's. Compile-time promises; the runtime side is test/agent-hooks.test.ts.
 
 class Audit extends Context.Tag("app/Audit")<Audit, { readonly note: (text: string) => Effect.Effect<void> }>() {}
-class Billing extends Context.Tag("app/Billing")<Billing, { readonly charge: (tokens: number) => Effect.Effect<void> }>() {}
+class Billing
+  extends Context.Tag("app/Billing")<Billing, { readonly charge: (tokens: number) => Effect.Effect<void> }>()
+{}
 
 describe("agent hooks carry their requirements", () => {
   it("each hook's Effect R joins the agent's; values and Promises require nothing", () => {
@@ -76,7 +78,13 @@ describe("agent hooks carry their requirements", () => {
   })
 
   it("a sub-agent's hooks' R joins its parent's, and the app's layer requires it", () => {
-    const sub = defineAgent({ id: "s", name: "S", purpose: "p", instructions: "hi", onError: () => Effect.asVoid(Audit) })
+    const sub = defineAgent({
+      id: "s",
+      name: "S",
+      purpose: "p",
+      instructions: "hi",
+      onError: () => Effect.asVoid(Audit)
+    })
     const parent = defineAgent({ id: "p", name: "P", purpose: "p", instructions: "hi", subAgents: [sub] })
     expectTypeOf(parent).toEqualTypeOf<AgentDefinition<Audit>>()
     const layer = ServicesLive(defineApp({ agents: [parent] }), resolveServerConfig({}, {}))

@@ -63,7 +63,10 @@ const hooked = defineAgent({
   onToolEnd: hear("onToolEnd"),
   onError: hear("onError"),
   onEnd: (event) =>
-    Effect.flatMap(inHistory(event), (found) => Effect.flatMap(Audit, (audit) => audit.hear({ hook: "onEnd", event, inHistory: found })))
+    Effect.flatMap(
+      inHistory(event),
+      (found) => Effect.flatMap(Audit, (audit) => audit.hear({ hook: "onEnd", event, inHistory: found }))
+    )
 })
 
 const boss = defineAgent({
@@ -112,7 +115,13 @@ const hanging = defineAgent({
   onEnd: (event) => Effect.never.pipe(Effect.onInterrupt(() => Effect.sync(() => hungEnds.add(event.callId))))
 })
 
-const asking = workflow({ id: "asking", name: "Asking", purpose: "Asks hooked", input: Schema.Struct({}), result: Schema.String })
+const asking = workflow({
+  id: "asking",
+  name: "Asking",
+  purpose: "Asks hooked",
+  input: Schema.Struct({}),
+  result: Schema.String
+})
   .andAgent({ id: "ask", agent: hooked, prompt: () => "hello from a workflow" })
 
 const app = defineApp({ agents: [hooked, boss, flawed, broken, hanging], workflows: [asking] })
@@ -159,15 +168,32 @@ layer(AgentTestServerLive(app, undefined, AuditLive), { excludeTestServices: tru
     Effect.gen(function*() {
       const url = yield* setUp
       const mark = heard.length
-      const response = yield* fetchJson(`${url}/agents/hooked/text`, json({ input: "add 2 and 3", options: { conversationId: "c-order", userId: "u1" } }))
+      const response = yield* fetchJson(
+        `${url}/agents/hooked/text`,
+        json({ input: "add 2 and 3", options: { conversationId: "c-order", userId: "u1" } })
+      )
       expect(response.status).toBe(200)
       const got = yield* endedSince(mark)
       expect(got.map((h) => h.hook)).toEqual(["onStart", "onToolStart", "onToolEnd", "onEnd"])
       const [start, toolStart, toolEnd, end] = got
       const callId = start.event.callId
-      expect(start.event).toMatchObject({ agentId: "hooked", conversationId: "c-order", call: { userId: "u1", context: {} } })
-      expect(toolStart.event).toMatchObject({ callId, toolName: "add", input: { a: 2, b: 3 }, toolCallId: expect.any(String) })
-      expect(toolEnd.event).toMatchObject({ callId, toolName: "add", toolCallId: toolStart.event.toolCallId, output: { sum: 5 } })
+      expect(start.event).toMatchObject({
+        agentId: "hooked",
+        conversationId: "c-order",
+        call: { userId: "u1", context: {} }
+      })
+      expect(toolStart.event).toMatchObject({
+        callId,
+        toolName: "add",
+        input: { a: 2, b: 3 },
+        toolCallId: expect.any(String)
+      })
+      expect(toolEnd.event).toMatchObject({
+        callId,
+        toolName: "add",
+        toolCallId: toolStart.event.toolCallId,
+        output: { sum: 5 }
+      })
       expect(toolEnd.event.error).toBeUndefined()
       expect(end.event).toMatchObject({ callId, status: "completed", output: response.body.data.text })
       expect(end.event.usage).toEqual(response.body.data.usage)
@@ -182,20 +208,30 @@ layer(AgentTestServerLive(app, undefined, AuditLive), { excludeTestServices: tru
     Effect.gen(function*() {
       const url = yield* setUp
       const mark = heard.length
-      yield* fetchJson(`${url}/agents/hooked/text`, json({ input: "weather in Oslo", options: { conversationId: "c-span" } }))
+      yield* fetchJson(
+        `${url}/agents/hooked/text`,
+        json({ input: "weather in Oslo", options: { conversationId: "c-span" } })
+      )
       const [start, , toolEnd] = yield* endedSince(mark)
       const callId = start.event.callId
       // A failed tool run: onToolEnd has its error, no output.
-      expect(toolEnd.event).toMatchObject({ toolName: "get_weather", input: { location: "Oslo" }, error: "Tool get_weather failed: no forecast for Oslo" })
+      expect(toolEnd.event).toMatchObject({
+        toolName: "get_weather",
+        input: { location: "Oslo" },
+        error: "Tool get_weather failed: no forecast for Oslo"
+      })
       expect("output" in toolEnd.event).toBe(false)
       const found = yield* Effect.gen(function*() {
         const deadline = Date.now() + 20_000
         while (Date.now() < deadline) {
-          const traces = (yield* fetchJson(`${url}/observability/traces?entityType=agent&entityId=hooked&limit=50`)).body.data.traces
+          const traces =
+            (yield* fetchJson(`${url}/observability/traces?entityType=agent&entityId=hooked&limit=50`)).body.data.traces
           for (const summary of traces) {
             const trace = (yield* fetchJson(`${url}/observability/traces/${summary.traceId}`)).body.data
             const spans = trace.spans as Array<any>
-            const hooks = spans.filter((span) => span.name.startsWith("agent.hook ") && span.attributes["agent.call.id"] === callId)
+            const hooks = spans.filter((span) =>
+              span.name.startsWith("agent.hook ") && span.attributes["agent.call.id"] === callId
+            )
             if (hooks.length === 4) return { hooks, spans }
           }
           yield* Effect.sleep("100 millis")
@@ -204,7 +240,12 @@ layer(AgentTestServerLive(app, undefined, AuditLive), { excludeTestServices: tru
       })
       const call = found.spans.find((span) => span.name === "AgentRegistry.text")
       expect(call).toBeDefined()
-      expect(found.hooks.map((span) => span.name).sort()).toEqual(["agent.hook onEnd", "agent.hook onStart", "agent.hook onToolEnd", "agent.hook onToolStart"])
+      expect(found.hooks.map((span) => span.name).sort()).toEqual([
+        "agent.hook onEnd",
+        "agent.hook onStart",
+        "agent.hook onToolEnd",
+        "agent.hook onToolStart"
+      ])
       for (const span of found.hooks) {
         expect(span.parentSpanId).toBe(call.spanId)
         expect(span.attributes).toMatchObject({ "entity.type": "agent", "entity.id": "hooked", "hook.outcome": "ok" })
@@ -217,7 +258,10 @@ layer(AgentTestServerLive(app, undefined, AuditLive), { excludeTestServices: tru
       const mark = heard.length
       const controller = new AbortController()
       const first = yield* Effect.promise(async () => {
-        const response = await fetch(`${url}/agents/hooked/stream`, { ...json({ input: "talk slowly please" }), signal: controller.signal })
+        const response = await fetch(`${url}/agents/hooked/stream`, {
+          ...json({ input: "talk slowly please" }),
+          signal: controller.signal
+        })
         const { value } = await response.body!.getReader().read()
         controller.abort()
         return new TextDecoder().decode(value)
@@ -267,12 +311,17 @@ layer(AgentTestServerLive(app, undefined, AuditLive), { excludeTestServices: tru
     Effect.gen(function*() {
       const { logs } = yield* TestServer
       const url = yield* setUp
-      const response = yield* fetchJson(`${url}/agents/flawed/text`, json({ input: "add 2 and 3", options: { conversationId: "c-flawed" } }))
+      const response = yield* fetchJson(
+        `${url}/agents/flawed/text`,
+        json({ input: "add 2 and 3", options: { conversationId: "c-flawed" } })
+      )
       expect(response.status).toBe(200)
       expect(response.body.data.toolResults).toEqual([expect.objectContaining({ toolName: "add", result: { sum: 5 } })])
       const logged = (hook: string, what: string) => () =>
         logs.find((line) => line.includes(`agent hook ${hook} failed (${what}`) && line.includes("agentId=flawed"))
-      expect(yield* poll("onStart's throw", logged("onStart", "Error: onStart threw"))).toContain("the call is not affected")
+      expect(yield* poll("onStart's throw", logged("onStart", "Error: onStart threw"))).toContain(
+        "the call is not affected"
+      )
       yield* poll("onToolStart's failure", logged("onToolStart", "HookBoom: the audit is down"))
       yield* poll("onToolEnd's rejection", logged("onToolEnd", "Error: onToolEnd rejected"))
       yield* poll("onEnd's defect", logged("onEnd", "Error: onEnd died"))
@@ -280,27 +329,40 @@ layer(AgentTestServerLive(app, undefined, AuditLive), { excludeTestServices: tru
       expect(history.body.data.entries[0].status).toBe("completed")
     }))
 
-  it.effect("an onEnd that hangs does not hold the call, and is stopped after 5 s and logged", () =>
-    Effect.gen(function*() {
-      const { logs } = yield* TestServer
-      const url = yield* setUp
-      const before = Date.now()
-      const response = yield* fetchJson(`${url}/agents/hanging/text`, json({ input: "hi" }))
-      expect(response.status).toBe(200)
-      expect(Date.now() - before).toBeLessThan(4000)
-      yield* poll("the hung onEnd interrupted", () => (hungEnds.size === 1 ? true : undefined))
-      expect(Date.now() - before).toBeGreaterThanOrEqual(4900)
-      yield* poll("the hung onEnd logged", () =>
-        logs.find((line) => line.includes("agent hook onEnd failed (HookTimedOut: did not finish within 5s)") && line.includes("agentId=hanging")))
-    }), 30_000)
+  it.effect(
+    "an onEnd that hangs does not hold the call, and is stopped after 5 s and logged",
+    () =>
+      Effect.gen(function*() {
+        const { logs } = yield* TestServer
+        const url = yield* setUp
+        const before = Date.now()
+        const response = yield* fetchJson(`${url}/agents/hanging/text`, json({ input: "hi" }))
+        expect(response.status).toBe(200)
+        expect(Date.now() - before).toBeLessThan(4000)
+        yield* poll("the hung onEnd interrupted", () => (hungEnds.size === 1 ? true : undefined))
+        expect(Date.now() - before).toBeGreaterThanOrEqual(4900)
+        yield* poll("the hung onEnd logged", () =>
+          logs.find((line) =>
+            line.includes("agent hook onEnd failed (HookTimedOut: did not finish within 5s)") &&
+            line.includes("agentId=hanging")
+          ))
+      }),
+    30_000
+  )
 
   it.effect("every entry runs the hooks: /stream, /object, /stream-object, /chat", () =>
     Effect.gen(function*() {
       const url = yield* setUp
       const entries: Array<readonly [string, unknown]> = [
         ["stream", { input: "weather in Rome" }],
-        ["object", { input: "a thing", schema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] } }],
-        ["stream-object", { input: "a thing", schema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] } }],
+        ["object", {
+          input: "a thing",
+          schema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] }
+        }],
+        ["stream-object", {
+          input: "a thing",
+          schema: { type: "object", properties: { name: { type: "string" } }, required: ["name"] }
+        }],
         ["chat", { input: [{ id: "m1", role: "user", parts: [{ type: "text", text: "add 2 and 3" }] }] }]
       ]
       for (const [route, body] of entries) {
@@ -312,7 +374,9 @@ layer(AgentTestServerLive(app, undefined, AuditLive), { excludeTestServices: tru
         expect(names[0], route).toBe("onStart")
         expect(names.at(-1), route).toBe("onEnd")
         expect(got.at(-1)!.event.status, route).toBe("completed")
-        if (route === "stream" || route === "chat") expect(names, route).toEqual(["onStart", "onToolStart", "onToolEnd", "onEnd"])
+        if (route === "stream" || route === "chat") {
+          expect(names, route).toEqual(["onStart", "onToolStart", "onToolEnd", "onEnd"])
+        }
       }
     }))
 
@@ -325,7 +389,10 @@ layer(AgentTestServerLive(app, undefined, AuditLive), { excludeTestServices: tru
       expect((yield* endedSince(mark)).map((h) => h.hook)).toEqual(["onStart", "onEnd"])
 
       mark = heard.length
-      const delegated = yield* fetchJson(`${url}/agents/boss/text`, json({ input: "delegate \"add 2 and 3\" to hooked" }))
+      const delegated = yield* fetchJson(
+        `${url}/agents/boss/text`,
+        json({ input: "delegate \"add 2 and 3\" to hooked" })
+      )
       expect(delegated.status).toBe(200)
       expect((yield* endedSince(mark)).map((h) => h.hook)).toEqual(["onStart", "onToolStart", "onToolEnd", "onEnd"])
     }))
@@ -342,17 +409,23 @@ layer(AgentTestServerLive(app, undefined, AuditLive), { excludeTestServices: tru
         }),
         (client) => Effect.promise(() => client.close())
       )
-      const answer = yield* Effect.promise(() => client.callTool({ name: "agent_hooked", arguments: { input: "hello over MCP" } }))
+      const answer = yield* Effect.promise(() =>
+        client.callTool({ name: "agent_hooked", arguments: { input: "hello over MCP" } })
+      )
       expect(answer.isError).toBeFalsy()
       expect((yield* endedSince(mark)).map((h) => h.hook)).toEqual(["onStart", "onEnd"])
 
       mark = heard.length
-      const protocol = yield* Layer.build(RpcClient.layerProtocolSocket({ retryTransientErrors: false }).pipe(
-        Layer.provide(NodeSocket.layerWebSocket(`${url.replace(/^http/, "ws")}${RPC_PATH}`)),
-        Layer.provide(RpcSerialization.layerJson)
-      ))
+      const protocol = yield* Layer.build(
+        RpcClient.layerProtocolSocket({ retryTransientErrors: false }).pipe(
+          Layer.provide(NodeSocket.layerWebSocket(`${url.replace(/^http/, "ws")}${RPC_PATH}`)),
+          Layer.provide(RpcSerialization.layerJson)
+        )
+      )
       const rpc = yield* Effect.provide(RpcClient.make(ServiceRpcs), protocol)
-      const events = Chunk.toReadonlyArray(yield* Stream.runCollect(rpc.AgentStream({ agentId: "hooked", input: "add 2 and 3" })))
+      const events = Chunk.toReadonlyArray(
+        yield* Stream.runCollect(rpc.AgentStream({ agentId: "hooked", input: "add 2 and 3" }))
+      )
       expect(events.at(-1)).toMatchObject({ type: "finish" })
       expect((yield* endedSince(mark)).map((h) => h.hook)).toEqual(["onStart", "onToolStart", "onToolEnd", "onEnd"])
     }))

@@ -31,7 +31,13 @@ const v3 = new MockLanguageModelV3({
   })
 })
 
-const legacy = defineAgent({ id: "legacy", name: "Legacy", purpose: "Answers on a 6-line model", instructions: "Be brief.", model: v3 })
+const legacy = defineAgent({
+  id: "legacy",
+  name: "Legacy",
+  purpose: "Answers on a 6-line model",
+  instructions: "Be brief.",
+  model: v3
+})
 
 describe("agent models of the 6 line", () => {
   layer(TestServerLive({ app: defineApp({ agents: [legacy] }) }), { excludeTestServices: true })("on ai 7", (it) => {

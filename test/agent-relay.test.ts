@@ -1,7 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { defineApp } from "../src/App.js"
 import { nodeFetch } from "../src/agents/models/nodeFetch.js"
+import { defineApp } from "../src/App.js"
 import { assistant } from "../src/examples/agents.js"
 import { AgentTestServerLive, FakeProvider, parseSse } from "./support/fakeProvider.js"
 import { fetchJson, json, TestServer } from "./support/TestServer.js"
@@ -62,19 +62,32 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("the agent relay"
           )
           const { reader } = await readUntil(response, "finish")
           // Read while the response is still open: the finish frame must already be durable.
-          const history = await fetch(`${url}/agents/assistant/history?conversationId=${conversationId}`).then((r) => r.json())
+          const history = await fetch(`${url}/agents/assistant/history?conversationId=${conversationId}`).then((r) =>
+            r.json()
+          )
           await reader.cancel()
           return { i, entries: history.data.entries }
         }))
       )
       for (const { entries, i } of results) {
         expect(entries).toHaveLength(1)
-        expect(entries[0]).toMatchObject({ status: "completed", output: `You said: hello ${i}`, conversationId: `stream-commit-${i}` })
+        expect(entries[0]).toMatchObject({
+          status: "completed",
+          output: `You said: hello ${i}`,
+          conversationId: `stream-commit-${i}`
+        })
       }
       const fake = yield* FakeProvider
       fake.reset()
-      yield* fetchJson(`${url}/agents/assistant/text`, json({ input: "again", options: { conversationId: "stream-commit-3" } }))
-      expect(fake.requests[0].messages.map((m: any) => m.content).slice(1)).toEqual(["hello 3", "You said: hello 3", "again"])
+      yield* fetchJson(
+        `${url}/agents/assistant/text`,
+        json({ input: "again", options: { conversationId: "stream-commit-3" } })
+      )
+      expect(fake.requests[0].messages.map((m: any) => m.content).slice(1)).toEqual([
+        "hello 3",
+        "You said: hello 3",
+        "again"
+      ])
     }))
 
   it.effect("/text under concurrency: each answer's history and memory are committed when it arrives", () =>
@@ -83,8 +96,12 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("the agent relay"
       const results = yield* Effect.promise(() =>
         Promise.all(Array.from({ length: CONCURRENT }, async (_, i) => {
           const conversationId = `text-commit-${i}`
-          await fetch(`${url}/agents/assistant/text`, json({ input: `hi ${i}`, options: { conversationId } })).then((r) => r.json())
-          const history = await fetch(`${url}/agents/assistant/history?conversationId=${conversationId}`).then((r) => r.json())
+          await fetch(`${url}/agents/assistant/text`, json({ input: `hi ${i}`, options: { conversationId } })).then((
+            r
+          ) => r.json())
+          const history = await fetch(`${url}/agents/assistant/history?conversationId=${conversationId}`).then((r) =>
+            r.json()
+          )
           return { i, entries: history.data.entries }
         }))
       )
@@ -96,7 +113,9 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("the agent relay"
   it.effect("nodeFetch: answers, statuses and headers as fetch does; an abort mid-body fails the body with the reason", () =>
     Effect.gen(function*() {
       const fake = yield* FakeProvider
-      const models = yield* Effect.promise(() => nodeFetch(`${fake.url}/v1/models`, { headers: new Headers({ accept: "application/json" }) }))
+      const models = yield* Effect.promise(() =>
+        nodeFetch(`${fake.url}/v1/models`, { headers: new Headers({ accept: "application/json" }) })
+      )
       expect(models.status).toBe(200)
       expect(models.headers.get("content-type")).toBe("application/json")
       expect(yield* Effect.promise(() => models.json())).toMatchObject({ object: "list" })
@@ -118,7 +137,9 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("the agent relay"
         return reader.read().then(() => undefined, (error: unknown) => error)
       })
       expect((failure as Error | undefined)?.name).toBe("AbortError")
-      const aborted = yield* Effect.promise(() => nodeFetch(`${fake.url}/v1/models`, { signal: AbortSignal.abort() }).catch((e) => e))
+      const aborted = yield* Effect.promise(() =>
+        nodeFetch(`${fake.url}/v1/models`, { signal: AbortSignal.abort() }).catch((e) => e)
+      )
       expect((aborted as Error).name).toBe("AbortError")
     }))
 })

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { join } from "node:path"
 import { approvalApp, refunds } from "./support/approvalApp.js"
-import { FakeProvider, FakeProviderLive, fakeModelSettings } from "./support/fakeProvider.js"
+import { fakeModelSettings, FakeProvider, FakeProviderLive } from "./support/fakeProvider.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { fetchJson, json, tempDir, TestServer, TestServerLive } from "./support/TestServer.js"
 
@@ -28,10 +28,16 @@ const instance = (databaseUrl: string, instanceId: string) =>
   })
 
 const ask = (url: string, amount: number) =>
-  Effect.map(fetchJson(`${url}/agents/cashier/text`, json({ input: `refund ${amount}`, options: { conversationId: `restart-${amount}` } })), (answer) => {
-    expect(answer.status).toBe(200)
-    return answer.body.data.pendingApprovals[0].approvalId as string
-  })
+  Effect.map(
+    fetchJson(
+      `${url}/agents/cashier/text`,
+      json({ input: `refund ${amount}`, options: { conversationId: `restart-${amount}` } })
+    ),
+    (answer) => {
+      expect(answer.status).toBe(200)
+      return answer.body.data.pendingApprovals[0].approvalId as string
+    }
+  )
 
 const approve = (url: string, approvalId: string) =>
   fetchJson(`${url}/agents/cashier/text`, json({ options: { approvals: [{ approvalId, approved: true }] } }))
@@ -59,7 +65,9 @@ const restartScenario = (databaseUrl: string, amount: number, alongside: boolean
       yield* c.close
     }
     yield* b.close
-    expect(refunds.filter((one) => one >= amount && one <= amount + 1)).toEqual(second === undefined ? [amount] : [amount, amount + 1])
+    expect(refunds.filter((one) => one >= amount && one <= amount + 1)).toEqual(
+      second === undefined ? [amount] : [amount, amount + 1]
+    )
   })
 
 describe("approval across a restart", () => {
@@ -69,9 +77,13 @@ describe("approval across a restart", () => {
       yield* restartScenario(`file:${join(dir, "service.db")}`, 300, false)
     }).pipe(Effect.provide(FakeProviderLive)), 60_000)
 
-  it.scoped.skipIf(!postgresAvailable)("on Postgres: requested on A, A shut down, answered on B and on C beside it", () =>
-    Effect.gen(function*() {
-      const url = yield* freshPostgresDatabase
-      yield* restartScenario(url, 400, true)
-    }).pipe(Effect.provide(FakeProviderLive)), 60_000)
+  it.scoped.skipIf(!postgresAvailable)(
+    "on Postgres: requested on A, A shut down, answered on B and on C beside it",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* freshPostgresDatabase
+        yield* restartScenario(url, 400, true)
+      }).pipe(Effect.provide(FakeProviderLive)),
+    60_000
+  )
 })

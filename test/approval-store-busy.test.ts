@@ -45,35 +45,49 @@ const otherWriter = (file: string) => {
 }
 
 describe("ApprovalStore on SQLite beside another writer", () => {
-  it.scopedLive("answers succeed while another connection commits between their statements", () =>
-    Effect.gen(function*() {
-      const file = join(yield* tempDir, "approvals.db")
-      const answered = yield* Effect.gen(function*() {
-        const store = yield* ApprovalStore
-        for (let i = 0; i < ANSWERS; i++) {
-          yield* store.request({
-            agentId: "cashier",
-            callId: `call-${i}`,
-            owner: undefined,
-            conversationId: undefined,
-            requests: [{ approvalId: `approval-${i}`, toolName: "refund", toolCallId: `tool-call-${i}`, input: { amount: i } }],
-            state: {},
-            expiresAt: new Date(Date.now() + 60_000)
-          })
+  it.scopedLive(
+    "answers succeed while another connection commits between their statements",
+    () =>
+      Effect.gen(function*() {
+        const file = join(yield* tempDir, "approvals.db")
+        const answered = yield* Effect.gen(function*() {
+          const store = yield* ApprovalStore
+          for (let i = 0; i < ANSWERS; i++) {
+            yield* store.request({
+              agentId: "cashier",
+              callId: `call-${i}`,
+              owner: undefined,
+              conversationId: undefined,
+              requests: [{
+                approvalId: `approval-${i}`,
+                toolName: "refund",
+                toolCallId: `tool-call-${i}`,
+                input: { amount: i }
+              }],
+              state: {},
+              expiresAt: new Date(Date.now() + 60_000)
+            })
+          }
+          const writer = otherWriter(file)
+          // The thread is writing before the first answer (its start-up takes a while on a loaded host).
+          yield* Effect.sleep("5 millis").pipe(
+            Effect.repeat({ until: () => writer.commits() > 0 }),
+            Effect.timeout("30 seconds")
+          )
+          const before = writer.commits()
+          const results = yield* Effect.forEach(
+            Array.from({ length: ANSWERS }, (_, i) => i),
+            (i) => Effect.either(store.answer("cashier", [{ approvalId: `approval-${i}`, approved: true }], undefined)),
+            { concurrency: 4 }
+          ).pipe(Effect.sandbox, Effect.either, Effect.ensuring(Effect.promise(writer.stop)))
+          expect(yield* Effect.promise(writer.stop)).toBeGreaterThan(before)
+          return results
+        }).pipe(Effect.provide(ApprovalStoreLive.pipe(Layer.provide(DatabaseLive(`file:${file}`)))))
+        expect(answered._tag, "no answer died (a SqlError is a defect, a 500)").toBe("Right")
+        if (answered._tag === "Right") {
+          expect(answered.right.filter((one) => one._tag === "Right")).toHaveLength(ANSWERS)
         }
-        const writer = otherWriter(file)
-        // The thread is writing before the first answer (its start-up takes a while on a loaded host).
-        yield* Effect.sleep("5 millis").pipe(Effect.repeat({ until: () => writer.commits() > 0 }), Effect.timeout("30 seconds"))
-        const before = writer.commits()
-        const results = yield* Effect.forEach(
-          Array.from({ length: ANSWERS }, (_, i) => i),
-          (i) => Effect.either(store.answer("cashier", [{ approvalId: `approval-${i}`, approved: true }], undefined)),
-          { concurrency: 4 }
-        ).pipe(Effect.sandbox, Effect.either, Effect.ensuring(Effect.promise(writer.stop)))
-        expect(yield* Effect.promise(writer.stop)).toBeGreaterThan(before)
-        return results
-      }).pipe(Effect.provide(ApprovalStoreLive.pipe(Layer.provide(DatabaseLive(`file:${file}`)))))
-      expect(answered._tag, "no answer died (a SqlError is a defect, a 500)").toBe("Right")
-      if (answered._tag === "Right") expect(answered.right.filter((one) => one._tag === "Right")).toHaveLength(ANSWERS)
-    }), 60_000)
+      }),
+    60_000
+  )
 })

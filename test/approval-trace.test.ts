@@ -1,8 +1,8 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { approvalApp, refunds } from "./support/approvalApp.js"
-import { FakeProvider, FakeProviderLive, fakeModelSettings } from "./support/fakeProvider.js"
-import { otlpReceiver, type OtlpReceived } from "./support/otlpReceiver.js"
+import { fakeModelSettings, FakeProvider, FakeProviderLive } from "./support/fakeProvider.js"
+import { type OtlpReceived, otlpReceiver } from "./support/otlpReceiver.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 import { eventually } from "./support/timers.js"
 
@@ -19,13 +19,17 @@ const Served = Layer.unwrapScoped(Effect.gen(function*() {
 })).pipe(Layer.provideMerge(FakeProviderLive))
 
 const spansOf = (bodies: ReadonlyArray<any>): Array<any> =>
-  bodies.flatMap((body) => (body.resourceSpans ?? []).flatMap((resource: any) =>
-    (resource.scopeSpans ?? []).flatMap((scope: any) => scope.spans ?? [])))
+  bodies.flatMap((body) =>
+    (body.resourceSpans ?? []).flatMap((resource: any) =>
+      (resource.scopeSpans ?? []).flatMap((scope: any) => scope.spans ?? [])
+    )
+  )
 
 const withEvent = (otlp: OtlpReceived, event: string, approvalId: string) =>
   spansOf(otlp.traces).find((span) =>
     (span.events ?? []).some((e: any) =>
-      e.name === event && e.attributes.some((a: any) => a.key === "gen_ai.tool.approval.id" && a.value.stringValue === approvalId)
+      e.name === event &&
+      e.attributes.some((a: any) => a.key === "gen_ai.tool.approval.id" && a.value.stringValue === approvalId)
     )
   )
 
@@ -37,7 +41,10 @@ layer(Served, { excludeTestServices: true })("tool approval in OTLP", (it) => {
       const before = refunds.length
       const first = yield* fetchJson(`${url}/agents/cashier/text`, json({ input: "refund 17" }))
       const { approvalId } = first.body.data.pendingApprovals[0]
-      const answer = yield* fetchJson(`${url}/agents/cashier/text`, json({ options: { approvals: [{ approvalId, approved: true }] } }))
+      const answer = yield* fetchJson(
+        `${url}/agents/cashier/text`,
+        json({ options: { approvals: [{ approvalId, approved: true }] } })
+      )
       expect(answer.status).toBe(200)
       expect(refunds.slice(before)).toEqual([17])
       const requested = yield* eventually(
@@ -53,6 +60,8 @@ layer(Served, { excludeTestServices: true })("tool approval in OTLP", (it) => {
       expect(requested.name).toBe("AgentRegistry.text")
       expect(answered.name).toBe("AgentRegistry.text")
       expect(answered.traceId).not.toBe(requested.traceId)
-      expect(answered.links).toEqual([expect.objectContaining({ traceId: requested.traceId, spanId: requested.spanId })])
+      expect(answered.links).toEqual([
+        expect.objectContaining({ traceId: requested.traceId, spanId: requested.spanId })
+      ])
     }), 40_000)
 })

@@ -45,7 +45,11 @@ describe("the house", () => {
   })
 
   it("only the composition root imports the server", () => {
-    expect(violations(() => true, (target) => /^src\/server\//.test(target)).filter((line) => !line.startsWith("src/server/")))
+    expect(
+      violations(() => true, (target) => /^src\/server\//.test(target)).filter((line) =>
+        !line.startsWith("src/server/")
+      )
+    )
       .toEqual([])
   })
 

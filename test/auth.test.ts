@@ -1,13 +1,13 @@
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Option, Redacted, Schema } from "effect"
 import { exportSPKI, generateKeyPair, SignJWT } from "jose"
 import { defineAgent } from "../src/agents/Agent.js"
 import { defineApp } from "../src/App.js"
 import { makeAuthPolicy } from "../src/auth/AuthPolicy.js"
-import type { AuthSettings, JwtSettings } from "../src/config/AuthSettings.js"
 import { compilePublicRoutes } from "../src/auth/publicRoutes.js"
+import type { AuthSettings, JwtSettings } from "../src/config/AuthSettings.js"
 import { add, getWeather, whoami } from "../src/examples/tools.js"
 import { approval } from "../src/examples/workflows.js"
 import { workflow } from "../src/workflows/Workflow.js"
@@ -38,7 +38,9 @@ const tokens = {
   notYet: await sign({}, { nbf: now() + 3600 }),
   badSignature: await sign({}, { secret: "another-secret-of-sufficient-length" }),
   none: `${b64({ alg: "none", typ: "JWT" })}.${b64({ sub: "ada", exp: now() + 3600 })}.`,
-  rs256: await new SignJWT({ sub: "rsa-user" }).setProtectedHeader({ alg: "RS256" }).setIssuedAt().setExpirationTime(now() + 3600).sign(rsa.privateKey),
+  rs256: await new SignJWT({ sub: "rsa-user" }).setProtectedHeader({ alg: "RS256" }).setIssuedAt().setExpirationTime(
+    now() + 3600
+  ).sign(rsa.privateKey),
   hmacWithPublicKey: await sign({}, { secret: RSA_PEM }),
   wrongAudience: await sign({ aud: "someone-else", iss: "issuer" }),
   wrongIssuer: await sign({ aud: "service", iss: "impostor" }),
@@ -57,10 +59,22 @@ const tokens = {
   noIat: await sign({}, { iat: null }),
   noExpOldIat: await sign({}, { exp: null, iat: now() - 2 * 86_400 }),
   noExpNoIat: await sign({}, { exp: null, iat: null }),
-  typed: Object.fromEntries(await Promise.all(
-    ["JWT", "jwt", "at+jwt", "application/at+JWT", "APPLICATION/jwt", "refresh+jwt", "id_token+jwt", "application/refresh+jwt", "JOSE"]
-      .map(async (typ) => [typ, await sign({}, { typ })] as const)
-  ))
+  typed: Object.fromEntries(
+    await Promise.all(
+      [
+        "JWT",
+        "jwt",
+        "at+jwt",
+        "application/at+JWT",
+        "APPLICATION/jwt",
+        "refresh+jwt",
+        "id_token+jwt",
+        "application/refresh+jwt",
+        "JOSE"
+      ]
+        .map(async (typ) => [typ, await sign({}, { typ })] as const)
+    )
+  )
 }
 
 const seen: Array<unknown> = []
@@ -74,7 +88,13 @@ const spy = defineAgent({
   },
   tools: [getWeather, add]
 })
-const userStep = workflow({ id: "who", name: "Who", purpose: "Returns the user", input: Schema.Struct({}), result: Schema.Unknown })
+const userStep = workflow({
+  id: "who",
+  name: "Who",
+  purpose: "Returns the user",
+  input: Schema.Struct({}),
+  result: Schema.Unknown
+})
   .andThen({ id: "user", execute: ({ user }) => ({ user }) })
 const app = defineApp({ agents: [spy], tools: [whoami], workflows: [approval, userStep] })
 
@@ -83,7 +103,9 @@ const jwt = (settings: Partial<JwtSettings> = {}): AuthSettings => ({
   jwt: { secret: Redacted.make(SECRET), defaultPrivate: false, publicRoutes: [], ...settings }
 })
 
-const bearer = (token?: string): Record<string, string> => (token === undefined ? {} : { authorization: `Bearer ${token}` })
+const bearer = (
+  token?: string
+): Record<string, string> => (token === undefined ? {} : { authorization: `Bearer ${token}` })
 
 /** One representative route per class. */
 const routes = {
@@ -93,7 +115,12 @@ const routes = {
   discovery: { method: "GET", path: "/agents/spy/card" }
 } as const
 
-const call = (url: string, route: { method: string; path: string; body?: unknown }, token?: string, extra: Record<string, string> = {}) =>
+const call = (
+  url: string,
+  route: { method: string; path: string; body?: unknown },
+  token?: string,
+  extra: Record<string, string> = {}
+) =>
   fetchJson(`${url}${route.path}`, {
     method: route.method,
     headers: { "content-type": "application/json", ...bearer(token), ...extra },
@@ -101,7 +128,14 @@ const call = (url: string, route: { method: string; path: string; body?: unknown
   })
 
 const statuses = (url: string, token?: string) =>
-  Effect.all(Object.fromEntries(Object.entries(routes).map(([name, route]) => [name, Effect.map(call(url, route, token), (r) => r.status)])))
+  Effect.all(
+    Object.fromEntries(
+      Object.entries(routes).map(([name, route]) => [
+        name,
+        Effect.map(call(url, route, token), (r) => r.status)
+      ])
+    )
+  )
 
 layer(TestServerLive({ app }), { excludeTestServices: true })("no authentication configured", (it) => {
   it.effect("every route class is public; a token is not needed", () =>
@@ -113,140 +147,178 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("no authentication
     }))
 })
 
-layer(TestServerLive({ app, config: { auth: jwt() } }), { excludeTestServices: true })("JWT, defaultPrivate false", (it) => {
-  it.effect("execution routes need a token; the others stay public", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      expect(yield* statuses(url)).toEqual({ execution: 401, management: 200, documentation: 200, discovery: 200 })
-      expect(yield* statuses(url, tokens.valid)).toEqual({ execution: 200, management: 200, documentation: 200, discovery: 200 })
-      const missing = yield* call(url, routes.execution)
-      expect(missing.body).toEqual({ success: false, error: "Authentication required" })
-      for (const path of ["suspend", "resume", "cancel"]) {
-        const anonymous = yield* fetchJson(`${url}/workflows/approval/executions/x/${path}`, json({}))
-        expect(anonymous.status).toBe(401)
-        const authenticated = yield* fetchJson(`${url}/workflows/approval/executions/x/${path}`, {
-          ...json({}),
-          headers: { "content-type": "application/json", ...bearer(tokens.valid) }
+layer(TestServerLive({ app, config: { auth: jwt() } }), { excludeTestServices: true })(
+  "JWT, defaultPrivate false",
+  (it) => {
+    it.effect("execution routes need a token; the others stay public", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        expect(yield* statuses(url)).toEqual({ execution: 401, management: 200, documentation: 200, discovery: 200 })
+        expect(yield* statuses(url, tokens.valid)).toEqual({
+          execution: 200,
+          management: 200,
+          documentation: 200,
+          discovery: 200
         })
-        expect(authenticated.status).toBe(404)
-      }
-    }))
+        const missing = yield* call(url, routes.execution)
+        expect(missing.body).toEqual({ success: false, error: "Authentication required" })
+        for (const path of ["suspend", "resume", "cancel"]) {
+          const anonymous = yield* fetchJson(`${url}/workflows/approval/executions/x/${path}`, json({}))
+          expect(anonymous.status).toBe(401)
+          const authenticated = yield* fetchJson(`${url}/workflows/approval/executions/x/${path}`, {
+            ...json({}),
+            headers: { "content-type": "application/json", ...bearer(tokens.valid) }
+          })
+          expect(authenticated.status).toBe(404)
+        }
+      }))
 
-  it.effect("bad tokens: expired, not yet valid, bad signature, alg none", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const expired = yield* call(url, routes.execution, tokens.expired)
-      expect(expired).toMatchObject({ status: 401, body: { success: false, error: "Token expired" } })
-      const notYet = yield* call(url, routes.execution, tokens.notYet)
-      expect(notYet.status).toBe(401)
-      expect(notYet.body.error).toMatch(/^Invalid token: .*nbf/)
-      const forged = yield* call(url, routes.execution, tokens.badSignature)
-      expect(forged.body.error).toBe("Invalid token: signature verification failed")
-      const none = yield* call(url, routes.execution, tokens.none)
-      expect(none.status).toBe(401)
-      expect(none.body.error).toMatch(/^Invalid token: /)
-      const rs = yield* call(url, routes.execution, tokens.rs256)
-      expect(rs.status).toBe(401)
-      const garbage = yield* call(url, routes.execution, "not.a.jwt")
-      expect(garbage.body.error).toMatch(/^Invalid token: /)
-    }))
+    it.effect("bad tokens: expired, not yet valid, bad signature, alg none", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const expired = yield* call(url, routes.execution, tokens.expired)
+        expect(expired).toMatchObject({ status: 401, body: { success: false, error: "Token expired" } })
+        const notYet = yield* call(url, routes.execution, tokens.notYet)
+        expect(notYet.status).toBe(401)
+        expect(notYet.body.error).toMatch(/^Invalid token: .*nbf/)
+        const forged = yield* call(url, routes.execution, tokens.badSignature)
+        expect(forged.body.error).toBe("Invalid token: signature verification failed")
+        const none = yield* call(url, routes.execution, tokens.none)
+        expect(none.status).toBe(401)
+        expect(none.body.error).toMatch(/^Invalid token: /)
+        const rs = yield* call(url, routes.execution, tokens.rs256)
+        expect(rs.status).toBe(401)
+        const garbage = yield* call(url, routes.execution, "not.a.jwt")
+        expect(garbage.body.error).toMatch(/^Invalid token: /)
+      }))
 
-  it.effect("a verified token without a subject (or with an empty one) is refused, not the anonymous owner", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      for (const token of [tokens.noSubject, tokens.emptySubject]) {
-        const executed = yield* fetchJson(`${url}/workflows/who/execute`, {
+    it.effect("a verified token without a subject (or with an empty one) is refused, not the anonymous owner", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        for (const token of [tokens.noSubject, tokens.emptySubject]) {
+          const executed = yield* fetchJson(`${url}/workflows/who/execute`, {
+            method: "POST",
+            headers: { "content-type": "application/json", ...bearer(token) },
+            body: JSON.stringify({ input: {} })
+          })
+          expect(executed).toMatchObject({ status: 401, body: { success: false, error: "Invalid token: no subject" } })
+          expect((yield* call(url, routes.execution, token)).body.error).toBe("Invalid token: no subject")
+        }
+      }))
+
+    it.effect("exp is required; iat and nbf may be at most 30 s ahead, exp at most 30 s behind", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const noExp = yield* call(url, routes.execution, tokens.noExp)
+        expect(noExp).toMatchObject({ status: 401, body: { error: "Invalid token: missing required \"exp\" claim" } })
+        const future = yield* call(url, routes.execution, tokens.issuedInTheFuture)
+        expect(future.status).toBe(401)
+        expect(future.body.error).toMatch(/^Invalid token: "iat" claim .*in the past/)
+        expect((yield* call(url, routes.execution, tokens.issuedWithinSkew)).status).toBe(200)
+        expect((yield* call(url, routes.execution, tokens.notBeforeWithinSkew)).status).toBe(200)
+        expect((yield* call(url, routes.execution, tokens.expiredWithinSkew)).status).toBe(200)
+      }))
+
+    it.effect("authentication is checked before the body; the dev header never bypasses JWT; unknown routes stay 404", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const badBody = yield* fetchJson(`${url}/tools/add/execute`, json([1]))
+        expect(badBody.status).toBe(401)
+        const dev = yield* call(url, routes.execution, undefined, { "x-service-dev": "true" })
+        expect(dev.status).toBe(401)
+        expect((yield* fetchJson(`${url}/nowhere`)).status).toBe(404)
+      }))
+
+    it.effect("the user reaches tools, agents' dynamic instructions and workflow steps", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const headers = { "content-type": "application/json", ...bearer(tokens.valid) }
+        const who = yield* fetchJson(`${url}/tools/whoami/execute`, {
           method: "POST",
-          headers: { "content-type": "application/json", ...bearer(token) },
+          headers,
+          body: JSON.stringify({ context: { tier: "gold" } })
+        })
+        expect(who.body.data.result).toMatchObject({ user: { sub: "ada", role: "admin" }, context: { tier: "gold" } })
+        seen.length = 0
+        yield* fetchJson(`${url}/agents/spy/text`, { method: "POST", headers, body: JSON.stringify({ input: "hi" }) })
+        expect(seen).toEqual([expect.objectContaining({ sub: "ada" })])
+        const step = yield* fetchJson(`${url}/workflows/who/execute`, {
+          method: "POST",
+          headers,
           body: JSON.stringify({ input: {} })
         })
-        expect(executed).toMatchObject({ status: 401, body: { success: false, error: "Invalid token: no subject" } })
-        expect((yield* call(url, routes.execution, token)).body.error).toBe("Invalid token: no subject")
-      }
-    }))
+        expect(step.body.data.result).toEqual({ user: expect.objectContaining({ sub: "ada", role: "admin" }) })
+      }))
 
-  it.effect("exp is required; iat and nbf may be at most 30 s ahead, exp at most 30 s behind", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const noExp = yield* call(url, routes.execution, tokens.noExp)
-      expect(noExp).toMatchObject({ status: 401, body: { error: 'Invalid token: missing required "exp" claim' } })
-      const future = yield* call(url, routes.execution, tokens.issuedInTheFuture)
-      expect(future.status).toBe(401)
-      expect(future.body.error).toMatch(/^Invalid token: "iat" claim .*in the past/)
-      expect((yield* call(url, routes.execution, tokens.issuedWithinSkew)).status).toBe(200)
-      expect((yield* call(url, routes.execution, tokens.notBeforeWithinSkew)).status).toBe(200)
-      expect((yield* call(url, routes.execution, tokens.expiredWithinSkew)).status).toBe(200)
-    }))
+    it.effect("MCP calls need the token too, and run as its user", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const anonymous = yield* fetchJson(
+          `${url}/mcp/default/mcp`,
+          json({ jsonrpc: "2.0", id: 1, method: "tools/list" })
+        )
+        expect(anonymous.status).toBe(401)
+        const result = yield* Effect.promise(async () => {
+          const client = new Client({ name: "auth-test", version: "1.0.0" })
+          await client.connect(
+            new StreamableHTTPClientTransport(new URL(`${url}/mcp/default/mcp`), {
+              requestInit: { headers: bearer(tokens.valid) }
+            })
+          )
+          const called = await client.callTool({ name: "whoami", arguments: {} })
+          await client.close()
+          return called
+        })
+        const text = (result.content as Array<{ type: string; text: string }>)[0].text
+        expect(JSON.parse(text).user).toMatchObject({ sub: "ada" })
+      }))
 
-  it.effect("authentication is checked before the body; the dev header never bypasses JWT; unknown routes stay 404", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const badBody = yield* fetchJson(`${url}/tools/add/execute`, json([1]))
-      expect(badBody.status).toBe(401)
-      const dev = yield* call(url, routes.execution, undefined, { "x-service-dev": "true" })
-      expect(dev.status).toBe(401)
-      expect((yield* fetchJson(`${url}/nowhere`)).status).toBe(404)
-    }))
+    it.effect("/doc marks exactly the execution routes with bearer security", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const doc = (yield* fetchJson(`${url}/doc`)).body
+        expect(doc.components.securitySchemes.bearerAuth).toEqual({
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "JWT"
+        })
+        expect(doc.paths["/tools/{name}/execute"].post.security).toEqual([{ bearerAuth: [] }])
+        expect(doc.paths["/workflows/{id}/executions/{executionId}/resume"].post.security).toEqual([{ bearerAuth: [] }])
+        expect(doc.paths["/agents"].get.security).toEqual([])
+        expect(doc.paths["/doc"].get.security).toEqual([])
+      }))
+  }
+)
 
-  it.effect("the user reaches tools, agents' dynamic instructions and workflow steps", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const headers = { "content-type": "application/json", ...bearer(tokens.valid) }
-      const who = yield* fetchJson(`${url}/tools/whoami/execute`, { method: "POST", headers, body: JSON.stringify({ context: { tier: "gold" } }) })
-      expect(who.body.data.result).toMatchObject({ user: { sub: "ada", role: "admin" }, context: { tier: "gold" } })
-      seen.length = 0
-      yield* fetchJson(`${url}/agents/spy/text`, { method: "POST", headers, body: JSON.stringify({ input: "hi" }) })
-      expect(seen).toEqual([expect.objectContaining({ sub: "ada" })])
-      const step = yield* fetchJson(`${url}/workflows/who/execute`, { method: "POST", headers, body: JSON.stringify({ input: {} }) })
-      expect(step.body.data.result).toEqual({ user: expect.objectContaining({ sub: "ada", role: "admin" }) })
-    }))
-
-  it.effect("MCP calls need the token too, and run as its user", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const anonymous = yield* fetchJson(`${url}/mcp/default/mcp`, json({ jsonrpc: "2.0", id: 1, method: "tools/list" }))
-      expect(anonymous.status).toBe(401)
-      const result = yield* Effect.promise(async () => {
-        const client = new Client({ name: "auth-test", version: "1.0.0" })
-        await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp/default/mcp`), {
-          requestInit: { headers: bearer(tokens.valid) }
-        }))
-        const called = await client.callTool({ name: "whoami", arguments: {} })
-        await client.close()
-        return called
-      })
-      const text = (result.content as Array<{ type: string; text: string }>)[0].text
-      expect(JSON.parse(text).user).toMatchObject({ sub: "ada" })
-    }))
-
-  it.effect("/doc marks exactly the execution routes with bearer security", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const doc = (yield* fetchJson(`${url}/doc`)).body
-      expect(doc.components.securitySchemes.bearerAuth).toEqual({ type: "http", scheme: "bearer", bearerFormat: "JWT" })
-      expect(doc.paths["/tools/{name}/execute"].post.security).toEqual([{ bearerAuth: [] }])
-      expect(doc.paths["/workflows/{id}/executions/{executionId}/resume"].post.security).toEqual([{ bearerAuth: [] }])
-      expect(doc.paths["/agents"].get.security).toEqual([])
-      expect(doc.paths["/doc"].get.security).toEqual([])
-    }))
-})
-
-layer(TestServerLive({ app, config: { auth: jwt({ defaultPrivate: true }) } }), { excludeTestServices: true })("JWT, defaultPrivate true", (it) => {
-  it.effect("every class needs a token; unknown routes are still 404", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      expect(yield* statuses(url)).toEqual({ execution: 401, management: 401, documentation: 401, discovery: 401 })
-      expect(yield* statuses(url, tokens.valid)).toEqual({ execution: 200, management: 200, documentation: 200, discovery: 200 })
-      expect((yield* fetchJson(`${url}/ui`)).status).toBe(401)
-      expect((yield* fetchJson(`${url}/ui`, { headers: bearer(tokens.valid) })).status).toBe(200)
-      expect((yield* fetchJson(`${url}/nowhere`)).status).toBe(404)
-      const doc = (yield* fetchJson(`${url}/doc`, { headers: bearer(tokens.valid) })).body
-      expect(doc.paths["/agents"].get.security).toEqual([{ bearerAuth: [] }])
-    }))
-})
+layer(TestServerLive({ app, config: { auth: jwt({ defaultPrivate: true }) } }), { excludeTestServices: true })(
+  "JWT, defaultPrivate true",
+  (it) => {
+    it.effect("every class needs a token; unknown routes are still 404", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        expect(yield* statuses(url)).toEqual({ execution: 401, management: 401, documentation: 401, discovery: 401 })
+        expect(yield* statuses(url, tokens.valid)).toEqual({
+          execution: 200,
+          management: 200,
+          documentation: 200,
+          discovery: 200
+        })
+        expect((yield* fetchJson(`${url}/ui`)).status).toBe(401)
+        expect((yield* fetchJson(`${url}/ui`, { headers: bearer(tokens.valid) })).status).toBe(200)
+        expect((yield* fetchJson(`${url}/nowhere`)).status).toBe(404)
+        const doc = (yield* fetchJson(`${url}/doc`, { headers: bearer(tokens.valid) })).body
+        expect(doc.paths["/agents"].get.security).toEqual([{ bearerAuth: [] }])
+      }))
+  }
+)
 
 layer(
-  TestServerLive({ app, config: { auth: jwt({ defaultPrivate: true, publicRoutes: ["GET /agents", "POST /tools/:name/execute", "GET /workflows*"] }) } }),
+  TestServerLive({
+    app,
+    config: {
+      auth: jwt({ defaultPrivate: true, publicRoutes: ["GET /agents", "POST /tools/:name/execute", "GET /workflows*"] })
+    }
+  }),
   { excludeTestServices: true }
 )("JWT with publicRoutes", (it) => {
   it.effect("patterns with :param and a trailing * open exactly those routes", () =>
@@ -357,16 +429,20 @@ describe("console access policy", () => {
     consoleKey: Option.fromNullable(key)
   })
   const outcome = (settings: AuthSettings, key?: string) =>
-    Effect.runPromise(Effect.either(Effect.flatMap(makeAuthPolicy(settings, "127.0.0.1"), (policy) => policy.authorize(consoleRequest(key))))).then((e) =>
-      e._tag === "Right" ? "ok" : e.left.message
-    )
+    Effect.runPromise(
+      Effect.either(
+        Effect.flatMap(makeAuthPolicy(settings, "127.0.0.1"), (policy) => policy.authorize(consoleRequest(key)))
+      )
+    ).then((e) => e._tag === "Right" ? "ok" : e.left.message)
 
   it("is open outside production, keyed in production, closed in production without a key", async () => {
     expect(await outcome({ production: false })).toBe("ok")
     expect(await outcome({ production: false, jwt: jwt().jwt })).toBe("ok")
     expect(await outcome({ production: true, consoleKey: Redacted.make("k3y") }, "k3y")).toBe("ok")
     expect(await outcome({ production: true, consoleKey: Redacted.make("k3y") })).toBe("Console access key required")
-    expect(await outcome({ production: true, consoleKey: Redacted.make("k3y") }, "wrong")).toBe("Invalid console access key")
+    expect(await outcome({ production: true, consoleKey: Redacted.make("k3y") }, "wrong")).toBe(
+      "Invalid console access key"
+    )
     expect(await outcome({ production: true }, "anything")).toMatch(/^Console access is disabled/)
   })
 })
@@ -382,43 +458,56 @@ describe("publicRoutes patterns", () => {
   })
 })
 
-layer(TestServerLive({ app, config: { auth: jwt() } }), { excludeTestServices: true })("JWT lifetime and typ (issue #42)", (it) => {
-  it.effect("a token living longer than auth.maxTokenLifetimeSeconds (a day), or without iat, is refused", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const forever = yield* call(url, routes.execution, tokens.year9999)
-      expect(forever).toMatchObject({ status: 401, body: { success: false } })
-      expect(forever.body.error).toBe("Invalid token: its lifetime (exp - iat) is over auth.maxTokenLifetimeSeconds (86400)")
-      expect((yield* call(url, routes.execution, tokens.dayLong)).status).toBe(200)
-      expect((yield* call(url, routes.execution, tokens.dayAndASecond)).status).toBe(401)
-      const noIat = yield* call(url, routes.execution, tokens.noIat)
-      expect(noIat).toMatchObject({ status: 401, body: { error: "Invalid token: missing required \"iat\" claim" } })
-    }))
+layer(TestServerLive({ app, config: { auth: jwt() } }), { excludeTestServices: true })(
+  "JWT lifetime and typ (issue #42)",
+  (it) => {
+    it.effect("a token living longer than auth.maxTokenLifetimeSeconds (a day), or without iat, is refused", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const forever = yield* call(url, routes.execution, tokens.year9999)
+        expect(forever).toMatchObject({ status: 401, body: { success: false } })
+        expect(forever.body.error).toBe(
+          "Invalid token: its lifetime (exp - iat) is over auth.maxTokenLifetimeSeconds (86400)"
+        )
+        expect((yield* call(url, routes.execution, tokens.dayLong)).status).toBe(200)
+        expect((yield* call(url, routes.execution, tokens.dayAndASecond)).status).toBe(401)
+        const noIat = yield* call(url, routes.execution, tokens.noIat)
+        expect(noIat).toMatchObject({ status: 401, body: { error: "Invalid token: missing required \"iat\" claim" } })
+      }))
 
-  it.effect("typ: absent, JWT or at+jwt (any case, application/ optional) pass; refresh, ID and other types are refused", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const outcomes: Record<string, number> = {}
-      for (const [typ, token] of Object.entries(tokens.typed)) outcomes[typ] = (yield* call(url, routes.execution, token)).status
-      expect(outcomes).toEqual({
-        "JWT": 200,
-        "jwt": 200,
-        "at+jwt": 200,
-        "application/at+JWT": 200,
-        "APPLICATION/jwt": 200,
-        "refresh+jwt": 401,
-        "id_token+jwt": 401,
-        "application/refresh+jwt": 401,
-        "JOSE": 401
-      })
-      expect((yield* call(url, routes.execution, tokens.valid)).status).toBe(200)
-      const refresh = yield* call(url, routes.execution, tokens.typed["refresh+jwt"])
-      expect(refresh.body).toEqual({ success: false, error: "Invalid token: its type (typ) is not one auth.allowedTypes accepts" })
-    }))
-})
+    it.effect("typ: absent, JWT or at+jwt (any case, application/ optional) pass; refresh, ID and other types are refused", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const outcomes: Record<string, number> = {}
+        for (const [typ, token] of Object.entries(tokens.typed)) {
+          outcomes[typ] = (yield* call(url, routes.execution, token)).status
+        }
+        expect(outcomes).toEqual({
+          "JWT": 200,
+          "jwt": 200,
+          "at+jwt": 200,
+          "application/at+JWT": 200,
+          "APPLICATION/jwt": 200,
+          "refresh+jwt": 401,
+          "id_token+jwt": 401,
+          "application/refresh+jwt": 401,
+          "JOSE": 401
+        })
+        expect((yield* call(url, routes.execution, tokens.valid)).status).toBe(200)
+        const refresh = yield* call(url, routes.execution, tokens.typed["refresh+jwt"])
+        expect(refresh.body).toEqual({
+          success: false,
+          error: "Invalid token: its type (typ) is not one auth.allowedTypes accepts"
+        })
+      }))
+  }
+)
 
 layer(
-  TestServerLive({ app, config: { auth: jwt({ allowedTypes: ["at+jwt"], requireType: true, maxTokenLifetimeSeconds: 3600 }) } }),
+  TestServerLive({
+    app,
+    config: { auth: jwt({ allowedTypes: ["at+jwt"], requireType: true, maxTokenLifetimeSeconds: 3600 }) }
+  }),
   { excludeTestServices: true }
 )("JWT with configured types and lifetime", (it) => {
   it.effect("only the configured types pass, a token without typ is refused, and the lifetime bound is the configured one", () =>

@@ -73,7 +73,14 @@ describe("bench table", () => {
 
   it("reports row 9's one and three instances and their ratio without a verdict, or no result", () => {
     const cells = {
-      one: 150, three: 210, threeA: 71, threeB: 70, threeC: 69, threeOverOne: 1.4, errorsOne: 0, errorsThree: 2
+      one: 150,
+      three: 210,
+      threeA: 71,
+      threeB: 70,
+      threeC: 69,
+      threeOverOne: 1.4,
+      errorsOne: 0,
+      errorsThree: 2
     }
     const table = formatTable([{ id: "9", cells, notes: ["2 failed requests with three instances"] }])
     const line = table.split("\n").find((row) => row.startsWith("| 9 "))
@@ -91,8 +98,12 @@ describe("bench table", () => {
   })
 
   it("prints a --postgres URL without its password", () => {
-    expect(printableUrl("postgres://bench:s3cret@db.example:5432/postgres")).toBe("postgres://bench:***@db.example:5432/postgres")
-    expect(printableUrl("postgres://postgres@127.0.0.1:5432/postgres")).toBe("postgres://postgres@127.0.0.1:5432/postgres")
+    expect(printableUrl("postgres://bench:s3cret@db.example:5432/postgres")).toBe(
+      "postgres://bench:***@db.example:5432/postgres"
+    )
+    expect(printableUrl("postgres://postgres@127.0.0.1:5432/postgres")).toBe(
+      "postgres://postgres@127.0.0.1:5432/postgres"
+    )
     expect(printableUrl("not a url")).not.toContain("not a url")
   })
 })

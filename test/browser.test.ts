@@ -32,25 +32,29 @@ layer(TestServerLive(), { excludeTestServices: true })("Swagger UI in headless C
       expect(text.body).toContain("get_weather")
     }), 60_000)
 
-  it.scoped.skipIf(CHROMIUM === undefined)("the first click on POST /agents/{id}/text and /tools/{name}/execute succeeds as pre-filled; no Authorize button", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const browser = yield* launchChromium
-      const seen = yield* Effect.promise(async () => {
-        const page = await browser.newPage()
-        await page.goto(`${url}/ui`)
-        const statuses: Array<string> = []
-        for (const path of ["/agents/{id}/text", "/tools/{name}/execute"]) {
-          const operation = page.locator(`.opblock-post:has([data-path='${path}'])`)
-          await operation.locator(".opblock-summary").click()
-          await operation.getByRole("button", { name: "Try it out" }).click()
-          await operation.getByRole("button", { name: "Execute", exact: true }).click()
-          const status = operation.locator(".live-responses-table .response .response-col_status").first()
-          await status.waitFor({ timeout: 30_000 })
-          statuses.push(`${path} ${await status.innerText()}`)
-        }
-        return { statuses, authorize: await page.locator(".btn.authorize").count() }
-      })
-      expect(seen).toEqual({ statuses: ["/agents/{id}/text 200", "/tools/{name}/execute 200"], authorize: 0 })
-    }), 90_000)
+  it.scoped.skipIf(CHROMIUM === undefined)(
+    "the first click on POST /agents/{id}/text and /tools/{name}/execute succeeds as pre-filled; no Authorize button",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const browser = yield* launchChromium
+        const seen = yield* Effect.promise(async () => {
+          const page = await browser.newPage()
+          await page.goto(`${url}/ui`)
+          const statuses: Array<string> = []
+          for (const path of ["/agents/{id}/text", "/tools/{name}/execute"]) {
+            const operation = page.locator(`.opblock-post:has([data-path='${path}'])`)
+            await operation.locator(".opblock-summary").click()
+            await operation.getByRole("button", { name: "Try it out" }).click()
+            await operation.getByRole("button", { name: "Execute", exact: true }).click()
+            const status = operation.locator(".live-responses-table .response .response-col_status").first()
+            await status.waitFor({ timeout: 30_000 })
+            statuses.push(`${path} ${await status.innerText()}`)
+          }
+          return { statuses, authorize: await page.locator(".btn.authorize").count() }
+        })
+        expect(seen).toEqual({ statuses: ["/agents/{id}/text 200", "/tools/{name}/execute 200"], authorize: 0 })
+      }),
+    90_000
+  )
 })

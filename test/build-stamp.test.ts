@@ -31,13 +31,15 @@ describe("npm start's up-to-date check", () => {
       // The same contents written again (a checkout, a copy) do not count as a change.
       writeFileSync(join(root, "src", "main.ts"), "export {}\n")
       expect(staleReason(root)).toBeUndefined()
-      for (const change of [
-        () => writeFileSync(join(root, "src", "agents", "Agent.ts"), "export const a = 2\n"),
-        () => writeFileSync(join(root, "src", "agents", "New.ts"), "export {}\n"),
-        () => rmSync(join(root, "src", "main.ts")),
-        () => writeFileSync(join(root, "tsconfig.json"), `{"compilerOptions":{}}\n`),
-        () => writeFileSync(join(root, "tsconfig.build.json"), "{}\n")
-      ]) {
+      for (
+        const change of [
+          () => writeFileSync(join(root, "src", "agents", "Agent.ts"), "export const a = 2\n"),
+          () => writeFileSync(join(root, "src", "agents", "New.ts"), "export {}\n"),
+          () => rmSync(join(root, "src", "main.ts")),
+          () => writeFileSync(join(root, "tsconfig.json"), `{"compilerOptions":{}}\n`),
+          () => writeFileSync(join(root, "tsconfig.build.json"), "{}\n")
+        ]
+      ) {
         change()
         expect(staleReason(root)).toBe("its inputs changed since the last build")
         build(root)
@@ -68,7 +70,9 @@ describe("npm start's up-to-date check", () => {
 
   it("npm run build records its stamp and npm start checks it before starting", () => {
     const { scripts, files } = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"))
-    expect(scripts.build).toMatch(/node scripts\/build-stamp\.mjs begin && .*tsc -p tsconfig\.build\.json && node scripts\/bundle\.mjs && node scripts\/build-stamp\.mjs end$/)
+    expect(scripts.build).toMatch(
+      /node scripts\/build-stamp\.mjs begin && .*tsc -p tsconfig\.build\.json && node scripts\/bundle\.mjs && node scripts\/build-stamp\.mjs end$/
+    )
     expect(scripts.start).toMatch(/&& node scripts\/build-stamp\.mjs ensure && node dist\/main\.js$/)
     expect(files, "the stamp is not packed").toContain("!dist/.build-stamp")
   })

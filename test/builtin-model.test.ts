@@ -1,9 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Output, generateText, jsonSchema, stepCountIs, streamText, tool } from "ai"
-import { Ajv2020 } from "ajv/dist/2020.js"
+import { generateText, jsonSchema, Output, stepCountIs, streamText, tool } from "ai"
 import addFormatsModule from "ajv-formats"
-import { BUILTIN_MODEL_ID, builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
+import { Ajv2020 } from "ajv/dist/2020.js"
 import type { JSONSchema7 } from "json-schema"
+import { BUILTIN_MODEL_ID, builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void
 
@@ -47,7 +47,7 @@ describe("builtin/echo model through the AI SDK", () => {
     expect(result.steps[0]?.toolCalls).toMatchObject([
       { toolName: "get_weather", toolCallId: "echo-call-1", input: { location: "Oslo" } }
     ])
-    expect(result.text).toBe('[builtin/echo] get_weather returned {"temperatureC":21}')
+    expect(result.text).toBe("[builtin/echo] get_weather returned {\"temperatureC\":21}")
     expect(result.steps).toHaveLength(2)
   })
 
@@ -129,7 +129,7 @@ describe("builtin/echo model through the AI SDK", () => {
       stopWhen: stepCountIs(5),
       prompt: "get_weather in Rome"
     })
-    expect(await streamed.text).toBe('[builtin/echo] get_weather returned {"temperatureC":21}')
+    expect(await streamed.text).toBe("[builtin/echo] get_weather returned {\"temperatureC\":21}")
     const [firstStep] = await streamed.steps
     expect(firstStep?.toolCalls).toMatchObject([{ toolName: "get_weather", input: { location: "Rome" } }])
   })

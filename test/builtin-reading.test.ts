@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { generateText, jsonSchema, Output, stepCountIs, tool } from "ai"
-import { builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
 import type { JSONSchema7Definition } from "json-schema"
+import { builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
 
 /** A tool whose execute returns its input, so the answer shows the arguments the model chose. */
 const echoTool = (description: string, schema: Record<string, unknown>) =>
@@ -9,7 +9,10 @@ const echoTool = (description: string, schema: Record<string, unknown>) =>
 
 /** A type literal, not JSONSchema7 (an interface): both the AI SDK's `jsonSchema` and the readers take it. */
 type ObjectSchema = { type: "object"; properties: Record<string, JSONSchema7Definition>; required: Array<string> }
-const object = (properties: Record<string, JSONSchema7Definition>, required = Object.keys(properties)): ObjectSchema => ({
+const object = (
+  properties: Record<string, JSONSchema7Definition>,
+  required = Object.keys(properties)
+): ObjectSchema => ({
   type: "object",
   properties,
   required
@@ -24,7 +27,10 @@ const tools = {
   ),
   greet: echoTool("Welcome somebody by nickname", object({ nickname: { type: "string" } })),
   search_recipes: echoTool("Recipes by ingredient", object({ query: { type: "string" } })),
-  split_bill: echoTool("Divide what a meal cost among diners", object({ total: { type: "number" }, diners: { type: "integer" } })),
+  split_bill: echoTool(
+    "Divide what a meal cost among diners",
+    object({ total: { type: "number" }, diners: { type: "integer" } })
+  ),
   lookup_book: echoTool("A book by its title", object({ title: { type: "string" } })),
   total: echoTool("Sum up two numbers", object({ x: { type: "number" }, y: { type: "number" } }))
 }
@@ -45,14 +51,17 @@ describe("the built-in model reads the tool and its arguments from the user's wo
     const answer = await call("How's the weather in Buenos Aires today?")
     expect(answer.calls).toEqual([{ toolName: "conditions", input: { city: "Buenos Aires" } }])
     // Still labelled when it reports the result.
-    expect(answer.text).toBe('[builtin/echo] conditions returned {"city":"Buenos Aires"}')
+    expect(answer.text).toBe("[builtin/echo] conditions returned {\"city\":\"Buenos Aires\"}")
   })
 
   it("quoted text, an enum value named in the text, and \"<parameter> is <value>\"", async () => {
     expect((await call("Please translate \"good morning\" into German")).calls).toEqual([
       { toolName: "translate", input: { text: "good morning", language: "German" } }
     ])
-    expect((await call("greet me, my nickname is Ziggy")).calls).toEqual([{ toolName: "greet", input: { nickname: "Ziggy" } }])
+    expect((await call("greet me, my nickname is Ziggy")).calls).toEqual([{
+      toolName: "greet",
+      input: { nickname: "Ziggy" }
+    }])
   })
 
   it("a free-text argument is what follows the tool's name, without filler words", async () => {
@@ -77,12 +86,21 @@ describe("the built-in model reads the tool and its arguments from the user's wo
     // A word of a description is not enough for a tool needing numbers the text does not give.
     expect((await call("my favourite number is 7")).calls).toEqual([])
     expect((await call("the sum of 7 and 8")).calls).toEqual([{ toolName: "total", input: { x: 7, y: 8 } }])
-    expect(await call("What will the forecast be in Bergen over 3 days?")).toEqual(await call("What will the forecast be in Bergen over 3 days?"))
+    expect(await call("What will the forecast be in Bergen over 3 days?")).toEqual(
+      await call("What will the forecast be in Bergen over 3 days?")
+    )
   })
 
   it("a long text copied into many strings stays within the fill budget", async () => {
-    const labels = echoTool("Attach labels", object({ labels: { type: "array", minItems: 500, items: { type: "string" } } }))
-    const result = await generateText({ model: builtinEchoModel(), tools: { labels }, prompt: `labels ${"x".repeat(5000)}` })
+    const labels = echoTool(
+      "Attach labels",
+      object({ labels: { type: "array", minItems: 500, items: { type: "string" } } })
+    )
+    const result = await generateText({
+      model: builtinEchoModel(),
+      tools: { labels },
+      prompt: `labels ${"x".repeat(5000)}`
+    })
     const input = result.toolCalls[0]!.input as { labels: Array<string> }
     expect(input.labels).toHaveLength(500)
     expect(JSON.stringify(input).length).toBeLessThan(400_000)

@@ -10,7 +10,13 @@ import { Violations } from "../scripts/support/violations.js"
 // on hand-made starts and committed events: a clean history passes, and each broken promise is named.
 
 const T = 1_800_000_000_000
-const start = (path: string, time: number, attempt = 1, process = "p1.jsonl"): RecordedStart => ({ process, executionId: "e1", path, attempt, time })
+const start = (path: string, time: number, attempt = 1, process = "p1.jsonl"): RecordedStart => ({
+  process,
+  executionId: "e1",
+  path,
+  attempt,
+  time
+})
 const event = (type: string, path: string, time: number, extra: Partial<CommittedEvent> = {}): CommittedEvent => ({
   executionId: "e1",
   type,
@@ -66,13 +72,22 @@ describe("chaos oracle (recorded starts against committed events)", () => {
   })
 
   it("a start after its path's commit, or after the commit of the top-level step it is in", () => {
-    expect(kinds([...cleanStarts, start("items[0]", T + 1_021, 1, "p2.jsonl")], cleanEvents)).toEqual([["a step started after its commit", 1]])
+    expect(kinds([...cleanStarts, start("items[0]", T + 1_021, 1, "p2.jsonl")], cleanEvents)).toEqual([[
+      "a step started after its commit",
+      1
+    ]])
     // child/store has no event of its own: the child step's step-complete commits it.
-    expect(kinds([...cleanStarts, start("child/store", T + 4_011, 1, "p3.jsonl")], cleanEvents)).toEqual([["a step started after its commit", 1]])
+    expect(kinds([...cleanStarts, start("child/store", T + 4_011, 1, "p3.jsonl")], cleanEvents)).toEqual([[
+      "a step started after its commit",
+      1
+    ]])
   })
 
   it("an attempt whose failure was committed as a step-retry starts again", () => {
-    expect(kinds([...cleanStarts, start("flaky", T + 3_200, 1, "p2.jsonl")], cleanEvents)).toEqual([["an attempt started after its failure was committed", 1]])
+    expect(kinds([...cleanStarts, start("flaky", T + 3_200, 1, "p2.jsonl")], cleanEvents)).toEqual([[
+      "an attempt started after its failure was committed",
+      1
+    ]])
   })
 
   it("a start after a committed sleep and before its wakeAt (less the clock skew allowed)", () => {
@@ -82,18 +97,30 @@ describe("chaos oracle (recorded starts against committed events)", () => {
   })
 
   it("a step started twice in one process (a second continuation of a sleep)", () => {
-    expect(kinds([...cleanStarts, start("after", T + 1_001)], cleanEvents)).toEqual([["a step started twice in one process", 1]])
+    expect(kinds([...cleanStarts, start("after", T + 1_001)], cleanEvents)).toEqual([[
+      "a step started twice in one process",
+      1
+    ]])
   })
 
   it("a committed inner step that no start was recorded for", () => {
-    expect(kinds(cleanStarts.filter((s) => s.path !== "items[0]"), cleanEvents)).toEqual([["a committed step has no recorded start", 1]])
+    expect(kinds(cleanStarts.filter((s) => s.path !== "items[0]"), cleanEvents)).toEqual([[
+      "a committed step has no recorded start",
+      1
+    ]])
   })
 
   it("reads the per-process files; a line that is not a start is a violation", () => {
     const dir = mkdtempSync(join(tmpdir(), "chaos-oracle-"))
     try {
-      writeFileSync(join(dir, "1-1.jsonl"), `${JSON.stringify({ executionId: "e1", path: "before", attempt: 1, time: T })}\n{"executionId":\n`)
-      writeFileSync(join(dir, "2-1.jsonl"), `${JSON.stringify({ executionId: "e1", path: "after", attempt: 1, time: T + 1 })}\n`)
+      writeFileSync(
+        join(dir, "1-1.jsonl"),
+        `${JSON.stringify({ executionId: "e1", path: "before", attempt: 1, time: T })}\n{"executionId":\n`
+      )
+      writeFileSync(
+        join(dir, "2-1.jsonl"),
+        `${JSON.stringify({ executionId: "e1", path: "after", attempt: 1, time: T + 1 })}\n`
+      )
       const violations = new Violations()
       const starts = readRecordedStarts(dir, violations)
       expect(starts.map((s) => [s.process, s.path])).toEqual([["1-1.jsonl", "before"], ["2-1.jsonl", "after"]])

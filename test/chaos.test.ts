@@ -31,21 +31,34 @@ const expectNoViolations = async (databaseUrl: string, options: Partial<ChaosOpt
 }
 
 describe("chaos: SIGKILL under workflow load, restart on the same database", () => {
-  it("SQLite: nothing lost, nothing left running, suspended ones resume, events numbered 1..n and none after a final one", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "chaos-test-"))
-    try {
-      await expectNoViolations(`file:${join(dir, "chaos.db")}`)
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
-  }, 120_000)
+  it(
+    "SQLite: nothing lost, nothing left running, suspended ones resume, events numbered 1..n and none after a final one",
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), "chaos-test-"))
+      try {
+        await expectNoViolations(`file:${join(dir, "chaos.db")}`)
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    },
+    120_000
+  )
 
-  it.scoped.skipIf(!postgresAvailable)("Postgres: the same invariants", () =>
-    Effect.flatMap(freshPostgresDatabase, (databaseUrl) => Effect.promise(() => expectNoViolations(databaseUrl))), 120_000)
+  it.scoped.skipIf(!postgresAvailable)(
+    "Postgres: the same invariants",
+    () => Effect.flatMap(freshPostgresDatabase, (databaseUrl) => Effect.promise(() => expectNoViolations(databaseUrl))),
+    120_000
+  )
 })
 
 describe("chaos: Postgres connection resets under workflow load (issue #27 item 3)", () => {
-  it.scoped.skipIf(!postgresAvailable)("five resets, no kill: no 500, no execution in error, and the same invariants", () =>
-    Effect.flatMap(freshPostgresDatabase, (databaseUrl) =>
-      Effect.promise(() => expectNoViolations(databaseUrl, { kills: 0, resets: 5 }))), 120_000)
+  it.scoped.skipIf(!postgresAvailable)(
+    "five resets, no kill: no 500, no execution in error, and the same invariants",
+    () =>
+      Effect.flatMap(
+        freshPostgresDatabase,
+        (databaseUrl) => Effect.promise(() => expectNoViolations(databaseUrl, { kills: 0, resets: 5 }))
+      ),
+    120_000
+  )
 })

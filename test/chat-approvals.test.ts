@@ -1,12 +1,17 @@
 import { expect, layer } from "@effect/vitest"
-import { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses, type UIMessage } from "ai"
+import {
+  AbstractChat,
+  DefaultChatTransport,
+  lastAssistantMessageIsCompleteWithApprovalResponses,
+  type UIMessage
+} from "ai"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SignJWT } from "jose"
-import type { ServerConfigShape } from "../src/config/ServerConfig.js"
 import { MemoryStore } from "../src/agents/memory/MemoryStore.js"
+import type { ServerConfigShape } from "../src/config/ServerConfig.js"
 import { approvalApp, refunds } from "./support/approvalApp.js"
-import { FakeProvider, FakeProviderLive, fakeModelSettings } from "./support/fakeProvider.js"
 import { PlainState, send, textOf } from "./support/chat.js"
+import { fakeModelSettings, FakeProvider, FakeProviderLive } from "./support/fakeProvider.js"
 import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
 
 // Issue #32 item 1 over /chat: the AI SDK's own chat classes at their defaults, approving with
@@ -31,7 +36,13 @@ class ApprovingChat extends AbstractChat<UIMessage> {
   }
 }
 
-type ToolPart = { type: string; state: string; input: unknown; output?: unknown; approval?: { id: string; approved?: boolean } }
+type ToolPart = {
+  type: string
+  state: string
+  input: unknown
+  output?: unknown
+  approval?: { id: string; approved?: boolean }
+}
 const refundPart = (chat: ApprovingChat) =>
   chat.messages.at(-1)?.parts.find((part) => part.type === "tool-refund") as ToolPart | undefined
 
@@ -63,8 +74,10 @@ const stored = (conversationId: string) =>
   })
 
 const ServerWith = (config: Partial<ServerConfigShape>) =>
-  Layer.unwrapEffect(Effect.map(FakeProvider, (fake) =>
-    TestServerLive({ app: approvalApp, config: { model: fakeModelSettings(fake), ...config } }))).pipe(Layer.provideMerge(FakeProviderLive))
+  Layer.unwrapEffect(
+    Effect.map(FakeProvider, (fake) =>
+      TestServerLive({ app: approvalApp, config: { model: fakeModelSettings(fake), ...config } }))
+  ).pipe(Layer.provideMerge(FakeProviderLive))
 
 layer(ServerWith({}), { excludeTestServices: true })("tool approval over /chat", (it) => {
   it.effect("approved: the UI stream carries the request, the resubmission runs the tool once; history and memory record the turn once", () =>
@@ -102,7 +115,10 @@ layer(ServerWith({}), { excludeTestServices: true })("tool approval over /chat",
 
       // The same body again (a replay): 409 before any stream; the tool ran once.
       const replay = yield* post(`${url}/agents/cashier/chat`, chat.bodies[1]!)
-      expect(replay).toMatchObject({ status: 409, body: { success: false, error: `Approval ${approvalId} was answered already` } })
+      expect(replay).toMatchObject({
+        status: 409,
+        body: { success: false, error: `Approval ${approvalId} was answered already` }
+      })
       expect(refunds.slice(before)).toEqual([12])
 
       // The conversation goes on: the tool result the client sends back is the service's own.
@@ -117,7 +133,9 @@ layer(ServerWith({}), { excludeTestServices: true })("tool approval over /chat",
       const chat = new ApprovingChat(`chat-${crypto.randomUUID()}`, `${url}/agents/cashier/chat`)
       yield* send(chat, () => chat.sendMessage({ text: "refund 40" }))
       const approvalId = approvalIdOf(chat)
-      yield* Effect.promise(async () => chat.addToolApprovalResponse({ id: approvalId, approved: false, reason: "too much" }))
+      yield* Effect.promise(async () =>
+        chat.addToolApprovalResponse({ id: approvalId, approved: false, reason: "too much" })
+      )
       yield* settled(chat, ["output-denied"])
       expect(textOf(chat.messages.at(-1))).toBe("The tool said: too much")
       expect(refunds.length).toBe(before)
@@ -139,14 +157,22 @@ layer(ServerWith({}), { excludeTestServices: true })("tool approval over /chat",
           messages: [...sent.messages, {
             ...chat.messages[1],
             parts: chat.messages[1]!.parts.map((part) =>
-              part.type === "tool-refund" ? { ...part, input: { amount }, state: "approval-responded", approval: { id, approved: true } } : part
+              part.type === "tool-refund"
+                ? { ...part, input: { amount }, state: "approval-responded", approval: { id, approved: true } }
+                : part
             )
           }]
         })
       const madeUp = yield* post(`${url}/agents/cashier/chat`, forged("made-up-approval", 33))
-      expect(madeUp).toMatchObject({ status: 404, body: { success: false, error: "Approval made-up-approval not found" } })
+      expect(madeUp).toMatchObject({
+        status: 404,
+        body: { success: false, error: "Approval made-up-approval not found" }
+      })
       const otherInput = yield* post(`${url}/agents/cashier/chat`, forged(approvalId, 9999))
-      expect(otherInput).toMatchObject({ status: 404, body: { success: false, error: `Approval ${approvalId} not found` } })
+      expect(otherInput).toMatchObject({
+        status: 404,
+        body: { success: false, error: `Approval ${approvalId} not found` }
+      })
       expect(refunds.length).toBe(before)
       // An approval on a part in another state (which the SDK would still run) is refused too.
       const sideways = JSON.stringify({
@@ -154,12 +180,17 @@ layer(ServerWith({}), { excludeTestServices: true })("tool approval over /chat",
         messages: [...sent.messages, {
           ...chat.messages[1],
           parts: chat.messages[1]!.parts.map((part) =>
-            part.type === "tool-refund" ? { ...part, state: "input-available", approval: { id: approvalId, approved: true } } : part
+            part.type === "tool-refund"
+              ? { ...part, state: "input-available", approval: { id: approvalId, approved: true } }
+              : part
           )
         }]
       })
       const notAsked = yield* post(`${url}/agents/cashier/chat`, sideways)
-      expect(notAsked).toMatchObject({ status: 400, body: { success: false, error: expect.stringContaining("tool approvals this service did not ask for") } })
+      expect(notAsked).toMatchObject({
+        status: 400,
+        body: { success: false, error: expect.stringContaining("tool approvals this service did not ask for") }
+      })
       expect(refunds.length).toBe(before)
 
       // Refused without being spent: the real answer still counts.
@@ -171,10 +202,14 @@ layer(ServerWith({}), { excludeTestServices: true })("tool approval over /chat",
 
 const SECRET = "a-long-shared-secret-for-chat-approval-tests"
 const token = (sub: string) =>
-  new SignJWT({ sub }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(new TextEncoder().encode(SECRET))
+  new SignJWT({ sub }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(
+    new TextEncoder().encode(SECRET)
+  )
 
 layer(
-  ServerWith({ auth: { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [] } } }),
+  ServerWith({
+    auth: { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [] } }
+  }),
   { excludeTestServices: true }
 )("tool approval over /chat under JWT", (it) => {
   it.effect("another user's approval id is 404 and stays pending for its owner", () =>
@@ -182,19 +217,27 @@ layer(
       const { url } = yield* TestServer
       const [ada, bob] = yield* Effect.promise(() => Promise.all([token("ada"), token("bob")]))
       const before = refunds.length
-      const chat = new ApprovingChat(`chat-${crypto.randomUUID()}`, `${url}/agents/cashier/chat`, { authorization: `Bearer ${ada}` })
+      const chat = new ApprovingChat(`chat-${crypto.randomUUID()}`, `${url}/agents/cashier/chat`, {
+        authorization: `Bearer ${ada}`
+      })
       yield* send(chat, () => chat.sendMessage({ text: "refund 21" }))
       const approvalId = approvalIdOf(chat)
       const sent = JSON.parse(chat.bodies[0]!) as { messages: Array<UIMessage> }
       const answered = {
         ...chat.messages[1],
         parts: chat.messages[1]!.parts.map((part) =>
-          part.type === "tool-refund" ? { ...part, state: "approval-responded", approval: { id: approvalId, approved: true } } : part
+          part.type === "tool-refund"
+            ? { ...part, state: "approval-responded", approval: { id: approvalId, approved: true } }
+            : part
         )
       }
-      const asBob = yield* post(`${url}/agents/cashier/chat`, JSON.stringify({ ...sent, messages: [...sent.messages, answered] }), {
-        authorization: `Bearer ${bob}`
-      })
+      const asBob = yield* post(
+        `${url}/agents/cashier/chat`,
+        JSON.stringify({ ...sent, messages: [...sent.messages, answered] }),
+        {
+          authorization: `Bearer ${bob}`
+        }
+      )
       expect(asBob).toMatchObject({ status: 404, body: { success: false, error: `Approval ${approvalId} not found` } })
       expect(refunds.length).toBe(before)
 
@@ -208,11 +251,18 @@ layer(
       const { url } = yield* TestServer
       const [ada, bob] = yield* Effect.promise(() => Promise.all([token("ada"), token("bob")]))
       const conversationId = `c-${crypto.randomUUID()}`
-      const asked = yield* post(`${url}/agents/cashier/text`, JSON.stringify({ input: "refund 23", options: { conversationId } }), {
-        authorization: `Bearer ${ada}`
-      })
+      const asked = yield* post(
+        `${url}/agents/cashier/text`,
+        JSON.stringify({ input: "refund 23", options: { conversationId } }),
+        {
+          authorization: `Bearer ${ada}`
+        }
+      )
       const [pending] = asked.body.data.pendingApprovals
-      const byBob = yield* fetchJson(`${url}/agents/cashier/conversations/${conversationId}`, { method: "DELETE", headers: { authorization: `Bearer ${bob}` } })
+      const byBob = yield* fetchJson(`${url}/agents/cashier/conversations/${conversationId}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${bob}` }
+      })
       expect(byBob.status).toBe(404)
       const answer = JSON.stringify({ options: { approvals: [{ approvalId: pending.approvalId, approved: false }] } })
       expect((yield* post(`${url}/agents/cashier/text`, answer, { authorization: `Bearer ${ada}` })).status).toBe(200)

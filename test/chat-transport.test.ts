@@ -1,12 +1,11 @@
 import { expect, layer } from "@effect/vitest"
 import { DefaultChatTransport, type UIMessage } from "ai"
 import { Context, Effect } from "effect"
-import { MemoryStore } from "../src/agents/memory/MemoryStore.js"
 import { CHAT_BOUNDS } from "../src/agents/ChatSchemas.js"
-import { AgentTestServerLive, FakeProvider, postSse } from "./support/fakeProvider.js"
+import { MemoryStore } from "../src/agents/memory/MemoryStore.js"
 import { send, TestChat, textOf } from "./support/chat.js"
+import { AgentTestServerLive, FakeProvider, postSse } from "./support/fakeProvider.js"
 import { fetchJson, json, TestServer } from "./support/TestServer.js"
-
 
 const stored = (conversationId: string) =>
   Effect.gen(function*() {
@@ -40,7 +39,10 @@ layer(AgentTestServerLive())("useChat's DefaultChatTransport at its defaults", (
       expect(answer?.id).toMatch(/^[0-9a-f-]{36}$/)
       const firstHistory = yield* historyOf(url, conversationId)
       expect(firstHistory.map((entry) => entry.id)).toEqual([answer!.id])
-      expect(firstHistory[0]).toMatchObject({ input: [{ id: question!.id, role: "user" }], output: "You said: hello there" })
+      expect(firstHistory[0]).toMatchObject({
+        input: [{ id: question!.id, role: "user" }],
+        output: "You said: hello there"
+      })
       expect(yield* stored(conversationId)).toEqual([
         { role: "user", content: "hello there" },
         { role: "assistant", content: "You said: hello there" }
@@ -130,14 +132,22 @@ layer(AgentTestServerLive())("useChat's DefaultChatTransport at its defaults", (
         [body({ messages: [] }), /^Input validation failed: messages: must not be empty$/],
         [body({ trigger: "resume-stream" }), /^Input validation failed: trigger: Expected "submit-message"/],
         [body({ id: "" }), /^Input validation failed: id: must not be empty$/],
-        [body({ id: "x".repeat(CHAT_BOUNDS.idChars + 1) }), /^Input validation failed: id: must be at most 256 characters$/],
+        [
+          body({ id: "x".repeat(CHAT_BOUNDS.idChars + 1) }),
+          /^Input validation failed: id: must be at most 256 characters$/
+        ],
         [body({ messages: [{ role: "user" }] }), /^Input validation failed: messages\[0\]\.parts: is missing$/],
         [
           body({ messages: Array.from({ length: CHAT_BOUNDS.messages + 1 }, () => userMessage("hi")) }),
           /^Input validation failed: messages: must have at most 1000 messages$/
         ],
         [
-          body({ messages: [{ role: "user", parts: Array.from({ length: CHAT_BOUNDS.partsPerMessage + 1 }, () => ({ type: "text", text: "a" })) }] }),
+          body({
+            messages: [{
+              role: "user",
+              parts: Array.from({ length: CHAT_BOUNDS.partsPerMessage + 1 }, () => ({ type: "text", text: "a" }))
+            }]
+          }),
           /^Input validation failed: messages\[0\]\.parts: must have at most 200 parts$/
         ],
         [
@@ -146,8 +156,14 @@ layer(AgentTestServerLive())("useChat's DefaultChatTransport at its defaults", (
         ],
         [{ input: "" }, /^Input validation failed: input: must not be empty/],
         // What the SDK would refuse only once streaming began (an error event after a 200) is refused up front.
-        [body({ messages: [{ role: "user", parts: [{ type: "file" }] }] }), /^Input validation failed: messages: Invalid prompt: the messages do not match/],
-        [{ input: [{ role: "user", parts: [{ type: "file" }] }] }, /^Input validation failed: input: Invalid prompt: the messages do not match/]
+        [
+          body({ messages: [{ role: "user", parts: [{ type: "file" }] }] }),
+          /^Input validation failed: messages: Invalid prompt: the messages do not match/
+        ],
+        [
+          { input: [{ role: "user", parts: [{ type: "file" }] }] },
+          /^Input validation failed: input: Invalid prompt: the messages do not match/
+        ]
       ]
       for (const [sent, pattern] of cases) {
         const response = yield* fetchJson(chatUrl, json(sent))

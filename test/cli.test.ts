@@ -2,13 +2,23 @@ import { afterEach, describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
 import { SignJWT } from "jose"
 import { spawn } from "node:child_process"
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
-import { createServer, type Server } from "node:net"
-import WebSocket from "ws"
+import {
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync
+} from "node:fs"
 import { Agent, request } from "node:http"
+import { createServer, type Server } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import WebSocket from "ws"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { freePort, killed, pollUntil, type Spawned, spawnMain, waitForHttp } from "./support/process.js"
@@ -43,7 +53,11 @@ const variablesRead = (): Array<string> => {
       if (entry.isDirectory()) return walk(join(dir, entry.name))
       if (!entry.name.endsWith(".ts")) return
       const text = readFileSync(join(dir, entry.name), "utf8")
-      for (const match of text.matchAll(/\benv(?:\.|\[")([A-Z][A-Z0-9_]+)|\(env, "([A-Z][A-Z0-9_]+)"|process\.env\.([A-Za-z_][A-Za-z0-9_]*)|\bConfig\.\w+\("([A-Z][A-Z0-9_]+)"|\b(?:variable|secret|parsed|named|positive|booleanFrom)\("([A-Z][A-Z0-9_]+)"/g)) {
+      for (
+        const match of text.matchAll(
+          /\benv(?:\.|\[")([A-Z][A-Z0-9_]+)|\(env, "([A-Z][A-Z0-9_]+)"|process\.env\.([A-Za-z_][A-Za-z0-9_]*)|\bConfig\.\w+\("([A-Z][A-Z0-9_]+)"|\b(?:variable|secret|parsed|named|positive|booleanFrom)\("([A-Z][A-Z0-9_]+)"/g
+        )
+      ) {
         names.add(match[1] ?? match[2] ?? match[3] ?? match[4] ?? match[5])
       }
     })
@@ -58,7 +72,10 @@ afterEach(() => {
 
 /** A logfmt line's key=value pairs (values quoted as JSON strings when they need it). */
 const logfmtPairs = (line: string): Array<[string, string]> =>
-  Array.from(line.matchAll(/([\w.]+)=("(?:[^"\\]|\\.)*"|\S*)/g), ([, key, value]) => [key, value.startsWith('"') ? JSON.parse(value) : value])
+  Array.from(
+    line.matchAll(/([\w.]+)=("(?:[^"\\]|\\.)*"|\S*)/g),
+    ([, key, value]) => [key, value.startsWith("\"") ? JSON.parse(value) : value]
+  )
 
 describe("node dist/main.js", () => {
   it("serves on --port with SQLite at ./.data/service.db by default, ignoring PORT", async () => {
@@ -71,8 +88,12 @@ describe("node dist/main.js", () => {
     expect(existsSync(join(server.dir, ".data", "service.db"))).toBe(true)
     const url = `http://127.0.0.1:${port}`
     expect(server.stdout()).toContain(`Listening on ${url}`)
-    expect(server.stdout()).toContain(`  console   ${url}/console\n  explorer  ${url}/ui\n  OpenAPI   ${url}/doc\n  model     builtin/echo (deterministic, offline`)
-    expect(server.stdout()).toContain("  storage   SQLite ./.data/service.db\n  auth      none, every route is public; console routes open")
+    expect(server.stdout()).toContain(
+      `  console   ${url}/console\n  explorer  ${url}/ui\n  OpenAPI   ${url}/doc\n  model     builtin/echo (deterministic, offline`
+    )
+    expect(server.stdout()).toContain(
+      "  storage   SQLite ./.data/service.db\n  auth      none, every route is public; console routes open"
+    )
     expect(resolveServerConfig({}, { PORT: "1234" }).port).toBe(3141)
   })
 
@@ -94,7 +115,9 @@ describe("node dist/main.js", () => {
       const entries = lines.map((line) => format === "json" ? JSON.parse(line) : Object.fromEntries(logfmtPairs(line)))
       const level = format === "json" ? "logLevel" : "level"
       expect(entries.filter((entry) => typeof entry[level] !== "string" || entry.message === undefined)).toEqual([])
-      expect(entries.find((entry) => String(entry.message).startsWith("Listening on"))?.message).toContain(`  console   http://127.0.0.1:${port}/console`)
+      expect(entries.find((entry) => String(entry.message).startsWith("Listening on"))?.message).toContain(
+        `  console   http://127.0.0.1:${port}/console`
+      )
       const call = entries.find((entry) => String(entry.message).includes("agent call completed"))
       const annotations = format === "json" ? call.annotations : call
       expect(annotations.trace_id).toMatch(/^[0-9a-f]{32}$/)
@@ -185,7 +208,10 @@ describe("node dist/main.js", () => {
     expect(keyless.stderr()).toContain("auth: needs secret or publicKeyFile")
     const missingKey = start(["--config", writeConfig({ auth: { publicKeyFile: "/nonexistent.pem" } })])
     expect((await missingKey.exit).code).toBe(2)
-    const badKey = start(["--config", writeConfig({ auth: { secret: "-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----" } })])
+    const badKey = start([
+      "--config",
+      writeConfig({ auth: { secret: "-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----" } })
+    ])
     expect((await badKey.exit).code).toBe(2)
     expect(badKey.stderr()).toContain("auth:")
   })
@@ -212,62 +238,68 @@ describe("node dist/main.js", () => {
     expect(example.split("\n").filter((line) => line.trim() !== "" && !line.startsWith("#"))).toEqual([])
   })
 
-  it.skipIf(!postgresAvailable)("the banner names URL, /ui, /doc, model, Postgres host/db and auth; no secret reaches stdout or stderr", async () => {
-    const scope = Effect.runSync(Scope.make())
-    try {
-      const database = new URL(await Effect.runPromise(Scope.extend(freshPostgresDatabase, scope)))
-      database.password = "pg-password-never-printed" // trust authentication ignores it
-      const secrets = { jwt: "jwt-secret-never-printed-0123456789", key: "sk-key-never-printed" }
-      const port = await freePort()
-      const server = start(["--port", String(port)], {
-        env: {
-          DATABASE_URL: database.toString(),
-          JWT_SECRET: secrets.jwt,
-          AI_PROVIDER: "openai-compatible",
-          AI_BASE_URL: "http://127.0.0.1:9/v1",
-          AI_MODEL: "m",
-          AI_API_KEY: secrets.key,
-          LOG_LEVEL: "debug",
-          LOG_FORMAT: "pretty"
-        }
-      })
-      await waitForHttp(port)
-      const url = `http://127.0.0.1:${port}`
-      expect(server.stdout()).toContain([
-        `Listening on ${url}`,
-        `  console   ${url}/console`,
-        `  explorer  ${url}/ui`,
-        `  OpenAPI   ${url}/doc`,
-        "  model     m (openai-compatible at http://127.0.0.1:9/v1)",
-        `  storage   Postgres 127.0.0.1:${database.port || 5432}${database.pathname}`,
-        "  auth      JWT (shared secret), execution routes need a bearer token; console routes open (not production, loopback)"
-      ].join("\n"))
-      // A call that fails at the provider, and one with a forged token, log what they log.
-      const token = await new SignJWT({ sub: "ann" }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h")
-        .sign(new TextEncoder().encode(secrets.jwt))
-      const call = (authorization: string) =>
-        fetch(`${url}/agents/assistant/text`, {
-          method: "POST",
-          headers: { "content-type": "application/json", authorization },
-          body: JSON.stringify({ input: "hello" })
+  it.skipIf(!postgresAvailable)(
+    "the banner names URL, /ui, /doc, model, Postgres host/db and auth; no secret reaches stdout or stderr",
+    async () => {
+      const scope = Effect.runSync(Scope.make())
+      try {
+        const database = new URL(await Effect.runPromise(Scope.extend(freshPostgresDatabase, scope)))
+        database.password = "pg-password-never-printed" // trust authentication ignores it
+        const secrets = { jwt: "jwt-secret-never-printed-0123456789", key: "sk-key-never-printed" }
+        const port = await freePort()
+        const server = start(["--port", String(port)], {
+          env: {
+            DATABASE_URL: database.toString(),
+            JWT_SECRET: secrets.jwt,
+            AI_PROVIDER: "openai-compatible",
+            AI_BASE_URL: "http://127.0.0.1:9/v1",
+            AI_MODEL: "m",
+            AI_API_KEY: secrets.key,
+            LOG_LEVEL: "debug",
+            LOG_FORMAT: "pretty"
+          }
         })
-      expect((await call(`Bearer ${token}`)).status).not.toBe(200)
-      expect((await call("Bearer forged.token.value")).status).toBe(401)
-      server.child.kill("SIGTERM")
-      expect((await server.exit).code).toBe(0)
-      const output = server.stdout() + server.stderr()
-      for (const secret of [secrets.jwt, secrets.key, "pg-password-never-printed"]) expect(output).not.toContain(secret)
+        await waitForHttp(port)
+        const url = `http://127.0.0.1:${port}`
+        expect(server.stdout()).toContain([
+          `Listening on ${url}`,
+          `  console   ${url}/console`,
+          `  explorer  ${url}/ui`,
+          `  OpenAPI   ${url}/doc`,
+          "  model     m (openai-compatible at http://127.0.0.1:9/v1)",
+          `  storage   Postgres 127.0.0.1:${database.port || 5432}${database.pathname}`,
+          "  auth      JWT (shared secret), execution routes need a bearer token; console routes open (not production, loopback)"
+        ].join("\n"))
+        // A call that fails at the provider, and one with a forged token, log what they log.
+        const token = await new SignJWT({ sub: "ann" }).setProtectedHeader({ alg: "HS256" }).setIssuedAt()
+          .setExpirationTime("1h")
+          .sign(new TextEncoder().encode(secrets.jwt))
+        const call = (authorization: string) =>
+          fetch(`${url}/agents/assistant/text`, {
+            method: "POST",
+            headers: { "content-type": "application/json", authorization },
+            body: JSON.stringify({ input: "hello" })
+          })
+        expect((await call(`Bearer ${token}`)).status).not.toBe(200)
+        expect((await call("Bearer forged.token.value")).status).toBe(401)
+        server.child.kill("SIGTERM")
+        expect((await server.exit).code).toBe(0)
+        const output = server.stdout() + server.stderr()
+        for (const secret of [secrets.jwt, secrets.key, "pg-password-never-printed"]) {
+          expect(output).not.toContain(secret)
+        }
 
-      const unreachable = start(["--port", String(await freePort())], {
-        env: { DATABASE_URL: "postgres://ann:pg-password-never-printed@127.0.0.1:1/nowhere" }
-      })
-      expect((await unreachable.exit).code).toBe(1)
-      expect(unreachable.stderr()).toContain("error: Storage unavailable")
-      expect(unreachable.stdout() + unreachable.stderr()).not.toContain("pg-password-never-printed")
-    } finally {
-      await Effect.runPromise(Scope.close(scope, Exit.void))
+        const unreachable = start(["--port", String(await freePort())], {
+          env: { DATABASE_URL: "postgres://ann:pg-password-never-printed@127.0.0.1:1/nowhere" }
+        })
+        expect((await unreachable.exit).code).toBe(1)
+        expect(unreachable.stderr()).toContain("error: Storage unavailable")
+        expect(unreachable.stdout() + unreachable.stderr()).not.toContain("pg-password-never-printed")
+      } finally {
+        await Effect.runPromise(Scope.close(scope, Exit.void))
+      }
     }
-  })
+  )
 
   it("bad flags exit 2 with the usage line", async () => {
     const unknownFlag = start(["--prot", "1"])
@@ -371,7 +403,9 @@ describe("node dist/main.js", () => {
 
 describe("npm run dev", () => {
   it("serves the sources, rebuilds and restarts on a change, keeps the last good build through a broken one", async () => {
-    expect(JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts.dev).toBe("node scripts/require-node-line.mjs && node scripts/dev.mjs")
+    expect(JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")).scripts.dev).toBe(
+      "node scripts/require-node-line.mjs && node scripts/dev.mjs"
+    )
     // A copy of the sources, so that the test can change them.
     const dir = mkdtempSync(join(tmpdir(), "service-dev-"))
     dirs.push(dir)
@@ -394,12 +428,13 @@ describe("npm run dev", () => {
     const exited = new Promise<number | null>((resolve) => dev.once("exit", resolve))
     const addDescription = () =>
       fetch(`http://127.0.0.1:${port}/tools`).then((r) => r.json()).then(
-        (body: { data: Array<{ name: string; description: string }> }) => body.data.find((tool) => tool.name === "add")?.description,
+        (body: { data: Array<{ name: string; description: string }> }) =>
+          body.data.find((tool) => tool.name === "add")?.description,
         () => undefined
       )
     const eventually = async <A>(what: string, probe: () => Promise<A>, done: (value: A) => boolean) => {
       const deadline = Date.now() + 90_000
-      for (let value = await probe(); ; value = await probe()) {
+      for (let value = await probe();; value = await probe()) {
         if (done(value)) return value
         if (Date.now() > deadline) throw new Error(`${what}: not within 90 s; dev output:\n${output}`)
         await new Promise((resolve) => setTimeout(resolve, 100))
@@ -410,11 +445,19 @@ describe("npm run dev", () => {
       expect(output).toContain(`Listening on http://127.0.0.1:${port}`)
       const tools = join(dir, "src", "examples", "tools.ts")
       writeFileSync(tools, readFileSync(tools, "utf8").replace("\"Add two numbers\"", "\"Add two numbers, changed\""))
-      await eventually("the change is served", addDescription, (description) => description === "Add two numbers, changed")
+      await eventually(
+        "the change is served",
+        addDescription,
+        (description) => description === "Add two numbers, changed"
+      )
       expect(output).toContain("[dev] rebuilt; restarting")
 
       writeFileSync(tools, readFileSync(tools, "utf8") + "\nexport const broken = ;\n")
-      await eventually("the broken build is reported", async () => output, (text) => text.includes("[dev] build failed"))
+      await eventually(
+        "the broken build is reported",
+        async () => output,
+        (text) => text.includes("[dev] build failed")
+      )
       expect(await addDescription()).toBe("Add two numbers, changed")
       expect(output).not.toContain("the service exited")
       // The compiler's error once, and nothing of esbuild's own (a plugin error with its stack).

@@ -36,30 +36,31 @@ const whileHealthAnswers = <A, E, R>(url: string, work: Effect.Effect<A, E, R>) 
 const evil = (pattern: string) => ({ type: "object", properties: { a: { type: "string", pattern } }, required: ["a"] })
 
 /** Every door through which a client's schema reaches Ajv, with `schema` in its place. */
-const doors = (schema: unknown) => [
-  { path: "object", body: { input: "a is \"x\"", schema }, prefix: "schema" },
-  { path: "stream-object", body: { input: "a is \"x\"", schema }, prefix: "schema" },
-  {
-    path: "text",
-    body: { input: "a is \"x\"", options: { experimental_output: { type: "object", schema } } },
-    prefix: "options.experimental_output.schema"
-  },
-  {
-    path: "stream",
-    body: { input: "a is \"x\"", options: { experimental_output: { type: "object", schema } } },
-    prefix: "options.experimental_output.schema"
-  },
-  {
-    path: "chat",
-    body: {
-      id: "c1",
-      trigger: "submit-message",
-      messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "a is \"x\"" }] }],
-      options: { experimental_output: { type: "object", schema } }
+const doors = (schema: unknown) =>
+  [
+    { path: "object", body: { input: "a is \"x\"", schema }, prefix: "schema" },
+    { path: "stream-object", body: { input: "a is \"x\"", schema }, prefix: "schema" },
+    {
+      path: "text",
+      body: { input: "a is \"x\"", options: { experimental_output: { type: "object", schema } } },
+      prefix: "options.experimental_output.schema"
     },
-    prefix: "options.experimental_output.schema"
-  }
-] as const
+    {
+      path: "stream",
+      body: { input: "a is \"x\"", options: { experimental_output: { type: "object", schema } } },
+      prefix: "options.experimental_output.schema"
+    },
+    {
+      path: "chat",
+      body: {
+        id: "c1",
+        trigger: "submit-message",
+        messages: [{ id: "u1", role: "user", parts: [{ type: "text", text: "a is \"x\"" }] }],
+        options: { experimental_output: { type: "object", schema } }
+      },
+      prefix: "options.experimental_output.schema"
+    }
+  ] as const
 
 /** The requests of every door, written out beforehand (a large body's JSON text costs the test time too). */
 const requestsEverywhere = (schema: unknown) => doors(schema).map((door) => ({ door, init: json(door.body) }))
@@ -85,23 +86,39 @@ layer(TestServerLive(), { excludeTestServices: true })("client JSON Schemas", (i
       const { url } = yield* TestServer
       // 34 `a`s and a `!`: about 2 s of backtracking for JavaScript's RegExp (40 took 106 s).
       const input = `a is "${"a".repeat(34)}!"`
-      const { result, longest } = yield* whileHealthAnswers(url, Effect.all([
-        fetchJson(`${url}/agents/assistant/object`, json({ input, schema: evil("^(a+)+$") })),
-        fetchJson(`${url}/agents/assistant/text`, json({
-          input,
-          options: { experimental_output: { type: "object", schema: evil("^(a+)+$") } }
-        })),
-        fetchJson(`${url}/agents/assistant/object`, json({
-          input,
-          schema: { type: "object", patternProperties: { "^(a+)+$": { type: "string" } }, additionalProperties: false }
-        }))
-      ]))
+      const { result, longest } = yield* whileHealthAnswers(
+        url,
+        Effect.all([
+          fetchJson(`${url}/agents/assistant/object`, json({ input, schema: evil("^(a+)+$") })),
+          fetchJson(
+            `${url}/agents/assistant/text`,
+            json({
+              input,
+              options: { experimental_output: { type: "object", schema: evil("^(a+)+$") } }
+            })
+          ),
+          fetchJson(
+            `${url}/agents/assistant/object`,
+            json({
+              input,
+              schema: {
+                type: "object",
+                patternProperties: { "^(a+)+$": { type: "string" } },
+                additionalProperties: false
+              }
+            })
+          )
+        ])
+      )
       expect(longest).toBeLessThan(1_000)
       // The output does not match: the call fails as any output failing its schema does.
       expect(result[0].status).toBe(500)
       expect(result[0].body.error).toMatch(/^Agent assistant failed: /)
       // The same pattern on a matching value passes.
-      const matching = yield* fetchJson(`${url}/agents/assistant/object`, json({ input: `a is "${"a".repeat(34)}"`, schema: evil("^(a+)+$") }))
+      const matching = yield* fetchJson(
+        `${url}/agents/assistant/object`,
+        json({ input: `a is "${"a".repeat(34)}"`, schema: evil("^(a+)+$") })
+      )
       expect(matching.status).toBe(200)
       expect(matching.body.data).toEqual({ a: "a".repeat(34) })
     }))
@@ -109,7 +126,11 @@ layer(TestServerLive(), { excludeTestServices: true })("client JSON Schemas", (i
   it.effect("a pattern RE2 cannot run (backreference, lookaround) is a 400 naming it, at every door", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      yield* expectRefusedEverywhere(url, evil("^(a)\\1$"), /properties\.a\.pattern: pattern "\^\(a\)\\1\$" is not supported/)
+      yield* expectRefusedEverywhere(
+        url,
+        evil("^(a)\\1$"),
+        /properties\.a\.pattern: pattern "\^\(a\)\\1\$" is not supported/
+      )
       yield* expectRefusedEverywhere(url, evil("^(?=a)a$"), /pattern "\^\(\?=a\)a\$" is not supported/)
       yield* expectRefusedEverywhere(
         url,
@@ -130,17 +151,30 @@ layer(TestServerLive(), { excludeTestServices: true })("client JSON Schemas", (i
         Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, leaf]))
       // The issue's two: about 250 KB and 1.7 MB of schema.
       const tenThousand = requestsEverywhere({ type: "object", properties: properties(10_000) })
-      const fortyThousand = requestsEverywhere({ type: "object", properties: properties(40_000, { type: "string", pattern: "^a+$" }) })
+      const fortyThousand = requestsEverywhere({
+        type: "object",
+        properties: properties(40_000, { type: "string", pattern: "^a+$" })
+      })
       const started = Date.now()
-      const { longest } = yield* whileHealthAnswers(url, Effect.gen(function*() {
-        yield* sendRefused(url, tenThousand, /is longer than 100000 characters of JSON/)
-        yield* sendRefused(url, fortyThousand, /is longer than 100000 characters of JSON/)
-      }))
+      const { longest } = yield* whileHealthAnswers(
+        url,
+        Effect.gen(function*() {
+          yield* sendRefused(url, tenThousand, /is longer than 100000 characters of JSON/)
+          yield* sendRefused(url, fortyThousand, /is longer than 100000 characters of JSON/)
+        })
+      )
       expect(longest).toBeLessThan(1_000)
       expect(Date.now() - started).toBeLessThan(15_000)
 
-      yield* expectRefusedEverywhere(url, { type: "object", properties: properties(600, {}) }, /properties: has 600 properties in all; at most 500 are allowed/)
-      const wide = { type: "object", allOf: Array.from({ length: 1_000 }, () => ({ type: "object", minProperties: 0 })) }
+      yield* expectRefusedEverywhere(
+        url,
+        { type: "object", properties: properties(600, {}) },
+        /properties: has 600 properties in all; at most 500 are allowed/
+      )
+      const wide = {
+        type: "object",
+        allOf: Array.from({ length: 1_000 }, () => ({ type: "object", minProperties: 0 }))
+      }
       yield* expectRefusedEverywhere(url, wide, /has more than 2000 schema nodes/)
       let deep: Record<string, unknown> = { type: "string" }
       for (let i = 0; i < 20; i++) deep = { type: "object", properties: { x: deep } }

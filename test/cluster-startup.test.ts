@@ -39,37 +39,45 @@ describe.skipIf(!postgresAvailable)("several instances starting on one empty Pos
     }
   }, 240_000)
 
-  it("three that reach their migrations at the very same moment all become ready; each migration is applied once", async () => {
-    const started = await createCluster()
-    cluster = started
-    // Held in an open transaction, an uncommitted migrations table makes every instance that tries to
-    // create it wait on this session: once all three wait, the rollback lets them race for real.
-    const instances = await Effect.runPromise(
-      Effect.gen(function*() {
-        const sql = yield* PgClient.PgClient
-        const holder = yield* sql.reserve
-        yield* holder.executeUnprepared("BEGIN", [], undefined)
-        yield* holder.executeUnprepared(
-          "CREATE TABLE effect_sql_migrations (migration_id integer primary key, created_at timestamptz not null default now(), name text not null)",
-          [],
-          undefined
-        )
-        const instances = yield* Effect.promise(() => Promise.all(["a", "b", "c"].map((id) => started.spawn(id))))
-        const waiting = sql<{ waiting: number }>`SELECT count(*)::int AS waiting FROM pg_stat_activity
+  it(
+    "three that reach their migrations at the very same moment all become ready; each migration is applied once",
+    async () => {
+      const started = await createCluster()
+      cluster = started
+      // Held in an open transaction, an uncommitted migrations table makes every instance that tries to
+      // create it wait on this session: once all three wait, the rollback lets them race for real.
+      const instances = await Effect.runPromise(
+        Effect.gen(function*() {
+          const sql = yield* PgClient.PgClient
+          const holder = yield* sql.reserve
+          yield* holder.executeUnprepared("BEGIN", [], undefined)
+          yield* holder.executeUnprepared(
+            "CREATE TABLE effect_sql_migrations (migration_id integer primary key, created_at timestamptz not null default now(), name text not null)",
+            [],
+            undefined
+          )
+          const instances = yield* Effect.promise(() => Promise.all(["a", "b", "c"].map((id) => started.spawn(id))))
+          const waiting = sql<{ waiting: number }>`SELECT count(*)::int AS waiting FROM pg_stat_activity
           WHERE datname = current_database() AND wait_event_type = 'Lock'`
-        yield* Effect.promise(() =>
-          until(async () => (await Effect.runPromise(waiting))[0].waiting >= 3, 60_000, "three instances waiting to migrate")
+          yield* Effect.promise(() =>
+            until(
+              async () => (await Effect.runPromise(waiting))[0].waiting >= 3,
+              60_000,
+              "three instances waiting to migrate"
+            )
+          )
+          yield* holder.executeUnprepared("ROLLBACK", [], undefined)
+          return instances
+        }).pipe(
+          Effect.scoped,
+          Effect.provide(PgClient.layer({ url: Redacted.make(started.databaseUrl), maxConnections: 2 }))
         )
-        yield* holder.executeUnprepared("ROLLBACK", [], undefined)
-        return instances
-      }).pipe(
-        Effect.scoped,
-        Effect.provide(PgClient.layer({ url: Redacted.make(started.databaseUrl), maxConnections: 2 }))
       )
-    )
-    await Promise.all(instances.map((instance) => started.ready(instance)))
-    await expectAllReadyAndMigratedOnce(started, instances)
-  }, 120_000)
+      await Promise.all(instances.map((instance) => started.ready(instance)))
+      await expectAllReadyAndMigratedOnce(started, instances)
+    },
+    120_000
+  )
 })
 
 describe.skipIf(!postgresAvailable)("the cluster harness", () => {

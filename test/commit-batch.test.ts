@@ -30,11 +30,18 @@ const open = () => {
 
 /** The writes, with the dialect's placeholder (`?` on SQLite, `$1` on Postgres). */
 const writes = (at: (n: number) => string) => ({
-  create: (id: string): CommitRequest => ({ statements: [[`INSERT INTO runs (id, last_seq) VALUES (${at(1)}, 0)`, [id]]] }),
+  create: (id: string): CommitRequest => ({
+    statements: [[`INSERT INTO runs (id, last_seq) VALUES (${at(1)}, 0)`, [id]]]
+  }),
   /** Two events numbered after the run's last, the run's counter bumped in the same transaction. */
   advance: (id: string): CommitRequest => ({
     statements: [[`UPDATE runs SET last_seq = last_seq + 2 WHERE id = ${at(1)} RETURNING last_seq`, [id]]],
-    append: { table: "events", numberColumn: "seq", numberFrom: "last_seq", rows: [{ run_id: id, type: "a" }, { run_id: id, type: "b" }] }
+    append: {
+      table: "events",
+      numberColumn: "seq",
+      numberFrom: "last_seq",
+      rows: [{ run_id: id, type: "a" }, { run_id: id, type: "b" }]
+    }
   }),
   /** Checked only at COMMIT, and refused there: no run is "nobody". */
   orphanNote: { statements: [[`INSERT INTO notes (run_id) VALUES (${at(1)})`, ["nobody"]]] } as CommitRequest
@@ -94,13 +101,18 @@ describe("the commit thread's batches", () => {
 })
 
 /** The same on the service's own client (GroupCommit's transactions): Postgres, and SQLite in memory. */
-const onClient = (client: Layer.Layer<SqlClient.SqlClient, unknown>, setup: ReadonlyArray<string>, at: (n: number) => string) =>
+const onClient = (
+  client: Layer.Layer<SqlClient.SqlClient, unknown>,
+  setup: ReadonlyArray<string>,
+  at: (n: number) => string
+) =>
   Effect.gen(function*() {
     const { advance, create, orphanNote } = writes(at)
     const sql = yield* SqlClient.SqlClient
     for (const statement of setup) yield* sql.unsafe(statement)
     const commit = commitRequestsOn(sql)
-    const outcome = (exit: Exit.Exit<unknown, unknown>) => Exit.isSuccess(exit) ? { rows: exit.value } : { error: messageWithCause(Cause.squash(exit.cause)) }
+    const outcome = (exit: Exit.Exit<unknown, unknown>) =>
+      Exit.isSuccess(exit) ? { rows: exit.value } : { error: messageWithCause(Cause.squash(exit.cause)) }
     const run = (batch: ReadonlyArray<CommitRequest>) => Effect.map(commit(batch), (exits) => exits.map(outcome))
     const stored = Effect.all({
       runs: sql.unsafe("SELECT id, last_seq FROM runs ORDER BY id"),
@@ -110,7 +122,11 @@ const onClient = (client: Layer.Layer<SqlClient.SqlClient, unknown>, setup: Read
     yield* run([create("r1"), create("r0")])
     const failed = yield* run([advance("r1"), orphanNote, create("r2")])
     expect(failed).toEqual([0, 1, 2].map(() => ({ error: expect.stringMatching(/foreign key/i) })))
-    expect(yield* stored).toEqual({ runs: [{ id: "r0", last_seq: 0 }, { id: "r1", last_seq: 0 }], events: [], notes: [] })
+    expect(yield* stored).toEqual({
+      runs: [{ id: "r0", last_seq: 0 }, { id: "r1", last_seq: 0 }],
+      events: [],
+      notes: []
+    })
     // The connection is not left inside the failed transaction.
     expect(yield* run([advance("r1"), create("r2")])).toEqual([{ rows: [{ last_seq: 2 }] }, { rows: [] }])
     expect((yield* stored).events).toEqual([{ run_id: "r1", seq: 1, type: "a" }, { run_id: "r1", seq: 2, type: "b" }])
@@ -129,13 +145,25 @@ const onClient = (client: Layer.Layer<SqlClient.SqlClient, unknown>, setup: Read
     expect((yield* stored).notes).toEqual([])
   }).pipe(Effect.provide(client))
 
-const statementsOf = (text: string) => text.split(";").map((statement) => statement.replace(/--.*$/gm, "").trim()).filter((s) => s !== "")
+const statementsOf = (text: string) =>
+  text.split(";").map((statement) => statement.replace(/--.*$/gm, "").trim()).filter((s) => s !== "")
 
 describe("the service client's transactions: a COMMIT that fails fails every request of its batch, leaves no transaction open, and the next batch commits", () => {
   it.scoped("on SQLite in memory", () =>
-    onClient(SqliteClient.layer({ filename: ":memory:" }), ["PRAGMA foreign_keys = ON", ...statementsOf(TABLES)], () => "?"))
+    onClient(
+      SqliteClient.layer({ filename: ":memory:" }),
+      ["PRAGMA foreign_keys = ON", ...statementsOf(TABLES)],
+      () => "?"
+    ))
 
-  it.scoped.skipIf(!postgresAvailable)("on Postgres", () =>
-    Effect.flatMap(freshPostgresDatabase, (url) =>
-      onClient(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }), statementsOf(TABLES), (n) => `$${n}`)), 30_000)
+  it.scoped.skipIf(!postgresAvailable)(
+    "on Postgres",
+    () =>
+      Effect.flatMap(
+        freshPostgresDatabase,
+        (url) =>
+          onClient(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 }), statementsOf(TABLES), (n) => `$${n}`)
+      ),
+    30_000
+  )
 })

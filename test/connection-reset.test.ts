@@ -36,10 +36,16 @@ interface Settled {
 
 /** Every execution once none is running: its status, its version (each claim moves it on) and error. */
 const settledExecutions = async (c: Cluster, withinMs: number): Promise<ReadonlyArray<Settled>> => {
-  await until(async () => {
-    const [row] = await c.query<{ running: string }>(`SELECT count(*) AS running FROM workflow_executions WHERE status = 'running'`)
-    return Number(row.running) === 0
-  }, withinMs, "no execution running")
+  await until(
+    async () => {
+      const [row] = await c.query<{ running: string }>(
+        `SELECT count(*) AS running FROM workflow_executions WHERE status = 'running'`
+      )
+      return Number(row.running) === 0
+    },
+    withinMs,
+    "no execution running"
+  )
   const rows = await c.query<Settled>(`SELECT id, status, version, error FROM workflow_executions ORDER BY id`)
   return rows.map((row) => ({ ...row, version: Number(row.version) }))
 }
@@ -53,34 +59,47 @@ const summary = (answers: ReadonlyArray<JsonResponse>, executions: ReadonlyArray
 })
 
 describe.skipIf(!postgresAvailable)("Postgres connection resets under running workflows", () => {
-  it("one instance, five resets during pipeline executions: every /execute answers 200 completed, none fails", async () => {
-    const c = (cluster = await createCluster({ ids: ["a"] }))
-    const [a] = await c.startAll()
-    const answers: Array<JsonResponse> = []
-    let resetting = true
-    let sequence = 0
-    // Clients keep checkpoints in flight throughout, so each reset cuts some of them.
-    const client = async () => {
-      while (resetting) {
-        const id = `p-${++sequence}`
-        answers.push(await c.post(a, "/workflows/pipeline/execute", { input: { text: " reset ", n: sequence }, options: { executionId: id } }))
+  it(
+    "one instance, five resets during pipeline executions: every /execute answers 200 completed, none fails",
+    async () => {
+      const c = (cluster = await createCluster({ ids: ["a"] }))
+      const [a] = await c.startAll()
+      const answers: Array<JsonResponse> = []
+      let resetting = true
+      let sequence = 0
+      // Clients keep checkpoints in flight throughout, so each reset cuts some of them.
+      const client = async () => {
+        while (resetting) {
+          const id = `p-${++sequence}`
+          answers.push(
+            await c.post(a, "/workflows/pipeline/execute", {
+              input: { text: " reset ", n: sequence },
+              options: { executionId: id }
+            })
+          )
+        }
       }
-    }
-    const clients = Array.from({ length: 6 }, client)
-    await resets(c, 5, 400)
-    // On a loaded machine few executions finish within the resets: go on until enough have answered.
-    await until(async () => answers.length > 10, 60_000, "more than 10 answers")
-    resetting = false
-    await Promise.all(clients)
-    const executions = await settledExecutions(c, 60_000)
-    const numbers = summary(answers, executions)
-    console.log(`one instance, 5 resets: ${JSON.stringify(numbers)}`)
-    expect(answers.filter((answer) => answer.status !== 200 || answer.body?.data?.status !== "completed").map((answer) => answer.body))
-      .toEqual([])
-    expect(executions.filter((execution) => execution.status !== "completed")).toEqual([])
-    expect(numbers.moved).toBe(0)
-    expect(numbers.answers).toBeGreaterThan(10)
-  }, 180_000)
+      const clients = Array.from({ length: 6 }, client)
+      await resets(c, 5, 400)
+      // On a loaded machine few executions finish within the resets: go on until enough have answered.
+      await until(async () => answers.length > 10, 60_000, "more than 10 answers")
+      resetting = false
+      await Promise.all(clients)
+      const executions = await settledExecutions(c, 60_000)
+      const numbers = summary(answers, executions)
+      console.log(`one instance, 5 resets: ${JSON.stringify(numbers)}`)
+      expect(
+        answers.filter((answer) => answer.status !== 200 || answer.body?.data?.status !== "completed").map((answer) =>
+          answer.body
+        )
+      )
+        .toEqual([])
+      expect(executions.filter((execution) => execution.status !== "completed")).toEqual([])
+      expect(numbers.moved).toBe(0)
+      expect(numbers.answers).toBeGreaterThan(10)
+    },
+    180_000
+  )
 
   it("three instances, five resets while 60 executions run: none fails and none changes instance", async () => {
     const c = (cluster = await createCluster({ ids: ["a", "b", "c"] }))
@@ -95,7 +114,9 @@ describe.skipIf(!postgresAvailable)("Postgres connection resets under running wo
     const numbers = summary(answers, executions)
     console.log(`three instances, 5 resets: ${JSON.stringify(numbers)}`)
     expect(executions.filter((execution) => execution.status !== "completed")).toEqual([])
-    expect(executions.filter((execution) => execution.version > 0).map(({ id, version }) => ({ id, version }))).toEqual([])
+    expect(executions.filter((execution) => execution.version > 0).map(({ id, version }) => ({ id, version }))).toEqual(
+      []
+    )
     expect(executions).toHaveLength(60)
   }, 120_000)
 })

@@ -39,9 +39,13 @@ describe("console access outside production", () => {
       })))).then((e) => (e._tag === "Right" ? "ok" : e.left.message))
 
   it("is open on loopback only; on any other address it needs the key, and is closed without one", async () => {
-    for (const host of ["127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]"]) expect(await outcome({ production: false, jwt }, host), host).toBe("ok")
+    for (const host of ["127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]"]) {
+      expect(await outcome({ production: false, jwt }, host), host).toBe("ok")
+    }
     for (const host of ["0.0.0.0", "::", "10.0.0.5", "my-box.lan"]) {
-      expect(await outcome({ production: false, jwt }, host), host).toMatch(/^Console access is disabled: .*SERVICE_CONSOLE_ACCESS_KEY/)
+      expect(await outcome({ production: false, jwt }, host), host).toMatch(
+        /^Console access is disabled: .*SERVICE_CONSOLE_ACCESS_KEY/
+      )
       expect(await outcome({ production: false }, host), host).toMatch(/^Console access is disabled/)
       const keyed: AuthSettings = { production: false, jwt, consoleKey: Redacted.make(KEY) }
       expect(await outcome(keyed, host)).toBe("Console access key required")
@@ -51,7 +55,8 @@ describe("console access outside production", () => {
   })
 
   it("the banner says which", () => {
-    const banner = (host: string, env: Record<string, string> = {}) => startupBanner(resolveServerConfig({ host }, env), "http://x:1")
+    const banner = (host: string, env: Record<string, string> = {}) =>
+      startupBanner(resolveServerConfig({ host }, env), "http://x:1")
     expect(banner("127.0.0.1")).toContain("console routes open (not production, loopback)")
     expect(banner("0.0.0.0")).toContain(
       "console routes closed (0.0.0.0 is not loopback and SERVICE_CONSOLE_ACCESS_KEY is not set)"

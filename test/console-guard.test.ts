@@ -15,7 +15,9 @@ import { consoleJson, fetchJson, json, TestServer, TestServerLive } from "./supp
 
 const CHROMIUM = ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"].find(existsSync)
 if (CHROMIUM === undefined) {
-  console.warn("SKIPPED cross-site browser test: no Chromium at /usr/bin/chromium (install Debian's chromium to run it)")
+  console.warn(
+    "SKIPPED cross-site browser test: no Chromium at /usr/bin/chromium (install Debian's chromium to run it)"
+  )
 }
 
 const root = mkdtempSync(join(tmpdir(), "console-guard-test-"))
@@ -23,8 +25,14 @@ process.env.npm_config_cache = join(root, "npm-cache")
 const registry = await startFakeRegistry([{ name: "minor-pkg", versions: ["1.0.0", "1.2.0"], latest: "1.2.0" }])
 const project = join(root, "project")
 mkdirSync(join(project, "node_modules", "minor-pkg"), { recursive: true })
-writeFileSync(join(project, "package.json"), JSON.stringify({ name: "p", version: "1.0.0", dependencies: { "minor-pkg": "^1.0.0" } }))
-writeFileSync(join(project, "node_modules", "minor-pkg", "package.json"), JSON.stringify({ name: "minor-pkg", version: "1.0.0" }))
+writeFileSync(
+  join(project, "package.json"),
+  JSON.stringify({ name: "p", version: "1.0.0", dependencies: { "minor-pkg": "^1.0.0" } })
+)
+writeFileSync(
+  join(project, "node_modules", "minor-pkg", "package.json"),
+  JSON.stringify({ name: "minor-pkg", version: "1.0.0" })
+)
 const envDir = join(root, "cwd")
 mkdirSync(envDir)
 const envFile = join(envDir, ".env")
@@ -33,7 +41,10 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true })
 })
 
-const ops = Layer.merge(UpdatesLive({ projectDir: project, registry: registry.url }), ObservabilitySetupLive({ envFile }))
+const ops = Layer.merge(
+  UpdatesLive({ projectDir: project, registry: registry.url }),
+  ObservabilitySetupLive({ envFile })
+)
 
 /** A raw request, so that Host can be anything (fetch does not let a caller set it). */
 const rawGet = (url: string, headers: Record<string, string>) =>
@@ -83,7 +94,15 @@ layer(TestServerLive({ override: ops }), { excludeTestServices: true })("console
   it.effect("a foreign Origin is refused on console reads, with no CORS headers; other routes keep CORS", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      for (const path of ["/observability/traces", "/observability/status", "/api/logs", "/updates", "/OBSERVABILITY//traces/"]) {
+      for (
+        const path of [
+          "/observability/traces",
+          "/observability/status",
+          "/api/logs",
+          "/updates",
+          "/OBSERVABILITY//traces/"
+        ]
+      ) {
         const response = yield* fetchJson(`${url}${path}`, { headers: { origin: EVIL } })
         expect(response, path).toMatchObject({
           status: 403,
@@ -93,7 +112,11 @@ layer(TestServerLive({ override: ops }), { excludeTestServices: true })("console
       }
       const preflight = yield* fetchJson(`${url}/setup-observability`, {
         method: "OPTIONS",
-        headers: { origin: EVIL, "access-control-request-method": "POST", "access-control-request-headers": "content-type" }
+        headers: {
+          origin: EVIL,
+          "access-control-request-method": "POST",
+          "access-control-request-headers": "content-type"
+        }
       })
       expect(preflight.status).toBe(403)
       expect(preflight.headers.get("access-control-allow-origin")).toBeNull()
@@ -138,7 +161,8 @@ layer(TestServerLive({ override: ops }), { excludeTestServices: true })("console
       })
       expect(foreign.status).toBe(403)
       expect(existsSync(envFile)).toBe(false)
-      expect((yield* fetchJson(`${url}/setup-observability`, consoleJson({ publicKey: "pk", secretKey: "sk" }))).status).toBe(200)
+      expect((yield* fetchJson(`${url}/setup-observability`, consoleJson({ publicKey: "pk", secretKey: "sk" }))).status)
+        .toBe(200)
       expect(readFileSync(envFile, "utf8")).toBe("SERVICE_PUBLIC_KEY=pk\nSERVICE_SECRET_KEY=sk\n")
       rmSync(envFile)
     }))
@@ -152,12 +176,14 @@ layer(TestServerLive({ override: ops }), { excludeTestServices: true })("console
       expect(yield* handshake(`${ws}/ws/logs`, (yield* TestServer).url)).toBe("open")
     }))
 
-  it.scoped.skipIf(CHROMIUM === undefined)("a page on another origin cannot write .env, install or read traces", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const attacker = yield* Effect.acquireRelease(
-        Effect.promise(async () => {
-          const page = `<!doctype html><html><body>
+  it.scoped.skipIf(CHROMIUM === undefined)(
+    "a page on another origin cannot write .env, install or read traces",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const attacker = yield* Effect.acquireRelease(
+          Effect.promise(async () => {
+            const page = `<!doctype html><html><body>
 <iframe name="sink1"></iframe><iframe name="sink2"></iframe>
 <form id="setup" method="post" action="${url}/setup-observability" enctype="text/plain" target="sink1">
   <input name='{"publicKey":"evil","secretKey":"evil","x":"' value='"}'>
@@ -177,48 +203,59 @@ layer(TestServerLive({ override: ops }), { excludeTestServices: true })("console
     attempt("/tools")
   ])
 </script></body></html>`
-          const server = createServer((_request, response) => {
-            response.writeHead(200, { "content-type": "text/html" })
-            response.end(page)
+            const server = createServer((_request, response) => {
+              response.writeHead(200, { "content-type": "text/html" })
+              response.end(page)
+            })
+            await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+            return server
+          }),
+          (server) => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
+        )
+        const browser = yield* Effect.acquireRelease(
+          Effect.promise(() =>
+            chromium.launch({
+              executablePath: CHROMIUM!,
+              args: [
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync"
+              ]
+            })
+          ),
+          (browser) => Effect.promise(() => browser.close())
+        )
+        const result = yield* Effect.promise(async () => {
+          const page = await browser.newPage()
+          const formPosts: Array<number> = []
+          page.on("response", (response) => {
+            if (response.request().method() === "POST" && response.request().resourceType() === "document") {
+              formPosts.push(response.status())
+            }
           })
-          await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-          return server
-        }),
-        (server) => Effect.promise(() => new Promise<void>((resolve) => server.close(() => resolve())))
-      )
-      const browser = yield* Effect.acquireRelease(
-        Effect.promise(() =>
-          chromium.launch({
-            executablePath: CHROMIUM!,
-            args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-          })
-        ),
-        (browser) => Effect.promise(() => browser.close())
-      )
-      const result = yield* Effect.promise(async () => {
-        const page = await browser.newPage()
-        const formPosts: Array<number> = []
-        page.on("response", (response) => {
-          if (response.request().method() === "POST" && response.request().resourceType() === "document") {
-            formPosts.push(response.status())
-          }
+          await page.goto(`http://127.0.0.1:${(attacker.address() as AddressInfo).port}/`)
+          const outcome: Array<string> = await page.evaluate("window.outcome")
+          const deadline = Date.now() + 20_000
+          while (formPosts.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
+          return { outcome, formPosts }
         })
-        await page.goto(`http://127.0.0.1:${(attacker.address() as AddressInfo).port}/`)
-        const outcome: Array<string> = await page.evaluate("window.outcome")
-        const deadline = Date.now() + 20_000
-        while (formPosts.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50))
-        return { outcome, formPosts }
-      })
-      const [traces, setup, install, tools] = result.outcome
-      expect(traces).toBe("blocked: TypeError")
-      expect(setup).toBe("blocked: TypeError")
-      expect(install).toBe("blocked: TypeError")
-      // The page is a working cross-origin client of the non-console API, so the refusals above are the guard's.
-      expect(tools).toContain("get_weather")
-      expect(result.formPosts).toHaveLength(2)
-      expect(result.formPosts.every((status) => status >= 400)).toBe(true)
-      expect(existsSync(envFile)).toBe(false)
-      expect(registry.requests).toEqual([])
-      expect(JSON.parse(readFileSync(join(project, "node_modules", "minor-pkg", "package.json"), "utf8")).version).toBe("1.0.0")
-    }), 90_000)
+        const [traces, setup, install, tools] = result.outcome
+        expect(traces).toBe("blocked: TypeError")
+        expect(setup).toBe("blocked: TypeError")
+        expect(install).toBe("blocked: TypeError")
+        // The page is a working cross-origin client of the non-console API, so the refusals above are the guard's.
+        expect(tools).toContain("get_weather")
+        expect(result.formPosts).toHaveLength(2)
+        expect(result.formPosts.every((status) => status >= 400)).toBe(true)
+        expect(existsSync(envFile)).toBe(false)
+        expect(registry.requests).toEqual([])
+        expect(JSON.parse(readFileSync(join(project, "node_modules", "minor-pkg", "package.json"), "utf8")).version)
+          .toBe("1.0.0")
+      }),
+    90_000
+  )
 })

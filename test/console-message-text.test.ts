@@ -8,10 +8,15 @@ describe("the console's text of an agent call's input", () => {
     expect(messageText([
       { role: "user", parts: [{ type: "text", text: "first" }] },
       { role: "assistant", parts: [{ type: "text", text: "answer" }] },
-      { role: "user", parts: [{ type: "step-start" }, { type: "text", text: "Paris" }, { type: "text", text: "weather?" }] }
+      {
+        role: "user",
+        parts: [{ type: "step-start" }, { type: "text", text: "Paris" }, { type: "text", text: "weather?" }]
+      }
     ])).toBe("Paris weather?")
     expect(messageText([{ role: "user", content: "as a model message" }])).toBe("as a model message")
-    expect(messageText([{ role: "user", content: [{ type: "image", image: "…" }, { type: "text", text: "and this" }] }])).toBe("and this")
+    expect(
+      messageText([{ role: "user", content: [{ type: "image", image: "…" }, { type: "text", text: "and this" }] }])
+    ).toBe("and this")
   })
 
   it("falls back to any message's text, then to the JSON", () => {

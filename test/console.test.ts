@@ -7,7 +7,9 @@ import { CHROMIUM, launchChromium } from "./support/chromium.js"
 import { TestServer, TestServerLive } from "./support/TestServer.js"
 
 if (CHROMIUM === undefined) {
-  console.warn("SKIPPED console browser tests: no Chromium at /usr/bin/chromium (install Debian's chromium to run them)")
+  console.warn(
+    "SKIPPED console browser tests: no Chromium at /usr/bin/chromium (install Debian's chromium to run them)"
+  )
 }
 
 const SCREENSHOTS = "docs/console"
@@ -21,11 +23,15 @@ const openConsole = async (browser: Browser, url: string) => {
   const page = await browser.newPage({ viewport: { width: 1366, height: 860 } })
   const problems: Array<string> = []
   page.on("request", (request) => {
-    if (!request.url().startsWith(url) && !request.url().startsWith("data:")) problems.push(`foreign request ${request.url()}`)
+    if (!request.url().startsWith(url) && !request.url().startsWith("data:")) {
+      problems.push(`foreign request ${request.url()}`)
+    }
   })
   page.on("pageerror", (error) => problems.push(`page error ${error.message}`))
   page.on("console", (message) => {
-    if (message.type() === "error" && /Content Security Policy/i.test(message.text())) problems.push(`CSP: ${message.text()}`)
+    if (message.type() === "error" && /Content Security Policy/i.test(message.text())) {
+      problems.push(`CSP: ${message.text()}`)
+    }
   })
   const response = await page.goto(`${url}/console`)
   return { page, problems, csp: response?.headers()["content-security-policy"] ?? "" }
@@ -43,8 +49,10 @@ const shoot = (page: Page, name: string, save: boolean) =>
 
 /** When each tracked screenshot was last written. */
 const screenshotTimes = () =>
-  Object.fromEntries(readdirSync(SCREENSHOTS).filter((name) => name.endsWith(".png"))
-    .map((name) => [name, statSync(`${SCREENSHOTS}/${name}`).mtimeMs]))
+  Object.fromEntries(
+    readdirSync(SCREENSHOTS).filter((name) => name.endsWith(".png"))
+      .map((name) => [name, statSync(`${SCREENSHOTS}/${name}`).mtimeMs])
+  )
 
 /**
  * The History tab's table at a viewport width: its width against its card's, and the Tools cell of a
@@ -59,8 +67,11 @@ const historyLayout = async (page: Page, width: number) => {
     const tool = document.querySelector<HTMLElement>("[data-testid=history-tools] li")
     return {
       width,
-      fits: table.scrollWidth <= card.clientWidth - padding && table.getBoundingClientRect().right <= card.getBoundingClientRect().right,
-      toolLines: tool === null ? 0 : Math.round(tool.getBoundingClientRect().height / parseFloat(getComputedStyle(tool).lineHeight)),
+      fits: table.scrollWidth <= card.clientWidth - padding &&
+        table.getBoundingClientRect().right <= card.getBoundingClientRect().right,
+      toolLines: tool === null
+        ? 0
+        : Math.round(tool.getBoundingClientRect().height / parseFloat(getComputedStyle(tool).lineHeight)),
       toolClipped: tool === null || tool.scrollWidth > tool.clientWidth
     }
   }, width)
@@ -68,10 +79,17 @@ const historyLayout = async (page: Page, width: number) => {
 
 /** Waits until the trace list shows rows, all of `entity` (a list being loaded still shows the previous one). */
 const traceRowsAre = (page: Page, entity: string) =>
-  page.waitForFunction((entity) => {
-    const cells = Array.from(document.querySelectorAll("[data-testid=trace-row] td:nth-child(3)"), (cell) => cell.textContent)
-    return cells.length > 0 && cells.every((cell) => cell === entity)
-  }, entity, WAIT)
+  page.waitForFunction(
+    (entity) => {
+      const cells = Array.from(
+        document.querySelectorAll("[data-testid=trace-row] td:nth-child(3)"),
+        (cell) => cell.textContent
+      )
+      return cells.length > 0 && cells.every((cell) => cell === entity)
+    },
+    entity,
+    WAIT
+  )
 
 /** The log pane: whether it overflows, and whether it is scrolled to its newest line. */
 const logPane = (page: Page) =>
@@ -103,7 +121,9 @@ const chatWithAssistant = async (page: Page, save: boolean) => {
   await page.getByTestId("chat-send").waitFor(WAIT)
   expect(await tool.innerText()).toContain("get_weather")
   expect(await tool.innerText()).toContain("temperatureC")
-  expect(await page.locator("[data-testid=chat-message][data-role=user]").first().innerText()).toContain("get_weather for Paris")
+  expect(await page.locator("[data-testid=chat-message][data-role=user]").first().innerText()).toContain(
+    "get_weather for Paris"
+  )
   const states = await page.evaluate(() => (window as { __assistantStates?: Set<string> }).__assistantStates!.size)
   expect(states).toBeGreaterThan(2)
 
@@ -147,7 +167,9 @@ const runApproval = async (page: Page, save: boolean) => {
   await page.getByRole("button", { name: "Edit as JSON" }).click()
   await page.locator("[data-testid=workflow-input] textarea").fill(JSON.stringify({ amount: "lots" }))
   await page.getByTestId("workflow-run").click()
-  await page.locator("[data-testid=workflow-input] [role=alert]").getByText("input.amount must be a number").waitFor(WAIT)
+  await page.locator("[data-testid=workflow-input] [role=alert]").getByText("input.amount must be a number").waitFor(
+    WAIT
+  )
   expect(page.url()).toMatch(/#\/workflows\/approval$/)
   await page.getByRole("button", { name: "Edit as form" }).click()
   await page.locator("[data-testid=workflow-input] input[name=amount]").fill("500")
@@ -156,7 +178,9 @@ const runApproval = async (page: Page, save: boolean) => {
   const suspended = page.locator("[data-testid=execution-event][data-type=workflow-suspended]")
   await suspended.waitFor(WAIT)
   expect(await suspended.innerText()).toContain("manager approval required")
-  expect(await page.locator("[data-testid=execution-event][data-type=step-complete]").first().innerText()).toMatch(/\d+ ms/)
+  expect(await page.locator("[data-testid=execution-event][data-type=step-complete]").first().innerText()).toMatch(
+    /\d+ ms/
+  )
   const executionId = decodeURIComponent(page.url().split("/").pop()!)
   // A resume is a person's decision: its form is not pre-filled from the example ({ approved: true }).
   expect(await page.locator("[data-testid=resume-input] input[name=approved]").isChecked()).toBe(false)
@@ -230,18 +254,24 @@ const runOnboarding = async (page: Page) => {
   await editor.or(page.getByRole("button", { name: "Edit as JSON" })).first().waitFor(WAIT)
   if ((await editor.count()) === 0) await page.getByRole("button", { name: "Edit as JSON" }).click()
   const accounts = [{ name: "Ada", email: "ada@example.com" }, { name: "Alan", email: "alan@example.com" }]
-  await page.locator("[data-testid=workflow-input] textarea").fill(JSON.stringify({ accounts, busyAttempts: 1, waitSeconds: 2 }))
+  await page.locator("[data-testid=workflow-input] textarea").fill(
+    JSON.stringify({ accounts, busyAttempts: 1, waitSeconds: 2 })
+  )
   await page.getByTestId("workflow-run").click()
   // Parked by the sleep: running, with its wake time shown, then woken.
   await page.getByTestId("execution-waiting").waitFor(WAIT)
   await page.locator("[data-testid=execution-event][data-type=workflow-complete]").waitFor(WAIT)
-  expect(await page.locator("[data-testid=execution-event][data-type=step-retry]").innerText()).toMatch(/attempt 1 failed, next in \d+ ms/)
+  expect(await page.locator("[data-testid=execution-event][data-type=step-retry]").innerText()).toMatch(
+    /attempt 1 failed, next in \d+ ms/
+  )
   expect(await page.locator("[data-testid=execution-event][data-type=step-sleep]").innerText()).toContain("wakes at")
   const item = page.locator("[data-testid=execution-event][data-type=step-complete][data-path='welcome[1]']")
   expect(await item.innerText()).toContain("welcome[1]")
   // Nested under its step: indented.
   expect(await item.evaluate((element) => getComputedStyle(element).marginLeft)).not.toBe("0px")
-  expect(await page.locator("[data-testid=execution-event][data-type=step-complete][data-path^='poll[']").count()).toBe(3)
+  expect(await page.locator("[data-testid=execution-event][data-type=step-complete][data-path^='poll[']").count()).toBe(
+    3
+  )
 }
 
 /** A long wait suspended and then cancelled from the execution's buttons. */
@@ -301,18 +331,26 @@ const inputAndLogs = async (page: Page, url: string, headers: Record<string, str
   }
   await page.getByRole("log").hover()
   await page.mouse.wheel(0, -200)
-  await page.waitForFunction(() => {
-    const pane = document.querySelector("[role=log]")!
-    return pane.scrollHeight - pane.scrollTop - pane.clientHeight > 40
-  }, undefined, WAIT)
+  await page.waitForFunction(
+    () => {
+      const pane = document.querySelector("[role=log]")!
+      return pane.scrollHeight - pane.scrollTop - pane.clientHeight > 40
+    },
+    undefined,
+    WAIT
+  )
   const readingAt = (await logPane(page)).scrollTop
   await logged(`reading-${Date.now()}`)
   expect(await logPane(page)).toMatchObject({ atBottom: false, scrollTop: readingAt })
   await page.mouse.wheel(0, 100_000)
-  await page.waitForFunction(() => {
-    const pane = document.querySelector("[role=log]")!
-    return pane.scrollHeight - pane.scrollTop - pane.clientHeight <= 8
-  }, undefined, WAIT)
+  await page.waitForFunction(
+    () => {
+      const pane = document.querySelector("[role=log]")!
+      return pane.scrollHeight - pane.scrollTop - pane.clientHeight <= 8
+    },
+    undefined,
+    WAIT
+  )
   await logged(`following-${Date.now()}`)
   expect(await logPane(page)).toMatchObject({ atBottom: true })
   await page.setViewportSize({ width: 1366, height: 860 })
@@ -366,71 +404,84 @@ layer(TestServerLive(), { excludeTestServices: true })("Console in headless Chro
       expect(checked.traversal).toBe(404)
     }))
 
-  it.scoped.skipIf(CHROMIUM === undefined)("chats, runs and resumes a workflow, shows its trace and live logs", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const browser = yield* launchChromium
-      mkdirSync(SCREENSHOTS, { recursive: true })
-      const screenshotsBefore = screenshotTimes()
-      const outcome = yield* Effect.promise(async () => {
-        const { csp, page, problems } = await openConsole(browser, url)
-        const conversationId = await chatWithAssistant(page, true)
-        await runApproval(page, true)
-        await openTrace(page, true)
-        await suspendAndCancel(page)
-        await runOnboarding(page)
-        await inputAndLogs(page, url, {}, true)
-        return { csp, problems, conversationId }
-      })
-      expect(outcome.csp).toContain("script-src 'self'")
-      expect(outcome.csp).not.toContain("unsafe-inline")
-      expect(outcome.problems).toEqual([])
-      if (!UPDATE_SCREENSHOTS) expect(screenshotTimes()).toEqual(screenshotsBefore)
-      // The chat kept one conversation id, so the service's memory and history hold both calls under it.
-      const history = yield* Effect.promise(() =>
-        fetch(`${url}/agents/assistant/history?conversationId=${outcome.conversationId}`).then((response) => response.json())
-      )
-      expect(history.data.pagination.total).toBe(2)
-    }), 180_000)
+  it.scoped.skipIf(CHROMIUM === undefined)(
+    "chats, runs and resumes a workflow, shows its trace and live logs",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const browser = yield* launchChromium
+        mkdirSync(SCREENSHOTS, { recursive: true })
+        const screenshotsBefore = screenshotTimes()
+        const outcome = yield* Effect.promise(async () => {
+          const { csp, page, problems } = await openConsole(browser, url)
+          const conversationId = await chatWithAssistant(page, true)
+          await runApproval(page, true)
+          await openTrace(page, true)
+          await suspendAndCancel(page)
+          await runOnboarding(page)
+          await inputAndLogs(page, url, {}, true)
+          return { csp, problems, conversationId }
+        })
+        expect(outcome.csp).toContain("script-src 'self'")
+        expect(outcome.csp).not.toContain("unsafe-inline")
+        expect(outcome.problems).toEqual([])
+        if (!UPDATE_SCREENSHOTS) expect(screenshotTimes()).toEqual(screenshotsBefore)
+        // The chat kept one conversation id, so the service's memory and history hold both calls under it.
+        const history = yield* Effect.promise(() =>
+          fetch(`${url}/agents/assistant/history?conversationId=${outcome.conversationId}`).then((response) =>
+            response.json()
+          )
+        )
+        expect(history.data.pagination.total).toBe(2)
+      }),
+    180_000
+  )
 })
 
 const SECRET = "a-long-shared-secret-for-console-tests"
 const CONSOLE_KEY = "console-k3y"
 
-layer(TestServerLive({
-  config: {
-    production: true,
-    auth: {
+layer(
+  TestServerLive({
+    config: {
       production: true,
-      consoleKey: Redacted.make(CONSOLE_KEY),
-      jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [] }
+      auth: {
+        production: true,
+        consoleKey: Redacted.make(CONSOLE_KEY),
+        jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [] }
+      }
     }
-  }
-}), { excludeTestServices: true })("Console with JWT and a console key", (it) => {
-  it.scoped.skipIf(CHROMIUM === undefined)("asks for the token and key on a 401, then works with them", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const browser = yield* launchChromium
-      const token = yield* Effect.promise(() =>
-        new SignJWT({ sub: "ada" }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h")
-          .sign(new TextEncoder().encode(SECRET))
-      )
-      const outcome = yield* Effect.promise(async () => {
-        const { page, problems } = await openConsole(browser, url)
-        await page.getByRole("alert").getByText("401").waitFor(WAIT)
-        const before = await page.getByTestId("agent-item").count()
-        await page.getByTestId("credentials-token").fill(token)
-        await page.getByTestId("credentials-key").fill(CONSOLE_KEY)
-        await shoot(page, "credentials", true)
-        await page.getByTestId("credentials-save").click()
-        await page.getByTestId("agent-item").first().waitFor(WAIT)
-        await chatWithAssistant(page, false)
-        await runApproval(page, false)
-        await openTrace(page, false)
-        await inputAndLogs(page, url, { authorization: `Bearer ${token}` }, false)
-        return { before, problems }
-      })
-      expect(outcome.before).toBe(0)
-      expect(outcome.problems).toEqual([])
-    }), 180_000)
+  }),
+  { excludeTestServices: true }
+)("Console with JWT and a console key", (it) => {
+  it.scoped.skipIf(CHROMIUM === undefined)(
+    "asks for the token and key on a 401, then works with them",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const browser = yield* launchChromium
+        const token = yield* Effect.promise(() =>
+          new SignJWT({ sub: "ada" }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h")
+            .sign(new TextEncoder().encode(SECRET))
+        )
+        const outcome = yield* Effect.promise(async () => {
+          const { page, problems } = await openConsole(browser, url)
+          await page.getByRole("alert").getByText("401").waitFor(WAIT)
+          const before = await page.getByTestId("agent-item").count()
+          await page.getByTestId("credentials-token").fill(token)
+          await page.getByTestId("credentials-key").fill(CONSOLE_KEY)
+          await shoot(page, "credentials", true)
+          await page.getByTestId("credentials-save").click()
+          await page.getByTestId("agent-item").first().waitFor(WAIT)
+          await chatWithAssistant(page, false)
+          await runApproval(page, false)
+          await openTrace(page, false)
+          await inputAndLogs(page, url, { authorization: `Bearer ${token}` }, false)
+          return { before, problems }
+        })
+        expect(outcome.before).toBe(0)
+        expect(outcome.problems).toEqual([])
+      }),
+    180_000
+  )
 })

@@ -56,7 +56,8 @@ layer(TestServerLive(), { excludeTestServices: true })("date filters over HTTP",
         expect((yield* fetchJson(`${url}${path}?since=99999-01-01`)).status, path).toBe(400)
         expect((yield* fetchJson(`${url}${path}?until=%2B099999-01-01T00:00:00Z`)).status, path).toBe(400)
         expect((yield* fetchJson(`${url}${path}?since=9999-12-31`)).body.data, path).toEqual([])
-        expect((yield* fetchJson(`${url}${path}?since=2000-01-01T00:00:00%2B14:00`)).body.data.length, path).toBeGreaterThan(0)
+        expect((yield* fetchJson(`${url}${path}?since=2000-01-01T00:00:00%2B14:00`)).body.data.length, path)
+          .toBeGreaterThan(0)
       }
     }))
 })

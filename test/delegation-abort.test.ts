@@ -1,11 +1,11 @@
-import { expect, layer } from "@effect/vitest"
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
+import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { defineAgent } from "../src/agents/Agent.js"
 import { defineApp } from "../src/App.js"
 import { fakeModelSettings, FakeProvider, FakeProviderLive } from "./support/fakeProvider.js"
-import { eventually } from "./support/timers.js"
 import { TestServer, TestServerLive } from "./support/TestServer.js"
+import { eventually } from "./support/timers.js"
 
 // Issue #32 (review): where a human can be asked, delegate_task's sub-agents run in the SDK's approval
 // check, outside its tool execution and its abort. A client that goes away must stop them too: the
@@ -20,12 +20,22 @@ const appFor = (url: string) => {
     instructions: "Wait.",
     model: provider.chatModel("stall-sub")
   })
-  const boss = defineAgent({ id: "boss", name: "Boss", purpose: "Delegates", instructions: "You delegate.", subAgents: [staller] })
+  const boss = defineAgent({
+    id: "boss",
+    name: "Boss",
+    purpose: "Delegates",
+    instructions: "You delegate.",
+    subAgents: [staller]
+  })
   return defineApp({ agents: [boss, staller] })
 }
 
-const server = Layer.unwrapEffect(Effect.map(FakeProvider, (fake) =>
-  TestServerLive({ app: appFor(fake.url), config: { model: fakeModelSettings(fake) } }))).pipe(Layer.provideMerge(FakeProviderLive))
+const server = Layer.unwrapEffect(
+  Effect.map(
+    FakeProvider,
+    (fake) => TestServerLive({ app: appFor(fake.url), config: { model: fakeModelSettings(fake) } })
+  )
+).pipe(Layer.provideMerge(FakeProviderLive))
 
 layer(server, { excludeTestServices: true })("delegate_task under the parent's abort", (it) => {
   for (const route of ["text", "stream"] as const) {
@@ -45,7 +55,12 @@ layer(server, { excludeTestServices: true })("delegate_task under the parent's a
         yield* eventually(Effect.sync(asked), (n) => n > before.asked, "the sub-agent's model request")
         client.abort()
         expect(yield* Effect.promise(() => call)).toBe("aborted")
-        yield* eventually(Effect.sync(() => fake.closedEarly()), (n) => n > before.closed, "the sub-agent's request closed", 15_000)
+        yield* eventually(
+          Effect.sync(() => fake.closedEarly()),
+          (n) => n > before.closed,
+          "the sub-agent's request closed",
+          15_000
+        )
       }))
   }
 })

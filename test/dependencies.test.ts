@@ -8,11 +8,14 @@ import { readDependencies } from "../src/ops/dependencies.js"
 it.effect("the surveyed packages are the runtime dependencies and the peers, not the dev tools", () =>
   Effect.gen(function*() {
     const dir = mkdtempSync(join(tmpdir(), "deps-"))
-    writeFileSync(join(dir, "package.json"), JSON.stringify({
-      dependencies: { jose: "^6.0.0", local: "file:../local" },
-      peerDependencies: { effect: "^3.22.4" },
-      devDependencies: { effect: "~3.22.4", vitest: "~3.2.4" }
-    }))
+    writeFileSync(
+      join(dir, "package.json"),
+      JSON.stringify({
+        dependencies: { jose: "^6.0.0", local: "file:../local" },
+        peerDependencies: { effect: "^3.22.4" },
+        devDependencies: { effect: "~3.22.4", vitest: "~3.2.4" }
+      })
+    )
     const found = yield* readDependencies(dir)
     expect([...found].sort((a, b) => a.name.localeCompare(b.name))).toEqual([
       { name: "effect", range: "^3.22.4" },

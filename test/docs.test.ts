@@ -2,8 +2,8 @@ import { HttpApi } from "@effect/platform"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Validator } from "@seriousme/openapi-schema-validator"
 import { Effect } from "effect"
-import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { ServiceApi } from "../src/Api.js"
+import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
 
 /** Every endpoint the HttpApi defines, as "METHOD /openapi/{path}". */
@@ -11,7 +11,8 @@ const implementedRoutes = () => {
   const routes: Array<string> = []
   HttpApi.reflect(ServiceApi, {
     onGroup: () => {},
-    onEndpoint: ({ endpoint }) => routes.push(`${endpoint.method.toLowerCase()} ${endpoint.path.replace(/:(\w+)/g, "{$1}")}`)
+    onEndpoint: ({ endpoint }) =>
+      routes.push(`${endpoint.method.toLowerCase()} ${endpoint.path.replace(/:(\w+)/g, "{$1}")}`)
   })
   return routes
 }
@@ -101,7 +102,9 @@ layer(TestServerLive(), { excludeTestServices: true })("documentation", (it) => 
       expect(Object.keys(history.properties)).toContain("model")
       const memory = spec.paths["/agents/{id}/working-memory"]
       expect(Object.keys(memory).sort()).toEqual(["delete", "get"])
-      for (const field of ["value", "version", "updatedAt"]) expect(propertiesOf(memory.get.responses["200"])).toContain(field)
+      for (const field of ["value", "version", "updatedAt"]) {
+        expect(propertiesOf(memory.get.responses["200"])).toContain(field)
+      }
     }))
 
   it.effect("GET / is an HTML landing page linking /console, /doc, /ui and the lists", () =>

@@ -2,25 +2,33 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Cause, Context, Deferred, Effect, Fiber, FiberId, HashMap, Layer, List, Logger, LogLevel } from "effect"
 import { join } from "node:path"
+import { DatabaseLive } from "../src/Database.js"
 import { type LogEntry, LogStore, LogStoreLive, matches } from "../src/observability/LogStore.js"
 import { pruneLogs } from "../src/observability/logTable.js"
-import { makeRemoteFeed } from "../src/observability/remoteFeed.js"
 import { ObservabilitySql, ObservabilitySqlLive } from "../src/observability/ObservabilitySql.js"
-import { DatabaseLive } from "../src/Database.js"
+import { makeRemoteFeed } from "../src/observability/remoteFeed.js"
 import { freshPostgresDatabase, postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
-import { fetchJson, json, TestServer, TestServerLive, tempDir } from "./support/TestServer.js"
+import { fetchJson, json, tempDir, TestServer, TestServerLive } from "./support/TestServer.js"
 
 const DAY = 24 * 3600 * 1000
 
 /** A LogStore on its own SQL store, and its logger as the only one. */
 const storeOn = (url: string, retention: { maxEntries: number; maxAgeMs: number }) =>
-  LogStoreLive({ instanceId: "test-instance", retention }).pipe(Layer.provideMerge(ObservabilitySqlLive(url)), Layer.provideMerge(DatabaseLive(url)))
+  LogStoreLive({ instanceId: "test-instance", retention }).pipe(
+    Layer.provideMerge(ObservabilitySqlLive(url)),
+    Layer.provideMerge(DatabaseLive(url))
+  )
 
 const logThrough = (count: number, prefix: string) =>
-  Effect.flatMap(LogStore, (store) =>
-    Effect.forEach(Array.from({ length: count }, (_, i) => i), (i) => Effect.logInfo(`${prefix}${i}`), { discard: true }).pipe(
-      Effect.provide(Logger.replace(Logger.defaultLogger, store.logger))
-    ))
+  Effect.flatMap(
+    LogStore,
+    (store) =>
+      Effect.forEach(Array.from({ length: count }, (_, i) => i), (i) => Effect.logInfo(`${prefix}${i}`), {
+        discard: true
+      }).pipe(
+        Effect.provide(Logger.replace(Logger.defaultLogger, store.logger))
+      )
+  )
 
 /** Logs `count` entries in one synchronous loop, as a logger is called: the store's writer cannot run meanwhile. */
 const logAtOnce = (store: Context.Tag.Service<typeof LogStore>, count: number, prefix: string) =>
@@ -77,8 +85,12 @@ describe("durable logs", () => {
       const sql = Context.get(context, SqlClient.SqlClient)
       const old = new Date(Date.now() - 2 * DAY).toISOString()
       const recent = (i: number) => new Date(Date.now() - 60_000 + i).toISOString()
-      yield* sql.withTransaction(Effect.forEach(Array.from({ length: 1_200 }, (_, i) => i), (i) => insertAt(sql, `old ${i}`, old)))
-      yield* sql.withTransaction(Effect.forEach(Array.from({ length: 1_700 }, (_, i) => i), (i) => insertAt(sql, `recent ${i}`, recent(i))))
+      yield* sql.withTransaction(
+        Effect.forEach(Array.from({ length: 1_200 }, (_, i) => i), (i) => insertAt(sql, `old ${i}`, old))
+      )
+      yield* sql.withTransaction(
+        Effect.forEach(Array.from({ length: 1_700 }, (_, i) => i), (i) => insertAt(sql, `recent ${i}`, recent(i)))
+      )
 
       yield* pruneLogs(sql, { maxEntries: 10_000, maxAgeMs: DAY })
       const afterAge = yield* sql<{ message: string }>`SELECT message FROM observability_logs ORDER BY logged_at, id`
@@ -106,23 +118,30 @@ describe("durable logs", () => {
       expect(yield* store.dropped).toBe(0)
     }))
 
-  it.scopedLive("a burst the writer cannot keep up with drops the oldest entries and counts them; logging never waits", () =>
-    Effect.gen(function*() {
-      const url = `file:${join(yield* tempDir, "burst.db")}`
-      const context = yield* Layer.build(storeOn(url, { maxEntries: 100_000, maxAgeMs: DAY }))
-      const store = Context.get(context, LogStore)
-      // One synchronous loop: the writer cannot run until it ends, so the backlog (20,000) overflows.
-      yield* logAtOnce(store, 25_000, "burst ")
-      expect(yield* store.dropped).toBe(5_000)
-      const stored = yield* store.query({ limit: 1_000, until: new Date(Date.now() + 60_000).toISOString() })
-      expect(stored.at(-1)!.message).toBe("burst 24999")
-      expect(yield* store.count).toBe(20_000)
-      const [oldest] = yield* Effect.provide(
-        Effect.flatMap(ObservabilitySql, (sql) => sql<{ message: string }>`SELECT message FROM observability_logs ORDER BY id LIMIT 1`),
-        context
-      )
-      expect(oldest.message).toBe("burst 5000")
-    }), 60_000)
+  it.scopedLive(
+    "a burst the writer cannot keep up with drops the oldest entries and counts them; logging never waits",
+    () =>
+      Effect.gen(function*() {
+        const url = `file:${join(yield* tempDir, "burst.db")}`
+        const context = yield* Layer.build(storeOn(url, { maxEntries: 100_000, maxAgeMs: DAY }))
+        const store = Context.get(context, LogStore)
+        // One synchronous loop: the writer cannot run until it ends, so the backlog (20,000) overflows.
+        yield* logAtOnce(store, 25_000, "burst ")
+        expect(yield* store.dropped).toBe(5_000)
+        const stored = yield* store.query({ limit: 1_000, until: new Date(Date.now() + 60_000).toISOString() })
+        expect(stored.at(-1)!.message).toBe("burst 24999")
+        expect(yield* store.count).toBe(20_000)
+        const [oldest] = yield* Effect.provide(
+          Effect.flatMap(
+            ObservabilitySql,
+            (sql) => sql<{ message: string }>`SELECT message FROM observability_logs ORDER BY id LIMIT 1`
+          ),
+          context
+        )
+        expect(oldest.message).toBe("burst 5000")
+      }),
+    60_000
+  )
 })
 
 /** Every filter of /api/logs answers what filtering the whole log in memory answers. */
@@ -168,48 +187,57 @@ const filtersAgree = Effect.gen(function*() {
 })
 
 layer(TestServerLive(), { excludeTestServices: true })("/api/logs through SQL on SQLite", (it) => {
-  it.effect("every filter and the limit agree with filtering the whole log; entries name their instance", () => filtersAgree)
+  it.effect("every filter and the limit agree with filtering the whole log; entries name their instance", () =>
+    filtersAgree)
 })
 
 describe.skipIf(!postgresAvailable)("logs on Postgres", () => {
   layer(PostgresTestServerLive(), { excludeTestServices: true })("/api/logs through SQL on Postgres", (it) => {
-    it.effect("every filter and the limit agree with filtering the whole log; entries name their instance", () => filtersAgree, 60_000)
+    it.effect(
+      "every filter and the limit agree with filtering the whole log; entries name their instance",
+      () => filtersAgree,
+      60_000
+    )
   })
 
-  it.scopedLive("the feed of another instance's rows loses none that commit out of order", () =>
-    Effect.gen(function*() {
-      const url = yield* freshPostgresDatabase
-      const context = yield* Layer.build(DatabaseLive(url))
-      const sql = Context.get(context, SqlClient.SqlClient)
-      const seen: Array<string> = []
-      const feed = makeRemoteFeed<{ message: string }>({
-        sql,
-        table: "observability_logs",
-        seq: "id",
-        instanceId: "me",
-        isWatched: () => true,
-        publish: (row) => seen.push(row.message)
-      })
-      yield* feed.start
-      // The first insert takes its number and holds its transaction open while a later one commits.
-      const inserted = yield* Deferred.make<void>()
-      const release = yield* Deferred.make<void>()
-      const slow = yield* sql.withTransaction(Effect.gen(function*() {
-        yield* insertAt(sql, "numbered first, committed last", new Date().toISOString())
-        yield* Deferred.succeed(inserted, undefined)
-        yield* Deferred.await(release)
-      })).pipe(Effect.fork)
-      yield* Deferred.await(inserted)
-      yield* insertAt(sql, "numbered second, committed first", new Date().toISOString())
-      yield* sql`INSERT INTO observability_logs (instance, logged_at, level, level_rank, message, attributes)
+  it.scopedLive(
+    "the feed of another instance's rows loses none that commit out of order",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* freshPostgresDatabase
+        const context = yield* Layer.build(DatabaseLive(url))
+        const sql = Context.get(context, SqlClient.SqlClient)
+        const seen: Array<string> = []
+        const feed = makeRemoteFeed<{ message: string }>({
+          sql,
+          table: "observability_logs",
+          seq: "id",
+          instanceId: "me",
+          isWatched: () => true,
+          publish: (row) => seen.push(row.message)
+        })
+        yield* feed.start
+        // The first insert takes its number and holds its transaction open while a later one commits.
+        const inserted = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        const slow = yield* sql.withTransaction(Effect.gen(function*() {
+          yield* insertAt(sql, "numbered first, committed last", new Date().toISOString())
+          yield* Deferred.succeed(inserted, undefined)
+          yield* Deferred.await(release)
+        })).pipe(Effect.fork)
+        yield* Deferred.await(inserted)
+        yield* insertAt(sql, "numbered second, committed first", new Date().toISOString())
+        yield* sql`INSERT INTO observability_logs (instance, logged_at, level, level_rank, message, attributes)
         VALUES ('me', ${new Date().toISOString()}, 'info', 2, 'my own', '{}')`
-      yield* feed.poll
-      expect(seen).toEqual(["numbered second, committed first"])
-      yield* Deferred.succeed(release, undefined)
-      yield* Fiber.join(slow)
-      yield* feed.poll
-      expect(seen).toEqual(["numbered second, committed first", "numbered first, committed last"])
-      yield* feed.poll
-      expect(seen).toHaveLength(2)
-    }), 30_000)
+        yield* feed.poll
+        expect(seen).toEqual(["numbered second, committed first"])
+        yield* Deferred.succeed(release, undefined)
+        yield* Fiber.join(slow)
+        yield* feed.poll
+        expect(seen).toEqual(["numbered second, committed first", "numbered first, committed last"])
+        yield* feed.poll
+        expect(seen).toHaveLength(2)
+      }),
+    30_000
+  )
 })

@@ -44,24 +44,34 @@ layer(TestServerLive(), { excludeTestServices: true })("the service's own URL an
         expect(page.headers["x-frame-options"], path).toBe("DENY")
         expect(page.headers["x-content-type-options"], path).toBe("nosniff")
         // Every inline script that runs is allowed by its hash.
-        const scripts = [...page.body.matchAll(/<script(?![^>]*type="application\/json")[^>]*>([\s\S]*?)<\/script>/g)].map((m) => m[1])
+        const scripts = [...page.body.matchAll(/<script(?![^>]*type="application\/json")[^>]*>([\s\S]*?)<\/script>/g)]
+          .map((m) => m[1])
         for (const script of scripts) {
           expect(csp, path).toContain(`'sha256-${createHash("sha256").update(script).digest("base64")}'`)
         }
         const styles = [...page.body.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => m[1])
         expect(styles.length, path).toBeGreaterThan(0)
         for (const style of styles) {
-          expect(csp, path).toMatch(new RegExp(`style-src[^;]*('sha256-${createHash("sha256").update(style).digest("base64").replace(/[+/]/g, "\\$&")}'|'unsafe-inline')`))
+          expect(csp, path).toMatch(
+            new RegExp(
+              `style-src[^;]*('sha256-${
+                createHash("sha256").update(style).digest("base64").replace(/[+/]/g, "\\$&")
+              }'|'unsafe-inline')`
+            )
+          )
         }
       }
     }))
 })
 
-layer(TestServerLive({ config: { publicUrl: "https://agents.example.com/base/" } }), { excludeTestServices: true })("a configured public URL", (it) => {
-  it.effect("is the A2A card's base", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const card = yield* rawGet(`${url}/agents/assistant/card`, forged)
-      expect(JSON.parse(card.body).data.url).toBe("https://agents.example.com/base/agents/assistant")
-    }))
-})
+layer(TestServerLive({ config: { publicUrl: "https://agents.example.com/base/" } }), { excludeTestServices: true })(
+  "a configured public URL",
+  (it) => {
+    it.effect("is the A2A card's base", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const card = yield* rawGet(`${url}/agents/assistant/card`, forged)
+        expect(JSON.parse(card.body).data.url).toBe("https://agents.example.com/base/agents/assistant")
+      }))
+  }
+)

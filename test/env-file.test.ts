@@ -11,7 +11,8 @@ afterAll(() => rmSync(root, { recursive: true, force: true }))
 
 /** dotenv 16's parser, as it documents its rules (its LINE expression and quote handling). */
 const dotenvParse = (src: string): Record<string, string> => {
-  const LINE = /(?:^|^)\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?(?:$|$)/mg
+  const LINE =
+    /(?:^|^)\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?(?:$|$)/mg
   const out: Record<string, string> = {}
   const lines = src.replace(/\r\n?/mg, "\n")
   let match: RegExpExecArray | null
@@ -26,16 +27,30 @@ const dotenvParse = (src: string): Record<string, string> => {
 }
 
 describe("env file values round-trip", () => {
-  const tricky = ["a'b\"c`d", "it's", "say \"hi\"", "back`tick", "s3cret #hash", " padded ", "a\\nb", "$HOME", "é=ü", "'quoted'"]
+  const tricky = [
+    "a'b\"c`d",
+    "it's",
+    "say \"hi\"",
+    "back`tick",
+    "s3cret #hash",
+    " padded ",
+    "a\\nb",
+    "$HOME",
+    "é=ü",
+    "'quoted'"
+  ]
 
   it("every value written is read back unchanged by Node's reader and dotenv's, or refused", () => {
     const unit = fc.constantFrom("a", "Z", "0", " ", "\t", "'", "\"", "`", "#", "\\", "n", "r", "$", "=", "é", ":", "-")
-    fc.assert(fc.property(fc.stringOf(unit, { minLength: 1, maxLength: 12 }), (value) => {
-      if (envValueProblem(value) !== undefined) return
-      const text = setEnvValues("OTHER=1\n", [["KEY", value]])
-      expect(parseEnv(text)).toEqual({ OTHER: "1", KEY: value })
-      expect(dotenvParse(text)).toEqual({ OTHER: "1", KEY: value })
-    }), { numRuns: 2000 })
+    fc.assert(
+      fc.property(fc.stringOf(unit, { minLength: 1, maxLength: 12 }), (value) => {
+        if (envValueProblem(value) !== undefined) return
+        const text = setEnvValues("OTHER=1\n", [["KEY", value]])
+        expect(parseEnv(text)).toEqual({ OTHER: "1", KEY: value })
+        expect(dotenvParse(text)).toEqual({ OTHER: "1", KEY: value })
+      }),
+      { numRuns: 2000 }
+    )
     for (const value of tricky) expect(envValueProblem(value), value).toBeUndefined()
   })
 

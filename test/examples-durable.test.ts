@@ -4,19 +4,30 @@ import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServe
 
 /** The example app's durable workflows (issue #31): `onboarding` loops, retries, sleeps and polls; `batch` prices lines 16 at a time. */
 const eventsOf = (url: string, workflowId: string, executionId: string) =>
-  Effect.map(fetchJson(`${url}/workflows/${workflowId}/executions/${executionId}/events?limit=1000`), (page) =>
-    page.body.data.events as Array<{ type: string; from: string; path?: string; attempt?: number; wakeAt?: string; timestamp: string }>)
+  Effect.map(
+    fetchJson(`${url}/workflows/${workflowId}/executions/${executionId}/events?limit=1000`),
+    (page) =>
+      page.body.data.events as Array<
+        { type: string; from: string; path?: string; attempt?: number; wakeAt?: string; timestamp: string }
+      >
+  )
 
 // Live clock: the engine's sleeps and back-offs wait real time.
 layer(TestServerLive(), { excludeTestServices: true, timeout: 60_000 })("the example app's durable workflows", (it) => {
   it.effect("onboarding: each account welcomed (an item each), activation retried once, a durable sleep, three polls", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const accounts = [{ name: "Ada", email: "ada@example.com" }, { name: "Alan", email: "alan@example.com" }, { name: "Grace", email: "grace@example.com" }]
-      const run = yield* fetchJson(`${url}/workflows/onboarding/execute`, json({
-        input: { accounts, busyAttempts: 1, waitSeconds: 1 },
-        options: { executionId: "onboarding-1" }
-      }))
+      const accounts = [{ name: "Ada", email: "ada@example.com" }, { name: "Alan", email: "alan@example.com" }, {
+        name: "Grace",
+        email: "grace@example.com"
+      }]
+      const run = yield* fetchJson(
+        `${url}/workflows/onboarding/execute`,
+        json({
+          input: { accounts, busyAttempts: 1, waitSeconds: 1 },
+          options: { executionId: "onboarding-1" }
+        })
+      )
       expect(run.status).toBe(200)
       expect(run.body.data).toMatchObject({ status: "completed", result: { activated: 3, checks: 3, live: true } })
       expect(run.body.data.result.welcomed[1]).toBe("alan@example.com (key onboarding-1:welcome[1])")
@@ -37,7 +48,10 @@ layer(TestServerLive(), { excludeTestServices: true, timeout: 60_000 })("the exa
   it.effect("onboarding: bad input is a 400 naming the field; batch prices every line", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const bad = yield* fetchJson(`${url}/workflows/onboarding/execute`, json({ input: { accounts: [], busyAttempts: 9, waitSeconds: 1 } }))
+      const bad = yield* fetchJson(
+        `${url}/workflows/onboarding/execute`,
+        json({ input: { accounts: [], busyAttempts: 9, waitSeconds: 1 } })
+      )
       expect(bad.status).toBe(400)
       expect(JSON.stringify(bad.body.error)).toMatch(/accounts|busyAttempts/)
       const batch = yield* fetchJson(`${url}/workflows/batch/execute`, json({ input: { count: 40 } }))

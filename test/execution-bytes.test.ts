@@ -1,5 +1,5 @@
-import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { join } from "node:path"
 import { defineApp } from "../src/App.js"
@@ -19,7 +19,13 @@ const BOUND = 256 * 1024
 
 /** ~1 KB per iteration, each distinct (so each is a value row of its own); stops by itself only after 2,000. */
 /** Its input: the iteration at which it suspends once (a number as text; -1: never). */
-const chatty = workflow({ id: "chatty", name: "chatty", purpose: "a loop that writes ~1 KB per iteration", input: Schema.String, result: Schema.Unknown })
+const chatty = workflow({
+  id: "chatty",
+  name: "chatty",
+  purpose: "a loop that writes ~1 KB per iteration",
+  input: Schema.String,
+  result: Schema.Unknown
+})
   .andDoWhile({
     id: "grow",
     maxIterations: 100_000,
@@ -58,46 +64,71 @@ const storedBytes = (sql: SqlClient.SqlClient, id: string) =>
   ).pipe(Effect.orDie)
 
 const bounds = (databaseUrl: Effect.Effect<string, never, any>, store: string) => {
-  it.scopedLive("a loop writing ~1 KB per iteration fails at the step that crosses workflows.maxExecutionBytes, stored bytes near the bound", () =>
-    Effect.gen(function*() {
-      const url = yield* databaseUrl
-      const id = `grow-${store}`
-      yield* serve(url, (base, sql) =>
-        Effect.gen(function*() {
-          const started = Date.now()
-          const response = yield* fetchJson(`${base}/workflows/chatty/execute`, json({ input: "-1", options: { executionId: id } }))
-          const stored = yield* storedBytes(sql, id)
-          console.log(`[${store}] loop: ${stored} bytes stored (bound ${BOUND}) in ${Date.now() - started} ms, answer ${response.status}`)
-          expect(response.status).toBe(500)
-          expect(response.body.error).toMatch(/^Failed to execute workflow: step grow: .*workflows\.maxExecutionBytes/)
-          expect(stored).toBeGreaterThan(BOUND * 0.8)
-          expect(stored).toBeLessThan(BOUND * 1.1)
-          // The row's count is what the store holds, a part shared by an event and an output row once.
-          const [row] = yield* Effect.orDie(sql<{ stored_bytes: number | string }>`SELECT stored_bytes FROM workflow_executions WHERE id = ${id}`)
-          expect(Number(row.stored_bytes)).toBe(stored)
-        }))
-    }), 120_000)
+  it.scopedLive(
+    "a loop writing ~1 KB per iteration fails at the step that crosses workflows.maxExecutionBytes, stored bytes near the bound",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* databaseUrl
+        const id = `grow-${store}`
+        yield* serve(url, (base, sql) =>
+          Effect.gen(function*() {
+            const started = Date.now()
+            const response = yield* fetchJson(
+              `${base}/workflows/chatty/execute`,
+              json({ input: "-1", options: { executionId: id } })
+            )
+            const stored = yield* storedBytes(sql, id)
+            console.log(
+              `[${store}] loop: ${stored} bytes stored (bound ${BOUND}) in ${
+                Date.now() - started
+              } ms, answer ${response.status}`
+            )
+            expect(response.status).toBe(500)
+            expect(response.body.error).toMatch(
+              /^Failed to execute workflow: step grow: .*workflows\.maxExecutionBytes/
+            )
+            expect(stored).toBeGreaterThan(BOUND * 0.8)
+            expect(stored).toBeLessThan(BOUND * 1.1)
+            // The row's count is what the store holds, a part shared by an event and an output row once.
+            const [row] = yield* Effect.orDie(
+              sql<{ stored_bytes: number | string }>`SELECT stored_bytes FROM workflow_executions WHERE id = ${id}`
+            )
+            expect(Number(row.stored_bytes)).toBe(stored)
+          }))
+      }),
+    120_000
+  )
 
-  it.scopedLive("the count survives a restart: a loop suspended near the bound and resumed by a fresh instance fails once the total crosses it", () =>
-    Effect.gen(function*() {
-      const url = yield* databaseUrl
-      const id = `resumed-${store}`
-      yield* serve(url, (base) =>
-        Effect.gen(function*() {
-          const suspended = yield* fetchJson(`${base}/workflows/chatty/execute`, json({ input: "80", options: { executionId: id } }))
-          expect(suspended.body.data).toMatchObject({ status: "suspended" })
-        }))
-      yield* serve(url, (base, sql) =>
-        Effect.gen(function*() {
-          const before = yield* storedBytes(sql, id)
-          const resumed = yield* fetchJson(`${base}/workflows/chatty/executions/${id}/resume`, json({ resumeData: {} }))
-          const stored = yield* storedBytes(sql, id)
-          console.log(`[${store}] resumed loop: ${before} bytes before the restart, ${stored} after (bound ${BOUND})`)
-          expect(before).toBeGreaterThan(BOUND / 2)
-          expect(resumed.body.error).toMatch(/workflows\.maxExecutionBytes/)
-          expect(stored).toBeLessThan(BOUND * 1.1)
-        }))
-    }), 120_000)
+  it.scopedLive(
+    "the count survives a restart: a loop suspended near the bound and resumed by a fresh instance fails once the total crosses it",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* databaseUrl
+        const id = `resumed-${store}`
+        yield* serve(url, (base) =>
+          Effect.gen(function*() {
+            const suspended = yield* fetchJson(
+              `${base}/workflows/chatty/execute`,
+              json({ input: "80", options: { executionId: id } })
+            )
+            expect(suspended.body.data).toMatchObject({ status: "suspended" })
+          }))
+        yield* serve(url, (base, sql) =>
+          Effect.gen(function*() {
+            const before = yield* storedBytes(sql, id)
+            const resumed = yield* fetchJson(
+              `${base}/workflows/chatty/executions/${id}/resume`,
+              json({ resumeData: {} })
+            )
+            const stored = yield* storedBytes(sql, id)
+            console.log(`[${store}] resumed loop: ${before} bytes before the restart, ${stored} after (bound ${BOUND})`)
+            expect(before).toBeGreaterThan(BOUND / 2)
+            expect(resumed.body.error).toMatch(/workflows\.maxExecutionBytes/)
+            expect(stored).toBeLessThan(BOUND * 1.1)
+          }))
+      }),
+    120_000
+  )
 }
 
 describe("workflows.maxExecutionBytes (SQLite)", () => {

@@ -12,7 +12,13 @@ import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServe
  */
 const layer = TestServerLive()
 
-const event = (executionId: string, type: WorkflowEvent["type"], from: string, at: number, path?: string): WorkflowEvent => ({
+const event = (
+  executionId: string,
+  type: WorkflowEvent["type"],
+  from: string,
+  at: number,
+  path?: string
+): WorkflowEvent => ({
   type,
   executionId,
   from,
@@ -26,7 +32,10 @@ describe("an execution's events by page", () => {
     it.effect("pages through every event with `after` and `limit`; nextAfter is null on the last page", () =>
       Effect.gen(function*() {
         const { url } = yield* TestServer
-        const started = yield* fetchJson(`${url}/workflows/pipeline/execute`, json({ input: { text: " paged ", n: 2 } }))
+        const started = yield* fetchJson(
+          `${url}/workflows/pipeline/execute`,
+          json({ input: { text: " paged ", n: 2 } })
+        )
         expect(started.status).toBe(200)
         const executionId = started.body.data.executionId
         const all = yield* fetchJson(`${url}/workflows/pipeline/executions/${executionId}/events?limit=1000`)
@@ -39,7 +48,9 @@ describe("an execution's events by page", () => {
         const paged: Array<string> = []
         let after = 0
         for (let pages = 0; pages < 100; pages++) {
-          const page = yield* fetchJson(`${url}/workflows/pipeline/executions/${executionId}/events?after=${after}&limit=3`)
+          const page = yield* fetchJson(
+            `${url}/workflows/pipeline/executions/${executionId}/events?after=${after}&limit=3`
+          )
           expect(page.body.data.events.length).toBeLessThanOrEqual(3)
           paged.push(...page.body.data.events.map((e: { id: string }) => e.id))
           if (page.body.data.nextAfter === null) break
@@ -78,7 +89,13 @@ describe("an execution's events by page", () => {
           event(id, "step-start", "each", 4, "fan[1]")
         ]
         const created = yield* store.create(
-          testExecution(id, { workflowId: "pipeline", workflowName: "Data pipeline", status: "suspended", createdAt: at, updatedAt: at }),
+          testExecution(id, {
+            workflowId: "pipeline",
+            workflowName: "Data pipeline",
+            status: "suspended",
+            createdAt: at,
+            updatedAt: at
+          }),
           events
         )
         expect(created._tag).toBe("Some")

@@ -1,10 +1,16 @@
-import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { join } from "node:path"
 import { DatabaseLive } from "../src/Database.js"
 import { storageKind } from "../src/storage/Sql.js"
-import { type Execution, type ExecutionQuery, ExecutionStore, ExecutionStoreLive, listingQuery } from "../src/workflows/ExecutionStore.js"
+import {
+  type Execution,
+  type ExecutionQuery,
+  ExecutionStore,
+  ExecutionStoreLive,
+  listingQuery
+} from "../src/workflows/ExecutionStore.js"
 import type { ExecutionStatus } from "../src/workflows/WorkflowSchemas.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { tempDir } from "./support/TestServer.js"
@@ -81,7 +87,13 @@ const exercise = (url: string) =>
   Effect.gen(function*() {
     const store = yield* ExecutionStore
     for (const e of seeded) {
-      yield* store.create(e, [{ type: "workflow-start", executionId: e.id, from: "workflow", timestamp: e.createdAt, status: "running" }])
+      yield* store.create(e, [{
+        type: "workflow-start",
+        executionId: e.id,
+        from: "workflow",
+        timestamp: e.createdAt,
+        status: "running"
+      }])
     }
     for (const filter of filters) {
       const total = expected({ ...filter, limit: COUNT, offset: 0 }).length

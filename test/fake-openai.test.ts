@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible"
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "@effect/vitest"
 import { generateText, streamText } from "ai"
-import { Ajv2020 } from "ajv/dist/2020.js"
 import type { Ajv } from "ajv"
 import addFormatsModule from "ajv-formats"
+import { Ajv2020 } from "ajv/dist/2020.js"
 import { type FakeOpenAI, startFakeOpenAI } from "../scripts/fake-openai.js"
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv | Ajv2020) => void
@@ -34,7 +34,10 @@ const postChat = async (body: object) => {
   expect(response.status).toBe(200)
   return (await response.json()) as {
     choices: Array<{
-      message: { content: string | null; tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }> }
+      message: {
+        content: string | null
+        tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }>
+      }
       finish_reason: string
     }>
     usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number }
@@ -88,7 +91,11 @@ describe("fake OpenAI server", () => {
         {
           role: "assistant",
           content: null,
-          tool_calls: [{ id: "call_1", type: "function", function: { name: "get_weather", arguments: "{\"location\":\"Oslo\"}" } }]
+          tool_calls: [{
+            id: "call_1",
+            type: "function",
+            function: { name: "get_weather", arguments: "{\"location\":\"Oslo\"}" }
+          }]
         },
         { role: "tool", tool_call_id: "call_1", content: "sunny and 20 degrees" }
       ],
@@ -130,7 +137,14 @@ describe("fake OpenAI server", () => {
     addFormats(ajv)
     const validate = ajv.compile(schema)
     expect(validate(value), JSON.stringify(validate.errors)).toBe(true)
-    expect(value).toMatchObject({ kind: "small", version: "v1", score: 10, count: 100, legacy: 7, tags: ["example", "example", "example"] })
+    expect(value).toMatchObject({
+      kind: "small",
+      version: "v1",
+      score: 10,
+      count: 100,
+      legacy: 7,
+      tags: ["example", "example", "example"]
+    })
   })
 
   it("streams the answer word by word, then usage and [DONE]", async () => {
@@ -148,12 +162,17 @@ describe("fake OpenAI server", () => {
     const events = await readSseData(response)
     expect(events.at(-1)).toBe("[DONE]")
     const chunks = events.slice(0, -1).map((event) => JSON.parse(event))
-    const deltas = chunks.flatMap((chunk) => chunk.choices.map((choice: { delta: { content?: string } }) => choice.delta.content ?? ""))
+    const deltas = chunks.flatMap((chunk) =>
+      chunk.choices.map((choice: { delta: { content?: string } }) => choice.delta.content ?? "")
+    )
     expect(deltas.join("")).toBe("You said: stream  these words please")
     expect(deltas.filter((delta) => delta !== "")).toHaveLength(6)
     expect(chunks.every((chunk) => chunk.object === "chat.completion.chunk" && chunk.model === "fake-model")).toBe(true)
     expect(chunks.at(-2).choices[0].finish_reason).toBe("stop")
-    expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 4, completion_tokens: 6, total_tokens: 10 } })
+    expect(chunks.at(-1)).toMatchObject({
+      choices: [],
+      usage: { prompt_tokens: 4, completion_tokens: 6, total_tokens: 10 }
+    })
   })
 
   it("counts a slow stream aborted by the client as closed early", async () => {

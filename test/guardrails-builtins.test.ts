@@ -46,14 +46,23 @@ describe("ready-made guardrails", () => {
 
   it("blocklist and regexRedactor match the normalised text: NFKC, no format characters, case-folded (issue #42)", () => {
     const { input, output } = blocklist(["forbidden", "straße"])
-    for (const text of ["for\u200Bbidden", "\uFF26\uFF2F\uFF32\uFF22\uFF29\uFF24\uFF24\uFF25\uFF2E", "FOR\u00ADBID\u2060DEN", "\u{1D41F}orbidden", "STRASSE"]) {
+    for (
+      const text of [
+        "for\u200Bbidden",
+        "\uFF26\uFF2F\uFF32\uFF22\uFF29\uFF24\uFF24\uFF25\uFF2E",
+        "FOR\u00ADBID\u2060DEN",
+        "\u{1D41F}orbidden",
+        "STRASSE"
+      ]
+    ) {
       expect([text, tagOf(input.check({ text: `say ${text} now`, call }))]).toEqual([text, "block"])
     }
     expect(tagOf(output.check({ text: "then we for\u200Dbidden", final: false, call }))).toBe("pass")
     expect(tagOf(output.check({ text: "then we for\u200Dbidden.", final: false, call }))).toBe("block")
     const { input: redact } = regexRedactor(/SECRET-\d+/, "[x]")
     // Only the characters a match came from are replaced; the rest stays as sent (case, accents, width).
-    expect(redact.check({ text: "Keep \uFF33\uFF25\uFF23\uFF32\uFF25\uFF34-42 and secret\u200B-7 Café", call })).toEqual(Guardrail.rewrite("Keep [x] and [x] Café"))
+    expect(redact.check({ text: "Keep \uFF33\uFF25\uFF23\uFF32\uFF25\uFF34-42 and secret\u200B-7 Café", call }))
+      .toEqual(Guardrail.rewrite("Keep [x] and [x] Café"))
     expect(redact.check({ text: "e\u0301 SECRET-1 e\u0301", call })).toEqual(Guardrail.rewrite("e\u0301 [x] e\u0301"))
     expect(redact.check({ text: "nothing here", call })).toEqual(Guardrail.pass)
     // Long text is mapped chunk by chunk: a match next to or across a chunk's edge is replaced all the same.
@@ -77,33 +86,39 @@ const broken = defineAgent({
   name: "Broken",
   purpose: "Guardrails that fail",
   instructions: "hi",
-  inputGuardrails: [Guardrail.input({ name: "throws", check: ({ text }) => {
-    if (text.includes("boom")) throw new Error("the rule service is down")
-    return Guardrail.pass
-  } })],
+  inputGuardrails: [Guardrail.input({
+    name: "throws",
+    check: ({ text }) => {
+      if (text.includes("boom")) throw new Error("the rule service is down")
+      return Guardrail.pass
+    }
+  })],
   outputGuardrails: [Guardrail.output({
     name: "fails",
     check: ({ text }) => (text.includes("explode") ? Effect.fail("no verdict") : Effect.succeed(Guardrail.pass))
   })]
 })
 
-layer(AgentTestServerLive(defineApp({ agents: [broken] })), { excludeTestServices: true })("a guardrail that breaks", (it) => {
-  it.effect("fails the call (500 naming the guardrail; an error frame in a stream); nothing unchecked is sent", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const fake = yield* FakeProvider
-      fake.reset()
-      const thrown = yield* fetchJson(`${url}/agents/broken/text`, json({ input: "boom" }))
-      expect(thrown.status).toBe(500)
-      expect(thrown.body.error).toBe("Guardrail throws failed: the rule service is down")
-      expect(fake.requests).toHaveLength(0)
-      const failed = yield* fetchJson(`${url}/agents/broken/text`, json({ input: "explode" }))
-      expect(failed.status).toBe(500)
-      expect(failed.body.error).toBe("Guardrail fails failed: no verdict")
-      const streamed = yield* postSse(`${url}/agents/broken/stream`, { input: "explode" })
-      expect(streamed.events.filter((event) => event.data.type === "text-delta")).toEqual([])
-      expect(streamed.events.at(-1)!.data).toEqual({ type: "error", error: "Guardrail fails failed: no verdict" })
-      const history = yield* fetchJson(`${url}/agents/broken/history?limit=10`)
-      expect(history.body.data.entries.map((entry: { status: string }) => entry.status)).toEqual(["error", "error"])
-    }))
-})
+layer(AgentTestServerLive(defineApp({ agents: [broken] })), { excludeTestServices: true })(
+  "a guardrail that breaks",
+  (it) => {
+    it.effect("fails the call (500 naming the guardrail; an error frame in a stream); nothing unchecked is sent", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const fake = yield* FakeProvider
+        fake.reset()
+        const thrown = yield* fetchJson(`${url}/agents/broken/text`, json({ input: "boom" }))
+        expect(thrown.status).toBe(500)
+        expect(thrown.body.error).toBe("Guardrail throws failed: the rule service is down")
+        expect(fake.requests).toHaveLength(0)
+        const failed = yield* fetchJson(`${url}/agents/broken/text`, json({ input: "explode" }))
+        expect(failed.status).toBe(500)
+        expect(failed.body.error).toBe("Guardrail fails failed: no verdict")
+        const streamed = yield* postSse(`${url}/agents/broken/stream`, { input: "explode" })
+        expect(streamed.events.filter((event) => event.data.type === "text-delta")).toEqual([])
+        expect(streamed.events.at(-1)!.data).toEqual({ type: "error", error: "Guardrail fails failed: no verdict" })
+        const history = yield* fetchJson(`${url}/agents/broken/history?limit=10`)
+        expect(history.body.data.entries.map((entry: { status: string }) => entry.status)).toEqual(["error", "error"])
+      }))
+  }
+)

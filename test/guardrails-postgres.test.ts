@@ -37,10 +37,15 @@ const redacting = defineAgent({
 
 const filler = "the answer goes on for a while so that the hold back releases some words first and then"
 
-const server = Layer.unwrapEffect(Effect.map(FakeProvider, (fake) =>
-  PostgresTestServerLive({ app: defineApp({ agents: [agent, redacting] }), config: { model: fakeModelSettings(fake) } }))).pipe(
-    Layer.provideMerge(FakeProviderLive)
-  )
+const server = Layer.unwrapEffect(
+  Effect.map(FakeProvider, (fake) =>
+    PostgresTestServerLive({
+      app: defineApp({ agents: [agent, redacting] }),
+      config: { model: fakeModelSettings(fake) }
+    }))
+).pipe(
+  Layer.provideMerge(FakeProviderLive)
+)
 
 describe.skipIf(!postgresAvailable)("guardrails on Postgres", () => {
   layer(server, { excludeTestServices: true })((it) => {
@@ -48,16 +53,28 @@ describe.skipIf(!postgresAvailable)("guardrails on Postgres", () => {
       Effect.gen(function*() {
         const { url } = yield* TestServer
         const conversationId = `pg-${crypto.randomUUID()}`
-        const text = yield* fetchJson(`${url}/agents/careful/text`, json({ input: "say forbidden", options: { conversationId } }))
+        const text = yield* fetchJson(
+          `${url}/agents/careful/text`,
+          json({ input: "say forbidden", options: { conversationId } })
+        )
         expect(text.status).toBe(422)
-        const stream = yield* postSse(`${url}/agents/careful/stream`, { input: `${filler} forbidden`, options: { conversationId } })
-        const sent = stream.events.filter((event) => event.data.type === "text-delta").map((event) => event.data.delta).join("")
+        const stream = yield* postSse(`${url}/agents/careful/stream`, {
+          input: `${filler} forbidden`,
+          options: { conversationId }
+        })
+        const sent = stream.events.filter((event) => event.data.type === "text-delta").map((event) => event.data.delta)
+          .join("")
         expect(stream.events.at(-1)!.data).toEqual({ type: "error", error: "Off limits", guardrail: "blocklist" })
         const history = yield* fetchJson(`${url}/agents/careful/history?conversationId=${conversationId}`)
         const entries = [...history.body.data.entries].reverse()
-        expect(entries.map((entry: any) => [entry.status, entry.output])).toEqual([["blocked", null], ["blocked", sent]])
+        expect(entries.map((entry: any) => [entry.status, entry.output])).toEqual([["blocked", null], [
+          "blocked",
+          sent
+        ]])
         expect(entries[0].usage.totalTokens).toBeGreaterThan(0)
-        const forgotten = yield* fetchJson(`${url}/agents/careful/conversations/${conversationId}`, { method: "DELETE" })
+        const forgotten = yield* fetchJson(`${url}/agents/careful/conversations/${conversationId}`, {
+          method: "DELETE"
+        })
         expect(forgotten.body.data).toMatchObject({ deletedMessages: 0, deletedHistoryEntries: 2 })
       }))
 
@@ -65,19 +82,41 @@ describe.skipIf(!postgresAvailable)("guardrails on Postgres", () => {
       Effect.gen(function*() {
         const { url } = yield* TestServer
         const conversationId = `pg-${crypto.randomUUID()}`
-        const first = yield* fetchJson(`${url}/agents/redacting/text`, json({ input: "weather in Oslo", options: { conversationId } }))
+        const first = yield* fetchJson(
+          `${url}/agents/redacting/text`,
+          json({ input: "weather in Oslo", options: { conversationId } })
+        )
         const [result] = first.body.data.toolResults
         expect(result.result).toEqual({ forecast: "sunny in Oslo", code: "[redacted]" })
         const history = yield* fetchJson(`${url}/agents/redacting/history?conversationId=${conversationId}`)
         expect(JSON.stringify(history.body)).not.toContain("SECRET-4242")
-        const again = yield* fetchJson(`${url}/agents/redacting/text`, json({
-          input: [
-            { role: "assistant", content: [{ type: "tool-call", toolCallId: result.toolCallId, toolName: "get_weather", input: { location: "Oslo" } }] },
-            { role: "tool", content: [{ type: "tool-result", toolCallId: result.toolCallId, toolName: "get_weather", output: { type: "json", value: result.result } }] },
-            { role: "user", content: "thanks" }
-          ],
-          options: { conversationId }
-        }))
+        const again = yield* fetchJson(
+          `${url}/agents/redacting/text`,
+          json({
+            input: [
+              {
+                role: "assistant",
+                content: [{
+                  type: "tool-call",
+                  toolCallId: result.toolCallId,
+                  toolName: "get_weather",
+                  input: { location: "Oslo" }
+                }]
+              },
+              {
+                role: "tool",
+                content: [{
+                  type: "tool-result",
+                  toolCallId: result.toolCallId,
+                  toolName: "get_weather",
+                  output: { type: "json", value: result.result }
+                }]
+              },
+              { role: "user", content: "thanks" }
+            ],
+            options: { conversationId }
+          })
+        )
         expect(again.status).toBe(200)
       }))
   })

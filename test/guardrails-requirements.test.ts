@@ -1,7 +1,13 @@
 import { describe, expect, expectTypeOf, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { type AgentDefinition, defineAgent } from "../src/agents/Agent.js"
-import { Guardrail, type InputGuardrail, maxInputLength, type OutputGuardrail, regexRedactor } from "../src/agents/guardrails/Guardrail.js"
+import {
+  Guardrail,
+  type InputGuardrail,
+  maxInputLength,
+  type OutputGuardrail,
+  regexRedactor
+} from "../src/agents/guardrails/Guardrail.js"
 import { defineApp } from "../src/App.js"
 import { AgentTestServerLive } from "./support/fakeProvider.js"
 import { fetchJson, json, TestServer } from "./support/TestServer.js"
@@ -14,11 +20,13 @@ class Audit extends Context.Tag("app/Audit")<Audit, { readonly note: (text: stri
 
 const policyInput = Guardrail.input({
   name: "policy",
-  check: ({ text }) => Effect.map(Policy, (policy) => (policy.banned(text) ? Guardrail.block("Against policy") : Guardrail.pass))
+  check: ({ text }) =>
+    Effect.map(Policy, (policy) => (policy.banned(text) ? Guardrail.block("Against policy") : Guardrail.pass))
 })
 const auditedOutput = Guardrail.output({
   name: "audited",
-  check: ({ text }) => Effect.as(Effect.flatMap(Audit, (audit) => audit.note(text)), Guardrail.rewrite(text.toUpperCase()))
+  check: ({ text }) =>
+    Effect.as(Effect.flatMap(Audit, (audit) => audit.note(text)), Guardrail.rewrite(text.toUpperCase()))
 })
 
 describe("a guardrail's requirements", () => {
@@ -36,7 +44,9 @@ describe("a guardrail's requirements", () => {
       outputGuardrails: [auditedOutput]
     })
     expectTypeOf(agent).toEqualTypeOf<AgentDefinition<Policy | Audit>>()
-    expectTypeOf(defineAgent({ id: "b", name: "B", purpose: "p", instructions: "hi", inputGuardrails: [maxInputLength(1)] }))
+    expectTypeOf(
+      defineAgent({ id: "b", name: "B", purpose: "p", instructions: "hi", inputGuardrails: [maxInputLength(1)] })
+    )
       .toEqualTypeOf<AgentDefinition<never>>()
   })
 
@@ -63,15 +73,18 @@ const agent = defineAgent({
   outputGuardrails: [auditedOutput]
 })
 
-layer(AgentTestServerLive(defineApp({ agents: [agent] }), undefined, services), { excludeTestServices: true })("with the app's services", (it) => {
-  it.effect("a guardrail's Effect runs with the services the app's layer provides", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const blocked = yield* fetchJson(`${url}/agents/policed/text`, json({ input: "a banned word" }))
-      expect(blocked.status).toBe(422)
-      expect(blocked.body.error).toBe("Against policy")
-      const ok = yield* fetchJson(`${url}/agents/policed/text`, json({ input: "hello" }))
-      expect(ok.body.data.text).toBe("YOU SAID: HELLO")
-      expect(notes).toContain("You said: hello")
-    }))
-})
+layer(AgentTestServerLive(defineApp({ agents: [agent] }), undefined, services), { excludeTestServices: true })(
+  "with the app's services",
+  (it) => {
+    it.effect("a guardrail's Effect runs with the services the app's layer provides", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const blocked = yield* fetchJson(`${url}/agents/policed/text`, json({ input: "a banned word" }))
+        expect(blocked.status).toBe(422)
+        expect(blocked.body.error).toBe("Against policy")
+        const ok = yield* fetchJson(`${url}/agents/policed/text`, json({ input: "hello" }))
+        expect(ok.body.data.text).toBe("YOU SAID: HELLO")
+        expect(notes).toContain("You said: hello")
+      }))
+  }
+)

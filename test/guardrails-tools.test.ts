@@ -61,7 +61,13 @@ const redacting = defineAgent({
   outputGuardrails: [regexRedactor(/SECRET-\d+/, "[redacted]", "secrets").output]
 })
 
-const forecast = workflow({ id: "forecast", name: "Forecast", purpose: "asks the redacting agent", input: Schema.Struct({ q: Schema.String }), result: Schema.String })
+const forecast = workflow({
+  id: "forecast",
+  name: "Forecast",
+  purpose: "asks the redacting agent",
+  input: Schema.Struct({ q: Schema.String }),
+  result: Schema.String
+})
   .andAgent({ id: "ask", agent: redacting, prompt: ({ data }) => data.q })
 
 const app = defineApp({ agents: [redacting, blocking], workflows: [forecast] })
@@ -80,10 +86,17 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("output guardrail
       const fake = yield* FakeProvider
       fake.reset()
       const conversationId = `t-${crypto.randomUUID()}`
-      const response = yield* fetchJson(`${url}/agents/redacting/text`, json({ input: "weather in Oslo", options: { conversationId } }))
+      const response = yield* fetchJson(
+        `${url}/agents/redacting/text`,
+        json({ input: "weather in Oslo", options: { conversationId } })
+      )
       expect(response.status).toBe(200)
       expect(response.body.data.toolResults).toEqual([
-        { toolCallId: expect.any(String), toolName: "get_weather", result: { forecast: "sunny in Oslo", code: "[redacted]" } }
+        {
+          toolCallId: expect.any(String),
+          toolName: "get_weather",
+          result: { forecast: "sunny in Oslo", code: "[redacted]" }
+        }
       ])
       expect(JSON.stringify(response.body)).not.toMatch(SECRET)
       expect(JSON.stringify(fake.requests)).toMatch(SECRET)
@@ -93,14 +106,33 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("output guardrail
 
       // The redacted result, sent back as the conversation's tool traffic, is the one the service produced.
       const [result] = response.body.data.toolResults
-      const again = yield* fetchJson(`${url}/agents/redacting/text`, json({
-        input: [
-          { role: "assistant", content: [{ type: "tool-call", toolCallId: result.toolCallId, toolName: "get_weather", input: { location: "Oslo" } }] },
-          { role: "tool", content: [{ type: "tool-result", toolCallId: result.toolCallId, toolName: "get_weather", output: { type: "json", value: result.result } }] },
-          { role: "user", content: "thanks" }
-        ],
-        options: { conversationId }
-      }))
+      const again = yield* fetchJson(
+        `${url}/agents/redacting/text`,
+        json({
+          input: [
+            {
+              role: "assistant",
+              content: [{
+                type: "tool-call",
+                toolCallId: result.toolCallId,
+                toolName: "get_weather",
+                input: { location: "Oslo" }
+              }]
+            },
+            {
+              role: "tool",
+              content: [{
+                type: "tool-result",
+                toolCallId: result.toolCallId,
+                toolName: "get_weather",
+                output: { type: "json", value: result.result }
+              }]
+            },
+            { role: "user", content: "thanks" }
+          ],
+          options: { conversationId }
+        })
+      )
       expect(again.status).toBe(200)
     }))
 
@@ -119,11 +151,17 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("output guardrail
     Effect.gen(function*() {
       const { url } = yield* TestServer
       const failed = yield* postSse(`${url}/agents/redacting/stream`, { input: "refund 5" })
-      expect(failed.events.find((event) => event.data.type === "tool-result")?.data.result).toEqual({ error: "Tool refund failed: card [redacted] declined" })
+      expect(failed.events.find((event) => event.data.type === "tool-result")?.data.result).toEqual({
+        error: "Tool refund failed: card [redacted] declined"
+      })
       expect(failed.text).not.toMatch(SECRET)
       const blocked = yield* postSse(`${url}/agents/blocking/stream`, { input: "add 1 and 2" })
       expect(blocked.text).not.toContain("forbidden")
-      expect(blocked.events.at(-1)!.data).toEqual({ type: "error", error: "That topic is off limits", guardrail: "blocklist" })
+      expect(blocked.events.at(-1)!.data).toEqual({
+        type: "error",
+        error: "That topic is off limits",
+        guardrail: "blocklist"
+      })
       const whole = yield* fetchJson(`${url}/agents/blocking/text`, json({ input: "add 1 and 2" }))
       expect(whole.status).toBe(422)
       expect(whole.body.errorDetail.fields).toEqual({ guardrail: "blocklist", stage: "output" })
@@ -135,7 +173,9 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("output guardrail
       const conversationId = `t-${crypto.randomUUID()}`
       const chat = new TestChat(conversationId, `${url}/agents/redacting/chat`)
       yield* send(chat, () => chat.sendMessage({ text: "weather in Oslo" }))
-      const tool = chat.messages[1]!.parts.find((part) => part.type === "tool-get_weather") as { output?: unknown } | undefined
+      const tool = chat.messages[1]!.parts.find((part) => part.type === "tool-get_weather") as
+        | { output?: unknown }
+        | undefined
       expect(tool?.output).toEqual({ forecast: "sunny in Oslo", code: "[redacted]" })
       expect(JSON.stringify(chat.messages)).not.toMatch(SECRET)
       yield* send(chat, () => chat.sendMessage({ text: "thanks" }))
@@ -146,12 +186,17 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("output guardrail
   it.scoped("RPC AgentStream (the /rpc WebSocket): the tool-result event is redacted", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const protocol = yield* Layer.build(RpcClient.layerProtocolSocket({ retryTransientErrors: false }).pipe(
-        Layer.provide(NodeSocket.layerWebSocket(`${url.replace(/^http/, "ws")}${RPC_PATH}`)),
-        Layer.provide(RpcSerialization.layerJson)
-      ))
+      const protocol = yield* Layer.build(
+        RpcClient.layerProtocolSocket({ retryTransientErrors: false }).pipe(
+          Layer.provide(NodeSocket.layerWebSocket(`${url.replace(/^http/, "ws")}${RPC_PATH}`)),
+          Layer.provide(RpcSerialization.layerJson)
+        )
+      )
       const client = yield* Effect.provide(RpcClient.make(ServiceRpcs), protocol)
-      const events = yield* Effect.map(Stream.runCollect(client.AgentStream({ agentId: "redacting", input: "weather in Oslo" })), Chunk.toReadonlyArray)
+      const events = yield* Effect.map(
+        Stream.runCollect(client.AgentStream({ agentId: "redacting", input: "weather in Oslo" })),
+        Chunk.toReadonlyArray
+      )
       expect(events.find((event) => event.type === "tool-result")).toMatchObject({ result: { code: "[redacted]" } })
       expect(JSON.stringify(events)).not.toMatch(SECRET)
     }))
@@ -167,7 +212,9 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("output guardrail
         }),
         (client) => Effect.promise(() => client.close())
       )
-      const result = yield* Effect.promise(() => client.callTool({ name: "agent_redacting", arguments: { input: "weather in Oslo" } }))
+      const result = yield* Effect.promise(() =>
+        client.callTool({ name: "agent_redacting", arguments: { input: "weather in Oslo" } })
+      )
       expect(result.isError).not.toBe(true)
       expect(JSON.stringify(result)).toContain("[redacted]")
       expect(JSON.stringify(result)).not.toMatch(SECRET)

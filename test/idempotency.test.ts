@@ -1,5 +1,5 @@
-import { describe, expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
+import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Redacted, Schema } from "effect"
 import { SignJWT } from "jose"
 import { defineApp } from "../src/App.js"
@@ -10,7 +10,13 @@ import { parseSse } from "./support/fakeProvider.js"
 import { postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
 import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
 
-const failing = workflow({ id: "failing", name: "Failing", purpose: "fails", input: Schema.Struct({}), result: Schema.Unknown })
+const failing = workflow({
+  id: "failing",
+  name: "Failing",
+  purpose: "fails",
+  input: Schema.Struct({}),
+  result: Schema.Unknown
+})
   .andThen({ id: "explode", execute: () => Promise.reject(new Error("disk on fire")) })
 
 const app = defineApp({ workflows: [approval, pipeline, slow, failing] })
@@ -27,8 +33,14 @@ const keyed = (key: string | undefined, extra: Record<string, string> = {}) =>
   key === undefined ? extra : { "idempotency-key": key, ...extra }
 
 /** POST /workflows/:id/:route with an Idempotency-Key (and a raw or JSON body). */
-const start = (url: string, route: Route, workflowId: string, body: unknown, key?: string, headers: Record<string, string> = {}) =>
-  fetchJson(`${url}/workflows/${workflowId}/${route}`, post(body, keyed(key, headers)))
+const start = (
+  url: string,
+  route: Route,
+  workflowId: string,
+  body: unknown,
+  key?: string,
+  headers: Record<string, string> = {}
+) => fetchJson(`${url}/workflows/${workflowId}/${route}`, post(body, keyed(key, headers)))
 
 const stream = (url: string, workflowId: string, body: unknown, key?: string) =>
   Effect.promise(async () => {
@@ -39,12 +51,17 @@ const stream = (url: string, workflowId: string, body: unknown, key?: string) =>
 
 /** The executions of a workflow, as the listing shows them. */
 const executionsOf = (url: string, workflowId: string) =>
-  Effect.map(fetchJson(`${url}/workflows/executions?workflowId=${workflowId}&limit=500`), (r) => r.body.data as Array<any>)
+  Effect.map(
+    fetchJson(`${url}/workflows/executions?workflowId=${workflowId}&limit=500`),
+    (r) => r.body.data as Array<any>
+  )
 
 const waitForRunning = (url: string, workflowId: string) =>
   Effect.promise(async () => {
     for (let i = 0; i < 400; i++) {
-      const listed = await fetch(`${url}/workflows/executions?workflowId=${workflowId}&status=running`).then((r) => r.json())
+      const listed = await fetch(`${url}/workflows/executions?workflowId=${workflowId}&status=running`).then((r) =>
+        r.json()
+      )
       if (listed.data.length > 0) return listed.data[0].id as string
       await new Promise((r) => setTimeout(r, 10))
     }
@@ -111,7 +128,9 @@ const pruneExpired = Effect.gen(function*() {
   const expired = Array.from({ length: 600 }, (_, i) => row(`expired-${i}`, past))
   yield* sql`INSERT INTO workflow_idempotency_keys ${sql.insert([...expired, row("live", "9999-01-01T00:00:00.000Z")])}`
   expect(yield* keys.prune).toBeGreaterThanOrEqual(600)
-  const left = yield* sql<{ idempotency_key: string }>`SELECT idempotency_key FROM workflow_idempotency_keys WHERE workflow_id = 'prune-test'`
+  const left = yield* sql<
+    { idempotency_key: string }
+  >`SELECT idempotency_key FROM workflow_idempotency_keys WHERE workflow_id = 'prune-test'`
   expect(left.map((r) => r.idempotency_key)).toEqual(["live"])
 })
 
@@ -130,7 +149,11 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("Idempotency-Key o
       // Settled: the retry reports the execution as it is now.
       yield* Effect.promise(() => new Promise((r) => setTimeout(r, 400)))
       const later = yield* start(url, "run", "slow", body, key)
-      expect(later.body.data).toMatchObject({ executionId: first.body.data.executionId, workflowId: "slow", status: "completed" })
+      expect(later.body.data).toMatchObject({
+        executionId: first.body.data.executionId,
+        workflowId: "slow",
+        status: "completed"
+      })
       const listed = yield* executionsOf(url, "slow")
       expect(listed.filter((e) => e.input.ms === 300).map((e) => e.id)).toEqual([first.body.data.executionId])
     }))
@@ -139,7 +162,10 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("Idempotency-Key o
     Effect.gen(function*() {
       const { url } = yield* TestServer
       const key = freshKey()
-      const first = yield* start(url, "execute", "pipeline", { input: { text: " hi ", n: 2 }, options: { context: { a: 1, b: 2 } } }, key)
+      const first = yield* start(url, "execute", "pipeline", {
+        input: { text: " hi ", n: 2 },
+        options: { context: { a: 1, b: 2 } }
+      }, key)
       expect(first.status).toBe(200)
       expect(first.body.data.result).toMatchObject({ upper: "HI" })
       const reordered = `{"options":{"context":{"b":2,"a":1}},"input":{"n":2,"text":" hi "}}`
@@ -158,7 +184,11 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("Idempotency-Key o
       const retry = yield* start(url, "execute", "slow", body, key)
       const original = yield* first.await.pipe(Effect.flatten)
       expect(original.status).toBe(200)
-      expect(original.body.data).toMatchObject({ executionId: runningId, status: "completed", result: { waitedMs: 600 } })
+      expect(original.body.data).toMatchObject({
+        executionId: runningId,
+        status: "completed",
+        result: { waitedMs: 600 }
+      })
       expect(retry.status).toBe(200)
       expect(retry.body).toEqual(original.body)
       expect((yield* executionsOf(url, "slow")).filter((e) => e.input.ms === 600)).toHaveLength(1)
@@ -170,7 +200,11 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("Idempotency-Key o
       const key = freshKey()
       const first = yield* start(url, "execute", "failing", {}, key)
       expect(first.status).toBe(500)
-      expect(first.body).toEqual({ success: false, error: expect.stringContaining("disk on fire"), executionId: expect.any(String) })
+      expect(first.body).toEqual({
+        success: false,
+        error: expect.stringContaining("disk on fire"),
+        executionId: expect.any(String)
+      })
       const retry = yield* start(url, "execute", "failing", {}, key)
       expect(retry.status).toBe(500)
       expect(retry.body).toEqual(first.body)
@@ -196,7 +230,11 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("Idempotency-Key o
       const joined = yield* stream(url, "slow", { input: { ms: 400 } }, slowKey)
       const original = yield* running.await.pipe(Effect.flatten)
       expect(joined.events.map((e) => e.data.type)).toEqual(original.events.map((e) => e.data.type))
-      expect(joined.events.at(-1)!.data).toMatchObject({ type: "workflow-result", executionId: id, status: "completed" })
+      expect(joined.events.at(-1)!.data).toMatchObject({
+        type: "workflow-result",
+        executionId: id,
+        status: "completed"
+      })
     }))
 
   it.effect("the same key with another body is 422 with the envelope; a malformed key is 400", () =>
@@ -205,10 +243,15 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("Idempotency-Key o
       const key = freshKey()
       expect((yield* start(url, "run", "pipeline", { input: { text: "a", n: 1 } }, key)).status).toBe(201)
       for (const route of ["run", "execute", "stream"] as const) {
-        if (route !== "run") expect((yield* start(url, route, "pipeline", { input: { text: "a", n: 1 } }, key)).status).toBe(200)
+        if (route !== "run") {
+          expect((yield* start(url, route, "pipeline", { input: { text: "a", n: 1 } }, key)).status).toBe(200)
+        }
         const other = yield* start(url, route, "pipeline", { input: { text: "a", n: 2 } }, key)
         expect(other.status).toBe(422)
-        expect(other.body).toEqual({ success: false, error: expect.stringContaining("already used with another request body") })
+        expect(other.body).toEqual({
+          success: false,
+          error: expect.stringContaining("already used with another request body")
+        })
       }
       // Other control characters never reach the service: Node's HTTP parser refuses them.
       for (const bad of ["", "x".repeat(256), "tab\there", "caf\u00e9"]) {
@@ -268,9 +311,15 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("Idempotency-Key o
       const keys = Context.get(services, IdempotencyKeys)
       const key = freshKey()
       const body = { input: { text: "stranded", n: 1 } }
-      const claimed = yield* keys.claim({ route: "run", workflowId: "pipeline", caller: "", key }, requestHash(body), `stranded-${keyCounter}`)
+      const claimed = yield* keys.claim(
+        { route: "run", workflowId: "pipeline", caller: "", key },
+        requestHash(body),
+        `stranded-${keyCounter}`
+      )
       expect(claimed.fresh).toBe(true)
-      const answers = yield* Effect.all(Array.from({ length: 5 }, () => start(url, "run", "pipeline", body, key)), { concurrency: "unbounded" })
+      const answers = yield* Effect.all(Array.from({ length: 5 }, () => start(url, "run", "pipeline", body, key)), {
+        concurrency: "unbounded"
+      })
       expect(answers.map((a) => [a.status, a.body.data.executionId])).toEqual(Array(5).fill([201, claimed.executionId]))
       expect((yield* executionsOf(url, "pipeline")).filter((e) => e.id === claimed.executionId)).toHaveLength(1)
     }))
@@ -295,36 +344,58 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("Idempotency-Key o
     }))
 })
 
-const ttlConfig = (ttlMs: number) => ({ workflows: { leaseMs: 15_000, pollMs: 1_000, drainMs: 10_000, idempotencyTtlMs: ttlMs, maxQueuedPerKey: 1_000, maxExecutionBytes: 32 * 1024 * 1024, executeWaitMs: 30_000, recordReadsPerOwner: 4 } })
-
-layer(TestServerLive({ app, config: ttlConfig(1_000) }), { excludeTestServices: true })("Idempotency-Key lifetime", (it) => {
-  it.effect("an expired key counts as new, and expired keys are pruned in the background", () =>
-    Effect.gen(function*() {
-      const { services, url } = yield* TestServer
-      const sql = Context.get(services, SqlClient.SqlClient)
-      const key = freshKey()
-      const body = { input: { text: "ttl", n: 1 } }
-      const first = yield* start(url, "run", "pipeline", body, key)
-      const retry = yield* start(url, "run", "pipeline", body, key)
-      expect(retry.body.data.executionId).toBe(first.body.data.executionId)
-      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 1_100)))
-      // Expired: the same key (even with another body) is a new request.
-      const again = yield* start(url, "run", "pipeline", { input: { text: "ttl", n: 2 } }, key)
-      expect(again.status).toBe(201)
-      expect(again.body.data.executionId).not.toBe(first.body.data.executionId)
-      const count = sql<{ n: number }>`SELECT COUNT(*) AS n FROM workflow_idempotency_keys`.pipe(Effect.map((rows) => Number(rows[0].n)))
-      expect(yield* count).toBe(1)
-      const deadline = Date.now() + 10_000
-      while ((yield* count) > 0) {
-        if (Date.now() > deadline) throw new Error("expired keys were never pruned")
-        yield* Effect.sleep("50 millis")
-      }
-    }), 20_000)
+const ttlConfig = (ttlMs: number) => ({
+  workflows: {
+    leaseMs: 15_000,
+    pollMs: 1_000,
+    drainMs: 10_000,
+    idempotencyTtlMs: ttlMs,
+    maxQueuedPerKey: 1_000,
+    maxExecutionBytes: 32 * 1024 * 1024,
+    executeWaitMs: 30_000,
+    recordReadsPerOwner: 4
+  }
 })
+
+layer(TestServerLive({ app, config: ttlConfig(1_000) }), { excludeTestServices: true })(
+  "Idempotency-Key lifetime",
+  (it) => {
+    it.effect(
+      "an expired key counts as new, and expired keys are pruned in the background",
+      () =>
+        Effect.gen(function*() {
+          const { services, url } = yield* TestServer
+          const sql = Context.get(services, SqlClient.SqlClient)
+          const key = freshKey()
+          const body = { input: { text: "ttl", n: 1 } }
+          const first = yield* start(url, "run", "pipeline", body, key)
+          const retry = yield* start(url, "run", "pipeline", body, key)
+          expect(retry.body.data.executionId).toBe(first.body.data.executionId)
+          yield* Effect.promise(() => new Promise((r) => setTimeout(r, 1_100)))
+          // Expired: the same key (even with another body) is a new request.
+          const again = yield* start(url, "run", "pipeline", { input: { text: "ttl", n: 2 } }, key)
+          expect(again.status).toBe(201)
+          expect(again.body.data.executionId).not.toBe(first.body.data.executionId)
+          const count = sql<{ n: number }>`SELECT COUNT(*) AS n FROM workflow_idempotency_keys`.pipe(
+            Effect.map((rows) => Number(rows[0].n))
+          )
+          expect(yield* count).toBe(1)
+          const deadline = Date.now() + 10_000
+          while ((yield* count) > 0) {
+            if (Date.now() > deadline) throw new Error("expired keys were never pruned")
+            yield* Effect.sleep("50 millis")
+          }
+        }),
+      20_000
+    )
+  }
+)
 
 const SECRET = "a-long-shared-secret-for-idempotency-tests"
 const token = (sub: string) =>
-  new SignJWT({ sub }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(new TextEncoder().encode(SECRET))
+  new SignJWT({ sub }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(
+    new TextEncoder().encode(SECRET)
+  )
 const auth = { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: false, publicRoutes: [] } }
 
 layer(TestServerLive({ app, config: { auth } }), { excludeTestServices: true })("Idempotency-Key per caller", (it) => {
@@ -341,7 +412,10 @@ layer(TestServerLive({ app, config: { auth } }), { excludeTestServices: true })(
       expect(asBob.body.data.executionId).not.toBe(asAda.body.data.executionId)
       expect(asAdaAgain.body.data.executionId).toBe(asAda.body.data.executionId)
       // Another body under Bob's key is Bob's conflict only.
-      expect((yield* start(url, "run", "pipeline", { input: { text: "v", n: 1 } }, key, { authorization: `Bearer ${bob}` })).status).toBe(422)
+      expect(
+        (yield* start(url, "run", "pipeline", { input: { text: "v", n: 1 } }, key, { authorization: `Bearer ${bob}` }))
+          .status
+      ).toBe(422)
     }))
 })
 

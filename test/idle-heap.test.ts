@@ -12,7 +12,12 @@ import { collectWorkerHeapWhenIdle } from "../src/ops/WorkerIdleHeap.js"
 const MB = 1024 * 1024
 const options = defaultIdleHeapOptions
 const start: IdleHeapState = { floorBytes: 60 * MB, quiet: 0, lastReclaimMs: 0 }
-const idleSample = (heapMB: number, nowMs = 600_000) => ({ heapBytes: heapMB * MB, cpuMicros: 10_000, wallMs: 2_000, nowMs })
+const idleSample = (heapMB: number, nowMs = 600_000) => ({
+  heapBytes: heapMB * MB,
+  cpuMicros: 10_000,
+  wallMs: 2_000,
+  nowMs
+})
 const busySample = (heapMB: number) => ({ heapBytes: heapMB * MB, cpuMicros: 800_000, wallMs: 2_000, nowMs: 600_000 })
 
 const run = (samples: ReadonlyArray<ReturnType<typeof idleSample>>, from = start) => {
@@ -89,7 +94,10 @@ describe("idle heap", () => {
     Effect.gen(function*() {
       yield* collectHeap
       let released = 0
-      const idle = yield* collectWorkerHeapWhenIdle(Effect.sync(() => void released++), { quiet: "400 millis", minGrowthBytes: 32 * MB })
+      const idle = yield* collectWorkerHeapWhenIdle(Effect.sync(() => void released++), {
+        quiet: "400 millis",
+        minGrowthBytes: 32 * MB
+      })
       makeOldGarbage(120)
       const grown = heapTotal()
       // Work keeps coming: nothing is collected.

@@ -1,7 +1,7 @@
 import { describe, expect, expectTypeOf, it, layer } from "@effect/vitest"
-import { it as plain } from "vitest"
 import { Data, Effect, Schedule, Schema } from "effect"
 import { join } from "node:path"
+import { it as plain } from "vitest"
 import { defineApp } from "../src/App.js"
 import { StepTimeout } from "../src/index.js"
 import { workflow } from "../src/workflows/Workflow.js"
@@ -24,21 +24,32 @@ const attempted = (executionId: string, path: string, attempt: number) => {
   const key = `${executionId}:${path}`
   attempts.set(key, [...(attempts.get(key) ?? []), { attempt, at: Date.now(), service }])
 }
-const attemptsAt = (executionId: string, path: string) => (attempts.get(`${executionId}:${path}`) ?? []).map((a) => a.attempt)
+const attemptsAt = (executionId: string, path: string) =>
+  (attempts.get(`${executionId}:${path}`) ?? []).map((a) => a.attempt)
 
 /** Fails with Flaky on its first `failures` attempts. */
 const flakyUntil = <A>(failures: number, attempt: number, value: A) =>
-  attempt <= failures ? Effect.fail(new Flaky({ attempt, message: `attempt ${attempt} failed` })) : Effect.succeed(value)
+  attempt <= failures
+    ? Effect.fail(new Flaky({ attempt, message: `attempt ${attempt} failed` }))
+    : Effect.succeed(value)
 
 const quick = Schedule.spaced("20 millis").pipe(Schedule.intersect(Schedule.recurs(4)))
 
-const inner = workflow({ id: "inner-flaky", name: "Inner flaky", purpose: "Inner steps that fail twice", input: Schema.Number, result: Schema.Unknown })
+const inner = workflow({
+  id: "inner-flaky",
+  name: "Inner flaky",
+  purpose: "Inner steps that fail twice",
+  input: Schema.Number,
+  result: Schema.Unknown
+})
   .andAll({
     id: "all",
     steps: [
       {
         id: "upper",
-        execute: ({ attempt, data, executionId, path }) => (attempted(executionId, path, attempt), flakyUntil(2, attempt, data + 1)),
+        execute: (
+          { attempt, data, executionId, path }
+        ) => (attempted(executionId, path, attempt), flakyUntil(2, attempt, data + 1)),
         retry: { schedule: quick },
         timeout: "5 seconds"
       },
@@ -50,7 +61,9 @@ const inner = workflow({ id: "inner-flaky", name: "Inner flaky", purpose: "Inner
     items: ({ data }) => data,
     step: {
       id: "item",
-      execute: ({ attempt, data, executionId, index, path }) => (attempted(executionId, path, attempt), flakyUntil(index === 1 ? 2 : 0, attempt, data * 10)),
+      execute: (
+        { attempt, data, executionId, index, path }
+      ) => (attempted(executionId, path, attempt), flakyUntil(index === 1 ? 2 : 0, attempt, data * 10)),
       retry: { schedule: quick, while: (error) => error._tag === "Flaky" }
     }
   })
@@ -58,8 +71,10 @@ const inner = workflow({ id: "inner-flaky", name: "Inner flaky", purpose: "Inner
     id: "grow",
     step: {
       id: "inc",
-      execute: ({ attempt, data, executionId, iteration, path }) =>
-        (attempted(executionId, path, attempt), flakyUntil(iteration === 1 ? 1 : 0, attempt, data.map((n) => n + 1))),
+      execute: (
+        { attempt, data, executionId, iteration, path }
+      ) => (attempted(executionId, path, attempt),
+        flakyUntil(iteration === 1 ? 1 : 0, attempt, data.map((n) => n + 1))),
       retry: { schedule: quick }
     },
     condition: ({ iteration }) => iteration < 2
@@ -68,24 +83,54 @@ const inner = workflow({ id: "inner-flaky", name: "Inner flaky", purpose: "Inner
     id: "route",
     branches: [{
       condition: () => true,
-      step: { id: "send", execute: ({ attempt, executionId, path }) => (attempted(executionId, path, attempt), flakyUntil(1, attempt, attempt)), retry: { schedule: quick } }
+      step: {
+        id: "send",
+        execute: (
+          { attempt, executionId, path }
+        ) => (attempted(executionId, path, attempt), flakyUntil(1, attempt, attempt)),
+        retry: { schedule: quick }
+      }
     }]
   })
 
 /** andRace's racer and andWhen's step commit their retries too (their step reads its inner rows then). */
-const raceWhen = workflow({ id: "inner-race-when", name: "Inner race and when", purpose: "Flaky racer and when step", input: Schema.Number, result: Schema.Unknown })
+const raceWhen = workflow({
+  id: "inner-race-when",
+  name: "Inner race and when",
+  purpose: "Flaky racer and when step",
+  input: Schema.Number,
+  result: Schema.Unknown
+})
   .andRace({
     id: "race",
-    steps: [{ id: "only", execute: ({ attempt, data, executionId, path }) => (attempted(executionId, path, attempt), flakyUntil(1, attempt, data)), retry: { schedule: quick } }]
+    steps: [{
+      id: "only",
+      execute: (
+        { attempt, data, executionId, path }
+      ) => (attempted(executionId, path, attempt), flakyUntil(1, attempt, data)),
+      retry: { schedule: quick }
+    }]
   })
   .andWhen({
     id: "when",
     condition: () => true,
-    step: { id: "act", execute: ({ attempt, data, executionId, path }) => (attempted(executionId, path, attempt), flakyUntil(1, attempt, data + 1)), retry: { schedule: quick } }
+    step: {
+      id: "act",
+      execute: (
+        { attempt, data, executionId, path }
+      ) => (attempted(executionId, path, attempt), flakyUntil(1, attempt, data + 1)),
+      retry: { schedule: quick }
+    }
   })
 
 /** An item that fails with Fatal (`while` says no), or with Flaky every time (the schedule ends). */
-const failing = workflow({ id: "inner-failing", name: "Inner failing", purpose: "An item that fails", input: Schema.Boolean, result: Schema.Unknown })
+const failing = workflow({
+  id: "inner-failing",
+  name: "Inner failing",
+  purpose: "An item that fails",
+  input: Schema.Boolean,
+  result: Schema.Unknown
+})
   .andForEach({
     id: "each",
     items: ({ data }) => [data],
@@ -93,14 +138,25 @@ const failing = workflow({ id: "inner-failing", name: "Inner failing", purpose: 
       id: "item",
       execute: ({ attempt, data, executionId, path }) => {
         attempted(executionId, path, attempt)
-        return data ? Effect.fail(new Fatal({ message: "no point in trying again" })) : Effect.fail(new Flaky({ attempt, message: `attempt ${attempt} failed` }))
+        return data
+          ? Effect.fail(new Fatal({ message: "no point in trying again" }))
+          : Effect.fail(new Flaky({ attempt, message: `attempt ${attempt} failed` }))
       },
-      retry: { schedule: Schedule.spaced("10 millis").pipe(Schedule.intersect(Schedule.recurs(2))), while: (error) => error._tag !== "Fatal" }
+      retry: {
+        schedule: Schedule.spaced("10 millis").pipe(Schedule.intersect(Schedule.recurs(2))),
+        while: (error) => error._tag !== "Fatal"
+      }
     }
   })
 
 /** An item whose first attempt outlives its timeout: the StepTimeout is retried. */
-const slow = workflow({ id: "inner-slow", name: "Inner slow", purpose: "A slow first item attempt", input: Schema.Number, result: Schema.Unknown })
+const slow = workflow({
+  id: "inner-slow",
+  name: "Inner slow",
+  purpose: "A slow first item attempt",
+  input: Schema.Number,
+  result: Schema.Unknown
+})
   .andForEach({
     id: "each",
     items: ({ data }) => [data],
@@ -113,24 +169,48 @@ const slow = workflow({ id: "inner-slow", name: "Inner slow", purpose: "A slow f
   })
 
 /** Inside a child workflow the retries are committed under the child's paths, as at the top level. */
-const child = workflow({ id: "inner-child", name: "Inner child", purpose: "A flaky inner step in a child", input: Schema.Number, result: Schema.Unknown })
+const child = workflow({
+  id: "inner-child",
+  name: "Inner child",
+  purpose: "A flaky inner step in a child",
+  input: Schema.Number,
+  result: Schema.Unknown
+})
   .andAll({
     id: "both",
-    steps: [{ id: "one", execute: ({ attempt, data, executionId }) => (attempted(executionId, "child", attempt), flakyUntil(1, attempt, data)), retry: { schedule: quick } }]
+    steps: [{
+      id: "one",
+      execute: (
+        { attempt, data, executionId }
+      ) => (attempted(executionId, "child", attempt), flakyUntil(1, attempt, data)),
+      retry: { schedule: quick }
+    }]
   })
-const parent = workflow({ id: "inner-parent", name: "Inner parent", purpose: "Runs the child", input: Schema.Number, result: Schema.Unknown })
+const parent = workflow({
+  id: "inner-parent",
+  name: "Inner parent",
+  purpose: "Runs the child",
+  input: Schema.Number,
+  result: Schema.Unknown
+})
   .andWorkflow({ id: "nested", workflow: child })
 
 const app = defineApp({ workflows: [inner, raceWhen, failing, slow, child, parent] })
 
 const recordOf = (url: string, executionId: string) =>
-  Effect.map(fetchJson(`${url}/workflows/executions/${executionId}`), (response): Array<any> => response.body.data.events)
+  Effect.map(
+    fetchJson(`${url}/workflows/executions/${executionId}`),
+    (response): Array<any> => response.body.data.events
+  )
 
 layer(TestServerLive({ app }), { excludeTestServices: true })("inner step retries", (it) => {
   it.effect("andAll, andForEach, andDoWhile and andBranch inner steps failing are retried: outputs, step-retry events with path, attempt in the context", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const run = yield* fetchJson(`${url}/workflows/inner-flaky/execute`, json({ input: 1, options: { executionId: "ok" } }))
+      const run = yield* fetchJson(
+        `${url}/workflows/inner-flaky/execute`,
+        json({ input: 1, options: { executionId: "ok" } })
+      )
       // all: [2, 0]; each: [20, 0]; grow: three iterations of +1, [23, 3]; route: the branch's output, its attempt (2).
       expect(run.body.data).toMatchObject({ status: "completed", result: [2] })
       expect(attemptsAt("ok", "all/upper")).toEqual([1, 2, 3])
@@ -152,32 +232,45 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("inner step retrie
       expect(first).toMatchObject({ error: "attempt 1 failed", errorDetail: { _tag: "Flaky" }, delayMs: 20 })
       expect(Date.parse(first.retryAt) - Date.parse(first.startTime)).toBe(20)
       // A listing shows top-level events only: no inner retry there.
-      const listed = (yield* fetchJson(`${url}/workflows/executions?workflowId=inner-flaky`)).body.data.find((e: any) => e.id === "ok")
+      const listed = (yield* fetchJson(`${url}/workflows/executions?workflowId=inner-flaky`)).body.data.find((e: any) =>
+        e.id === "ok"
+      )
       expect(listed.events.some((e: any) => e.type === "step-retry")).toBe(false)
     }))
 
   it.effect("andRace's racer and andWhen's step are retried, each retry a step-retry event with its path", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const run = yield* fetchJson(`${url}/workflows/inner-race-when/execute`, json({ input: 5, options: { executionId: "rw" } }))
+      const run = yield* fetchJson(
+        `${url}/workflows/inner-race-when/execute`,
+        json({ input: 5, options: { executionId: "rw" } })
+      )
       expect(run.body.data).toMatchObject({ status: "completed", result: 6 })
       expect(attemptsAt("rw", "race/only")).toEqual([1, 2])
       expect(attemptsAt("rw", "when/act")).toEqual([1, 2])
-      const retries = (yield* recordOf(url, "rw")).filter((e) => e.type === "step-retry").map((e) => [e.from, e.path, e.attempt])
+      const retries = (yield* recordOf(url, "rw")).filter((e) => e.type === "step-retry").map((
+        e
+      ) => [e.from, e.path, e.attempt])
       expect(retries).toEqual([["only", "race/only", 1], ["act", "when/act", 1]])
     }))
 
   it.effect("`while` false stops at once; the end of the schedule fails the step with the last attempt's error", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const fatal = yield* fetchJson(`${url}/workflows/inner-failing/execute`, json({ input: true, options: { executionId: "fatal" } }))
+      const fatal = yield* fetchJson(
+        `${url}/workflows/inner-failing/execute`,
+        json({ input: true, options: { executionId: "fatal" } })
+      )
       expect(fatal.status).toBe(500)
       expect(fatal.body.error).toContain("no point in trying again")
       expect(fatal.body.errorDetail).toMatchObject({ _tag: "Fatal" })
       expect(attemptsAt("fatal", "each[0]")).toEqual([1])
       expect((yield* recordOf(url, "fatal")).filter((e) => e.type === "step-retry")).toHaveLength(0)
 
-      const out = yield* fetchJson(`${url}/workflows/inner-failing/execute`, json({ input: false, options: { executionId: "out" } }))
+      const out = yield* fetchJson(
+        `${url}/workflows/inner-failing/execute`,
+        json({ input: false, options: { executionId: "out" } })
+      )
       expect(out.status).toBe(500)
       expect(out.body.error).toContain("attempt 3 failed")
       expect(out.body.errorDetail).toMatchObject({ _tag: "Flaky", fields: { attempt: 3 } })
@@ -188,16 +281,26 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("inner step retrie
   it.effect("an item's timeout is a StepTimeout its policy may retry", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const run = yield* fetchJson(`${url}/workflows/inner-slow/execute`, json({ input: 7, options: { executionId: "slow" } }))
+      const run = yield* fetchJson(
+        `${url}/workflows/inner-slow/execute`,
+        json({ input: 7, options: { executionId: "slow" } })
+      )
       expect(run.body.data).toMatchObject({ status: "completed", result: [7] })
       const retry = (yield* recordOf(url, "slow")).find((e) => e.type === "step-retry")
-      expect(retry).toMatchObject({ path: "each[0]", attempt: 1, errorDetail: { _tag: "StepTimeout", fields: { stepId: "item", timeoutMs: 100 } } })
+      expect(retry).toMatchObject({
+        path: "each[0]",
+        attempt: 1,
+        errorDetail: { _tag: "StepTimeout", fields: { stepId: "item", timeoutMs: 100 } }
+      })
     }))
 
   it.effect("inside a child workflow the retries are committed under the full path", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const run = yield* fetchJson(`${url}/workflows/inner-parent/execute`, json({ input: 3, options: { executionId: "child" } }))
+      const run = yield* fetchJson(
+        `${url}/workflows/inner-parent/execute`,
+        json({ input: 3, options: { executionId: "child" } })
+      )
       expect(run.body.data).toMatchObject({ status: "completed", result: [3] })
       expect(attemptsAt("child", "child")).toEqual([1, 2])
       const retries = (yield* recordOf(url, "child")).filter((event) => event.type === "step-retry")
@@ -220,63 +323,98 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("inner step retrie
 })
 
 /** Item 0 fails on attempts 1 and 2 (back-offs of 50 ms, then 3 s), and succeeds on its third. */
-const patient = workflow({ id: "inner-patient", name: "Inner patient", purpose: "A long inner back-off", input: Schema.Number, result: Schema.Unknown })
+const patient = workflow({
+  id: "inner-patient",
+  name: "Inner patient",
+  purpose: "A long inner back-off",
+  input: Schema.Number,
+  result: Schema.Unknown
+})
   .andForEach({
     id: "each",
     items: ({ data }) => [data],
     step: {
       id: "item",
-      execute: ({ attempt, data, executionId, path }) => (attempted(executionId, path, attempt), flakyUntil(2, attempt, data + attempt)),
+      execute: (
+        { attempt, data, executionId, path }
+      ) => (attempted(executionId, path, attempt), flakyUntil(2, attempt, data + attempt)),
       retry: { schedule: Schedule.fromDelays("50 millis", "3 seconds") }
     }
   })
 
 const takeover = (databaseUrl: Effect.Effect<string, never, any>, store: string) =>
-  it.scopedLive("a takeover during an inner back-off keeps the budget: the next attempt is 3 (not 1 again), at the committed due time", () =>
-    Effect.gen(function*() {
-      const url = yield* databaseUrl
-      const id = `takeover-${store}`
-      service = 1
-      let dueAt = 0
-      yield* withService(url, [patient], (base, sql) =>
-        Effect.gen(function*() {
-          expect((yield* fetchJson(`${base}/workflows/inner-patient/run`, json({ input: 1, options: { executionId: id } }))).status).toBe(201)
-          const deadline = Date.now() + 20_000
-          let events = yield* recordOf(base, id)
-          while (!events.some((e) => e.type === "step-retry" && e.attempt === 2) && Date.now() < deadline) {
-            yield* Effect.sleep("20 millis")
-            events = yield* recordOf(base, id)
-          }
-          const second = events.find((e) => e.type === "step-retry" && e.attempt === 2)
-          expect(second).toMatchObject({ from: "item", path: "each[0]", delayMs: 3000 })
-          dueAt = Date.parse(second.retryAt)
-          // As stored (and streamed): the top-level step's index and type.
-          const stored = yield* sql<{ event: string }>`SELECT event FROM workflow_events WHERE execution_id = ${id} ORDER BY seq`.pipe(Effect.orDie)
-          expect(stored.map((row) => JSON.parse(row.event)).filter((e) => e.type === "step-retry")).toEqual([
-            expect.objectContaining({ from: "item", path: "each[0]", stepIndex: 0, stepType: "andForEach", attempt: 1 }),
-            expect.objectContaining({ from: "item", path: "each[0]", stepIndex: 0, stepType: "andForEach", attempt: 2 })
-          ])
-          // The state is the inner row `<path>#retry`, replaced at each retry.
-          const rows = yield* sql<{ output: string }>`SELECT output FROM workflow_step_outputs WHERE execution_id = ${id} AND path = 'each[0]#retry'`.pipe(Effect.orDie)
-          expect(rows).toHaveLength(1)
-          expect(JSON.parse(rows[0].output)).toMatchObject({ stepId: "item", attempt: 3, dueAt: second.retryAt })
-        }))
-      // Shut down mid back-off: the next service takes the execution over.
-      service = 2
-      yield* withService(url, [patient], (base) =>
-        Effect.gen(function*() {
-          const ready = Date.now()
-          expect(yield* settled(base, "inner-patient", id)).toMatchObject({ status: "completed", result: [4] })
-          expect(attemptsAt(id, "each[0]")).toEqual([1, 2, 3])
-          const third = attempts.get(`${id}:each[0]`)![2]
-          expect(third).toMatchObject({ service: 2 })
-          expect(third.at).toBeGreaterThanOrEqual(dueAt)
-          // What was left of the back-off, not the whole 3 s again.
-          expect(third.at).toBeLessThan(Math.max(dueAt, ready) + 1500)
-          const retries = (yield* recordOf(base, id)).filter((e) => e.type === "step-retry")
-          expect(retries.map((e) => e.attempt)).toEqual([1, 2])
-        }))
-    }), 60_000)
+  it.scopedLive(
+    "a takeover during an inner back-off keeps the budget: the next attempt is 3 (not 1 again), at the committed due time",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* databaseUrl
+        const id = `takeover-${store}`
+        service = 1
+        let dueAt = 0
+        yield* withService(url, [patient], (base, sql) =>
+          Effect.gen(function*() {
+            expect(
+              (yield* fetchJson(
+                `${base}/workflows/inner-patient/run`,
+                json({ input: 1, options: { executionId: id } })
+              )).status
+            ).toBe(201)
+            const deadline = Date.now() + 20_000
+            let events = yield* recordOf(base, id)
+            while (!events.some((e) => e.type === "step-retry" && e.attempt === 2) && Date.now() < deadline) {
+              yield* Effect.sleep("20 millis")
+              events = yield* recordOf(base, id)
+            }
+            const second = events.find((e) => e.type === "step-retry" && e.attempt === 2)
+            expect(second).toMatchObject({ from: "item", path: "each[0]", delayMs: 3000 })
+            dueAt = Date.parse(second.retryAt)
+            // As stored (and streamed): the top-level step's index and type.
+            const stored = yield* sql<
+              { event: string }
+            >`SELECT event FROM workflow_events WHERE execution_id = ${id} ORDER BY seq`.pipe(Effect.orDie)
+            expect(stored.map((row) => JSON.parse(row.event)).filter((e) => e.type === "step-retry")).toEqual([
+              expect.objectContaining({
+                from: "item",
+                path: "each[0]",
+                stepIndex: 0,
+                stepType: "andForEach",
+                attempt: 1
+              }),
+              expect.objectContaining({
+                from: "item",
+                path: "each[0]",
+                stepIndex: 0,
+                stepType: "andForEach",
+                attempt: 2
+              })
+            ])
+            // The state is the inner row `<path>#retry`, replaced at each retry.
+            const rows = yield* sql<
+              { output: string }
+            >`SELECT output FROM workflow_step_outputs WHERE execution_id = ${id} AND path = 'each[0]#retry'`.pipe(
+              Effect.orDie
+            )
+            expect(rows).toHaveLength(1)
+            expect(JSON.parse(rows[0].output)).toMatchObject({ stepId: "item", attempt: 3, dueAt: second.retryAt })
+          }))
+        // Shut down mid back-off: the next service takes the execution over.
+        service = 2
+        yield* withService(url, [patient], (base) =>
+          Effect.gen(function*() {
+            const ready = Date.now()
+            expect(yield* settled(base, "inner-patient", id)).toMatchObject({ status: "completed", result: [4] })
+            expect(attemptsAt(id, "each[0]")).toEqual([1, 2, 3])
+            const third = attempts.get(`${id}:each[0]`)![2]
+            expect(third).toMatchObject({ service: 2 })
+            expect(third.at).toBeGreaterThanOrEqual(dueAt)
+            // What was left of the back-off, not the whole 3 s again.
+            expect(third.at).toBeLessThan(Math.max(dueAt, ready) + 1500)
+            const retries = (yield* recordOf(base, id)).filter((e) => e.type === "step-retry")
+            expect(retries.map((e) => e.attempt)).toEqual([1, 2])
+          }))
+      }),
+    60_000
+  )
 
 describe("inner retries across a takeover (SQLite)", () => {
   takeover(Effect.map(tempDir, (dir) => `file:${join(dir, "service.db")}`), "sqlite")
@@ -286,79 +424,100 @@ describe.skipIf(!postgresAvailable)("inner retries across a takeover (Postgres)"
   takeover(freshPostgresDatabase, "pg")
 })
 
-const start = () => workflow({ id: "typed", name: "Typed", purpose: "Types", input: Schema.Number, result: Schema.Unknown })
+const start = () =>
+  workflow({ id: "typed", name: "Typed", purpose: "Types", input: Schema.Number, result: Schema.Unknown })
 
 plain("an inner step's retry and timeout are checked when the workflow is defined", () => {
-  expect(() => start().andAll({ id: "all", steps: [{ id: "x", execute: () => 1, retry: { schedule: "often" as never } }] })).toThrow(
+  expect(() =>
+    start().andAll({ id: "all", steps: [{ id: "x", execute: () => 1, retry: { schedule: "often" as never } }] })
+  ).toThrow(
     "Workflow typed, step x: retry must be { schedule: Schedule, while?: (error) => boolean }"
   )
-  expect(() => start().andForEach({ id: "each", items: () => [1], step: { id: "x", execute: () => 1, timeout: 0 } })).toThrow(
-    "Workflow typed, step x: timeout must be a positive, finite duration"
-  )
+  expect(() => start().andForEach({ id: "each", items: () => [1], step: { id: "x", execute: () => 1, timeout: 0 } }))
+    .toThrow(
+      "Workflow typed, step x: timeout must be a positive, finite duration"
+    )
   expect(() =>
-    start().andBranch({ id: "route", branches: [{ condition: () => true, step: { id: "x", execute: () => 1, retry: { schedule: Schedule.recurs(1), while: 1 as never } } }] })
+    start().andBranch({
+      id: "route",
+      branches: [{
+        condition: () => true,
+        step: { id: "x", execute: () => 1, retry: { schedule: Schedule.recurs(1), while: 1 as never } }
+      }]
+    })
   ).toThrow("Workflow typed, step x: retry.while must be a function")
-  expect(() => start().andWhen({ id: "when", condition: () => true, step: { id: "x", execute: () => 1, timeout: "30 days" } })).toThrow(/timeout is over 7d/)
+  expect(() =>
+    start().andWhen({ id: "when", condition: () => true, step: { id: "x", execute: () => 1, timeout: "30 days" } })
+  ).toThrow(/timeout is over 7d/)
 })
 
-plain("`while` of an item's, an iteration's and andWhen's step sees that step's E and StepTimeout; andAll's sees unknown", () => {
-  start().andForEach({
-    id: "each",
-    items: () => [1, 2],
-    step: {
-      id: "item",
-      execute: ({ data }) => (data > 1 ? Effect.fail(new Flaky({ attempt: 1, message: "" })) : Effect.succeed(data)),
-      retry: {
-        schedule: Schedule.recurs(1),
-        while: (error) => {
-          expectTypeOf(error).toEqualTypeOf<Flaky | StepTimeout>()
-          // @ts-expect-error "Fatal" is no tag of Flaky | StepTimeout
-          return error._tag === "Fatal"
+plain(
+  "`while` of an item's, an iteration's and andWhen's step sees that step's E and StepTimeout; andAll's sees unknown",
+  () => {
+    start().andForEach({
+      id: "each",
+      items: () => [1, 2],
+      step: {
+        id: "item",
+        execute: ({ data }) => (data > 1 ? Effect.fail(new Flaky({ attempt: 1, message: "" })) : Effect.succeed(data)),
+        retry: {
+          schedule: Schedule.recurs(1),
+          while: (error) => {
+            expectTypeOf(error).toEqualTypeOf<Flaky | StepTimeout>()
+            // @ts-expect-error "Fatal" is no tag of Flaky | StepTimeout
+            return error._tag === "Fatal"
+          }
         }
       }
-    }
-  })
-  start().andDoUntil({
-    id: "loop",
-    step: {
-      id: "inc",
-      execute: ({ data }) => (data > 9 ? Effect.fail(new Fatal({ message: "" })) : Effect.succeed(data + 1)),
-      retry: {
-        schedule: Schedule.recurs(1),
-        while: (error) => {
-          expectTypeOf(error).toEqualTypeOf<Fatal | StepTimeout>()
-          return error._tag === "Fatal"
+    })
+    start().andDoUntil({
+      id: "loop",
+      step: {
+        id: "inc",
+        execute: ({ data }) => (data > 9 ? Effect.fail(new Fatal({ message: "" })) : Effect.succeed(data + 1)),
+        retry: {
+          schedule: Schedule.recurs(1),
+          while: (error) => {
+            expectTypeOf(error).toEqualTypeOf<Fatal | StepTimeout>()
+            return error._tag === "Fatal"
+          }
+        }
+      },
+      condition: ({ data }) => data > 3
+    })
+    start().andWhen({
+      id: "when",
+      condition: () => true,
+      step: {
+        id: "inner",
+        execute: () => Effect.fail(new Flaky({ attempt: 1, message: "" })),
+        retry: {
+          schedule: Schedule.recurs(1),
+          while: (error) => (expectTypeOf(error).toEqualTypeOf<Flaky | StepTimeout>(), true)
         }
       }
-    },
-    condition: ({ data }) => data > 3
-  })
-  start().andWhen({
-    id: "when",
-    condition: () => true,
-    step: {
-      id: "inner",
-      execute: () => Effect.fail(new Flaky({ attempt: 1, message: "" })),
-      retry: { schedule: Schedule.recurs(1), while: (error) => (expectTypeOf(error).toEqualTypeOf<Flaky | StepTimeout>(), true) }
-    }
-  })
-  start().andForEach({
-    id: "each",
-    items: () => [1],
-    step: {
-      id: "item",
-      execute: () => Effect.fail(new Flaky({ attempt: 1, message: "" })),
-      // @ts-expect-error the schedule takes Fatal only, the item fails with Flaky
-      retry: { schedule: Schedule.recurWhile((error: Fatal) => error._tag === "Fatal") }
-    }
-  })
-  start().andAll({
-    id: "all",
-    steps: [{
-      id: "one",
-      execute: () => Effect.fail(new Flaky({ attempt: 1, message: "" })),
-      retry: { schedule: Schedule.recurs(1), while: (error) => (expectTypeOf(error).toEqualTypeOf<unknown>(), error instanceof Flaky) }
-    }]
-  })
-  expect(StepTimeout).toBeDefined()
-})
+    })
+    start().andForEach({
+      id: "each",
+      items: () => [1],
+      step: {
+        id: "item",
+        execute: () => Effect.fail(new Flaky({ attempt: 1, message: "" })),
+        // @ts-expect-error the schedule takes Fatal only, the item fails with Flaky
+        retry: { schedule: Schedule.recurWhile((error: Fatal) => error._tag === "Fatal") }
+      }
+    })
+    start().andAll({
+      id: "all",
+      steps: [{
+        id: "one",
+        execute: () => Effect.fail(new Flaky({ attempt: 1, message: "" })),
+        retry: {
+          schedule: Schedule.recurs(1),
+          while: (error) => (expectTypeOf(error).toEqualTypeOf<unknown>(), error instanceof Flaky)
+        }
+      }]
+    })
+    expect(StepTimeout).toBeDefined()
+  }
+)

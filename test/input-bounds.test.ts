@@ -65,7 +65,10 @@ layer(TestServerLive(), { excludeTestServices: true })("bounds on client input",
       const started = Date.now()
       for (const schema of huge) {
         const object = yield* fetchJson(`${url}/agents/assistant/object`, json({ input: "fill it", schema }))
-        expectRefused(object, /^Input validation failed: schema: requires values of more than 100000 characters of JSON/)
+        expectRefused(
+          object,
+          /^Input validation failed: schema: requires values of more than 100000 characters of JSON/
+        )
         const streamed = yield* fetchJson(`${url}/agents/assistant/stream-object`, json({ input: "fill it", schema }))
         expectRefused(streamed, /^Input validation failed: schema: /)
         const text = yield* fetchJson(
@@ -120,8 +123,16 @@ layer(TestServerLive(), { excludeTestServices: true })("bounds on client input",
       const { url } = yield* TestServer
       const deep = nestedObject(5000)
       const cases: ReadonlyArray<[string, string, RegExp]> = [
-        [`${url}/tools/add/execute`, `{"input":${deep}}`, /^Input validation failed: input(\.a)+: .*nested deeper than 64/],
-        [`${url}/tools/add/execute`, `{"input":{"a":1,"b":2},"context":${deep}}`, /^Input validation failed: context(\.a)+: /],
+        [
+          `${url}/tools/add/execute`,
+          `{"input":${deep}}`,
+          /^Input validation failed: input(\.a)+: .*nested deeper than 64/
+        ],
+        [
+          `${url}/tools/add/execute`,
+          `{"input":{"a":1,"b":2},"context":${deep}}`,
+          /^Input validation failed: context(\.a)+: /
+        ],
         [`${url}/agents/assistant/text`, `{"input":${nestedArray(5000)}}`, /^Input validation failed: input(\[0\])+: /],
         [
           `${url}/agents/assistant/text`,
@@ -147,7 +158,10 @@ layer(TestServerLive(), { excludeTestServices: true })("bounds on client input",
         expect(response.body.error.length).toBeLessThan(2048)
       }
       // At the limit it is accepted (and fails, if at all, on the tool's own schema).
-      const atLimit = yield* postRaw(`${url}/tools/add/execute`, `{"input":{"a":1,"b":2},"context":${nestedObject(63)}}`)
+      const atLimit = yield* postRaw(
+        `${url}/tools/add/execute`,
+        `{"input":{"a":1,"b":2},"context":${nestedObject(63)}}`
+      )
       expect(atLimit.status).toBe(200)
       yield* expectAlive(url)
     }))
@@ -199,38 +213,58 @@ layer(TestServerLive(), { excludeTestServices: true })("bounds on client input",
 
 /** The NUL cases, run against a server on SQLite and one on Postgres. */
 const nulCases = (it: Vitest.MethodsNonLive<TestServer, true>) => {
-  it.effect("a NUL character in a body string, a key, a path id or a query is a 400, never a 500", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const bodies: ReadonlyArray<[string, unknown, RegExp]> = [
-        [`${url}/agents/assistant/text`, { input: "hi", options: { conversationId: "c\u0000" } }, /options\.conversationId: must not contain NUL/],
-        [`${url}/agents/assistant/text`, { input: "hi", options: { userId: "\u0000" } }, /options\.userId: must not contain NUL/],
-        [`${url}/agents/assistant/text`, { input: "say \u0000" }, /input: must not contain NUL/],
-        [`${url}/tools/add/execute`, { input: { a: 1, b: 2 }, context: { "k\u0000": 1 } }, /context: .*key.*must not contain NUL/],
-        [`${url}/workflows/pipeline/execute`, { input: { text: "\u0000", n: 1 } }, /input\.text: must not contain NUL/]
-      ]
-      for (const [target, body, pattern] of bodies) {
-        const response = yield* fetchJson(target, json(body))
-        expectRefused(response, pattern)
-      }
-      const paths = [
-        `${url}/workflows/approval/executions/%00/state`,
-        `${url}/workflows/executions?workflowId=%00`,
-        `${url}/agents/assistant/history?conversationId=%00`,
-        `${url}/agents/assistant/history?userId=a%00b`,
-        `${url}/observability/traces?entityType=agent&entityId=%00`,
-        `${url}/agents/%00`,
-        `${url}/tools/%00`
-      ]
-      for (const target of paths) {
-        const response = yield* fetchJson(target)
-        expect([400, 404], target).toContain(response.status)
-        expect(response.body.success).toBe(false)
-      }
-      const resume = yield* fetchJson(`${url}/workflows/approval/executions/%00/resume`, json({ resumeData: {} }))
-      expect([400, 404]).toContain(resume.status)
-      yield* expectAlive(url)
-    }), 30_000)
+  it.effect(
+    "a NUL character in a body string, a key, a path id or a query is a 400, never a 500",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const bodies: ReadonlyArray<[string, unknown, RegExp]> = [
+          [
+            `${url}/agents/assistant/text`,
+            { input: "hi", options: { conversationId: "c\u0000" } },
+            /options\.conversationId: must not contain NUL/
+          ],
+          [
+            `${url}/agents/assistant/text`,
+            { input: "hi", options: { userId: "\u0000" } },
+            /options\.userId: must not contain NUL/
+          ],
+          [`${url}/agents/assistant/text`, { input: "say \u0000" }, /input: must not contain NUL/],
+          [
+            `${url}/tools/add/execute`,
+            { input: { a: 1, b: 2 }, context: { "k\u0000": 1 } },
+            /context: .*key.*must not contain NUL/
+          ],
+          [
+            `${url}/workflows/pipeline/execute`,
+            { input: { text: "\u0000", n: 1 } },
+            /input\.text: must not contain NUL/
+          ]
+        ]
+        for (const [target, body, pattern] of bodies) {
+          const response = yield* fetchJson(target, json(body))
+          expectRefused(response, pattern)
+        }
+        const paths = [
+          `${url}/workflows/approval/executions/%00/state`,
+          `${url}/workflows/executions?workflowId=%00`,
+          `${url}/agents/assistant/history?conversationId=%00`,
+          `${url}/agents/assistant/history?userId=a%00b`,
+          `${url}/observability/traces?entityType=agent&entityId=%00`,
+          `${url}/agents/%00`,
+          `${url}/tools/%00`
+        ]
+        for (const target of paths) {
+          const response = yield* fetchJson(target)
+          expect([400, 404], target).toContain(response.status)
+          expect(response.body.success).toBe(false)
+        }
+        const resume = yield* fetchJson(`${url}/workflows/approval/executions/%00/resume`, json({ resumeData: {} }))
+        expect([400, 404]).toContain(resume.status)
+        yield* expectAlive(url)
+      }),
+    30_000
+  )
 }
 
 layer(TestServerLive(), { excludeTestServices: true })("NUL characters on SQLite", nulCases)

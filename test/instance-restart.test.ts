@@ -28,10 +28,14 @@ describe.skipIf(!postgresAvailable)("an instance restarted under its own id", ()
     const again = await c.spawn("a")
     await c.ready(again)
     for (const id of ids) {
-      const state = await until(async () => {
-        const answer = (await c.get(b, `/workflows/slow/executions/${id}/state`)).body.data
-        return answer.status === "completed" ? answer : undefined
-      }, 30_000, `${id} completed after its instance came back`)
+      const state = await until(
+        async () => {
+          const answer = (await c.get(b, `/workflows/slow/executions/${id}/state`)).body.data
+          return answer.status === "completed" ? answer : undefined
+        },
+        30_000,
+        `${id} completed after its instance came back`
+      )
       expect(state).toMatchObject({ status: "completed" })
     }
   }, 90_000)

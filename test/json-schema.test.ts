@@ -44,7 +44,10 @@ describe("JSON Schema validation (Ajv)", () => {
     expect(Either.isRight(validate(unicode, "A😀"))).toBe(true)
     expect(Either.isLeft(validate(unicode, "B😀"))).toBe(true)
     // Distinct patterns in one schema stay distinct (Ajv keys compiled patterns by their text).
-    const two = { type: "object", properties: { a: { type: "string", pattern: "^a$" }, b: { type: "string", pattern: "^b$" } } }
+    const two = {
+      type: "object",
+      properties: { a: { type: "string", pattern: "^a$" }, b: { type: "string", pattern: "^b$" } }
+    }
     expect(Either.isRight(validate(two, { a: "a", b: "b" }))).toBe(true)
     expect(Either.isLeft(validate(two, { a: "b", b: "a" }))).toBe(true)
     // A 1,000-instruction program over 30,000 characters is more than one validation may spend.

@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import WebSocket from "ws"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
-import { type CollectedMessages, collectMessages } from "./support/sockets.js"
 import { freePort, killed, type Spawned, spawnMain, waitForHttp } from "./support/process.js"
+import { type CollectedMessages, collectMessages } from "./support/sockets.js"
 
 const running: Array<Spawned> = []
 afterEach(() => {
@@ -12,7 +12,9 @@ afterEach(() => {
 
 const start = async (databaseUrl: string, instanceId: string) => {
   const port = await freePort()
-  const server = spawnMain(["--port", String(port)], { env: { DATABASE_URL: databaseUrl, SERVICE_INSTANCE_ID: instanceId } })
+  const server = spawnMain(["--port", String(port)], {
+    env: { DATABASE_URL: databaseUrl, SERVICE_INSTANCE_ID: instanceId }
+  })
   running.push(server)
   await waitForHttp(port).catch((error) => {
     throw new Error(`${instanceId} did not start: ${error}\n${server.stderr()}`)
@@ -21,7 +23,9 @@ const start = async (databaseUrl: string, instanceId: string) => {
 }
 
 const post = (url: string, body: unknown) =>
-  fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }).then((r) => r.json())
+  fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }).then((
+    r
+  ) => r.json())
 
 /** A WebSocket that collects its JSON messages, once open. */
 const listen = (url: string) =>
@@ -58,17 +62,23 @@ const scenario = async (databaseUrl: string) => {
 
   // B's query includes what A logged, naming A.
   const fromA = await until(
-    () => fetch(`${b}/api/logs?executionId=${executionId}`).then((r) => r.json()).then((body) => body.data as Array<any>),
+    () =>
+      fetch(`${b}/api/logs?executionId=${executionId}`).then((r) => r.json()).then((body) => body.data as Array<any>),
     (entries) => entries.some((entry) => entry.message === "workflow completed")
   )
-  expect(fromA.map((entry) => entry.message)).toEqual(expect.arrayContaining(["workflow started", "workflow completed"]))
+  expect(fromA.map((entry) => entry.message)).toEqual(
+    expect.arrayContaining(["workflow started", "workflow completed"])
+  )
   expect(new Set(fromA.map((entry) => entry.instance))).toEqual(new Set(["instance-a"]))
 
   // B's live feeds deliver A's entries and span ends.
-  const update = await logs.next((m) => m.type === "update" && m.logs[0].executionId === executionId && m.logs[0].message === "workflow completed")
+  const update = await logs.next((m) =>
+    m.type === "update" && m.logs[0].executionId === executionId && m.logs[0].message === "workflow completed"
+  )
   expect(update.logs[0].instance).toBe("instance-a")
   const spanEnd = await observed.next((m) =>
-    m.type === "OBSERVABILITY_EVENT" && m.data.type === "span:end" && m.data.span.attributes["execution.id"] === executionId
+    m.type === "OBSERVABILITY_EVENT" && m.data.type === "span:end" &&
+    m.data.span.attributes["execution.id"] === executionId
   )
   expect(spanEnd.data.span.attributes).toMatchObject({ "entity.type": "workflow", "entity.id": "pipeline" })
   const logEvent = await observed.next((m) => m.type === "OBSERVABILITY_LOG" && m.data.executionId === executionId)
@@ -77,7 +87,9 @@ const scenario = async (databaseUrl: string) => {
   // B's own entries come once, not again through the store.
   const onB = await post(`${b}/workflows/pipeline/execute`, { input: { text: "from b", n: 3 } })
   const ownId: string = onB.data.executionId
-  await logs.next((m) => m.type === "update" && m.logs[0].executionId === ownId && m.logs[0].message === "workflow completed")
+  await logs.next((m) =>
+    m.type === "update" && m.logs[0].executionId === ownId && m.logs[0].message === "workflow completed"
+  )
   // Long enough for B's poller to have read its own rows back several times.
   await new Promise((resolve) => setTimeout(resolve, 1_500))
   const own = logs.messages.filter((m) => m.type === "update" && m.logs[0].executionId === ownId)
@@ -93,6 +105,9 @@ const scenario = async (databaseUrl: string) => {
 }
 
 describe.skipIf(!postgresAvailable)("logs and spans across instances on one Postgres", () => {
-  it.scopedLive("what A logs and traces shows in B's /api/logs, /ws/logs and /ws/observability, named for A", () =>
-    Effect.flatMap(freshPostgresDatabase, (databaseUrl) => Effect.promise(() => scenario(databaseUrl))), 90_000)
+  it.scopedLive(
+    "what A logs and traces shows in B's /api/logs, /ws/logs and /ws/observability, named for A",
+    () => Effect.flatMap(freshPostgresDatabase, (databaseUrl) => Effect.promise(() => scenario(databaseUrl))),
+    90_000
+  )
 })

@@ -47,10 +47,11 @@ layer(AgentTestServerLive(), { excludeTestServices: true })("MCP", (it) => {
         status: 404,
         body: { success: false, error: "MCP server nope not found" }
       })
-      expect(yield* fetchJson(`${url}/mcp/nope/mcp`, json({ jsonrpc: "2.0", id: 1, method: "tools/list" }))).toMatchObject({
-        status: 404,
-        body: { success: false, error: "MCP server nope not found" }
-      })
+      expect(yield* fetchJson(`${url}/mcp/nope/mcp`, json({ jsonrpc: "2.0", id: 1, method: "tools/list" })))
+        .toMatchObject({
+          status: 404,
+          body: { success: false, error: "MCP server nope not found" }
+        })
     }))
 
   it.effect("the stateless endpoint answers GET and DELETE with 405", () =>
@@ -89,12 +90,20 @@ layer(AgentTestServerLive(), { excludeTestServices: true })("MCP", (it) => {
       expect(byName.get_weather.inputSchema).toMatchObject({ type: "object", required: ["location"] })
       expect(byName.add).toMatchObject({
         description: "Add two numbers",
-        inputSchema: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] }
+        inputSchema: {
+          type: "object",
+          properties: { a: { type: "number" }, b: { type: "number" } },
+          required: ["a", "b"]
+        }
       })
       expect(byName.whoami.inputSchema).toMatchObject({ type: "object" })
       expect(byName.agent_assistant.inputSchema).toEqual({
         type: "object",
-        properties: { input: { type: "string" }, conversationId: { type: "string" }, approvals: expect.objectContaining({ type: "array" }) },
+        properties: {
+          input: { type: "string" },
+          conversationId: { type: "string" },
+          approvals: expect.objectContaining({ type: "array" })
+        },
         anyOf: [{ required: ["input"] }, { required: ["approvals"] }]
       })
     }))
@@ -114,7 +123,9 @@ layer(AgentTestServerLive(), { excludeTestServices: true })("MCP", (it) => {
       expect(invalid.isError).toBe(true)
       expect(textOf(invalid)).toMatch(/^Input validation failed/)
 
-      const unknown = yield* Effect.promise(() => client.callTool({ name: "nope", arguments: {} }).then(() => "resolved", String))
+      const unknown = yield* Effect.promise(() =>
+        client.callTool({ name: "nope", arguments: {} }).then(() => "resolved", String)
+      )
       expect(unknown).toContain("Tool nope not found")
     }))
 
@@ -123,7 +134,9 @@ layer(AgentTestServerLive(), { excludeTestServices: true })("MCP", (it) => {
       const fake = yield* FakeProvider
       fake.reset()
       const client = yield* mcpClient
-      const answer = yield* Effect.promise(() => client.callTool({ name: "agent_assistant", arguments: { input: "hello" } }))
+      const answer = yield* Effect.promise(() =>
+        client.callTool({ name: "agent_assistant", arguments: { input: "hello" } })
+      )
       expect(answer.isError).toBeFalsy()
       expect(textOf(answer)).toBe("You said: hello")
 

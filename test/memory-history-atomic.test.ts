@@ -23,17 +23,25 @@ const refuseHistoryTrigger = (kind: "sqlite" | "postgres") =>
 
 /** A second connection to the service's own database. */
 const withDatabase = <A, E>(use: (sql: SqlClient.SqlClient) => Effect.Effect<A, E>) =>
-  Effect.flatMap(TestServer, ({ config }) =>
-    Effect.scoped(Effect.flatMap(Layer.build(DatabaseLive(config.databaseUrl)), (context) =>
-      use(Context.get(context, SqlClient.SqlClient)))))
+  Effect.flatMap(
+    TestServer,
+    ({ config }) =>
+      Effect.scoped(Effect.flatMap(Layer.build(DatabaseLive(config.databaseUrl)), (context) =>
+        use(Context.get(context, SqlClient.SqlClient))))
+  )
 
 const counts = (conversationId: string) =>
   withDatabase((sql) =>
     Effect.gen(function*() {
-      const [messages] = yield* sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM agent_messages WHERE conversation_id = ${conversationId}`
-      const [history] = yield* sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM agent_history WHERE conversation_id = ${conversationId}`
+      const [messages] = yield* sql<
+        { n: number | string }
+      >`SELECT COUNT(*) AS n FROM agent_messages WHERE conversation_id = ${conversationId}`
+      const [history] = yield* sql<
+        { n: number | string }
+      >`SELECT COUNT(*) AS n FROM agent_history WHERE conversation_id = ${conversationId}`
       return { messages: Number(messages.n), history: Number(history.n) }
-    })).pipe(Effect.orDie)
+    })
+  ).pipe(Effect.orDie)
 
 /** Waits (polling) until the service has logged `count` failed recordings. */
 const recordingFailures = (count: number) =>
@@ -47,32 +55,41 @@ const recordingFailures = (count: number) =>
 
 const suite = (name: string, server: Layer.Layer<TestServer, unknown>) =>
   layer(server, { excludeTestServices: true })(name, (it) => {
-    it.effect("a failed history write leaves no remembered messages, for /text, /stream and /chat", () =>
-      Effect.gen(function*() {
-        const { url, config } = yield* TestServer
-        const ask = (path: string, input: string) =>
-          fetchJson(`${url}/agents/assistant/${path}`, json({ input, options: { conversationId: "atomic", userId: "ada" } }))
-        expect((yield* ask("text", "first words")).status).toBe(200)
-        expect(yield* counts("atomic")).toEqual({ messages: 2, history: 1 })
+    it.effect(
+      "a failed history write leaves no remembered messages, for /text, /stream and /chat",
+      () =>
+        Effect.gen(function*() {
+          const { url, config } = yield* TestServer
+          const ask = (path: string, input: string) =>
+            fetchJson(
+              `${url}/agents/assistant/${path}`,
+              json({ input, options: { conversationId: "atomic", userId: "ada" } })
+            )
+          expect((yield* ask("text", "first words")).status).toBe(200)
+          expect(yield* counts("atomic")).toEqual({ messages: 2, history: 1 })
 
-        yield* withDatabase((sql) => Effect.forEach(refuseHistoryTrigger(storageKind(config.databaseUrl)), (statement) => sql.unsafe(statement))).pipe(Effect.orDie)
+          yield* withDatabase((sql) =>
+            Effect.forEach(refuseHistoryTrigger(storageKind(config.databaseUrl)), (statement) => sql.unsafe(statement))
+          ).pipe(Effect.orDie)
 
-        const failed = yield* ask("text", "refuse-history now")
-        expect(failed).toMatchObject({ status: 500, body: { success: false } })
-        expect(yield* counts("atomic")).toEqual({ messages: 2, history: 1 })
+          const failed = yield* ask("text", "refuse-history now")
+          expect(failed).toMatchObject({ status: 500, body: { success: false } })
+          expect(yield* counts("atomic")).toEqual({ messages: 2, history: 1 })
 
-        // Streams record from the SDK's finish callback, after the client has had its answer.
-        const streamed = yield* ask("stream", "refuse-history in a stream")
-        expect(streamed.status).toBe(200)
-        expect(yield* recordingFailures(1)).toBe(1)
-        const chatted = yield* ask("chat", "refuse-history in a chat")
-        expect(chatted.status).toBe(200)
-        expect(yield* recordingFailures(2)).toBe(2)
-        expect(yield* counts("atomic")).toEqual({ messages: 2, history: 1 })
+          // Streams record from the SDK's finish callback, after the client has had its answer.
+          const streamed = yield* ask("stream", "refuse-history in a stream")
+          expect(streamed.status).toBe(200)
+          expect(yield* recordingFailures(1)).toBe(1)
+          const chatted = yield* ask("chat", "refuse-history in a chat")
+          expect(chatted.status).toBe(200)
+          expect(yield* recordingFailures(2)).toBe(2)
+          expect(yield* counts("atomic")).toEqual({ messages: 2, history: 1 })
 
-        expect((yield* ask("text", "last words")).status).toBe(200)
-        expect(yield* counts("atomic")).toEqual({ messages: 4, history: 2 })
-      }), 60_000)
+          expect((yield* ask("text", "last words")).status).toBe(200)
+          expect(yield* counts("atomic")).toEqual({ messages: 4, history: 2 })
+        }),
+      60_000
+    )
   })
 
 suite("memory and history together on SQLite", TestServerLive())

@@ -45,7 +45,10 @@ const exercise = (url: string) =>
     expect(all.entries[2]).toEqual(entry("h1", "2026-01-01T00:00:01.000Z", "ada", "conv"))
     const page = yield* store.history("agent-a", { page: 1, limit: 2 })
     expect(page.entries.map((e) => e.id)).toEqual(["h1"])
-    expect((yield* store.history("agent-a", { page: 0, limit: 10, userId: "ada" })).entries.map((e) => e.id)).toEqual(["h3", "h1"])
+    expect((yield* store.history("agent-a", { page: 0, limit: 10, userId: "ada" })).entries.map((e) => e.id)).toEqual([
+      "h3",
+      "h1"
+    ])
     expect((yield* store.history("agent-a", { page: 0, limit: 10, conversationId: "conv" })).total).toBe(1)
 
     // A regenerated answer replaces the last one, and only when the last message is an answer (the owner's).
@@ -58,12 +61,24 @@ const exercise = (url: string) =>
         owner
       })
     yield* regenerated("h5", "answer 5 again", { userId: "bob" })
-    expect((yield* store.load("agent-a", "conv", { limit: 3, maxBytes: 1 << 20 })).map((m) => m.content)).toEqual(["question 5", "answer 5", "answer 5 again"])
+    expect((yield* store.load("agent-a", "conv", { limit: 3, maxBytes: 1 << 20 })).map((m) => m.content)).toEqual([
+      "question 5",
+      "answer 5",
+      "answer 5 again"
+    ])
     yield* regenerated("h6", "answer 5 once more", { userId: "ada" })
-    expect((yield* store.load("agent-a", "conv", { limit: 3, maxBytes: 1 << 20 })).map((m) => m.content)).toEqual(["question 5", "answer 5", "answer 5 once more"])
+    expect((yield* store.load("agent-a", "conv", { limit: 3, maxBytes: 1 << 20 })).map((m) => m.content)).toEqual([
+      "question 5",
+      "answer 5",
+      "answer 5 once more"
+    ])
     yield* store.append("agent-a", "conv", "ada", [{ role: "user", content: "question 6" }])
     yield* regenerated("h7", "answer 6")
-    expect((yield* store.load("agent-a", "conv", { limit: 3, maxBytes: 1 << 20 })).map((m) => m.content)).toEqual(["answer 5 once more", "question 6", "answer 6"])
+    expect((yield* store.load("agent-a", "conv", { limit: 3, maxBytes: 1 << 20 })).map((m) => m.content)).toEqual([
+      "answer 5 once more",
+      "question 6",
+      "answer 6"
+    ])
   }).pipe(Effect.provide(MemoryStoreLive.pipe(Layer.provide(DatabaseLive(url)))))
 
 describe("MemoryStore", () => {
@@ -77,13 +92,19 @@ describe.skipIf(!postgresAvailable)("the service on Postgres", () => {
       Effect.gen(function*() {
         const client = yield* makeClient
         const ask = (input: string) =>
-          client.agents.generateText({ path: { id: "assistant" }, payload: { input, options: { conversationId: "pg", userId: "ada" } } })
+          client.agents.generateText({
+            path: { id: "assistant" },
+            payload: { input, options: { conversationId: "pg", userId: "ada" } }
+          })
         yield* ask("first words")
         const second = yield* ask("second words")
         expect(second.text).toBe("[builtin/echo] You said: second words")
         const agents = yield* client.agents.listAgents()
         expect(agents[0].memory?.config.storage).toBe("postgres")
-        const history = yield* client.agents.agentHistory({ path: { id: "assistant" }, urlParams: { conversationId: "pg" } })
+        const history = yield* client.agents.agentHistory({
+          path: { id: "assistant" },
+          urlParams: { conversationId: "pg" }
+        })
         expect(history.entries.map((e) => e.input)).toEqual(["second words", "first words"])
       }))
   })

@@ -17,9 +17,14 @@ describe("model settings from the environment", () => {
       baseUrl: "http://h/v1"
     })
     const key = (env: Record<string, string>) => Redacted.value(Either.getOrThrow(resolveModelSettings(env)).apiKey!)
-    expect(Either.getOrThrow(resolveModelSettings({ OPENAI_API_KEY: "sk" }))).toMatchObject({ provider: "openai", model: "gpt-4o-mini" })
+    expect(Either.getOrThrow(resolveModelSettings({ OPENAI_API_KEY: "sk" }))).toMatchObject({
+      provider: "openai",
+      model: "gpt-4o-mini"
+    })
     expect(key({ OPENAI_API_KEY: "sk" })).toBe("sk")
-    expect(Either.getOrThrow(resolveModelSettings({ ANTHROPIC_API_KEY: "ak" }))).toMatchObject({ provider: "anthropic" })
+    expect(Either.getOrThrow(resolveModelSettings({ ANTHROPIC_API_KEY: "ak" }))).toMatchObject({
+      provider: "anthropic"
+    })
     expect(key({ ANTHROPIC_API_KEY: "ak" })).toBe("ak")
     expect(key({ AI_PROVIDER: "openai", AI_API_KEY: "k", OPENAI_API_KEY: "o" })).toBe("k")
   })
@@ -36,11 +41,15 @@ describe("model settings from the environment", () => {
       Either.left("AI_PROVIDER: must be one of builtin, openai, anthropic, openai-compatible, got \"skynet\"")
     )
     expect(Either.getLeft(resolveModelSettings({ AI_PROVIDER: "openai-compatible" })).pipe((o) => o._tag)).toBe("Some")
-    expect(resolveModelSettings({ AI_PROVIDER: "openai" })).toEqual(Either.left("AI_API_KEY: required with AI_PROVIDER=openai"))
+    expect(resolveModelSettings({ AI_PROVIDER: "openai" })).toEqual(
+      Either.left("AI_API_KEY: required with AI_PROVIDER=openai")
+    )
   })
 
   it("builds each provider's model without a network call", async () => {
-    for (const env of [{ OPENAI_API_KEY: "x" }, { ANTHROPIC_API_KEY: "x" }, { AI_BASE_URL: "http://h/v1", AI_MODEL: "m" }]) {
+    for (
+      const env of [{ OPENAI_API_KEY: "x" }, { ANTHROPIC_API_KEY: "x" }, { AI_BASE_URL: "http://h/v1", AI_MODEL: "m" }]
+    ) {
       const model = await Effect.runPromise(makeModel(Either.getOrThrow(resolveModelSettings(env))))
       expect(model.specificationVersion).toBe("v4")
     }

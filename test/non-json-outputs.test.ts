@@ -41,14 +41,38 @@ const credit = workflow({
 
 /** With an outputSchema, a Date or a class instance is stored encoded by it: the next step gets it back. */
 class Refund extends Schema.Class<Refund>("Refund")({ amount: Schema.Number, at: Schema.Date }) {}
-const typed = workflow({ id: "typed", name: "Typed", purpose: "Keeps what a schema writes", input: Schema.Struct({}), result: Schema.Unknown })
+const typed = workflow({
+  id: "typed",
+  name: "Typed",
+  purpose: "Keeps what a schema writes",
+  input: Schema.Struct({}),
+  result: Schema.Unknown
+})
   .andThen({ id: "make", outputSchema: Refund, execute: () => new Refund({ amount: 5, at: new Date(0) }) })
-  .andThen({ id: "read", execute: ({ data }) => ({ isRefund: data instanceof Refund, isDate: data.at instanceof Date }) })
+  .andThen({
+    id: "read",
+    execute: ({ data }) => ({ isRefund: data instanceof Refund, isDate: data.at instanceof Date })
+  })
 
 const tools = [
-  defineTool({ name: "returns_function", description: "x", parameters: Schema.Struct({}), execute: () => ({ ok: true, fn: () => 1 }) }),
-  defineTool({ name: "returns_map", description: "x", parameters: Schema.Struct({}), execute: () => ({ m: new Map([["a", 1]]) }) }),
-  defineTool({ name: "returns_date", description: "x", parameters: Schema.Struct({}), execute: () => ({ at: new Date(0) }) })
+  defineTool({
+    name: "returns_function",
+    description: "x",
+    parameters: Schema.Struct({}),
+    execute: () => ({ ok: true, fn: () => 1 })
+  }),
+  defineTool({
+    name: "returns_map",
+    description: "x",
+    parameters: Schema.Struct({}),
+    execute: () => ({ m: new Map([["a", 1]]) })
+  }),
+  defineTool({
+    name: "returns_date",
+    description: "x",
+    parameters: Schema.Struct({}),
+    execute: () => ({ at: new Date(0) })
+  })
 ]
 
 const app = defineApp({ workflows: [credit, typed], tools })
@@ -64,7 +88,8 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("outputs JSON cann
           status: 500,
           error: `Failed to execute workflow: step credit-lines returned ${expected}`
         })
-        const state = (yield* fetchJson(`${url}/workflows/credit/executions/${response.body.executionId}/state`)).body.data
+        const state =
+          (yield* fetchJson(`${url}/workflows/credit/executions/${response.body.executionId}/state`)).body.data
         expect(state).toMatchObject({ status: "error", error: `step credit-lines returned ${expected}` })
       }
     }))
@@ -84,10 +109,14 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("outputs JSON cann
       const { url } = yield* TestServer
       const fn = yield* fetchJson(`${url}/tools/returns_function/execute`, json({}))
       expect(fn.status).toBe(500)
-      expect(fn.body.error).toBe("Tool returns_function failed: its result is not JSON (at fn: is a function (JSON drops it))")
+      expect(fn.body.error).toBe(
+        "Tool returns_function failed: its result is not JSON (at fn: is a function (JSON drops it))"
+      )
       const map = yield* fetchJson(`${url}/tools/returns_map/execute`, json({}))
       expect(map.status).toBe(500)
-      expect(map.body.error).toBe("Tool returns_map failed: its result is not JSON (at m: is a Map (JSON writes it as {}))")
+      expect(map.body.error).toBe(
+        "Tool returns_map failed: its result is not JSON (at m: is a Map (JSON writes it as {}))"
+      )
       const date = yield* fetchJson(`${url}/tools/returns_date/execute`, json({}))
       expect(date.status).toBe(200)
       expect(date.body.data.result).toEqual({ at: "1970-01-01T00:00:00.000Z" })

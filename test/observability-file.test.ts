@@ -3,8 +3,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { existsSync } from "node:fs"
 import { join } from "node:path"
-import { ObservabilitySql, ObservabilitySqlLive, observabilityFile } from "../src/observability/ObservabilitySql.js"
 import { DatabaseLive } from "../src/Database.js"
+import { observabilityFile, ObservabilitySql, ObservabilitySqlLive } from "../src/observability/ObservabilitySql.js"
 import { tempDir } from "./support/TestServer.js"
 
 /**
@@ -15,7 +15,9 @@ import { tempDir } from "./support/TestServer.js"
 
 const observabilityTables = (sql: SqlClient.SqlClient) =>
   Effect.map(
-    sql<{ name: string }>`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'observability_%' AND name <> 'observability_migrations' ORDER BY name`,
+    sql<
+      { name: string }
+    >`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'observability_%' AND name <> 'observability_migrations' ORDER BY name`,
     (rows) => rows.map((row) => row.name)
   )
 
@@ -41,13 +43,19 @@ describe("the observability file", () => {
 
       const open = Effect.gen(function*() {
         const context = yield* Layer.build(ObservabilitySqlLive(url).pipe(Layer.provideMerge(DatabaseLive(url))))
-        return { service: Context.get(context, SqlClient.SqlClient), observability: Context.get(context, ObservabilitySql) }
+        return {
+          service: Context.get(context, SqlClient.SqlClient),
+          observability: Context.get(context, ObservabilitySql)
+        }
       })
       for (const start of [1, 2]) {
         yield* Effect.scoped(Effect.gen(function*() {
           const { observability, service } = yield* open
-          expect(yield* observability<{ name: string }>`SELECT name FROM observability_spans`, `start ${start}`).toEqual([{ name: "old span" }])
-          expect(yield* observability<{ message: string }>`SELECT message FROM observability_logs`).toEqual([{ message: "old line" }])
+          expect(yield* observability<{ name: string }>`SELECT name FROM observability_spans`, `start ${start}`)
+            .toEqual([{ name: "old span" }])
+          expect(yield* observability<{ message: string }>`SELECT message FROM observability_logs`).toEqual([{
+            message: "old line"
+          }])
           expect(yield* observabilityTables(service)).toEqual([])
           expect(yield* observabilityTables(observability)).toEqual([
             "observability_logs",
@@ -62,7 +70,9 @@ describe("the observability file", () => {
 
   it.scopedLive("in memory there is one database: the observability client is the service's", () =>
     Effect.gen(function*() {
-      const context = yield* Layer.build(ObservabilitySqlLive("file::memory:").pipe(Layer.provideMerge(DatabaseLive("file::memory:"))))
+      const context = yield* Layer.build(
+        ObservabilitySqlLive("file::memory:").pipe(Layer.provideMerge(DatabaseLive("file::memory:")))
+      )
       expect(Context.get(context, ObservabilitySql)).toBe(Context.get(context, SqlClient.SqlClient))
     }))
 })

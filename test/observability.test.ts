@@ -1,18 +1,21 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
+import { exportSPKI, generateKeyPair, SignJWT } from "jose"
 import type { IncomingMessage } from "node:http"
 import WebSocket from "ws"
-import { exportSPKI, generateKeyPair, SignJWT } from "jose"
+import { otlpReceiver } from "./support/otlpReceiver.js"
 import { type CollectedMessages, collectMessages } from "./support/sockets.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
-import { otlpReceiver } from "./support/otlpReceiver.js"
 
 /** Opens a WebSocket and collects its messages; resolves the HTTP status when the handshake is refused. */
 const openSocket = (url: string) =>
   new Promise<(CollectedMessages & { socket: WebSocket }) | { refused: number }>((resolve) => {
     const socket = new WebSocket(url)
     const collected = collectMessages(socket, 5000)
-    socket.on("unexpected-response", (_request, response: IncomingMessage) => resolve({ refused: response.statusCode ?? 0 }))
+    socket.on(
+      "unexpected-response",
+      (_request, response: IncomingMessage) => resolve({ refused: response.statusCode ?? 0 })
+    )
     socket.on("error", () => {})
     socket.on("open", () => resolve({ socket, ...collected }))
   })
@@ -38,10 +41,16 @@ layer(TestServerLive(), { excludeTestServices: true })("observability", (it) => 
       expect(status.spanCount).toBeGreaterThan(status.traceCount)
       expect(status.logCount).toBeGreaterThan(0)
 
-      const agentTraces = (yield* fetchJson(`${url}/observability/traces?entityType=agent&entityId=assistant`)).body.data
+      const agentTraces =
+        (yield* fetchJson(`${url}/observability/traces?entityType=agent&entityId=assistant`)).body.data
       expect(agentTraces.total).toBeGreaterThan(0)
       const summary = agentTraces.traces[0]
-      expect(summary).toMatchObject({ entityType: "agent", entityId: "assistant", status: "ok", traceId: expect.any(String) })
+      expect(summary).toMatchObject({
+        entityType: "agent",
+        entityId: "assistant",
+        status: "ok",
+        traceId: expect.any(String)
+      })
       expect(summary.spanCount).toBeGreaterThan(2)
 
       const trace = (yield* fetchJson(`${url}/observability/traces/${summary.traceId}`)).body.data
@@ -50,25 +59,40 @@ layer(TestServerLive(), { excludeTestServices: true })("observability", (it) => 
       const agentSpan = trace.spans.find((span: any) => span.name === "AgentRegistry.text")
       expect(agentSpan.attributes).toMatchObject({ "entity.type": "agent", "entity.id": "assistant" })
       const modelSpan = trace.spans.find((span: any) => span.name === "chat echo")
-      expect(modelSpan).toMatchObject({ kind: "client", attributes: { "gen_ai.operation.name": "chat", "gen_ai.request.model": "echo" } })
+      expect(modelSpan).toMatchObject({
+        kind: "client",
+        attributes: { "gen_ai.operation.name": "chat", "gen_ai.request.model": "echo" }
+      })
       expect(modelSpan.attributes["gen_ai.usage.input_tokens"]).toBeGreaterThan(0)
       expect(modelSpan.parentSpanId).toBe(agentSpan.spanId)
       expect(trace.spans.some((span: any) => span.kind === "server")).toBe(true)
 
       const one = (yield* fetchJson(`${url}/observability/spans/${agentSpan.spanId}`)).body.data
-      expect(one).toMatchObject({ spanId: agentSpan.spanId, traceId: summary.traceId, status: { code: expect.any(String) } })
+      expect(one).toMatchObject({
+        spanId: agentSpan.spanId,
+        traceId: summary.traceId,
+        status: { code: expect.any(String) }
+      })
       expect(one.durationMs).toBeGreaterThanOrEqual(0)
 
-      const workflowTraces = (yield* fetchJson(`${url}/observability/traces?entityType=workflow&entityId=pipeline`)).body.data
-      const workflowTrace = (yield* fetchJson(`${url}/observability/traces/${workflowTraces.traces[0].traceId}`)).body.data
+      const workflowTraces =
+        (yield* fetchJson(`${url}/observability/traces?entityType=workflow&entityId=pipeline`)).body.data
+      const workflowTrace =
+        (yield* fetchJson(`${url}/observability/traces/${workflowTraces.traces[0].traceId}`)).body.data
       const steps = workflowTrace.spans.filter((span: any) => span.name === "workflow.step")
       expect(steps.map((span: any) => span.attributes["step.id"])).toEqual(
         expect.arrayContaining(["normalize", "measure", "merge", "double-if-large", "audit", "finishers", "finish"])
       )
       expect(workflowTrace.spans.some((span: any) => span.name === "WorkflowEngine.drive")).toBe(true)
 
-      expect(yield* fetchJson(`${url}/observability/traces/nope`)).toMatchObject({ status: 404, body: { error: "Trace nope not found" } })
-      expect(yield* fetchJson(`${url}/observability/spans/nope`)).toMatchObject({ status: 404, body: { error: "Span nope not found" } })
+      expect(yield* fetchJson(`${url}/observability/traces/nope`)).toMatchObject({
+        status: 404,
+        body: { error: "Trace nope not found" }
+      })
+      expect(yield* fetchJson(`${url}/observability/spans/nope`)).toMatchObject({
+        status: 404,
+        body: { error: "Span nope not found" }
+      })
       expect((yield* fetchJson(`${url}/observability/traces?entityType=robot`)).status).toBe(400)
     }))
 
@@ -84,10 +108,14 @@ layer(TestServerLive(), { excludeTestServices: true })("observability", (it) => 
             const { traces } = (yield* fetchJson(`${url}/observability/traces?limit=50`)).body.data
             for (const { traceId } of traces) {
               const spans: Array<any> = (yield* fetchJson(`${url}/observability/traces/${traceId}`)).body.data.spans
-              const details = spans.find((span) => span.name === "AgentRegistry.details" && span.attributes["agent.id"] === agentId)
+              const details = spans.find((span) =>
+                span.name === "AgentRegistry.details" && span.attributes["agent.id"] === agentId
+              )
               if (details !== undefined) return { details, request: spans.find((span) => span.kind === "server") }
             }
-            if (Date.now() > deadline) return yield* Effect.dieMessage(`no AgentRegistry.details span for ${agentId} within 20 s`)
+            if (Date.now() > deadline) {
+              return yield* Effect.dieMessage(`no AgentRegistry.details span for ${agentId} within 20 s`)
+            }
             yield* Effect.sleep("50 millis")
           }
         })
@@ -102,7 +130,10 @@ layer(TestServerLive(), { excludeTestServices: true })("observability", (it) => 
   it.effect("logs: filters by agent, workflow, execution, level, trace and span; newest last; bounded limit", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      yield* fetchJson(`${url}/agents/assistant/text`, json({ input: "hello", options: { conversationId: "log-conv" } }))
+      yield* fetchJson(
+        `${url}/agents/assistant/text`,
+        json({ input: "hello", options: { conversationId: "log-conv" } })
+      )
       const run = yield* fetchJson(`${url}/workflows/approval/execute`, json({ input: { amount: 5 } }))
       const executionId = run.body.data.executionId
 
@@ -140,9 +171,16 @@ layer(TestServerLive(), { excludeTestServices: true })("observability", (it) => 
       const { url } = yield* TestServer
       const { messages, next, socket } = yield* Effect.promise(() => opened(`${wsUrl(url)}/ws`))
       const hello = yield* Effect.promise(() => next((m) => m.type === "CONNECTION_TEST"))
-      expect(hello).toMatchObject({ success: true, data: { authenticated: false, userId: null, timestamp: expect.any(String) } })
+      expect(hello).toMatchObject({
+        success: true,
+        data: { authenticated: false, userId: null, timestamp: expect.any(String) }
+      })
       socket.send(JSON.stringify({ ping: 1 }))
-      expect(yield* Effect.promise(() => next((m) => m.type === "ECHO"))).toEqual({ type: "ECHO", success: true, data: { ping: 1 } })
+      expect(yield* Effect.promise(() => next((m) => m.type === "ECHO"))).toEqual({
+        type: "ECHO",
+        success: true,
+        data: { ping: 1 }
+      })
       socket.send("not json")
       expect(yield* Effect.promise(() => next((m) => m.type === "ERROR"))).toEqual({
         type: "ERROR",
@@ -160,8 +198,13 @@ layer(TestServerLive(), { excludeTestServices: true })("observability", (it) => 
       const initial = yield* Effect.promise(() => next((m) => m.type === "initial"))
       expect(initial.logs.length).toBeLessThanOrEqual(5)
       expect(initial.logs.every((entry: any) => entry.agentId === "assistant")).toBe(true)
-      yield* fetchJson(`${url}/agents/assistant/text`, json({ input: "live log", options: { conversationId: "ws-live" } }))
-      const update = yield* Effect.promise(() => next((m) => m.type === "update" && m.logs[0].conversationId === "ws-live"))
+      yield* fetchJson(
+        `${url}/agents/assistant/text`,
+        json({ input: "live log", options: { conversationId: "ws-live" } })
+      )
+      const update = yield* Effect.promise(() =>
+        next((m) => m.type === "update" && m.logs[0].conversationId === "ws-live")
+      )
       expect(update.logs[0]).toMatchObject({ agentId: "assistant", message: "agent call completed" })
       socket.close()
     }))
@@ -175,10 +218,16 @@ layer(TestServerLive(), { excludeTestServices: true })("observability", (it) => 
       yield* Effect.promise(() => next((m) => m.type === "CONNECTION_SUCCESS"))
       yield* fetchJson(`${url}/agents/assistant/text`, json({ input: "not watched" }))
       yield* fetchJson(`${url}/workflows/approval/execute`, json({ input: { amount: 1 } }))
-      const start = yield* Effect.promise(() => next((m) => m.type === "OBSERVABILITY_EVENT" && m.data.type === "span:start"))
-      const end = yield* Effect.promise(() => next((m) => m.type === "OBSERVABILITY_EVENT" && m.data.type === "span:end"))
+      const start = yield* Effect.promise(() =>
+        next((m) => m.type === "OBSERVABILITY_EVENT" && m.data.type === "span:start")
+      )
+      const end = yield* Effect.promise(() =>
+        next((m) => m.type === "OBSERVABILITY_EVENT" && m.data.type === "span:end")
+      )
       yield* Effect.promise(() => next((m) => m.type === "OBSERVABILITY_LOG"))
-      for (const event of [start, end]) expect(event.data.span.attributes).toMatchObject({ "entity.type": "workflow", "entity.id": "approval" })
+      for (const event of [start, end]) {
+        expect(event.data.span.attributes).toMatchObject({ "entity.type": "workflow", "entity.id": "approval" })
+      }
       expect(end.data.span.durationMs).toBeGreaterThanOrEqual(0)
       const entities = messages.filter((m) => m.type !== "CONNECTION_SUCCESS").map((m) =>
         m.type === "OBSERVABILITY_LOG" ? m.data.workflowId : m.data.span.attributes["entity.id"]
@@ -198,13 +247,17 @@ layer(TestServerLive(), { excludeTestServices: true })("observability", (it) => 
           opened(`${wsUrl(url)}/ws/observability?entityType=agent`)
         ])
       )
-      yield* Effect.promise(() => Promise.all(sockets.map((s) => s.next((m) => m.type === "initial" || m.type === "CONNECTION_SUCCESS"))))
+      yield* Effect.promise(() =>
+        Promise.all(sockets.map((s) => s.next((m) => m.type === "initial" || m.type === "CONNECTION_SUCCESS")))
+      )
       expect(yield* live()).toEqual({ logs: 3, spans: 1 })
       sockets.forEach((s) => s.socket.close())
       const released = yield* Effect.promise(async () => {
         for (let i = 0; i < 100; i++) {
           const now = await fetch(`${url}/observability/status`).then((r) => r.json())
-          if (now.data.liveSubscribers.logs === 0 && now.data.liveSubscribers.spans === 0) return now.data.liveSubscribers
+          if (now.data.liveSubscribers.logs === 0 && now.data.liveSubscribers.spans === 0) {
+            return now.data.liveSubscribers
+          }
           await new Promise((r) => setTimeout(r, 20))
         }
         return "still subscribed"
@@ -254,13 +307,19 @@ layer(TestServerLive({ config: { retention: { maxTraces: 3, maxAgeMs: 3_600_000 
 
 const rsa = await generateKeyPair("RS256", { extractable: true })
 const publicKey = await exportSPKI(rsa.publicKey)
-const token = await new SignJWT({ sub: "ada" }).setProtectedHeader({ alg: "RS256" }).setIssuedAt().setExpirationTime("1h").sign(rsa.privateKey)
+const token = await new SignJWT({ sub: "ada" }).setProtectedHeader({ alg: "RS256" }).setIssuedAt().setExpirationTime(
+  "1h"
+).sign(rsa.privateKey)
 
 layer(
   TestServerLive({
     config: {
       production: true,
-      auth: { production: true, consoleKey: Redacted.make("console-key"), jwt: { secret: Redacted.make(publicKey), defaultPrivate: false, publicRoutes: [] } }
+      auth: {
+        production: true,
+        consoleKey: Redacted.make("console-key"),
+        jwt: { secret: Redacted.make(publicKey), defaultPrivate: false, publicRoutes: [] }
+      }
     }
   }),
   { excludeTestServices: true }
@@ -268,30 +327,44 @@ layer(
   it.effect("console routes need the key (header or ?key=); /ws takes ?token= and refuses a bad one", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      expect(yield* fetchJson(`${url}/observability/status`)).toMatchObject({ status: 401, body: { error: "Console access key required" } })
-      expect((yield* fetchJson(`${url}/observability/status`, { headers: { "x-service-dev": "true" } })).status).toBe(401)
-      expect((yield* fetchJson(`${url}/api/logs`, { headers: { "x-console-access-key": "wrong" } })).body.error).toBe("Invalid console access key")
-      expect((yield* fetchJson(`${url}/observability/status`, { headers: { "x-console-access-key": "console-key" } })).status).toBe(200)
+      expect(yield* fetchJson(`${url}/observability/status`)).toMatchObject({
+        status: 401,
+        body: { error: "Console access key required" }
+      })
+      expect((yield* fetchJson(`${url}/observability/status`, { headers: { "x-service-dev": "true" } })).status).toBe(
+        401
+      )
+      expect((yield* fetchJson(`${url}/api/logs`, { headers: { "x-console-access-key": "wrong" } })).body.error).toBe(
+        "Invalid console access key"
+      )
+      expect(
+        (yield* fetchJson(`${url}/observability/status`, { headers: { "x-console-access-key": "console-key" } })).status
+      ).toBe(200)
       expect((yield* fetchJson(`${url}/metrics`)).status).toBe(401)
       const metrics = yield* fetchJson(`${url}/metrics`, { headers: { "x-console-access-key": "console-key" } })
       expect(metrics.status).toBe(200)
       expect(metrics.body).toContain("http_server_request_duration_count{")
 
       expect(yield* Effect.promise(() => openSocket(`${wsUrl(url)}/ws/logs`))).toEqual({ refused: 401 })
-      expect(yield* Effect.promise(() => openSocket(`${wsUrl(url)}/ws/observability?dev=true`))).toEqual({ refused: 401 })
+      expect(yield* Effect.promise(() => openSocket(`${wsUrl(url)}/ws/observability?dev=true`))).toEqual({
+        refused: 401
+      })
       const keyed = yield* Effect.promise(() => opened(`${wsUrl(url)}/ws/logs?key=console-key`))
       yield* Effect.promise(() => keyed.next((m) => m.type === "initial"))
       keyed.socket.close()
 
       expect(yield* Effect.promise(() => openSocket(`${wsUrl(url)}/ws?token=garbage`))).toEqual({ refused: 401 })
       const anonymous = yield* Effect.promise(() => opened(`${wsUrl(url)}/ws`))
-      expect((yield* Effect.promise(() => anonymous.next((m) => m.type === "CONNECTION_TEST"))).data.authenticated).toBe(false)
+      expect((yield* Effect.promise(() => anonymous.next((m) => m.type === "CONNECTION_TEST"))).data.authenticated)
+        .toBe(false)
       anonymous.socket.close()
       const authenticated = yield* Effect.promise(() => opened(`${wsUrl(url)}/ws?token=${token}`))
-      expect((yield* Effect.promise(() => authenticated.next((m) => m.type === "CONNECTION_TEST"))).data).toMatchObject({
-        authenticated: true,
-        userId: "ada"
-      })
+      expect((yield* Effect.promise(() => authenticated.next((m) => m.type === "CONNECTION_TEST"))).data).toMatchObject(
+        {
+          authenticated: true,
+          userId: "ada"
+        }
+      )
       authenticated.socket.close()
     }))
 })

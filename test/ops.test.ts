@@ -2,8 +2,8 @@ import { afterAll, describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { parseEnv } from "node:util"
 import { join } from "node:path"
+import { parseEnv } from "node:util"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { setEnvValues } from "../src/ops/EnvFile.js"
 import { ObservabilitySetupLive } from "../src/ops/ObservabilitySetup.js"
@@ -43,7 +43,10 @@ const makeProject = (
 ) => {
   const dir = join(root, name)
   mkdirSync(dir, { recursive: true })
-  writeFileSync(join(dir, "package.json"), JSON.stringify({ name, version: "1.0.0", private: true, ...manifest }, null, 2))
+  writeFileSync(
+    join(dir, "package.json"),
+    JSON.stringify({ name, version: "1.0.0", private: true, ...manifest }, null, 2)
+  )
   for (const [pkg, version] of Object.entries(installed)) {
     mkdirSync(join(dir, "node_modules", pkg), { recursive: true })
     writeFileSync(join(dir, "node_modules", pkg, "package.json"), JSON.stringify({ name: pkg, version }))
@@ -61,7 +64,14 @@ const project = makeProject("project", {
     "missing-pkg": "^1.0.0"
   },
   devDependencies: { "dev-pkg": "^1.0.0" }
-}, { "minor-pkg": "1.0.0", "current-pkg": "2.0.0", "@scope/major-pkg": "1.4.0", "patch-pkg": "0.3.1", "broken-pkg": "1.0.0", "dev-pkg": "1.0.0" })
+}, {
+  "minor-pkg": "1.0.0",
+  "current-pkg": "2.0.0",
+  "@scope/major-pkg": "1.4.0",
+  "patch-pkg": "0.3.1",
+  "broken-pkg": "1.0.0",
+  "dev-pkg": "1.0.0"
+})
 
 const envDir = join(root, "cwd")
 mkdirSync(envDir)
@@ -73,7 +83,9 @@ const installedVersion = (dir: string, name: string) =>
 const ranges = (dir: string) => JSON.parse(readFileSync(join(dir, "package.json"), "utf8")).dependencies
 const packumentRequests = () => registry.requests.filter((path) => !path.includes("/-/")).length
 
-layer(TestServerLive({ override: opsLayer({ projectDir: project, registry: registry.url }) }), { excludeTestServices: true })(
+layer(TestServerLive({ override: opsLayer({ projectDir: project, registry: registry.url }) }), {
+  excludeTestServices: true
+})(
   "updates against a fake registry",
   (it) => {
     it.effect("GET /updates lists only the outdated runtime dependencies, classified", () =>
@@ -166,7 +178,9 @@ layer(TestServerLive({ override: opsLayer({ projectDir: project, registry: regis
         registry.failing.delete("broken-pkg")
         expect(response.status).toBe(500)
         expect(response.body.success).toBe(false)
-        expect(response.body.error).toMatch(/^npm install failed \(exit code \d+\): npm error code E404\n[\s\S]*404 Not Found - GET http/)
+        expect(response.body.error).toMatch(
+          /^npm install failed \(exit code \d+\): npm error code E404\n[\s\S]*404 Not Found - GET http/
+        )
         expect(installedVersion(project, "broken-pkg")).toBe("1.0.0")
       }))
 
@@ -190,7 +204,11 @@ layer(TestServerLive({ override: opsLayer({ projectDir: project, registry: regis
             { name: "patch-pkg", version: "0.3.4" }
           ]
         })
-        expect(ranges(project)).toMatchObject({ "@scope/major-pkg": "~2.0.0", "broken-pkg": "^1.1.0", "patch-pkg": "0.3.4" })
+        expect(ranges(project)).toMatchObject({
+          "@scope/major-pkg": "~2.0.0",
+          "broken-pkg": "^1.1.0",
+          "patch-pkg": "0.3.4"
+        })
 
         expect((yield* fetchJson(`${url}/updates`)).body.data).toEqual({
           hasUpdates: false,
@@ -214,23 +232,27 @@ layer(
   TestServerLive({ override: opsLayer({ projectDir: slowProject, registry: registry.url, installTimeoutMs: 8_000 }) }),
   { excludeTestServices: true }
 )("an install that takes too long", (it) => {
-  it.effect("is stopped at its time-out and reported; the next install runs and completes", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      registry.slow.set("slow-pkg-1.1.0.tgz", 30_000)
-      const started = Date.now()
-      const response = yield* fetchJson(`${url}/updates`, consoleJson({ packageName: "slow-pkg" }))
-      registry.slow.delete("slow-pkg-1.1.0.tgz")
-      expect(Date.now() - started).toBeLessThan(14_000)
-      expect(response).toMatchObject({
-        status: 500,
-        body: { success: false, error: "npm install did not finish within 8000 ms and was stopped" }
-      })
-      // npm, killed mid-install, may have moved the old version aside already: installing again repairs it.
-      const again = yield* fetchJson(`${url}/updates`, consoleJson({ packageName: "slow-pkg" }))
-      expect(again.status).toBe(200)
-      expect(installedVersion(slowProject, "slow-pkg")).toBe("1.1.0")
-    }), 60_000)
+  it.effect(
+    "is stopped at its time-out and reported; the next install runs and completes",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        registry.slow.set("slow-pkg-1.1.0.tgz", 30_000)
+        const started = Date.now()
+        const response = yield* fetchJson(`${url}/updates`, consoleJson({ packageName: "slow-pkg" }))
+        registry.slow.delete("slow-pkg-1.1.0.tgz")
+        expect(Date.now() - started).toBeLessThan(14_000)
+        expect(response).toMatchObject({
+          status: 500,
+          body: { success: false, error: "npm install did not finish within 8000 ms and was stopped" }
+        })
+        // npm, killed mid-install, may have moved the old version aside already: installing again repairs it.
+        const again = yield* fetchJson(`${url}/updates`, consoleJson({ packageName: "slow-pkg" }))
+        expect(again.status).toBe(200)
+        expect(installedVersion(slowProject, "slow-pkg")).toBe("1.1.0")
+      }),
+    60_000
+  )
 })
 
 const closedPort = await freePort()
@@ -276,7 +298,10 @@ const empty = makeProject("empty", { dependencies: {} }, {})
 const production = resolveServerConfig({}, { NODE_ENV: "production", SERVICE_CONSOLE_ACCESS_KEY: "k3y" })
 
 layer(
-  TestServerLive({ config: { auth: production.auth, production: true }, override: opsLayer({ projectDir: empty, registry: registry.url }) }),
+  TestServerLive({
+    config: { auth: production.auth, production: true },
+    override: opsLayer({ projectDir: empty, registry: registry.url })
+  }),
   { excludeTestServices: true }
 )("console access in production", (it) => {
   it.effect("the ops routes need the console key", () =>
@@ -286,7 +311,8 @@ layer(
         status: 401,
         body: { success: false, error: "Console access key required" }
       })
-      expect((yield* fetchJson(`${url}/setup-observability`, consoleJson({ publicKey: "a", secretKey: "b" }))).status).toBe(401)
+      expect((yield* fetchJson(`${url}/setup-observability`, consoleJson({ publicKey: "a", secretKey: "b" }))).status)
+        .toBe(401)
       const allowed = yield* fetchJson(`${url}/updates`, { headers: { "x-console-access-key": "k3y" } })
       expect(allowed).toMatchObject({
         status: 200,
@@ -295,11 +321,14 @@ layer(
     }))
 })
 
-layer(TestServerLive({ override: opsLayer({ projectDir: empty, registry: registry.url }) }), { excludeTestServices: true })(
+layer(TestServerLive({ override: opsLayer({ projectDir: empty, registry: registry.url }) }), {
+  excludeTestServices: true
+})(
   "POST /setup-observability",
   (it) => {
     const mode = () => statSync(envFile).mode & 0o777
-    const setup = (body: unknown) => Effect.flatMap(TestServer, ({ url }) => fetchJson(`${url}/setup-observability`, consoleJson(body)))
+    const setup = (body: unknown) =>
+      Effect.flatMap(TestServer, ({ url }) => fetchJson(`${url}/setup-observability`, consoleJson(body)))
 
     it.effect("creates .env with mode 0600 when there is none", () =>
       Effect.gen(function*() {
@@ -335,7 +364,10 @@ layer(TestServerLive({ override: opsLayer({ projectDir: empty, registry: registr
     it.effect("a key with every kind of quote is written so that Node reads it back unchanged", () =>
       Effect.gen(function*() {
         expect((yield* setup({ publicKey: "a'b\"c`d", secretKey: "it's \"x\" #1" })).status).toBe(200)
-        expect(parseEnv(readFileSync(envFile, "utf8"))).toMatchObject({ SERVICE_PUBLIC_KEY: "a'b\"c`d", SERVICE_SECRET_KEY: "it's \"x\" #1" })
+        expect(parseEnv(readFileSync(envFile, "utf8"))).toMatchObject({
+          SERVICE_PUBLIC_KEY: "a'b\"c`d",
+          SERVICE_SECRET_KEY: "it's \"x\" #1"
+        })
       }))
 
     it.effect("a missing, empty, multi-line, NUL or unwritable key is 400 and the file is untouched", () =>
@@ -355,8 +387,13 @@ layer(TestServerLive({ override: opsLayer({ projectDir: empty, registry: registr
           .toBe("Input validation failed: publicKey: must not be empty")
         expect((yield* setup({ publicKey: "pk\u0000", secretKey: "sk" })).body.error)
           .toBe("Input validation failed: publicKey: must not contain NUL characters (\\u0000)")
-        expect((yield* setup({ publicKey: "pk", secretKey: "'a\"b`c" })))
-          .toMatchObject({ status: 400, body: { error: expect.stringMatching(/^Input validation failed: secretKey: cannot be written to \.env unchanged/) } })
+        expect(yield* setup({ publicKey: "pk", secretKey: "'a\"b`c" }))
+          .toMatchObject({
+            status: 400,
+            body: {
+              error: expect.stringMatching(/^Input validation failed: secretKey: cannot be written to \.env unchanged/)
+            }
+          })
         expect(readFileSync(envFile, "utf8")).toBe(before)
         expect(readdirSync(envDir)).toEqual([".env"])
       }))

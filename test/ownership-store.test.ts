@@ -1,11 +1,17 @@
-import { describe, expect, it } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { join } from "node:path"
 import { MemoryStore, MemoryStoreLive } from "../src/agents/memory/MemoryStore.js"
 import { DatabaseLive } from "../src/Database.js"
 import { storageKind } from "../src/storage/Sql.js"
-import { type Execution, type ExecutionQuery, ExecutionStore, ExecutionStoreLive, listingQuery } from "../src/workflows/ExecutionStore.js"
+import {
+  type Execution,
+  type ExecutionQuery,
+  ExecutionStore,
+  ExecutionStoreLive,
+  listingQuery
+} from "../src/workflows/ExecutionStore.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { tempDir } from "./support/TestServer.js"
 
@@ -63,7 +69,13 @@ const exercise = (url: string) =>
   Effect.gen(function*() {
     const store = yield* ExecutionStore
     for (const e of seeded) {
-      yield* store.create(e, [{ type: "workflow-start", executionId: e.id, from: "workflow", timestamp: e.createdAt, status: "running" }])
+      yield* store.create(e, [{
+        type: "workflow-start",
+        executionId: e.id,
+        from: "workflow",
+        timestamp: e.createdAt,
+        status: "running"
+      }])
     }
     expect((yield* store.get(seeded[0].id)).pipe((found) => found._tag === "Some" && found.value.userId)).toBe("alice")
     const filters: ReadonlyArray<Omit<ExecutionQuery, "limit" | "offset">> = [
@@ -91,15 +103,26 @@ const exercise = (url: string) =>
     yield* memory.append("agent", "c1", "alice", [{ role: "user", content: "alice's" }])
     yield* memory.append("agent", "c1", "bob", [{ role: "user", content: "bob's" }])
     yield* memory.append("agent", "c1", undefined, [{ role: "user", content: "anonymous" }])
-    expect(yield* memory.load("agent", "c1", { limit: 10, maxBytes: 1 << 20 }, { userId: "alice" })).toEqual([{ role: "user", content: "alice's" }])
-    expect(yield* memory.load("agent", "c1", { limit: 10, maxBytes: 1 << 20 }, { userId: "bob" })).toEqual([{ role: "user", content: "bob's" }])
-    expect(yield* memory.load("agent", "c1", { limit: 10, maxBytes: 1 << 20 }, { userId: null })).toEqual([{ role: "user", content: "anonymous" }])
+    expect(yield* memory.load("agent", "c1", { limit: 10, maxBytes: 1 << 20 }, { userId: "alice" })).toEqual([{
+      role: "user",
+      content: "alice's"
+    }])
+    expect(yield* memory.load("agent", "c1", { limit: 10, maxBytes: 1 << 20 }, { userId: "bob" })).toEqual([{
+      role: "user",
+      content: "bob's"
+    }])
+    expect(yield* memory.load("agent", "c1", { limit: 10, maxBytes: 1 << 20 }, { userId: null })).toEqual([{
+      role: "user",
+      content: "anonymous"
+    }])
     expect(yield* memory.load("agent", "c1", { limit: 10, maxBytes: 1 << 20 })).toHaveLength(3)
     const plan = yield* planOf(url, (sql) =>
       sql`SELECT message FROM agent_messages WHERE agent_id = ${"agent"} AND conversation_id = ${"c1"} AND user_id = ${"alice"}
         ORDER BY id DESC LIMIT ${10}`)
     expect(plan).toMatch(/agent_messages_by_owner/)
-  }).pipe(Effect.provide(Layer.mergeAll(ExecutionStoreLive, MemoryStoreLive).pipe(Layer.provideMerge(DatabaseLive(url)))))
+  }).pipe(
+    Effect.provide(Layer.mergeAll(ExecutionStoreLive, MemoryStoreLive).pipe(Layer.provideMerge(DatabaseLive(url))))
+  )
 
 describe("owned records in the stores: a user's listing and memory, through indexes led by the owner", () => {
   it.scoped("on SQLite", () => Effect.flatMap(tempDir, (dir) => exercise(`file:${join(dir, "owners.db")}`)), 60_000)

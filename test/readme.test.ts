@@ -20,8 +20,7 @@ const proseLines = (): Array<{ readonly text: string; readonly line: number }> =
 }
 
 /** GitHub's heading anchors: lower case, punctuation but `-` dropped, spaces to `-`. */
-const anchorOf = (heading: string) =>
-  heading.toLowerCase().replace(/[^\p{L}\p{N}\s-]/gu, "").trim().replace(/\s/g, "-")
+const anchorOf = (heading: string) => heading.toLowerCase().replace(/[^\p{L}\p{N}\s-]/gu, "").trim().replace(/\s/g, "-")
 
 describe("README", () => {
   it("every table is one block: a header row, its separator, then rows only", () => {
@@ -32,14 +31,17 @@ describe("README", () => {
       const previous = prose[index - 1]?.text ?? ""
       if (previous.startsWith("|")) return
       const separator = prose[index + 1]?.text ?? ""
-      if (previous.trim() !== "" && !previous.startsWith("<!--")) broken.push(`line ${line}: a table row right after text`)
-      else if (!/^\|[\s:|-]+\|$/.test(separator.trim())) broken.push(`line ${line}: a table without a separator row`)
+      if (previous.trim() !== "" && !previous.startsWith("<!--")) {
+        broken.push(`line ${line}: a table row right after text`)
+      } else if (!/^\|[\s:|-]+\|$/.test(separator.trim())) broken.push(`line ${line}: a table without a separator row`)
     })
     expect(broken).toEqual([])
   })
 
   it("every link to a heading of the README finds it", () => {
-    const anchors = new Set(proseLines().flatMap(({ text }) => /^#{1,4} (.+)$/.exec(text)?.slice(1) ?? []).map(anchorOf))
+    const anchors = new Set(
+      proseLines().flatMap(({ text }) => /^#{1,4} (.+)$/.exec(text)?.slice(1) ?? []).map(anchorOf)
+    )
     const links = [...readme.matchAll(/\]\(#([^)]+)\)/g)].map((match) => match[1]!)
     expect(links.length).toBeGreaterThan(5)
     expect(links.filter((link) => !anchors.has(link))).toEqual([])
@@ -55,7 +57,9 @@ describe("README", () => {
     const sample = /<!-- readme: own-app -->\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]
     const fixture = readFileSync(new URL("./fixtures/readme/own-app.ts", import.meta.url), "utf8")
     expect(sample).toBeDefined()
-    expect(fixture.slice(fixture.indexOf("\n\n") + 2).replace(/^(\/\/|import).*\n/gm, "").replace(/^\n+/, "")).toBe(sample)
+    expect(fixture.slice(fixture.indexOf("\n\n") + 2).replace(/^(\/\/|import).*\n/gm, "").replace(/^\n+/, "")).toBe(
+      sample
+    )
   })
 
   it("the typed-calls sample is test/fixtures/readme/typed-calls.ts below its marker", () => {
@@ -73,7 +77,10 @@ layer(TestServerLive({ app: ownApp }), { excludeTestServices: true })("README: t
     Effect.gen(function*() {
       const { url } = yield* TestServer
       const run = yield* fetchJson(`${url}/workflows/greeting/execute`, json({ input: { name: "Ada", loud: true } }))
-      expect(run).toMatchObject({ status: 200, body: { success: true, data: { status: "completed", result: { greeting: "HELLO, ADA!" } } } })
+      expect(run).toMatchObject({
+        status: 200,
+        body: { success: true, data: { status: "completed", result: { greeting: "HELLO, ADA!" } } }
+      })
       expect(readme).toContain(`"status":"completed","result":{"greeting":"HELLO, ADA!"}`)
       const agents = yield* fetchJson(`${url}/agents`)
       expect(agents.body.data.map((agent: { id: string }) => agent.id)).toEqual(["forecaster"])

@@ -3,9 +3,15 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, type Duration, Effect, Layer, type Scope } from "effect"
 import { join } from "node:path"
 import type { RecordRetentionSettings } from "../src/config/ServerConfig.js"
-import { RecordRetention, RecordRetentionLive } from "../src/retention/RecordRetention.js"
-import { conversationMessages, finishedExecutions, historyEntries, prune, type Prunable } from "../src/retention/pruning.js"
 import { DatabaseLive } from "../src/Database.js"
+import {
+  conversationMessages,
+  finishedExecutions,
+  historyEntries,
+  type Prunable,
+  prune
+} from "../src/retention/pruning.js"
+import { RecordRetention, RecordRetentionLive } from "../src/retention/RecordRetention.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { tempDir } from "./support/TestServer.js"
 
@@ -22,7 +28,14 @@ type Status = "running" | "suspended" | "completed" | "error" | "cancelled"
 /** An execution row as the store writes it, with `events` events and, if asked, an Idempotency-Key. */
 const insertExecution = (
   sql: SqlClient.SqlClient,
-  e: { readonly id: string; readonly status: Status; readonly at: string; readonly endedAt: string | null; readonly events?: number; readonly key?: boolean }
+  e: {
+    readonly id: string
+    readonly status: Status
+    readonly at: string
+    readonly endedAt: string | null
+    readonly events?: number
+    readonly key?: boolean
+  }
 ) =>
   Effect.gen(function*() {
     const events = e.events ?? 3
@@ -66,10 +79,15 @@ const insertExecution = (
 const ids = (sql: SqlClient.SqlClient) =>
   Effect.map(sql<{ id: string }>`SELECT id FROM workflow_executions ORDER BY id`, (rows) => rows.map((row) => row.id))
 const eventCount = (sql: SqlClient.SqlClient, id: string) =>
-  Effect.map(sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM workflow_events WHERE execution_id = ${id}`, ([row]) => Number(row.n))
+  Effect.map(
+    sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM workflow_events WHERE execution_id = ${id}`,
+    ([row]) => Number(row.n)
+  )
 const keyOwners = (sql: SqlClient.SqlClient) =>
-  Effect.map(sql<{ execution_id: string }>`SELECT execution_id FROM workflow_idempotency_keys ORDER BY execution_id`, (rows) =>
-    rows.map((row) => row.execution_id))
+  Effect.map(
+    sql<{ execution_id: string }>`SELECT execution_id FROM workflow_idempotency_keys ORDER BY execution_id`,
+    (rows) => rows.map((row) => row.execution_id)
+  )
 
 const insertMessage = (sql: SqlClient.SqlClient, conversationId: string, at: string) =>
   sql`INSERT INTO agent_messages ${
@@ -127,7 +145,9 @@ const withRetention = <A, E>(
 ) =>
   Effect.gen(function*() {
     const context = yield* Layer.build(
-      RecordRetentionLive(options.settings ?? SETTINGS, { every: options.every ?? "1 hour" }).pipe(Layer.provideMerge(DatabaseLive(yield* url)))
+      RecordRetentionLive(options.settings ?? SETTINGS, { every: options.every ?? "1 hour" }).pipe(
+        Layer.provideMerge(DatabaseLive(yield* url))
+      )
     )
     return yield* body(Context.get(context, SqlClient.SqlClient), Context.get(context, RecordRetention))
   }).pipe(Effect.scoped)
@@ -140,7 +160,13 @@ const suite = (name: string, url: Effect.Effect<string, never, Scope.Scope>) => 
         yield* insertExecution(sql, { id: "old-completed", status: "completed", at: old, endedAt: old, key: true })
         yield* insertExecution(sql, { id: "old-error", status: "error", at: old, endedAt: old, key: true })
         yield* insertExecution(sql, { id: "old-cancelled", status: "cancelled", at: old, endedAt: old })
-        yield* insertExecution(sql, { id: "recent-completed", status: "completed", at: ago(DAY), endedAt: ago(DAY), key: true })
+        yield* insertExecution(sql, {
+          id: "recent-completed",
+          status: "completed",
+          at: ago(DAY),
+          endedAt: ago(DAY),
+          key: true
+        })
         // Even with an old end time (which they never have), running and suspended rows are no candidates.
         yield* insertExecution(sql, { id: "old-running", status: "running", at: old, endedAt: old, key: true })
         yield* insertExecution(sql, { id: "old-suspended", status: "suspended", at: old, endedAt: null })
@@ -149,7 +175,9 @@ const suite = (name: string, url: Effect.Effect<string, never, Scope.Scope>) => 
         expect(counts.executions).toBe(3)
         expect(yield* ids(sql)).toEqual(["old-running", "old-suspended", "recent-completed"])
         for (const gone of ["old-completed", "old-error", "old-cancelled"]) expect(yield* eventCount(sql, gone)).toBe(0)
-        for (const kept of ["old-running", "old-suspended", "recent-completed"]) expect(yield* eventCount(sql, kept)).toBe(3)
+        for (const kept of ["old-running", "old-suspended", "recent-completed"]) {
+          expect(yield* eventCount(sql, kept)).toBe(3)
+        }
         expect(yield* keyOwners(sql)).toEqual(["old-running", "recent-completed"])
         // A second pass finds nothing more.
         expect((yield* retention.pruneNow()).executions).toBe(0)
@@ -162,7 +190,14 @@ const suite = (name: string, url: Effect.Effect<string, never, Scope.Scope>) => 
         const at = (i: number) => new Date(base + i * 1000).toISOString()
         yield* sql.withTransaction(Effect.forEach(
           Array.from({ length: 260 }, (_, i) => i),
-          (i) => insertExecution(sql, { id: `done-${String(i).padStart(3, "0")}`, status: i % 7 === 0 ? "error" : "completed", at: at(i), endedAt: at(i), events: 2 }),
+          (i) =>
+            insertExecution(sql, {
+              id: `done-${String(i).padStart(3, "0")}`,
+              status: i % 7 === 0 ? "error" : "completed",
+              at: at(i),
+              endedAt: at(i),
+              events: 2
+            }),
           { discard: true }
         ))
         for (let i = 0; i < 5; i++) {
@@ -170,7 +205,10 @@ const suite = (name: string, url: Effect.Effect<string, never, Scope.Scope>) => 
           yield* insertExecution(sql, { id: `wait-${i}`, status: "suspended", at: at(i), endedAt: null })
         }
         const batches: Array<number> = []
-        const counted: Prunable = { ...finishedExecutions, remove: (s, batch) => (batches.push(batch.length), finishedExecutions.remove(s, batch)) }
+        const counted: Prunable = {
+          ...finishedExecutions,
+          remove: (s, batch) => (batches.push(batch.length), finishedExecutions.remove(s, batch))
+        }
 
         const deleted = yield* prune(sql, counted, { maxCount: 100, maxAgeMs: 30 * DAY }, { batchSize: 50 })
         expect(deleted).toBe(160)
@@ -200,10 +238,18 @@ const suite = (name: string, url: Effect.Effect<string, never, Scope.Scope>) => 
         yield* insertWorkingMemory(sql, "user", "u-recent", ago(DAY))
         yield* insertWorkingMemory(sql, "conversation", "old", ago(100 * DAY))
 
-        expect(yield* retention.pruneNow()).toEqual({ executions: 0, messages: 5, historyEntries: 2, workingMemory: 2, approvals: 0 })
+        expect(yield* retention.pruneNow()).toEqual({
+          executions: 0,
+          messages: 5,
+          historyEntries: 2,
+          workingMemory: 2,
+          approvals: 0
+        })
         const records = yield* sql<{ key: string }>`SELECT key FROM agent_working_memory`
         expect(records.map((row) => row.key)).toEqual(["u-recent"])
-        const conversations = yield* sql<{ conversation_id: string }>`SELECT DISTINCT conversation_id FROM agent_messages`
+        const conversations = yield* sql<
+          { conversation_id: string }
+        >`SELECT DISTINCT conversation_id FROM agent_messages`
         expect(conversations.map((row) => row.conversation_id)).toEqual(["recent"])
 
         const limit = { maxCount: 3, maxAgeMs: 90 * DAY }
@@ -226,32 +272,42 @@ const suite = (name: string, url: Effect.Effect<string, never, Scope.Scope>) => 
         expect(left.map((row) => row.id)).toEqual(["recent-pending"])
       })))
 
-  it.live(`${name}: the background pass applies the retention by itself`, () =>
-    withRetention(url, (sql) =>
-      Effect.gen(function*() {
-        const old = ago(40 * DAY)
-        yield* insertExecution(sql, { id: "old-completed", status: "completed", at: old, endedAt: old })
-        yield* insertExecution(sql, { id: "old-suspended", status: "suspended", at: old, endedAt: null })
-        yield* insertMessage(sql, "old", ago(100 * DAY))
-        const deadline = Date.now() + 20_000
-        while ((yield* ids(sql)).length > 1 || (yield* count(sql, "agent_messages")) > 0) {
-          if (Date.now() > deadline) throw new Error("the background pass did not prune within 20 s")
-          yield* Effect.sleep("50 millis")
-        }
-        expect(yield* ids(sql)).toEqual(["old-suspended"])
-      }), { every: "100 millis" }), 30_000)
+  it.live(
+    `${name}: the background pass applies the retention by itself`,
+    () =>
+      withRetention(url, (sql) =>
+        Effect.gen(function*() {
+          const old = ago(40 * DAY)
+          yield* insertExecution(sql, { id: "old-completed", status: "completed", at: old, endedAt: old })
+          yield* insertExecution(sql, { id: "old-suspended", status: "suspended", at: old, endedAt: null })
+          yield* insertMessage(sql, "old", ago(100 * DAY))
+          const deadline = Date.now() + 20_000
+          while ((yield* ids(sql)).length > 1 || (yield* count(sql, "agent_messages")) > 0) {
+            if (Date.now() > deadline) throw new Error("the background pass did not prune within 20 s")
+            yield* Effect.sleep("50 millis")
+          }
+          expect(yield* ids(sql)).toEqual(["old-suspended"])
+        }), { every: "100 millis" }),
+    30_000
+  )
 
-  it.live(`${name}: each background pass measures ages from its own time, so a record that ages out after start-up goes too`, () =>
-    withRetention(url, (sql) =>
-      Effect.gen(function*() {
-        // Finished after the service started: only a pass that reads the clock again can find it old.
-        yield* insertExecution(sql, { id: "just-completed", status: "completed", at: ago(0), endedAt: ago(0) })
-        const deadline = Date.now() + 20_000
-        while ((yield* ids(sql)).length > 0) {
-          if (Date.now() > deadline) throw new Error("no background pass pruned the execution within 20 s of its ageing out")
-          yield* Effect.sleep("50 millis")
-        }
-      }), { every: "100 millis", settings: { ...SETTINGS, executions: { maxCount: undefined, maxAgeMs: 1_000 } } }), 30_000)
+  it.live(
+    `${name}: each background pass measures ages from its own time, so a record that ages out after start-up goes too`,
+    () =>
+      withRetention(url, (sql) =>
+        Effect.gen(function*() {
+          // Finished after the service started: only a pass that reads the clock again can find it old.
+          yield* insertExecution(sql, { id: "just-completed", status: "completed", at: ago(0), endedAt: ago(0) })
+          const deadline = Date.now() + 20_000
+          while ((yield* ids(sql)).length > 0) {
+            if (Date.now() > deadline) {
+              throw new Error("no background pass pruned the execution within 20 s of its ageing out")
+            }
+            yield* Effect.sleep("50 millis")
+          }
+        }), { every: "100 millis", settings: { ...SETTINGS, executions: { maxCount: undefined, maxAgeMs: 1_000 } } }),
+    30_000
+  )
 }
 
 describe("retention of executions and conversations", () => {

@@ -25,8 +25,13 @@ const openSocket = (url: string, options: WebSocket.ClientOptions = {}) =>
     socket.once("unexpected-response", (_request, response) => reject(new Error(`refused: ${response.statusCode}`)))
   })
 
-const request = (socket: WebSocket, id: string, tag: string, payload: unknown, headers: ReadonlyArray<[string, string]> = []) =>
-  socket.send(JSON.stringify({ _tag: "Request", id, tag, payload, headers }))
+const request = (
+  socket: WebSocket,
+  id: string,
+  tag: string,
+  payload: unknown,
+  headers: ReadonlyArray<[string, string]> = []
+) => socket.send(JSON.stringify({ _tag: "Request", id, tag, payload, headers }))
 
 const closeCodeOf = (socket: WebSocket, ms = 10_000) =>
   new Promise<number | "open">((resolve) => {
@@ -80,7 +85,9 @@ const announceFrame = (url: string, length: number, ms = 5_000) =>
   })
 
 const SECRET = "a-long-shared-secret-for-the-rpc-bounds-tests"
-const token = await new SignJWT({ sub: "alice" }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h")
+const token = await new SignJWT({ sub: "alice" }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime(
+  "1h"
+)
   .sign(new TextEncoder().encode(SECRET))
 
 describe("/rpc and /ws bounds, open configuration", () => {
@@ -121,7 +128,9 @@ describe("/rpc and /ws bounds, open configuration", () => {
           socket.pause()
           try {
             // Each is answered with a defect of a few hundred bytes: about 25 MB of answers in all.
-            for (let i = 0; i < 40_000; i++) request(socket, String(i + 1), "WorkflowAttach", { workflowId: 1, executionId: "x".repeat(200) })
+            for (let i = 0; i < 40_000; i++) {
+              request(socket, String(i + 1), "WorkflowAttach", { workflowId: 1, executionId: "x".repeat(200) })
+            }
             // Read again once the server has given up on this client (or after a minute, when it never does).
             const deadline = Date.now() + 60_000
             while (!logs.some((line) => line.includes("does not read (1013)")) && Date.now() < deadline) {
@@ -156,13 +165,19 @@ describe("/rpc and /ws bounds, open configuration", () => {
           const received = collectMessages(socket, 30_000)
           try {
             // Live log feeds: each sends its first chunk and then waits for an acknowledgement that never comes.
-            for (let i = 1; i <= MAX_STREAMS_PER_CONNECTION + 3; i++) request(socket, String(i), "LiveLogs", { limit: 1 })
-            const refused = await received.next((m) => m._tag === "Exit" && m.requestId === String(MAX_STREAMS_PER_CONNECTION + 3))
+            for (let i = 1; i <= MAX_STREAMS_PER_CONNECTION + 3; i++) {
+              request(socket, String(i), "LiveLogs", { limit: 1 })
+            }
+            const refused = await received.next((m) =>
+              m._tag === "Exit" && m.requestId === String(MAX_STREAMS_PER_CONNECTION + 3)
+            )
             socket.send(JSON.stringify({ _tag: "Interrupt", requestId: "1" }))
             await received.next((m) => m._tag === "Exit" && m.requestId === "1")
             request(socket, "100", "LiveLogs", { limit: 1 })
             const again = await received.next((m) => (m._tag === "Chunk" || m._tag === "Exit") && m.requestId === "100")
-            const open = new Set(received.messages.filter((m) => m._tag === "Chunk" && m.requestId !== "100").map((m) => m.requestId))
+            const open = new Set(
+              received.messages.filter((m) => m._tag === "Chunk" && m.requestId !== "100").map((m) => m.requestId)
+            )
             return { refused, open: open.size, again: again._tag }
           } finally {
             socket.close()
@@ -192,14 +207,20 @@ describe("/rpc and /ws bounds, open configuration", () => {
           const sockets: Array<WebSocket> = []
           for (let i = 0; i < MAX_CONNECTIONS_PER_CALLER; i++) sockets.push(await openSoon())
           try {
-            const refused = await openSocket(wsUrl(url)).then((socket) => (socket.close(), "accepted"), (error: Error) => error.message)
+            const refused = await openSocket(wsUrl(url)).then(
+              (socket) => (socket.close(), "accepted"),
+              (error: Error) => error.message
+            )
             const closed = closeCodeOf(sockets[0]!)
             sockets[0]!.close()
             await closed
             const deadline = Date.now() + 10_000
             let after = "refused"
             while (after !== "accepted" && Date.now() < deadline) {
-              after = await openSocket(wsUrl(url)).then((socket) => (socket.close(), "accepted"), (error: Error) => error.message)
+              after = await openSocket(wsUrl(url)).then(
+                (socket) => (socket.close(), "accepted"),
+                (error: Error) => error.message
+              )
             }
             return { refused, after }
           } finally {
@@ -223,7 +244,10 @@ describe("/rpc and /ws under JWT: an unauthenticated socket gets a small message
         )
         expect(anonymous).toEqual([1009, 1009])
         const withToken = yield* Effect.promise(() =>
-          Promise.all([announceFrame(wsUrl(url, `/rpc?token=${token}`), length, 1_000), announceFrame(wsUrl(url, `/ws?token=${token}`), length, 1_000)])
+          Promise.all([
+            announceFrame(wsUrl(url, `/rpc?token=${token}`), length, 1_000),
+            announceFrame(wsUrl(url, `/ws?token=${token}`), length, 1_000)
+          ])
         )
         expect(withToken).toEqual(["waiting", "waiting"])
         // The handshake's token authorises the calls too: an execution route needs one.
@@ -231,7 +255,11 @@ describe("/rpc and /ws under JWT: an unauthenticated socket gets a small message
           const socket = await openSocket(wsUrl(url, `/rpc?token=${token}`))
           const received = collectMessages(socket)
           try {
-            request(socket, "1", "WorkflowStream", { workflowId: "approval", input: { amount: 1 }, pad: "p".repeat(length) })
+            request(socket, "1", "WorkflowStream", {
+              workflowId: "approval",
+              input: { amount: 1 },
+              pad: "p".repeat(length)
+            })
             return await received.next((m) => (m._tag === "Chunk" || m._tag === "Exit") && m.requestId === "1")
           } finally {
             socket.close()
@@ -263,8 +291,14 @@ const refusesLikeHttp = (it: Vitest.MethodsNonLive<TestServer, true>) => {
       const { url } = yield* TestServer
       const cases: ReadonlyArray<[string, RegExp]> = [
         [`{"workflowId":"slow","input":{"ms":1e400}}`, /input\.ms: must be a finite number/],
-        [`{"workflowId":"approval","input":{"amount":1},"options":{"userId":"a\\u0000b"}}`, /options\.userId: must not contain NUL/],
-        [`{"workflowId":"approval","input":{"amount":1},"options":{"conversationId":"a\\u0000"}}`, /options\.conversationId: must not contain NUL/],
+        [
+          `{"workflowId":"approval","input":{"amount":1},"options":{"userId":"a\\u0000b"}}`,
+          /options\.userId: must not contain NUL/
+        ],
+        [
+          `{"workflowId":"approval","input":{"amount":1},"options":{"conversationId":"a\\u0000"}}`,
+          /options\.conversationId: must not contain NUL/
+        ],
         [`{"workflowId":"approval","input":${"[".repeat(5000)}${"]".repeat(5000)}}`, /nested deeper than 64 levels/]
       ]
       for (const [payload, message] of cases) {

@@ -8,8 +8,8 @@ import WebSocket from "ws"
 import * as Errors from "../src/core/errors.js"
 import { RPC_PATH, ServiceRpcs, type WorkflowUpdate } from "../src/rpc/RpcContract.js"
 import { AgentTestServerLive, FakeProvider } from "./support/fakeProvider.js"
-import { collectMessages } from "./support/sockets.js"
 import { freePort, killed, spawnMain, waitForHttp } from "./support/process.js"
+import { collectMessages } from "./support/sockets.js"
 import { fetchJson, json, tempDir, TestServer, TestServerLive } from "./support/TestServer.js"
 
 /**
@@ -20,16 +20,19 @@ import { fetchJson, json, tempDir, TestServer, TestServerLive } from "./support/
 const rpcClientAt = (url: string) =>
   Effect.gen(function*() {
     // Built in the test's scope: the socket stays open for as long as the client is used.
-    const protocol = yield* Layer.build(RpcClient.layerProtocolSocket({ retryTransientErrors: false }).pipe(
-      Layer.provide(NodeSocket.layerWebSocket(`${url.replace(/^http/, "ws")}${RPC_PATH}`)),
-      Layer.provide(RpcSerialization.layerJson)
-    ))
+    const protocol = yield* Layer.build(
+      RpcClient.layerProtocolSocket({ retryTransientErrors: false }).pipe(
+        Layer.provide(NodeSocket.layerWebSocket(`${url.replace(/^http/, "ws")}${RPC_PATH}`)),
+        Layer.provide(RpcSerialization.layerJson)
+      )
+    )
     return yield* Effect.provide(RpcClient.make(ServiceRpcs), protocol)
   })
 
 const rpcClient = Effect.flatMap(TestServer, ({ url }) => rpcClientAt(url))
 
-const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(Stream.runCollect(stream), Chunk.toReadonlyArray)
+const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) =>
+  Effect.map(Stream.runCollect(stream), Chunk.toReadonlyArray)
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 
@@ -53,7 +56,9 @@ describe("RPC at /rpc, open configuration", () => {
         const fake = yield* FakeProvider
         fake.reset()
         const client = yield* rpcClient
-        const firstWords = yield* collect(Stream.take(client.AgentStream({ agentId: "assistant", input: "answer slowly please" }), 2))
+        const firstWords = yield* collect(
+          Stream.take(client.AgentStream({ agentId: "assistant", input: "answer slowly please" }), 2)
+        )
         expect(firstWords.map((event) => event.type)).toEqual(["text-delta", "text-delta"])
         // The fake counts a request whose client left before the last word (it answers a word every 200 ms).
         yield* Effect.sync(() => fake.closedEarly()).pipe(
@@ -70,7 +75,11 @@ describe("RPC at /rpc, open configuration", () => {
         expect(types[0]).toBe("workflow-start")
         expect(types).toContain("workflow-suspended")
         const result = updates.at(-1)!.event
-        expect(result).toMatchObject({ type: "workflow-result", status: "suspended", suspension: { reason: "manager approval required" } })
+        expect(result).toMatchObject({
+          type: "workflow-result",
+          status: "suspended",
+          suspension: { reason: "manager approval required" }
+        })
         expect(updates.map((update) => update.seq)).toEqual(updates.map((_, i) => updates[0].seq + i))
 
         const executionId = result.executionId
@@ -79,9 +88,13 @@ describe("RPC at /rpc, open configuration", () => {
         expect(attached.map((update) => update.seq)).toEqual(updates.slice(2).map((update) => update.seq))
         expect(attached.map((update) => update.event)).toEqual(updates.slice(2).map((update) => update.event))
 
-        const missing = yield* Effect.flip(collect(client.WorkflowAttach({ workflowId: "approval", executionId: "no-such-execution" })))
+        const missing = yield* Effect.flip(
+          collect(client.WorkflowAttach({ workflowId: "approval", executionId: "no-such-execution" }))
+        )
         expect(missing).toBeInstanceOf(Errors.NotFound)
-        const invalid = yield* Effect.flip(collect(client.WorkflowStream({ workflowId: "approval", input: { amount: "lots" } })))
+        const invalid = yield* Effect.flip(
+          collect(client.WorkflowStream({ workflowId: "approval", input: { amount: "lots" } }))
+        )
         expect(invalid).toBeInstanceOf(Errors.ValidationError)
         // A callback is checked as over HTTP (no callbacks by default): refused before anything is stored.
         const hooked = yield* Effect.flip(collect(client.WorkflowStream({
@@ -91,7 +104,9 @@ describe("RPC at /rpc, open configuration", () => {
         })))
         expect(hooked).toBeInstanceOf(Errors.BadRequest)
         expect(hooked.message).toContain("webhooks.allowedHosts")
-        const stored = yield* Effect.flip(collect(client.WorkflowAttach({ workflowId: "approval", executionId: "rpc-hooked" })))
+        const stored = yield* Effect.flip(
+          collect(client.WorkflowAttach({ workflowId: "approval", executionId: "rpc-hooked" }))
+        )
         expect(stored).toBeInstanceOf(Errors.NotFound)
       }))
 
@@ -105,11 +120,15 @@ describe("RPC at /rpc, open configuration", () => {
         const started = yield* collect(client.WorkflowStream({ workflowId: "approval", input: { amount: 1 } }))
         const executionId = started.at(-1)!.event.executionId
         const line = yield* pull.pipe(
-          Effect.map(Chunk.findFirst((message) => message.type === "update" && message.logs.some((entry) => entry.executionId === executionId))),
+          Effect.map(Chunk.findFirst((message) =>
+            message.type === "update" && message.logs.some((entry) => entry.executionId === executionId)
+          )),
           Effect.repeat({ until: Option.isSome }),
           Effect.timeout("60 seconds")
         )
-        const entry = Option.getOrThrow(line).logs.find((entry) => entry.executionId === executionId)!
+        const entry = Option.getOrThrow(line).logs.find((entry) =>
+          entry.executionId === executionId
+        )!
         expect(entry).toMatchObject({ message: "workflow started", workflowId: "approval", level: "info" })
       }))
 
@@ -153,7 +172,9 @@ describe("RPC at /rpc, open configuration", () => {
       Effect.gen(function*() {
         const { url } = yield* TestServer
         const answers = yield* Effect.promise(async () => {
-          const socket = new WebSocket(`${url.replace(/^http/, "ws")}/rpc`, { headers: { origin: "http://evil.example" } })
+          const socket = new WebSocket(`${url.replace(/^http/, "ws")}/rpc`, {
+            headers: { origin: "http://evil.example" }
+          })
           const received = collectMessages(socket, 60_000)
           await new Promise((open) => socket.once("open", open))
           const exitOf = (id: string, headers: ReadonlyArray<[string, string]>) => {
@@ -168,7 +189,10 @@ describe("RPC at /rpc, open configuration", () => {
           }
         })
         for (const answer of answers) {
-          expect(answer).toMatchObject({ _tag: "Exit", exit: { cause: { _tag: "Fail", error: { _tag: "Forbidden" } } } })
+          expect(answer).toMatchObject({
+            _tag: "Exit",
+            exit: { cause: { _tag: "Fail", error: { _tag: "Forbidden" } } }
+          })
         }
       }))
 
@@ -220,11 +244,15 @@ describe("RPC at /rpc under JWT", () => {
         expect(forged).toBeInstanceOf(Errors.Unauthorized)
         expect(forged.message).toMatch(/^Invalid token/)
 
-        const alices: ReadonlyArray<WorkflowUpdate> = yield* collect(start).pipe(RpcClient.withHeaders(bearer(tokens.alice)))
+        const alices: ReadonlyArray<WorkflowUpdate> = yield* collect(start).pipe(
+          RpcClient.withHeaders(bearer(tokens.alice))
+        )
         const executionId = alices.at(-1)!.event.executionId
         const attach = collect(client.WorkflowAttach({ workflowId: "approval", executionId }))
         expect((yield* attach.pipe(RpcClient.withHeaders(bearer(tokens.alice)))).length).toBe(alices.length)
-        expect(yield* Effect.flip(attach.pipe(RpcClient.withHeaders(bearer(tokens.bob))))).toBeInstanceOf(Errors.NotFound)
+        expect(yield* Effect.flip(attach.pipe(RpcClient.withHeaders(bearer(tokens.bob))))).toBeInstanceOf(
+          Errors.NotFound
+        )
         // Anonymous (allowed on this management route without defaultPrivate) sees only anonymous executions.
         expect(yield* Effect.flip(attach)).toBeInstanceOf(Errors.NotFound)
       }))
@@ -241,7 +269,9 @@ describe("RPC at /rpc in production", () => {
         const firstOf = (stream: typeof logs) => collect(Stream.take(stream, 1))
         const logs = client.LiveLogs({})
         expect(yield* Effect.flip(firstOf(logs))).toBeInstanceOf(Errors.Unauthorized)
-        const wrong = yield* Effect.flip(firstOf(logs).pipe(RpcClient.withHeaders({ "x-console-access-key": "not-it" })))
+        const wrong = yield* Effect.flip(
+          firstOf(logs).pipe(RpcClient.withHeaders({ "x-console-access-key": "not-it" }))
+        )
         expect(wrong).toMatchObject({ _tag: "Unauthorized", message: "Invalid console access key" })
         const [initial] = yield* firstOf(logs).pipe(RpcClient.withHeaders({ "x-console-access-key": consoleKey }))
         expect(initial.type).toBe("initial")
@@ -255,7 +285,9 @@ describe("RPC at /rpc on the built server", () => {
       const dir = yield* tempDir
       const port = yield* Effect.promise(() => freePort())
       const server = yield* Effect.acquireRelease(
-        Effect.sync(() => spawnMain(["--port", String(port)], { env: { DATABASE_URL: `file:${join(dir, "rpc.db")}` } })),
+        Effect.sync(() =>
+          spawnMain(["--port", String(port)], { env: { DATABASE_URL: `file:${join(dir, "rpc.db")}` } })
+        ),
         (spawned) => Effect.sync(() => killed(spawned))
       )
       yield* Effect.promise(() => waitForHttp(port))

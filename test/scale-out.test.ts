@@ -39,7 +39,10 @@ const runSlow = async (c: Cluster, on: Instance, id: string, ms: number) => {
 }
 
 /** Reads an SSE response, noting when each frame arrived. */
-const readFrames = async (response: Response, onFrame: (frame: { id: string | undefined; data: any; at: number }) => void) => {
+const readFrames = async (
+  response: Response,
+  onFrame: (frame: { id: string | undefined; data: any; at: number }) => void
+) => {
   const parser = Sse.makeParser((event) => {
     if (event._tag === "Event") onFrame({ id: event.id, data: JSON.parse(event.data), at: Date.now() })
   })
@@ -56,27 +59,46 @@ describe.skipIf(!postgresAvailable)("several instances on one Postgres", () => {
     const before = await rowOf(c, "killed-owner")
     await c.kill(a)
     const killedAt = Date.now()
-    await until(async () => (await rowOf(c, "killed-owner")).owner === "b", 5_000, "claimed by b within 5 s of the kill")
+    await until(
+      async () => (await rowOf(c, "killed-owner")).owner === "b",
+      5_000,
+      "claimed by b within 5 s of the kill"
+    )
     const claimedMs = Date.now() - killedAt
-    const done = await until(async () => {
-      const s = await state(c, b, "slow", "killed-owner")
-      return s.status === "completed" && s
-    }, 10_000, "completed on b")
+    const done = await until(
+      async () => {
+        const s = await state(c, b, "slow", "killed-owner")
+        return s.status === "completed" && s
+      },
+      10_000,
+      "completed on b"
+    )
     expect(done.result).toEqual({ waitedMs: 1500 })
     expect((await rowOf(c, "killed-owner")).version).toBe(before.version + 1)
     // The step that was running when its owner died ran again on the new owner.
     expect(await eventTypes(c, "killed-owner")).toEqual([
-      "workflow-start", "step-start", "step-start", "step-complete", "workflow-complete"
+      "workflow-start",
+      "step-start",
+      "step-start",
+      "step-complete",
+      "workflow-complete"
     ])
-    console.log(`failover after SIGKILL: claimed ${claimedMs} ms after the kill, completed ${Date.now() - killedAt} ms after it`)
+    console.log(
+      `failover after SIGKILL: claimed ${claimedMs} ms after the kill, completed ${Date.now() - killedAt} ms after it`
+    )
   })
 
   it("SIGSTOP of the owner past its lease, then SIGCONT: another instance takes over and the old owner writes nothing more", async () => {
-    const c = (cluster = await createCluster({ ids: ["a", "b"], env: { WORKFLOW_LEASE_SECONDS: "2", LOG_LEVEL: "info" } }))
+    const c =
+      (cluster = await createCluster({ ids: ["a", "b"], env: { WORKFLOW_LEASE_SECONDS: "2", LOG_LEVEL: "info" } }))
     const [a, b] = await c.startAll()
     await runSlow(c, a, "paused-owner", 4000)
     await c.stop(a)
-    await until(async () => (await rowOf(c, "paused-owner")).owner === "b", 15_000, "claimed by b once a's lease ran out")
+    await until(
+      async () => (await rowOf(c, "paused-owner")).owner === "b",
+      15_000,
+      "claimed by b once a's lease ran out"
+    )
     // a's step timer is overdue when it wakes: its write would land at once if it were not refused.
     await c.resume(a)
     const wokeAt = Date.now()
@@ -84,9 +106,17 @@ describe.skipIf(!postgresAvailable)("several instances on one Postgres", () => {
       expect(await rowOf(c, "paused-owner")).toMatchObject({ status: "running", owner: "b" })
       await sleep(50)
     }
-    await until(async () => (await state(c, b, "slow", "paused-owner")).status === "completed", 15_000, "completed by b")
+    await until(
+      async () => (await state(c, b, "slow", "paused-owner")).status === "completed",
+      15_000,
+      "completed by b"
+    )
     expect(await eventTypes(c, "paused-owner")).toEqual([
-      "workflow-start", "step-start", "step-start", "step-complete", "workflow-complete"
+      "workflow-start",
+      "step-start",
+      "step-start",
+      "step-complete",
+      "workflow-complete"
     ])
     await until(() => a.process.stdout().includes("taken elsewhere"), 5_000, "a stopped its fiber")
     await until(() => isReady(a.url), 10_000, "a serves again")
@@ -102,10 +132,14 @@ describe.skipIf(!postgresAvailable)("several instances on one Postgres", () => {
       // Orphaned: no owner, a new epoch (a's fiber is fenced off), and every instance told at the same moment.
       await c.query(`UPDATE workflow_executions SET owner = NULL, version = version + 1 WHERE id = '${id}'`)
       await c.query(`SELECT pg_notify('workflow_executions', 'ghost released ${id}')`)
-      const claimed = await until(async () => {
-        const row = await rowOf(c, id)
-        return row.owner !== null && row
-      }, 10_000, `${id} claimed`)
+      const claimed = await until(
+        async () => {
+          const row = await rowOf(c, id)
+          return row.owner !== null && row
+        },
+        10_000,
+        `${id} claimed`
+      )
       winners[claimed.owner!] = (winners[claimed.owner!] ?? 0) + 1
       await sleep(100)
       // One claim moves the epoch once and runs the step once more; a second would move it again.
@@ -144,7 +178,10 @@ describe.skipIf(!postgresAvailable)("several instances on one Postgres", () => {
   })
 
   it("cancel and suspend on B of executions running on A take effect on A within 1 s; resume on B runs it", async () => {
-    const c = (cluster = await createCluster({ ids: ["a", "b"], envOf: (id): Record<string, string> => (id === "a" ? { LOG_LEVEL: "info" } : {}) }))
+    const c = (cluster = await createCluster({
+      ids: ["a", "b"],
+      envOf: (id): Record<string, string> => (id === "a" ? { LOG_LEVEL: "info" } : {})
+    }))
     const [a, b] = await c.startAll()
     await runSlow(c, a, "cancel-me", 20_000)
     const cancelled = await c.post(b, "/workflows/slow/executions/cancel-me/cancel", { reason: "from b" })
@@ -152,7 +189,8 @@ describe.skipIf(!postgresAvailable)("several instances on one Postgres", () => {
     expect(cancelled.body.data.status).toBe("cancelled")
     expect((await rowOf(c, "cancel-me")).status).toBe("cancelled")
     // The log line (logfmt: the output is a pipe), its annotations on it.
-    const stoppedOnA = (id: string) => () => new RegExp(`taken elsewhere.* executionId=${id}\\b`).test(a.process.stdout())
+    const stoppedOnA = (id: string) => () =>
+      new RegExp(`taken elsewhere.* executionId=${id}\\b`).test(a.process.stdout())
     await until(stoppedOnA("cancel-me"), 1_000, "a stopped the cancelled execution within 1 s")
 
     await runSlow(c, a, "suspend-me", 20_000)
@@ -174,11 +212,18 @@ describe.skipIf(!postgresAvailable)("several instances on one Postgres", () => {
     for (let i = 0; i < 5; i++) {
       const id = `followed-${i}`
       await runSlow(c, a, id, 500)
-      const response = await fetch(`${b.url}/workflows/slow/executions/${id}/stream`, { headers: { "last-event-id": "1" } })
+      const response = await fetch(`${b.url}/workflows/slow/executions/${id}/stream`, {
+        headers: { "last-event-id": "1" }
+      })
       expect(response.status).toBe(200)
       const frames: Array<{ id: string | undefined; data: any; at: number }> = []
       await readFrames(response, (frame) => frames.push(frame))
-      expect(frames.map((frame) => frame.data.type)).toEqual(["step-start", "step-complete", "workflow-complete", "workflow-result"])
+      expect(frames.map((frame) => frame.data.type)).toEqual([
+        "step-start",
+        "step-complete",
+        "workflow-complete",
+        "workflow-result"
+      ])
       expect(frames.slice(0, 3).map((frame) => Number(frame.id))).toEqual([2, 3, 4])
       // Live ones: stored by a after b's stream began (same machine, so one clock).
       for (const frame of frames.slice(1, 3)) delays.push(frame.at - Date.parse(frame.data.timestamp))
@@ -203,7 +248,10 @@ describe.skipIf(!postgresAvailable)("several instances on one Postgres", () => {
   })
 
   it("SIGTERM hands over: a step that finishes within the grace completes there; one that does not is released and another instance continues at once", async () => {
-    const c = (cluster = await createCluster({ ids: ["a", "b"], envOf: (id): Record<string, string> => (id === "a" ? { SHUTDOWN_GRACE_SECONDS: "1" } : {}) }))
+    const c = (cluster = await createCluster({
+      ids: ["a", "b"],
+      envOf: (id): Record<string, string> => (id === "a" ? { SHUTDOWN_GRACE_SECONDS: "1" } : {})
+    }))
     const [a, b] = await c.startAll()
     await runSlow(c, a, "short-step", 300)
     await runSlow(c, a, "long-step", 4000)

@@ -25,7 +25,9 @@ describe("schedule cron bounds", () => {
     ] as const
     for (const [cron, dates] of refused) {
       expect(parseCron(cron, ZONE, MINUTE, NOW)).toEqual(
-        Either.left(`cron "${cron}" never fires: its day-of-month and month only make dates that do not exist (${dates})`)
+        Either.left(
+          `cron "${cron}" never fires: its day-of-month and month only make dates that do not exist (${dates})`
+        )
       )
     }
     // Dates that exist, in some years or some months, and a weekday that fires on its own (either field).
@@ -41,14 +43,27 @@ describe("schedule cron bounds", () => {
     expect(Either.isRight(parsed)).toBe(true)
     expect(new Date(nextFire(Either.getOrThrow(parsed), NOW)).toISOString()).toBe("2032-02-28T23:00:00.000Z")
     expect(parseCron(rare, ZONE, MINUTE, Date.parse("2033-03-01T00:00:00Z"))).toEqual(
-      Either.left(`cron "${rare}" does not fire within 8 years, the horizon a schedule's next fire time is looked for in`)
+      Either.left(
+        `cron "${rare}" does not fire within 8 years, the horizon a schedule's next fire time is looked for in`
+      )
     )
     // Beyond Cron.next's own 10,000 steps (it throws), found by the calendar: 2060.
-    expect(new Date(nextFire(Either.getOrThrow(parsed), Date.parse("2033-03-01T00:00:00Z"))).toISOString()).toBe("2060-02-28T23:00:00.000Z")
+    expect(new Date(nextFire(Either.getOrThrow(parsed), Date.parse("2033-03-01T00:00:00Z"))).toISOString()).toBe(
+      "2060-02-28T23:00:00.000Z"
+    )
   })
 
   it("the next fire time is Cron.next's, from any time, in zones with DST and half-hour shifts", () => {
-    const crons = ["0 3 * * *", "30 2 * * *", "0 0 13 * 5", "0 0 29 2 *", "15 1 1,15 3,10 *", "0 12 */2 * 1", "0 0 31 * *", "59 23 28-31 2 *"]
+    const crons = [
+      "0 3 * * *",
+      "30 2 * * *",
+      "0 0 13 * 5",
+      "0 0 29 2 *",
+      "15 1 1,15 3,10 *",
+      "0 12 */2 * 1",
+      "0 0 31 * *",
+      "59 23 28-31 2 *"
+    ]
     const zones = [undefined, "UTC", ZONE, "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata"]
     let compared = 0
     let seed = 42
@@ -70,7 +85,17 @@ describe("schedule cron bounds", () => {
   // Timed (the issue asks for it): the validation's own CPU time on this thread, so that other processes
   // on a shared machine do not count; wall time is printed beside it.
   it("a schedule's cron validation with a time zone: p99 <= 20 ms over many creates, the never-firing ones included", () => {
-    const crons = ["0 3 * * *", "*/5 * * * *", "0 0 13 * 5", "0 0 29 2 *", "0 0 1 1 *", "0 0 31 2 *", "0 0 30 2 *", "0 0 31 4 *", "0 0 29 2 */7"]
+    const crons = [
+      "0 3 * * *",
+      "*/5 * * * *",
+      "0 0 13 * 5",
+      "0 0 29 2 *",
+      "0 0 1 1 *",
+      "0 0 31 2 *",
+      "0 0 30 2 *",
+      "0 0 31 4 *",
+      "0 0 29 2 */7"
+    ]
     // Warm up (the first conversion through a zone builds its formatter).
     for (const cron of crons) parseCron(cron, ZONE, MINUTE)
     const times: Array<number> = []
@@ -91,7 +116,11 @@ describe("schedule cron bounds", () => {
     const p99Of = (samples: Array<number>) => samples.sort((a, b) => a - b)[Math.floor(samples.length * 0.99)]
     const p99 = p99Of(times)
     const mean = neverFiring.reduce((sum, ms) => sum + ms, 0) / neverFiring.length
-    console.log(`[figures] cron validation with ${ZONE}: p99 ${p99.toFixed(2)} ms CPU (${p99Of(walls).toFixed(2)} ms wall) over ${times.length}; "0 0 31 2 *" mean ${mean.toFixed(3)} ms CPU`)
+    console.log(
+      `[figures] cron validation with ${ZONE}: p99 ${p99.toFixed(2)} ms CPU (${
+        p99Of(walls).toFixed(2)
+      } ms wall) over ${times.length}; "0 0 31 2 *" mean ${mean.toFixed(3)} ms CPU`
+    )
     expect(p99).toBeLessThanOrEqual(20)
   })
 })

@@ -21,9 +21,15 @@ const cronOf = (expr: string, tz?: string) => Either.getOrThrow(parseCron(expr, 
 
 describe("schedule cron", () => {
   it("refuses a bad cron, an unknown time zone, a seconds field, and a cron faster than the minimum interval, naming it", () => {
-    expect(parseCron("61 * * * *", undefined, MINUTE)).toEqual(Either.left(expect.stringContaining(`cron "61 * * * *" is invalid`)))
-    expect(parseCron("* * * * *", "Mars/Olympus", MINUTE)).toEqual(Either.left(`timezone "Mars/Olympus" is not a known IANA time zone`))
-    expect(parseCron("*/5 * * * * *", undefined, MINUTE)).toEqual(Either.left(expect.stringContaining("must have 5 fields")))
+    expect(parseCron("61 * * * *", undefined, MINUTE)).toEqual(
+      Either.left(expect.stringContaining(`cron "61 * * * *" is invalid`))
+    )
+    expect(parseCron("* * * * *", "Mars/Olympus", MINUTE)).toEqual(
+      Either.left(`timezone "Mars/Olympus" is not a known IANA time zone`)
+    )
+    expect(parseCron("*/5 * * * * *", undefined, MINUTE)).toEqual(
+      Either.left(expect.stringContaining("must have 5 fields"))
+    )
     expect(parseCron("* * *", undefined, MINUTE)).toEqual(Either.left(expect.stringContaining("it has 3")))
     // A seconds field only under a lowered minimum interval (the test setting), and never faster than it.
     expect(Either.isRight(parseCron("*/2 * * * * *", undefined, 1000))).toBe(true)
@@ -93,99 +99,145 @@ const BOUND_TRIALS = 100
 
 for (const backend of backends) {
   describe.skipIf(backend.skip)(`schedule firing on ${backend.name}`, () => {
-    it.scoped(`two instances fire the same due time: exactly one execution, exactly one winner (${TRIALS} trials)`, () =>
-      Effect.gen(function*() {
-        const url = yield* backend.url
-        const a = yield* instanceOn(url)
-        const b = yield* instanceOn(url)
-        for (let trial = 0; trial < TRIALS; trial++) {
-          const id = `race-${trial}`
-          const due = new Date(Date.parse("2026-01-01T00:00:00Z") + trial * MINUTE).toISOString()
-          const next = new Date(Date.parse(due) + MINUTE).toISOString()
-          expect(yield* a.store.insert(scheduleRow(id, due), TRIALS)).toBe("inserted")
-          // The instances may not agree on the time fired for (catchUp "latest" reads each one's clock):
-          // the conditional UPDATE of the due time, not the execution's id, makes the firing one.
-          const fireOn = (store: ScheduleStore["Type"], owner: string, at: string) => {
-            const executionId = firedExecutionId(id, at)
-            return store.fire({ id, due, next, at }, testExecution(executionId, { owner }), [testEvent(executionId, "workflow-start")])
+    it.scoped(
+      `two instances fire the same due time: exactly one execution, exactly one winner (${TRIALS} trials)`,
+      () =>
+        Effect.gen(function*() {
+          const url = yield* backend.url
+          const a = yield* instanceOn(url)
+          const b = yield* instanceOn(url)
+          for (let trial = 0; trial < TRIALS; trial++) {
+            const id = `race-${trial}`
+            const due = new Date(Date.parse("2026-01-01T00:00:00Z") + trial * MINUTE).toISOString()
+            const next = new Date(Date.parse(due) + MINUTE).toISOString()
+            expect(yield* a.store.insert(scheduleRow(id, due), TRIALS)).toBe("inserted")
+            // The instances may not agree on the time fired for (catchUp "latest" reads each one's clock):
+            // the conditional UPDATE of the due time, not the execution's id, makes the firing one.
+            const fireOn = (store: ScheduleStore["Type"], owner: string, at: string) => {
+              const executionId = firedExecutionId(id, at)
+              return store.fire({ id, due, next, at }, testExecution(executionId, { owner }), [
+                testEvent(executionId, "workflow-start")
+              ])
+            }
+            const later = new Date(Date.parse(due) + 1).toISOString()
+            const [x, y] = yield* Effect.all([fireOn(a.store, "a", due), fireOn(b.store, "b", later)], {
+              concurrency: 2
+            })
+            expect([x, y].filter(Option.isSome)).toHaveLength(1)
+            const executionId = firedExecutionId(id, Option.isSome(x) ? due : later)
+            const rows = yield* a.sql<
+              { id: string }
+            >`SELECT id FROM workflow_executions WHERE id LIKE ${`sched:${id}:%`}`
+            expect(rows.map((row) => row.id)).toEqual([executionId])
+            const events = yield* a.sql<
+              { n: number | string }
+            >`SELECT COUNT(*) AS n FROM workflow_events WHERE execution_id = ${executionId}`
+            expect(Number(events[0].n)).toBe(1)
+            const schedule = Option.getOrThrow(yield* a.store.get(id))
+            expect(schedule).toMatchObject({ nextFireAt: next, lastExecutionId: executionId })
           }
-          const later = new Date(Date.parse(due) + 1).toISOString()
-          const [x, y] = yield* Effect.all([fireOn(a.store, "a", due), fireOn(b.store, "b", later)], { concurrency: 2 })
-          expect([x, y].filter(Option.isSome)).toHaveLength(1)
-          const executionId = firedExecutionId(id, Option.isSome(x) ? due : later)
-          const rows = yield* a.sql<{ id: string }>`SELECT id FROM workflow_executions WHERE id LIKE ${`sched:${id}:%`}`
-          expect(rows.map((row) => row.id)).toEqual([executionId])
-          const events = yield* a.sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM workflow_events WHERE execution_id = ${executionId}`
-          expect(Number(events[0].n)).toBe(1)
-          const schedule = Option.getOrThrow(yield* a.store.get(id))
-          expect(schedule).toMatchObject({ nextFireAt: next, lastExecutionId: executionId })
-        }
-      }), 120_000)
+        }),
+      120_000
+    )
 
-    it.scoped(`a firing raced by a pause: either it fired before the pause, or nothing fired (${TRIALS} trials)`, () =>
-      Effect.gen(function*() {
-        const url = yield* backend.url
-        const a = yield* instanceOn(url)
-        const b = yield* instanceOn(url)
-        let fired = 0
-        for (let trial = 0; trial < TRIALS; trial++) {
-          const id = `pause-${trial}`
-          const due = "2026-01-01T00:00:00.000Z"
-          const next = "2026-01-01T00:01:00.000Z"
-          yield* a.store.insert(scheduleRow(id, due), TRIALS)
-          const executionId = firedExecutionId(id, due)
-          const [shot, paused] = yield* Effect.all([
-            a.store.fire({ id, due, next, at: due }, testExecution(executionId, { owner: "a" }), [testEvent(executionId, "workflow-start")]),
-            b.store.setPaused(id, true, due)
-          ], { concurrency: 2 })
-          expect(Option.isSome(paused)).toBe(true)
-          // The pause came first (its row still due at `due`): then nothing fired.
-          if (Option.getOrThrow(paused).nextFireAt === due) expect(Option.isNone(shot)).toBe(true)
-          const rows = yield* a.sql<{ id: string }>`SELECT id FROM workflow_executions WHERE id = ${executionId}`
-          expect(rows.length).toBe(Option.isSome(shot) ? 1 : 0)
-          const schedule = Option.getOrThrow(yield* a.store.get(id))
-          expect(schedule.paused).toBe(true)
-          expect(schedule.nextFireAt).toBe(Option.isSome(shot) ? next : due)
-          if (Option.isSome(shot)) fired++
-        }
-        yield* Effect.logInfo(`fired before the pause in ${fired} of ${TRIALS} trials`)
-      }), 120_000)
+    it.scoped(
+      `a firing raced by a pause: either it fired before the pause, or nothing fired (${TRIALS} trials)`,
+      () =>
+        Effect.gen(function*() {
+          const url = yield* backend.url
+          const a = yield* instanceOn(url)
+          const b = yield* instanceOn(url)
+          let fired = 0
+          for (let trial = 0; trial < TRIALS; trial++) {
+            const id = `pause-${trial}`
+            const due = "2026-01-01T00:00:00.000Z"
+            const next = "2026-01-01T00:01:00.000Z"
+            yield* a.store.insert(scheduleRow(id, due), TRIALS)
+            const executionId = firedExecutionId(id, due)
+            const [shot, paused] = yield* Effect.all([
+              a.store.fire({ id, due, next, at: due }, testExecution(executionId, { owner: "a" }), [
+                testEvent(executionId, "workflow-start")
+              ]),
+              b.store.setPaused(id, true, due)
+            ], { concurrency: 2 })
+            expect(Option.isSome(paused)).toBe(true)
+            // The pause came first (its row still due at `due`): then nothing fired.
+            if (Option.getOrThrow(paused).nextFireAt === due) expect(Option.isNone(shot)).toBe(true)
+            const rows = yield* a.sql<{ id: string }>`SELECT id FROM workflow_executions WHERE id = ${executionId}`
+            expect(rows.length).toBe(Option.isSome(shot) ? 1 : 0)
+            const schedule = Option.getOrThrow(yield* a.store.get(id))
+            expect(schedule.paused).toBe(true)
+            expect(schedule.nextFireAt).toBe(Option.isSome(shot) ? next : due)
+            if (Option.isSome(shot)) fired++
+          }
+          yield* Effect.logInfo(`fired before the pause in ${fired} of ${TRIALS} trials`)
+        }),
+      120_000
+    )
 
-    it.scoped(`the per-owner bound holds under inserts raced by two instances (${BOUND_TRIALS} trials)`, () =>
-      Effect.gen(function*() {
-        const url = yield* backend.url
-        const a = yield* instanceOn(url)
-        const b = yield* instanceOn(url)
-        for (let trial = 0; trial < BOUND_TRIALS; trial++) {
-          const owner = `owner-${trial}`
-          const row = (name: string) => ({ ...scheduleRow(`${owner}-${name}`, "2026-01-01T00:00:00.000Z"), ownerKey: owner })
-          expect(yield* a.store.insert(row("first"), 3)).toBe("inserted")
-          // Six more race for the two places left; a taken name stays "taken", never "full".
-          const outcomes = yield* Effect.all(
-            Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? a : b).store.insert(row(`racer-${i}`), 3)),
-            { concurrency: "unbounded" }
-          )
-          expect(outcomes.filter((outcome) => outcome === "inserted")).toHaveLength(2)
-          expect(outcomes.filter((outcome) => outcome === "full")).toHaveLength(4)
-          const owned = yield* a.sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM workflow_schedules WHERE owner_key = ${owner}`
-          expect(Number(owned[0].n)).toBe(3)
-          expect(yield* b.store.insert(row("first"), 3)).toBe("taken")
-        }
-      }), 120_000)
+    it.scoped(
+      `the per-owner bound holds under inserts raced by two instances (${BOUND_TRIALS} trials)`,
+      () =>
+        Effect.gen(function*() {
+          const url = yield* backend.url
+          const a = yield* instanceOn(url)
+          const b = yield* instanceOn(url)
+          for (let trial = 0; trial < BOUND_TRIALS; trial++) {
+            const owner = `owner-${trial}`
+            const row = (name: string) => ({
+              ...scheduleRow(`${owner}-${name}`, "2026-01-01T00:00:00.000Z"),
+              ownerKey: owner
+            })
+            expect(yield* a.store.insert(row("first"), 3)).toBe("inserted")
+            // Six more race for the two places left; a taken name stays "taken", never "full".
+            const outcomes = yield* Effect.all(
+              Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? a : b).store.insert(row(`racer-${i}`), 3)),
+              { concurrency: "unbounded" }
+            )
+            expect(outcomes.filter((outcome) => outcome === "inserted")).toHaveLength(2)
+            expect(outcomes.filter((outcome) => outcome === "full")).toHaveLength(4)
+            const owned = yield* a.sql<
+              { n: number | string }
+            >`SELECT COUNT(*) AS n FROM workflow_schedules WHERE owner_key = ${owner}`
+            expect(Number(owned[0].n)).toBe(3)
+            expect(yield* b.store.insert(row("first"), 3)).toBe("taken")
+          }
+        }),
+      120_000
+    )
 
     it.scoped("a code schedule upserted at start-up keeps its due time while its cron and time zone are unchanged, else takes the new one", () =>
       Effect.gen(function*() {
         const { store } = yield* instanceOn(yield* backend.url)
-        const code = { ...scheduleRow("code.w.nightly", "2026-01-01T03:00:00.000Z"), source: "code" as const, ownerKey: "system", cron: "0 3 * * *" }
+        const code = {
+          ...scheduleRow("code.w.nightly", "2026-01-01T03:00:00.000Z"),
+          source: "code" as const,
+          ownerKey: "system",
+          cron: "0 3 * * *"
+        }
         yield* store.upsertCode(code)
         // Another instance starting later computes another next time from its clock: the stored one stays.
         yield* store.upsertCode({ ...code, nextFireAt: "2026-01-02T03:00:00.000Z", input: { v: 2 } })
-        expect(Option.getOrThrow(yield* store.get(code.id))).toMatchObject({ nextFireAt: "2026-01-01T03:00:00.000Z", input: { v: 2 } })
+        expect(Option.getOrThrow(yield* store.get(code.id))).toMatchObject({
+          nextFireAt: "2026-01-01T03:00:00.000Z",
+          input: { v: 2 }
+        })
         // A deploy that changes the cron (or the time zone): its next time.
         yield* store.upsertCode({ ...code, cron: "0 4 * * *", nextFireAt: "2026-01-01T04:00:00.000Z" })
-        expect(Option.getOrThrow(yield* store.get(code.id))).toMatchObject({ cron: "0 4 * * *", nextFireAt: "2026-01-01T04:00:00.000Z" })
-        yield* store.upsertCode({ ...code, cron: "0 4 * * *", timezone: "Europe/Berlin", nextFireAt: "2026-01-01T03:00:00.000Z" })
-        expect(Option.getOrThrow(yield* store.get(code.id))).toMatchObject({ timezone: "Europe/Berlin", nextFireAt: "2026-01-01T03:00:00.000Z" })
+        expect(Option.getOrThrow(yield* store.get(code.id))).toMatchObject({
+          cron: "0 4 * * *",
+          nextFireAt: "2026-01-01T04:00:00.000Z"
+        })
+        yield* store.upsertCode({
+          ...code,
+          cron: "0 4 * * *",
+          timezone: "Europe/Berlin",
+          nextFireAt: "2026-01-01T03:00:00.000Z"
+        })
+        expect(Option.getOrThrow(yield* store.get(code.id))).toMatchObject({
+          timezone: "Europe/Berlin",
+          nextFireAt: "2026-01-01T03:00:00.000Z"
+        })
         // Removing an API schedule leaves a code schedule of the same id alone.
         expect(yield* store.remove(code.id, "api")).toBe(false)
       }))

@@ -42,12 +42,16 @@ describe.skipIf(!postgresAvailable)("schedules on Postgres instances", () => {
       await sleep(6_000)
       const paused = await c.post(b2, `/workflows/pipeline/schedules/${id}/pause`, {})
       expect(paused.status).toBe(200)
-      const rows = await until(async () => {
-        const found = await c.query<{ id: string; status: string }>(
-          `SELECT id, status FROM workflow_executions WHERE id LIKE 'sched:${id}:%' ORDER BY id`
-        )
-        return found.length > 0 && found.every((row) => row.status === "completed") ? found : undefined
-      }, 60_000, "every fired execution completed")
+      const rows = await until(
+        async () => {
+          const found = await c.query<{ id: string; status: string }>(
+            `SELECT id, status FROM workflow_executions WHERE id LIKE 'sched:${id}:%' ORDER BY id`
+          )
+          return found.length > 0 && found.every((row) => row.status === "completed") ? found : undefined
+        },
+        60_000,
+        "every fired execution completed"
+      )
       const times = rows.map((row) => Date.parse(row.id.slice(`sched:${id}:`.length)))
       expect(times.every(Number.isFinite)).toBe(true)
       expect(times.length).toBeGreaterThanOrEqual(15)

@@ -11,13 +11,15 @@ const rawSocket = (host: string, port: number) =>
     Effect.async<{ socket: Socket; received: () => string; closed: () => boolean }>((resume) => {
       let text = ""
       let closed = false
-      const socket = connect({ host, port }, () => resume(Effect.succeed({ socket, received: () => text, closed: () => closed })))
+      const socket = connect({ host, port }, () =>
+        resume(Effect.succeed({ socket, received: () => text, closed: () => closed })))
       socket.setEncoding("utf8")
       socket.on("data", (chunk: string) => (text += chunk))
       socket.on("close", () => (closed = true))
       socket.on("error", () => {})
     }),
-    ({ socket }) => Effect.sync(() => socket.destroy())
+    ({ socket }) =>
+      Effect.sync(() => socket.destroy())
   )
 
 /** Polls `condition` every 50 ms until it holds, or fails after `deadlineMs`. */
@@ -51,7 +53,9 @@ layer(TestServerLive({ config: { http: timeouts } }), { excludeTestServices: tru
       const { url } = yield* TestServer
       const client = yield* rawSocket("127.0.0.1", portOf(url))
       const body = JSON.stringify({ input: { a: 1, b: 2 } }).padEnd(200, " ")
-      client.socket.write(`POST /tools/add/execute HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`)
+      client.socket.write(
+        `POST /tools/add/execute HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`
+      )
       yield* dribble(client.socket, body, 100)
       const took = yield* eventually(client.closed, 8_000, "the server closes a connection whose body never ends")
       expect(client.received()).toMatch(/^HTTP\/1\.1 408/)
@@ -62,7 +66,11 @@ layer(TestServerLive({ config: { http: timeouts } }), { excludeTestServices: tru
     Effect.gen(function*() {
       const { url } = yield* TestServer
       const client = yield* rawSocket("127.0.0.1", portOf(url))
-      yield* dribble(client.socket, `GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nx-padding: ${"x".repeat(200)}\r\n\r\n`, 100)
+      yield* dribble(
+        client.socket,
+        `GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nx-padding: ${"x".repeat(200)}\r\n\r\n`,
+        100
+      )
       yield* eventually(client.closed, 8_000, "the server closes a connection whose headers never end")
       expect(client.received()).toMatch(/^HTTP\/1\.1 408/)
     }))
@@ -78,8 +86,12 @@ layer(TestServerLive({ config: { http: timeouts } }), { excludeTestServices: tru
 })
 
 /** An address of this machine that is not loopback, to be a remote client of a server on 0.0.0.0. */
-const external = Object.values(networkInterfaces()).flat().find((entry) => entry !== undefined && !entry.internal && entry.family === "IPv4")
-if (external === undefined) console.warn("SKIPPED connections per client: this machine has no IPv4 address besides loopback")
+const external = Object.values(networkInterfaces()).flat().find((entry) =>
+  entry !== undefined && !entry.internal && entry.family === "IPv4"
+)
+if (external === undefined) {
+  console.warn("SKIPPED connections per client: this machine has no IPv4 address besides loopback")
+}
 
 describe.skipIf(external === undefined)("connections per client", () => {
   const http = { ...resolveServerConfig({}, {}).http, maxConnectionsPerClient: 3 }
@@ -99,13 +111,25 @@ describe.skipIf(external === undefined)("connections per client", () => {
         yield* health(fourth)
         yield* eventually(fourth.closed, 5_000, "the fourth connection is closed")
         expect(fourth.received()).toMatch(/^HTTP\/1\.1 503/)
-        expect(fourth.received()).toContain(`{"success":false,"error":"Too many connections from ${host} (at most 3 at once)"}`)
+        expect(fourth.received()).toContain(
+          `{"success":false,"error":"Too many connections from ${host} (at most 3 at once)"}`
+        )
 
         held[1].socket.destroy()
         const fifth = yield* Effect.retry(
-          Effect.flatMap(rawSocket(host, port), (client) =>
-            Effect.flatMap(health(client), () => eventually(() => client.received().includes("\r\n\r\n") || client.closed(), 5_000, "an answer"))
-              .pipe(Effect.flatMap(() => client.received().startsWith("HTTP/1.1 200") ? Effect.void : Effect.fail("refused")))),
+          Effect.flatMap(
+            rawSocket(host, port),
+            (client) =>
+              Effect.flatMap(
+                health(client),
+                () => eventually(() => client.received().includes("\r\n\r\n") || client.closed(), 5_000, "an answer")
+              )
+                .pipe(
+                  Effect.flatMap(() =>
+                    client.received().startsWith("HTTP/1.1 200") ? Effect.void : Effect.fail("refused")
+                  )
+                )
+          ),
           { times: 20 }
         )
         expect(fifth).toBeUndefined()

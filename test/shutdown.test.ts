@@ -28,7 +28,15 @@ const freshDatabase = () => {
 }
 
 const start = (port: number, databaseUrl: string, env: Record<string, string> = {}) => {
-  const server = spawnMain(["--port", String(port)], { env: { DATABASE_URL: databaseUrl, AI_PROVIDER: "builtin", LOG_LEVEL: "info", SHUTDOWN_GRACE_SECONDS: String(GRACE_SECONDS), ...env } })
+  const server = spawnMain(["--port", String(port)], {
+    env: {
+      DATABASE_URL: databaseUrl,
+      AI_PROVIDER: "builtin",
+      LOG_LEVEL: "info",
+      SHUTDOWN_GRACE_SECONDS: String(GRACE_SECONDS),
+      ...env
+    }
+  })
   running.push(server)
   return server
 }
@@ -39,8 +47,10 @@ const waitUp = (server: Spawned, port: number, what: string) =>
     if (server.child.exitCode !== null || server.child.signalCode !== null) {
       throw new Error(`${what} ended before /health: ${describeExit(server, await server.exit)}`)
     }
-    return fetch(`http://127.0.0.1:${port}/health`).then((r) => r.status, () => 0)
-  }, (status) => status === 200, 60_000)
+    return fetch(`http://127.0.0.1:${port}/health`).then((r) =>
+      r.status, () => 0)
+  }, (status) =>
+    status === 200, 60_000)
 
 const post = (url: string, body: unknown) =>
   fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })
@@ -59,17 +69,28 @@ describe("node dist/main.js shuts down cleanly (issue #28)", () => {
     await waitUp(server, port, "the service")
 
     for (let turn = 0; turn < 3; turn++) {
-      const call = await post(`${base}/agents/assistant/text`, { input: `please add ${turn} and 3`, options: { conversationId: "shutdown-memory", userId: "u1" } })
+      const call = await post(`${base}/agents/assistant/text`, {
+        input: `please add ${turn} and 3`,
+        options: { conversationId: "shutdown-memory", userId: "u1" }
+      })
       expect(call.status, JSON.stringify(call.body)).toBe(200)
     }
     const history = await get(`${base}/agents/assistant/history?conversationId=shutdown-memory`)
     expect(history.data.entries.length).toBeGreaterThanOrEqual(3)
-    const workflow = await post(`${base}/workflows/approval/execute`, { input: { amount: 250 }, options: { executionId: "shutdown-approval" } })
+    const workflow = await post(`${base}/workflows/approval/execute`, {
+      input: { amount: 250 },
+      options: { executionId: "shutdown-approval" }
+    })
     expect(workflow.body.data.status).toBe("suspended")
-    const resumed = await post(`${base}/workflows/approval/executions/shutdown-approval/resume`, { resumeData: { approved: true } })
+    const resumed = await post(`${base}/workflows/approval/executions/shutdown-approval/resume`, {
+      resumeData: { approved: true }
+    })
     expect(resumed.body.data.status).toBe("completed")
-    const observed = await pollUntil("spans and logs stored", () => get(`${base}/observability/status`),
-      (status) => status.data.spanCount > 0 && status.data.logCount > 0)
+    const observed = await pollUntil(
+      "spans and logs stored",
+      () => get(`${base}/observability/status`),
+      (status) => status.data.spanCount > 0 && status.data.logCount > 0
+    )
     expect(observed.data.traceCount).toBeGreaterThan(0)
 
     const stoppedAt = Date.now()

@@ -9,14 +9,19 @@ const SECRET = "zebra-passphrase-7731"
 /** The trace of an agent call in `conversationId` (its memory span names it), once its model span is stored. */
 const modelSpanOf = (url: string, conversationId: string, route: "text" | "stream" = "text") =>
   Effect.gen(function*() {
-    const call = yield* fetchJson(`${url}/agents/assistant/${route}`, json({ input: `remember ${SECRET}`, options: { conversationId } }))
+    const call = yield* fetchJson(
+      `${url}/agents/assistant/${route}`,
+      json({ input: `remember ${SECRET}`, options: { conversationId } })
+    )
     expect(call.status).toBe(200)
     const streamed = route === "stream"
     const isModel = (span: any) =>
-      span.attributes?.["gen_ai.operation.name"] === "chat" && (span.attributes["gen_ai.request.stream"] === true) === streamed
+      span.attributes?.["gen_ai.operation.name"] === "chat" &&
+      (span.attributes["gen_ai.request.stream"] === true) === streamed
     const deadline = Date.now() + 20_000
     while (true) {
-      const traces = (yield* fetchJson(`${url}/observability/traces?entityType=agent&entityId=assistant&limit=50`)).body.data.traces
+      const traces =
+        (yield* fetchJson(`${url}/observability/traces?entityType=agent&entityId=assistant&limit=50`)).body.data.traces
       for (const summary of traces) {
         const trace = (yield* fetchJson(`${url}/observability/traces/${summary.traceId}`)).body.data
         const model = trace.spans.find(isModel)
@@ -29,42 +34,53 @@ const modelSpanOf = (url: string, conversationId: string, route: "text" | "strea
   })
 
 const withoutContent = (it: Vitest.MethodsNonLive<TestServer, true>) =>
-  it.effect("by default model spans keep lengths and token counts, never the prompt or the completion", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const { model, trace } = yield* modelSpanOf(url, "span-default")
-      expect(model.attributes["gen_ai.prompt.characters"]).toBeGreaterThanOrEqual(`remember ${SECRET}`.length)
-      expect(model.attributes["gen_ai.completion.characters"]).toBeGreaterThan(0)
-      expect(model.attributes["gen_ai.usage.input_tokens"]).toBeGreaterThan(0)
-      expect(model.attributes["gen_ai.usage.output_tokens"]).toBeGreaterThan(0)
-      expect(model.attributes).not.toHaveProperty("gen_ai.prompt")
-      expect(model.attributes).not.toHaveProperty("gen_ai.completion")
-      // Nowhere in the trace: not on the model span, nor on any other.
-      expect(JSON.stringify(trace)).not.toContain(SECRET)
+  it.effect(
+    "by default model spans keep lengths and token counts, never the prompt or the completion",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const { model, trace } = yield* modelSpanOf(url, "span-default")
+        expect(model.attributes["gen_ai.prompt.characters"]).toBeGreaterThanOrEqual(`remember ${SECRET}`.length)
+        expect(model.attributes["gen_ai.completion.characters"]).toBeGreaterThan(0)
+        expect(model.attributes["gen_ai.usage.input_tokens"]).toBeGreaterThan(0)
+        expect(model.attributes["gen_ai.usage.output_tokens"]).toBeGreaterThan(0)
+        expect(model.attributes).not.toHaveProperty("gen_ai.prompt")
+        expect(model.attributes).not.toHaveProperty("gen_ai.completion")
+        // Nowhere in the trace: not on the model span, nor on any other.
+        expect(JSON.stringify(trace)).not.toContain(SECRET)
 
-      const streamed = yield* modelSpanOf(url, "span-default-stream", "stream")
-      expect(streamed.model.attributes["gen_ai.prompt.characters"]).toBeGreaterThanOrEqual(`remember ${SECRET}`.length)
-      expect(streamed.model.attributes["gen_ai.completion.characters"]).toBeGreaterThan(0)
-      expect(streamed.model.attributes["gen_ai.usage.output_tokens"]).toBeGreaterThan(0)
-      expect(JSON.stringify(streamed.trace)).not.toContain(SECRET)
-    }), 60_000)
+        const streamed = yield* modelSpanOf(url, "span-default-stream", "stream")
+        expect(streamed.model.attributes["gen_ai.prompt.characters"]).toBeGreaterThanOrEqual(
+          `remember ${SECRET}`.length
+        )
+        expect(streamed.model.attributes["gen_ai.completion.characters"]).toBeGreaterThan(0)
+        expect(streamed.model.attributes["gen_ai.usage.output_tokens"]).toBeGreaterThan(0)
+        expect(JSON.stringify(streamed.trace)).not.toContain(SECRET)
+      }),
+    60_000
+  )
 
 layer(TestServerLive(), { excludeTestServices: true })("prompts in spans (SQLite, default)", withoutContent)
 
-layer(TestServerLive({ config: { recordContent: true } }), { excludeTestServices: true })("prompts in spans (recordContent)", (it) => {
-  it.effect("with recordContent, model spans also keep the prompt and the completion", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const { model } = yield* modelSpanOf(url, "span-recorded")
-      expect(model.attributes["gen_ai.prompt.characters"]).toBeGreaterThanOrEqual(`remember ${SECRET}`.length)
-      expect(model.attributes["gen_ai.prompt"]).toContain(SECRET)
-      expect(typeof model.attributes["gen_ai.completion"]).toBe("string")
-      expect(model.attributes["gen_ai.completion"].length).toBeGreaterThan(0)
-      const streamed = yield* modelSpanOf(url, "span-recorded-stream", "stream")
-      expect(streamed.model.attributes["gen_ai.prompt"]).toContain(SECRET)
-      expect(streamed.model.attributes["gen_ai.completion"].length).toBe(streamed.model.attributes["gen_ai.completion.characters"])
-    }), 60_000)
-})
+layer(TestServerLive({ config: { recordContent: true } }), { excludeTestServices: true })(
+  "prompts in spans (recordContent)",
+  (it) => {
+    it.effect("with recordContent, model spans also keep the prompt and the completion", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const { model } = yield* modelSpanOf(url, "span-recorded")
+        expect(model.attributes["gen_ai.prompt.characters"]).toBeGreaterThanOrEqual(`remember ${SECRET}`.length)
+        expect(model.attributes["gen_ai.prompt"]).toContain(SECRET)
+        expect(typeof model.attributes["gen_ai.completion"]).toBe("string")
+        expect(model.attributes["gen_ai.completion"].length).toBeGreaterThan(0)
+        const streamed = yield* modelSpanOf(url, "span-recorded-stream", "stream")
+        expect(streamed.model.attributes["gen_ai.prompt"]).toContain(SECRET)
+        expect(streamed.model.attributes["gen_ai.completion"].length).toBe(
+          streamed.model.attributes["gen_ai.completion.characters"]
+        )
+      }), 60_000)
+  }
+)
 
 describe.skipIf(!postgresAvailable)("on Postgres", () => {
   layer(PostgresTestServerLive(), { excludeTestServices: true })("prompts in spans (Postgres, default)", withoutContent)
@@ -75,8 +91,13 @@ describe("the recordContent setting", () => {
     expect(resolveServerConfig({}, {}).recordContent).toBe(false)
     expect(resolveServerConfig({ observability: { recordContent: true } }, {}).recordContent).toBe(true)
     expect(resolveServerConfig({}, { OBSERVABILITY_RECORD_CONTENT: "true" }).recordContent).toBe(true)
-    expect(resolveServerConfig({ observability: { recordContent: true } }, { OBSERVABILITY_RECORD_CONTENT: "false" }).recordContent).toBe(false)
-    expect(() => resolveServerConfig({}, { OBSERVABILITY_RECORD_CONTENT: "yes please" })).toThrow(/OBSERVABILITY_RECORD_CONTENT/)
+    expect(
+      resolveServerConfig({ observability: { recordContent: true } }, { OBSERVABILITY_RECORD_CONTENT: "false" })
+        .recordContent
+    ).toBe(false)
+    expect(() => resolveServerConfig({}, { OBSERVABILITY_RECORD_CONTENT: "yes please" })).toThrow(
+      /OBSERVABILITY_RECORD_CONTENT/
+    )
   })
 
   it("retention defaults: executions 30 days / 100,000, conversations 90 days / no count; the config file sets them", () => {
@@ -93,6 +114,7 @@ describe("the recordContent setting", () => {
       conversations: { maxCount: 5, maxAgeMs: 90 * day }
     })
     expect(() => Schema.decodeUnknownSync(ConfigFile)({ retention: { executions: { maxCount: 0 } } })).toThrow()
-    expect(() => Schema.decodeUnknownSync(ConfigFile, { onExcessProperty: "error" })({ retention: { logs: {} } })).toThrow()
+    expect(() => Schema.decodeUnknownSync(ConfigFile, { onExcessProperty: "error" })({ retention: { logs: {} } }))
+      .toThrow()
   })
 })

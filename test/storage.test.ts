@@ -43,7 +43,9 @@ describe("SQL store", () => {
         return { journal: journal.journal_mode, sync: sync.synchronous }
       })
       const settings = yield* Effect.scoped(
-        Layer.build(DatabaseLive(`file:${join(dir, "durable.db")}`)).pipe(Effect.flatMap((ctx) => Effect.provide(read, ctx)))
+        Layer.build(DatabaseLive(`file:${join(dir, "durable.db")}`)).pipe(
+          Effect.flatMap((ctx) => Effect.provide(read, ctx))
+        )
       )
       expect(settings).toEqual({ journal: "wal", sync: 2 })
     }))
@@ -58,12 +60,15 @@ describe("SQL store", () => {
       expect(result.migrations).toBeGreaterThanOrEqual(0)
     }))
 
-  it.scoped.skipIf(!postgresAvailable)("Postgres: migrates and keeps data across restarts", () =>
-    Effect.gen(function*() {
-      const url = yield* freshPostgresDatabase
-      const result = yield* roundTrip(url)
-      expect(result.rows).toEqual([{ note: "kept" }])
-    }))
+  it.scoped.skipIf(!postgresAvailable)(
+    "Postgres: migrates and keeps data across restarts",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* freshPostgresDatabase
+        const result = yield* roundTrip(url)
+        expect(result.rows).toEqual([{ note: "kept" }])
+      })
+  )
 
   it.effect("an unreachable Postgres is a StorageError naming the cause, not a hang", () =>
     Effect.gen(function*() {

@@ -17,7 +17,11 @@ import { expectingThreadDeath } from "./support/threadDeaths.js"
  */
 
 const backends = [
-  { name: "SQLite (the commit thread)", skip: false, url: Effect.map(tempDir, (dir) => `file:${join(dir, "commits.db")}`) },
+  {
+    name: "SQLite (the commit thread)",
+    skip: false,
+    url: Effect.map(tempDir, (dir) => `file:${join(dir, "commits.db")}`)
+  },
   { name: "Postgres (the service's client)", skip: !postgresAvailable, url: freshPostgresDatabase }
 ] as const
 
@@ -31,67 +35,95 @@ const setUp = (sql: SqlClient.SqlClient) =>
 const commitsOn = (databaseUrl: string) =>
   Effect.gen(function*() {
     const threads: Array<Worker> = []
-    const context = yield* Layer.build(StoreCommitsLive(databaseUrl, {
-      spawn: (script, workerData) => {
-        const thread = new Worker(script, { workerData })
-        threads.push(thread)
-        return thread
-      }
-    }).pipe(Layer.provideMerge(DatabaseLive(databaseUrl))))
-    return { commit: Context.get(context, StoreCommits).commit, sql: Context.get(context, SqlClient.SqlClient), threads }
+    const context = yield* Layer.build(
+      StoreCommitsLive(databaseUrl, {
+        spawn: (script, workerData) => {
+          const thread = new Worker(script, { workerData })
+          threads.push(thread)
+          return thread
+        }
+      }).pipe(Layer.provideMerge(DatabaseLive(databaseUrl)))
+    )
+    return {
+      commit: Context.get(context, StoreCommits).commit,
+      sql: Context.get(context, SqlClient.SqlClient),
+      threads
+    }
   })
 
 const compiled = (statement: { compile: () => readonly [string, ReadonlyArray<unknown>] }) => statement.compile()
 
 /** Bumps the counter `id` by `bodies.length` when it is at `expected`, with one numbered row per body. */
-const bump = (sql: SqlClient.SqlClient, id: string, expected: number, bodies: ReadonlyArray<string>): CommitRequest => ({
+const bump = (
+  sql: SqlClient.SqlClient,
+  id: string,
+  expected: number,
+  bodies: ReadonlyArray<string>
+): CommitRequest => ({
   statements: [compiled(sql`UPDATE counters SET last_seq = last_seq + ${bodies.length}
     WHERE id = ${id} AND last_seq = ${expected} RETURNING last_seq`)],
-  append: { table: "counted", numberColumn: "seq", numberFrom: "last_seq", rows: bodies.map((body) => ({ owner: id, body })) }
+  append: {
+    table: "counted",
+    numberColumn: "seq",
+    numberFrom: "last_seq",
+    rows: bodies.map((body) => ({ owner: id, body }))
+  }
 })
 
 describe.each(backends)("store commits on $name", ({ skip, url }) => {
-  it.scopedLive.skipIf(skip)("numbers appended rows from the returned counter, only when the write applied; a failing write fails alone", () =>
-    Effect.gen(function*() {
-      const databaseUrl = yield* url
-      const { commit, sql, threads } = yield* commitsOn(databaseUrl)
-      yield* setUp(sql)
-      yield* commit({ statements: [compiled(sql`INSERT INTO counters (id, last_seq) VALUES ('a', 0), ('b', 0)`)] })
+  it.scopedLive.skipIf(skip)(
+    "numbers appended rows from the returned counter, only when the write applied; a failing write fails alone",
+    () =>
+      Effect.gen(function*() {
+        const databaseUrl = yield* url
+        const { commit, sql, threads } = yield* commitsOn(databaseUrl)
+        yield* setUp(sql)
+        yield* commit({ statements: [compiled(sql`INSERT INTO counters (id, last_seq) VALUES ('a', 0), ('b', 0)`)] })
 
-      // Submitted together, so they share batches: the broken one (no such table) must not take the others down.
-      const exits = yield* Effect.all([
-        Effect.exit(commit(bump(sql, "a", 0, ["a1", "a2"]))),
-        Effect.exit(commit({ statements: [compiled(sql`INSERT INTO missing_table (x) VALUES (1)`)] })),
-        Effect.exit(commit(bump(sql, "b", 0, ["b1"]))),
-        // Its condition does not hold (a is not at 5): it answers no rows and appends nothing.
-        Effect.exit(commit(bump(sql, "a", 5, ["never"])))
-      ], { concurrency: "unbounded" })
-      expect(exits.map(Exit.isSuccess)).toEqual([true, false, true, true])
-      expect(exits[0]).toEqual(Exit.succeed([{ last_seq: 2 }]))
-      expect(exits[3]).toEqual(Exit.succeed([]))
+        // Submitted together, so they share batches: the broken one (no such table) must not take the others down.
+        const exits = yield* Effect.all([
+          Effect.exit(commit(bump(sql, "a", 0, ["a1", "a2"]))),
+          Effect.exit(commit({ statements: [compiled(sql`INSERT INTO missing_table (x) VALUES (1)`)] })),
+          Effect.exit(commit(bump(sql, "b", 0, ["b1"]))),
+          // Its condition does not hold (a is not at 5): it answers no rows and appends nothing.
+          Effect.exit(commit(bump(sql, "a", 5, ["never"])))
+        ], { concurrency: "unbounded" })
+        expect(exits.map(Exit.isSuccess)).toEqual([true, false, true, true])
+        expect(exits[0]).toEqual(Exit.succeed([{ last_seq: 2 }]))
+        expect(exits[3]).toEqual(Exit.succeed([]))
 
-      yield* commit(bump(sql, "a", 2, ["a3"]))
-      const rows = yield* sql<{ owner: string; seq: number; body: string }>`SELECT owner, seq, body FROM counted ORDER BY owner, seq`
-      expect(rows.map((row) => [row.owner, Number(row.seq), row.body])).toEqual([["a", 1, "a1"], ["a", 2, "a2"], ["a", 3, "a3"], ["b", 1, "b1"]])
-      expect(threads.length).toBe(databaseUrl.startsWith("file:") ? 1 : 0)
-    }))
+        yield* commit(bump(sql, "a", 2, ["a3"]))
+        const rows = yield* sql<
+          { owner: string; seq: number; body: string }
+        >`SELECT owner, seq, body FROM counted ORDER BY owner, seq`
+        expect(rows.map((row) => [row.owner, Number(row.seq), row.body])).toEqual([["a", 1, "a1"], ["a", 2, "a2"], [
+          "a",
+          3,
+          "a3"
+        ], ["b", 1, "b1"]])
+        expect(threads.length).toBe(databaseUrl.startsWith("file:") ? 1 : 0)
+      })
+  )
 
-  it.scopedLive.skipIf(skip)("many concurrent conditional writes on one counter: exactly one applies per expected value", () =>
-    Effect.gen(function*() {
-      const databaseUrl = yield* url
-      const { commit, sql } = yield* commitsOn(databaseUrl)
-      yield* setUp(sql)
-      yield* commit({ statements: [compiled(sql`INSERT INTO counters (id, last_seq) VALUES ('c', 0)`)] })
-      for (let round = 0; round < 25; round++) {
-        const exits = yield* Effect.all(
-          Array.from({ length: 8 }, (_, i) => commit(bump(sql, "c", round, [`r${round}-${i}`]))),
-          { concurrency: "unbounded" }
-        )
-        expect(exits.filter((rows) => rows.length === 1)).toHaveLength(1)
-      }
-      const rows = yield* sql<{ seq: number }>`SELECT seq FROM counted WHERE owner = 'c' ORDER BY seq`
-      expect(rows.map((row) => Number(row.seq))).toEqual(Array.from({ length: 25 }, (_, i) => i + 1))
-    }))
+  it.scopedLive.skipIf(skip)(
+    "many concurrent conditional writes on one counter: exactly one applies per expected value",
+    () =>
+      Effect.gen(function*() {
+        const databaseUrl = yield* url
+        const { commit, sql } = yield* commitsOn(databaseUrl)
+        yield* setUp(sql)
+        yield* commit({ statements: [compiled(sql`INSERT INTO counters (id, last_seq) VALUES ('c', 0)`)] })
+        for (let round = 0; round < 25; round++) {
+          const exits = yield* Effect.all(
+            Array.from({ length: 8 }, (_, i) => commit(bump(sql, "c", round, [`r${round}-${i}`]))),
+            { concurrency: "unbounded" }
+          )
+          expect(exits.filter((rows) => rows.length === 1)).toHaveLength(1)
+        }
+        const rows = yield* sql<{ seq: number }>`SELECT seq FROM counted WHERE owner = 'c' ORDER BY seq`
+        expect(rows.map((row) => Number(row.seq))).toEqual(Array.from({ length: 25 }, (_, i) => i + 1))
+      })
+  )
 })
 
 describe("the commit thread", () => {
@@ -102,10 +134,15 @@ describe("the commit thread", () => {
       yield* setUp(sql)
       // Two at a time, so that they go to the thread as one batch (a batch of one is committed on the service's connection).
       const insert = (id: string) =>
-        Effect.all([`${id}-1`, `${id}-2`].map((key) => commit({ statements: [compiled(sql`INSERT INTO counters (id, last_seq) VALUES (${key}, 0)`)] })), {
-          concurrency: "unbounded",
-          discard: true
-        })
+        Effect.all(
+          [`${id}-1`, `${id}-2`].map((key) =>
+            commit({ statements: [compiled(sql`INSERT INTO counters (id, last_seq) VALUES (${key}, 0)`)] })
+          ),
+          {
+            concurrency: "unbounded",
+            discard: true
+          }
+        )
       yield* insert("before")
       expect(threads).toHaveLength(1)
       yield* Effect.promise(() => threads[0].terminate())

@@ -36,7 +36,9 @@ describe("fullStreamAlone", () => {
   it("gives every part of the answer and leaves no tee branch queuing them", async () => {
     const result = streamText({ model: model(), prompt: "hi" })
     const parts = await readAll(fullStreamAlone(result))
-    expect(parts.filter((part) => part.type === "text-delta").map((part) => part.type === "text-delta" ? part.text : "")).toEqual(["Hello", " there"])
+    expect(
+      parts.filter((part) => part.type === "text-delta").map((part) => part.type === "text-delta" ? part.text : "")
+    ).toEqual(["Hello", " there"])
     expect(parts.at(-1)?.type).toBe("finish")
     expect(await result.text).toBe("Hello there")
     // The branch the SDK keeps for later reads was cancelled: it holds nothing.

@@ -1,15 +1,21 @@
+import { NodeSocket } from "@effect/platform-node"
+import { RpcClient, RpcSerialization } from "@effect/rpc"
 import { expect, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { NodeSocket } from "@effect/platform-node"
-import { RpcClient, RpcSerialization } from "@effect/rpc"
 import { Chunk, Effect, Layer, Redacted, Stream } from "effect"
 import { SignJWT } from "jose"
 import type { ServerConfigShape } from "../src/config/ServerConfig.js"
 import * as Errors from "../src/core/errors.js"
 import { RPC_PATH, ServiceRpcs } from "../src/rpc/RpcContract.js"
 import { approvalApp, refunds } from "./support/approvalApp.js"
-import { AgentTestServerLive, FakeProvider, FakeProviderLive, fakeModelSettings, postSse } from "./support/fakeProvider.js"
+import {
+  AgentTestServerLive,
+  fakeModelSettings,
+  FakeProvider,
+  FakeProviderLive,
+  postSse
+} from "./support/fakeProvider.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 // Issue #32 item 1 (settled 4): a tool that needs approval never runs from a direct entry point.
@@ -43,13 +49,19 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
       expect(refunds.length).toBe(before)
 
       // agent_<id> returns the pending approvals as /text does, and is called again with the answers.
-      const asked = yield* Effect.promise(() => client.callTool({ name: "agent_cashier", arguments: { input: "refund 51" } }))
+      const asked = yield* Effect.promise(() =>
+        client.callTool({ name: "agent_cashier", arguments: { input: "refund 51" } })
+      )
       expect(asked).toMatchObject({
         content: [{ type: "text", text: expect.stringContaining("Waiting for approval: refund {\"amount\":51}") }],
-        structuredContent: { finishReason: "tool-calls", pendingApprovals: [{ toolName: "refund", input: { amount: 51 } }] }
+        structuredContent: {
+          finishReason: "tool-calls",
+          pendingApprovals: [{ toolName: "refund", input: { amount: 51 } }]
+        }
       })
       expect(refunds.length).toBe(before)
-      const { approvalId } = (asked.structuredContent as { pendingApprovals: Array<{ approvalId: string }> }).pendingApprovals[0]
+      const { approvalId } =
+        (asked.structuredContent as { pendingApprovals: Array<{ approvalId: string }> }).pendingApprovals[0]
       const answered = yield* Effect.promise(() =>
         client.callTool({ name: "agent_cashier", arguments: { approvals: [{ approvalId, approved: true }] } })
       )
@@ -58,7 +70,10 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
       const twice = yield* Effect.promise(() =>
         client.callTool({ name: "agent_cashier", arguments: { approvals: [{ approvalId, approved: true }] } })
       )
-      expect(twice).toMatchObject({ isError: true, content: [{ type: "text", text: `Approval ${approvalId} was answered already` }] })
+      expect(twice).toMatchObject({
+        isError: true,
+        content: [{ type: "text", text: `Approval ${approvalId} was answered already` }]
+      })
       expect(refunds.slice(before)).toEqual([51])
     }))
 })
@@ -74,9 +89,17 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
       const before = refunds.length
       const first = yield* text(url, { input: "Please refund 12", options: { conversationId: "c-approve" } })
       expect(first.status).toBe(200)
-      expect(first.body.data).toMatchObject({ finishReason: "tool-calls", toolCalls: [{ toolName: "refund", args: { amount: 12 } }] })
+      expect(first.body.data).toMatchObject({
+        finishReason: "tool-calls",
+        toolCalls: [{ toolName: "refund", args: { amount: 12 } }]
+      })
       const [pending] = first.body.data.pendingApprovals
-      expect(pending).toMatchObject({ toolName: "refund", input: { amount: 12 }, approvalId: expect.any(String), expiresAt: expect.any(String) })
+      expect(pending).toMatchObject({
+        toolName: "refund",
+        input: { amount: 12 },
+        approvalId: expect.any(String),
+        expiresAt: expect.any(String)
+      })
       expect(refunds.length).toBe(before)
       const history = yield* fetchJson(`${url}/agents/cashier/history?conversationId=c-approve`)
       expect(history.body.data.entries).toEqual([])
@@ -90,17 +113,26 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
 
       const after = yield* fetchJson(`${url}/agents/cashier/history?conversationId=c-approve`)
       expect(after.body.data.entries).toHaveLength(1)
-      expect(after.body.data.entries[0]).toMatchObject({ input: "Please refund 12", status: "completed", toolCalls: [{ toolName: "refund" }] })
+      expect(after.body.data.entries[0]).toMatchObject({
+        input: "Please refund 12",
+        status: "completed",
+        toolCalls: [{ toolName: "refund" }]
+      })
 
       // Memory holds the turn once: the next call in the conversation sends the model the question and its answer once.
       const fake = yield* FakeProvider
       yield* text(url, { input: "thanks", options: { conversationId: "c-approve" } })
-      const sent = fake.requests.at(-1)!.messages.map((message) => `${message.role}:${typeof message.content === "string" ? message.content : ""}`)
+      const sent = fake.requests.at(-1)!.messages.map((message) =>
+        `${message.role}:${typeof message.content === "string" ? message.content : ""}`
+      )
       expect(sent.filter((line) => line === "user:Please refund 12")).toHaveLength(1)
       expect(sent.filter((line) => line.startsWith("assistant:") && line.includes("refunded"))).toHaveLength(1)
 
       const again = yield* text(url, { options: { approvals: [{ approvalId: pending.approvalId, approved: true }] } })
-      expect(again).toMatchObject({ status: 409, body: { success: false, error: `Approval ${pending.approvalId} was answered already` } })
+      expect(again).toMatchObject({
+        status: 409,
+        body: { success: false, error: `Approval ${pending.approvalId} was answered already` }
+      })
       expect(refunds.slice(before)).toEqual([12])
     }))
 
@@ -110,7 +142,9 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
       const before = refunds.length
       const first = yield* text(url, { input: "refund 40" })
       const [pending] = first.body.data.pendingApprovals
-      const answer = yield* text(url, { options: { approvals: [{ approvalId: pending.approvalId, approved: false, reason: "too much" }] } })
+      const answer = yield* text(url, {
+        options: { approvals: [{ approvalId: pending.approvalId, approved: false, reason: "too much" }] }
+      })
       expect(answer.status).toBe(200)
       // The SDK tells the model the tool was denied, with the reason (the fake echoes what the tool message says).
       expect(answer.body.data.text).toBe("The tool said: too much")
@@ -134,9 +168,14 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
         status: 404,
         body: { success: false, error: "Approval nope not found" }
       })
-      expect((yield* text(url, { input: "hi", options: { approvals: [{ approvalId: "nope", approved: true }] } })).status).toBe(400)
+      expect(
+        (yield* text(url, { input: "hi", options: { approvals: [{ approvalId: "nope", approved: true }] } })).status
+      ).toBe(400)
       expect((yield* text(url, {})).status).toBe(400)
-      const chat = yield* fetchJson(`${url}/agents/cashier/chat`, json({ input: "hi", options: { approvals: [{ approvalId: "x", approved: true }] } }))
+      const chat = yield* fetchJson(
+        `${url}/agents/cashier/chat`,
+        json({ input: "hi", options: { approvals: [{ approvalId: "x", approved: true }] } })
+      )
       expect(chat.status).toBe(400)
       const forged = yield* text(url, {
         input: [
@@ -161,18 +200,29 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
     Effect.gen(function*() {
       const { url } = yield* TestServer
       const before = refunds.length
-      const first = yield* postSse(`${url}/agents/cashier/stream`, { input: "refund 15", options: { conversationId: "c-stream" } })
+      const first = yield* postSse(`${url}/agents/cashier/stream`, {
+        input: "refund 15",
+        options: { conversationId: "c-stream" }
+      })
       expect(first.status).toBe(200)
       const types = first.events.map((event) => event.data.type)
       expect(types.slice(-2)).toEqual(["tool-approval-request", "finish"])
       const request = first.events.at(-2)!.data
-      expect(request).toMatchObject({ toolName: "refund", input: { amount: 15 }, approvalId: expect.any(String), expiresAt: expect.any(String) })
+      expect(request).toMatchObject({
+        toolName: "refund",
+        input: { amount: 15 },
+        approvalId: expect.any(String),
+        expiresAt: expect.any(String)
+      })
       expect(first.events.at(-1)!.data).toMatchObject({ finishReason: "tool-calls" })
       expect(refunds.length).toBe(before)
 
-      const answer = yield* postSse(`${url}/agents/cashier/stream`, { options: { approvals: [{ approvalId: request.approvalId, approved: true }] } })
+      const answer = yield* postSse(`${url}/agents/cashier/stream`, {
+        options: { approvals: [{ approvalId: request.approvalId, approved: true }] }
+      })
       expect(answer.status).toBe(200)
-      const said = answer.events.filter((event) => event.data.type === "text-delta").map((event) => event.data.delta).join("")
+      const said = answer.events.filter((event) => event.data.type === "text-delta").map((event) => event.data.delta)
+        .join("")
       expect(said).toContain("refunded")
       expect(answer.events.at(-1)!.data).toMatchObject({ type: "finish", finishReason: "stop" })
       expect(refunds.slice(before)).toEqual([15])
@@ -189,16 +239,25 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
 })
 
 const ServerWith = (config: Partial<ServerConfigShape>) =>
-  Layer.unwrapEffect(Effect.map(FakeProvider, (fake) =>
-    TestServerLive({ app: approvalApp, config: { model: fakeModelSettings(fake), ...config } }))).pipe(Layer.provideMerge(FakeProviderLive))
+  Layer.unwrapEffect(
+    Effect.map(FakeProvider, (fake) =>
+      TestServerLive({ app: approvalApp, config: { model: fakeModelSettings(fake), ...config } }))
+  ).pipe(Layer.provideMerge(FakeProviderLive))
 
 const SECRET = "a-long-shared-secret-for-approval-tests"
 const token = (sub: string) =>
-  new SignJWT({ sub }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(new TextEncoder().encode(SECRET))
-const asUser = (jwt: string, body: unknown): RequestInit => ({ ...json(body), headers: { "content-type": "application/json", authorization: `Bearer ${jwt}` } })
+  new SignJWT({ sub }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(
+    new TextEncoder().encode(SECRET)
+  )
+const asUser = (jwt: string, body: unknown): RequestInit => ({
+  ...json(body),
+  headers: { "content-type": "application/json", authorization: `Bearer ${jwt}` }
+})
 
 layer(
-  ServerWith({ auth: { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [] } } }),
+  ServerWith({
+    auth: { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [] } }
+  }),
   { excludeTestServices: true }
 )("tool approval under JWT", (it) => {
   it.effect("an approval is its owner's: another user's answer is 404 and leaves it pending for the owner", () =>
@@ -229,17 +288,22 @@ layer(ServerWith({ approvals: { ttlMs: 1 } }), { excludeTestServices: true })("t
       const [pending] = first.body.data.pendingApprovals
       while (Date.now() <= Date.parse(pending.expiresAt)) yield* Effect.sleep("1 millis")
       const late = yield* text(url, { options: { approvals: [{ approvalId: pending.approvalId, approved: true }] } })
-      expect(late).toMatchObject({ status: 409, body: { success: false, error: `Approval ${pending.approvalId} expired at ${pending.expiresAt}` } })
+      expect(late).toMatchObject({
+        status: 409,
+        body: { success: false, error: `Approval ${pending.approvalId} expired at ${pending.expiresAt}` }
+      })
       expect(refunds.length).toBe(before)
     }))
 })
 
 const rpcClientAt = (url: string) =>
   Effect.gen(function*() {
-    const protocol = yield* Layer.build(RpcClient.layerProtocolSocket({ retryTransientErrors: false }).pipe(
-      Layer.provide(NodeSocket.layerWebSocket(`${url.replace(/^http/, "ws")}${RPC_PATH}`)),
-      Layer.provide(RpcSerialization.layerJson)
-    ))
+    const protocol = yield* Layer.build(
+      RpcClient.layerProtocolSocket({ retryTransientErrors: false }).pipe(
+        Layer.provide(NodeSocket.layerWebSocket(`${url.replace(/^http/, "ws")}${RPC_PATH}`)),
+        Layer.provide(RpcSerialization.layerJson)
+      )
+    )
     return yield* Effect.provide(RpcClient.make(ServiceRpcs), protocol)
   })
 
@@ -249,7 +313,8 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
       const { url } = yield* TestServer
       const client = yield* rpcClientAt(url)
       const before = refunds.length
-      const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) => Effect.map(Stream.runCollect(stream), Chunk.toReadonlyArray)
+      const collect = <A, E, R>(stream: Stream.Stream<A, E, R>) =>
+        Effect.map(Stream.runCollect(stream), Chunk.toReadonlyArray)
       const first = yield* collect(client.AgentStream({ agentId: "cashier", input: "refund 61" }))
       expect(first.slice(-2).map((event) => event.type)).toEqual(["tool-approval-request", "finish"])
       const request = first.at(-2)!
@@ -260,7 +325,9 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
         agentId: "cashier",
         options: { approvals: [{ approvalId: request.approvalId, approved: true }] }
       }))
-      expect(answered.flatMap((event) => event.type === "text-delta" ? [event.delta] : []).join("")).toContain("refunded")
+      expect(answered.flatMap((event) => event.type === "text-delta" ? [event.delta] : []).join("")).toContain(
+        "refunded"
+      )
       expect(refunds.slice(before)).toEqual([61])
       const twice = yield* Effect.flip(collect(client.AgentStream({
         agentId: "cashier",
@@ -270,7 +337,9 @@ layer(AgentTestServerLive(approvalApp), { excludeTestServices: true })("tool app
     }))
 })
 
-layer(ServerWith({ approvals: { ttlMs: 3_600_000, secret: Redacted.make("an-approval-signing-secret") } }), { excludeTestServices: true })(
+layer(ServerWith({ approvals: { ttlMs: 3_600_000, secret: Redacted.make("an-approval-signing-secret") } }), {
+  excludeTestServices: true
+})(
   "tool approval with APPROVAL_SECRET",
   (it) => {
     it.effect("requests are signed by the SDK and the stored ones verify on the answer", () =>
@@ -279,7 +348,9 @@ layer(ServerWith({ approvals: { ttlMs: 3_600_000, secret: Redacted.make("an-appr
         const before = refunds.length
         const first = yield* text(url, { input: "refund 70" })
         const [pending] = first.body.data.pendingApprovals
-        const answer = yield* text(url, { options: { approvals: [{ approvalId: pending.approvalId, approved: true }] } })
+        const answer = yield* text(url, {
+          options: { approvals: [{ approvalId: pending.approvalId, approved: true }] }
+        })
         expect(answer.status).toBe(200)
         expect(answer.body.data.text).toContain("refunded")
         expect(refunds.slice(before)).toEqual([70])

@@ -93,7 +93,11 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("declared tool er
       expect(missing.body).toEqual({
         success: false,
         error: "TicketNotFound {\"ticketId\":\"T-9\"}",
-        errorDetail: { _tag: "TicketNotFound", message: "TicketNotFound {\"ticketId\":\"T-9\"}", fields: { ticketId: "T-9" } }
+        errorDetail: {
+          _tag: "TicketNotFound",
+          message: "TicketNotFound {\"ticketId\":\"T-9\"}",
+          fields: { ticketId: "T-9" }
+        }
       })
       const closed = yield* fetchJson(`${url}/tools/lookup_ticket/execute`, json({ input: { ticketId: "T-closed" } }))
       expect(closed.status).toBe(409)
@@ -116,7 +120,8 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("declared tool er
         for (const summary of traces) {
           const trace = (yield* fetchJson(`${url}/observability/traces/${summary.traceId}`)).body.data
           span ??= trace.spans.find((candidate: any) =>
-            candidate.name === "execute_tool lookup_ticket" && candidate.attributes["error.type"] === "TicketNotFound")
+            candidate.name === "execute_tool lookup_ticket" && candidate.attributes["error.type"] === "TicketNotFound"
+          )
         }
         if (span === undefined && Date.now() > deadline) throw new Error("the tool's span was not stored within 20 s")
         if (span === undefined) yield* Effect.sleep("50 millis")
@@ -129,10 +134,17 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("declared tool er
       const fake = yield* FakeProvider
       fake.reset()
       const { url } = yield* TestServer
-      const response = yield* fetchJson(`${url}/agents/forecaster/text`, json({ input: "what is the weather in Atlantis?" }))
+      const response = yield* fetchJson(
+        `${url}/agents/forecaster/text`,
+        json({ input: "what is the weather in Atlantis?" })
+      )
       expect(response.status).toBe(200)
       const error = { _tag: "LocationUnknown", message: "No station in Atlantis" }
-      expect(response.body.data.toolResults).toEqual([{ toolCallId: expect.any(String), toolName: "get_weather", result: { error } }])
+      expect(response.body.data.toolResults).toEqual([{
+        toolCallId: expect.any(String),
+        toolName: "get_weather",
+        result: { error }
+      }])
       expect(response.body.data.text).toBe(`The tool said: ${JSON.stringify({ error })}`)
     }))
 
@@ -147,10 +159,14 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("declared tool er
         }),
         (client) => Effect.promise(() => client.close())
       )
-      const result = yield* Effect.promise(() => client.callTool({ name: "lookup_ticket", arguments: { ticketId: "T-closed" } }))
+      const result = yield* Effect.promise(() =>
+        client.callTool({ name: "lookup_ticket", arguments: { ticketId: "T-closed" } })
+      )
       expect(result.isError).toBe(true)
       expect(result.content).toEqual([{ type: "text", text: "Ticket T-closed is closed" }])
-      expect(result.structuredContent).toEqual({ error: { _tag: "TicketClosed", message: "Ticket T-closed is closed" } })
+      expect(result.structuredContent).toEqual({
+        error: { _tag: "TicketClosed", message: "Ticket T-closed is closed" }
+      })
     }))
 
   it.effect("/doc lists the declared statuses on the execute route", () =>
@@ -162,6 +178,8 @@ layer(AgentTestServerLive(app), { excludeTestServices: true })("declared tool er
       expect(JSON.stringify(responses["404"].content)).toContain("ToolErrorEnvelope")
       expect(responses["409"].description).toContain("TicketClosed (lookup_ticket)")
       expect(responses["422"].description).toContain("LocationUnknown (get_weather)")
-      expect(spec.components.schemas.ToolErrorEnvelope.properties.errorDetail).toEqual({ $ref: "#/components/schemas/ErrorDetail" })
+      expect(spec.components.schemas.ToolErrorEnvelope.properties.errorDetail).toEqual({
+        $ref: "#/components/schemas/ErrorDetail"
+      })
     }))
 })

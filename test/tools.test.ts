@@ -81,7 +81,10 @@ layer(TestServerLive({ app: testApp }), { excludeTestServices: true })("tools ov
   it.effect("executes get_weather and add through the typed client", () =>
     Effect.gen(function*() {
       const client = yield* makeClient
-      const weather = yield* client.tools.executeTool({ path: { name: "get_weather" }, payload: { input: { location: "Oslo" } } })
+      const weather = yield* client.tools.executeTool({
+        path: { name: "get_weather" },
+        payload: { input: { location: "Oslo" } }
+      })
       expect(weather.toolName).toBe("get_weather")
       expect(weather.result).toEqual({ location: "Oslo", temperatureC: 21, condition: "sunny" })
       expect(weather.executionTime).toBeGreaterThanOrEqual(0)
@@ -95,7 +98,9 @@ layer(TestServerLive({ app: testApp }), { excludeTestServices: true })("tools ov
       const client = yield* makeClient
       const missing = yield* Effect.either(client.tools.executeTool({ path: { name: "nope" }, payload: { input: {} } }))
       expect(Either.isLeft(missing) && missing.left).toEqual(new Errors.NotFound({ message: "Tool nope not found" }))
-      const invalid = yield* Effect.either(client.tools.executeTool({ path: { name: "add" }, payload: { input: { a: "x" } } }))
+      const invalid = yield* Effect.either(
+        client.tools.executeTool({ path: { name: "add" }, payload: { input: { a: "x" } } })
+      )
       expect(Either.isLeft(invalid) && invalid.left).toBeInstanceOf(Errors.ValidationError)
     }))
 
@@ -121,7 +126,10 @@ layer(TestServerLive({ app: testApp }), { excludeTestServices: true })("tools ov
       const failed = yield* fetchJson(`${url}/tools/explode/execute`, json({}))
       expect(failed).toMatchObject({ status: 500, body: { success: false, error: "Tool explode failed: kaboom" } })
       const thrown = yield* fetchJson(`${url}/tools/throws/execute`, json({}))
-      expect(thrown).toMatchObject({ status: 500, body: { success: false, error: "Tool throws failed: thrown inside" } })
+      expect(thrown).toMatchObject({
+        status: 500,
+        body: { success: false, error: "Tool throws failed: thrown inside" }
+      })
     }))
 
   it.effect("context reaches the tool; the user is null without auth", () =>

@@ -1,12 +1,12 @@
 import { Migrator, SqlClient } from "@effect/sql"
-import { describe, expect, it } from "@effect/vitest"
 import { SqliteClient } from "@effect/sql-sqlite-node"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { join } from "node:path"
-import type { SpanRecord } from "../src/observability/Span.js"
-import { listTraces, makeSpanIndexer, pruneTraces, traceCounts } from "../src/observability/traceIndex.js"
 import { serviceMigrations as migrations } from "../src/Database.js"
 import { DatabaseLive } from "../src/Database.js"
+import type { SpanRecord } from "../src/observability/Span.js"
+import { listTraces, makeSpanIndexer, pruneTraces, traceCounts } from "../src/observability/traceIndex.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { tempDir } from "./support/TestServer.js"
 
@@ -38,9 +38,18 @@ const write = (spans: ReadonlyArray<SpanRecord>) =>
       for (const s of spans) {
         yield* sql`INSERT INTO observability_spans ${
           sql.insert({
-            span_id: s.spanId, trace_id: s.traceId, parent_span_id: s.parentSpanId, name: s.name, kind: s.kind,
-            start_time: s.startTime, end_time: s.endTime!, duration_ms: 1000, status_code: s.status.code,
-            status_message: null, attributes: JSON.stringify(s.attributes), events: "[]",
+            span_id: s.spanId,
+            trace_id: s.traceId,
+            parent_span_id: s.parentSpanId,
+            name: s.name,
+            kind: s.kind,
+            start_time: s.startTime,
+            end_time: s.endTime!,
+            duration_ms: 1000,
+            status_code: s.status.code,
+            status_message: null,
+            attributes: JSON.stringify(s.attributes),
+            events: "[]",
             entity_type: (s.attributes["entity.type"] as string | undefined) ?? null,
             entity_id: (s.attributes["entity.id"] as string | undefined) ?? null
           })
@@ -96,7 +105,9 @@ const contract = Effect.gen(function*() {
   // Retention: the oldest beyond maxTraces go, with their spans and entity rows; then everything by age.
   yield* pruneTraces(sql, { maxTraces: 1, maxAgeMs: 365 * 24 * 3600_000 * 100 })
   expect((yield* listTraces(sql, { limit: 10, offset: 0 })).traces.map((t) => t.traceId)).toEqual(["t3"])
-  const [{ n }] = yield* sql<{ n: number | string }>`SELECT COUNT(*) AS n FROM observability_spans WHERE trace_id <> 't3'`
+  const [{ n }] = yield* sql<
+    { n: number | string }
+  >`SELECT COUNT(*) AS n FROM observability_spans WHERE trace_id <> 't3'`
   expect(Number(n)).toBe(0)
   expect((yield* listTraces(sql, { entityType: "agent", limit: 10, offset: 0 })).total).toBe(0)
   yield* pruneTraces(sql, { maxTraces: 10, maxAgeMs: 1 })
@@ -110,11 +121,15 @@ describe("trace index", () => {
       yield* Effect.provide(contract, DatabaseLive(url))
     }))
 
-  it.scoped.skipIf(!postgresAvailable)("Postgres: summaries, entity filters, pages, counts and retention", () =>
-    Effect.gen(function*() {
-      const url = yield* freshPostgresDatabase
-      yield* Effect.provide(contract, DatabaseLive(url))
-    }), 30_000)
+  it.scoped.skipIf(!postgresAvailable)(
+    "Postgres: summaries, entity filters, pages, counts and retention",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* freshPostgresDatabase
+        yield* Effect.provide(contract, DatabaseLive(url))
+      }),
+    30_000
+  )
 
   it.scoped("spans stored before the index existed are indexed by its migration", () =>
     Effect.gen(function*() {
@@ -124,15 +139,26 @@ describe("trace index", () => {
       yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         yield* Migrator.make({})({ loader: Migrator.fromRecord(before) })
-        for (const s of [
-          span("old", "child", { parent: "root", start: 2, entity: ["agent", "assistant"] }),
-          span("old", "root", { name: "POST /agents/assistant/text", start: 1, end: 5, error: true })
-        ]) {
+        for (
+          const s of [
+            span("old", "child", { parent: "root", start: 2, entity: ["agent", "assistant"] }),
+            span("old", "root", { name: "POST /agents/assistant/text", start: 1, end: 5, error: true })
+          ]
+        ) {
           yield* sql`INSERT INTO observability_spans ${
             sql.insert({
-              span_id: s.spanId, trace_id: s.traceId, parent_span_id: s.parentSpanId, name: s.name, kind: s.kind,
-              start_time: s.startTime, end_time: s.endTime!, duration_ms: 1000, status_code: s.status.code,
-              status_message: null, attributes: "{}", events: "[]",
+              span_id: s.spanId,
+              trace_id: s.traceId,
+              parent_span_id: s.parentSpanId,
+              name: s.name,
+              kind: s.kind,
+              start_time: s.startTime,
+              end_time: s.endTime!,
+              duration_ms: 1000,
+              status_code: s.status.code,
+              status_message: null,
+              attributes: "{}",
+              events: "[]",
               entity_type: (s.attributes["entity.type"] as string | undefined) ?? null,
               entity_id: (s.attributes["entity.id"] as string | undefined) ?? null
             })

@@ -23,11 +23,18 @@ const tracesOnceThere = (url: string, until: string) =>
       if (traces.some((trace) => trace.name === until)) {
         const withSpans: Array<Summary & { spans: Array<StoredSpan> }> = []
         for (const trace of traces) {
-          withSpans.push({ ...trace, spans: (yield* fetchJson(`${url}/observability/traces/${trace.traceId}`)).body.data.spans })
+          withSpans.push({
+            ...trace,
+            spans: (yield* fetchJson(`${url}/observability/traces/${trace.traceId}`)).body.data.spans
+          })
         }
         return withSpans
       }
-      if (Date.now() > deadline) return yield* Effect.dieMessage(`no trace named ${until} within 20 s: ${traces.map((trace) => trace.name).join(", ")}`)
+      if (Date.now() > deadline) {
+        return yield* Effect.dieMessage(
+          `no trace named ${until} within 20 s: ${traces.map((trace) => trace.name).join(", ")}`
+        )
+      }
       yield* Effect.sleep("50 millis")
     }
   })
@@ -48,8 +55,11 @@ const CONSOLE_READS = [
 ]
 
 const consoleReads = (url: string) =>
-  Effect.forEach(CONSOLE_READS, (path) =>
-    Effect.map(fetchJson(`${url}${path}`), ({ status }) => expect(status, path).toBeLessThan(500)), { discard: true })
+  Effect.forEach(
+    CONSOLE_READS,
+    (path) => Effect.map(fetchJson(`${url}${path}`), ({ status }) => expect(status, path).toBeLessThan(500)),
+    { discard: true }
+  )
 
 describe("traces named by route", () => {
   it.scopedLive("a server span is named <METHOD> <route template>; an unmatched one by its method alone", () =>
@@ -70,7 +80,9 @@ describe("traces named by route", () => {
 
       // The metrics still label requests by route (they are read off the same spans).
       const metrics: string = (yield* fetchJson(`${url}/metrics`)).body
-      expect(metrics).toMatch(/http_server_request_duration_count\{[^}]*http_route="\/agents\/:id"[^}]*http_response_status_code="404"/)
+      expect(metrics).toMatch(
+        /http_server_request_duration_count\{[^}]*http_route="\/agents\/:id"[^}]*http_response_status_code="404"/
+      )
       expect(metrics).toMatch(/http_server_request_duration_count\{[^}]*http_route="\/tools\/:name\/execute"/)
     }).pipe(Effect.provide(TestServerLive())))
 
@@ -84,9 +96,12 @@ describe("traces named by route", () => {
       expect(traces.map((trace) => trace.name)).toEqual(["GET /agents"])
       expect(spans.filter((span) => /^(TraceStore|LogStore|Updates)\./.test(span.name))).toEqual([])
       // Filtering by entity still works: a workflow's traces, and only them.
-      expect((yield* fetchJson(`${url}/workflows/pipeline/execute`, json({ input: { text: "x", n: 1 } }))).status).toBe(200)
+      expect((yield* fetchJson(`${url}/workflows/pipeline/execute`, json({ input: { text: "x", n: 1 } }))).status).toBe(
+        200
+      )
       yield* tracesOnceThere(url, "POST /workflows/:id/execute")
-      const filtered: Array<Summary> = (yield* fetchJson(`${url}/observability/traces?entityType=workflow&entityId=pipeline`)).body.data.traces
+      const filtered: Array<Summary> =
+        (yield* fetchJson(`${url}/observability/traces?entityType=workflow&entityId=pipeline`)).body.data.traces
       expect(filtered.map((trace) => trace.name)).toEqual(["POST /workflows/:id/execute"])
     }).pipe(Effect.provide(TestServerLive())))
 

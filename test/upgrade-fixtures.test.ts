@@ -17,10 +17,12 @@ import { tempDir } from "./support/TestServer.js"
 const FIXTURES = fileURLToPath(new URL("./fixtures/upgrade/", import.meta.url))
 
 const post = (url: string, body: unknown) =>
-  fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }).then(async (r) => ({
-    status: r.status,
-    body: await r.json()
-  }))
+  fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) }).then(
+    async (r) => ({
+      status: r.status,
+      body: await r.json()
+    })
+  )
 const get = (url: string) => fetch(url).then((r) => r.json()).then((body) => body.data)
 
 const stateOf = (base: string, workflowId: string, executionId: string) =>
@@ -31,7 +33,9 @@ const upgradeAndCheck = (databaseUrl: string) =>
   Effect.acquireUseRelease(
     Effect.promise(async () => {
       const port = await freePort()
-      const server = spawnMain(["--port", String(port)], { env: { DATABASE_URL: databaseUrl, AI_PROVIDER: "builtin", LOG_LEVEL: "warn" } })
+      const server = spawnMain(["--port", String(port)], {
+        env: { DATABASE_URL: databaseUrl, AI_PROVIDER: "builtin", LOG_LEVEL: "warn" }
+      })
       await waitForHttp(port).catch((error) => {
         killed(server)
         throw new Error(`${error}\n${server.stderr()}`)
@@ -56,13 +60,17 @@ const checkUpgraded = async (base: string) => {
     status: "suspended",
     suspension: { stepIndex: 1, stepId: "manager-approval", reason: "manager approval required" }
   })
-  const approved = await post(`${base}/workflows/approval/executions/approval-suspended-1/resume`, { resumeData: { approved: true } })
+  const approved = await post(`${base}/workflows/approval/executions/approval-suspended-1/resume`, {
+    resumeData: { approved: true }
+  })
   expect(approved.body.data).toMatchObject({ status: "completed", result: { approved: true, amount: 500 } })
-  const refused = await post(`${base}/workflows/approval/executions/approval-suspended-2/resume`, { resumeData: { approved: false } })
+  const refused = await post(`${base}/workflows/approval/executions/approval-suspended-2/resume`, {
+    resumeData: { approved: false }
+  })
   expect(refused.body.data).toMatchObject({ status: "completed", result: { approved: false, amount: 250 } })
 
   // Every execution, with its events numbered on from the stored ones.
-  const listed: Array<any> = (await get(`${base}/workflows/executions?limit=10`))
+  const listed: Array<any> = await get(`${base}/workflows/executions?limit=10`)
   expect(listed.map((e) => [e.id, e.status]).sort()).toEqual([
     ["approval-completed", "completed"],
     ["approval-suspended-1", "completed"],
@@ -72,9 +80,18 @@ const checkUpgraded = async (base: string) => {
   ])
   const resumedEvents: Array<any> = listed.find((e) => e.id === "approval-suspended-1").events
   expect(resumedEvents.map((e) => e.id)).toEqual(["1", "2", "3", "4", "5", "6", "7", "8"])
-  expect(resumedEvents.map((e) => e.type).slice(4)).toEqual(["workflow-suspended", "step-start", "step-complete", "workflow-complete"])
+  expect(resumedEvents.map((e) => e.type).slice(4)).toEqual([
+    "workflow-suspended",
+    "step-start",
+    "step-complete",
+    "workflow-complete"
+  ])
   expect(listed.find((e) => e.id === "pipeline-completed").output).toEqual({
-    text: "fixture text", upper: "FIXTURE TEXT", length: 12, doubled: 24, winner: "fast"
+    text: "fixture text",
+    upper: "FIXTURE TEXT",
+    length: 12,
+    doubled: 24,
+    winner: "fast"
   })
 
   // The conversation: its history as stored, and its memory in the next call's prompt.
@@ -85,7 +102,10 @@ const checkUpgraded = async (base: string) => {
     ["My name is Ada.", "[builtin/echo] You said: My name is Ada.", "fixture-user"]
   ])
   const call = (conversationId: string) =>
-    post(`${base}/agents/assistant/text`, { input: "Again please", options: { conversationId, userId: "fixture-user" } })
+    post(`${base}/agents/assistant/text`, {
+      input: "Again please",
+      options: { conversationId, userId: "fixture-user" }
+    })
   const continued = await call("fixture-conversation")
   const fresh = await call("a-new-conversation")
   expect(continued.body.data.text).toBe("[builtin/echo] You said: Again please")
@@ -101,20 +121,32 @@ const checkUpgraded = async (base: string) => {
 const RELEASES = ["before-0016", "before-0020"] as const
 
 describe.each(RELEASES)("a SQLite file made by the release %s (test/fixtures/upgrade)", (release) => {
-  it.scopedLive("copied: migrated at start-up; executions finish, the conversation reads as before", () =>
-    Effect.gen(function*() {
-      const file = join(yield* tempDir, "service.db")
-      copyFileSync(join(FIXTURES, `${release}.sqlite`), file)
-      yield* upgradeAndCheck(`file:${file}`)
-    }), 90_000)
-
+  it.scopedLive(
+    "copied: migrated at start-up; executions finish, the conversation reads as before",
+    () =>
+      Effect.gen(function*() {
+        const file = join(yield* tempDir, "service.db")
+        copyFileSync(join(FIXTURES, `${release}.sqlite`), file)
+        yield* upgradeAndCheck(`file:${file}`)
+      }),
+    90_000
+  )
 })
 
-describe.skipIf(!postgresAvailable).each(RELEASES)("a Postgres dump made by the release %s (test/fixtures/upgrade)", (release) => {
-  it.scopedLive("restored into a fresh database: migrated at start-up; executions finish, the conversation reads as before", () =>
-    Effect.gen(function*() {
-      const url = yield* freshPostgresDatabase
-      execFileSync("psql", ["-q", "-v", "ON_ERROR_STOP=1", "-f", join(FIXTURES, `${release}.postgres.sql`), url], { stdio: "pipe" })
-      yield* upgradeAndCheck(url)
-    }), 90_000)
-})
+describe.skipIf(!postgresAvailable).each(RELEASES)(
+  "a Postgres dump made by the release %s (test/fixtures/upgrade)",
+  (release) => {
+    it.scopedLive(
+      "restored into a fresh database: migrated at start-up; executions finish, the conversation reads as before",
+      () =>
+        Effect.gen(function*() {
+          const url = yield* freshPostgresDatabase
+          execFileSync("psql", ["-q", "-v", "ON_ERROR_STOP=1", "-f", join(FIXTURES, `${release}.postgres.sql`), url], {
+            stdio: "pipe"
+          })
+          yield* upgradeAndCheck(url)
+        }),
+      90_000
+    )
+  }
+)

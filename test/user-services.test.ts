@@ -55,12 +55,14 @@ const lookupTicket = defineTool({
 })
 
 const askSupport = defineTool({
-    name: "ask_support",
-    description: "Asks the support agent (which owns this tool)",
-    parameters: Schema.Struct({ question: Schema.String }),
-    execute: ({ question }) =>
-      Effect.flatMap(AgentRegistry, (agents) => agents.text("support", { input: question })).pipe(Effect.map((result) => result.text))
-  })
+  name: "ask_support",
+  description: "Asks the support agent (which owns this tool)",
+  parameters: Schema.Struct({ question: Schema.String }),
+  execute: ({ question }) =>
+    Effect.flatMap(AgentRegistry, (agents) => agents.text("support", { input: question })).pipe(
+      Effect.map((result) => result.text)
+    )
+})
 
 const support = defineAgent({
   id: "support",
@@ -99,7 +101,8 @@ const refund = workflow({
   .andWhen({
     id: "check-open",
     // A condition that uses the service: when it is missing the step fails, it does not skip.
-    condition: ({ data }) => Effect.map(Effect.flatMap(Tickets, (tickets) => tickets.lookup(data.id)), (ticket) => ticket.amount > 0),
+    condition: ({ data }) =>
+      Effect.map(Effect.flatMap(Tickets, (tickets) => tickets.lookup(data.id)), (ticket) => ticket.amount > 0),
     step: { id: "mark-open", execute: ({ data }) => ({ ...data, open: true }) }
   })
   .andWorkflow({
@@ -131,51 +134,68 @@ const waitFor = <A>(what: string, probe: () => A | undefined, deadlineMs = 30_00
     }
   })
 
-layer(TestServerLive({ app, provide: TicketsLive }), { excludeTestServices: true })("services of the user's own", (it) => {
-  it.effect("a tool's code gets Tickets from the layer, under the execute_tool span", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const response = yield* fetchJson(`${url}/tools/lookup_ticket/execute`, json({ input: { id: "T-1" } }))
-      expect(response.status).toBe(200)
-      expect(response.body.data.result).toEqual({ id: "T-1", amount: 42 })
-      expect(seen.parents.get("tool")).toBe("execute_tool lookup_ticket")
-    }))
+layer(TestServerLive({ app, provide: TicketsLive }), { excludeTestServices: true })(
+  "services of the user's own",
+  (it) => {
+    it.effect("a tool's code gets Tickets from the layer, under the execute_tool span", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const response = yield* fetchJson(`${url}/tools/lookup_ticket/execute`, json({ input: { id: "T-1" } }))
+        expect(response.status).toBe(200)
+        expect(response.body.data.result).toEqual({ id: "T-1", amount: 42 })
+        expect(seen.parents.get("tool")).toBe("execute_tool lookup_ticket")
+      }))
 
-  it.effect("a step's code, a condition and a child's input get Tickets and the WorkflowEngine, under the workflow.step span, logs annotated", () =>
-    Effect.gen(function*() {
-      const { logs, url } = yield* TestServer
-      const response = yield* fetchJson(`${url}/workflows/refund/execute`, json({ input: { ticketId: "T-2" } }))
-      expect(response.status).toBe(200)
-      expect(response.body.data).toMatchObject({ status: "completed", result: { id: "T-2", amount: 42, open: true, workflows: 2 } })
-      expect(seen.parents.get("step")).toBe("workflow.step")
-      const line = logs.find((entry) => entry.startsWith("ticket loaded") && entry.includes(`executionId=${response.body.data.executionId}`))
-      expect(line).toBeDefined()
-    }))
+    it.effect("a step's code, a condition and a child's input get Tickets and the WorkflowEngine, under the workflow.step span, logs annotated", () =>
+      Effect.gen(function*() {
+        const { logs, url } = yield* TestServer
+        const response = yield* fetchJson(`${url}/workflows/refund/execute`, json({ input: { ticketId: "T-2" } }))
+        expect(response.status).toBe(200)
+        expect(response.body.data).toMatchObject({
+          status: "completed",
+          result: { id: "T-2", amount: 42, open: true, workflows: 2 }
+        })
+        expect(seen.parents.get("step")).toBe("workflow.step")
+        const line = logs.find((entry) =>
+          entry.startsWith("ticket loaded") && entry.includes(`executionId=${response.body.data.executionId}`)
+        )
+        expect(line).toBeDefined()
+      }))
 
-  it.effect("cancel interrupts a step's Effect that uses a service of the user's own", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const started = yield* fetchJson(`${url}/workflows/refund/run`, json({ input: { ticketId: "T-3", hold: true } }))
-      const executionId: string = started.body.data.executionId
-      yield* waitFor("the step to hold", () => (seen.holding.has(executionId) ? true : undefined))
-      const cancelled = yield* fetchJson(`${url}/workflows/refund/executions/${executionId}/cancel`, json({ reason: "test" }))
-      expect(cancelled.status).toBe(200)
-      yield* waitFor("the step to be interrupted", () => (seen.interrupted.has(executionId) ? true : undefined))
-    }))
+    it.effect("cancel interrupts a step's Effect that uses a service of the user's own", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const started = yield* fetchJson(
+          `${url}/workflows/refund/run`,
+          json({ input: { ticketId: "T-3", hold: true } })
+        )
+        const executionId: string = started.body.data.executionId
+        yield* waitFor("the step to hold", () => (seen.holding.has(executionId) ? true : undefined))
+        const cancelled = yield* fetchJson(
+          `${url}/workflows/refund/executions/${executionId}/cancel`,
+          json({ reason: "test" })
+        )
+        expect(cancelled.status).toBe(200)
+        yield* waitFor("the step to be interrupted", () => (seen.interrupted.has(executionId) ? true : undefined))
+      }))
 
-  it.effect("a tool calls the agent that owns it (AgentRegistry from user code, no layer cycle)", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const response = yield* fetchJson(`${url}/tools/ask_support/execute`, json({ input: { question: "where is my refund" } }))
-      expect(response.status).toBe(200)
-      expect(response.body.data.result).toEqual(expect.any(String))
-      expect(response.body.data.result.length).toBeGreaterThan(0)
-    }))
+    it.effect("a tool calls the agent that owns it (AgentRegistry from user code, no layer cycle)", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const response = yield* fetchJson(
+          `${url}/tools/ask_support/execute`,
+          json({ input: { question: "where is my refund" } })
+        )
+        expect(response.status).toBe(200)
+        expect(response.body.data.result).toEqual(expect.any(String))
+        expect(response.body.data.result.length).toBeGreaterThan(0)
+      }))
 
-  it.effect("an agent's dynamic instructions get Tickets", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const response = yield* fetchJson(`${url}/agents/support/text`, json({ input: "hello" }))
-      expect(response.status).toBe(200)
-    }))
-})
+    it.effect("an agent's dynamic instructions get Tickets", () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const response = yield* fetchJson(`${url}/agents/support/text`, json({ input: "hello" }))
+        expect(response.status).toBe(200)
+      }))
+  }
+)

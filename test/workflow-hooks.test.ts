@@ -15,18 +15,25 @@ interface Heard {
   readonly status: string
 }
 
-class Audit extends Context.Tag("app/Audit")<Audit, { readonly hear: (hook: string, event: any) => Effect.Effect<void> }>() {}
+class Audit
+  extends Context.Tag("app/Audit")<Audit, { readonly hear: (hook: string, event: any) => Effect.Effect<void> }>()
+{}
 
 const heard: Array<Heard> = []
 let baseUrl = ""
 const statusOf = (workflowId: string, executionId: string) =>
   Effect.promise(() =>
-    fetch(`${baseUrl}/workflows/${workflowId}/executions/${executionId}/state`).then((r) => r.json()).then((b) => String(b.data.status))
+    fetch(`${baseUrl}/workflows/${workflowId}/executions/${executionId}/state`).then((r) => r.json()).then((b) =>
+      String(b.data.status)
+    )
   )
 
 const AuditLive = Layer.succeed(Audit, {
   hear: (hook, event) =>
-    Effect.flatMap(statusOf(event.workflowId, event.executionId), (status) => Effect.sync(() => heard.push({ hook, event, status })))
+    Effect.flatMap(
+      statusOf(event.workflowId, event.executionId),
+      (status) => Effect.sync(() => heard.push({ hook, event, status }))
+    )
 })
 
 const hear = (hook: string) => (event: unknown) => Effect.flatMap(Audit, (audit) => audit.hear(hook, event))
@@ -106,7 +113,10 @@ layer(TestServerLive({ app, provide: AuditLive }), { excludeTestServices: true }
     Effect.gen(function*() {
       const { url } = yield* TestServer
       baseUrl = url
-      const run = yield* fetchJson(`${url}/workflows/hooked/execute`, json({ input: { mode: "ok" }, options: { executionId: "h-ok" } }))
+      const run = yield* fetchJson(
+        `${url}/workflows/hooked/execute`,
+        json({ input: { mode: "ok" }, options: { executionId: "h-ok" } })
+      )
       expect(run.body.data.status).toBe("completed")
       yield* poll("onFinish", () => heardFor("h-ok").find((h) => h.hook === "onFinish"))
       yield* Effect.sleep("300 millis") // anything that would run a second time has had the time to
@@ -117,23 +127,33 @@ layer(TestServerLive({ app, provide: AuditLive }), { excludeTestServices: true }
         event: { executionId: "h-ok", workflowId: "hooked", input: { mode: "ok" } },
         status: expect.stringMatching(/^(running|completed)$/)
       })
-      expect(got.find((h) => h.hook === "onFinish")).toMatchObject({ event: { result: { done: true } }, status: "completed" })
+      expect(got.find((h) => h.hook === "onFinish")).toMatchObject({
+        event: { result: { done: true } },
+        status: "completed"
+      })
 
       // Each hook ran in its own span, a child of the execution's drive span.
       const spans = yield* Effect.gen(function*() {
         const deadline = Date.now() + 20_000
         while (Date.now() < deadline) {
-          const traces = (yield* fetchJson(`${url}/observability/traces?entityType=workflow&entityId=hooked&limit=50`)).body.data.traces
+          const traces =
+            (yield* fetchJson(`${url}/observability/traces?entityType=workflow&entityId=hooked&limit=50`)).body.data
+              .traces
           for (const summary of traces) {
             const trace = (yield* fetchJson(`${url}/observability/traces/${summary.traceId}`)).body.data
-            const hooks = trace.spans.filter((span: any) => span.name.startsWith("workflow.hook ") && span.attributes["execution.id"] === "h-ok")
+            const hooks = trace.spans.filter((span: any) =>
+              span.name.startsWith("workflow.hook ") && span.attributes["execution.id"] === "h-ok"
+            )
             if (hooks.length === 2) return { hooks: hooks as Array<any>, all: trace.spans as Array<any> }
           }
           yield* Effect.sleep("100 millis")
         }
         throw new Error("the hooks' spans did not appear within 20 s")
       })
-      expect(spans.hooks.map((span: any) => span.name).sort()).toEqual(["workflow.hook onFinish", "workflow.hook onStart"])
+      expect(spans.hooks.map((span: any) => span.name).sort()).toEqual([
+        "workflow.hook onFinish",
+        "workflow.hook onStart"
+      ])
       for (const hook of spans.hooks) {
         expect(spans.all.find((span) => span.spanId === hook.parentSpanId)?.name).toBe("WorkflowEngine.drive")
       }
@@ -143,18 +163,30 @@ layer(TestServerLive({ app, provide: AuditLive }), { excludeTestServices: true }
     Effect.gen(function*() {
       const { url } = yield* TestServer
       baseUrl = url
-      const failed = yield* fetchJson(`${url}/workflows/hooked/execute`, json({ input: { mode: "fail" }, options: { executionId: "h-fail" } }))
+      const failed = yield* fetchJson(
+        `${url}/workflows/hooked/execute`,
+        json({ input: { mode: "fail" }, options: { executionId: "h-fail" } })
+      )
       expect(failed.status).toBe(500)
       const onError = yield* poll("onError", () => heardFor("h-fail").find((h) => h.hook === "onError"))
       expect(onError).toMatchObject({
-        event: { error: "step work: it broke", errorDetail: { _tag: "Boom", message: "it broke", fields: { code: 7 } } },
+        event: {
+          error: "step work: it broke",
+          errorDetail: { _tag: "Boom", message: "it broke", fields: { code: 7 } }
+        },
         status: "error"
       })
 
-      const suspended = yield* fetchJson(`${url}/workflows/hooked/execute`, json({ input: { mode: "suspend" }, options: { executionId: "h-sus" } }))
+      const suspended = yield* fetchJson(
+        `${url}/workflows/hooked/execute`,
+        json({ input: { mode: "suspend" }, options: { executionId: "h-sus" } })
+      )
       expect(suspended.body.data.status).toBe("suspended")
       const onSuspend = yield* poll("onSuspend", () => heardFor("h-sus").find((h) => h.hook === "onSuspend"))
-      expect(onSuspend).toMatchObject({ event: { stepId: "work", reason: "needs a look", data: { mode: "suspend" } }, status: "suspended" })
+      expect(onSuspend).toMatchObject({
+        event: { stepId: "work", reason: "needs a look", data: { mode: "suspend" } },
+        status: "suspended"
+      })
       const resumed = yield* fetchJson(`${url}/workflows/hooked/executions/h-sus/resume`, json({ resumeData: {} }))
       expect(resumed.body.data.status).toBe("completed")
       yield* poll("onFinish after the resume", () => heardFor("h-sus").find((h) => h.hook === "onFinish"))
@@ -166,9 +198,15 @@ layer(TestServerLive({ app, provide: AuditLive }), { excludeTestServices: true }
     Effect.gen(function*() {
       const { url } = yield* TestServer
       baseUrl = url
-      const started = yield* fetchJson(`${url}/workflows/held/run`, json({ input: {}, options: { executionId: "h-held" } }))
+      const started = yield* fetchJson(
+        `${url}/workflows/held/run`,
+        json({ input: {}, options: { executionId: "h-held" } })
+      )
       expect(started.status).toBe(201)
-      const suspended = yield* fetchJson(`${url}/workflows/held/executions/h-held/suspend`, json({ reason: "paused by ops" }))
+      const suspended = yield* fetchJson(
+        `${url}/workflows/held/executions/h-held/suspend`,
+        json({ reason: "paused by ops" })
+      )
       expect(suspended.status).toBe(200)
       const onSuspend = yield* poll("onSuspend", () => heardFor("h-held").find((h) => h.hook === "onSuspend"))
       expect(onSuspend).toMatchObject({ event: { stepId: "hold", reason: "paused by ops" }, status: "suspended" })
@@ -178,32 +216,58 @@ layer(TestServerLive({ app, provide: AuditLive }), { excludeTestServices: true }
   it.effect("a hook that fails or throws is logged and the execution completes", () =>
     Effect.gen(function*() {
       const { logs, url } = yield* TestServer
-      const run = yield* fetchJson(`${url}/workflows/flawed-hooks/execute`, json({ input: { slow: false }, options: { executionId: "f-1" } }))
+      const run = yield* fetchJson(
+        `${url}/workflows/flawed-hooks/execute`,
+        json({ input: { slow: false }, options: { executionId: "f-1" } })
+      )
       expect(run.body.data).toMatchObject({ status: "completed", result: 2 })
       const failed = (hook: string, tag: string) => () =>
         logs.find((line) => line.includes(`workflow hook ${hook} failed (${tag}`) && line.includes("executionId=f-1"))
-      expect(yield* poll("onFinish's failure logged", failed("onFinish", "HookBoom: the audit is down"))).toContain("the execution is not affected")
+      expect(yield* poll("onFinish's failure logged", failed("onFinish", "HookBoom: the audit is down"))).toContain(
+        "the execution is not affected"
+      )
       yield* poll("onStart's throw logged", failed("onStart", "Error: onStart threw"))
     }))
 
-  it.effect("a hook that hangs is stopped after 5 s and logged; the execution did not wait for it", () =>
-    Effect.gen(function*() {
-      const { logs, url } = yield* TestServer
-      const before = Date.now()
-      const run = yield* fetchJson(`${url}/workflows/flawed-hooks/execute`, json({ input: { slow: true }, options: { executionId: "f-slow" } }))
-      expect(run.body.data).toMatchObject({ status: "completed", result: 1 })
-      expect(Date.now() - before).toBeLessThan(4000)
-      yield* poll("the hung hook interrupted", () => (slowInterrupted.has("f-slow") ? true : undefined))
-      expect(Date.now() - before).toBeGreaterThanOrEqual(4900)
-      yield* poll("the hung hook logged", () =>
-        logs.find((line) => line.includes("workflow hook onFinish failed (HookTimedOut: did not finish within 5s)") && line.includes("executionId=f-slow")))
-    }), 30_000)
+  it.effect(
+    "a hook that hangs is stopped after 5 s and logged; the execution did not wait for it",
+    () =>
+      Effect.gen(function*() {
+        const { logs, url } = yield* TestServer
+        const before = Date.now()
+        const run = yield* fetchJson(
+          `${url}/workflows/flawed-hooks/execute`,
+          json({ input: { slow: true }, options: { executionId: "f-slow" } })
+        )
+        expect(run.body.data).toMatchObject({ status: "completed", result: 1 })
+        expect(Date.now() - before).toBeLessThan(4000)
+        yield* poll("the hung hook interrupted", () => (slowInterrupted.has("f-slow") ? true : undefined))
+        expect(Date.now() - before).toBeGreaterThanOrEqual(4900)
+        yield* poll("the hung hook logged", () =>
+          logs.find((line) =>
+            line.includes("workflow hook onFinish failed (HookTimedOut: did not finish within 5s)") &&
+            line.includes("executionId=f-slow")
+          ))
+      }),
+    30_000
+  )
 })
 
 it("hooks' service requirements join the workflow's R", () => {
-  expectTypeOf(hooked).toMatchTypeOf<WorkflowDefinition<{ readonly mode: "ok" | "fail" | "suspend" }, { readonly done: boolean }, Audit>>()
-  expectTypeOf(hooked).not.toMatchTypeOf<WorkflowDefinition<{ readonly mode: "ok" | "fail" | "suspend" }, { readonly done: boolean }, never>>()
-  const typed = workflow({ id: "typed", name: "T", purpose: "T", input: Schema.Number, result: Schema.Number, onError: () => Promise.resolve() })
+  expectTypeOf(hooked).toMatchTypeOf<
+    WorkflowDefinition<{ readonly mode: "ok" | "fail" | "suspend" }, { readonly done: boolean }, Audit>
+  >()
+  expectTypeOf(hooked).not.toMatchTypeOf<
+    WorkflowDefinition<{ readonly mode: "ok" | "fail" | "suspend" }, { readonly done: boolean }, never>
+  >()
+  const typed = workflow({
+    id: "typed",
+    name: "T",
+    purpose: "T",
+    input: Schema.Number,
+    result: Schema.Number,
+    onError: () => Promise.resolve()
+  })
     .andThen({ id: "one", execute: ({ data }) => data })
   // A hook returning a Promise or a value requires nothing.
   expectTypeOf(typed).toMatchTypeOf<WorkflowDefinition<number, number, never>>()

@@ -15,7 +15,9 @@ const { start, tempDir } = fixtureApp(APP)
 const runsOf = (log: string) => {
   const counts = new Map<string, number>()
   if (!existsSync(log)) return counts
-  for (const line of readFileSync(log, "utf8").split("\n").filter(Boolean)) counts.set(line, (counts.get(line) ?? 0) + 1)
+  for (const line of readFileSync(log, "utf8").split("\n").filter(Boolean)) {
+    counts.set(line, (counts.get(line) ?? 0) + 1)
+  }
   return counts
 }
 
@@ -26,8 +28,7 @@ it("SIGKILL mid-loop: after a restart on the same SQLite file the committed item
   const gate = join(dir, "gate")
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
-  const record = () =>
-    fetch(`${base}/workflows/executions/loop-1`).then((r) => r.json()).then((b) => b.data)
+  const record = () => fetch(`${base}/workflows/executions/loop-1`).then((r) => r.json()).then((b) => b.data)
 
   const first = await start(port, databaseUrl)
   const run = await fetch(`${base}/workflows/looped/run`, {
@@ -37,7 +38,14 @@ it("SIGKILL mid-loop: after a restart on the same SQLite file the committed item
   })
   expect(run.status).toBe(201)
   // Items 0-7 complete (committed), 8-11 have started and wait for the gate.
-  await pollUntil("8 items committed and 4 waiting", async () => ({ committed: ((await record())?.events ?? []).filter((e: any) => e.path !== undefined).length, runs: runsOf(log).size }), (seen) => seen.committed >= 8 && seen.runs >= 12)
+  await pollUntil(
+    "8 items committed and 4 waiting",
+    async () => ({
+      committed: ((await record())?.events ?? []).filter((e: any) => e.path !== undefined).length,
+      runs: runsOf(log).size
+    }),
+    (seen) => seen.committed >= 8 && seen.runs >= 12
+  )
   first.child.kill("SIGKILL")
   await first.exit
   writeFileSync(gate, "")

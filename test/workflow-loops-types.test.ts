@@ -13,7 +13,8 @@ class Clock extends Context.Tag("app/Clock")<Clock, { readonly ok: Effect.Effect
 
 type RequirementsOf<W> = W extends WorkflowDefinition<any, any, infer R> ? R : never
 
-const base = () => workflow({ id: "w", name: "W", purpose: "p", input: Schema.Struct({ n: Schema.Number }), result: Schema.Unknown })
+const base = () =>
+  workflow({ id: "w", name: "W", purpose: "p", input: Schema.Struct({ n: Schema.Number }), result: Schema.Unknown })
 
 describe("loop and branch steps are typed", () => {
   it("andForEach: the item type reaches step (with index and path); the output is the array of its outputs; R joins", () => {
@@ -85,7 +86,10 @@ describe("loop and branch steps are typed", () => {
       id: "route",
       branches: [
         { condition: ({ data }) => data.n > 0, step: { id: "up", execute: ({ data }) => data.n } },
-        { condition: () => Effect.map(Clock, (clock) => clock !== undefined), step: { id: "label", execute: () => Promise.resolve("label") } }
+        {
+          condition: () => Effect.map(Clock, (clock) => clock !== undefined),
+          step: { id: "label", execute: () => Promise.resolve("label") }
+        }
       ]
     }).andMap({
       id: "summary",

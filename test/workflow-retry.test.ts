@@ -1,6 +1,6 @@
 import { expect, expectTypeOf, layer } from "@effect/vitest"
-import { it as plain } from "vitest"
 import { Data, Effect, Schedule, Schema } from "effect"
+import { it as plain } from "vitest"
 import { defineAgent } from "../src/agents/Agent.js"
 import { defineApp } from "../src/App.js"
 import { StepTimeout } from "../src/index.js"
@@ -19,16 +19,27 @@ const see = (executionId: string, attempt: number, path: string) => {
   seen.set(executionId, [...(seen.get(executionId) ?? []), { attempt, path }])
 }
 
-const flaky = workflow({ id: "flaky", name: "Flaky", purpose: "Fails `failures` times, then succeeds", input: N, result: Schema.Number })
+const flaky = workflow({
+  id: "flaky",
+  name: "Flaky",
+  purpose: "Fails `failures` times, then succeeds",
+  input: N,
+  result: Schema.Number
+})
   .andThen({
     id: "call",
     execute: ({ attempt, data, executionId, path }) => {
       see(executionId, attempt, path)
       if (data.fatal) return Effect.fail(new Fatal({ message: "no point in trying again" }))
-      return attempt <= data.failures ? Effect.fail(new Flaky({ attempt, message: `attempt ${attempt} failed` })) : Effect.succeed(attempt)
+      return attempt <= data.failures
+        ? Effect.fail(new Flaky({ attempt, message: `attempt ${attempt} failed` }))
+        : Effect.succeed(attempt)
     },
     // After `execute`: TypeScript infers a step's types in the order of its fields, and `while` needs its E.
-    retry: { schedule: Schedule.spaced("40 millis").pipe(Schedule.intersect(Schedule.recurs(4))), while: (error) => error._tag === "Flaky" }
+    retry: {
+      schedule: Schedule.spaced("40 millis").pipe(Schedule.intersect(Schedule.recurs(4))),
+      while: (error) => error._tag === "Flaky"
+    }
   })
 
 /** Attempt 1 outlives its timeout (and says whether its signal was aborted); attempt 2 answers at once unless `always`. */
@@ -63,10 +74,25 @@ const timed = workflow({
     retry: { schedule: Schedule.recurs(1), while: (error) => error instanceof StepTimeout }
   })
 
-const child = workflow({ id: "path-child", name: "Child", purpose: "Records its step's path", input: Schema.Number, result: Schema.Number })
-  .andThen({ id: "leaf", execute: ({ attempt, data, executionId, path }) => (see(executionId, attempt, path), data + 1) })
+const child = workflow({
+  id: "path-child",
+  name: "Child",
+  purpose: "Records its step's path",
+  input: Schema.Number,
+  result: Schema.Number
+})
+  .andThen({
+    id: "leaf",
+    execute: ({ attempt, data, executionId, path }) => (see(executionId, attempt, path), data + 1)
+  })
 
-const paths = workflow({ id: "paths", name: "Paths", purpose: "Paths of inner and child steps", input: Schema.Number, result: Schema.Number })
+const paths = workflow({
+  id: "paths",
+  name: "Paths",
+  purpose: "Paths of inner and child steps",
+  input: Schema.Number,
+  result: Schema.Number
+})
   .andAll({
     id: "measure",
     steps: [
@@ -83,14 +109,22 @@ const tapped = workflow({ id: "tapped", name: "Tapped", purpose: "A flaky tap", 
     execute: ({ attempt, data, executionId, path }) => {
       see(executionId, attempt, path)
       if (data.fatal) return Effect.never
-      return attempt <= data.failures ? Effect.fail(new Flaky({ attempt, message: `tap attempt ${attempt} failed` })) : Effect.void
+      return attempt <= data.failures
+        ? Effect.fail(new Flaky({ attempt, message: `tap attempt ${attempt} failed` }))
+        : Effect.void
     },
     retry: { schedule: Schedule.recurs(2) },
     timeout: "100 millis"
   })
 
 /** An inner step with a timeout: the andAll fails with its StepTimeout. */
-const innerTimeout = workflow({ id: "inner-timeout", name: "Inner timeout", purpose: "A slow inner step", input: Schema.Number, result: Schema.Unknown })
+const innerTimeout = workflow({
+  id: "inner-timeout",
+  name: "Inner timeout",
+  purpose: "A slow inner step",
+  input: Schema.Number,
+  result: Schema.Unknown
+})
   .andAll({
     id: "both",
     steps: [
@@ -100,10 +134,18 @@ const innerTimeout = workflow({ id: "inner-timeout", name: "Inner timeout", purp
   })
 
 /** Fails once, then waits a 1.5 s back-off: over a second, so the execution parks like a sleep. */
-const patient = workflow({ id: "patient", name: "Patient", purpose: "A long back-off", input: Schema.Number, result: Schema.Number })
+const patient = workflow({
+  id: "patient",
+  name: "Patient",
+  purpose: "A long back-off",
+  input: Schema.Number,
+  result: Schema.Number
+})
   .andThen({
     id: "call",
-    execute: ({ attempt, data }) => (attempt === 1 ? Effect.fail(new Flaky({ attempt, message: "busy" })) : Effect.succeed(data + attempt)),
+    execute: (
+      { attempt, data }
+    ) => (attempt === 1 ? Effect.fail(new Flaky({ attempt, message: "busy" })) : Effect.succeed(data + attempt)),
     retry: { schedule: Schedule.spaced("1500 millis").pipe(Schedule.intersect(Schedule.recurs(2))) }
   })
 
@@ -119,9 +161,15 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("step retry", (it)
   it.effect("a failing step is retried until it succeeds: a step-retry event per retry, attempt and path in its context", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const run = yield* fetchJson(`${url}/workflows/flaky/execute`, json({ input: { failures: 2, fatal: false }, options: { executionId: "r-ok" } }))
+      const run = yield* fetchJson(
+        `${url}/workflows/flaky/execute`,
+        json({ input: { failures: 2, fatal: false }, options: { executionId: "r-ok" } })
+      )
       expect(run.body.data).toMatchObject({ status: "completed", result: 3 })
-      expect(seen.get("r-ok")).toEqual([{ attempt: 1, path: "call" }, { attempt: 2, path: "call" }, { attempt: 3, path: "call" }])
+      expect(seen.get("r-ok")).toEqual([{ attempt: 1, path: "call" }, { attempt: 2, path: "call" }, {
+        attempt: 3,
+        path: "call"
+      }])
       const events = yield* eventsOf(url, "flaky", "r-ok")
       const retries = events.filter((e) => e.type === "step-retry")
       expect(retries).toHaveLength(2)
@@ -137,16 +185,29 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("step retry", (it)
         expect(Date.parse(retry.retryAt) - Date.parse(retry.startTime)).toBe(40)
       }
       // The step-retry events sit between the step's start and its completion.
-      expect(events.map((e) => e.type)).toEqual(["workflow-start", "step-start", "step-retry", "step-retry", "step-complete", "workflow-complete"])
+      expect(events.map((e) => e.type)).toEqual([
+        "workflow-start",
+        "step-start",
+        "step-retry",
+        "step-retry",
+        "step-complete",
+        "workflow-complete"
+      ])
     }))
 
   it.effect("a back-off over a second parks the execution like a sleep (no fiber; running with waitingUntil), woken at its due time", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const started = yield* fetchJson(`${url}/workflows/patient/run`, json({ input: 1, options: { executionId: "r-park" } }))
+      const started = yield* fetchJson(
+        `${url}/workflows/patient/run`,
+        json({ input: 1, options: { executionId: "r-park" } })
+      )
       expect(started.status).toBe(201)
       let state = (yield* fetchJson(`${url}/workflows/patient/executions/r-park/state`)).body.data
-      for (const deadline = Date.now() + 20_000; state.waitingUntil === undefined && state.status === "running" && Date.now() < deadline;) {
+      for (
+        const deadline = Date.now() + 20_000;
+        state.waitingUntil === undefined && state.status === "running" && Date.now() < deadline;
+      ) {
         yield* Effect.sleep("20 millis")
         state = (yield* fetchJson(`${url}/workflows/patient/executions/r-park/state`)).body.data
       }
@@ -159,7 +220,14 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("step retry", (it)
       }
       expect(state).toMatchObject({ status: "completed", result: 3 })
       const events = yield* eventsOf(url, "patient", "r-park")
-      expect(events.map((e) => e.type)).toEqual(["workflow-start", "step-start", "step-retry", "step-sleep", "step-complete", "workflow-complete"])
+      expect(events.map((e) => e.type)).toEqual([
+        "workflow-start",
+        "step-start",
+        "step-retry",
+        "step-sleep",
+        "step-complete",
+        "workflow-complete"
+      ])
       const retry = events.find((e) => e.type === "step-retry")
       const sleep = events.find((e) => e.type === "step-sleep")
       expect(sleep.wakeAt).toBe(retry.retryAt)
@@ -169,7 +237,10 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("step retry", (it)
   it.effect("`while` stops at an error it does not match: one attempt, the step fails with the error's detail", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const run = yield* fetchJson(`${url}/workflows/flaky/execute`, json({ input: { failures: 0, fatal: true }, options: { executionId: "r-fatal" } }))
+      const run = yield* fetchJson(
+        `${url}/workflows/flaky/execute`,
+        json({ input: { failures: 0, fatal: true }, options: { executionId: "r-fatal" } })
+      )
       expect(run.status).toBe(500)
       expect(run.body.errorDetail).toMatchObject({ _tag: "Fatal", message: "no point in trying again" })
       expect(seen.get("r-fatal")).toHaveLength(1)
@@ -179,22 +250,36 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("step retry", (it)
   it.effect("an exhausted schedule fails the step as without a policy: error and errorDetail of the last attempt", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const run = yield* fetchJson(`${url}/workflows/flaky/execute`, json({ input: { failures: 99, fatal: false }, options: { executionId: "r-out" } }))
+      const run = yield* fetchJson(
+        `${url}/workflows/flaky/execute`,
+        json({ input: { failures: 99, fatal: false }, options: { executionId: "r-out" } })
+      )
       expect(run.status).toBe(500)
       // recurs(4): five attempts in all.
       expect(seen.get("r-out")).toHaveLength(5)
       expect(run.body.errorDetail).toMatchObject({ _tag: "Flaky", fields: { attempt: 5 } })
       const state = (yield* fetchJson(`${url}/workflows/flaky/executions/r-out/state`)).body.data
-      expect(state).toMatchObject({ status: "error", error: "step call: attempt 5 failed", errorDetail: { _tag: "Flaky" } })
-      expect((yield* eventsOf(url, "flaky", "r-out")).filter((e) => e.type === "step-retry").map((e) => e.attempt)).toEqual([1, 2, 3, 4])
+      expect(state).toMatchObject({
+        status: "error",
+        error: "step call: attempt 5 failed",
+        errorDetail: { _tag: "Flaky" }
+      })
+      expect((yield* eventsOf(url, "flaky", "r-out")).filter((e) => e.type === "step-retry").map((e) => e.attempt))
+        .toEqual([1, 2, 3, 4])
     }))
 
   it.effect("a timeout fails the step with StepTimeout: the signal aborts and the late result is not committed", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const run = yield* fetchJson(`${url}/workflows/timed/execute`, json({ input: { always: true, retry: false }, options: { executionId: "t-1" } }))
+      const run = yield* fetchJson(
+        `${url}/workflows/timed/execute`,
+        json({ input: { always: true, retry: false }, options: { executionId: "t-1" } })
+      )
       expect(run.status).toBe(500)
-      expect(run.body.errorDetail).toMatchObject({ _tag: "StepTimeout", fields: { stepId: "slow-call", timeoutMs: 150 } })
+      expect(run.body.errorDetail).toMatchObject({
+        _tag: "StepTimeout",
+        fields: { stepId: "slow-call", timeoutMs: 150 }
+      })
       expect(run.body.error).toContain("step slow-call: timed out after 150ms")
       // Both attempts timed out (the policy retries a StepTimeout once); their signals were aborted.
       expect(late.get("t-1:1")?.aborted).toBe(true)
@@ -205,30 +290,45 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("step retry", (it)
       const events = yield* eventsOf(url, "timed", "t-1")
       expect(events.filter((e) => e.type === "step-complete")).toHaveLength(0)
       expect(events.at(-1).type).toBe("workflow-error")
-      expect(events.find((e) => e.type === "step-retry")).toMatchObject({ attempt: 1, errorDetail: { _tag: "StepTimeout" } })
+      expect(events.find((e) => e.type === "step-retry")).toMatchObject({
+        attempt: 1,
+        errorDetail: { _tag: "StepTimeout" }
+      })
     }))
 
   it.effect("a StepTimeout is retried when the policy says so: the next attempt's answer is the output", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const run = yield* fetchJson(`${url}/workflows/timed/execute`, json({ input: { always: false, retry: true }, options: { executionId: "t-2" } }))
+      const run = yield* fetchJson(
+        `${url}/workflows/timed/execute`,
+        json({ input: { always: false, retry: true }, options: { executionId: "t-2" } })
+      )
       expect(run.body.data).toMatchObject({ status: "completed", result: "attempt 2" })
     }))
 
   it.effect("an andTap under policies is retried; out of attempts or timed out it is logged and the data goes on", () =>
     Effect.gen(function*() {
       const { logs, url } = yield* TestServer
-      const ok = yield* fetchJson(`${url}/workflows/tapped/execute`, json({ input: { failures: 1, fatal: false }, options: { executionId: "tap-1" } }))
+      const ok = yield* fetchJson(
+        `${url}/workflows/tapped/execute`,
+        json({ input: { failures: 1, fatal: false }, options: { executionId: "tap-1" } })
+      )
       expect(ok.body.data).toMatchObject({ status: "completed", result: { failures: 1, fatal: false } })
       expect(seen.get("tap-1")?.map((s) => s.attempt)).toEqual([1, 2])
       expect((yield* eventsOf(url, "tapped", "tap-1")).filter((e) => e.type === "step-retry")).toHaveLength(1)
 
-      const out = yield* fetchJson(`${url}/workflows/tapped/execute`, json({ input: { failures: 9, fatal: false }, options: { executionId: "tap-2" } }))
+      const out = yield* fetchJson(
+        `${url}/workflows/tapped/execute`,
+        json({ input: { failures: 9, fatal: false }, options: { executionId: "tap-2" } })
+      )
       expect(out.body.data).toMatchObject({ status: "completed", result: { failures: 9, fatal: false } })
       expect(seen.get("tap-2")).toHaveLength(3)
       expect(logs.some((line) => line.includes("tap step notify failed: tap attempt 3 failed"))).toBe(true)
 
-      const hung = yield* fetchJson(`${url}/workflows/tapped/execute`, json({ input: { failures: 0, fatal: true }, options: { executionId: "tap-3" } }))
+      const hung = yield* fetchJson(
+        `${url}/workflows/tapped/execute`,
+        json({ input: { failures: 0, fatal: true }, options: { executionId: "tap-3" } })
+      )
       expect(hung.body.data).toMatchObject({ status: "completed", result: { failures: 0, fatal: true } })
       expect(seen.get("tap-3")).toHaveLength(3)
       expect(logs.some((line) => line.includes("tap step notify failed: timed out after 100ms"))).toBe(true)
@@ -248,7 +348,10 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("step retry", (it)
   it.effect("inner and child steps see their path: outer/inner, parent/step", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const run = yield* fetchJson(`${url}/workflows/paths/execute`, json({ input: 4, options: { executionId: "p-1" } }))
+      const run = yield* fetchJson(
+        `${url}/workflows/paths/execute`,
+        json({ input: 4, options: { executionId: "p-1" } })
+      )
       expect(run.body.data).toMatchObject({ status: "completed", result: 5 })
       expect(seen.get("p-1")).toEqual([{ attempt: 1, path: "measure/upper" }, { attempt: 1, path: "nested/leaf" }])
     }))
@@ -256,11 +359,15 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("step retry", (it)
   it.effect("each attempt has its own workflow.step span with step.path and step.attempt", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      yield* fetchJson(`${url}/workflows/flaky/execute`, json({ input: { failures: 1, fatal: false }, options: { executionId: "r-span" } }))
+      yield* fetchJson(
+        `${url}/workflows/flaky/execute`,
+        json({ input: { failures: 1, fatal: false }, options: { executionId: "r-span" } })
+      )
       const deadline = Date.now() + 20_000
       let attempts: Array<number> = []
       while (attempts.length < 2 && Date.now() < deadline) {
-        const traces = (yield* fetchJson(`${url}/observability/traces?entityType=workflow&entityId=flaky&limit=50`)).body.data.traces
+        const traces =
+          (yield* fetchJson(`${url}/observability/traces?entityType=workflow&entityId=flaky&limit=50`)).body.data.traces
         attempts = []
         for (const summary of traces) {
           const trace = (yield* fetchJson(`${url}/observability/traces/${summary.traceId}`)).body.data
@@ -286,32 +393,60 @@ const parking = workflow({
   input: Schema.Number,
   result: Schema.Number,
   resumeSchema: Schema.Struct({ ok: Schema.Boolean })
-}).andThen({ id: "ask", execute: ({ data, resumeData, suspend }) => (resumeData === undefined ? suspend("ask") : data) })
+}).andThen({
+  id: "ask",
+  execute: ({ data, resumeData, suspend }) => (resumeData === undefined ? suspend("ask") : data)
+})
 
-const quiet = workflow({ id: "quiet", name: "Quiet", purpose: "Never parks", input: Schema.Number, result: Schema.Number })
+const quiet = workflow({
+  id: "quiet",
+  name: "Quiet",
+  purpose: "Never parks",
+  input: Schema.Number,
+  result: Schema.Number
+})
   .andThen({ id: "inc", execute: ({ data }) => data + 1 })
 
-const start = () => workflow({ id: "outer", name: "Outer", purpose: "Runs a child", input: Schema.Number, result: Schema.Number })
+const start = () =>
+  workflow({ id: "outer", name: "Outer", purpose: "Runs a child", input: Schema.Number, result: Schema.Number })
 
 plain("timeout is refused at definition time on a step that can park (a child that suspends or sleeps)", () => {
   expect(() => start().andWorkflow({ id: "child", workflow: parking, timeout: "1 second" })).toThrow(
     "Workflow outer, step child: timeout is not allowed on a child workflow that can park (parks sleeps or suspends)"
   )
   // A child with a sleep step.
-  const sleeper = workflow({ id: "sleeper", name: "Sleeper", purpose: "Naps", input: Schema.Number, result: Schema.Number })
+  const sleeper = workflow({
+    id: "sleeper",
+    name: "Sleeper",
+    purpose: "Naps",
+    input: Schema.Number,
+    result: Schema.Number
+  })
     .andSleep({ id: "nap", duration: "1 second" })
-  expect(() => start().andWorkflow({ id: "child", workflow: sleeper, timeout: "1 second" })).toThrow(/can park \(sleeper sleeps or suspends\)/)
+  expect(() => start().andWorkflow({ id: "child", workflow: sleeper, timeout: "1 second" })).toThrow(
+    /can park \(sleeper sleeps or suspends\)/
+  )
   // One that cannot park takes it, and a bad timeout is refused.
   expect(() => start().andWorkflow({ id: "child", workflow: quiet, timeout: "1 second" })).not.toThrow()
-  expect(() => start().andThen({ id: "x", timeout: 0, execute: () => 1 })).toThrow("timeout must be a positive, finite duration")
+  expect(() => start().andThen({ id: "x", timeout: 0, execute: () => 1 })).toThrow(
+    "timeout must be a positive, finite duration"
+  )
   expect(() => start().andThen({ id: "x", timeout: "30 days", execute: () => 1 })).toThrow(/timeout is over 7d/)
-  expect(() => start().andAll({ id: "all", steps: [{ id: "x", timeout: -1, execute: () => 1 }] })).toThrow("step x: timeout must be a positive")
+  expect(() => start().andAll({ id: "all", steps: [{ id: "x", timeout: -1, execute: () => 1 }] })).toThrow(
+    "step x: timeout must be a positive"
+  )
 })
 
 plain("`while` sees the step's E (and StepTimeout); a tag it cannot have does not compile", () => {
   start().andThen({
     id: "typed",
-    execute: ({ data }) => (data > 1 ? Effect.fail(new Flaky({ attempt: 1, message: "" })) : data < 0 ? Effect.fail(new Fatal({ message: "" })) : Effect.succeed(data)),
+    execute: (
+      { data }
+    ) => (data > 1
+      ? Effect.fail(new Flaky({ attempt: 1, message: "" }))
+      : data < 0
+      ? Effect.fail(new Fatal({ message: "" }))
+      : Effect.succeed(data)),
     retry: {
       schedule: Schedule.recurs(2),
       while: (error) => {

@@ -29,12 +29,23 @@ const sized = workflow({
     }
   })
 
-const inner = workflow({ id: "inner-suspend", name: "Inner", purpose: "andAll inner steps suspend with the outer schema", input: Size, result: Schema.Unknown })
+const inner = workflow({
+  id: "inner-suspend",
+  name: "Inner",
+  purpose: "andAll inner steps suspend with the outer schema",
+  input: Size,
+  result: Schema.Unknown
+})
   .andAll({
     id: "both",
     suspendSchema: Size,
     steps: [
-      { id: "first", execute: ({ data, resumeData, suspend }) => (resumeData === undefined ? suspend("inner", { size: data.size }) : 1) },
+      {
+        id: "first",
+        execute: (
+          { data, resumeData, suspend }
+        ) => (resumeData === undefined ? suspend("inner", { size: data.size }) : 1)
+      },
       { id: "second", execute: () => 2 }
     ]
   })
@@ -99,7 +110,9 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("suspension data",
       // 20 000 numbers are well over 64 KiB of JSON.
       const big = yield* fetchJson(`${url}/workflows/sized/execute`, json({ input: { size: 20_000, bad: false } }))
       expect(big.status).toBe(500)
-      expect(big.body.error).toMatch(/step park: suspend data is [\d.]+ KiB as JSON, over the 64 KiB a suspension may hold/)
+      expect(big.body.error).toMatch(
+        /step park: suspend data is [\d.]+ KiB as JSON, over the 64 KiB a suspension may hold/
+      )
     }))
 
   it.effect("an andAll inner step suspends with the outer step's schema, and resumes", () =>

@@ -42,7 +42,9 @@ describe("durable timers: types", () => {
       .andSleepUntil({ id: "until", date: () => Effect.flatMap(Calendar, (calendar) => calendar.next) })
       .andSleep({ id: "plain", duration: ({ data }) => Duration.millis(data.label.length) })
       .andSleepUntil({ id: "promised", date: async () => "2030-01-01T00:00:00Z" })
-    expectTypeOf(flow).toMatchTypeOf<WorkflowDefinition<{ readonly n: number }, { readonly label: string }, Policy | Calendar>>()
+    expectTypeOf(flow).toMatchTypeOf<
+      WorkflowDefinition<{ readonly n: number }, { readonly label: string }, Policy | Calendar>
+    >()
     expectTypeOf(base.andSleep({ id: "x", duration: 10 })).toMatchTypeOf<
       WorkflowDefinition<{ readonly n: number }, { readonly label: string }, never>
     >()

@@ -8,7 +8,7 @@ import type { ServerConfigShape } from "../src/config/ServerConfig.js"
 import type { ResumeData } from "../src/workflows/TypedCalls.js"
 import { workflow } from "../src/workflows/Workflow.js"
 import { cashier, refunds } from "./support/approvalApp.js"
-import { FakeProvider, FakeProviderLive, fakeModelSettings, postSse } from "./support/fakeProvider.js"
+import { fakeModelSettings, FakeProvider, FakeProviderLive, postSse } from "./support/fakeProvider.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { fetchJson, json, tempDir, TestServer, TestServerLive } from "./support/TestServer.js"
 
@@ -24,7 +24,13 @@ const refundFlow = workflow({
 }).andAgent({ id: "ask-cashier", agent: cashier, prompt: ({ data }) => `refund ${data.amount}` })
 
 // Settled 4: an agent whose sub-agent asks suspends the execution with the sub-agent's request.
-const desk = defineAgent({ id: "desk", name: "Desk", purpose: "Hands tasks to the cashier", instructions: "You delegate.", subAgents: [cashier] })
+const desk = defineAgent({
+  id: "desk",
+  name: "Desk",
+  purpose: "Hands tasks to the cashier",
+  instructions: "You delegate.",
+  subAgents: [cashier]
+})
 const deskFlow = workflow({
   id: "desk-flow",
   name: "Desk refund",
@@ -62,10 +68,12 @@ export const typedAnswers: ReadonlyArray<AgentResume> = [
 ]
 
 const ServerWith = (config: Partial<ServerConfigShape>) =>
-  Layer.unwrapEffect(Effect.map(FakeProvider, (fake) =>
-    TestServerLive({ app, config: { model: fakeModelSettings(fake), ...config } }))).pipe(Layer.provideMerge(FakeProviderLive))
+  Layer.unwrapEffect(
+    Effect.map(FakeProvider, (fake) => TestServerLive({ app, config: { model: fakeModelSettings(fake), ...config } }))
+  ).pipe(Layer.provideMerge(FakeProviderLive))
 
-const execute = (url: string, amount: number) => fetchJson(`${url}/workflows/refund-flow/execute`, json({ input: { amount } }))
+const execute = (url: string, amount: number) =>
+  fetchJson(`${url}/workflows/refund-flow/execute`, json({ input: { amount } }))
 const resume = (url: string, executionId: string, resumeData: unknown) =>
   fetchJson(`${url}/workflows/refund-flow/executions/${executionId}/resume`, json({ resumeData }))
 const stateOf = (url: string, executionId: string) =>
@@ -85,14 +93,26 @@ const waitFor = (url: string, executionId: string, done: (state: any) => boolean
 
 /** The model requests that carried this prompt. */
 const requestsFor = (fake: FakeProvider["Type"], amount: number) =>
-  fake.requests.filter((request) => request.messages.some((message) => message.role === "user" && JSON.stringify(message.content).includes(`refund ${amount}`)))
+  fake.requests.filter((request) =>
+    request.messages.some((message) =>
+      message.role === "user" && JSON.stringify(message.content).includes(`refund ${amount}`)
+    )
+  )
 
 const suspendedOn = (body: any, amount: number) => {
   expect(body.data).toMatchObject({
     status: "suspended",
     suspension: {
       reason: "tool-approval",
-      data: { approvals: [{ approvalId: expect.any(String), toolName: "refund", toolCallId: expect.any(String), input: { amount }, expiresAt: expect.any(String) }] }
+      data: {
+        approvals: [{
+          approvalId: expect.any(String),
+          toolName: "refund",
+          toolCallId: expect.any(String),
+          input: { amount },
+          expiresAt: expect.any(String)
+        }]
+      }
     }
   })
   expect(body.data.suspension.data.approvals).toHaveLength(1)
@@ -109,7 +129,10 @@ layer(ServerWith({}), { excludeTestServices: true })("andAgent tool approval", (
       expect(requestsFor(fake, 70)).toHaveLength(1)
       expect(refunds).not.toContain(70)
       const state = yield* stateOf(url, run.executionId)
-      expect(state).toMatchObject({ status: "suspended", suspension: { stepId: "ask-cashier", data: { approvals: [{ approvalId: pending.approvalId }] } } })
+      expect(state).toMatchObject({
+        status: "suspended",
+        suspension: { stepId: "ask-cashier", data: { approvals: [{ approvalId: pending.approvalId }] } }
+      })
       const listing = yield* fetchJson(`${url}/workflows/executions?workflowId=refund-flow&status=suspended`)
       const listed = (listing.body.data as Array<any>).find((one) => one.id === run.executionId)
       expect(listed.status).toBe("suspended")
@@ -122,7 +145,12 @@ layer(ServerWith({}), { excludeTestServices: true })("andAgent tool approval", (
           [undefined, "resumeData"],
           [{ answers: [] }, "answers"],
           [{ answers: [{ approvalId: "nope", approved: true }] }, "approval nope is not one this execution waits on"],
-          [{ answers: [{ approvalId: pending.approvalId, approved: true }, { approvalId: pending.approvalId, approved: true }] }, "must name each approval once"],
+          [{
+            answers: [{ approvalId: pending.approvalId, approved: true }, {
+              approvalId: pending.approvalId,
+              approved: true
+            }]
+          }, "must name each approval once"],
           [{ answers: [{ approvalId: pending.approvalId, approved: true }], expired: true }, "expired"]
         ] as const
       ) {
@@ -133,11 +161,16 @@ layer(ServerWith({}), { excludeTestServices: true })("andAgent tool approval", (
       expect((yield* stateOf(url, run.executionId)).status).toBe("suspended")
 
       // The agent's own follow-up route cannot answer a workflow's approval: it is the execution's.
-      const bypass = yield* fetchJson(`${url}/agents/cashier/text`, json({ options: { approvals: [{ approvalId: pending.approvalId, approved: true }] } }))
+      const bypass = yield* fetchJson(
+        `${url}/agents/cashier/text`,
+        json({ options: { approvals: [{ approvalId: pending.approvalId, approved: true }] } })
+      )
       expect(bypass).toMatchObject({ status: 404, body: { error: `Approval ${pending.approvalId} not found` } })
       expect(refunds).not.toContain(70)
 
-      const resumed = yield* resume(url, run.executionId, { answers: [{ approvalId: pending.approvalId, approved: true }] })
+      const resumed = yield* resume(url, run.executionId, {
+        answers: [{ approvalId: pending.approvalId, approved: true }]
+      })
       expect(resumed.status).toBe(200)
       expect(resumed.body.data).toMatchObject({ status: "completed", result: expect.stringContaining("refunded") })
       expect(refunds.filter((one) => one === 70)).toEqual([70])
@@ -149,7 +182,9 @@ layer(ServerWith({}), { excludeTestServices: true })("andAgent tool approval", (
       expect(last.at(-1)?.role).toBe("tool")
 
       // Answered once: the execution is no longer suspended.
-      expect((yield* resume(url, run.executionId, { answers: [{ approvalId: pending.approvalId, approved: true }] })).status).toBe(404)
+      expect(
+        (yield* resume(url, run.executionId, { answers: [{ approvalId: pending.approvalId, approved: true }] })).status
+      ).toBe(404)
     }))
 
   it.effect("a sub-agent's request suspends the execution; the resume continues the sub-agent, then the parent", () =>
@@ -158,7 +193,10 @@ layer(ServerWith({}), { excludeTestServices: true })("andAgent tool approval", (
       const started = yield* fetchJson(`${url}/workflows/desk-flow/execute`, json({ input: { amount: 73 } }))
       expect(started.body.data).toMatchObject({
         status: "suspended",
-        suspension: { reason: "tool-approval", data: { approvals: [{ toolName: "refund", input: { amount: 73 }, agentId: "cashier" }] } }
+        suspension: {
+          reason: "tool-approval",
+          data: { approvals: [{ toolName: "refund", input: { amount: 73 }, agentId: "cashier" }] }
+        }
       })
       expect(refunds).not.toContain(73)
       const [pending] = started.body.data.suspension.data.approvals
@@ -187,7 +225,9 @@ layer(ServerWith({}), { excludeTestServices: true })("andAgent tool approval", (
         const refused = yield* resumeWith(bad)
         expect(refused.status).toBe(400)
       }
-      expect((yield* fetchJson(`${url}/workflows/outer-refund/executions/${executionId}/state`)).body.data.status).toBe("suspended")
+      expect((yield* fetchJson(`${url}/workflows/outer-refund/executions/${executionId}/state`)).body.data.status).toBe(
+        "suspended"
+      )
       expect(refunds).not.toContain(74)
       const resumed = yield* resumeWith({ answers: [{ approvalId: pending.approvalId, approved: true }] })
       expect(resumed.status).toBe(200)
@@ -200,7 +240,9 @@ layer(ServerWith({}), { excludeTestServices: true })("andAgent tool approval", (
       const { url } = yield* TestServer
       const run = suspendedOn((yield* execute(url, 71)).body, 71)
       const [pending] = run.suspension.data.approvals
-      const resumed = yield* resume(url, run.executionId, { answers: [{ approvalId: pending.approvalId, approved: false, reason: "over budget" }] })
+      const resumed = yield* resume(url, run.executionId, {
+        answers: [{ approvalId: pending.approvalId, approved: false, reason: "over budget" }]
+      })
       expect(resumed.body.data).toMatchObject({ status: "completed", result: expect.stringContaining("over budget") })
       expect(refunds).not.toContain(71)
     }))
@@ -210,56 +252,94 @@ layer(ServerWith({}), { excludeTestServices: true })("andAgent tool approval", (
       const { url } = yield* TestServer
       const streamed = yield* postSse(`${url}/workflows/refund-flow/stream`, { input: { amount: 72 } })
       const suspended = streamed.events.find((event) => event.data.type === "workflow-suspended")
-      expect(suspended?.data).toMatchObject({ from: "ask-cashier", data: { approvals: [{ toolName: "refund", input: { amount: 72 } }] } })
+      expect(suspended?.data).toMatchObject({
+        from: "ask-cashier",
+        data: { approvals: [{ toolName: "refund", input: { amount: 72 } }] }
+      })
     }))
 })
 
-layer(ServerWith({ approvals: { ttlMs: 1_500 } }), { excludeTestServices: true })("andAgent tool approval expiry", (it) => {
-  it.effect("an approval that expires while the execution waits is denied as expired through the due work", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const fake = yield* FakeProvider
-      const run = suspendedOn((yield* execute(url, 80)).body, 80)
-      const done = yield* waitFor(url, run.executionId, (state) => state.status !== "suspended" && state.status !== "running")
-      expect(done).toMatchObject({ status: "completed", result: expect.stringContaining("expired") })
-      expect(refunds).not.toContain(80)
-      const asked = requestsFor(fake, 80)
-      expect(asked).toHaveLength(2)
-      expect(JSON.stringify(asked[1].messages.at(-1))).toContain("expired")
-      // A late answer finds it resumed already.
-      const late = yield* resume(url, run.executionId, { answers: [{ approvalId: run.suspension.data.approvals[0].approvalId, approved: true }] })
-      expect(late.status).toBe(404)
-    }), 40_000)
-})
+layer(ServerWith({ approvals: { ttlMs: 1_500 } }), { excludeTestServices: true })(
+  "andAgent tool approval expiry",
+  (it) => {
+    it.effect(
+      "an approval that expires while the execution waits is denied as expired through the due work",
+      () =>
+        Effect.gen(function*() {
+          const { url } = yield* TestServer
+          const fake = yield* FakeProvider
+          const run = suspendedOn((yield* execute(url, 80)).body, 80)
+          const done = yield* waitFor(
+            url,
+            run.executionId,
+            (state) => state.status !== "suspended" && state.status !== "running"
+          )
+          expect(done).toMatchObject({ status: "completed", result: expect.stringContaining("expired") })
+          expect(refunds).not.toContain(80)
+          const asked = requestsFor(fake, 80)
+          expect(asked).toHaveLength(2)
+          expect(JSON.stringify(asked[1].messages.at(-1))).toContain("expired")
+          // A late answer finds it resumed already.
+          const late = yield* resume(url, run.executionId, {
+            answers: [{ approvalId: run.suspension.data.approvals[0].approvalId, approved: true }]
+          })
+          expect(late.status).toBe(404)
+        }),
+      40_000
+    )
+  }
+)
 
-layer(ServerWith({ approvals: { ttlMs: 400 } }), { excludeTestServices: true })("andAgent tool approval: answer racing expiry", (it) => {
-  it.effect("20 trials of an approval answered around its expiry: the execution completes, approved or denied as expired, never both", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      for (let trial = 0; trial < 20; trial++) {
-        const amount = 1000 + trial
-        const run = suspendedOn((yield* execute(url, amount)).body, amount)
-        const [pending] = run.suspension.data.approvals as unknown as Array<{ approvalId: string; expiresAt: string }>
-        // From 100 ms before its expiry to 100 ms after it: the race is the point, not a wait for a state.
-        yield* Effect.sleep(Math.max(0, Date.parse(pending.expiresAt) - Date.now() - 100 + trial * 10))
-        const answered = yield* resume(url, run.executionId, { answers: [{ approvalId: pending.approvalId, approved: true }] })
-        expect([200, 404, 409]).toContain(answered.status)
-        const done = yield* waitFor(url, run.executionId, (state) => state.status !== "suspended" && state.status !== "running")
-        expect(done.status).toBe("completed")
-        const ran = refunds.filter((one) => one === amount).length
-        expect(ran).toBe(done.result.includes("expired") ? 0 : 1)
-        if (answered.status !== 200) expect(done.result).toContain("expired")
-      }
-    }), 120_000)
-})
+layer(ServerWith({ approvals: { ttlMs: 400 } }), { excludeTestServices: true })(
+  "andAgent tool approval: answer racing expiry",
+  (it) => {
+    it.effect(
+      "20 trials of an approval answered around its expiry: the execution completes, approved or denied as expired, never both",
+      () =>
+        Effect.gen(function*() {
+          const { url } = yield* TestServer
+          for (let trial = 0; trial < 20; trial++) {
+            const amount = 1000 + trial
+            const run = suspendedOn((yield* execute(url, amount)).body, amount)
+            const [pending] = run.suspension.data.approvals as unknown as Array<
+              { approvalId: string; expiresAt: string }
+            >
+            // From 100 ms before its expiry to 100 ms after it: the race is the point, not a wait for a state.
+            yield* Effect.sleep(Math.max(0, Date.parse(pending.expiresAt) - Date.now() - 100 + trial * 10))
+            const answered = yield* resume(url, run.executionId, {
+              answers: [{ approvalId: pending.approvalId, approved: true }]
+            })
+            expect([200, 404, 409]).toContain(answered.status)
+            const done = yield* waitFor(
+              url,
+              run.executionId,
+              (state) => state.status !== "suspended" && state.status !== "running"
+            )
+            expect(done.status).toBe("completed")
+            const ran = refunds.filter((one) => one === amount).length
+            expect(ran).toBe(done.result.includes("expired") ? 0 : 1)
+            if (answered.status !== 200) expect(done.result).toContain("expired")
+          }
+        }),
+      120_000
+    )
+  }
+)
 
 const SECRET = "a-long-shared-secret-for-workflow-approval-tests"
 const token = (sub: string) =>
-  new SignJWT({ sub }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(new TextEncoder().encode(SECRET))
-const asUser = (jwt: string, body: unknown): RequestInit => ({ ...json(body), headers: { "content-type": "application/json", authorization: `Bearer ${jwt}` } })
+  new SignJWT({ sub }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(
+    new TextEncoder().encode(SECRET)
+  )
+const asUser = (jwt: string, body: unknown): RequestInit => ({
+  ...json(body),
+  headers: { "content-type": "application/json", authorization: `Bearer ${jwt}` }
+})
 
 layer(
-  ServerWith({ auth: { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [] } } }),
+  ServerWith({
+    auth: { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: true, publicRoutes: [] } }
+  }),
   { excludeTestServices: true }
 )("andAgent tool approval under JWT", (it) => {
   it.effect("the resume is the execution owner's: another user's is 404 and leaves it suspended", () =>
@@ -268,7 +348,9 @@ layer(
       const [ada, bob] = yield* Effect.promise(() => Promise.all([token("ada"), token("bob")]))
       const started = yield* fetchJson(`${url}/workflows/refund-flow/execute`, asUser(ada, { input: { amount: 75 } }))
       const run = suspendedOn(started.body, 75)
-      const answer = { resumeData: { answers: [{ approvalId: run.suspension.data.approvals[0].approvalId, approved: true }] } }
+      const answer = {
+        resumeData: { answers: [{ approvalId: run.suspension.data.approvals[0].approvalId, approved: true }] }
+      }
       const path = `${url}/workflows/refund-flow/executions/${run.executionId}/resume`
       expect((yield* fetchJson(path, asUser(bob, answer))).status).toBe(404)
       expect(refunds).not.toContain(75)
@@ -284,7 +366,10 @@ const instance = (databaseUrl: string, instanceId: string, config: Partial<Serve
     const fake = yield* FakeProvider
     const scope = yield* Scope.make()
     const context = yield* Layer.buildWithScope(
-      TestServerLive({ app, config: { model: fakeModelSettings(fake), databaseUrl: Redacted.make(databaseUrl), instanceId, ...config } }),
+      TestServerLive({
+        app,
+        config: { model: fakeModelSettings(fake), databaseUrl: Redacted.make(databaseUrl), instanceId, ...config }
+      }),
       scope
     )
     return { url: Context.get(context, TestServer).url, close: Scope.close(scope, Exit.void) }
@@ -297,7 +382,9 @@ const restartScenario = (databaseUrl: string, amount: number) =>
     const run = suspendedOn((yield* execute(a.url, amount)).body, amount)
     yield* a.close
     const b = yield* instance(databaseUrl, "b")
-    const resumed = yield* resume(b.url, run.executionId, { answers: [{ approvalId: run.suspension.data.approvals[0].approvalId, approved: true }] })
+    const resumed = yield* resume(b.url, run.executionId, {
+      answers: [{ approvalId: run.suspension.data.approvals[0].approvalId, approved: true }]
+    })
     expect(resumed.body.data).toMatchObject({ status: "completed", result: expect.stringContaining("refunded") })
     yield* b.close
     expect(refunds.filter((one) => one === amount)).toEqual([amount])
@@ -311,22 +398,34 @@ describe("andAgent tool approval across a restart", () => {
       yield* restartScenario(`file:${join(dir, "service.db")}`, 90)
     }).pipe(Effect.provide(FakeProviderLive)), 60_000)
 
-  it.scoped.skipIf(!postgresAvailable)("on Postgres: suspended on A, A shut down, resumed on B", () =>
-    Effect.gen(function*() {
-      const url = yield* freshPostgresDatabase
-      yield* restartScenario(url, 91)
-    }).pipe(Effect.provide(FakeProviderLive)), 60_000)
+  it.scoped.skipIf(!postgresAvailable)(
+    "on Postgres: suspended on A, A shut down, resumed on B",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* freshPostgresDatabase
+        yield* restartScenario(url, 91)
+      }).pipe(Effect.provide(FakeProviderLive)),
+    60_000
+  )
 
-  it.scoped.skipIf(!postgresAvailable)("on Postgres: suspended on A, A shut down, the approval expires and B denies it", () =>
-    Effect.gen(function*() {
-      const url = yield* freshPostgresDatabase
-      const a = yield* instance(url, "a", { approvals: { ttlMs: 1_500 } })
-      const run = suspendedOn((yield* execute(a.url, 92)).body, 92)
-      yield* a.close
-      const b = yield* instance(url, "b", { approvals: { ttlMs: 1_500 } })
-      const done = yield* waitFor(b.url, run.executionId, (state) => state.status !== "suspended" && state.status !== "running")
-      expect(done).toMatchObject({ status: "completed", result: expect.stringContaining("expired") })
-      yield* b.close
-      expect(refunds).not.toContain(92)
-    }).pipe(Effect.provide(FakeProviderLive)), 60_000)
+  it.scoped.skipIf(!postgresAvailable)(
+    "on Postgres: suspended on A, A shut down, the approval expires and B denies it",
+    () =>
+      Effect.gen(function*() {
+        const url = yield* freshPostgresDatabase
+        const a = yield* instance(url, "a", { approvals: { ttlMs: 1_500 } })
+        const run = suspendedOn((yield* execute(a.url, 92)).body, 92)
+        yield* a.close
+        const b = yield* instance(url, "b", { approvals: { ttlMs: 1_500 } })
+        const done = yield* waitFor(
+          b.url,
+          run.executionId,
+          (state) => state.status !== "suspended" && state.status !== "running"
+        )
+        expect(done).toMatchObject({ status: "completed", result: expect.stringContaining("expired") })
+        yield* b.close
+        expect(refunds).not.toContain(92)
+      }).pipe(Effect.provide(FakeProviderLive)),
+    60_000
+  )
 })

@@ -5,7 +5,7 @@ import { join, resolve } from "node:path"
 import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { embeddingSteps, installProject, prefetchMarker } from "../scripts/embedding-steps.mjs"
-import { expected, FIXTURES, fixtureFiles, OK_FIXTURES, ROOT } from "./support/typeFixtures.js"
+import { expected, fixtureFiles, FIXTURES, OK_FIXTURES, ROOT } from "./support/typeFixtures.js"
 
 // Issue #30 (settled 13): the mistake fixtures give the same diagnostics under the newest TypeScript a
 // user installs (7.x, the native compiler, which has no stable JS compiler API: its `tsc` is run on all
@@ -50,7 +50,11 @@ const parseTscOutput = (output: string, cwd: string) => {
 /** The README's install line of TypeScript (`npm install --save-dev typescript ...`, unpinned): what a reader runs. */
 const typescriptInstall = () => {
   const lines = STEPS.install.filter((line) => line.split(/\s+/).includes("typescript"))
-  if (lines.length !== 1) throw new Error(`the README's install steps should install typescript on one line: ${JSON.stringify(STEPS.install)}`)
+  if (lines.length !== 1) {
+    throw new Error(
+      `the README's install steps should install typescript on one line: ${JSON.stringify(STEPS.install)}`
+    )
+  }
   return lines
 }
 
@@ -64,14 +68,24 @@ describe("the typed workflow builder's compile errors under the newest TypeScrip
   beforeAll(async () => {
     if (!existsSync(await prefetchMarker(STEPS))) {
       const fill = "scripts/node-line 24 node scripts/embedding-steps.mjs --prefetch"
-      if (CI) throw new Error(`npm's cache was not filled for the README's embedding steps: .ci/run's set-up does it (${fill}); tests never download`)
-      console.warn(`skipped: npm's cache was not filled for the README's embedding steps; fill it once with \`${fill}\` (this test never downloads)`)
+      if (CI) {
+        throw new Error(
+          `npm's cache was not filled for the README's embedding steps: .ci/run's set-up does it (${fill}); tests never download`
+        )
+      }
+      console.warn(
+        `skipped: npm's cache was not filled for the README's embedding steps; fill it once with \`${fill}\` (this test never downloads)`
+      )
       skipped = true
       return
     }
     dir = mkdtempSync(join(tmpdir(), "type-fixtures-ts7-"))
     // No package name to replace by a tarball in that line: `name` matches no word of it.
-    await installProject(dir, { files: { "package.json": "{ \"private\": true }\n" }, install: typescriptInstall(), run: [] }, {
+    await installProject(dir, {
+      files: { "package.json": "{ \"private\": true }\n" },
+      install: typescriptInstall(),
+      run: []
+    }, {
       name: "-",
       tarball: "-",
       offline: true
@@ -80,15 +94,24 @@ describe("the typed workflow builder's compile errors under the newest TypeScrip
     version = JSON.parse(readFileSync(join(typescript, "package.json"), "utf8")).version
     console.info(`type fixtures: TypeScript ${version}`)
     const files = [...fixtureFiles(FIXTURES), ...fixtureFiles(OK_FIXTURES)]
-    writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({
-      extends: join(ROOT, "tsconfig.json"),
-      // The repo's options (strict and the rest) with the fixtures' own root; `types: ["node"]` looks in
-      // the repo's node_modules, as it does there.
-      compilerOptions: { noEmit: true, rootDir: ROOT, typeRoots: [join(ROOT, "node_modules", "@types")] },
-      include: [],
-      files
-    }))
-    const output = await run(process.execPath, [join(typescript, "bin", "tsc"), "-p", "tsconfig.json", "--pretty", "false"], {
+    writeFileSync(
+      join(dir, "tsconfig.json"),
+      JSON.stringify({
+        extends: join(ROOT, "tsconfig.json"),
+        // The repo's options (strict and the rest) with the fixtures' own root; `types: ["node"]` looks in
+        // the repo's node_modules, as it does there.
+        compilerOptions: { noEmit: true, rootDir: ROOT, typeRoots: [join(ROOT, "node_modules", "@types")] },
+        include: [],
+        files
+      })
+    )
+    const output = await run(process.execPath, [
+      join(typescript, "bin", "tsc"),
+      "-p",
+      "tsconfig.json",
+      "--pretty",
+      "false"
+    ], {
       cwd: dir,
       timeout: 240_000,
       maxBuffer: 64 * 1024 * 1024
@@ -118,7 +141,10 @@ describe("the typed workflow builder's compile errors under the newest TypeScrip
     it(`${file}: TS${code} naming ${(ts7?.names ?? names).join(", ")}`, (context) => {
       if (skipped) return context.skip()
       const found = diagnostics.get(join(FIXTURES, file)) ?? []
-      expect(found.map((diagnostic) => diagnostic.code), `TypeScript ${version}: ${found.map((d) => d.message).join("\n")}`).toEqual([code])
+      expect(
+        found.map((diagnostic) => diagnostic.code),
+        `TypeScript ${version}: ${found.map((d) => d.message).join("\n")}`
+      ).toEqual([code])
       for (const name of ts7?.names ?? names) expect(found[0]!.message).toContain(name)
       for (const name of firstLine ?? []) expect(found[0]!.message.split("\n")[0]).toContain(name)
     })

@@ -1,7 +1,7 @@
 import { join } from "node:path"
 import ts from "typescript"
 import { describe, expect, it } from "vitest"
-import { expected, FIXTURES, fixtureFiles, OK_FIXTURES, ROOT } from "./support/typeFixtures.js"
+import { expected, fixtureFiles, FIXTURES, OK_FIXTURES, ROOT } from "./support/typeFixtures.js"
 
 // Issue #30 (settled 13): each mistake the typed builder catches is a fixture under test/type-fixtures
 // (left out of tsconfig.json), compiled here with the repo's compiler options in one program. A test

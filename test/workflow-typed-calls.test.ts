@@ -32,7 +32,10 @@ const stamp = workflow({
 })
 
 // (Resume data of a type unlike its JSON, a Date, reaches the step as such once stored encoded: issue #30 settled 2.)
-const Decision = Schema.Struct({ approved: Schema.Boolean, on: Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/)) })
+const Decision = Schema.Struct({
+  approved: Schema.Boolean,
+  on: Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/))
+})
 
 const approval = workflow({
   id: "typed-approval",
@@ -53,17 +56,36 @@ const approval = workflow({
   })
 
 /** Never registered; and another definition under a registered id. */
-const stranger = workflow({ id: "stranger", name: "Stranger", purpose: "not in the app", input: Schema.Struct({}), result: Schema.Unknown })
+const stranger = workflow({
+  id: "stranger",
+  name: "Stranger",
+  purpose: "not in the app",
+  input: Schema.Struct({}),
+  result: Schema.Unknown
+})
   .andThen({ id: "x", execute: () => 1 })
-const impostor = workflow({ id: "stamp", name: "Stamp", purpose: "same id, another object", input: Schema.Struct({}), result: Schema.Unknown })
+const impostor = workflow({
+  id: "stamp",
+  name: "Stamp",
+  purpose: "same id, another object",
+  input: Schema.Struct({}),
+  result: Schema.Unknown
+})
   .andThen({ id: "x", execute: () => 1 })
 
 const app = defineApp({ workflows: [stamp, approval] })
 
-const servicesOnSqlite = (served: typeof app) => Layer.unwrapScoped(Effect.map(tempDir, (dir) =>
-  ServicesLive(served, { ...resolveServerConfig({}, {}), port: 0, databaseUrl: Redacted.make(`file:${join(dir, "typed.db")}`) }).pipe(
-    Layer.provide(Logger.remove(Logger.defaultLogger))
-  )))
+const servicesOnSqlite = (served: typeof app) =>
+  Layer.unwrapScoped(
+    Effect.map(tempDir, (dir) =>
+      ServicesLive(served, {
+        ...resolveServerConfig({}, {}),
+        port: 0,
+        databaseUrl: Redacted.make(`file:${join(dir, "typed.db")}`)
+      }).pipe(
+        Layer.provide(Logger.remove(Logger.defaultLogger))
+      ))
+  )
 
 layer(servicesOnSqlite(app), { timeout: 60_000 })("typed calls on the WorkflowEngine", (it) => {
   it.effect("executeWorkflow: typed input encoded through the validated path, result decoded (a Date)", () =>
@@ -87,7 +109,10 @@ layer(servicesOnSqlite(app), { timeout: 60_000 })("typed calls on the WorkflowEn
       expect(refused._tag).toBe("ValidationError")
       expect(refused.message).toContain("input.at")
       const chosen = `typed-${crypto.randomUUID()}`
-      const outcome = yield* engine.executeWorkflow(stamp, { name: "Bo", at: new Date(0) }, { executionId: chosen, context: { tenant: "t1" } })
+      const outcome = yield* engine.executeWorkflow(stamp, { name: "Bo", at: new Date(0) }, {
+        executionId: chosen,
+        context: { tenant: "t1" }
+      })
       expect(outcome.executionId).toBe(chosen)
       expect((yield* engine.state("stamp", chosen)).context).toEqual({ tenant: "t1" })
     }))
@@ -104,14 +129,20 @@ layer(servicesOnSqlite(app), { timeout: 60_000 })("typed calls on the WorkflowEn
         yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
         settled = yield* engine.state("stamp", started.executionId)
       }
-      expect(settled).toMatchObject({ status: "completed", result: { greeting: "Hello, Cy", due: "2025-01-02T00:00:00.000Z" } })
+      expect(settled).toMatchObject({
+        status: "completed",
+        result: { greeting: "Hello, Cy", due: "2025-01-02T00:00:00.000Z" }
+      })
     }))
 
   it.effect("resumeWorkflow: typed data at the named step, or at the step it is parked at", () =>
     Effect.gen(function*() {
       const engine = yield* WorkflowEngine
       const asked = yield* engine.executeWorkflow(approval, { amount: 250 })
-      expect(asked).toMatchObject({ status: "suspended", suspension: { reason: "a manager must decide", suspendedStepIndex: 1 } })
+      expect(asked).toMatchObject({
+        status: "suspended",
+        suspension: { reason: "a manager must decide", suspendedStepIndex: 1 }
+      })
       const resumed = yield* engine.resumeWorkflow({
         workflow: approval,
         executionId: asked.executionId,
@@ -128,7 +159,10 @@ layer(servicesOnSqlite(app), { timeout: 60_000 })("typed calls on the WorkflowEn
         executionId: again.executionId,
         data: { approved: false, on: "2025-06-07" }
       })
-      expect(second).toMatchObject({ status: "completed", result: { approved: false, amount: 500, decidedOn: "2025-06-07" } })
+      expect(second).toMatchObject({
+        status: "completed",
+        result: { approved: false, amount: 500, decidedOn: "2025-06-07" }
+      })
     }))
 
   it.effect("resumeWorkflow: data its schema refuses is a ValidationError; the execution stays suspended", () =>
@@ -144,7 +178,9 @@ layer(servicesOnSqlite(app), { timeout: 60_000 })("typed calls on the WorkflowEn
       expect(notADay).toMatchObject({ _tag: "ValidationError" })
       expect(notADay.message).toContain("data.on")
       // Without a stepId the type is every step's (`check` has no resumeSchema: unknown); the engine still checks.
-      const wrongShape = yield* Effect.flip(engine.resumeWorkflow({ workflow: approval, executionId: asked.executionId, data: { approved: "yes" } }))
+      const wrongShape = yield* Effect.flip(
+        engine.resumeWorkflow({ workflow: approval, executionId: asked.executionId, data: { approved: "yes" } })
+      )
       expect(wrongShape).toMatchObject({ _tag: "ValidationError" })
       expect(wrongShape.message).toContain("data.approved")
       expect((yield* engine.state("typed-approval", asked.executionId)).status).toBe("suspended")
@@ -174,7 +210,10 @@ layer(servicesOnSqlite(readme.app), { timeout: 60_000 })("the README's sample", 
     Effect.gen(function*() {
       const outcome = yield* readme.shoutForU1
       expect(outcome).toMatchObject({ status: "completed", result: { loud: "HI" } })
-      const state = yield* Effect.flatMap(WorkflowEngine, (engine) => engine.state("announce", outcome.executionId, { all: false, userId: "u1" }))
+      const state = yield* Effect.flatMap(
+        WorkflowEngine,
+        (engine) => engine.state("announce", outcome.executionId, { all: false, userId: "u1" })
+      )
       expect(state.status).toBe("completed")
     }))
 })
@@ -183,11 +222,27 @@ layer(servicesOnSqlite(readme.app), { timeout: 60_000 })("the README's sample", 
 
 const SECRET = "a-long-shared-secret-for-typed-call-tests"
 const sign = (claims: Record<string, unknown>) =>
-  new SignJWT(claims).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(new TextEncoder().encode(SECRET))
-const tokens = { u1: await sign({ sub: "u1" }), u2: await sign({ sub: "u2" }), admin: await sign({ sub: "root", role: "admin" }) }
+  new SignJWT(claims).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(
+    new TextEncoder().encode(SECRET)
+  )
+const tokens = {
+  u1: await sign({ sub: "u1" }),
+  u2: await sign({ sub: "u2" }),
+  admin: await sign({ sub: "root", role: "admin" })
+}
 type Who = keyof typeof tokens | "anonymous"
 
-const jwt = { auth: { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: false, publicRoutes: [], admin: { claim: "role", value: "admin" } } } }
+const jwt = {
+  auth: {
+    production: false,
+    jwt: {
+      secret: Redacted.make(SECRET),
+      defaultPrivate: false,
+      publicRoutes: [],
+      admin: { claim: "role", value: "admin" }
+    }
+  }
+}
 
 layer(TestServerLive({ app, config: jwt }), { timeout: 60_000 })("an execution started from code, under JWT", (it) => {
   /** Who of u1, u2, an admin and an anonymous caller gets the execution's state over HTTP. */
@@ -216,9 +271,23 @@ layer(TestServerLive({ app, config: jwt }), { timeout: 60_000 })("an execution s
 
       // resumeWorkflow with a userId finds only that user's executions, like their token would.
       const decision = { approved: true, on: "2025-01-01" }
-      const notU2s = yield* Effect.either(engine.resumeWorkflow({ workflow: approval, executionId: owned.executionId, stepId: "ask", data: decision, userId: "u2" }))
+      const notU2s = yield* Effect.either(
+        engine.resumeWorkflow({
+          workflow: approval,
+          executionId: owned.executionId,
+          stepId: "ask",
+          data: decision,
+          userId: "u2"
+        })
+      )
       expect(Either.isLeft(notU2s) && notU2s.left._tag).toBe("NotFound")
-      const u1s = yield* engine.resumeWorkflow({ workflow: approval, executionId: owned.executionId, stepId: "ask", data: decision, userId: "u1" })
+      const u1s = yield* engine.resumeWorkflow({
+        workflow: approval,
+        executionId: owned.executionId,
+        stepId: "ask",
+        data: decision,
+        userId: "u1"
+      })
       expect(u1s.status).toBe("completed")
     }))
 })
@@ -228,10 +297,14 @@ describe("the typed calls' types", () => {
     expectTypeOf<WorkflowInput<typeof stamp>>().toEqualTypeOf<{ readonly name: string; readonly at: Date }>()
     expectTypeOf<WorkflowResult<typeof stamp>>().toEqualTypeOf<{ readonly greeting: string; readonly due: Date }>()
     expectTypeOf<ResumeStepId<typeof approval>>().toEqualTypeOf<"check" | "ask">()
-    expectTypeOf<ResumeData<typeof approval, "ask">>().toEqualTypeOf<{ readonly approved: boolean; readonly on: string }>()
+    expectTypeOf<ResumeData<typeof approval, "ask">>().toEqualTypeOf<
+      { readonly approved: boolean; readonly on: string }
+    >()
     // Parked at either step: `check` declares no resumeSchema, so anything may be given (the engine checks).
     expectTypeOf<ResumeData<typeof approval>>().toEqualTypeOf<unknown>()
     // A definition typed only as WorkflowDefinition carries no resume types.
-    expectTypeOf<ResumeData<WorkflowDefinition<{ readonly amount: number }, unknown, never>, "ask">>().toEqualTypeOf<unknown>()
+    expectTypeOf<ResumeData<WorkflowDefinition<{ readonly amount: number }, unknown, never>, "ask">>().toEqualTypeOf<
+      unknown
+    >()
   })
 })

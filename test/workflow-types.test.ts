@@ -1,8 +1,8 @@
 import { Effect, Schema } from "effect"
 import { describe, expect, expectTypeOf, it } from "vitest"
 import { defineApp } from "../src/App.js"
-import { pipeline } from "../src/examples/workflows.js"
 import { assistant } from "../src/examples/agents.js"
+import { pipeline } from "../src/examples/workflows.js"
 import { workflow, type WorkflowDefinition } from "../src/workflows/Workflow.js"
 
 // Issue #30: what the typed builder infers, checked by the compiler (`npm test` type-checks first);
@@ -12,10 +12,22 @@ class Refused extends Schema.TaggedError<Refused>()("Refused", { why: Schema.Str
 
 const Input = Schema.Struct({ name: Schema.String, n: Schema.Number })
 
-const child = workflow({ id: "child", name: "C", purpose: "p", input: Schema.Struct({ n: Schema.Number }), result: Schema.Struct({ doubled: Schema.Number }) })
+const child = workflow({
+  id: "child",
+  name: "C",
+  purpose: "p",
+  input: Schema.Struct({ n: Schema.Number }),
+  result: Schema.Struct({ doubled: Schema.Number })
+})
   .andThen({ id: "double", execute: ({ data }) => ({ doubled: data.n * 2 }) })
 
-const typed = workflow({ id: "typed", name: "Typed", purpose: "every step type", input: Input, result: Schema.Struct({ total: Schema.Number }) })
+const typed = workflow({
+  id: "typed",
+  name: "Typed",
+  purpose: "every step type",
+  input: Input,
+  result: Schema.Struct({ total: Schema.Number })
+})
   .andThen({
     id: "load",
     execute: ({ data, input }) => {
@@ -73,9 +85,20 @@ const typed = workflow({ id: "typed", name: "Typed", purpose: "every step type",
 
 describe("the typed workflow builder", () => {
   it("infers each step's data, the steps record, resume and suspend data (checked at compile time)", () => {
-    expectTypeOf(typed).toMatchTypeOf<WorkflowDefinition<{ readonly name: string; readonly n: number }, { readonly total: number }, never>>()
+    expectTypeOf(typed).toMatchTypeOf<
+      WorkflowDefinition<{ readonly name: string; readonly n: number }, { readonly total: number }, never>
+    >()
     expectTypeOf(pipeline).toMatchTypeOf<WorkflowDefinition>()
-    expect(typed.steps.map((step) => step.id)).toEqual(["load", "audit", "measure", "maybe", "race", "sub", "ask", "approve"])
+    expect(typed.steps.map((step) => step.id)).toEqual([
+      "load",
+      "audit",
+      "measure",
+      "maybe",
+      "race",
+      "sub",
+      "ask",
+      "approve"
+    ])
   })
 
   it("without schemas, suspend's data is optional and resumeData unknown, as before", () => {
@@ -98,9 +121,10 @@ describe("the typed workflow builder", () => {
     expect(() => start.andWhen({ id: "when", condition: () => true, step: { id: "all", execute: () => 3 } })).toThrow(
       `Workflow dupes has two steps with the id "all"`
     )
-    expect(() => start.andRace({ id: "race", steps: [{ id: "z", execute: () => 1 }, { id: "z", execute: () => 2 }] })).toThrow(
-      `Workflow dupes has two steps with the id "z"`
-    )
+    expect(() => start.andRace({ id: "race", steps: [{ id: "z", execute: () => 1 }, { id: "z", execute: () => 2 }] }))
+      .toThrow(
+        `Workflow dupes has two steps with the id "z"`
+      )
   })
 
   it("the compile-cost fixture holds a 60-step workflow and an app of 20 workflows (compiled by the fixture tests)", async () => {

@@ -11,7 +11,13 @@ const interrupted = { all: Effect.runSync(Deferred.make<string>()), race: Effect
 
 const NumberIn = Schema.Struct({ n: Schema.Number })
 
-const child = workflow({ id: "child", name: "Child", purpose: "Adds one, may suspend", input: NumberIn, result: NumberIn })
+const child = workflow({
+  id: "child",
+  name: "Child",
+  purpose: "Adds one, may suspend",
+  input: NumberIn,
+  result: NumberIn
+})
   .andThen({
     id: "plus-one",
     execute: ({ data, resumeData, suspend }) =>
@@ -26,7 +32,11 @@ const steps = workflow({
   result: Schema.Unknown,
   resumeSchema: Schema.Struct({ go: Schema.Boolean })
 })
-  .andWhen({ id: "when", condition: ({ data }) => data.n > 10, step: { id: "halve", execute: ({ data }) => ({ n: data.n / 2 }) } })
+  .andWhen({
+    id: "when",
+    condition: ({ data }) => data.n > 10,
+    step: { id: "halve", execute: ({ data }) => ({ n: data.n / 2 }) }
+  })
   .andTap({ id: "tap-fails", execute: () => Effect.fail(new Error("tap broke")) })
   .andWorkflow({ id: "sub", workflow: child })
   .andAgent({ id: "ask", agent: assistant, prompt: ({ data }) => `number ${data.n}` })
@@ -36,9 +46,22 @@ const steps = workflow({
     prompt: () => "give me an object",
     output: { type: "object", properties: { label: { type: "string" } }, required: ["label"] }
   })
-  .andThen({ id: "collect", execute: ({ getStepData }) => ({ sub: getStepData("sub"), ask: getStepData("ask"), object: getStepData("ask-object") }) })
+  .andThen({
+    id: "collect",
+    execute: ({ getStepData }) => ({
+      sub: getStepData("sub"),
+      ask: getStepData("ask"),
+      object: getStepData("ask-object")
+    })
+  })
 
-const allFails = workflow({ id: "all-fails", name: "All fails", purpose: "andAll with a failure", input: Schema.Struct({}), result: Schema.Unknown })
+const allFails = workflow({
+  id: "all-fails",
+  name: "All fails",
+  purpose: "andAll with a failure",
+  input: Schema.Struct({}),
+  result: Schema.Unknown
+})
   .andAll({
     id: "parallel",
     steps: [
@@ -50,16 +73,34 @@ const allFails = workflow({ id: "all-fails", name: "All fails", purpose: "andAll
     ]
   })
 
-const race = workflow({ id: "race", name: "Race", purpose: "andRace", input: Schema.Struct({}), result: Schema.Unknown })
+const race = workflow({
+  id: "race",
+  name: "Race",
+  purpose: "andRace",
+  input: Schema.Struct({}),
+  result: Schema.Unknown
+})
   .andRace({
     id: "race",
     steps: [
       { id: "quick", execute: () => Effect.as(Effect.sleep("5 millis"), "quick") },
-      { id: "loser", execute: () => Effect.as(Effect.sleep("1 minute"), "loser").pipe(Effect.onInterrupt(() => Deferred.succeed(interrupted.race, "interrupted"))) }
+      {
+        id: "loser",
+        execute: () =>
+          Effect.as(Effect.sleep("1 minute"), "loser").pipe(
+            Effect.onInterrupt(() => Deferred.succeed(interrupted.race, "interrupted"))
+          )
+      }
     ]
   })
 
-const failing = workflow({ id: "failing", name: "Failing", purpose: "fails", input: Schema.Struct({}), result: Schema.Unknown })
+const failing = workflow({
+  id: "failing",
+  name: "Failing",
+  purpose: "fails",
+  input: Schema.Struct({}),
+  result: Schema.Unknown
+})
   .andThen({ id: "ok", execute: () => 1 })
   .andThen({ id: "explode", execute: () => Promise.reject(new Error("disk on fire")) })
 
@@ -105,7 +146,10 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
       expect(approvalDetails.steps[1].resumeSchema).toMatchObject({ type: "object", required: ["approved"] })
       const stepTypes = (yield* fetchJson(`${url}/workflows/steps`)).body.data.steps.map((s: any) => s.type)
       expect(stepTypes).toEqual(["andWhen", "andTap", "andWorkflow", "andAgent", "andAgent", "andThen"])
-      expect(yield* fetchJson(`${url}/workflows/nope`)).toMatchObject({ status: 404, body: { error: "Workflow nope not found" } })
+      expect(yield* fetchJson(`${url}/workflows/nope`)).toMatchObject({
+        status: 404,
+        body: { error: "Workflow nope not found" }
+      })
     }))
 
   it.effect("pipeline: andThen, andAll in order, andWhen, andTap, andRace (first wins)", () =>
@@ -119,7 +163,11 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
         endAt: expect.any(String)
       })
       const client = yield* makeClient
-      const small = yield* client.workflows.executeWorkflow({ path: { id: "pipeline" }, headers: {}, payload: { input: { text: "abc", n: 3 } } })
+      const small = yield* client.workflows.executeWorkflow({
+        path: { id: "pipeline" },
+        headers: {},
+        payload: { input: { text: "abc", n: 3 } }
+      })
       expect(small.result).toEqual({ text: "abc", upper: "ABC", length: 3, doubled: 3, winner: "fast" })
     }))
 
@@ -142,18 +190,28 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
     Effect.gen(function*() {
       const { url } = yield* TestServer
       const client = yield* makeClient
-      const first = yield* client.workflows.executeWorkflow({ path: { id: "steps" }, headers: {}, payload: { input: { n: -3 } } })
+      const first = yield* client.workflows.executeWorkflow({
+        path: { id: "steps" },
+        headers: {},
+        payload: { input: { n: -3 } }
+      })
       expect(first).toMatchObject({
         status: "suspended",
         suspension: { reason: "child needs a go", suspendedStepIndex: 2 }
       })
       const id = first.executionId
-      const bad = yield* fetchJson(`${url}/workflows/steps/executions/${id}/resume`, json({ resumeData: { go: "yes" } }))
+      const bad = yield* fetchJson(
+        `${url}/workflows/steps/executions/${id}/resume`,
+        json({ resumeData: { go: "yes" } })
+      )
       expect(bad).toMatchObject({
         status: 400,
         body: { error: "Input validation failed: resumeData.go: Expected boolean, actual \"yes\"" }
       })
-      const resumed = yield* client.workflows.resumeExecution({ path: { id: "steps", executionId: id }, payload: { resumeData: { go: true } } })
+      const resumed = yield* client.workflows.resumeExecution({
+        path: { id: "steps", executionId: id },
+        payload: { resumeData: { go: true } }
+      })
       expect(resumed).toMatchObject({ status: "completed", result: { sub: { n: -2 } } })
     }))
 
@@ -179,10 +237,13 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
       const small = yield* fetchJson(`${url}/workflows/approval/execute`, json({ input: { amount: 50 } }))
       expect(small.body.data).toMatchObject({ status: "completed", result: { approved: true, amount: 50 } })
 
-      const started = yield* fetchJson(`${url}/workflows/approval/execute`, json({
-        input: { amount: 500 },
-        options: { executionId: "approval-1", context: { team: "ops" } }
-      }))
+      const started = yield* fetchJson(
+        `${url}/workflows/approval/execute`,
+        json({
+          input: { amount: 500 },
+          options: { executionId: "approval-1", context: { team: "ops" } }
+        })
+      )
       expect(started.body.data).toEqual({
         executionId: "approval-1",
         startAt: expect.any(String),
@@ -203,8 +264,13 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
       })
       const invalid = yield* fetchJson(`${base}/resume`, json({ resumeData: { approved: "maybe" } }))
       expect(invalid.status).toBe(400)
-      expect(invalid.body.error).toBe("Input validation failed: resumeData.approved: Expected boolean, actual \"maybe\"")
-      const unknownStep = yield* fetchJson(`${base}/resume`, json({ resumeData: { approved: true }, options: { stepId: "nope" } }))
+      expect(invalid.body.error).toBe(
+        "Input validation failed: resumeData.approved: Expected boolean, actual \"maybe\""
+      )
+      const unknownStep = yield* fetchJson(
+        `${base}/resume`,
+        json({ resumeData: { approved: true }, options: { stepId: "nope" } })
+      )
       expect(unknownStep).toMatchObject({ status: 400, body: { error: "Workflow approval has no step nope" } })
       const suspendAgain = yield* fetchJson(`${base}/suspend`, json({ reason: "again" }))
       expect(suspendAgain).toMatchObject({ status: 400, body: { error: "Execution approval-1 is suspended" } })
@@ -223,21 +289,31 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
       expect((yield* fetchJson(`${base}/suspend`, json({}))).status).toBe(400)
       expect((yield* fetchJson(`${base}/cancel`, json({}))).body.error).toBe("Execution approval-1 is completed")
       const finalState = yield* fetchJson(`${base}/state`)
-      expect(finalState.body.data).toMatchObject({ status: "completed", result: { approved: false, amount: 500 }, endAt: expect.any(String) })
+      expect(finalState.body.data).toMatchObject({
+        status: "completed",
+        result: { approved: false, amount: 500 },
+        endAt: expect.any(String)
+      })
 
       for (const path of ["resume", "suspend", "cancel"]) {
         const missing = yield* fetchJson(`${url}/workflows/approval/executions/nope/${path}`, json({ resumeData: {} }))
         expect(missing).toMatchObject({ status: 404, body: { error: "Execution nope not found" } })
       }
       expect((yield* fetchJson(`${url}/workflows/slow/executions/approval-1/state`)).status).toBe(404)
-      const duplicate = yield* fetchJson(`${url}/workflows/approval/execute`, json({
-        input: { amount: 1 },
-        options: { executionId: "approval-1" }
-      }))
+      const duplicate = yield* fetchJson(
+        `${url}/workflows/approval/execute`,
+        json({
+          input: { amount: 1 },
+          options: { executionId: "approval-1" }
+        })
+      )
       expect(duplicate).toMatchObject({ status: 400, body: { error: "Execution approval-1 already exists" } })
       // A stream must refuse it before its status line, not in an error frame after a 200.
       const duplicateStream = yield* Effect.promise(() =>
-        fetch(`${url}/workflows/approval/stream`, json({ input: { amount: 1 }, options: { executionId: "approval-1" } }))
+        fetch(
+          `${url}/workflows/approval/stream`,
+          json({ input: { amount: 1 }, options: { executionId: "approval-1" } })
+        )
           .then(async (r) => ({ status: r.status, body: await r.json() }))
       )
       expect(duplicateStream).toMatchObject({ status: 400, body: { error: "Execution approval-1 already exists" } })
@@ -271,10 +347,16 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
   it.effect("run answers 201 at once; external suspend stores the step; resume re-runs it; cancel", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const run = yield* fetchJson(`${url}/workflows/slow/run`, json({ input: { ms: 60_000 }, options: { executionId: "slow-1" } }))
+      const run = yield* fetchJson(
+        `${url}/workflows/slow/run`,
+        json({ input: { ms: 60_000 }, options: { executionId: "slow-1" } })
+      )
       expect(run).toMatchObject({
         status: 201,
-        body: { success: true, data: { executionId: "slow-1", workflowId: "slow", status: "running", startAt: expect.any(String) } }
+        body: {
+          success: true,
+          data: { executionId: "slow-1", workflowId: "slow", status: "running", startAt: expect.any(String) }
+        }
       })
       const base = `${url}/workflows/slow/executions/slow-1`
       yield* waitForStatus(url, "slow", "slow-1", "running")
@@ -308,7 +390,10 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
   it.effect("an execute in progress answers cancelled when the execution is cancelled meanwhile", () =>
     Effect.gen(function*() {
       const { url } = yield* TestServer
-      const pending = fetch(`${url}/workflows/slow/execute`, json({ input: { ms: 60_000 }, options: { executionId: "slow-3" } }))
+      const pending = fetch(
+        `${url}/workflows/slow/execute`,
+        json({ input: { ms: 60_000 }, options: { executionId: "slow-3" } })
+      )
         .then((r) => r.json())
       yield* waitForStatus(url, "slow", "slow-3", "running")
       yield* fetchJson(`${url}/workflows/slow/executions/slow-3/cancel`, json({}))
@@ -339,7 +424,11 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
         "workflow-result"
       ])
       expect(done.events.map((e) => Number(e.id))).toEqual([1, 2, 3, 4, 5, 6, 7])
-      expect(done.events[0].data).toMatchObject({ executionId: expect.any(String), from: "Approval", timestamp: expect.any(String) })
+      expect(done.events[0].data).toMatchObject({
+        executionId: expect.any(String),
+        from: "Approval",
+        timestamp: expect.any(String)
+      })
       expect(done.events.at(-1)!.data).toMatchObject({ status: "completed", result: { approved: true, amount: 5 } })
 
       const parked = yield* postSse(`${url}/workflows/approval/stream`, { input: { amount: 900 } })
@@ -358,7 +447,9 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
       const { url } = yield* TestServer
       const run = yield* fetchJson(`${url}/workflows/approval/execute`, json({ input: { amount: 200 } }))
       const id = run.body.data.executionId
-      const all = yield* Effect.promise(() => fetch(`${url}/workflows/approval/executions/${id}/stream`).then((r) => r.text()))
+      const all = yield* Effect.promise(() =>
+        fetch(`${url}/workflows/approval/executions/${id}/stream`).then((r) => r.text())
+      )
       const allEvents = parseSse(all)
       expect(allEvents.map((e) => e.data.type)).toEqual([
         "workflow-start",
@@ -368,19 +459,27 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
         "workflow-suspended",
         "workflow-result"
       ])
-      const after3 = parseSse(yield* Effect.promise(() =>
-        fetch(`${url}/workflows/approval/executions/${id}/stream`, { headers: { "last-event-id": "3" } }).then((r) => r.text())
-      ))
+      const after3 = parseSse(
+        yield* Effect.promise(() =>
+          fetch(`${url}/workflows/approval/executions/${id}/stream`, { headers: { "last-event-id": "3" } }).then((r) =>
+            r.text()
+          )
+        )
+      )
       expect(after3.map((e) => Number(e.id))).toEqual([4, 5, 6])
-      const query = parseSse(yield* Effect.promise(() =>
-        fetch(`${url}/workflows/approval/executions/${id}/stream?after=5`).then((r) => r.text())
-      ))
+      const query = parseSse(
+        yield* Effect.promise(() =>
+          fetch(`${url}/workflows/approval/executions/${id}/stream?after=5`).then((r) => r.text())
+        )
+      )
       expect(query.map((e) => e.data.type)).toEqual(["workflow-result"])
 
       const slowRun = yield* fetchJson(`${url}/workflows/slow/run`, json({ input: { ms: 300 } }))
-      const live = parseSse(yield* Effect.promise(() =>
-        fetch(`${url}/workflows/slow/executions/${slowRun.body.data.executionId}/stream`).then((r) => r.text())
-      ))
+      const live = parseSse(
+        yield* Effect.promise(() =>
+          fetch(`${url}/workflows/slow/executions/${slowRun.body.data.executionId}/stream`).then((r) => r.text())
+        )
+      )
       expect(live.map((e) => e.data.type)).toEqual([
         "workflow-start",
         "step-start",
@@ -390,11 +489,13 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
       ])
       // An id past the last stored event on a running execution still ends with its settling.
       const ahead = yield* fetchJson(`${url}/workflows/slow/run`, json({ input: { ms: 300 } }))
-      const aheadEvents = parseSse(yield* Effect.promise(() =>
-        fetch(`${url}/workflows/slow/executions/${ahead.body.data.executionId}/stream?after=999`, {
-          signal: AbortSignal.timeout(20_000)
-        }).then((r) => r.text())
-      ))
+      const aheadEvents = parseSse(
+        yield* Effect.promise(() =>
+          fetch(`${url}/workflows/slow/executions/${ahead.body.data.executionId}/stream?after=999`, {
+            signal: AbortSignal.timeout(20_000)
+          }).then((r) => r.text())
+        )
+      )
       expect(aheadEvents.map((e) => e.data.type).slice(-2)).toEqual(["workflow-complete", "workflow-result"])
       expect((yield* fetchJson(`${url}/workflows/approval/executions/nope/stream`)).status).toBe(404)
     }))
@@ -404,7 +505,11 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
       const { url } = yield* TestServer
       const client = yield* makeClient
       for (let i = 0; i < 3; i++) {
-        yield* client.workflows.executeWorkflow({ path: { id: "race" }, headers: {}, payload: { input: {}, options: { executionId: `race-list-${i}` } } })
+        yield* client.workflows.executeWorkflow({
+          path: { id: "race" },
+          headers: {},
+          payload: { input: {}, options: { executionId: `race-list-${i}` } }
+        })
       }
       const races = yield* client.workflows.listExecutions({ urlParams: { workflowId: "race" } })
       const ids = races.map((e) => e.id)
@@ -420,8 +525,19 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
         createdAt: expect.any(String),
         updatedAt: expect.any(String)
       })
-      expect(record.events.map((e) => e.type)).toEqual(["workflow-start", "step-start", "step-complete", "workflow-complete"])
-      expect(record.events[0]).toMatchObject({ id: "1", name: "Race", from: "Race", status: "running", startTime: expect.any(String) })
+      expect(record.events.map((e) => e.type)).toEqual([
+        "workflow-start",
+        "step-start",
+        "step-complete",
+        "workflow-complete"
+      ])
+      expect(record.events[0]).toMatchObject({
+        id: "1",
+        name: "Race",
+        from: "Race",
+        status: "running",
+        startTime: expect.any(String)
+      })
 
       const paged = yield* client.workflows.listExecutions({ urlParams: { workflowId: "race", limit: 1, offset: 1 } })
       expect(paged.map((e) => e.id)).toEqual(["race-list-1"])
@@ -443,28 +559,40 @@ layer(TestServerLive({ app }), { excludeTestServices: true })("workflows over HT
       })
     }))
 
-  it.effect("50 trials of two concurrent resumes: exactly one proceeds, the other gets 404", () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      for (let trial = 0; trial < 50; trial++) {
-        const started = yield* fetchJson(`${url}/workflows/approval/execute`, json({ input: { amount: 1000 } }))
-        const resume = `${url}/workflows/approval/executions/${started.body.data.executionId}/resume`
-        const [a, b] = yield* Effect.all(
-          [fetchJson(resume, json({ resumeData: { approved: true } })), fetchJson(resume, json({ resumeData: { approved: false } }))],
-          { concurrency: 2 }
-        )
-        expect([a.status, b.status].sort()).toEqual([200, 404])
-        const winner = a.status === 200 ? a : b
-        expect(winner.body.data.status).toBe("completed")
-      }
-    }), 60_000)
+  it.effect(
+    "50 trials of two concurrent resumes: exactly one proceeds, the other gets 404",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        for (let trial = 0; trial < 50; trial++) {
+          const started = yield* fetchJson(`${url}/workflows/approval/execute`, json({ input: { amount: 1000 } }))
+          const resume = `${url}/workflows/approval/executions/${started.body.data.executionId}/resume`
+          const [a, b] = yield* Effect.all(
+            [
+              fetchJson(resume, json({ resumeData: { approved: true } })),
+              fetchJson(resume, json({ resumeData: { approved: false } }))
+            ],
+            { concurrency: 2 }
+          )
+          expect([a.status, b.status].sort()).toEqual([200, 404])
+          const winner = a.status === 200 ? a : b
+          expect(winner.body.data.status).toBe("completed")
+        }
+      }),
+    60_000
+  )
 
   it.effect("every execution writes log entries carrying workflowId and executionId", () =>
     Effect.gen(function*() {
       const { logs, url } = yield* TestServer
-      const run = yield* fetchJson(`${url}/workflows/race/execute`, json({ input: {}, options: { executionId: "logged-run" } }))
+      const run = yield* fetchJson(
+        `${url}/workflows/race/execute`,
+        json({ input: {}, options: { executionId: "logged-run" } })
+      )
       expect(run.status).toBe(200)
-      expect(logs.some((l) => l.includes("workflow started") && l.includes("workflowId=race") && l.includes("executionId=logged-run")))
+      expect(logs.some((l) =>
+        l.includes("workflow started") && l.includes("workflowId=race") && l.includes("executionId=logged-run")
+      ))
         .toBe(true)
     }))
 })

@@ -15,12 +15,16 @@ const races = (url: string) =>
     const wins = { first: 0, later: 0 }
     for (let trial = 0; trial < TRIALS; trial++) {
       const key = { agentId: "racer", scope: "conversation" as const, key: `conv-${trial}` }
-      const first = yield* Effect.all([store.replace(key, `{"by":"a"}`, 0), store.replace(key, `{"by":"b"}`, 0)], { concurrency: 2 })
+      const first = yield* Effect.all([store.replace(key, `{"by":"a"}`, 0), store.replace(key, `{"by":"b"}`, 0)], {
+        concurrency: 2
+      })
       const firstWinners = first.filter((written) => !("_tag" in written))
       expect(firstWinners).toHaveLength(1)
       expect(first.find((written) => "_tag" in written)).toEqual({ _tag: "VersionConflict", currentVersion: 1 })
       wins.first += firstWinners.length
-      const later = yield* Effect.all([store.replace(key, `{"by":"c"}`, 1), store.replace(key, `{"by":"d"}`, 1)], { concurrency: 2 })
+      const later = yield* Effect.all([store.replace(key, `{"by":"c"}`, 1), store.replace(key, `{"by":"d"}`, 1)], {
+        concurrency: 2
+      })
       const laterWinners = later.filter((written) => !("_tag" in written))
       expect(laterWinners).toHaveLength(1)
       wins.later += laterWinners.length
@@ -35,12 +39,19 @@ const races = (url: string) =>
 const owners = (url: string) =>
   Effect.gen(function*() {
     const store = yield* WorkingMemoryStore
-    const at = (owner?: { userId: string | null }) => ({ agentId: "a", scope: "conversation" as const, key: "shared", owner })
+    const at = (owner?: { userId: string | null }) => ({
+      agentId: "a",
+      scope: "conversation" as const,
+      key: "shared",
+      owner
+    })
     yield* store.replace(at({ userId: "alice" }), `{"who":"alice"}`, 0)
     yield* store.replace(at({ userId: "bob" }), `{"who":"bob"}`, 0)
     yield* store.replace(at({ userId: null }), `{"who":"anonymous"}`, 0)
     expect(yield* store.replace(at(), `{"who":"again"}`, 0)).toEqual({ _tag: "VersionConflict", currentVersion: 1 })
-    expect(Option.map(yield* store.get(at({ userId: "alice" })), (row) => row.value)).toEqual(Option.some({ who: "alice" }))
+    expect(Option.map(yield* store.get(at({ userId: "alice" })), (row) => row.value)).toEqual(
+      Option.some({ who: "alice" })
+    )
     expect(Option.map(yield* store.get(at({ userId: "bob" })), (row) => row.value)).toEqual(Option.some({ who: "bob" }))
     expect(Option.map(yield* store.get(at()), (row) => row.value)).toEqual(Option.some({ who: "anonymous" }))
     expect(yield* store.get({ ...at({ userId: "alice" }), scope: "user" })).toEqual(Option.none())
@@ -50,10 +61,20 @@ const owners = (url: string) =>
   }).pipe(Effect.provide(WorkingMemoryStoreLive.pipe(Layer.provide(DatabaseLive(url)))))
 
 describe("WorkingMemoryStore", () => {
-  it.scoped("conditional replacement: exactly one of two same-version writers wins, on SQLite", () =>
-    Effect.flatMap(tempDir, (dir) => races(`file:${join(dir, "wm.db")}`)), 60_000)
-  it.scoped.skipIf(!postgresAvailable)("conditional replacement: exactly one of two same-version writers wins, on Postgres", () =>
-    Effect.flatMap(freshPostgresDatabase, races), 60_000)
-  it.scoped("records are per owner, on SQLite", () => Effect.flatMap(tempDir, (dir) => owners(`file:${join(dir, "wm.db")}`)))
-  it.scoped.skipIf(!postgresAvailable)("records are per owner, on Postgres", () => Effect.flatMap(freshPostgresDatabase, owners))
+  it.scoped(
+    "conditional replacement: exactly one of two same-version writers wins, on SQLite",
+    () => Effect.flatMap(tempDir, (dir) => races(`file:${join(dir, "wm.db")}`)),
+    60_000
+  )
+  it.scoped.skipIf(!postgresAvailable)(
+    "conditional replacement: exactly one of two same-version writers wins, on Postgres",
+    () => Effect.flatMap(freshPostgresDatabase, races),
+    60_000
+  )
+  it.scoped("records are per owner, on SQLite", () =>
+    Effect.flatMap(tempDir, (dir) => owners(`file:${join(dir, "wm.db")}`)))
+  it.scoped.skipIf(!postgresAvailable)(
+    "records are per owner, on Postgres",
+    () => Effect.flatMap(freshPostgresDatabase, owners)
+  )
 })

@@ -3,12 +3,12 @@ import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Redacted, Schema } from "effect"
 import { SignJWT } from "jose"
 import { readFileSync } from "node:fs"
+import type { ChatRequestRecord } from "../scripts/fake-openai.js"
 import { defineAgent } from "../src/agents/Agent.js"
 import { makeModel } from "../src/agents/models/providerModel.js"
 import { WorkingMemoryStore } from "../src/agents/workingMemory/WorkingMemoryStore.js"
 import { defineApp } from "../src/App.js"
 import { defineTool } from "../src/tools/Tool.js"
-import type { ChatRequestRecord } from "../scripts/fake-openai.js"
 import { concierge } from "./fixtures/readme/working-memory.js"
 import { fakeModelSettings, FakeProvider, FakeProviderLive, postSse } from "./support/fakeProvider.js"
 import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
@@ -41,7 +41,11 @@ const racer = defineAgent({
     const { before, model } = racing!
     // The provider's model is a class instance: its methods stay on the prototype.
     const wrapped: LanguageModelV4 = Object.create(model)
-    return Object.assign(wrapped, { doGenerate: async (options: Parameters<LanguageModelV4["doGenerate"]>[0]) => (await before(), model.doGenerate(options)) })
+    return Object.assign(wrapped, {
+      doGenerate: async (
+        options: Parameters<LanguageModelV4["doGenerate"]>[0]
+      ) => (await before(), model.doGenerate(options))
+    })
   },
   workingMemory: { scope: "conversation", schema: Profile }
 })
@@ -51,7 +55,9 @@ const app = defineApp({ agents: [perConversation, concierge, racer, plain] })
 
 const SECRET = "a-long-shared-secret-for-working-memory-tests"
 const sign = (sub: string) =>
-  new SignJWT({ sub }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(new TextEncoder().encode(SECRET))
+  new SignJWT({ sub }).setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h").sign(
+    new TextEncoder().encode(SECRET)
+  )
 const tokens = { alice: await sign("alice"), bob: await sign("bob") }
 
 const server = (withAuth: boolean) =>
@@ -61,7 +67,16 @@ const server = (withAuth: boolean) =>
       config: {
         model: fakeModelSettings(fake),
         ...(withAuth
-          ? { auth: { production: false, jwt: { secret: Redacted.make(SECRET), defaultPrivate: false, publicRoutes: ["POST /agents/:id/text", "GET /agents/:id/working-memory"] } } }
+          ? {
+            auth: {
+              production: false,
+              jwt: {
+                secret: Redacted.make(SECRET),
+                defaultPrivate: false,
+                publicRoutes: ["POST /agents/:id/text", "GET /agents/:id/working-memory"]
+              }
+            }
+          }
           : {})
       }
     }))).pipe(Layer.provideMerge(FakeProviderLive))
@@ -70,7 +85,10 @@ const send = (method: string, path: string, body?: unknown, who?: keyof typeof t
   Effect.flatMap(TestServer, ({ url }) =>
     fetchJson(`${url}${path}`, {
       method,
-      headers: { "content-type": "application/json", ...(who === undefined ? {} : { authorization: `Bearer ${tokens[who]}` }) },
+      headers: {
+        "content-type": "application/json",
+        ...(who === undefined ? {} : { authorization: `Bearer ${tokens[who]}` })
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) })
     }))
 
@@ -87,11 +105,18 @@ describe("working memory", () => {
     const sample = /<!-- readme: working-memory -->\n```ts\n([\s\S]*?)```/.exec(readme)?.[1]
     const fixture = readFileSync(new URL("./fixtures/readme/working-memory.ts", import.meta.url), "utf8")
     expect(sample).toBeDefined()
-    expect(fixture.slice(fixture.indexOf("\n\n") + 2).replace(/^(\/\/|import).*\n/gm, "").replace(/^\n+/, "")).toBe(sample)
+    expect(fixture.slice(fixture.indexOf("\n\n") + 2).replace(/^(\/\/|import).*\n/gm, "").replace(/^\n+/, "")).toBe(
+      sample
+    )
   })
 
   it("an agent with working memory may not have a tool of its own named update_working_memory", () => {
-    const own = defineTool({ name: "update_working_memory", description: "Mine", parameters: Profile, execute: () => "ok" })
+    const own = defineTool({
+      name: "update_working_memory",
+      description: "Mine",
+      parameters: Profile,
+      execute: () => "ok"
+    })
     expect(() => defineAgent({ ...perConversation, id: "clash", tools: [own] }))
       .toThrow("Agent clash: a tool named update_working_memory would hide its working memory's own")
   })
@@ -100,12 +125,19 @@ describe("working memory", () => {
     it.effect("the model saves it by the tool, reads it in its instructions; GET shows it, DELETE clears it", () =>
       Effect.gen(function*() {
         const conversationId = `c-${crypto.randomUUID()}`
-        const first = yield* send("POST", "/agents/profile/text", { input: "Please remember that my name is Ada", options: { conversationId } })
+        const first = yield* send("POST", "/agents/profile/text", {
+          input: "Please remember that my name is Ada",
+          options: { conversationId }
+        })
         expect(first.status).toBe(200)
-        expect(first.body.data.toolCalls).toEqual([expect.objectContaining({ toolName: "update_working_memory", args: { name: "Ada", likes: ["example"] } })])
+        expect(first.body.data.toolCalls).toEqual([
+          expect.objectContaining({ toolName: "update_working_memory", args: { name: "Ada", likes: ["example"] } })
+        ])
         expect(first.body.data.toolResults[0].result).toEqual({ saved: true, version: 1 })
         // The first call saw the record empty, with its schema described.
-        const firstRequest = (yield* FakeProvider).requests.find((request) => systemPrompt(request).includes("working memory"))
+        const firstRequest = (yield* FakeProvider).requests.find((request) =>
+          systemPrompt(request).includes("working memory")
+        )
         expect(systemPrompt(firstRequest)).toContain("<working_memory_schema>")
         expect(offered(firstRequest)).toContain("update_working_memory")
 
@@ -126,11 +158,19 @@ describe("working memory", () => {
 
         const read = yield* send("GET", `/agents/profile/working-memory?conversationId=${conversationId}`)
         expect(read.status).toBe(200)
-        expect(read.body.data).toMatchObject({ agentId: "profile", scope: "conversation", value: { name: "Ada", likes: ["example"] }, version: 1 })
+        expect(read.body.data).toMatchObject({
+          agentId: "profile",
+          scope: "conversation",
+          value: { name: "Ada", likes: ["example"] },
+          version: 1
+        })
         expect(typeof read.body.data.updatedAt).toBe("string")
 
         // A second save replaces the whole value, on top of the version the call read.
-        yield* send("POST", "/agents/profile/text", { input: "remember that my name is Grace", options: { conversationId } })
+        yield* send("POST", "/agents/profile/text", {
+          input: "remember that my name is Grace",
+          options: { conversationId }
+        })
         expect((yield* send("GET", `/agents/profile/working-memory?conversationId=${conversationId}`)).body.data)
           .toMatchObject({ value: { name: "Grace" }, version: 2 })
 
@@ -146,7 +186,10 @@ describe("working memory", () => {
       Effect.gen(function*() {
         const conversationId = `c-${crypto.randomUUID()}`
         const { url } = yield* TestServer
-        const streamed = yield* postSse(`${url}/agents/profile/stream`, { input: "remember that my name is Lin", options: { conversationId } })
+        const streamed = yield* postSse(`${url}/agents/profile/stream`, {
+          input: "remember that my name is Lin",
+          options: { conversationId }
+        })
         expect(streamed.events.map((event) => event.data.type)).toContain("tool-result")
         const chat = yield* postSse(`${url}/agents/profile/chat`, {
           id: conversationId,
@@ -154,30 +197,45 @@ describe("working memory", () => {
           trigger: "submit-message"
         })
         expect(chat.status).toBe(200)
-        expect(systemPrompt(yield* lastRequest)).toContain(`<working_memory>\n{"name":"Lin","likes":["example"]}\n</working_memory>`)
+        expect(systemPrompt(yield* lastRequest)).toContain(
+          `<working_memory>\n{"name":"Lin","likes":["example"]}\n</working_memory>`
+        )
       }))
 
     it.effect("deleting the conversation deletes its working memory", () =>
       Effect.gen(function*() {
         const conversationId = `c-${crypto.randomUUID()}`
-        yield* send("POST", "/agents/profile/text", { input: "remember that my name is Ada", options: { conversationId } })
-        expect((yield* send("GET", `/agents/profile/working-memory?conversationId=${conversationId}`)).body.data.value).toMatchObject({ name: "Ada" })
+        yield* send("POST", "/agents/profile/text", {
+          input: "remember that my name is Ada",
+          options: { conversationId }
+        })
+        expect((yield* send("GET", `/agents/profile/working-memory?conversationId=${conversationId}`)).body.data.value)
+          .toMatchObject({ name: "Ada" })
         const deleted = yield* send("DELETE", `/agents/profile/conversations/${conversationId}`)
         expect(deleted.status).toBe(200)
-        expect((yield* send("GET", `/agents/profile/working-memory?conversationId=${conversationId}`)).body.data.value).toBeNull()
+        expect((yield* send("GET", `/agents/profile/working-memory?conversationId=${conversationId}`)).body.data.value)
+          .toBeNull()
       }))
 
     it.effect("a value over 16 KiB and an invalid one are refused to the model, and nothing is stored", () =>
       Effect.gen(function*() {
         const conversationId = `c-${crypto.randomUUID()}`
-        const huge = yield* send("POST", "/agents/profile/text", { input: `remember that my name is ${"x".repeat(17_000)}`, options: { conversationId } })
+        const huge = yield* send("POST", "/agents/profile/text", {
+          input: `remember that my name is ${"x".repeat(17_000)}`,
+          options: { conversationId }
+        })
         expect(huge.status).toBe(200)
         expect(huge.body.data.toolResults[0].result).toMatchObject({ saved: false })
         expect(huge.body.data.text).toContain("more than 16384")
-        const invalid = yield* send("POST", "/agents/profile/text", { input: "remember an invalid name", options: { conversationId } })
+        const invalid = yield* send("POST", "/agents/profile/text", {
+          input: "remember an invalid name",
+          options: { conversationId }
+        })
         expect(invalid.status).toBe(200)
         expect(invalid.body.data.text).toMatch(/Invalid input for tool update_working_memory[\s\S]*name/)
-        expect((yield* send("GET", `/agents/profile/working-memory?conversationId=${conversationId}`)).body.data.version).toBe(0)
+        expect(
+          (yield* send("GET", `/agents/profile/working-memory?conversationId=${conversationId}`)).body.data.version
+        ).toBe(0)
       }))
 
     it.effect("a lost race is the tool's result: the record that won is kept and shown to the model", () =>
@@ -192,10 +250,15 @@ describe("working memory", () => {
           before: async () => {
             if (!armed) return
             armed = false
-            await Effect.runPromise(store.replace({ agentId: "racer", scope: "conversation", key: conversationId }, `{"name":"Bob"}`, 0))
+            await Effect.runPromise(
+              store.replace({ agentId: "racer", scope: "conversation", key: conversationId }, `{"name":"Bob"}`, 0)
+            )
           }
         }
-        const lost = yield* send("POST", "/agents/racer/text", { input: "remember that my name is Ada", options: { conversationId } })
+        const lost = yield* send("POST", "/agents/racer/text", {
+          input: "remember that my name is Ada",
+          options: { conversationId }
+        })
         expect(lost.status).toBe(200)
         expect(lost.body.data.toolResults[0].result).toMatchObject({ saved: false, current: { name: "Bob" } })
         expect(lost.body.data.text).toContain("changed by another call")
@@ -213,11 +276,17 @@ describe("working memory", () => {
         expect(noUser.body.data.toolCalls).toEqual([])
 
         // Without authentication, the call's userId names the user.
-        const saved = yield* send("POST", "/agents/concierge/text", { input: "remember that my name is Ada", options: { userId: "u1" } })
+        const saved = yield* send("POST", "/agents/concierge/text", {
+          input: "remember that my name is Ada",
+          options: { userId: "u1" }
+        })
         expect(saved.body.data.toolResults[0].result).toEqual({ saved: true, version: 1 })
         yield* send("POST", "/agents/concierge/text", { input: "hi", options: { userId: "u1", conversationId: "any" } })
         expect(systemPrompt(yield* lastRequest)).toContain(`"name":"Ada"`)
-        expect((yield* send("GET", "/agents/concierge/working-memory?userId=u1")).body.data).toMatchObject({ scope: "user", value: { name: "Ada" } })
+        expect((yield* send("GET", "/agents/concierge/working-memory?userId=u1")).body.data).toMatchObject({
+          scope: "user",
+          value: { name: "Ada" }
+        })
         expect((yield* send("GET", "/agents/concierge/working-memory?userId=u2")).body.data.value).toBeNull()
 
         const missing = yield* send("GET", "/agents/profile/working-memory")
@@ -233,7 +302,9 @@ describe("working memory", () => {
       Effect.gen(function*() {
         expect((yield* send("GET", "/agents/profile")).body.data.tools).toEqual(["update_working_memory"])
         expect((yield* send("GET", "/agents/plain")).body.data.tools).toEqual([])
-        const listed = (yield* send("GET", "/agents")).body.data.find((agent: { id: string }) => agent.id === "concierge")
+        const listed = (yield* send("GET", "/agents")).body.data.find((agent: { id: string }) =>
+          agent.id === "concierge"
+        )
         expect(listed.tools[0]).toMatchObject({ name: "update_working_memory", parameters: { required: ["name"] } })
       }))
   })
@@ -243,8 +314,10 @@ describe("working memory", () => {
       Effect.gen(function*() {
         yield* send("POST", "/agents/concierge/text", { input: "remember that my name is Alice" }, "alice")
         yield* send("POST", "/agents/concierge/text", { input: "remember that my name is Bob" }, "bob")
-        expect((yield* send("GET", "/agents/concierge/working-memory", undefined, "alice")).body.data.value).toMatchObject({ name: "Alice" })
-        expect((yield* send("GET", "/agents/concierge/working-memory", undefined, "bob")).body.data.value).toMatchObject({ name: "Bob" })
+        expect((yield* send("GET", "/agents/concierge/working-memory", undefined, "alice")).body.data.value)
+          .toMatchObject({ name: "Alice" })
+        expect((yield* send("GET", "/agents/concierge/working-memory", undefined, "bob")).body.data.value)
+          .toMatchObject({ name: "Bob" })
         // userId may only name the caller.
         expect((yield* send("GET", "/agents/concierge/working-memory?userId=alice", undefined, "bob")).status).toBe(403)
         yield* send("POST", "/agents/concierge/text", { input: "hi" }, "bob")
@@ -259,15 +332,28 @@ describe("working memory", () => {
 
         // Conversation scope: the same conversation id is two records; Bob's DELETE leaves Alice's.
         const conversationId = `c-${crypto.randomUUID()}`
-        yield* send("POST", "/agents/profile/text", { input: "remember that my name is Alice", options: { conversationId } }, "alice")
+        yield* send("POST", "/agents/profile/text", {
+          input: "remember that my name is Alice",
+          options: { conversationId }
+        }, "alice")
         yield* send("POST", "/agents/profile/text", { input: "hello", options: { conversationId } }, "bob")
         expect(systemPrompt(yield* lastRequest)).not.toContain("Alice")
-        expect((yield* send("DELETE", `/agents/profile/working-memory?conversationId=${conversationId}`, undefined, "bob")).body.data.deleted).toBe(false)
+        expect(
+          (yield* send("DELETE", `/agents/profile/working-memory?conversationId=${conversationId}`, undefined, "bob"))
+            .body.data.deleted
+        ).toBe(false)
         // Bob's conversation under that id (his history entry) goes; Alice's record stays.
-        expect((yield* send("DELETE", `/agents/profile/conversations/${conversationId}`, undefined, "bob")).status).toBe(200)
-        expect((yield* send("GET", `/agents/profile/working-memory?conversationId=${conversationId}`, undefined, "alice")).body.data.value)
+        expect((yield* send("DELETE", `/agents/profile/conversations/${conversationId}`, undefined, "bob")).status)
+          .toBe(200)
+        expect(
+          (yield* send("GET", `/agents/profile/working-memory?conversationId=${conversationId}`, undefined, "alice"))
+            .body.data.value
+        )
           .toMatchObject({ name: "Alice" })
-        expect((yield* send("DELETE", `/agents/profile/working-memory?conversationId=${conversationId}`, undefined, "alice")).body.data.deleted).toBe(true)
+        expect(
+          (yield* send("DELETE", `/agents/profile/working-memory?conversationId=${conversationId}`, undefined, "alice"))
+            .body.data.deleted
+        ).toBe(true)
       }))
   })
 })

@@ -41,7 +41,10 @@ const resultOf = (result: autocannon.Result): LoadResult => {
 }
 
 /** autocannon at `connections` for `seconds` (plus a short unmeasured warm-up); counts only 2xx answers. */
-export const load = async (target: Target, options: { readonly connections: number; readonly seconds: number; readonly warmupSeconds?: number }): Promise<LoadResult> => {
+export const load = async (
+  target: Target,
+  options: { readonly connections: number; readonly seconds: number; readonly warmupSeconds?: number }
+): Promise<LoadResult> => {
   const [result] = await loadTogether([{ target, connections: options.connections }], options)
   return result
 }
@@ -54,14 +57,18 @@ export const loadTogether = async (
   targets: ReadonlyArray<{ readonly target: Target; readonly connections: number }>,
   options: { readonly seconds: number; readonly warmupSeconds?: number }
 ): Promise<Array<LoadResult>> => {
-  const runAll = (duration: number) => Promise.all(targets.map(({ connections, target }) => autocannonFor(target, connections, duration)))
+  const runAll = (duration: number) =>
+    Promise.all(targets.map(({ connections, target }) => autocannonFor(target, connections, duration)))
   const warmup = options.warmupSeconds ?? Math.min(2, options.seconds)
   if (warmup > 0) await runAll(warmup)
   return (await runAll(options.seconds)).map(resultOf)
 }
 
 /** autocannon until `amount` requests are answered or `deadlineMs` passes; counts only 2xx answers. */
-export const loadCount = async (target: Target, options: { readonly connections: number; readonly amount: number; readonly deadlineMs: number }): Promise<LoadResult> => {
+export const loadCount = async (
+  target: Target,
+  options: { readonly connections: number; readonly amount: number; readonly deadlineMs: number }
+): Promise<LoadResult> => {
   const payload = target.body === undefined ? undefined : JSON.stringify(target.body)
   const instance = autocannon({
     url: `${target.url}${target.path}`,
@@ -92,7 +99,12 @@ export interface Timed {
  * returns true on the bytes received so far (the end of the body when `ready` is omitted). The body is
  * always read to its end, so the connection can be reused.
  */
-export const timed = (agent: Agent | false, target: Target, ready?: (received: string) => boolean, timeoutMs = 30_000): Promise<Timed> =>
+export const timed = (
+  agent: Agent | false,
+  target: Target,
+  ready?: (received: string) => boolean,
+  timeoutMs = 30_000
+): Promise<Timed> =>
   new Promise((resolve, reject) => {
     const payload = target.body === undefined ? undefined : JSON.stringify(target.body)
     const url = new URL(target.path, target.url)
@@ -117,7 +129,9 @@ export const timed = (agent: Agent | false, target: Target, ready?: (received: s
       res.on("end", () => {
         const ended = performance.now()
         if (ready !== undefined && readyAt === undefined) {
-          return reject(new Error(`${target.path}: answered ${res.statusCode} without the awaited frame: ${received.slice(0, 300)}`))
+          return reject(
+            new Error(`${target.path}: answered ${res.statusCode} without the awaited frame: ${received.slice(0, 300)}`)
+          )
         }
         resolve({ ms: (readyAt ?? ended) - started, status: res.statusCode ?? 0 })
       })
@@ -163,7 +177,11 @@ export interface OpenStream {
  * received (the stream stays open and its further bytes are discarded), rejects on an error status,
  * an early end or after `timeoutMs`.
  */
-export const openStream = (target: Target, ready: (received: string) => boolean, timeoutMs = 60_000): Promise<OpenStream> =>
+export const openStream = (
+  target: Target,
+  ready: (received: string) => boolean,
+  timeoutMs = 60_000
+): Promise<OpenStream> =>
   new Promise((resolve, reject) => {
     const payload = target.body === undefined ? undefined : JSON.stringify(target.body)
     const url = new URL(target.path, target.url)
@@ -176,7 +194,14 @@ export const openStream = (target: Target, ready: (received: string) => boolean,
       reject(error)
     }
     const timer = setTimeout(() => fail(new Error("stream not ready in time")), timeoutMs)
-    req = request({ host: url.hostname, port: url.port, path: url.pathname, method: target.method, agent: false, headers: headersFor(payload) }, (res) => {
+    req = request({
+      host: url.hostname,
+      port: url.port,
+      path: url.pathname,
+      method: target.method,
+      agent: false,
+      headers: headersFor(payload)
+    }, (res) => {
       if (res.statusCode !== 200) {
         res.resume()
         return fail(new Error(`status ${res.statusCode}`))
@@ -206,7 +231,12 @@ export const openStream = (target: Target, ready: (received: string) => boolean,
  * Runs `task` on `count` indexes with at most `concurrency` at once, until `deadlineMs`; gives the
  * results that succeeded, how many failed, the first failure's message and how many the deadline left unstarted.
  */
-export const pool = async <A>(count: number, concurrency: number, task: (index: number) => Promise<A>, deadlineMs: number) => {
+export const pool = async <A>(
+  count: number,
+  concurrency: number,
+  task: (index: number) => Promise<A>,
+  deadlineMs: number
+) => {
   const results: Array<A> = []
   const deadline = Date.now() + deadlineMs
   let next = 0
@@ -226,11 +256,16 @@ export const pool = async <A>(count: number, concurrency: number, task: (index: 
 }
 
 /** A JSON request's parsed body (any status); rejects on no answer. */
-export const json = async (target: Target, timeoutMs = 30_000): Promise<{ readonly status: number; readonly body: any }> => {
+export const json = async (
+  target: Target,
+  timeoutMs = 30_000
+): Promise<{ readonly status: number; readonly body: any }> => {
   const response = await fetch(`${target.url}${target.path}`, {
     method: target.method,
     signal: AbortSignal.timeout(timeoutMs),
-    ...(target.body === undefined ? {} : { headers: { "content-type": "application/json" }, body: JSON.stringify(target.body) })
+    ...(target.body === undefined
+      ? {}
+      : { headers: { "content-type": "application/json" }, body: JSON.stringify(target.body) })
   })
   return { status: response.status, body: await response.json() }
 }

@@ -31,7 +31,9 @@ const openFilesLimit = () => {
 
 export const describeEnvironment = (): Environment => ({
   date: new Date().toISOString(),
-  commit: `${git("rev-parse", "--short", "HEAD")}${git("status", "--porcelain", "--untracked-files=no") === "" ? "" : " (with uncommitted changes)"}`,
+  commit: `${git("rev-parse", "--short", "HEAD")}${
+    git("status", "--porcelain", "--untracked-files=no") === "" ? "" : " (with uncommitted changes)"
+  }`,
   cpu: cpus()[0]?.model ?? "unknown",
   cores: cpus().length,
   memoryGiB: Math.round((totalmem() / 1024 ** 3) * 10) / 10,

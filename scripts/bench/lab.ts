@@ -2,8 +2,8 @@
  * What the rows of one bench run share: the options, the fake model and the service they load (started
  * on first use and stopped at the end of the run), and the seeded database (made once per invocation).
  */
-import { type RunningService, type Server, fakeModelEnv, startBenchService, startFake } from "./processes.js"
 import type { JSONSchema7 } from "json-schema"
+import { fakeModelEnv, type RunningService, type Server, startBenchService, startFake } from "./processes.js"
 
 export interface BenchOptions {
   readonly seconds: number
@@ -35,7 +35,10 @@ export const printableUrl = (url: string): string => {
   }
 }
 
-export const printableOptions = (options: BenchOptions): BenchOptions => ({ ...options, postgresUrl: printableUrl(options.postgresUrl) })
+export const printableOptions = (options: BenchOptions): BenchOptions => ({
+  ...options,
+  postgresUrl: printableUrl(options.postgresUrl)
+})
 
 export interface Lab {
   readonly options: BenchOptions
@@ -78,15 +81,24 @@ export const makeLab = (options: BenchOptions): Lab => {
 /** The agent every agent row calls, and the chat request the service sends the fake for it (as near as the bench can say). */
 export const AGENT_ID = "assistant"
 
-const weatherParameters: JSONSchema7 = { type: "object", properties: { location: { type: "string" } }, required: ["location"] }
-const addParameters: JSONSchema7 = { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] }
+const weatherParameters: JSONSchema7 = {
+  type: "object",
+  properties: { location: { type: "string" } },
+  required: ["location"]
+}
+const addParameters: JSONSchema7 = {
+  type: "object",
+  properties: { a: { type: "number" }, b: { type: "number" } },
+  required: ["a", "b"]
+}
 
 export const chatRequest = (input: string, stream: boolean) => ({
   model: "fake-model",
   messages: [
     {
       role: "system",
-      content: "You are a helpful assistant. Use the get_weather tool for weather questions and the add tool for sums. Answer briefly."
+      content:
+        "You are a helpful assistant. Use the get_weather tool for weather questions and the add tool for sums. Answer briefly."
     },
     { role: "user", content: input }
   ],

@@ -15,7 +15,11 @@ const Api = HttpApi.make("minimal").add(
   HttpApiGroup.make("agents").add(HttpApiEndpoint.get("list", "/agents").addSuccess(Schema.Array(Agent)))
 )
 
-const AgentsLive = HttpApiBuilder.group(Api, "agents", (handlers) => handlers.handle("list", () => Effect.succeed(AGENT_LIST)))
+const AgentsLive = HttpApiBuilder.group(
+  Api,
+  "agents",
+  (handlers) => handlers.handle("list", () => Effect.succeed(AGENT_LIST))
+)
 
 const ServerLive = HttpApiBuilder.serve().pipe(
   Layer.provide(HttpApiBuilder.api(Api).pipe(Layer.provide(AgentsLive))),

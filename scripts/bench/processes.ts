@@ -81,7 +81,12 @@ export const waitForHttp = async (url: string, alive: () => boolean, ms = 30_000
 }
 
 /** One of the compiled helper scripts (fake model, raw server, minimal app) as its own process on a free port. */
-export const startScript = async (name: string, script: string, readyPath: string, args: ReadonlyArray<string> = []): Promise<Server> => {
+export const startScript = async (
+  name: string,
+  script: string,
+  readyPath: string,
+  args: ReadonlyArray<string> = []
+): Promise<Server> => {
   const port = await freePort()
   const child = spawn(process.execPath, [join(BUILT_SCRIPTS, script), "--port", String(port), ...args], {
     stdio: ["ignore", "ignore", "inherit"]
@@ -107,7 +112,8 @@ export const startScript = async (name: string, script: string, readyPath: strin
 
 /** The fake model; a "slowly" request gets at least SLOW_ANSWER_WORDS words, one every 200 ms (about two minutes). */
 export const SLOW_ANSWER_WORDS = 600
-export const startFake = () => startScript("fake model", "fake-openai.js", "/v1/models", ["--slow-words", String(SLOW_ANSWER_WORDS)])
+export const startFake = () =>
+  startScript("fake model", "fake-openai.js", "/v1/models", ["--slow-words", String(SLOW_ANSWER_WORDS)])
 export const startRawServer = () => startScript("raw node:http", "bench/raw-server.js", "/agents")
 export const startMinimalApp = () => startScript("minimal HttpApi app", "bench/minimal-httpapi.js", "/agents")
 
@@ -134,7 +140,10 @@ export const startBenchService = async (options: {
 }
 
 /** `node dist/main.js` with its default configuration on any DATABASE_URL (a Postgres one for row 9). */
-export const startServiceOn = async (databaseUrl: string, env: Record<string, string>): Promise<Server & { readonly process: ServiceProcess }> => {
+export const startServiceOn = async (
+  databaseUrl: string,
+  env: Record<string, string>
+): Promise<Server & { readonly process: ServiceProcess }> => {
   const port = await freePort()
   const service = startService({ port, databaseUrl, env, main: join(REPO_ROOT, "dist/main.js") })
   track(service.child)
@@ -150,8 +159,17 @@ export const startServiceOn = async (databaseUrl: string, env: Record<string, st
 }
 
 /** Spawns `node dist/main.js` without waiting (for the start-up row); registered for clean-up. */
-export const spawnServiceProcess = (port: number, databaseFile: string, env: Record<string, string>): ServiceProcess => {
-  const service = startService({ port, databaseUrl: `file:${databaseFile}`, env, main: join(REPO_ROOT, "dist/main.js") })
+export const spawnServiceProcess = (
+  port: number,
+  databaseFile: string,
+  env: Record<string, string>
+): ServiceProcess => {
+  const service = startService({
+    port,
+    databaseUrl: `file:${databaseFile}`,
+    env,
+    main: join(REPO_ROOT, "dist/main.js")
+  })
   track(service.child)
   return service
 }

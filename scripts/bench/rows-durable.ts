@@ -37,16 +37,25 @@ const idleOf = async (pid: number) => {
 /** Every completed `reminder` execution's output, paging through the listing. */
 const completedReminders = async (server: Server) => {
   const outputs: Array<{ readonly remindAt: string; readonly deliveredAt: string }> = []
-  for (let offset = 0; ; offset += LIST_PAGE) {
-    const page = await json({ url: server.url, method: "GET", path: `/workflows/executions?workflowId=reminder&status=completed&limit=${LIST_PAGE}&offset=${offset}` }, 60_000)
-    const records: Array<{ readonly output?: { readonly remindAt: string; readonly deliveredAt: string } }> = page.body.data
+  for (let offset = 0;; offset += LIST_PAGE) {
+    const page = await json({
+      url: server.url,
+      method: "GET",
+      path: `/workflows/executions?workflowId=reminder&status=completed&limit=${LIST_PAGE}&offset=${offset}`
+    }, 60_000)
+    const records: Array<{ readonly output?: { readonly remindAt: string; readonly deliveredAt: string } }> =
+      page.body.data
     for (const record of records) if (record.output !== undefined) outputs.push(record.output)
     if (records.length < LIST_PAGE) return outputs
   }
 }
 
 const runningCount = async (server: Server) => {
-  const page = await json({ url: server.url, method: "GET", path: `/workflows/executions?workflowId=reminder&status=running&limit=1` })
+  const page = await json({
+    url: server.url,
+    method: "GET",
+    path: `/workflows/executions?workflowId=reminder&status=running&limit=1`
+  })
   return page.body.data.length as number
 }
 
@@ -63,7 +72,12 @@ const sleepers = async (lab: Lab, count: number, restart: boolean) => {
     const firstWake = Date.now() + Math.max(30_000, (count / 100) * 1000)
     const created = await pool(count, CREATE_CONNECTIONS, async (index) => {
       const at = new Date(firstWake + (WAKE_SPREAD_MS * index) / count).toISOString()
-      const reply = await json({ url: service.url, method: "POST", path: "/workflows/reminder/run", body: { input: { at, message: `r${index}` } } })
+      const reply = await json({
+        url: service.url,
+        method: "POST",
+        path: "/workflows/reminder/run",
+        body: { input: { at, message: `r${index}` } }
+      })
       if (reply.status !== 201) throw new Error(`${reply.status} ${JSON.stringify(reply.body).slice(0, 200)}`)
     }, firstWake - Date.now() - 1_000)
     // Parked executions hold nothing: the RSS goes back towards idle (polled until within 10%, before the first wake).
@@ -81,10 +95,20 @@ const sleepers = async (lab: Lab, count: number, restart: boolean) => {
     }
     const lastWake = firstWake + WAKE_SPREAD_MS
     if (Date.now() < lastWake) await sleep(lastWake - Date.now())
-    for (const deadline = lastWake + 120_000; Date.now() < deadline && (await runningCount(service)) > 0;) await sleep(1_000)
+    for (const deadline = lastWake + 120_000; Date.now() < deadline && (await runningCount(service)) > 0;) {
+      await sleep(1_000)
+    }
     const lateness = (await completedReminders(service)).map(({ deliveredAt, remindAt }) =>
-      Date.parse(deliveredAt) - Math.max(Date.parse(remindAt), ready))
-    return { idle, parked, lateness, created: created.results.length, failed: created.failed, firstError: created.firstError }
+      Date.parse(deliveredAt) - Math.max(Date.parse(remindAt), ready)
+    )
+    return {
+      idle,
+      parked,
+      lateness,
+      created: created.results.length,
+      failed: created.failed,
+      firstError: created.firstError
+    }
   } finally {
     await service.stop()
   }
@@ -95,8 +119,18 @@ export const sleepersRow = async (lab: Lab): Promise<RowResult> => {
   const plain = await sleepers(lab, count, false)
   const restarted = await sleepers(lab, count, true)
   const notes = [
-    ...[plain, restarted].flatMap((run, i) => run.failed > 0 ? [`${i === 0 ? "one service" : "restarted"}: ${run.failed} starts failed (${run.firstError})`] : []),
-    ...[plain, restarted].flatMap((run, i) => run.lateness.length < run.created ? [`${i === 0 ? "one service" : "restarted"}: ${run.created - run.lateness.length} not completed by the deadline`] : [])
+    ...[plain, restarted].flatMap((run, i) =>
+      run.failed > 0
+        ? [`${i === 0 ? "one service" : "restarted"}: ${run.failed} starts failed (${run.firstError})`]
+        : []
+    ),
+    ...[plain, restarted].flatMap((run, i) =>
+      run.lateness.length < run.created
+        ? [
+          `${i === 0 ? "one service" : "restarted"}: ${run.created - run.lateness.length} not completed by the deadline`
+        ]
+        : []
+    )
   ]
   return {
     id: "10",
@@ -123,7 +157,9 @@ const batchOnce = async (server: Server) => {
     body: { input: { count: BATCH_ITEMS } }
   }, 300_000)
   const seconds = (performance.now() - started) / 1000
-  if (reply.status !== 200 || reply.body.data?.status !== "completed") throw new Error(`batch: ${reply.status} ${JSON.stringify(reply.body).slice(0, 300)}`)
+  if (reply.status !== 200 || reply.body.data?.status !== "completed") {
+    throw new Error(`batch: ${reply.status} ${JSON.stringify(reply.body).slice(0, 300)}`)
+  }
   return BATCH_ITEMS / seconds
 }
 
@@ -134,15 +170,17 @@ interface PgCounters {
 }
 
 const pgCounters = (url: string): Promise<PgCounters> =>
-  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    // The statistics of other backends reach pg_stat_database once flushed (at most a second later).
-    yield* Effect.sleep("1500 millis")
-    const [row] = yield* sql<{ commits: string; writes: string; bytes: string }>`SELECT xact_commit AS commits,
+  Effect.runPromise(Effect.scoped(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // The statistics of other backends reach pg_stat_database once flushed (at most a second later).
+      yield* Effect.sleep("1500 millis")
+      const [row] = yield* sql<{ commits: string; writes: string; bytes: string }>`SELECT xact_commit AS commits,
       tup_inserted + tup_updated + tup_deleted AS writes, pg_database_size(current_database()) AS bytes
       FROM pg_stat_database WHERE datname = current_database()`
-    return { commits: Number(row.commits), writes: Number(row.writes), bytes: Number(row.bytes) }
-  }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))))
+      return { commits: Number(row.commits), writes: Number(row.writes), bytes: Number(row.bytes) }
+    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })))
+  ))
 
 export const forEachRow = async (lab: Lab): Promise<RowResult> => {
   const env = await lab.modelEnv()

@@ -70,11 +70,26 @@ export const textThroughputRow = async (lab: Lab): Promise<RowResult> => {
   const service = await lab.service()
   const fake = await lab.fake()
   const settings = { connections: lab.options.connections, seconds: lab.options.seconds }
-  const fakeLoad = await load({ url: fake.url, method: "POST", path: "/v1/chat/completions", body: chatRequest("hi", false) }, settings)
-  const oursLoad = await load({ url: service.url, method: "POST", path: `/agents/${AGENT_ID}/text`, body: { input: "hi" } }, settings)
+  const fakeLoad = await load({
+    url: fake.url,
+    method: "POST",
+    path: "/v1/chat/completions",
+    body: chatRequest("hi", false)
+  }, settings)
+  const oursLoad = await load({
+    url: service.url,
+    method: "POST",
+    path: `/agents/${AGENT_ID}/text`,
+    body: { input: "hi" }
+  }, settings)
   return {
     id: "3",
-    cells: { fake: fakeLoad.perSecond, ours: oursLoad.perSecond, ratio: oursLoad.perSecond / fakeLoad.perSecond, errors: fakeLoad.errors + oursLoad.errors },
+    cells: {
+      fake: fakeLoad.perSecond,
+      ours: oursLoad.perSecond,
+      ratio: oursLoad.perSecond / fakeLoad.perSecond,
+      errors: fakeLoad.errors + oursLoad.errors
+    },
     notes: errorNote(fakeLoad.errors + oursLoad.errors, "fake and ours")
   }
 }
@@ -84,8 +99,14 @@ export const streamFirstDeltaRow = async (lab: Lab): Promise<RowResult> => {
   const service = await lab.service()
   const fake = await lab.fake()
   const { errors, times } = await interleaved([
-    { target: { url: fake.url, method: "POST", path: "/v1/chat/completions", body: chatRequest("hi", true) }, ready: fakeTextDelta },
-    { target: { url: service.url, method: "POST", path: `/agents/${AGENT_ID}/stream`, body: { input: "hi" } }, ready: serviceTextDelta }
+    {
+      target: { url: fake.url, method: "POST", path: "/v1/chat/completions", body: chatRequest("hi", true) },
+      ready: fakeTextDelta
+    },
+    {
+      target: { url: service.url, method: "POST", path: `/agents/${AGENT_ID}/stream`, body: { input: "hi" } },
+      ready: serviceTextDelta
+    }
   ], { count: 200, warmup: 20, deadlineMs: LATENCY_DEADLINE_MS })
   const [fakeTimes, oursTimes] = times
   const cells = { fake: median(fakeTimes), ours: median(oursTimes), count: oursTimes.length, errors }

@@ -3,7 +3,7 @@
  * many suspended executions, and after the load has gone. Each on a fresh service.
  */
 import { residentBytes, sleep } from "../support/service.js"
-import { json, loadCount, openStream, type OpenStream, pool, type Target } from "./client.js"
+import { json, loadCount, type OpenStream, openStream, pool, type Target } from "./client.js"
 import { AGENT_ID, type Lab, serviceTextDelta } from "./lab.js"
 import { type RunningService, startBenchService } from "./processes.js"
 import { median, type RowId, type RowResult } from "./table.js"
@@ -56,7 +56,9 @@ const settledBytes = async (pid: number, idle: number) => {
 const measured = async (
   lab: Lab,
   id: RowId,
-  load: (service: RunningService) => Promise<{ readonly count: number; readonly notes: ReadonlyArray<string>; readonly release: () => Promise<void> }>
+  load: (
+    service: RunningService
+  ) => Promise<{ readonly count: number; readonly notes: ReadonlyArray<string>; readonly release: () => Promise<void> }>
 ): Promise<RowResult> => {
   const service = await startBenchService({ env: await lab.modelEnv() })
   try {
@@ -93,7 +95,9 @@ const failures = (
   what: string
 ) => [
   ...(outcome.failed > 0 ? [`${outcome.failed} ${what} failed (the first: ${outcome.firstError})`] : []),
-  ...(outcome.unstarted > 0 ? [`${outcome.unstarted} ${what} not tried: the ${OPEN_DEADLINE_MS / 60_000}-minute deadline passed`] : [])
+  ...(outcome.unstarted > 0
+    ? [`${outcome.unstarted} ${what} not tried: the ${OPEN_DEADLINE_MS / 60_000}-minute deadline passed`]
+    : [])
 ]
 
 /** Row 7a: suspended `approval` executions, each followed by several re-attach streams at once. */
@@ -102,13 +106,19 @@ export const reattachRow = (lab: Lab) =>
     const { reattachExecutions, streamsPerExecution } = lab.options
     const created = await pool(reattachExecutions, 20, async () => {
       const reply = await json(approvalExecute(service))
-      if (reply.status !== 200 || reply.body?.data?.status !== "suspended") throw new Error(`execute answered ${reply.status}`)
+      if (reply.status !== 200 || reply.body?.data?.status !== "suspended") {
+        throw new Error(`execute answered ${reply.status}`)
+      }
       return String(reply.body.data.executionId)
     }, OPEN_DEADLINE_MS)
     const ids = created.results
     const opened = await pool(ids.length * streamsPerExecution, 100, (index) =>
       openStream(
-        { url: service.url, method: "GET", path: `/workflows/approval/executions/${encodeURIComponent(ids[index % ids.length])}/stream` },
+        {
+          url: service.url,
+          method: "GET",
+          path: `/workflows/approval/executions/${encodeURIComponent(ids[index % ids.length])}/stream`
+        },
         (received) => received.includes("workflow-suspended")
       ), OPEN_DEADLINE_MS)
     return {
@@ -125,9 +135,15 @@ const SLOW_INPUT = "Please answer slowly"
 export const agentStreamsRow = (lab: Lab) =>
   measured(lab, "7b", async (service) => {
     const opened = await pool(lab.options.agentStreams, 100, () =>
-      openStream({ url: service.url, method: "POST", path: `/agents/${AGENT_ID}/stream`, body: { input: SLOW_INPUT } }, serviceTextDelta),
-      OPEN_DEADLINE_MS)
-    return { count: opened.results.length, notes: failures(opened, "agent streams"), release: () => closeAll(opened.results) }
+      openStream(
+        { url: service.url, method: "POST", path: `/agents/${AGENT_ID}/stream`, body: { input: SLOW_INPUT } },
+        serviceTextDelta
+      ), OPEN_DEADLINE_MS)
+    return {
+      count: opened.results.length,
+      notes: failures(opened, "agent streams"),
+      release: () => closeAll(opened.results)
+    }
   })
 
 /** Row 7c: suspended `approval` executions created over HTTP at 50 connections. */
@@ -141,7 +157,9 @@ export const suspendedRow = (lab: Lab) =>
     const notes = [
       `${Math.round(result.perSecond)} suspended executions/s while creating them`,
       ...(result.errors > 0 ? [`${result.errors} requests failed (a non-2xx answer, an error or a 30 s timeout)`] : []),
-      ...(result.total + result.errors < lab.options.suspendedExecutions ? [`stopped at the ${CREATE_DEADLINE_MS / 60_000}-minute deadline`] : [])
+      ...(result.total + result.errors < lab.options.suspendedExecutions
+        ? [`stopped at the ${CREATE_DEADLINE_MS / 60_000}-minute deadline`]
+        : [])
     ]
     return { count: result.total, notes, release: async () => undefined }
   })

@@ -27,7 +27,10 @@ export const splitConnections = (total: number, parts: number): Array<number> =>
 const freshDatabase = async (adminUrl: string) => {
   let timer: NodeJS.Timeout | undefined
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${CREATE_DATABASE_DEADLINE_MS / 1000} s`)), CREATE_DATABASE_DEADLINE_MS)
+    timer = setTimeout(
+      () => reject(new Error(`no answer within ${CREATE_DATABASE_DEADLINE_MS / 1000} s`)),
+      CREATE_DATABASE_DEADLINE_MS
+    )
   })
   try {
     return await Promise.race([createPostgresDatabase(adminUrl), deadline])
@@ -47,19 +50,26 @@ const measureInstances = async (lab: Lab, count: number, connections: number): P
   try {
     const env = await lab.modelEnv()
     const starting = await Promise.allSettled(
-      Array.from({ length: count }, (_, index) =>
-        startServiceOn(database.url, { ...env, SERVICE_INSTANCE_ID: `bench9-${count}-${index + 1}` }))
+      Array.from(
+        { length: count },
+        (_, index) => startServiceOn(database.url, { ...env, SERVICE_INSTANCE_ID: `bench9-${count}-${index + 1}` })
+      )
     )
     for (const outcome of starting) if (outcome.status === "fulfilled") started.push(outcome.value)
     const failed = starting.find((outcome) => outcome.status === "rejected")
     if (failed !== undefined) throw (failed as PromiseRejectedResult).reason
     const split = splitConnections(connections, count)
-    return await loadTogether(started.map((server, index) => ({ target: pipelineOn(server), connections: split[index] })), {
-      seconds: lab.options.seconds
-    })
+    return await loadTogether(
+      started.map((server, index) => ({ target: pipelineOn(server), connections: split[index] })),
+      {
+        seconds: lab.options.seconds
+      }
+    )
   } finally {
     await Promise.all(started.map((server) => server.stop()))
-    await database.drop().catch((error: unknown) => console.error(`row 9: could not drop ${printableUrl(database.url)}: ${String(error)}`))
+    await database.drop().catch((error: unknown) =>
+      console.error(`row 9: could not drop ${printableUrl(database.url)}: ${String(error)}`)
+    )
   }
 }
 
@@ -73,7 +83,11 @@ export const scaleOutRow = async (lab: Lab): Promise<RowResult> => {
     await (await freshDatabase(lab.options.postgresUrl)).drop()
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error)
-    return { id: "9", cells: {}, notes: [`Postgres does not answer at ${printableUrl(lab.options.postgresUrl)}: ${reason.slice(0, 300)}`] }
+    return {
+      id: "9",
+      cells: {},
+      notes: [`Postgres does not answer at ${printableUrl(lab.options.postgresUrl)}: ${reason.slice(0, 300)}`]
+    }
   }
   const [one] = await measureInstances(lab, 1, connections)
   const three = await measureInstances(lab, 3, connections)

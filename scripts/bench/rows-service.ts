@@ -6,8 +6,8 @@ import { freePort, isAlive, sleep, stopService } from "../support/service.js"
 import { interleaved, json, type Target, timed } from "./client.js"
 import type { Lab } from "./lab.js"
 import { removeDirectory, spawnServiceProcess, startBenchService, temporaryDirectory } from "./processes.js"
-import { median, percentile, type RowResult } from "./table.js"
 import { seedExecutions } from "./store.js"
+import { median, percentile, type RowResult } from "./table.js"
 
 const PAGE = 50
 const SEED_DEADLINE_MS = 20 * 60_000
@@ -15,14 +15,17 @@ const SEED_DEADLINE_MS = 20 * 60_000
 let seeded: Promise<{ readonly file: string; readonly stored: number }> | undefined
 
 /** The database with the stored executions, made once per bench invocation (the row only reads it). */
-const seededDatabase = (count: number) =>
-  (seeded ??= (async () => {
-    const file = join(temporaryDirectory("bench-seeded-"), "seeded.db")
-    const started = Date.now()
-    const stored = await seedExecutions(file, count, SEED_DEADLINE_MS)
-    console.error(`row 6: stored ${stored.toLocaleString("en-US")} executions through the ExecutionStore in ${((Date.now() - started) / 1000).toFixed(1)} s`)
-    return { file, stored }
-  })())
+const seededDatabase = (count: number) => (seeded ??= (async () => {
+  const file = join(temporaryDirectory("bench-seeded-"), "seeded.db")
+  const started = Date.now()
+  const stored = await seedExecutions(file, count, SEED_DEADLINE_MS)
+  console.error(
+    `row 6: stored ${stored.toLocaleString("en-US")} executions through the ExecutionStore in ${
+      ((Date.now() - started) / 1000).toFixed(1)
+    } s`
+  )
+  return { file, stored }
+})())
 
 /** The seeded database, if row 6 made one: the durability read-out can use it. */
 export const seededFile = async () => (seeded === undefined ? undefined : (await seeded).file)
@@ -42,7 +45,9 @@ export const listingRow = async (lab: Lab): Promise<RowResult> => {
     for (const offset of [0, deepOffset]) {
       const reply = await json(page(offset))
       const length = Array.isArray(reply.body?.data) ? reply.body.data.length : -1
-      if (reply.status !== 200 || length !== Math.min(PAGE, stored)) notes.push(`offset ${offset} answered ${reply.status} with ${length} executions`)
+      if (reply.status !== 200 || length !== Math.min(PAGE, stored)) {
+        notes.push(`offset ${offset} answered ${reply.status} with ${length} executions`)
+      }
     }
     const { errors, times } = await interleaved([{ target: page(0) }, { target: page(deepOffset) }], {
       count: 200,
@@ -51,7 +56,9 @@ export const listingRow = async (lab: Lab): Promise<RowResult> => {
     })
     const [start, deep] = times
     if (errors > 0) notes.push(`${errors} failed requests`)
-    if (stored < lab.options.storedExecutions) notes.push(`only ${stored} executions stored before the seeding deadline`)
+    if (stored < lab.options.storedExecutions) {
+      notes.push(`only ${stored} executions stored before the seeding deadline`)
+    }
     return {
       id: "6",
       cells: {
@@ -99,5 +106,9 @@ export const startupRow = async (lab: Lab): Promise<RowResult> => {
   const env = await lab.modelEnv()
   const times: Array<number> = []
   for (let start = 0; start < lab.options.startups; start++) times.push(await startupMs(env))
-  return { id: "8", cells: { median: median(times), min: Math.min(...times), max: Math.max(...times), count: times.length }, notes: [] }
+  return {
+    id: "8",
+    cells: { median: median(times), min: Math.min(...times), max: Math.max(...times), count: times.length },
+    notes: []
+  }
 }

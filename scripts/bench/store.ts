@@ -12,7 +12,8 @@ import type * as StoreModule from "../../src/workflows/ExecutionStore.js"
 import { printableUrl } from "./lab.js"
 import { REPO_ROOT } from "./processes.js"
 
-const fromDist = <M>(path: string): Promise<M> => import(pathToFileURL(join(REPO_ROOT, "dist", path)).href) as Promise<M>
+const fromDist = <M>(path: string): Promise<M> =>
+  import(pathToFileURL(join(REPO_ROOT, "dist", path)).href) as Promise<M>
 
 const sqlLayer = async (databaseFile: string) => {
   const { DatabaseLive } = await fromDist<typeof DatabaseModule>("Database.js")
@@ -93,13 +94,15 @@ const SYNCHRONOUS_NAMES = ["OFF", "NORMAL", "FULL", "EXTRA"]
  * SQL layer from dist/, on a database it has used), and Postgres' `synchronous_commit` on the local server.
  */
 export const readDurability = async (databaseFile: string, postgresUrl: string): Promise<Durability> => {
-  const sqlite = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const journal = yield* sql<{ journal_mode: string }>`PRAGMA journal_mode`
-    const synchronous = yield* sql<{ synchronous: number }>`PRAGMA synchronous`
-    const level = Number(synchronous[0]?.synchronous)
-    return { journal: String(journal[0]?.journal_mode), synchronous: `${SYNCHRONOUS_NAMES[level] ?? "?"} (${level})` }
-  }).pipe(Effect.provide(await sqlLayer(databaseFile)))))
+  const sqlite = await Effect.runPromise(Effect.scoped(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const journal = yield* sql<{ journal_mode: string }>`PRAGMA journal_mode`
+      const synchronous = yield* sql<{ synchronous: number }>`PRAGMA synchronous`
+      const level = Number(synchronous[0]?.synchronous)
+      return { journal: String(journal[0]?.journal_mode), synchronous: `${SYNCHRONOUS_NAMES[level] ?? "?"} (${level})` }
+    }).pipe(Effect.provide(await sqlLayer(databaseFile)))
+  ))
   return {
     sqliteJournalMode: sqlite.journal,
     sqliteSynchronous: sqlite.synchronous,
@@ -114,8 +117,10 @@ const postgresSynchronousCommit = async (url: string): Promise<string> => {
     const rows = yield* sql<{ synchronous_commit: string }>`SHOW synchronous_commit`
     return String(rows[0]?.synchronous_commit)
   }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(url), maxConnections: 1, connectTimeout: "3 seconds" })))
-  return Effect.runPromise(Effect.scoped(show).pipe(
-    Effect.timeout("5 seconds"),
-    Effect.catchAllCause(() => Effect.succeed(`not reachable at ${printableUrl(url)}`))
-  ))
+  return Effect.runPromise(
+    Effect.scoped(show).pipe(
+      Effect.timeout("5 seconds"),
+      Effect.catchAllCause(() => Effect.succeed(`not reachable at ${printableUrl(url)}`))
+    )
+  )
 }

@@ -31,7 +31,11 @@ const MB = 1024 * 1024
 
 const has = (cells: Cells, ...keys: ReadonlyArray<string>) => keys.every((key) => Number.isFinite(cells[key]))
 
-const when = (cells: Cells, keys: ReadonlyArray<string>, check: () => boolean) => (has(cells, ...keys) ? check() : undefined)
+const when = (
+  cells: Cells,
+  keys: ReadonlyArray<string>,
+  check: () => boolean
+) => (has(cells, ...keys) ? check() : undefined)
 
 export const formatNumber = (value: number | undefined, digits = 0): string =>
   value === undefined || !Number.isFinite(value)
@@ -47,7 +51,9 @@ const memoryRow = (title: string, counted: string): RowSpec => ({
   title,
   target: "peak ≤ 1 GB; after ≤ 1.1 × idle",
   show: (c) =>
-    `${formatNumber(c.count)} ${counted}; idle ${megabytes(c.idle)}, peak ${megabytes(c.peak)}, after ${megabytes(c.after)}` +
+    `${formatNumber(c.count)} ${counted}; idle ${megabytes(c.idle)}, peak ${megabytes(c.peak)}, after ${
+      megabytes(c.after)
+    }` +
     ` (after/idle ${formatNumber(c.afterOverIdle, 2)})`,
   met: (c) => when(c, ["peak", "afterOverIdle"], () => c.peak <= 1024 * MB && c.afterOverIdle <= 1.1)
 })
@@ -102,7 +108,10 @@ export const ROWS: Readonly<Record<RowId, RowSpec>> = {
   "8": {
     title: "`node dist/main.js` start to the first 200, empty database, median",
     target: "≤ 0.8 s",
-    show: (c) => `${formatNumber(c.median / 1000, 3)} s over ${formatNumber(c.count)} starts (min ${formatNumber(c.min / 1000, 3)}, max ${formatNumber(c.max / 1000, 3)})`,
+    show: (c) =>
+      `${formatNumber(c.median / 1000, 3)} s over ${formatNumber(c.count)} starts (min ${
+        formatNumber(c.min / 1000, 3)
+      }, max ${formatNumber(c.max / 1000, 3)})`,
     met: (c) => when(c, ["median"], () => c.median <= 800)
   },
   "9": {
@@ -111,22 +120,34 @@ export const ROWS: Readonly<Record<RowId, RowSpec>> = {
     show: (c) =>
       `one ${formatNumber(c.one)}/s, three ${formatNumber(c.three)}/s ` +
       `(${formatNumber(c.threeA)} + ${formatNumber(c.threeB)} + ${formatNumber(c.threeC)}); ` +
-      `three/one ${formatNumber(c.threeOverOne, 2)}; errors ${formatNumber(c.errorsOne)} / ${formatNumber(c.errorsThree)}`,
+      `three/one ${formatNumber(c.threeOverOne, 2)}; errors ${formatNumber(c.errorsOne)} / ${
+        formatNumber(c.errorsThree)
+      }`,
     met: (c) => (has(c, "one", "three", "threeOverOne") ? "reported" : undefined)
   },
   "10": {
-    title: "`reminder` executions asleep at once (wakes spread over 60 s): RSS, wake lateness p50 / p99, without and with a restart",
+    title:
+      "`reminder` executions asleep at once (wakes spread over 60 s): RSS, wake lateness p50 / p99, without and with a restart",
     target: "parked ≤ 1.1 × idle; p99 ≤ 100 ms",
     show: (c) =>
-      `${formatNumber(c.count)} parked; idle ${megabytes(c.idle)}, parked ${megabytes(c.parked)} (${formatNumber(c.parkedOverIdle, 2)}); ` +
+      `${formatNumber(c.count)} parked; idle ${megabytes(c.idle)}, parked ${megabytes(c.parked)} (${
+        formatNumber(c.parkedOverIdle, 2)
+      }); ` +
       `lateness ${ms(c.p50)} / ${ms(c.p99)}, after a restart ${ms(c.restartP50)} / ${ms(c.restartP99)}`,
-    met: (c) => when(c, ["parkedOverIdle", "p99", "restartP99"], () => c.parkedOverIdle <= 1.1 && c.p99 <= 100 && c.restartP99 <= 100)
+    met: (c) =>
+      when(
+        c,
+        ["parkedOverIdle", "p99", "restartP99"],
+        () => c.parkedOverIdle <= 1.1 && c.p99 <= 100 && c.restartP99 <= 100
+      )
   },
   "11": {
     title: "`batch`: a 1,000-item andForEach at concurrency 16, items/s on SQLite and Postgres; per item on Postgres",
     target: "report",
     show: (c) =>
-      `SQLite ${formatNumber(c.sqlite)}/s, Postgres ${formatNumber(c.postgres)}/s; per item ${formatNumber(c.commitsPerItem, 2)} commits, ` +
+      `SQLite ${formatNumber(c.sqlite)}/s, Postgres ${formatNumber(c.postgres)}/s; per item ${
+        formatNumber(c.commitsPerItem, 2)
+      } commits, ` +
       `${formatNumber(c.writesPerItem, 2)} row writes, ${formatNumber(c.bytesPerItem)} bytes`,
     met: (c) => (has(c, "sqlite", "postgres") ? "reported" : undefined)
   }
@@ -170,7 +191,11 @@ export const formatTable = (results: ReadonlyArray<RowResult>): string => {
   const lines = ["| # | measure | result | target | |", "|---|---|---|---|---|"]
   for (const result of results) {
     const spec = ROWS[result.id]
-    lines.push(`| ${result.id} | ${spec.title} | ${spec.show(result.cells)} | ${spec.target} | ${verdict(spec.met(result.cells))} |`)
+    lines.push(
+      `| ${result.id} | ${spec.title} | ${spec.show(result.cells)} | ${spec.target} | ${
+        verdict(spec.met(result.cells))
+      } |`
+    )
   }
   const notes = results.flatMap((result) => result.notes.map((note) => `- row ${result.id}: ${note}`))
   return [...lines, ...(notes.length > 0 ? ["", ...notes] : [])].join("\n")
@@ -181,7 +206,8 @@ export const selectRows = (only: string | undefined): ReadonlyArray<RowId> => {
   if (only === undefined || only.trim() === "") return ROW_IDS
   const wanted = only.split(",").map((part) => part.trim()).filter((part) => part !== "")
   // "7" is 7a, 7b and 7c; "1" is row 1 only, not 10 or 11.
-  const selects = (part: string, id: RowId) => id === part || (id.startsWith(part) && /^[a-z]$/.test(id.slice(part.length)))
+  const selects = (part: string, id: RowId) =>
+    id === part || (id.startsWith(part) && /^[a-z]$/.test(id.slice(part.length)))
   const unknown = wanted.filter((part) => !ROW_IDS.some((id) => selects(part, id)))
   if (unknown.length > 0) throw new Error(`--only: unknown row ${unknown.join(", ")} (rows: ${ROW_IDS.join(", ")})`)
   return ROW_IDS.filter((id) => wanted.some((part) => selects(part, id)))

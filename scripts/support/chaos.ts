@@ -8,8 +8,8 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { readStepEvents, readStoredRows, resetConnections } from "./database.js"
-import { checkInvariants } from "./invariants.js"
 import { Instances } from "./instances.js"
+import { checkInvariants } from "./invariants.js"
 import { checkQueue, QUEUE_WORKFLOW } from "./queued.js"
 import { readRecordedStarts, RECORDED_WORKFLOWS } from "./recorded.js"
 import { checkTicks, pauseTicks } from "./scheduled.js"
@@ -58,21 +58,37 @@ export interface ChaosReport {
    * `chaos-queue` (two at a time per group): starts answered as queued, executions, their committed
    * steps checked, and the most of one group seen running at once (never above 2).
    */
-  readonly queue: { readonly answeredQueued: number; readonly executions: number; readonly spans: number; readonly mostAtOnce: number }
+  readonly queue: {
+    readonly answeredQueued: number
+    readonly executions: number
+    readonly spans: number
+    readonly mostAtOnce: number
+  }
   readonly violations: ReturnType<Violations["summary"]>
 }
 
 /** What the clients know of the executions they started. */
 interface Known {
   readonly id: string
-  readonly workflowId: "approval" | "slow" | "pipeline" | "reminder" | "onboarding" | "batch" | "chaos-flow" | typeof QUEUE_WORKFLOW
+  readonly workflowId:
+    | "approval"
+    | "slow"
+    | "pipeline"
+    | "reminder"
+    | "onboarding"
+    | "batch"
+    | "chaos-flow"
+    | typeof QUEUE_WORKFLOW
 }
 
 const pick = <A>(items: ReadonlyArray<A>): A | undefined => items[Math.floor(Math.random() * items.length)]
 
 /** An `onboarding` run: 1 to 8 accounts, 0 to 2 busy attempts before the activation succeeds, a sleep of up to 3 s. */
 const onboardingInput = () => ({
-  accounts: Array.from({ length: 1 + Math.floor(Math.random() * 8) }, (_, i) => ({ name: `n${i}`, email: `n${i}@example.com` })),
+  accounts: Array.from(
+    { length: 1 + Math.floor(Math.random() * 8) },
+    (_, i) => ({ name: `n${i}`, email: `n${i}@example.com` })
+  ),
   busyAttempts: Math.floor(Math.random() * 3),
   waitSeconds: Math.random() * 3
 })
@@ -128,12 +144,22 @@ const runChaosRecording = async (options: ChaosOptions, recordDir: string): Prom
     if (reply === undefined || reply.status >= 500 || reply.status === 200) return
     const message = String(reply.body?.error ?? "")
     if (/not found/.test(message)) violations.add("created execution not found", `${action} ${known.id}: ${message}`)
-    else if (reply.status !== 400 && reply.status !== 404) violations.add("unexpected answer", `${action} ${known.id}: ${reply.status} ${message}`)
+    else if (reply.status !== 400 && reply.status !== 404) {
+      violations.add("unexpected answer", `${action} ${known.id}: ${reply.status} ${message}`)
+    }
   }
 
-  const start = async (workflowId: Known["workflowId"], how: "execute" | "run", input: unknown, expected: ReadonlyArray<string>) => {
+  const start = async (
+    workflowId: Known["workflowId"],
+    how: "execute" | "run",
+    input: unknown,
+    expected: ReadonlyArray<string>
+  ) => {
     const known: Known = { id: newId(workflowId), workflowId }
-    const reply = await request("POST", `/workflows/${workflowId}/${how}`, { input, options: { executionId: known.id } })
+    const reply = await request("POST", `/workflows/${workflowId}/${how}`, {
+      input,
+      options: { executionId: known.id }
+    })
     if (reply === undefined || reply.status >= 500) return
     if (reply.status === 200 || reply.status === 201) {
       created.set(known.id, known)
@@ -146,23 +172,51 @@ const runChaosRecording = async (options: ChaosOptions, recordDir: string): Prom
   }
 
   const some = (workflowId?: Known["workflowId"]) =>
-    pick([...created.values()].filter((known) => workflowId === undefined || known.workflowId === workflowId).slice(-50))
+    pick(
+      [...created.values()].filter((known) => workflowId === undefined || known.workflowId === workflowId).slice(-50)
+    )
 
   const actions: ReadonlyArray<readonly [number, () => Promise<void>]> = [
-    [25, () => start("approval", "execute", { amount: 100 + Math.ceil(Math.random() * 900) }, ["suspended", "cancelled"])],
+    [
+      25,
+      () => start("approval", "execute", { amount: 100 + Math.ceil(Math.random() * 900) }, ["suspended", "cancelled"])
+    ],
     [8, () => start("approval", "execute", { amount: Math.ceil(Math.random() * 100) }, ["completed"])],
     [15, () => start("slow", "run", { ms: 200 + Math.floor(Math.random() * 1300) }, ["running"])],
     [8, () => start("pipeline", "run", { text: " chaos ", n: Math.floor(Math.random() * 30) }, ["running"])],
-    [6, () => start("pipeline", "execute", { text: " chaos ", n: Math.floor(Math.random() * 30) }, ["completed", "cancelled", "suspended"])],
-    [14, async () => { const k = some("approval"); if (k) await transition(k, "resume") }],
-    [10, async () => { const k = some(); if (k) await transition(k, "cancel") }],
-    [8, async () => { const k = some(Math.random() < 0.7 ? "slow" : "pipeline"); if (k) await transition(k, "suspend") }],
-    [6, async () => { const k = some(Math.random() < 0.7 ? "slow" : "pipeline"); if (k) await transition(k, "resume") }],
+    [
+      6,
+      () =>
+        start("pipeline", "execute", { text: " chaos ", n: Math.floor(Math.random() * 30) }, [
+          "completed",
+          "cancelled",
+          "suspended"
+        ])
+    ],
+    [14, async () => {
+      const k = some("approval")
+      if (k) await transition(k, "resume")
+    }],
+    [10, async () => {
+      const k = some()
+      if (k) await transition(k, "cancel")
+    }],
+    [8, async () => {
+      const k = some(Math.random() < 0.7 ? "slow" : "pipeline")
+      if (k) await transition(k, "suspend")
+    }],
+    [6, async () => {
+      const k = some(Math.random() < 0.7 ? "slow" : "pipeline")
+      if (k) await transition(k, "resume")
+    }],
     // Issue #31: durable sleeps, loops, retries and polls.
     [6, () => start("reminder", "run", { message: "chaos", delaySeconds: Math.random() * 4 }, ["running"])],
     [5, () => start("onboarding", "run", onboardingInput(), ["running"])],
     [3, () => start("batch", "run", { count: 20 + Math.floor(Math.random() * 180) }, ["running"])],
-    [3, async () => { const k = some(Math.random() < 0.5 ? "reminder" : "onboarding"); if (k) await transition(k, Math.random() < 0.5 ? "suspend" : "resume") }],
+    [3, async () => {
+      const k = some(Math.random() < 0.5 ? "reminder" : "onboarding")
+      if (k) await transition(k, Math.random() < 0.5 ? "suspend" : "resume")
+    }],
     // Issue #31 settled 15: every step of these records its starts (cancelled at random above, never suspended).
     [10, () => start("chaos-flow", "run", chaosFlowInput(), ["running"])],
     // Issue #33: two at a time per group, the rest queued (running, waiting "concurrency").
@@ -213,7 +267,11 @@ const runChaosRecording = async (options: ChaosOptions, recordDir: string): Prom
     }
     // Issue #33: a burst of six starts of one group (two slots) at the outset, so some always queue.
     await Promise.all(Array.from({ length: 6 }, () => start(QUEUE_WORKFLOW, "run", { group: "a" }, ["running"])))
-    log(`load: ${options.clients} clients for ${options.seconds} s with ${options.kills} kills and ${resets} connection resets on ${redact(options.databaseUrl)}`)
+    log(
+      `load: ${options.clients} clients for ${options.seconds} s with ${options.kills} kills and ${resets} connection resets on ${
+        redact(options.databaseUrl)
+      }`
+    )
     await Promise.all([killer(), resetter(), ...Array.from({ length: options.clients }, client)])
     await server.ensureUp()
     await pauseTicks(server, violations)
@@ -231,10 +289,14 @@ const runChaosRecording = async (options: ChaosOptions, recordDir: string): Prom
       await readStepEvents(options.databaseUrl, RECORDED_WORKFLOWS),
       violations
     )
-    log(`${QUEUE_WORKFLOW}: ${answeredQueued} starts answered queued; at most ${queue.mostAtOnce} of a group ran at once`)
+    log(
+      `${QUEUE_WORKFLOW}: ${answeredQueued} starts answered queued; at most ${queue.mostAtOnce} of a group ran at once`
+    )
     if (resets > 0) {
       // None of the example workflows fails on its own: an execution in error failed of a store error.
-      for (const { id } of (await readStoredRows(options.databaseUrl)).executions.filter((row) => row.status === "error")) {
+      for (
+        const { id } of (await readStoredRows(options.databaseUrl)).executions.filter((row) => row.status === "error")
+      ) {
         violations.add("execution failed under connection resets", id)
       }
     }
@@ -261,13 +323,21 @@ const runChaosRecording = async (options: ChaosOptions, recordDir: string): Prom
  * (resume: 200 completed; cancel: 200), the loser gets a 4xx (or resume a 200 saying it was cancelled),
  * and the stored state is the winner's.
  */
-const raceResumeAndCancel = async (server: Instances, trials: number, violations: Violations, log: (line: string) => void) => {
+const raceResumeAndCancel = async (
+  server: Instances,
+  trials: number,
+  violations: Violations,
+  log: (line: string) => void
+) => {
   const ids: Array<string> = []
   let resumeWon = 0
   let cancelWon = 0
   let next = 0
   const trial = async (id: string) => {
-    const started = await server.request("POST", "/workflows/approval/execute", { input: { amount: 500 }, options: { executionId: id } })
+    const started = await server.request("POST", "/workflows/approval/execute", {
+      input: { amount: 500 },
+      options: { executionId: id }
+    })
     if (started?.status !== 200 || started.body?.data?.status !== "suspended") {
       violations.add("race: could not suspend", `${id}: ${JSON.stringify(started?.body ?? "no answer")}`)
       return
@@ -281,18 +351,25 @@ const raceResumeAndCancel = async (server: Instances, trials: number, violations
     if (resume === undefined || cancel === undefined) return
     const resumeWins = resume.status === 200 && resume.body?.data?.status === "completed"
     const cancelWins = cancel.status === 200
-    const outcome = `${id}: resume ${resume.status} ${JSON.stringify(resume.body?.data?.status ?? resume.body?.error)}, cancel ${cancel.status} ${JSON.stringify(cancel.body?.data?.status ?? cancel.body?.error)}`
+    const outcome = `${id}: resume ${resume.status} ${
+      JSON.stringify(resume.body?.data?.status ?? resume.body?.error)
+    }, cancel ${cancel.status} ${JSON.stringify(cancel.body?.data?.status ?? cancel.body?.error)}`
     if (resumeWins && cancelWins) violations.add("race: two winners", outcome)
     else if (!resumeWins && !cancelWins) violations.add("race: no winner", outcome)
     else if (resumeWins) resumeWon++
     else cancelWon++
     const resumeLost = resume.status === 404 || (resume.status === 200 && resume.body?.data?.status === "cancelled")
     if (cancelWins && !resumeLost && resume.status < 500) violations.add("race: unexpected resume answer", outcome)
-    if (resumeWins && cancel.status !== 400 && cancel.status < 500) violations.add("race: unexpected cancel answer", outcome)
+    if (resumeWins && cancel.status !== 400 && cancel.status < 500) {
+      violations.add("race: unexpected cancel answer", outcome)
+    }
     const state = await server.request("GET", `${path}/state`)
     const expected = resumeWins ? "completed" : cancelWins ? "cancelled" : undefined
     if (expected !== undefined && state?.body?.data?.status !== expected) {
-      violations.add("race: state is not the winner's", `${outcome}; state ${JSON.stringify(state?.body?.data?.status)}`)
+      violations.add(
+        "race: state is not the winner's",
+        `${outcome}; state ${JSON.stringify(state?.body?.data?.status)}`
+      )
     }
   }
   const worker = async () => {

@@ -27,7 +27,8 @@ export const createPostgresDatabase = async (adminUrl: string) => {
   url.pathname = `/${name}`
   return {
     url: url.toString(),
-    drop: () => withClient(adminUrl, (sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined)
+    drop: () =>
+      withClient(adminUrl, (sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)).then(() => undefined)
   }
 }
 
@@ -44,7 +45,9 @@ export const readStoredRows = (databaseUrl: string): Promise<StoredRows> =>
   withClient(databaseUrl, (sql) =>
     Effect.gen(function*() {
       const executions = yield* sql<{ id: string; status: string }>`SELECT id, status FROM workflow_executions`
-      const events = yield* sql<{ execution_id: string; seq: number }>`SELECT execution_id, seq FROM workflow_events ORDER BY execution_id, seq`
+      const events = yield* sql<
+        { execution_id: string; seq: number }
+      >`SELECT execution_id, seq FROM workflow_events ORDER BY execution_id, seq`
       const seqs = new Map<string, Array<number>>()
       for (const row of events) {
         const list = seqs.get(row.execution_id) ?? []
@@ -52,7 +55,7 @@ export const readStoredRows = (databaseUrl: string): Promise<StoredRows> =>
         seqs.set(row.execution_id, list)
       }
       const twice = yield* sql<{ execution_id: string; path: string }>`SELECT execution_id, path FROM workflow_events
-        WHERE path IS NOT NULL AND event LIKE ${'%"type":"step-complete"%'} GROUP BY execution_id, path HAVING COUNT(*) > 1`
+        WHERE path IS NOT NULL AND event LIKE ${"%\"type\":\"step-complete\"%"} GROUP BY execution_id, path HAVING COUNT(*) > 1`
       return {
         executions: executions.map((row) => ({ id: row.id, status: row.status })),
         seqs,
@@ -67,7 +70,9 @@ export const readStoredRows = (databaseUrl: string): Promise<StoredRows> =>
 export const resetConnections = (url: string): Promise<number> =>
   withClient(url, (sql) =>
     Effect.map(
-      sql.unsafe(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`),
+      sql.unsafe(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`
+      ),
       (rows) => rows.length
     ))
 
@@ -85,15 +90,26 @@ export interface CommittedEvent {
 }
 
 /** The step-complete, step-retry and step-sleep rows of the executions of `workflowIds`. */
-export const readStepEvents = (databaseUrl: string, workflowIds: ReadonlyArray<string>): Promise<ReadonlyArray<CommittedEvent>> =>
+export const readStepEvents = (
+  databaseUrl: string,
+  workflowIds: ReadonlyArray<string>
+): Promise<ReadonlyArray<CommittedEvent>> =>
   withClient(databaseUrl, (sql) =>
     Effect.map(
-      sql<{ execution_id: string; path: string | null; event: string }>`SELECT e.execution_id, e.path, e.event FROM workflow_events e
+      sql<
+        { execution_id: string; path: string | null; event: string }
+      >`SELECT e.execution_id, e.path, e.event FROM workflow_events e
         JOIN workflow_executions x ON x.id = e.execution_id WHERE x.workflow_id IN ${sql.in(workflowIds)}
-        AND (e.event LIKE ${'%"type":"step-complete"%'} OR e.event LIKE ${'%"type":"step-retry"%'} OR e.event LIKE ${'%"type":"step-sleep"%'})`,
+        AND (e.event LIKE ${"%\"type\":\"step-complete\"%"} OR e.event LIKE ${"%\"type\":\"step-retry\"%"} OR e.event LIKE ${"%\"type\":\"step-sleep\"%"})`,
       (rows) =>
         rows.map((row) => {
-          const event = JSON.parse(row.event) as { type: string; from: string; timestamp: string; attempt?: number; wakeAt?: string }
+          const event = JSON.parse(row.event) as {
+            type: string
+            from: string
+            timestamp: string
+            attempt?: number
+            wakeAt?: string
+          }
           return {
             executionId: row.execution_id,
             type: event.type,

@@ -6,9 +6,9 @@
  * event, and the recorded steps' starts against the committed events (./recorded.ts).
  */
 import { readStepEvents, readStoredRows } from "./database.js"
+import type { Instances } from "./instances.js"
 import { checkRecordedStarts, readRecordedStarts, RECORDED_WORKFLOWS } from "./recorded.js"
 import { sleep } from "./service.js"
-import type { Instances } from "./instances.js"
 import type { Violations } from "./violations.js"
 
 const FINAL_EVENT_OF: Record<string, string> = {
@@ -29,7 +29,15 @@ export interface Listed {
   readonly input?: unknown
   /** A parked execution's wakeAt. */
   readonly waitingUntil?: string
-  readonly events: ReadonlyArray<{ readonly id: string; readonly type: string; readonly from: string; readonly startTime: string; readonly wakeAt?: string }>
+  readonly events: ReadonlyArray<
+    {
+      readonly id: string
+      readonly type: string
+      readonly from: string
+      readonly startTime: string
+      readonly wakeAt?: string
+    }
+  >
 }
 
 /** Issue #31: a sleep's step completes once, and never before its wakeAt (`skewMs`: the database's clock against the process's). */
@@ -38,7 +46,9 @@ const sleepProblem = (execution: Listed, skewMs: number): string | undefined => 
     const completions = execution.events.filter((event) => event.type === "step-complete" && event.from === sleep.from)
     if (completions.length > 1) return `sleep ${sleep.from} completed ${completions.length} times`
     const woke = completions[0]
-    if (woke !== undefined && sleep.wakeAt !== undefined && Date.parse(woke.startTime) < Date.parse(sleep.wakeAt) - skewMs) {
+    if (
+      woke !== undefined && sleep.wakeAt !== undefined && Date.parse(woke.startTime) < Date.parse(sleep.wakeAt) - skewMs
+    ) {
       return `sleep ${sleep.from} woke at ${woke.startTime}, before its wakeAt ${sleep.wakeAt}`
     }
   }
@@ -52,9 +62,16 @@ export const listAll = async (
 ): Promise<Array<Listed>> => {
   const all: Array<Listed> = []
   const filter = Object.entries(where).map(([name, value]) => `&${name}=${encodeURIComponent(value)}`).join("")
-  for (let offset = 0; ; offset += PAGE) {
-    const reply = await server.request("GET", `/workflows/executions?limit=${PAGE}&offset=${offset}${filter}`, undefined, 60_000)
-    if (reply?.status !== 200) throw new Error(`listing executions failed: ${JSON.stringify(reply?.body ?? "no answer")}`)
+  for (let offset = 0;; offset += PAGE) {
+    const reply = await server.request(
+      "GET",
+      `/workflows/executions?limit=${PAGE}&offset=${offset}${filter}`,
+      undefined,
+      60_000
+    )
+    if (reply?.status !== 200) {
+      throw new Error(`listing executions failed: ${JSON.stringify(reply?.body ?? "no answer")}`)
+    }
     const page = reply.body.data as Array<Listed>
     all.push(...page)
     if (page.length < PAGE) return all
@@ -63,7 +80,9 @@ export const listAll = async (
 
 /** A listing's seqs (top-level events only: inner ones are read by page) must rise. */
 const describeListedSeqProblem = (seqs: ReadonlyArray<number>): string | undefined =>
-  seqs.every((seq, i) => Number.isInteger(seq) && seq >= 1 && (i === 0 || seq > seqs[i - 1])) ? undefined : `seqs ${JSON.stringify(seqs)}`
+  seqs.every((seq, i) => Number.isInteger(seq) && seq >= 1 && (i === 0 || seq > seqs[i - 1]))
+    ? undefined
+    : `seqs ${JSON.stringify(seqs)}`
 
 /** `seqs` must be exactly 1, 2, ..., n. */
 const describeSeqProblem = (seqs: ReadonlyArray<number>): string | undefined => {
@@ -81,12 +100,19 @@ export const checkInvariants = async (
   log: (line: string) => void,
   /** Where the chaos workflows recorded their starts (scripts/chaos-main.mjs); none: not checked. */
   recordDir?: string
-): Promise<{ readonly executions: number; readonly recorded: { readonly starts: number; readonly executions: number } }> => {
+): Promise<
+  { readonly executions: number; readonly recorded: { readonly starts: number; readonly executions: number } }
+> => {
   // Recovery re-runs what the kills left running, and parked executions wake: wait for both to settle,
   // at least until the last wakeAt (and a grace) of what is parked.
   const startedSettling = Date.now()
   const wakesBy = (running: ReadonlyArray<Listed>) =>
-    Math.max(0, ...running.map((execution) => (execution.waitingUntil === undefined ? 0 : Date.parse(execution.waitingUntil) + WAKE_GRACE_MS)))
+    Math.max(
+      0,
+      ...running.map((
+        execution
+      ) => (execution.waitingUntil === undefined ? 0 : Date.parse(execution.waitingUntil) + WAKE_GRACE_MS))
+    )
   let running = await listAll(server, { status: "running" })
   while (running.length > 0 && Date.now() < Math.max(startedSettling + SETTLE_MS, wakesBy(running))) {
     await sleep(250)
@@ -95,7 +121,10 @@ export const checkInvariants = async (
   for (const execution of running) {
     const where = `${execution.workflowId} ${execution.id}`
     if (execution.waitingUntil === undefined) violations.add("left running", where)
-    else violations.add("left parked past its wakeAt (a lost timer)", `${where}: waiting until ${execution.waitingUntil}`)
+    else {violations.add(
+        "left parked past its wakeAt (a lost timer)",
+        `${where}: waiting until ${execution.waitingUntil}`
+      )}
   }
 
   const suspended = await listAll(server, { status: "suspended" })
@@ -104,11 +133,18 @@ export const checkInvariants = async (
   const resumeWorker = async () => {
     while (next < suspended.length) {
       const execution = suspended[next++]
-      const reply = await server.request("POST", `/workflows/${execution.workflowId}/executions/${execution.id}/resume`, {
-        resumeData: { approved: true }
-      })
+      const reply = await server.request(
+        "POST",
+        `/workflows/${execution.workflowId}/executions/${execution.id}/resume`,
+        {
+          resumeData: { approved: true }
+        }
+      )
       if (reply?.status !== 200 || reply.body?.data?.status !== "completed") {
-        violations.add("suspended execution did not resume to completion", `${execution.workflowId} ${execution.id}: ${reply?.status} ${JSON.stringify(reply?.body ?? "no answer")}`)
+        violations.add(
+          "suspended execution did not resume to completion",
+          `${execution.workflowId} ${execution.id}: ${reply?.status} ${JSON.stringify(reply?.body ?? "no answer")}`
+        )
       }
     }
   }
@@ -117,7 +153,9 @@ export const checkInvariants = async (
   const all = await listAll(server)
   const listed = new Map(all.map((execution) => [execution.id, execution]))
   for (const [id, known] of created) {
-    if (!listed.has(id)) violations.add("execution lost", `${known.workflowId} ${id} was answered as created but is not listed`)
+    if (!listed.has(id)) {
+      violations.add("execution lost", `${known.workflowId} ${id} was answered as created but is not listed`)
+    }
   }
   // Due-ness is the process clock on SQLite and the database's on Postgres (same machine: a few ms).
   const skewMs = databaseUrl.startsWith("file:") ? 0 : 20
@@ -157,7 +195,12 @@ export const checkInvariants = async (
   }
   if (recordDir === undefined) return { executions: all.length, recorded: { starts: 0, executions: 0 } }
   const starts = readRecordedStarts(recordDir, violations)
-  const recorded = checkRecordedStarts(starts, await readStepEvents(databaseUrl, RECORDED_WORKFLOWS), skewMs, violations)
+  const recorded = checkRecordedStarts(
+    starts,
+    await readStepEvents(databaseUrl, RECORDED_WORKFLOWS),
+    skewMs,
+    violations
+  )
   log(`${recorded.starts} recorded starts of ${recorded.executions} executions checked against the committed events`)
   return { executions: all.length, recorded }
 }

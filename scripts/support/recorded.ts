@@ -25,7 +25,8 @@ export interface RecordedStart {
 const isStart = (value: unknown): value is Omit<RecordedStart, "process"> => {
   if (typeof value !== "object" || value === null) return false
   const { executionId, path, attempt, time } = value as Record<string, unknown>
-  return typeof executionId === "string" && typeof path === "string" && typeof attempt === "number" && typeof time === "number"
+  return typeof executionId === "string" && typeof path === "string" && typeof attempt === "number" &&
+    typeof time === "number"
 }
 
 /** Every start recorded under `dir`; a line that is not one is a violation (a write is never torn by a kill). */
@@ -74,15 +75,30 @@ export const checkRecordedStarts = (
     const where = `${start.executionId} ${start.path} attempt ${start.attempt} started at ${iso(start.time)}`
     const own = byExecution.get(start.executionId) ?? []
     const commit = own.filter((event) =>
-      event.type === "step-complete" && (event.path === start.path || (event.topLevel && event.path === rootOf(start.path)))
+      event.type === "step-complete" &&
+      (event.path === start.path || (event.topLevel && event.path === rootOf(start.path)))
     ).reduce((first, event) => Math.min(first, event.time), Infinity)
     if (start.time > commit) violations.add("a step started after its commit", `${where}, committed at ${iso(commit)}`)
-    const retried = own.find((event) => event.type === "step-retry" && event.path === start.path && (event.attempt ?? 0) >= start.attempt && start.time > event.time)
-    if (retried) violations.add("an attempt started after its failure was committed", `${where}; step-retry of attempt ${retried.attempt} at ${iso(retried.time)}`)
-    const early = own.find((event) =>
-      event.type === "step-sleep" && event.wakeAt !== undefined && start.time > event.time && start.time < event.wakeAt - skewMs
+    const retried = own.find((event) =>
+      event.type === "step-retry" && event.path === start.path && (event.attempt ?? 0) >= start.attempt &&
+      start.time > event.time
     )
-    if (early?.wakeAt !== undefined) violations.add("a step started before its sleep's wakeAt", `${where}; ${early.path} slept at ${iso(early.time)} until ${iso(early.wakeAt)}`)
+    if (retried) {
+      violations.add(
+        "an attempt started after its failure was committed",
+        `${where}; step-retry of attempt ${retried.attempt} at ${iso(retried.time)}`
+      )
+    }
+    const early = own.find((event) =>
+      event.type === "step-sleep" && event.wakeAt !== undefined && start.time > event.time &&
+      start.time < event.wakeAt - skewMs
+    )
+    if (early?.wakeAt !== undefined) {
+      violations.add(
+        "a step started before its sleep's wakeAt",
+        `${where}; ${early.path} slept at ${iso(early.time)} until ${iso(early.wakeAt)}`
+      )
+    }
     const key = `${start.process} ${start.executionId} ${start.path} ${start.attempt}`
     seen.set(key, (seen.get(key) ?? 0) + 1)
     if (seen.get(key) === 2) violations.add("a step started twice in one process", `${where} (${start.process})`)
@@ -92,7 +108,10 @@ export const checkRecordedStarts = (
   for (const event of events) if (event.type === "step-sleep") recorded.add(`${event.executionId} ${event.path}`)
   for (const event of events) {
     if (event.type === "step-complete" && !event.topLevel && !recorded.has(`${event.executionId} ${event.path}`)) {
-      violations.add("a committed step has no recorded start", `${event.executionId} ${event.path} committed at ${iso(event.time)}`)
+      violations.add(
+        "a committed step has no recorded start",
+        `${event.executionId} ${event.path} committed at ${iso(event.time)}`
+      )
     }
   }
   return { starts: starts.length, executions: new Set(starts.map((start) => start.executionId)).size }

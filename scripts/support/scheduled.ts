@@ -28,7 +28,9 @@ export const pauseTicks = async (server: Instances, violations: Violations) => {
   const schedule = await scheduleOf(server)
   if (schedule === undefined) return violations.add("schedule missing", `${WORKFLOW} has no code schedule`)
   const reply = await server.request("POST", `/workflows/${WORKFLOW}/schedules/${schedule.id}/pause`, {})
-  if (reply?.status !== 200) violations.add("schedule pause refused", `${reply?.status} ${JSON.stringify(reply?.body ?? "no answer")}`)
+  if (reply?.status !== 200) {
+    violations.add("schedule pause refused", `${reply?.status} ${JSON.stringify(reply?.body ?? "no answer")}`)
+  }
 }
 
 /** How many times the schedule fired; a gap or a time not fired once is a violation. */
@@ -41,16 +43,27 @@ export const checkTicks = async (server: Instances, violations: Violations): Pro
   const ids = (await listAll(server, { workflowId: WORKFLOW })).map((execution) => execution.id)
   const prefix = `sched:${schedule.id}:`
   const times = ids.map((id) => (id.startsWith(prefix) ? Date.parse(id.slice(prefix.length)) : Number.NaN))
-  if (times.some(Number.isNaN)) violations.add("a tick execution is not a firing", ids.filter((_, i) => Number.isNaN(times[i])).join(", "))
+  if (times.some(Number.isNaN)) {
+    violations.add(
+      "a tick execution is not a firing",
+      ids.filter((_, i) => Number.isNaN(times[i])).join(", ")
+    )
+  }
   const sorted = times.filter((time) => !Number.isNaN(time)).sort((a, b) => a - b)
   for (let i = 1; i < sorted.length; i++) {
     if (sorted[i] - sorted[i - 1] !== 1000) {
-      violations.add("a schedule time fired twice or not at all", `${new Date(sorted[i - 1]).toISOString()} then ${new Date(sorted[i]).toISOString()}`)
+      violations.add(
+        "a schedule time fired twice or not at all",
+        `${new Date(sorted[i - 1]).toISOString()} then ${new Date(sorted[i]).toISOString()}`
+      )
     }
   }
   const last = sorted.at(-1)
   if (last !== undefined && schedule.lastFiredAt !== new Date(last).toISOString()) {
-    violations.add("the schedule's last firing is not its last execution", `${schedule.lastFiredAt} against ${new Date(last).toISOString()}`)
+    violations.add(
+      "the schedule's last firing is not its last execution",
+      `${schedule.lastFiredAt} against ${new Date(last).toISOString()}`
+    )
   }
   return sorted.length
 }

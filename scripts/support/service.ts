@@ -22,9 +22,24 @@ export const freePort = (): Promise<number> =>
 
 /** Variables the service reads that must come from the script, not from the caller's shell. */
 const SERVICE_VARIABLES = [
-  "AI_API_KEY", "AI_BASE_URL", "AI_MODEL", "AI_PROVIDER", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DATABASE_URL",
-  "JWT_SECRET", "JWT_ALLOW_NO_EXP", "SERVICE_CONSOLE_ACCESS_KEY", "SERVICE_PUBLIC_URL", "LOG_LEVEL", "NODE_ENV", "PORT",
-  "OTEL_EXPORTER_OTLP_ENDPOINT", "HTTP_HEADERS_TIMEOUT_SECONDS", "HTTP_REQUEST_TIMEOUT_SECONDS", "HTTP_MAX_CONNECTIONS_PER_CLIENT"
+  "AI_API_KEY",
+  "AI_BASE_URL",
+  "AI_MODEL",
+  "AI_PROVIDER",
+  "ANTHROPIC_API_KEY",
+  "OPENAI_API_KEY",
+  "DATABASE_URL",
+  "JWT_SECRET",
+  "JWT_ALLOW_NO_EXP",
+  "SERVICE_CONSOLE_ACCESS_KEY",
+  "SERVICE_PUBLIC_URL",
+  "LOG_LEVEL",
+  "NODE_ENV",
+  "PORT",
+  "OTEL_EXPORTER_OTLP_ENDPOINT",
+  "HTTP_HEADERS_TIMEOUT_SECONDS",
+  "HTTP_REQUEST_TIMEOUT_SECONDS",
+  "HTTP_MAX_CONNECTIONS_PER_CLIENT"
 ]
 
 export interface ServiceOptions {
@@ -52,8 +67,18 @@ const OUTPUT_KEPT = 64 * 1024
 export const startService = (options: ServiceOptions): ServiceProcess => {
   const inherited = { ...process.env }
   for (const name of SERVICE_VARIABLES) delete inherited[name]
-  const child = spawn(process.execPath, [options.main ?? join(process.cwd(), "dist/main.js"), "--port", String(options.port)], {
-    env: { ...inherited, DATABASE_URL: options.databaseUrl, LOG_LEVEL: options.logLevel ?? "warn", AI_PROVIDER: "builtin", ...options.env },
+  const child = spawn(process.execPath, [
+    options.main ?? join(process.cwd(), "dist/main.js"),
+    "--port",
+    String(options.port)
+  ], {
+    env: {
+      ...inherited,
+      DATABASE_URL: options.databaseUrl,
+      LOG_LEVEL: options.logLevel ?? "warn",
+      AI_PROVIDER: "builtin",
+      ...options.env
+    },
     stdio: options.output === "inherit" ? ["ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"]
   })
   let output = ""
@@ -89,7 +114,10 @@ export const waitUntilReady = async (service: ServiceProcess, port: number, ms =
   const deadline = Date.now() + ms
   while (Date.now() < deadline) {
     if (!isAlive(service)) throw new Error(`the service exited during start-up:\n${service.output()}`)
-    const up = await fetch(`http://127.0.0.1:${port}/doc`, { signal: AbortSignal.timeout(5_000) }).then((r) => r.ok, () => false)
+    const up = await fetch(`http://127.0.0.1:${port}/doc`, { signal: AbortSignal.timeout(5_000) }).then(
+      (r) => r.ok,
+      () => false
+    )
     if (up) return
     await sleep(100)
   }

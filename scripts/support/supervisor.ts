@@ -2,7 +2,16 @@
  * Keeps one service process running on a fixed port and database, SIGKILLs and restarts it on demand,
  * and tells a request that failed because of a kill from one a live server dropped.
  */
-import { call, killHard, type Reply, type ServiceProcess, sleep, startService, stopService, waitUntilReady } from "./service.js"
+import {
+  call,
+  killHard,
+  type Reply,
+  type ServiceProcess,
+  sleep,
+  startService,
+  stopService,
+  waitUntilReady
+} from "./service.js"
 import type { Violations } from "./violations.js"
 
 export class Supervisor {
@@ -36,7 +45,10 @@ export class Supervisor {
       if (this.killedOnPurpose.has(service)) return
       this.down = true
       this.generation++
-      this.violations.add("service exited by itself", `code ${code}, signal ${signal}:\n${service.output().slice(-4_000)}`)
+      this.violations.add(
+        "service exited by itself",
+        `code ${code}, signal ${signal}:\n${service.output().slice(-4_000)}`
+      )
       if (this.service === service) {
         this.start().catch((error) => this.violations.add("restart failed", String(error)))
       }
@@ -81,7 +93,12 @@ export class Supervisor {
    * One request. Undefined when no answer came because the server was killed meanwhile (expected);
    * no answer from a server that stayed up, and any 5xx, are violations.
    */
-  async request(method: "GET" | "POST", path: string, body?: unknown, timeoutMs = 30_000): Promise<Reply & { kind: "answer" } | undefined> {
+  async request(
+    method: "GET" | "POST",
+    path: string,
+    body?: unknown,
+    timeoutMs = 30_000
+  ): Promise<Reply & { kind: "answer" } | undefined> {
     const generation = this.generation
     const wasDown = this.down
     const reply = await call(this.base, method, path, body, timeoutMs)
@@ -96,7 +113,10 @@ export class Supervisor {
     }
     if (reply.status >= 500) {
       const log = this.service?.output().slice(-1_500) ?? ""
-      this.violations.add(`HTTP ${reply.status}`, `${method} ${path} ${JSON.stringify(body ?? null)} -> ${JSON.stringify(reply.body)}\nservice log tail:\n${log}`)
+      this.violations.add(
+        `HTTP ${reply.status}`,
+        `${method} ${path} ${JSON.stringify(body ?? null)} -> ${JSON.stringify(reply.body)}\nservice log tail:\n${log}`
+      )
     }
     return reply
   }

@@ -5,8 +5,8 @@ import { fromUserResult, type ResultContext } from "../core/userCode.js"
 import type { Tool } from "../tools/Tool.js"
 import type { GenerationOptions, Usage } from "./AgentsSchemas.js"
 import type { InputGuardrail, OutputGuardrail } from "./guardrails/Guardrail.js"
-import { UPDATE_WORKING_MEMORY, type WorkingMemoryConfig } from "./workingMemory/config.js"
 import type { FallbackPolicy } from "./models/fallbackModel.js"
+import { UPDATE_WORKING_MEMORY, type WorkingMemoryConfig } from "./workingMemory/config.js"
 
 /** What an agent knows of the call it is answering. */
 export interface AgentCallContext {
@@ -129,8 +129,7 @@ type HookRequirements<X> = X extends (event: never) => infer Ret ? ResultContext
 
 type ModelRequirements<X> = X extends ReadonlyArray<infer E> ? DynamicRequirements<E> : DynamicRequirements<X>
 
-type ElementRequirements<T> = T extends ReadonlyArray<infer E>
-  ? E extends Tool<infer R> ? R
+type ElementRequirements<T> = T extends ReadonlyArray<infer E> ? E extends Tool<infer R> ? R
   : E extends AgentDefinition<infer R> ? R
   : E extends InputGuardrail<infer R> ? R
   : E extends OutputGuardrail<infer R> ? R
@@ -152,12 +151,16 @@ export type AgentRequirements<D extends AgentDefinition<unknown>> =
   | HookRequirements<Field<D, "onError">>
 
 /** An agent; its type carries what its parts require (AgentRequirements). */
-export const defineAgent = <const D extends AgentDefinition<unknown>>(definition: D): AgentDefinition<AgentRequirements<D>> => {
+export const defineAgent = <const D extends AgentDefinition<unknown>>(
+  definition: D
+): AgentDefinition<AgentRequirements<D>> => {
   checkDefinitionId("Agent id", definition.id)
   if (definition.workingMemory !== undefined && definition.tools?.some((tool) => tool.name === UPDATE_WORKING_MEMORY)) {
     throw new Error(`Agent ${definition.id}: a tool named ${UPDATE_WORKING_MEMORY} would hide its working memory's own`)
   }
-  if (Array.isArray(definition.model) && definition.model.length === 0) throw new Error(`Agent ${definition.id}: an empty model list`)
+  if (Array.isArray(definition.model) && definition.model.length === 0) {
+    throw new Error(`Agent ${definition.id}: an empty model list`)
+  }
   // Its requirements are read off its parts: the same object, typed by what it holds.
   return definition as AgentDefinition<unknown> as AgentDefinition<never>
 }
@@ -166,7 +169,10 @@ export const defineAgent = <const D extends AgentDefinition<unknown>>(definition
 export const resolveDynamic = <A>(value: Dynamic<A, unknown>, call: AgentCallContext): Effect.Effect<A, unknown> =>
   typeof value === "function"
     ? Effect.flatMap(
-      Effect.try({ try: () => (value as (call: AgentCallContext) => A | PromiseLike<A>)(call), catch: (error) => error }),
+      Effect.try({
+        try: () => (value as (call: AgentCallContext) => A | PromiseLike<A>)(call),
+        catch: (error) => error
+      }),
       fromUserResult
     )
     : Effect.succeed(value)

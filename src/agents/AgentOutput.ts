@@ -48,7 +48,8 @@ const allowsNull = (schema: unknown): boolean =>
   (schema.type === "null" || (Array.isArray(schema.type) && schema.type.includes("null")) ||
     [schema.anyOf, schema.oneOf].some((alternatives) => Array.isArray(alternatives) && alternatives.some(allowsNull)))
 
-const requiredOf = (schema: Json): ReadonlySet<unknown> => new Set(Array.isArray(schema.required) ? schema.required : [])
+const requiredOf = (schema: Json): ReadonlySet<unknown> =>
+  new Set(Array.isArray(schema.required) ? schema.required : [])
 
 /**
  * The schema as strict structured-output modes (OpenAI's `strict: true`) take it: every property of
@@ -62,10 +63,12 @@ const strict = (node: unknown): unknown => {
   if (!isJson(node.properties)) return out
   const required = requiredOf(node)
   const declared = node.properties
-  const properties = Object.fromEntries(Object.entries(out.properties as Json).map(([key, value]) => [
-    key,
-    required.has(key) || allowsNull(declared[key]) ? value : { anyOf: [value, { type: "null" }] }
-  ]))
+  const properties = Object.fromEntries(
+    Object.entries(out.properties as Json).map(([key, value]) => [
+      key,
+      required.has(key) || allowsNull(declared[key]) ? value : { anyOf: [value, { type: "null" }] }
+    ])
+  )
   return { ...out, properties, required: Object.keys(properties) }
 }
 
@@ -89,7 +92,9 @@ const dropOptionalNulls = (schema: unknown, value: unknown, defs: Json, depth = 
   const resolved = resolve(schema, defs, depth)
   if (!isJson(resolved) || depth > MAX_REF_DEPTH) return value
   if (Array.isArray(value)) {
-    return isJson(resolved.items) ? value.map((item) => dropOptionalNulls(resolved.items, item, defs, depth + 1)) : value
+    return isJson(resolved.items)
+      ? value.map((item) => dropOptionalNulls(resolved.items, item, defs, depth + 1))
+      : value
   }
   if (!isJson(value)) return value
   const alternatives = resolved.anyOf ?? resolved.oneOf
@@ -102,7 +107,10 @@ const dropOptionalNulls = (schema: unknown, value: unknown, defs: Json, depth = 
   const required = requiredOf(resolved)
   return Object.fromEntries(
     Object.entries(value)
-      .filter(([key, item]) => !(item === null && key in properties && !required.has(key) && !allowsNull(resolve(properties[key], defs, depth))))
+      .filter(([key, item]) =>
+        !(item === null && key in properties && !required.has(key) &&
+          !allowsNull(resolve(properties[key], defs, depth)))
+      )
       .map(([key, item]) => [key, key in properties ? dropOptionalNulls(properties[key], item, defs, depth + 1) : item])
   )
 }
@@ -130,7 +138,9 @@ const make = <A>(schema: OutputSchema<A>): PreparedOutput<A> => {
         onLeft: (error) =>
           Effect.fail(
             new AgentOutputInvalid({
-              message: `agent ${agentId} answered with an object that does not match its output schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+              message: `agent ${agentId} answered with an object that does not match its output schema: ${
+                ParseResult.TreeFormatter.formatErrorSync(error)
+              }`
             })
           ),
         onRight: Effect.succeed
@@ -148,4 +158,5 @@ export const prepareOutput = <A>(schema: OutputSchema<A>): PreparedOutput<A> => 
 }
 
 /** Whether an output slot holds an Effect Schema (else a JSON Schema). */
-export const isOutputSchema = (output: OutputSchema<unknown> | JsonSchemaInput): output is OutputSchema<unknown> => Schema.isSchema(output)
+export const isOutputSchema = (output: OutputSchema<unknown> | JsonSchemaInput): output is OutputSchema<unknown> =>
+  Schema.isSchema(output)

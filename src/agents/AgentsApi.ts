@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema, SchemaAST } from "effect"
 import { Authentication } from "../auth/Authentication.js"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
-import { Schema, SchemaAST } from "effect"
 import { Success } from "../http/Envelope.js"
 import { Conflict, ExecutionFailed, Forbidden, GuardrailBlocked, NotFound, ValidationError } from "../http/Errors.js"
 import { QueryInt } from "../http/Query.js"
@@ -25,7 +25,9 @@ import { WorkingMemoryDeleted, WorkingMemoryQuery, WorkingMemoryView } from "./w
 const IdPath = Schema.Struct({ id: Schema.String })
 
 const call = <const Name extends string, const Path extends HttpApiEndpoint.PathSegment>(name: Name, path: Path) =>
-  HttpApiEndpoint.post(name, path).setPath(IdPath).addError(ValidationError).addError(NotFound).addError(ExecutionFailed).addError(Forbidden)
+  HttpApiEndpoint.post(name, path).setPath(IdPath).addError(ValidationError).addError(NotFound).addError(
+    ExecutionFailed
+  ).addError(Forbidden)
     .addError(GuardrailBlocked)
     .addError(Conflict)
     .annotate(RouteClassAnnotation, "execution")
@@ -35,7 +37,8 @@ const firstClick = { input: "Hello! What can you do?" }
 // Decoded as one struct (which of the two a body is gets checked where the call is prepared); documented
 // as the union of a call and approvals answered, a call first (pre-filled).
 const TextRequest = CallRequestBody.annotations({
-  [SchemaAST.SurrogateAnnotationId]: Schema.Union(GenerateRequest.annotations({ examples: [firstClick] }), ApprovalsRequest).ast
+  [SchemaAST.SurrogateAnnotationId]:
+    Schema.Union(GenerateRequest.annotations({ examples: [firstClick] }), ApprovalsRequest).ast
 })
 const ChatRequest = ChatPayload.annotations({ examples: [firstClick] })
 const ObjectRequestExample = ObjectRequest.annotations({
@@ -49,10 +52,12 @@ const ObjectRequestExample = ObjectRequest.annotations({
 export const AgentList = Success(Schema.Array(AgentSummary))
 
 export class AgentsApi extends HttpApiGroup.make("agents")
-  .add(HttpApiEndpoint.get("listAgents", "/agents").addSuccess(AgentList).annotate(
-    OpenApi.Summary,
-    "List the registered agents"
-  ))
+  .add(
+    HttpApiEndpoint.get("listAgents", "/agents").addSuccess(AgentList).annotate(
+      OpenApi.Summary,
+      "List the registered agents"
+    )
+  )
   .add(
     HttpApiEndpoint.get("getAgent", "/agents/:id").setPath(IdPath).addSuccess(Success(AgentDetails)).addError(NotFound)
       .annotate(OpenApi.Summary, "An agent's details")
@@ -63,11 +68,17 @@ export class AgentsApi extends HttpApiGroup.make("agents")
   )
   .add(
     call("streamText", "/agents/:id/stream").setPayload(TextRequest).addSuccess(EventStream)
-      .annotate(OpenApi.Summary, "Stream text as SSE: text-delta, reasoning-delta, tool-call, tool-result, finish, error")
+      .annotate(
+        OpenApi.Summary,
+        "Stream text as SSE: text-delta, reasoning-delta, tool-call, tool-result, finish, error"
+      )
   )
   .add(
     call("chat", "/agents/:id/chat").setPayload(ChatRequest).addSuccess(EventStream)
-      .annotate(OpenApi.Summary, "AI SDK UI message stream (v1), for useChat: {input, options} or the SDK's own {id, messages, trigger}")
+      .annotate(
+        OpenApi.Summary,
+        "AI SDK UI message stream (v1), for useChat: {input, options} or the SDK's own {id, messages, trigger}"
+      )
   )
   .add(
     call("generateObject", "/agents/:id/object").setPayload(ObjectRequestExample).addSuccess(Success(Schema.Unknown))
@@ -88,14 +99,20 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       }))
       .addSuccess(Success(HistoryPage))
       .addError(NotFound)
-      .annotate(OpenApi.Summary, "The agent's past calls, newest first (limit 1..100, default 10); inputs and outputs over 8 KiB cut (see truncated)")
+      .annotate(
+        OpenApi.Summary,
+        "The agent's past calls, newest first (limit 1..100, default 10); inputs and outputs over 8 KiB cut (see truncated)"
+      )
   )
   .add(
     HttpApiEndpoint.get("agentHistoryEntry", "/agents/:id/history/:entryId")
       .setPath(Schema.Struct({ id: Schema.String, entryId: Schema.String }))
       .addSuccess(Success(HistoryEntry))
       .addError(NotFound)
-      .annotate(OpenApi.Summary, "One past call whole (its input and output uncut); under authentication, the caller's own")
+      .annotate(
+        OpenApi.Summary,
+        "One past call whole (its input and output uncut); under authentication, the caller's own"
+      )
   )
   .add(
     HttpApiEndpoint.del("deleteConversation", "/agents/:id/conversations/:conversationId")
@@ -106,18 +123,27 @@ export class AgentsApi extends HttpApiGroup.make("agents")
       .annotate(OpenApi.Summary, "Delete a conversation: its memory (messages) and its history entries")
   )
   .add(
-    HttpApiEndpoint.get("getWorkingMemory", "/agents/:id/working-memory").setPath(IdPath).setUrlParams(WorkingMemoryQuery)
+    HttpApiEndpoint.get("getWorkingMemory", "/agents/:id/working-memory").setPath(IdPath).setUrlParams(
+      WorkingMemoryQuery
+    )
       .addSuccess(Success(WorkingMemoryView)).addError(NotFound).addError(ValidationError).addError(Forbidden)
-      .annotate(OpenApi.Summary, "The caller's working memory record (per user, or per conversationId); value null when none")
+      .annotate(
+        OpenApi.Summary,
+        "The caller's working memory record (per user, or per conversationId); value null when none"
+      )
   )
   .add(
-    HttpApiEndpoint.del("deleteWorkingMemory", "/agents/:id/working-memory").setPath(IdPath).setUrlParams(WorkingMemoryQuery)
+    HttpApiEndpoint.del("deleteWorkingMemory", "/agents/:id/working-memory").setPath(IdPath).setUrlParams(
+      WorkingMemoryQuery
+    )
       .annotate(RouteClassAnnotation, "execution")
       .addSuccess(Success(WorkingMemoryDeleted)).addError(NotFound).addError(ValidationError).addError(Forbidden)
       .annotate(OpenApi.Summary, "Delete the caller's working memory record (per user, or per conversationId)")
   )
   .add(
-    HttpApiEndpoint.get("agentCard", "/agents/:id/card").setPath(IdPath).addSuccess(Success(AgentCard)).addError(NotFound)
+    HttpApiEndpoint.get("agentCard", "/agents/:id/card").setPath(IdPath).addSuccess(Success(AgentCard)).addError(
+      NotFound
+    )
       .annotate(RouteClassAnnotation, "discovery")
       .annotate(OpenApi.Summary, "A2A agent card for discovery")
   )

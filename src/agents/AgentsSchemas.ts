@@ -34,7 +34,8 @@ export const GenerationOptions = Schema.Struct({
   context: Schema.optional(Record),
   experimental_output: Schema.optional(ExperimentalOutput),
   approvals: Schema.optional(Schema.Array(ApprovalAnswer).pipe(Schema.minItems(1), Schema.maxItems(100))).annotations({
-    description: "answers to a call's pendingApprovals (every one of them); sent without `input`, the call continues where it stopped"
+    description:
+      "answers to a call's pendingApprovals (every one of them); sent without `input`, the call continues where it stopped"
   })
 }).annotations({ identifier: "GenerationOptions" })
 export type GenerationOptions = typeof GenerationOptions.Type
@@ -49,7 +50,10 @@ export const UIMessageInput = Schema.Struct({
   id: Schema.optional(Schema.String),
   role: MessageRole("system", "user", "assistant"),
   parts: Schema.Array(
-    Schema.Struct({ type: Schema.String, text: Schema.optional(Schema.String) }, { key: Schema.String, value: Schema.Unknown })
+    Schema.Struct({ type: Schema.String, text: Schema.optional(Schema.String) }, {
+      key: Schema.String,
+      value: Schema.Unknown
+    })
   ),
   metadata: Schema.optional(Schema.Unknown)
 }).annotations({ identifier: "UIMessage" })
@@ -84,7 +88,9 @@ export const GenerateRequest = Schema.Struct({
  * about 5 % of its CPU, docs/benchmarks.md); documented as GenerateRequest | ApprovalsRequest.
  */
 export const CallRequestBody = Schema.Struct({
-  input: Schema.optional(AgentInput).annotations({ description: "the call's input; left out when answering approvals (options.approvals)" }),
+  input: Schema.optional(AgentInput).annotations({
+    description: "the call's input; left out when answering approvals (options.approvals)"
+  }),
   options: Schema.optional(GenerationOptions)
 })
 
@@ -94,7 +100,10 @@ export const ApprovalsRequest = Schema.Struct({
     ...GenerationOptions.fields,
     approvals: Schema.Array(ApprovalAnswer).pipe(Schema.minItems(1), Schema.maxItems(100))
   })
-}).annotations({ identifier: "ApprovalsRequest", description: "answers every pending approval of a call, which then continues" })
+}).annotations({
+  identifier: "ApprovalsRequest",
+  description: "answers every pending approval of a call, which then continues"
+})
 
 export const ObjectRequest = Schema.Struct({
   input: AgentInput,
@@ -123,7 +132,9 @@ export const ToolResultRecord = Schema.Struct({
 })
 
 /** The model that answered (with a fallback list, the one that did; for a call of several steps, its last step's). */
-export const ModelRef = Schema.Struct({ provider: Schema.String, modelId: Schema.String }).annotations({ identifier: "ModelRef" })
+export const ModelRef = Schema.Struct({ provider: Schema.String, modelId: Schema.String }).annotations({
+  identifier: "ModelRef"
+})
 export type ModelRef = typeof ModelRef.Type
 /** A tool call waiting for a human's approval; answered with `options.approvals` (issue #32). */
 export const PendingApproval = Schema.Struct({
@@ -163,7 +174,9 @@ const summaryFields = {
   description: Schema.String,
   status: Schema.Literal("idle"),
   model: Schema.String,
-  memory: Schema.NullOr(Schema.Struct({ config: Schema.Struct({ storage: Schema.String, contextLimit: Schema.Number }) })),
+  memory: Schema.NullOr(
+    Schema.Struct({ config: Schema.Struct({ storage: Schema.String, contextLimit: Schema.Number }) })
+  ),
   isTelemetryEnabled: Schema.Boolean
 }
 
@@ -204,21 +217,29 @@ export const HistoryEntry = Schema.Struct({
   usage: Schema.NullOr(Usage),
   toolCalls: Schema.Array(ToolCallRecord),
   model: Schema.optional(ModelRef),
-  truncated: Schema.optional(Schema.Struct({
-    inputBytes: Schema.optional(Schema.Number),
-    outputBytes: Schema.optional(Schema.Number),
-    limit: Schema.Number
-  }).annotations({
-    description: "Only in a history page, for an entry whose input (as JSON) or output is over `limit` bytes: that field is " +
-      "the start of its text (the input's JSON text, as a string), and `inputBytes` / `outputBytes` its whole size; " +
-      "GET /agents/:id/history/:entryId answers the whole entry"
-  }))
+  truncated: Schema.optional(
+    Schema.Struct({
+      inputBytes: Schema.optional(Schema.Number),
+      outputBytes: Schema.optional(Schema.Number),
+      limit: Schema.Number
+    }).annotations({
+      description:
+        "Only in a history page, for an entry whose input (as JSON) or output is over `limit` bytes: that field is " +
+        "the start of its text (the input's JSON text, as a string), and `inputBytes` / `outputBytes` its whole size; " +
+        "GET /agents/:id/history/:entryId answers the whole entry"
+    })
+  )
 }).annotations({ identifier: "AgentHistoryEntry" })
 export type HistoryEntry = typeof HistoryEntry.Type
 
 export const HistoryPage = Schema.Struct({
   entries: Schema.Array(HistoryEntry),
-  pagination: Schema.Struct({ page: Schema.Number, limit: Schema.Number, total: Schema.Number, totalPages: Schema.Number })
+  pagination: Schema.Struct({
+    page: Schema.Number,
+    limit: Schema.Number,
+    total: Schema.Number,
+    totalPages: Schema.Number
+  })
 }).annotations({ identifier: "AgentHistory" })
 
 export const ConversationDeleted = Schema.Struct({

@@ -1,5 +1,5 @@
-import { ParseResult, Schema, SchemaAST } from "effect"
 import type { UIMessage } from "ai"
+import { ParseResult, Schema, SchemaAST } from "effect"
 import { type AgentInput, GenerateRequest, GenerationOptions, MessageRole } from "./AgentsSchemas.js"
 import type { ClientConversation } from "./generation/messages.js"
 
@@ -43,7 +43,9 @@ export const SdkChatRequest = Schema.Struct({
   messages: Schema.Array(ChatUIMessage).pipe(
     Schema.minItems(1, { message: () => "must not be empty" }),
     Schema.maxItems(CHAT_BOUNDS.messages, { message: () => `must have at most ${CHAT_BOUNDS.messages} messages` })
-  ).annotations({ description: "the whole conversation as the client holds it: the model's context (memory is not loaded)" }),
+  ).annotations({
+    description: "the whole conversation as the client holds it: the model's context (memory is not loaded)"
+  }),
   trigger: Schema.Literal("submit-message", "regenerate-message").annotations({
     description: "regenerate-message replaces the conversation's last stored answer instead of adding one"
   }),
@@ -66,7 +68,8 @@ const neither = "must be either {input, options} or the AI SDK's chat request {i
  */
 type Bodies = readonly [typeof GenerateRequest, typeof SdkChatRequest]
 type Direction = (schema: Schema.Schema<any, any>) => (input: unknown, options?: SchemaAST.ParseOptions) => any
-const byKeys = (generate: Schema.Schema<any, any>, sdk: Schema.Schema<any, any>, direction: Direction) =>
+const byKeys =
+  (generate: Schema.Schema<any, any>, sdk: Schema.Schema<any, any>, direction: Direction) =>
   (input: unknown, options: SchemaAST.ParseOptions, ast: SchemaAST.AST) =>
     isObject(input) && "input" in input
       ? direction(generate)(input, options)
@@ -97,7 +100,9 @@ export const fromSdkChatRequest = (body: SdkChatRequest): {
   readonly clientConversation: ClientConversation
 } => {
   const last = body.messages.at(-1)
-  const lastUserMessage = [...body.messages].reverse().find((message) => message.role === "user") as UIMessage | undefined
+  const lastUserMessage = [...body.messages].reverse().find((message) => message.role === "user") as
+    | UIMessage
+    | undefined
   return {
     input: body.messages as unknown as AgentInput,
     options: { ...body.options, conversationId: body.id },

@@ -1,17 +1,17 @@
 import { HttpApiBuilder, HttpServer } from "@effect/platform"
+import { Effect, Option } from "effect"
 import { isIP } from "node:net"
 import { hostname } from "node:os"
-import { Effect, Option } from "effect"
+import { ServiceApi } from "../Api.js"
 import { CurrentCaller } from "../auth/Authentication.js"
 import { actingUserId } from "../auth/Ownership.js"
-import type { GenerationOptions } from "./AgentsSchemas.js"
-import { ServiceApi } from "../Api.js"
 import { ServerConfig, type ServerConfigShape } from "../config/ServerConfig.js"
 import { fixedJsonResponse } from "../http/fixedResponse.js"
 import { numbered, sseBytesResponse, sseResponse } from "../http/sse.js"
 import { webSseResponse } from "../http/webSse.js"
 import { AgentRegistry } from "./AgentRegistry.js"
 import { AgentList } from "./AgentsApi.js"
+import type { GenerationOptions } from "./AgentsSchemas.js"
 import { fromSdkChatRequest, isSdkChatRequest } from "./ChatSchemas.js"
 
 const HISTORY_MAX = 100
@@ -48,11 +48,17 @@ export const withUser = <A extends { readonly options?: GenerationOptions | unde
   })
 
 /** Whose working memory a route names: under authentication the caller's own (`userId` may only name them). */
-const workingMemoryCaller = (query: { readonly conversationId?: string | undefined; readonly userId?: string | undefined }) =>
+const workingMemoryCaller = (
+  query: { readonly conversationId?: string | undefined; readonly userId?: string | undefined }
+) =>
   Effect.gen(function*() {
     const caller = yield* CurrentCaller
     const userId = yield* actingUserId(caller, query.userId)
-    return { userId, conversationId: query.conversationId, ...(caller.owned ? { owner: { userId: caller.userId } } : {}) }
+    return {
+      userId,
+      conversationId: query.conversationId,
+      ...(caller.owned ? { owner: { userId: caller.userId } } : {})
+    }
   })
 
 export const AgentsHandlers = HttpApiBuilder.group(ServiceApi, "agents", (handlers) =>
@@ -65,43 +71,70 @@ export const AgentsHandlers = HttpApiBuilder.group(ServiceApi, "agents", (handle
     return handlers
       .handle("listAgents", () => Effect.succeed(listed))
       .handle("getAgent", ({ path }) => agents.details(path.id))
-      .handle("generateText", ({ path, payload }) => Effect.flatMap(withUser(payload), (request) => agents.text(path.id, request)))
+      .handle("generateText", ({ path, payload }) =>
+        Effect.flatMap(withUser(payload), (request) => agents.text(path.id, request)))
       .handle("streamText", ({ path, payload }) =>
         withUser(payload).pipe(
-          Effect.flatMap((request) => agents.stream(path.id, request)),
+          Effect.flatMap((request) =>
+            agents.stream(path.id, request)
+          ),
           Effect.flatMap((events) => webSseResponse(events))
         ))
       .handle("chat", ({ path, payload }) =>
         withUser(isSdkChatRequest(payload) ? fromSdkChatRequest(payload) : payload).pipe(
-          Effect.flatMap((request) => agents.chat(path.id, request)),
+          Effect.flatMap((request) =>
+            agents.chat(path.id, request)
+          ),
           Effect.flatMap((bytes) => sseBytesResponse(bytes, { "x-vercel-ai-ui-message-stream": "v1" }))
         ))
-      .handle("generateObject", ({ path, payload }) => Effect.flatMap(withUser(payload), (request) => agents.object(path.id, request)))
+      .handle("generateObject", ({ path, payload }) =>
+        Effect.flatMap(withUser(payload), (request) =>
+          agents.object(path.id, request)))
       .handle("streamObject", ({ path, payload }) =>
         withUser(payload).pipe(
-          Effect.flatMap((request) => agents.streamObject(path.id, request)),
+          Effect.flatMap((request) =>
+            agents.streamObject(path.id, request)
+          ),
           Effect.flatMap((events) => sseResponse(numbered(events)))
         ))
       .handle("agentHistory", ({ path, urlParams }) =>
-        Effect.flatMap(CurrentCaller, ({ visibility }) => agents.history(path.id, {
-          ...(visibility.all ? {} : { owner: { userId: visibility.userId } }),
-          page: urlParams.page ?? 0,
-          limit: Math.min(Math.max(urlParams.limit ?? 10, 1), HISTORY_MAX),
-          ...(urlParams.userId === undefined ? {} : { userId: urlParams.userId }),
-          ...(urlParams.conversationId === undefined ? {} : { conversationId: urlParams.conversationId })
-        })))
+        Effect.flatMap(CurrentCaller, ({ visibility }) =>
+          agents.history(path.id, {
+            ...(visibility.all ? {} : { owner: { userId: visibility.userId } }),
+            page: urlParams.page ?? 0,
+            limit: Math.min(Math.max(urlParams.limit ?? 10, 1), HISTORY_MAX),
+            ...(urlParams.userId === undefined ? {} : { userId: urlParams.userId }),
+            ...(urlParams.conversationId === undefined ? {} : { conversationId: urlParams.conversationId })
+          })))
       .handle("agentHistoryEntry", ({ path }) =>
         Effect.flatMap(CurrentCaller, ({ visibility }) =>
           agents.historyEntry(path.id, path.entryId, visibility.all ? undefined : { userId: visibility.userId })))
       .handle("deleteConversation", ({ path }) =>
         Effect.flatMap(CurrentCaller, ({ visibility }) =>
-          agents.forgetConversation(path.id, path.conversationId, visibility.all ? undefined : { userId: visibility.userId })))
+          agents.forgetConversation(
+            path.id,
+            path.conversationId,
+            visibility.all ? undefined : { userId: visibility.userId }
+          )))
       .handle("getWorkingMemory", ({ path, urlParams }) =>
-        Effect.flatMap(workingMemoryCaller(urlParams), (caller) => agents.workingMemory(path.id, caller)))
+        Effect.flatMap(workingMemoryCaller(urlParams), (caller) =>
+          agents.workingMemory(path.id, caller)))
       .handle("deleteWorkingMemory", ({ path, urlParams }) =>
-        Effect.flatMap(workingMemoryCaller(urlParams), (caller) => agents.forgetWorkingMemory(path.id, caller)))
+        Effect.flatMap(workingMemoryCaller(urlParams), (caller) =>
+          agents.forgetWorkingMemory(path.id, caller)))
       .handle("agentCard", ({ path }) =>
         // The server is in every request's context; read as an option so the group does not require it.
         Effect.flatMap(Effect.serviceOption(HttpServer.HttpServer), (server) =>
-          agents.card(path.id, serviceUrl(config, Option.match(server, { onNone: () => configured, onSome: ({ address }) => address })))))
+          agents.card(
+            path.id,
+            serviceUrl(
+              config,
+              Option.match(server, {
+                onNone: () =>
+                  configured,
+                onSome: ({ address }) =>
+                  address
+              })
+            )
+          )))
   }))

@@ -17,7 +17,8 @@ export const inputRefusal = (input: unknown, maxBytes: number): ValidationError 
   const bytes = Buffer.byteLength(JSON.stringify(input))
   return bytes > maxBytes
     ? new ValidationError({
-      message: `Agent input is ${formatBytes(bytes)} as JSON, over the ${formatBytes(maxBytes)} an agent call may take ` +
+      message:
+        `Agent input is ${formatBytes(bytes)} as JSON, over the ${formatBytes(maxBytes)} an agent call may take ` +
         `(AGENT_INPUT_MAX_BYTES, agents.maxInputBytes)`
     })
     : undefined

@@ -20,7 +20,8 @@ export const makeUserContext = (given: Context.Context<never>): UserContext["Typ
   const ready = Deferred.unsafeMake<void>(FiberId.none)
   let whole: Context.Context<never> | undefined
   // The bound definitions' types say what this context holds (the app's `R`, checked where the layer is built).
-  const withWhole = <A, E>(effect: Effect.Effect<A, E, unknown>) => Effect.provide(effect as Effect.Effect<A, E>, whole!)
+  const withWhole = <A, E>(effect: Effect.Effect<A, E, unknown>) =>
+    Effect.provide(effect as Effect.Effect<A, E>, whole!)
   const provide = <A, E>(effect: Effect.Effect<A, E, unknown>): Effect.Effect<A, E> =>
     whole !== undefined
       ? withWhole(effect)

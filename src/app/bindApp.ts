@@ -39,10 +39,15 @@ export const bindApp = <R>(app: ServiceApp<R>, provide: Provide): ServiceApp<nev
 
   const tool = (original: Tool<unknown>): Tool<never> =>
     once(original as Tool<never>, (target) => {
-      Object.assign(target, { run: (input: unknown, context: Parameters<Tool["run"]>[1]) => provide(original.run(input, context)) })
+      Object.assign(target, {
+        run: (input: unknown, context: Parameters<Tool["run"]>[1]) => provide(original.run(input, context))
+      })
       const { needsApproval } = original
       if (needsApproval !== undefined) {
-        Object.assign(target, { needsApproval: (input: unknown, context: Parameters<typeof needsApproval>[1]) => provide(needsApproval(input, context)) })
+        Object.assign(target, {
+          needsApproval: (input: unknown, context: Parameters<typeof needsApproval>[1]) =>
+            provide(needsApproval(input, context))
+        })
       }
     })
 
@@ -54,7 +59,10 @@ export const bindApp = <R>(app: ServiceApp<R>, provide: Provide): ServiceApp<nev
         tools: original.tools?.map(tool),
         subAgents: original.subAgents?.map(agent),
         inputGuardrails: original.inputGuardrails?.map((guardrail) => ({ ...guardrail, check: code(guardrail.check) })),
-        outputGuardrails: original.outputGuardrails?.map((guardrail) => ({ ...guardrail, check: code(guardrail.check) })),
+        outputGuardrails: original.outputGuardrails?.map((guardrail) => ({
+          ...guardrail,
+          check: code(guardrail.check)
+        })),
         onStart: optionalCode(original.onStart),
         onEnd: optionalCode(original.onEnd),
         onToolStart: optionalCode(original.onToolStart),
@@ -76,7 +84,12 @@ export const bindApp = <R>(app: ServiceApp<R>, provide: Provide): ServiceApp<nev
       case "andRace":
         return { ...original, steps: original.steps.map(spec) }
       case "andAgent":
-        return { ...original, agent: agent(original.agent), prompt: code(original.prompt), map: optionalCode(original.map) }
+        return {
+          ...original,
+          agent: agent(original.agent),
+          prompt: code(original.prompt),
+          map: optionalCode(original.map)
+        }
       case "andWorkflow":
         return { ...original, workflow: workflow(original.workflow), input: optionalCode(original.input) }
       case "andSleep":
@@ -89,9 +102,15 @@ export const bindApp = <R>(app: ServiceApp<R>, provide: Provide): ServiceApp<nev
       case "andDoUntil":
         return { ...original, condition: code(original.condition), step: spec(original.step) }
       case "andBranch":
-        return { ...original, branches: original.branches.map((one) => ({ condition: code(one.condition), step: spec(one.step) })) }
+        return {
+          ...original,
+          branches: original.branches.map((one) => ({ condition: code(one.condition), step: spec(one.step) }))
+        }
       case "andMap":
-        return { ...original, map: Object.fromEntries(Object.entries(original.map).map(([key, fn]) => [key, code(fn)])) }
+        return {
+          ...original,
+          map: Object.fromEntries(Object.entries(original.map).map(([key, fn]) => [key, code(fn)]))
+        }
     }
   }
 

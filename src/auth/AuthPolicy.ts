@@ -1,8 +1,8 @@
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
-import { messageOf, Unauthorized } from "../core/errors.js"
 import { type AuthSettings, consoleAccessOf } from "../config/AuthSettings.js"
 import { ServerConfig } from "../config/ServerConfig.js"
+import { messageOf, Unauthorized } from "../core/errors.js"
 import { makeJwtVerifier } from "./Jwt.js"
 import { anonymousCaller, authenticatedCaller, type Caller, DEFAULT_ADMIN_RULE, SHARED_CALLER } from "./Ownership.js"
 import { compilePublicRoutes } from "./publicRoutes.js"
@@ -33,7 +33,8 @@ export class AuthPolicy extends Context.Tag("AuthPolicy")<AuthPolicy, {
 const digest = (text: string) => createHash("sha256").update(text).digest()
 
 /** Compares in constant time (over fixed-length digests, so the length does not leak either). */
-const sameKey = (given: string, expected: Redacted.Redacted<string>) => timingSafeEqual(digest(given), digest(Redacted.value(expected)))
+const sameKey = (given: string, expected: Redacted.Redacted<string>) =>
+  timingSafeEqual(digest(given), digest(Redacted.value(expected)))
 
 export const bearerToken = (authorization: string | undefined): Option.Option<string> => {
   if (authorization === undefined) return Option.none()
@@ -79,7 +80,10 @@ export const makeAuthPolicy = Effect.fnUntraced(function*(settings: AuthSettings
           try: () => Promise.resolve(mapUser(claims)).then((user) => authenticatedCaller(adminRule, claims, user)),
           catch: (error) => new Unauthorized({ message: `Invalid token: ${messageOf(error)}` })
         }),
-        (caller) => caller.userId === null ? Effect.fail(new Unauthorized({ message: "Invalid token: no subject" })) : Effect.succeed(caller)
+        (caller) =>
+          caller.userId === null
+            ? Effect.fail(new Unauthorized({ message: "Invalid token: no subject" }))
+            : Effect.succeed(caller)
       ))
 
   const authorize = (request: AuthRequest): Effect.Effect<Caller, Unauthorized> => {
@@ -117,4 +121,7 @@ export const makeAuthPolicy = Effect.fnUntraced(function*(settings: AuthSettings
 })
 
 /** The policy of ServerConfig's `auth`; an unusable JWT key fails the layer with `InvalidJwtKey`. */
-export const AuthPolicyLive = Layer.effect(AuthPolicy, Effect.flatMap(ServerConfig, (config) => makeAuthPolicy(config.auth, config.host)))
+export const AuthPolicyLive = Layer.effect(
+  AuthPolicy,
+  Effect.flatMap(ServerConfig, (config) => makeAuthPolicy(config.auth, config.host))
+)

@@ -52,4 +52,3 @@ export const AuthenticationLive = (routes: ReadonlyArray<RouteEntry>) =>
       })
     })
   )
-

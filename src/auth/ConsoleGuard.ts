@@ -1,7 +1,7 @@
-import { hostname } from "node:os"
 import { isIP } from "node:net"
-import { Forbidden, Unauthorized } from "../core/errors.js"
+import { hostname } from "node:os"
 import { isLoopbackHost } from "../config/AuthSettings.js"
+import { Forbidden, Unauthorized } from "../core/errors.js"
 
 /**
  * Console routes (updates, setup, observability, logs) act on the developer's machine and are open
@@ -25,7 +25,6 @@ export interface GuardedRequest {
 const LOOPBACK_NAMES = ["localhost", "127.0.0.1", "[::1]"]
 
 const bare = (host: string) => host.replace(/^\[(.*)\]$/, "$1")
-
 
 const isWildcard = (host: string) => ["0.0.0.0", "::", "[::]"].includes(host)
 
@@ -75,7 +74,9 @@ export const consoleRefusal = (options: ConsoleGuardOptions) => {
     const host = request.headers["host"]
     const target = host === undefined ? undefined : parse(`http://${host}`)
     if (target === undefined || !isAllowed(target.hostname)) {
-      return new Forbidden({ message: "Console routes answer only on the addresses the service listens on (Host refused)" })
+      return new Forbidden({
+        message: "Console routes answer only on the addresses the service listens on (Host refused)"
+      })
     }
     const originHeader = request.headers["origin"]
     if (originHeader !== undefined) {

@@ -1,13 +1,13 @@
 import { Data, Effect, Redacted } from "effect"
 import { errors, type JWTHeaderParameters, type JWTPayload, jwtVerify } from "jose"
 import { createPublicKey, type KeyObject } from "node:crypto"
-import { messageOf, Unauthorized } from "../core/errors.js"
 import {
   DEFAULT_ALLOWED_TYPES,
   DEFAULT_MAX_TOKEN_LIFETIME_SECONDS,
   isPublicKey,
   type JwtSettings
 } from "../config/AuthSettings.js"
+import { messageOf, Unauthorized } from "../core/errors.js"
 
 const HMAC = ["HS256", "HS384", "HS512"]
 const RSA = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512"]
@@ -71,7 +71,9 @@ export const makeJwtVerifier = Effect.fnUntraced(function*(settings: JwtSettings
     algorithms,
     clockTolerance,
     // A token that never expires is still bounded: by its age.
-    ...(settings.allowNoExp === true ? { requiredClaims: [], maxTokenAge: maxLifetime } : { requiredClaims: ["exp", "iat"] }),
+    ...(settings.allowNoExp === true
+      ? { requiredClaims: [], maxTokenAge: maxLifetime }
+      : { requiredClaims: ["exp", "iat"] }),
     ...(settings.audience === undefined ? {} : { audience: settings.audience as string | Array<string> }),
     ...(settings.issuer === undefined ? {} : { issuer: settings.issuer as string | Array<string> })
   }
@@ -90,7 +92,8 @@ export const makeJwtVerifier = Effect.fnUntraced(function*(settings: JwtSettings
           error instanceof errors.JWTExpired
             ? new Unauthorized({ message: "Token expired" })
             : new Unauthorized({ message: `Invalid token: ${messageOf(error)}` })
-      }))
+      })
+    )
   } satisfies JwtVerifier
 })
 
@@ -107,7 +110,11 @@ const normalType = (typ: string): string => typ.toLowerCase().replace(/^applicat
 const withinLifetime = (payload: JWTPayload, max: number): JWTPayload => {
   if (payload.exp !== undefined && payload.iat !== undefined && payload.exp - payload.iat > max) {
     throw new errors.JWTClaimValidationFailed(
-      `its lifetime (exp - iat) is over auth.maxTokenLifetimeSeconds (${max})`, payload, "exp", "check_failed")
+      `its lifetime (exp - iat) is over auth.maxTokenLifetimeSeconds (${max})`,
+      payload,
+      "exp",
+      "check_failed"
+    )
   }
   return payload
 }
@@ -119,7 +126,12 @@ const withinLifetime = (payload: JWTPayload, max: number): JWTPayload => {
 const issuedInThePast = (payload: JWTPayload, tolerance: number): JWTPayload => {
   // jose has already refused an `iat` that is not a number.
   if (payload.iat !== undefined && payload.iat > Date.now() / 1000 + tolerance) {
-    throw new errors.JWTClaimValidationFailed("\"iat\" claim timestamp check failed (it should be in the past)", payload, "iat", "check_failed")
+    throw new errors.JWTClaimValidationFailed(
+      "\"iat\" claim timestamp check failed (it should be in the past)",
+      payload,
+      "iat",
+      "check_failed"
+    )
   }
   return payload
 }

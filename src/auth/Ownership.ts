@@ -59,7 +59,12 @@ export const authenticatedCaller = (rule: AdminRule, claims: Record<string, unkn
 }
 
 /** A caller without a token while authentication is configured (a public route). */
-export const anonymousCaller: Caller = { user: null, owned: true, userId: null, visibility: { all: false, userId: null } }
+export const anonymousCaller: Caller = {
+  user: null,
+  owned: true,
+  userId: null,
+  visibility: { all: false, userId: null }
+}
 
 /** Whether a record stored under `recordUserId` is the caller's to see and change. */
 export const canSee = (visibility: Visibility, recordUserId: string | null | undefined): boolean =>
@@ -76,14 +81,26 @@ export const SYSTEM_USER_PREFIX = "system:"
  * (absent means the caller); without it, the body's `userId` is taken as given (nothing is owned).
  * Neither may be one of the service's own (`system:`).
  */
-export const actingUserId = (caller: Caller, bodyUserId: string | undefined): Effect.Effect<string | undefined, Forbidden> => {
+export const actingUserId = (
+  caller: Caller,
+  bodyUserId: string | undefined
+): Effect.Effect<string | undefined, Forbidden> => {
   const acting = caller.owned ? caller.userId ?? bodyUserId : bodyUserId
   if (acting?.startsWith(SYSTEM_USER_PREFIX) === true) {
-    return Effect.fail(new Forbidden({ message: `A request cannot act as a user whose id starts with "${SYSTEM_USER_PREFIX}": the service keeps those for itself` }))
+    return Effect.fail(
+      new Forbidden({
+        message:
+          `A request cannot act as a user whose id starts with "${SYSTEM_USER_PREFIX}": the service keeps those for itself`
+      })
+    )
   }
   if (!caller.owned) return Effect.succeed(bodyUserId)
   if (bodyUserId !== undefined && bodyUserId !== caller.userId) {
-    return Effect.fail(new Forbidden({ message: "options.userId must be the authenticated caller's id (or be left out): it cannot name another user" }))
+    return Effect.fail(
+      new Forbidden({
+        message: "options.userId must be the authenticated caller's id (or be left out): it cannot name another user"
+      })
+    )
   }
   return Effect.succeed(caller.userId ?? undefined)
 }

@@ -19,8 +19,13 @@ export const DEFAULT_AGENT_LIMITS: AgentLimits = { maxInputBytes: 1024 * 1024, c
 
 /** A byte count from the environment: a positive integer; anything else fails start-up. */
 const bytesFrom = (name: string) =>
-  parsed(name, (raw) =>
-    /^\d+$/.test(raw) && Number(raw) > 0 ? Either.right(Number(raw)) : Either.left(`${name}: must be a positive integer (bytes), got "${raw}"`))
+  parsed(
+    name,
+    (raw) =>
+      /^\d+$/.test(raw) && Number(raw) > 0
+        ? Either.right(Number(raw))
+        : Either.left(`${name}: must be a positive integer (bytes), got "${raw}"`)
+  )
 
 export const agentLimitsEnvironment = Config.all({
   maxInputBytes: bytesFrom("AGENT_INPUT_MAX_BYTES"),
@@ -33,5 +38,8 @@ export const resolveAgentLimits = (
   env: Config.Config.Success<typeof agentLimitsEnvironment>
 ): AgentLimits => ({
   maxInputBytes: Option.getOrElse(env.maxInputBytes, () => file?.maxInputBytes ?? DEFAULT_AGENT_LIMITS.maxInputBytes),
-  contextMaxBytes: Option.getOrElse(env.contextMaxBytes, () => file?.contextMaxBytes ?? DEFAULT_AGENT_LIMITS.contextMaxBytes)
+  contextMaxBytes: Option.getOrElse(
+    env.contextMaxBytes,
+    () => file?.contextMaxBytes ?? DEFAULT_AGENT_LIMITS.contextMaxBytes
+  )
 })

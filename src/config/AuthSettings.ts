@@ -23,7 +23,9 @@ export const AuthConfigFile = Schema.Struct({
   publicKeyFile: Schema.optional(Schema.String.pipe(Schema.minLength(1))),
   defaultPrivate: Schema.optional(Schema.Boolean),
   publicRoutes: Schema.optional(Schema.Array(Schema.String.pipe(
-    Schema.pattern(/^(\*|[A-Z]+) \/\S*$/, { message: () => "must look like \"METHOD /path\" (e.g. \"GET /agents/:id\")" })
+    Schema.pattern(/^(\*|[A-Z]+) \/\S*$/, {
+      message: () => "must look like \"METHOD /path\" (e.g. \"GET /agents/:id\")"
+    })
   ))),
   admin: Schema.optional(Schema.Struct({
     claim: Schema.String.pipe(Schema.minLength(1)),
@@ -33,7 +35,9 @@ export const AuthConfigFile = Schema.Struct({
   allowNoExp: Schema.optional(Schema.Boolean),
   /** The longest `exp - iat` a token may have (with allowNoExp, its greatest age); default 86,400 (a day). */
   maxTokenLifetimeSeconds: Schema.optional(Schema.Int.pipe(
-    Schema.between(1, MAX_TOKEN_LIFETIME_BOUND, { message: () => `must be an integer from 1 to ${MAX_TOKEN_LIFETIME_BOUND}` })
+    Schema.between(1, MAX_TOKEN_LIFETIME_BOUND, {
+      message: () => `must be an integer from 1 to ${MAX_TOKEN_LIFETIME_BOUND}`
+    })
   )),
   /** The header `typ` values accepted (case-insensitive, with or without `application/`); default JWT and at+jwt. */
   allowedTypes: Schema.optional(Schema.Array(Schema.String.pipe(Schema.minLength(1)))),
@@ -126,7 +130,9 @@ export const resolveAuth = (
   } else {
     secret = auth?.secret !== undefined ? Redacted.make(auth.secret) : Option.getOrUndefined(envSecret)
   }
-  if (auth !== undefined && secret === undefined) return invalid("auth", "auth: needs secret or publicKeyFile (or JWT_SECRET)")
+  if (auth !== undefined && secret === undefined) {
+    return invalid("auth", "auth: needs secret or publicKeyFile (or JWT_SECRET)")
+  }
   if (secret !== undefined && Redacted.value(secret) === "") {
     return invalid("JWT_SECRET", "JWT_SECRET is empty: unset it to run without authentication, or give it a secret")
   }

@@ -37,13 +37,29 @@ export const modelSettingsConfig: Config.Config<ModelSettings> = Config.mapOrFai
   }),
   (env) => {
     const baseUrl = Option.getOrUndefined(env.baseUrl)
-    const provider = Option.getOrElse(env.provider, () =>
-      baseUrl ? "openai-compatible" : filled(env.openaiKey) ? "openai" : filled(env.anthropicKey) ? "anthropic" : "builtin")
-    if (!isProvider(provider)) return invalid("AI_PROVIDER", `AI_PROVIDER: must be one of ${PROVIDERS.join(", ")}, got "${provider}"`)
-    const apiKey = Option.orElse(env.aiKey, () =>
-      provider === "openai" ? env.openaiKey : provider === "anthropic" ? env.anthropicKey : Option.none())
+    const provider = Option.getOrElse(
+      env.provider,
+      () =>
+        baseUrl
+          ? "openai-compatible"
+          : filled(env.openaiKey)
+          ? "openai"
+          : filled(env.anthropicKey)
+          ? "anthropic"
+          : "builtin"
+    )
+    if (!isProvider(provider)) {
+      return invalid("AI_PROVIDER", `AI_PROVIDER: must be one of ${PROVIDERS.join(", ")}, got "${provider}"`)
+    }
+    const apiKey = Option.orElse(
+      env.aiKey,
+      () => provider === "openai" ? env.openaiKey : provider === "anthropic" ? env.anthropicKey : Option.none()
+    )
     if (provider === "openai-compatible" && !baseUrl) {
-      return invalid("AI_BASE_URL", "AI_BASE_URL: required with AI_PROVIDER=openai-compatible (e.g. http://localhost:11434/v1)")
+      return invalid(
+        "AI_BASE_URL",
+        "AI_BASE_URL: required with AI_PROVIDER=openai-compatible (e.g. http://localhost:11434/v1)"
+      )
     }
     if ((provider === "openai" || provider === "anthropic") && !filled(apiKey) && !baseUrl) {
       return invalid("AI_API_KEY", `AI_API_KEY: required with AI_PROVIDER=${provider}`)
@@ -58,4 +74,5 @@ export const modelSettingsConfig: Config.Config<ModelSettings> = Config.mapOrFai
 )
 
 /** `modelSettingsConfig` read from an environment record. */
-export const resolveModelSettings = (env: Env): Either.Either<ModelSettings, string> => readEnv(modelSettingsConfig, env)
+export const resolveModelSettings = (env: Env): Either.Either<ModelSettings, string> =>
+  readEnv(modelSettingsConfig, env)

@@ -6,7 +6,9 @@ export const DEFAULT_SCHEDULE_INPUT_MAX_BYTES = 64 * 1024
 /** A schedule's input above an execution's (1 MiB) would fail each firing. */
 const SCHEDULE_INPUT_MAX_BYTES_LIMIT = 1024 * 1024
 
-const MaxInputBytes = Schema.Int.pipe(Schema.between(1, SCHEDULE_INPUT_MAX_BYTES_LIMIT, { message: () => "must be an integer from 1 to 1048576" }))
+const MaxInputBytes = Schema.Int.pipe(
+  Schema.between(1, SCHEDULE_INPUT_MAX_BYTES_LIMIT, { message: () => "must be an integer from 1 to 1048576" })
+)
 
 /** The `schedules` section of the config file. */
 export const SchedulesConfigFile = Schema.Struct({
@@ -24,13 +26,21 @@ export interface ScheduleSettings {
 }
 
 /** SCHEDULE_INPUT_MAX_BYTES; set but not an integer from 1 to 1 MiB fails start-up. */
-export const scheduleInputMaxBytesFrom = parsed("SCHEDULE_INPUT_MAX_BYTES", (raw) =>
-  /^\d+$/.test(raw) && Number(raw) >= 1 && Number(raw) <= SCHEDULE_INPUT_MAX_BYTES_LIMIT
-    ? Either.right(Number(raw))
-    : Either.left(`SCHEDULE_INPUT_MAX_BYTES: must be an integer from 1 to ${SCHEDULE_INPUT_MAX_BYTES_LIMIT}, got "${raw}"`))
+export const scheduleInputMaxBytesFrom = parsed(
+  "SCHEDULE_INPUT_MAX_BYTES",
+  (raw) =>
+    /^\d+$/.test(raw) && Number(raw) >= 1 && Number(raw) <= SCHEDULE_INPUT_MAX_BYTES_LIMIT
+      ? Either.right(Number(raw))
+      : Either.left(
+        `SCHEDULE_INPUT_MAX_BYTES: must be an integer from 1 to ${SCHEDULE_INPUT_MAX_BYTES_LIMIT}, got "${raw}"`
+      )
+)
 
 /** The settings from the config file's `schedules` and the environment (which wins). */
-export const resolveScheduleSettings = (file: SchedulesConfigFile | undefined, maxInputBytes: Option.Option<number>): ScheduleSettings => ({
+export const resolveScheduleSettings = (
+  file: SchedulesConfigFile | undefined,
+  maxInputBytes: Option.Option<number>
+): ScheduleSettings => ({
   minIntervalMs: (file?.minIntervalSeconds ?? 60) * 1000,
   maxInputBytes: Option.getOrElse(maxInputBytes, () => file?.maxInputBytes ?? DEFAULT_SCHEDULE_INPUT_MAX_BYTES)
 })

@@ -1,25 +1,39 @@
 import { Config, Context, Either, type LogLevel, Option, Redacted, Schema } from "effect"
 import { hostname } from "node:os"
-import { type Env, parsed, readEnv, secret, variable } from "./env.js"
-import { type ModelSettings, modelSettingsConfig } from "./ModelSettings.js"
-import { AuthConfigFile, type AuthSettings, resolveAuth } from "./AuthSettings.js"
-import { type LogFormat, parseLogFormat, parseLogLevel } from "./LogSettings.js"
-import { type AgentLimits, agentLimitsEnvironment, resolveAgentLimits } from "./AgentSettings.js"
-import { resolveScheduleSettings, scheduleInputMaxBytesFrom, type ScheduleSettings, SchedulesConfigFile } from "./ScheduleSettings.js"
-import { resolveWebhookSettings, webhookEnvironment, type WebhookSettings, WebhooksConfigFile } from "./WebhookSettings.js"
 import { DEFAULT_DATABASE_URL } from "../storage/Sql.js"
+import { type AgentLimits, agentLimitsEnvironment, resolveAgentLimits } from "./AgentSettings.js"
+import { AuthConfigFile, type AuthSettings, resolveAuth } from "./AuthSettings.js"
+import { type Env, parsed, readEnv, secret, variable } from "./env.js"
+import { type LogFormat, parseLogFormat, parseLogLevel } from "./LogSettings.js"
+import { type ModelSettings, modelSettingsConfig } from "./ModelSettings.js"
+import {
+  resolveScheduleSettings,
+  scheduleInputMaxBytesFrom,
+  SchedulesConfigFile,
+  type ScheduleSettings
+} from "./ScheduleSettings.js"
+import {
+  resolveWebhookSettings,
+  webhookEnvironment,
+  WebhooksConfigFile,
+  type WebhookSettings
+} from "./WebhookSettings.js"
 
 export { type LogFormat, parseLogFormat, parseLogLevel } from "./LogSettings.js"
 
 export const DEFAULT_PORT = 3141
 export const DEFAULT_BODY_LIMIT = 10 * 1024 * 1024
 
-const InstanceId = Schema.String.pipe(Schema.pattern(/^[A-Za-z0-9._:-]{1,100}$/, { message: () => "must be 1 to 100 letters, digits or . _ : -" }))
+const InstanceId = Schema.String.pipe(
+  Schema.pattern(/^[A-Za-z0-9._:-]{1,100}$/, { message: () => "must be 1 to 100 letters, digits or . _ : -" })
+)
 
 /** `provider.key`, as a call's `options.providerOptions` names it (e.g. `openai.reasoningEffort`). */
 const PROVIDER_OPTION = /^[^.\s]{1,100}\.[^\s]{1,100}$/
 
-const ProviderOptionName = Schema.String.pipe(Schema.pattern(PROVIDER_OPTION, { message: () => "must be provider.key, e.g. openai.reasoningEffort" }))
+const ProviderOptionName = Schema.String.pipe(
+  Schema.pattern(PROVIDER_OPTION, { message: () => "must be provider.key, e.g. openai.reasoningEffort" })
+)
 
 const Port = Schema.Int.pipe(Schema.between(0, 65535, { message: () => "must be an integer from 0 to 65535" }))
 
@@ -171,7 +185,9 @@ export interface HttpSettings {
 export const publicUrlProblem = (raw: string): string | undefined => {
   try {
     const url = new URL(raw)
-    return url.protocol === "http:" || url.protocol === "https:" ? undefined : `must be an http or https URL, got ${url.protocol}`
+    return url.protocol === "http:" || url.protocol === "https:"
+      ? undefined
+      : `must be an http or https URL, got ${url.protocol}`
   } catch {
     return "must be an absolute http or https URL"
   }
@@ -231,7 +247,11 @@ const positive = (name: string, zero = false) => named(name, isPositive(zero))
 
 /** A positive integer from the environment; set but not one fails start-up. */
 const positiveInteger = (name: string) =>
-  named(name, (raw) => /^[1-9]\d*$/.test(raw) ? Either.right(Number(raw)) : Either.left(`must be a positive integer, got "${raw}"`))
+  named(
+    name,
+    (raw) =>
+      /^[1-9]\d*$/.test(raw) ? Either.right(Number(raw)) : Either.left(`must be a positive integer, got "${raw}"`)
+  )
 
 /** true/false (or 1/0) from the environment; anything else fails start-up. */
 const booleanFrom = (name: string) =>
@@ -242,8 +262,14 @@ const booleanFrom = (name: string) =>
       ? Either.right(false)
       : Either.left(`must be true or false, got "${raw}"`))
 
-const instanceIdFrom = named("SERVICE_INSTANCE_ID", (raw) =>
-  Either.mapLeft(Schema.decodeUnknownEither(InstanceId)(raw), () => `must be 1 to 100 letters, digits or . _ : -, got "${raw}"`))
+const instanceIdFrom = named(
+  "SERVICE_INSTANCE_ID",
+  (raw) =>
+    Either.mapLeft(
+      Schema.decodeUnknownEither(InstanceId)(raw),
+      () => `must be 1 to 100 letters, digits or . _ : -, got "${raw}"`
+    )
+)
 
 const defaultInstanceId = () =>
   `${hostname().replace(/[^A-Za-z0-9._-]/g, "-").slice(0, 60)}-${process.pid}-${Math.random().toString(36).slice(2, 8)}`
@@ -287,9 +313,14 @@ const environment = Config.all({
   agentLimits: agentLimitsEnvironment,
   headersTimeoutMs: Config.map(positive("HTTP_HEADERS_TIMEOUT_SECONDS"), seconds),
   requestTimeoutMs: Config.map(positive("HTTP_REQUEST_TIMEOUT_SECONDS"), seconds),
-  maxConnectionsPerClient: named("HTTP_MAX_CONNECTIONS_PER_CLIENT", (raw) =>
-    /^\d+$/.test(raw) ? Either.right(Number(raw)) : Either.left(`must be a non-negative integer, got "${raw}"`)),
-  publicUrl: named("SERVICE_PUBLIC_URL", (raw) => Either.fromNullable(publicUrlProblem(raw), () => raw).pipe(Either.flip)),
+  maxConnectionsPerClient: named(
+    "HTTP_MAX_CONNECTIONS_PER_CLIENT",
+    (raw) => /^\d+$/.test(raw) ? Either.right(Number(raw)) : Either.left(`must be a non-negative integer, got "${raw}"`)
+  ),
+  publicUrl: named(
+    "SERVICE_PUBLIC_URL",
+    (raw) => Either.fromNullable(publicUrlProblem(raw), () => raw).pipe(Either.flip)
+  ),
   scheduleInputMaxBytes: scheduleInputMaxBytesFrom,
   webhooks: webhookEnvironment
 })
@@ -299,67 +330,96 @@ const environment = Config.all({
  * filled in; `production` follows NODE_ENV and turns Swagger UI off unless asked for.
  */
 export const serverConfig = (file: ConfigFile = {}): Config.Config<ServerConfigShape> =>
-  Config.mapOrFail(environment, (env) =>
-    Either.flatMap(resolveAuth(file.auth, env), (auth) => Either.map(resolveWebhookSettings(file.webhooks, env.webhooks), (webhooks): ServerConfigShape => ({
-      port: file.port ?? DEFAULT_PORT,
-      host: file.host ?? "127.0.0.1",
-      bodyLimit: file.bodyLimit ?? DEFAULT_BODY_LIMIT,
-      enableSwaggerUI: file.enableSwaggerUI ?? !env.production,
-      cors: file.cors ?? {},
-      databaseUrl: Option.getOrElse(env.databaseUrl, () => Redacted.make(file.storage?.url ?? DEFAULT_DATABASE_URL)),
-      production: env.production,
-      logLevel: parseLogLevel(Option.getOrUndefined(env.logLevel)),
-      logFormat: parseLogFormat(Option.getOrUndefined(env.logFormat)),
-      model: env.model,
-      auth,
-      otlpEndpoint: Option.getOrUndefined(env.otlpEndpoint) || undefined,
-      metricExportIntervalMs: Option.getOrUndefined(env.metricExportIntervalMs),
-      retention: {
-        maxTraces: file.observability?.maxTraces ?? 10_000,
-        maxAgeMs: (file.observability?.maxAgeHours ?? 7 * 24) * HOUR_MS
-      },
-      logRetention: {
-        maxEntries: file.observability?.maxLogs ?? 100_000,
-        maxAgeMs: (file.observability?.logMaxAgeHours ?? 7 * 24) * HOUR_MS
-      },
-      recordRetention: {
-        executions: {
-          maxCount: file.retention?.executions?.maxCount ?? 100_000,
-          maxAgeMs: (file.retention?.executions?.maxAgeHours ?? 30 * 24) * HOUR_MS
-        },
-        conversations: {
-          maxCount: file.retention?.conversations?.maxCount,
-          maxAgeMs: (file.retention?.conversations?.maxAgeHours ?? 90 * 24) * HOUR_MS
-        }
-      },
-      recordContent: Option.getOrElse(env.recordContent, () => file.observability?.recordContent ?? false),
-      traceConsoleReads: Option.getOrElse(env.traceConsoleReads, () => file.observability?.traceConsoleReads ?? false),
-      instanceId: Option.getOrElse(env.instanceId, () => file.instanceId ?? defaultInstanceId()),
-      workflows: {
-        leaseMs: Option.getOrElse(env.leaseMs, () => (file.workflows?.leaseSeconds ?? 15) * 1000),
-        pollMs: Option.getOrElse(env.pollMs, () => file.workflows?.pollMs ?? 1_000),
-        drainMs: Option.getOrElse(env.drainMs, () => (file.workflows?.drainSeconds ?? 10) * 1000),
-        idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () => file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS,
-        maxQueuedPerKey: Option.getOrElse(env.maxQueuedPerKey, () => file.workflows?.maxQueuedPerKey ?? 1_000),
-        maxExecutionBytes: Option.getOrElse(env.maxExecutionBytes, () => file.workflows?.maxExecutionBytes ?? 32 * 1024 * 1024),
-        executeWaitMs: Option.getOrElse(env.executeWaitMs, () => (file.workflows?.executeWaitSeconds ?? 30) * 1000),
-        recordReadsPerOwner: Option.getOrElse(env.recordReadsPerOwner, () => file.workflows?.recordReadsPerOwner ?? 4)
-      },
-      providerOptionsAllow: Option.getOrElse(env.providerOptionsAllow, () => file.agents?.providerOptionsAllow ?? []),
-      agentLimits: resolveAgentLimits(file.agents, env.agentLimits),
-      schedules: resolveScheduleSettings(file.schedules, env.scheduleInputMaxBytes),
-      approvals: {
-        ttlMs: Option.getOrElse(env.approvalTtlMs, () => (file.agents?.approvalTtlSeconds ?? 24 * 3600) * 1000),
-        secret: Option.getOrUndefined(env.approvalSecret)
-      },
-      http: {
-        headersTimeoutMs: Option.getOrElse(env.headersTimeoutMs, () => (file.http?.headersTimeoutSeconds ?? 10) * 1000),
-        requestTimeoutMs: Option.getOrElse(env.requestTimeoutMs, () => (file.http?.requestTimeoutSeconds ?? 60) * 1000),
-        maxConnectionsPerClient: Option.getOrElse(env.maxConnectionsPerClient, () => file.http?.maxConnectionsPerClient ?? 256)
-      },
-      publicUrl: Option.getOrUndefined(env.publicUrl) ?? file.publicUrl,
-      webhooks
-    }))))
+  Config.mapOrFail(
+    environment,
+    (env) =>
+      Either.flatMap(resolveAuth(file.auth, env), (auth) =>
+        Either.map(resolveWebhookSettings(file.webhooks, env.webhooks), (webhooks): ServerConfigShape => ({
+          port: file.port ?? DEFAULT_PORT,
+          host: file.host ?? "127.0.0.1",
+          bodyLimit: file.bodyLimit ?? DEFAULT_BODY_LIMIT,
+          enableSwaggerUI: file.enableSwaggerUI ?? !env.production,
+          cors: file.cors ?? {},
+          databaseUrl: Option.getOrElse(env.databaseUrl, () =>
+            Redacted.make(file.storage?.url ?? DEFAULT_DATABASE_URL)),
+          production: env.production,
+          logLevel: parseLogLevel(Option.getOrUndefined(env.logLevel)),
+          logFormat: parseLogFormat(Option.getOrUndefined(env.logFormat)),
+          model: env.model,
+          auth,
+          otlpEndpoint: Option.getOrUndefined(env.otlpEndpoint) || undefined,
+          metricExportIntervalMs: Option.getOrUndefined(env.metricExportIntervalMs),
+          retention: {
+            maxTraces: file.observability?.maxTraces ?? 10_000,
+            maxAgeMs: (file.observability?.maxAgeHours ?? 7 * 24) * HOUR_MS
+          },
+          logRetention: {
+            maxEntries: file.observability?.maxLogs ?? 100_000,
+            maxAgeMs: (file.observability?.logMaxAgeHours ?? 7 * 24) * HOUR_MS
+          },
+          recordRetention: {
+            executions: {
+              maxCount: file.retention?.executions?.maxCount ?? 100_000,
+              maxAgeMs: (file.retention?.executions?.maxAgeHours ?? 30 * 24) * HOUR_MS
+            },
+            conversations: {
+              maxCount: file.retention?.conversations?.maxCount,
+              maxAgeMs: (file.retention?.conversations?.maxAgeHours ?? 90 * 24) * HOUR_MS
+            }
+          },
+          recordContent: Option.getOrElse(env.recordContent, () =>
+            file.observability?.recordContent ?? false),
+          traceConsoleReads: Option.getOrElse(env.traceConsoleReads, () =>
+            file.observability?.traceConsoleReads ?? false),
+          instanceId: Option.getOrElse(env.instanceId, () =>
+            file.instanceId ?? defaultInstanceId()),
+          workflows: {
+            leaseMs: Option.getOrElse(env.leaseMs, () =>
+              (file.workflows?.leaseSeconds ?? 15) * 1000),
+            pollMs: Option.getOrElse(env.pollMs, () =>
+              file.workflows?.pollMs ?? 1_000),
+            drainMs: Option.getOrElse(env.drainMs, () => (file.workflows?.drainSeconds ?? 10) * 1000),
+            idempotencyTtlMs: Option.getOrElse(env.idempotencyKeyHours, () =>
+              file.workflows?.idempotencyKeyHours ?? 24) * HOUR_MS,
+            maxQueuedPerKey: Option.getOrElse(env.maxQueuedPerKey, () => file.workflows?.maxQueuedPerKey ?? 1_000),
+            maxExecutionBytes: Option.getOrElse(
+              env.maxExecutionBytes,
+              () => file.workflows?.maxExecutionBytes ?? 32 * 1024 * 1024
+            ),
+            executeWaitMs: Option.getOrElse(env.executeWaitMs, () => (file.workflows?.executeWaitSeconds ?? 30) * 1000),
+            recordReadsPerOwner: Option.getOrElse(
+              env.recordReadsPerOwner,
+              () => file.workflows?.recordReadsPerOwner ?? 4
+            )
+          },
+          providerOptionsAllow: Option.getOrElse(
+            env.providerOptionsAllow,
+            () => file.agents?.providerOptionsAllow ?? []
+          ),
+          agentLimits: resolveAgentLimits(file.agents, env.agentLimits),
+          schedules: resolveScheduleSettings(file.schedules, env.scheduleInputMaxBytes),
+          approvals: {
+            ttlMs: Option.getOrElse(env.approvalTtlMs, () => (file.agents?.approvalTtlSeconds ?? 24 * 3600) * 1000),
+            secret: Option.getOrUndefined(env.approvalSecret)
+          },
+          http: {
+            headersTimeoutMs: Option.getOrElse(
+              env.headersTimeoutMs,
+              () => (file.http?.headersTimeoutSeconds ?? 10) * 1000
+            ),
+            requestTimeoutMs: Option.getOrElse(
+              env.requestTimeoutMs,
+              () => (file.http?.requestTimeoutSeconds ?? 60) * 1000
+            ),
+            maxConnectionsPerClient: Option.getOrElse(
+              env.maxConnectionsPerClient,
+              () => file.http?.maxConnectionsPerClient ?? 256
+            )
+          },
+          publicUrl: Option.getOrUndefined(env.publicUrl) ?? file.publicUrl,
+          webhooks
+        })))
+  )
 
 /** `serverConfig(file)` read from an environment record; throws with the reason when a variable is wrong (the CLI reports a StartupError first). */
 export const resolveServerConfig = (file: ConfigFile = {}, env: Env = {}): ServerConfigShape =>

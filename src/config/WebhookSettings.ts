@@ -90,7 +90,10 @@ const normaliseHosts = (name: string, entries: ReadonlyArray<string>): Either.Ei
 
 /** WEBHOOK_ALLOWED_HOSTS (comma-separated), WEBHOOK_CA_FILE and WEBHOOK_SYSTEM_SECRET. */
 export const webhookEnvironment = Config.all({
-  allowedHosts: parsed("WEBHOOK_ALLOWED_HOSTS", (raw) => normaliseHosts("WEBHOOK_ALLOWED_HOSTS", raw.split(",").filter((host) => host.trim() !== ""))),
+  allowedHosts: parsed(
+    "WEBHOOK_ALLOWED_HOSTS",
+    (raw) => normaliseHosts("WEBHOOK_ALLOWED_HOSTS", raw.split(",").filter((host) => host.trim() !== ""))
+  ),
   caFile: parsed("WEBHOOK_CA_FILE", Either.right),
   systemSecret: secret("WEBHOOK_SYSTEM_SECRET")
 })
@@ -108,9 +111,14 @@ export const resolveWebhookSettings = (file: WebhooksConfigFile | undefined, env
   const systemSecret = Option.getOrUndefined(env.systemSecret) ??
     (file?.systemSecret === undefined ? undefined : Redacted.make(file.systemSecret))
   if (systemSecret !== undefined && Redacted.value(systemSecret).length < SYSTEM_SECRET_MIN) {
-    return invalid("WEBHOOK_SYSTEM_SECRET", `webhooks.systemSecret must be at least ${SYSTEM_SECRET_MIN} characters (its value is not shown)`)
+    return invalid(
+      "WEBHOOK_SYSTEM_SECRET",
+      `webhooks.systemSecret must be at least ${SYSTEM_SECRET_MIN} characters (its value is not shown)`
+    )
   }
-  const allowedHosts = Option.isSome(env.allowedHosts) ? Either.right(env.allowedHosts.value) : normaliseHosts("webhooks.allowedHosts", file?.allowedHosts ?? [])
+  const allowedHosts = Option.isSome(env.allowedHosts)
+    ? Either.right(env.allowedHosts.value)
+    : normaliseHosts("webhooks.allowedHosts", file?.allowedHosts ?? [])
   if (Either.isLeft(allowedHosts)) return invalid("WEBHOOK_ALLOWED_HOSTS", allowedHosts.left)
   const d = defaultWebhookSettings
   return Either.right<WebhookSettings>({

@@ -11,7 +11,10 @@ export const secret = (name: string): Config.Config<Option.Option<Redacted.Redac
   Config.option(Config.redacted(name))
 
 /** A variable read by `parse` (none when unset or empty); a failure names the variable. */
-export const parsed = <A>(name: string, parse: (raw: string) => Either.Either<A, string>): Config.Config<Option.Option<A>> =>
+export const parsed = <A>(
+  name: string,
+  parse: (raw: string) => Either.Either<A, string>
+): Config.Config<Option.Option<A>> =>
   Config.mapOrFail(variable(name), (raw) =>
     Option.isNone(raw) || raw.value === ""
       ? Either.right(Option.none())

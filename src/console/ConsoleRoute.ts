@@ -13,7 +13,8 @@ const SECURITY_HEADERS = securityHeaders({ scripts: ["'self'"], styles: ["'self'
 export const ASSETS_PATH = "/console/assets"
 
 /** The shell names the hashed assets; its heading paints before the script has run. */
-const shell = (assets: ConsoleAssets) => `<!doctype html>
+const shell = (assets: ConsoleAssets) =>
+  `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">

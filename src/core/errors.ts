@@ -37,7 +37,11 @@ const boundedMessage = (message: string): string => {
 const formatPath = (path: ReadonlyArray<PropertyKey>): string =>
   path.reduce<string>(
     (out, key) =>
-      typeof key === "number" ? `${out}[${key}]` : out === "" ? excerpt(String(key), 40) : `${out}.${excerpt(String(key), 40)}`,
+      typeof key === "number"
+        ? `${out}[${key}]`
+        : out === ""
+        ? excerpt(String(key), 40)
+        : `${out}.${excerpt(String(key), 40)}`,
     ""
   ) || "body"
 

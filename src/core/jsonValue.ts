@@ -29,7 +29,11 @@ const pathOf = (node: Node): Array<PropertyKey> => {
 // Iterative, so a value nested far beyond the limit cannot overflow the stack while being checked.
 const problemAt = (node: Node): string | undefined => {
   const { value } = node
-  if (typeof value === "number") return Number.isFinite(value) ? undefined : "must be a finite number (JSON has no Infinity or NaN)"
+  if (typeof value === "number") {
+    return Number.isFinite(value)
+      ? undefined
+      : "must be a finite number (JSON has no Infinity or NaN)"
+  }
   if (typeof value === "string") return value.includes(NUL) ? NUL_MESSAGE : undefined
   if (typeof value !== "object" || value === null) return undefined
   if (node.depth > MAX_JSON_DEPTH) return `is nested deeper than ${MAX_JSON_DEPTH} levels (the limit for JSON values)`
@@ -46,7 +50,9 @@ export const jsonValueIssue = (root: unknown): Issue | undefined => {
     if (message !== undefined) return { path: pathOf(node), message }
     const { value } = node
     if (typeof value !== "object" || value === null) continue
-    const entries: Array<[PropertyKey, unknown]> = Array.isArray(value) ? value.map((item, index) => [index, item]) : Object.entries(value)
+    const entries: Array<[PropertyKey, unknown]> = Array.isArray(value)
+      ? value.map((item, index) => [index, item])
+      : Object.entries(value)
     for (let index = entries.length - 1; index >= 0; index--) {
       const [key, child] = entries[index]!
       stack.push({ value: child, key, parent: node, depth: node.depth + 1 })
@@ -54,7 +60,6 @@ export const jsonValueIssue = (root: unknown): Issue | undefined => {
   }
   return undefined
 }
-
 
 /** A value JSON does not carry as it is: where, what it is (`a bigint`), and what JSON would do with it. */
 export interface NonJsonValue {
@@ -88,7 +93,9 @@ const whatOf = (value: unknown, strict: boolean): Pick<NonJsonValue, "what" | "w
     case "symbol":
       return { what: "a symbol", why: "JSON drops it" }
     case "number":
-      return strict && !Number.isFinite(value) ? { what: `a non-finite number (${value})`, why: "JSON writes it as null" } : undefined
+      return strict && !Number.isFinite(value)
+        ? { what: `a non-finite number (${value})`, why: "JSON writes it as null" }
+        : undefined
     case "object": {
       if (value === null || Array.isArray(value) || isPlainObject(value)) return undefined
       if (EMPTIED.has(value.constructor)) return { what: instanceName(value), why: "JSON writes it as {}" }
@@ -113,11 +120,15 @@ export const nonJsonValue = (root: unknown, options: { readonly strict: boolean 
     const found = whatOf(value, options.strict)
     if (found !== undefined) return { path: [...path], ...found }
     if (typeof value !== "object" || value === null || depth > MAX_JSON_DEPTH) return undefined
-    if (ancestors.has(value)) return { path: [...path], what: "a cycle", why: "JSON cannot write a value that contains itself" }
+    if (ancestors.has(value)) {
+      return { path: [...path], what: "a cycle", why: "JSON cannot write a value that contains itself" }
+    }
     // An instance JSON writes through its toJSON (a Date where it may pass) is not looked into.
     if (typeof (value as { readonly toJSON?: unknown }).toJSON === "function") return undefined
     ancestors.add(value)
-    const entries: Array<[PropertyKey, unknown]> = Array.isArray(value) ? value.map((item, index) => [index, item]) : Object.entries(value)
+    const entries: Array<[PropertyKey, unknown]> = Array.isArray(value)
+      ? value.map((item, index) => [index, item])
+      : Object.entries(value)
     for (const [key, child] of entries) {
       path.push(key)
       const issue = visit(child, depth + 1)
@@ -133,5 +144,9 @@ export const nonJsonValue = (root: unknown, options: { readonly strict: boolean 
 /** A path as code reads it: `.total`, `.lines[2].amount`; empty for the value itself. */
 export const codePath = (path: ReadonlyArray<PropertyKey>): string =>
   path.map((key) =>
-    typeof key === "number" ? `[${key}]` : /^[A-Za-z_$][\w$]*$/.test(String(key)) ? `.${String(key)}` : `[${JSON.stringify(String(key))}]`
+    typeof key === "number"
+      ? `[${key}]`
+      : /^[A-Za-z_$][\w$]*$/.test(String(key))
+      ? `.${String(key)}`
+      : `[${JSON.stringify(String(key))}]`
   ).join("")

@@ -18,7 +18,9 @@ export type ResultError<Ret> = Ret extends Effect.Effect<infer _A, infer E, infe
   : never
 
 /** What user code requires: an Effect's `R`, `never` otherwise (and for `any`: code typed `any` opted out). */
-export type ResultContext<Ret> = 0 extends 1 & Ret ? never : Ret extends Effect.Effect<infer _A, infer _E, infer R> ? R : never
+export type ResultContext<Ret> = 0 extends 1 & Ret ? never
+  : Ret extends Effect.Effect<infer _A, infer _E, infer R> ? R
+  : never
 
 /** What user code returned, as an Effect: an Effect runs as is, a Promise fails with its rejection. */
 export const fromUserResult = <A>(out: UserResult<A>): Effect.Effect<A, unknown> =>

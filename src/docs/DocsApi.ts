@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
 import { Authentication } from "../auth/Authentication.js"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
-import { Schema } from "effect"
 
 const Html = Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/html" }))
 
@@ -13,10 +13,12 @@ export class DocsApi extends HttpApiGroup.make("docs")
   )
   .add(
     HttpApiEndpoint.get("openApi", "/doc")
-      .addSuccess(Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
-        identifier: "OpenApiDocument",
-        description: "This document (OpenAPI 3.1)"
-      }))
+      .addSuccess(
+        Schema.Record({ key: Schema.String, value: Schema.Unknown }).annotations({
+          identifier: "OpenApiDocument",
+          description: "This document (OpenAPI 3.1)"
+        })
+      )
       .annotate(OpenApi.Summary, "The OpenAPI 3.1 description of this service")
   )
   .annotate(OpenApi.Title, "Documentation")

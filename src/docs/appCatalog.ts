@@ -46,7 +46,8 @@ export const readAppCatalog = Effect.gen(function*() {
         return input === undefined ? [] : [{ name: tool.name, input }]
       }),
       toolErrors: toolList.flatMap(({ tool }) =>
-        tool.declaredErrors.map(({ status, tag }) => ({ tool: tool.name, tag, status }))),
+        tool.declaredErrors.map(({ status, tag }) => ({ tool: tool.name, tag, status }))
+      ),
       workflows: workflowList.map((details) => {
         const [input] = firstExample(details.inputSchema)
         const [resumeData] = [details.resumeSchema, ...details.steps.map((step) => step.resumeSchema)]

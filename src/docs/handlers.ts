@@ -18,12 +18,16 @@ export const DocsHandlers = (api: typeof ServiceApi, catalog: Effect.Effect<AppC
       const spec = yield* Effect.cached(Effect.sync(() => OpenApi.fromApi(api)))
       const document = yield* Effect.cached(Effect.map(spec, HttpServerResponse.unsafeJson))
       const landing = yield* Effect.cached(
-        Effect.zipWith(spec, catalog, (spec, catalog) => landingPage(spec, catalog, { swaggerUI: config.enableSwaggerUI }))
+        Effect.zipWith(spec, catalog, (spec, catalog) =>
+          landingPage(spec, catalog, { swaggerUI: config.enableSwaggerUI }))
       )
       const fallbackHost = `${config.host}:${config.port}`
       return handlers
         .handle("landing", () =>
           Effect.zipWith(landing, HttpServerRequest.HttpServerRequest, (page, request) =>
-            withPageSecurity(HttpServerResponse.html(page.render(socketOrigin(request.headers, fallbackHost))), { inlineStyles: false })))
-        .handle("openApi", () => document)
+            withPageSecurity(HttpServerResponse.html(page.render(socketOrigin(request.headers, fallbackHost))), {
+              inlineStyles: false
+            })))
+        .handle("openApi", () =>
+          document)
     }))

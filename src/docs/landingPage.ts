@@ -60,7 +60,9 @@ export const landingPage = (spec: OpenAPISpec, catalog: AppCatalog, options: Lan
   return {
     render: (origin: string) =>
       head +
-      sockets.map(([path, operation]) => `<li><code>${escape(origin + path)}</code> — ${escape(operation.summary ?? "")}</li>`)
+      sockets.map(([path, operation]) =>
+        `<li><code>${escape(origin + path)}</code> — ${escape(operation.summary ?? "")}</li>`
+      )
         .join("") +
       tail
   }

@@ -65,13 +65,18 @@ const mergeEnvelopeUnions = (paths: Record<string, any>, schemas: Record<string,
   for (const [path, item] of Object.entries(paths)) {
     out[path] = {}
     for (const [method, operation] of Object.entries(item as Record<string, any>)) {
-      const responses = Object.fromEntries(Object.entries(operation.responses ?? {}).map(([status, response]: [string, any]) => {
-        const media = response.content?.["application/json"]
-        if (!Array.isArray(media?.schema?.anyOf) || !media.schema.anyOf.every(envelopeRef)) return [status, response]
-        used = true
-        const content = { ...response.content, "application/json": { ...media, schema: { $ref: `#/components/schemas/${ENVELOPE}` } } }
-        return [status, { ...response, content }]
-      }))
+      const responses = Object.fromEntries(
+        Object.entries(operation.responses ?? {}).map(([status, response]: [string, any]) => {
+          const media = response.content?.["application/json"]
+          if (!Array.isArray(media?.schema?.anyOf) || !media.schema.anyOf.every(envelopeRef)) return [status, response]
+          used = true
+          const content = {
+            ...response.content,
+            "application/json": { ...media, schema: { $ref: `#/components/schemas/${ENVELOPE}` } }
+          }
+          return [status, { ...response, content }]
+        })
+      )
       out[path][method] = { ...operation, responses }
     }
   }
@@ -81,14 +86,21 @@ const mergeEnvelopeUnions = (paths: Record<string, any>, schemas: Record<string,
 
 /** A request with no body reads as `{}` (src/http/JsonInput.ts), so a body whose object requires nothing is optional. */
 const optionalBodies = (paths: Record<string, any>): Record<string, any> =>
-  Object.fromEntries(Object.entries(paths).map(([path, item]) => [
-    path,
-    Object.fromEntries(Object.entries(item as Record<string, any>).map(([method, operation]) => {
-      const schema = operation.requestBody?.content?.["application/json"]?.schema
-      const optional = schema?.type === "object" && (schema.required ?? []).length === 0
-      return [method, optional ? { ...operation, requestBody: { ...operation.requestBody, required: false } } : operation]
-    }))
-  ]))
+  Object.fromEntries(
+    Object.entries(paths).map(([path, item]) => [
+      path,
+      Object.fromEntries(
+        Object.entries(item as Record<string, any>).map(([method, operation]) => {
+          const schema = operation.requestBody?.content?.["application/json"]?.schema
+          const optional = schema?.type === "object" && (schema.required ?? []).length === 0
+          return [
+            method,
+            optional ? { ...operation, requestBody: { ...operation.requestBody, required: false } } : operation
+          ]
+        })
+      )
+    ])
+  )
 
 export const describeOpenApi = (spec: Record<string, any>): Record<string, any> => {
   const out = rewrite(spec) as Record<string, any>

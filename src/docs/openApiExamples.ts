@@ -88,7 +88,12 @@ const withOperationExamples = (examples: Examples, operation: Record<string, any
     ...(parameters === undefined ? {} : { parameters }),
     ...(body === undefined
       ? {}
-      : { requestBody: { ...operation.requestBody, content: { ...operation.requestBody.content, "application/json": body } } })
+      : {
+        requestBody: {
+          ...operation.requestBody,
+          content: { ...operation.requestBody.content, "application/json": body }
+        }
+      })
   }
 }
 

@@ -6,16 +6,21 @@ const hashOf = (text: string) => `'sha256-${createHash("sha256").update(text).di
 
 /** The inline elements of `html` whose content a CSP must allow: executable scripts and styles. */
 const inline = (html: string, tag: "script" | "style"): Array<string> =>
-  [...html.matchAll(tag === "script"
-    ? /<script(?![^>]*\btype="application\/json")[^>]*>([\s\S]*?)<\/script>/g
-    : /<style[^>]*>([\s\S]*?)<\/style>/g)].map((match) => match[1])
+  [...html.matchAll(
+    tag === "script"
+      ? /<script(?![^>]*\btype="application\/json")[^>]*>([\s\S]*?)<\/script>/g
+      : /<style[^>]*>([\s\S]*?)<\/style>/g
+  )].map((match) => match[1])
 
 /**
  * The headers of a page the service writes itself (`/`, `/ui`): only the page's own inline scripts run
  * (by hash). `inlineStyles`: style attributes too (Swagger UI sets some), else only the page's own style
  * elements, by hash.
  */
-export const pageSecurityHeaders = (html: string, options: { readonly inlineStyles: boolean }): Record<string, string> =>
+export const pageSecurityHeaders = (
+  html: string,
+  options: { readonly inlineStyles: boolean }
+): Record<string, string> =>
   securityHeaders({
     scripts: inline(html, "script").map(hashOf),
     styles: options.inlineStyles ? ["'unsafe-inline'"] : inline(html, "style").map(hashOf)

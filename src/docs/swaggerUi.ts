@@ -19,6 +19,9 @@ export const SwaggerUiLive = (path: `/${string}`) =>
         )
         return yield* Context.get(built, HttpApiBuilder.Router).router
       })))
-      yield* router.get(path, Effect.map(Effect.flatten(page), (response) => withPageSecurity(response, { inlineStyles: true })))
+      yield* router.get(
+        path,
+        Effect.map(Effect.flatten(page), (response) => withPageSecurity(response, { inlineStyles: true }))
+      )
     })
   )

@@ -20,26 +20,31 @@ const envelope = {
   description: "An error a tool declares: its message, and its tag and fields"
 }
 
-export const withToolErrorStatuses = (catalog: () => AppCatalog) => (spec: Record<string, any>): Record<string, any> => {
-  const operation = spec.paths?.[EXECUTE_PATH]?.post
-  const byStatus = new Map<number, Array<string>>()
-  for (const { status, tag, tool } of catalog().toolErrors) {
-    byStatus.set(status, [...(byStatus.get(status) ?? []), `${tag} (${tool})`])
-  }
-  if (operation === undefined || byStatus.size === 0 || spec.components?.schemas?.ErrorDetail === undefined) return spec
-  const responses: Record<string, any> = { ...operation.responses }
-  for (const [status, errors] of [...byStatus].sort(([a], [b]) => a - b)) {
-    const declared = { $ref: `#/components/schemas/${ENVELOPE}` }
-    const existing = responses[String(status)]
-    const schema = existing?.content?.["application/json"]?.schema
-    responses[String(status)] = {
-      description: `${existing === undefined ? "" : `${existing.description}; or `}an error a tool declares: ${errors.join(", ")}`,
-      content: { "application/json": { schema: schema === undefined ? declared : { anyOf: [schema, declared] } } }
+export const withToolErrorStatuses =
+  (catalog: () => AppCatalog) => (spec: Record<string, any>): Record<string, any> => {
+    const operation = spec.paths?.[EXECUTE_PATH]?.post
+    const byStatus = new Map<number, Array<string>>()
+    for (const { status, tag, tool } of catalog().toolErrors) {
+      byStatus.set(status, [...(byStatus.get(status) ?? []), `${tag} (${tool})`])
+    }
+    if (operation === undefined || byStatus.size === 0 || spec.components?.schemas?.ErrorDetail === undefined) {
+      return spec
+    }
+    const responses: Record<string, any> = { ...operation.responses }
+    for (const [status, errors] of [...byStatus].sort(([a], [b]) => a - b)) {
+      const declared = { $ref: `#/components/schemas/${ENVELOPE}` }
+      const existing = responses[String(status)]
+      const schema = existing?.content?.["application/json"]?.schema
+      responses[String(status)] = {
+        description: `${existing === undefined ? "" : `${existing.description}; or `}an error a tool declares: ${
+          errors.join(", ")
+        }`,
+        content: { "application/json": { schema: schema === undefined ? declared : { anyOf: [schema, declared] } } }
+      }
+    }
+    return {
+      ...spec,
+      paths: { ...spec.paths, [EXECUTE_PATH]: { ...spec.paths[EXECUTE_PATH], post: { ...operation, responses } } },
+      components: { ...spec.components, schemas: { ...spec.components.schemas, [ENVELOPE]: envelope } }
     }
   }
-  return {
-    ...spec,
-    paths: { ...spec.paths, [EXECUTE_PATH]: { ...spec.paths[EXECUTE_PATH], post: { ...operation, responses } } },
-    components: { ...spec.components, schemas: { ...spec.components.schemas, [ENVELOPE]: envelope } }
-  }
-}

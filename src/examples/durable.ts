@@ -16,21 +16,36 @@ const Account = Schema.Struct({ name: Schema.String, email: Schema.String })
 export const onboarding = workflow({
   id: "onboarding",
   name: "Onboarding",
-  purpose: "Welcome each account, activate them (retried while the provider is busy), wait, then poll until they are live",
+  purpose:
+    "Welcome each account, activate them (retried while the provider is busy), wait, then poll until they are live",
   input: Schema.Struct({
     accounts: Schema.Array(Account).pipe(Schema.minItems(1), Schema.maxItems(50)),
-    busyAttempts: Schema.Int.pipe(Schema.between(0, 3)).annotations({ description: "attempts the provider answers busy" }),
+    busyAttempts: Schema.Int.pipe(Schema.between(0, 3)).annotations({
+      description: "attempts the provider answers busy"
+    }),
     waitSeconds: Schema.Number.pipe(Schema.between(0, 3600))
   }).annotations({
-    examples: [{ accounts: [{ name: "Ada", email: "ada@example.com" }, { name: "Alan", email: "alan@example.com" }], busyAttempts: 1, waitSeconds: 2 }]
+    examples: [{
+      accounts: [{ name: "Ada", email: "ada@example.com" }, { name: "Alan", email: "alan@example.com" }],
+      busyAttempts: 1,
+      waitSeconds: 2
+    }]
   }),
-  result: Schema.Struct({ welcomed: Schema.Array(Schema.String), activated: Schema.Number, checks: Schema.Number, live: Schema.Boolean })
+  result: Schema.Struct({
+    welcomed: Schema.Array(Schema.String),
+    activated: Schema.Number,
+    checks: Schema.Number,
+    live: Schema.Boolean
+  })
 })
   .andForEach({
     id: "welcome",
     items: ({ data }) => data.accounts,
     concurrency: 4,
-    step: { id: "send", execute: ({ data, executionId, path }) => Effect.succeed(`${data.email} (key ${executionId}:${path})`) }
+    step: {
+      id: "send",
+      execute: ({ data, executionId, path }) => Effect.succeed(`${data.email} (key ${executionId}:${path})`)
+    }
   })
   .andThen({
     id: "activate",
@@ -38,7 +53,10 @@ export const onboarding = workflow({
       attempt <= input.busyAttempts
         ? Effect.fail(new ProviderBusy({ message: `the provider is busy (attempt ${attempt})` }))
         : Effect.succeed({ welcomed: data, activated: data.length }),
-    retry: { schedule: Schedule.exponential("200 millis").pipe(Schedule.intersect(Schedule.recurs(4))), while: (error) => error._tag === "ProviderBusy" },
+    retry: {
+      schedule: Schedule.exponential("200 millis").pipe(Schedule.intersect(Schedule.recurs(4))),
+      while: (error) => error._tag === "ProviderBusy"
+    },
     timeout: "10 seconds"
   })
   .andSleep({ id: "settle", duration: ({ input }) => Duration.seconds(input.waitSeconds) })
@@ -55,7 +73,9 @@ export const batch = workflow({
   id: "batch",
   name: "Batch pricing",
   purpose: "Price every line of an order, 16 at a time, each line committed as it completes",
-  input: Schema.Struct({ count: Schema.Int.pipe(Schema.between(1, 10_000)) }).annotations({ examples: [{ count: 100 }] }),
+  input: Schema.Struct({ count: Schema.Int.pipe(Schema.between(1, 10_000)) }).annotations({
+    examples: [{ count: 100 }]
+  }),
   result: Schema.Struct({ lines: Schema.Number, total: Schema.Number })
 })
   .andForEach({
@@ -64,4 +84,7 @@ export const batch = workflow({
     concurrency: 16,
     step: { id: "price", execute: ({ data }) => data * 3 }
   })
-  .andThen({ id: "total", execute: ({ data }) => ({ lines: data.length, total: data.reduce((sum, price) => sum + price, 0) }) })
+  .andThen({
+    id: "total",
+    execute: ({ data }) => ({ lines: data.length, total: data.reduce((sum, price) => sum + price, 0) })
+  })

@@ -14,8 +14,12 @@ export const reminder = workflow({
   purpose: "Sleep (durably) until the given time, or for the given number of seconds, then deliver the message",
   input: Schema.Struct({
     message: Schema.String,
-    delaySeconds: Schema.optional(Schema.Number.pipe(Schema.nonNegative(), Schema.lessThanOrEqualTo(MAX_DELAY_SECONDS))),
-    at: Schema.optional(Schema.DateTimeUtc.annotations({ description: "when to deliver (ISO 8601); instead of delaySeconds" }))
+    delaySeconds: Schema.optional(
+      Schema.Number.pipe(Schema.nonNegative(), Schema.lessThanOrEqualTo(MAX_DELAY_SECONDS))
+    ),
+    at: Schema.optional(
+      Schema.DateTimeUtc.annotations({ description: "when to deliver (ISO 8601); instead of delaySeconds" })
+    )
   }).annotations({ examples: [{ message: "stand up and stretch", delaySeconds: 2 }] }),
   result: Schema.Struct({
     message: Schema.String,
@@ -30,7 +34,9 @@ export const reminder = workflow({
       Effect.sync(() => ({
         message: data.message,
         ...(data.delaySeconds === undefined ? {} : { delaySeconds: data.delaySeconds }),
-        remindAt: (data.at === undefined ? new Date(Date.now() + (data.delaySeconds ?? 0) * 1000) : new Date(data.at.epochMillis)).toISOString()
+        remindAt: (data.at === undefined
+          ? new Date(Date.now() + (data.delaySeconds ?? 0) * 1000)
+          : new Date(data.at.epochMillis)).toISOString()
       }))
   })
   .andSleepUntil({ id: "wait", date: ({ data }) => data.remindAt })

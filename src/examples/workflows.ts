@@ -32,7 +32,9 @@ export const pipeline = workflow({
   id: "pipeline",
   name: "Pipeline",
   purpose: "Normalise text, measure it in parallel, double n when large, race two finishers",
-  input: Schema.Struct({ text: Schema.String, n: Schema.Number }).annotations({ examples: [{ text: "  hello  ", n: 21 }] }),
+  input: Schema.Struct({ text: Schema.String, n: Schema.Number }).annotations({
+    examples: [{ text: "  hello  ", n: 21 }]
+  }),
   result: Schema.Struct({
     text: Schema.String,
     upper: Schema.String,
@@ -108,7 +110,12 @@ export const triage = workflow({
   name: "Triage",
   purpose: "Ask the assistant to sort a customer message",
   input: Schema.Struct({ message: Schema.String }).annotations({ examples: [{ message: "Two mugs arrived broken" }] }),
-  result: Schema.Struct({ message: Schema.String, category: Schema.String, urgent: Schema.Boolean, items: Schema.Number })
+  result: Schema.Struct({
+    message: Schema.String,
+    category: Schema.String,
+    urgent: Schema.Boolean,
+    items: Schema.Number
+  })
 })
   .andAgent({
     id: "sort",

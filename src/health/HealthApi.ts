@@ -22,7 +22,10 @@ export class HealthApi extends HttpApiGroup.make("health")
   )
   .add(
     HttpApiEndpoint.get("ready", "/ready").addSuccess(Success(ReadyReport)).addError(ServiceUnavailable)
-      .annotate(OpenApi.Summary, "Readiness: the store answers, the migrations are done and the instance is not draining; 503 with the reason otherwise")
+      .annotate(
+        OpenApi.Summary,
+        "Readiness: the store answers, the migrations are done and the instance is not draining; 503 with the reason otherwise"
+      )
   )
   .annotate(OpenApi.Title, "Health")
   .annotate(RouteClassAnnotation, "probe")

@@ -29,17 +29,22 @@ export const ReadinessLive = Layer.effect(
     // One statement answers both questions: the store is reachable and the migrations are applied (an
     // instance of a newer build may have applied more). Probes come every few seconds from every load
     // balancer, so the query is not a span of its own; the request is.
-    const appliedMigration = sql<{ readonly latest: number | null }>`SELECT MAX(migration_id) AS latest FROM ${sql(MIGRATIONS_TABLE)}`.pipe(
+    const appliedMigration = sql<{ readonly latest: number | null }>`SELECT MAX(migration_id) AS latest FROM ${
+      sql(MIGRATIONS_TABLE)
+    }`.pipe(
       Effect.map((rows) => Number(rows[0]?.latest ?? 0)),
       Effect.timeoutFail({
         duration: STORE_ANSWER_TIMEOUT,
-        onTimeout: () => new ServiceUnavailable({ message: `Store did not answer within ${Duration.format(STORE_ANSWER_TIMEOUT)}` })
+        onTimeout: () =>
+          new ServiceUnavailable({ message: `Store did not answer within ${Duration.format(STORE_ANSWER_TIMEOUT)}` })
       }),
       Effect.catchTag("SqlError", () => Effect.fail(new ServiceUnavailable({ message: "Store unreachable" }))),
       Effect.withTracerEnabled(false)
     )
     const check = Effect.gen(function*() {
-      if (yield* lifecycle.draining) return yield* new ServiceUnavailable({ message: "Instance is draining (shutting down)" })
+      if (yield* lifecycle.draining) {
+        return yield* new ServiceUnavailable({ message: "Instance is draining (shutting down)" })
+      }
       const applied = yield* appliedMigration
       if (applied < latest) {
         return yield* new ServiceUnavailable({ message: `Migrations not done: ${applied} of ${latest} applied` })

@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { ServerConfig } from "../config/ServerConfig.js"
 import { ServiceApi } from "../Api.js"
+import { ServerConfig } from "../config/ServerConfig.js"
 import { Readiness } from "./Readiness.js"
 
 export const HealthHandlers = HttpApiBuilder.group(ServiceApi, "health", (handlers) =>

@@ -21,7 +21,10 @@ export const TooManyRequests = Failure(Errors.TooManyRequests, 429)
 
 /** The 429 a handler answers itself, with the envelope and `Retry-After` (which an API error's encoding cannot set). */
 export const tooManyRequestsResponse = (error: Errors.TooManyRequests, retryAfterSeconds: number) =>
-  HttpServerResponse.unsafeJson({ success: false, error: error.message }, { status: 429, headers: { "retry-after": String(retryAfterSeconds) } })
+  HttpServerResponse.unsafeJson({ success: false, error: error.message }, {
+    status: 429,
+    headers: { "retry-after": String(retryAfterSeconds) }
+  })
 
 /** 500 with the envelope plus the execution's id (contract §4). */
 export const WorkflowFailed = Schema.transform(
@@ -66,7 +69,11 @@ export const GuardrailBlocked = Schema.transform(
     encode: (error) => ({
       success: false as const,
       error: error.message,
-      errorDetail: { _tag: "GuardrailBlocked", message: error.message, fields: { guardrail: error.guardrail, stage: error.stage } }
+      errorDetail: {
+        _tag: "GuardrailBlocked",
+        message: error.message,
+        fields: { guardrail: error.guardrail, stage: error.stage }
+      }
     })
   }
 ).annotations({ identifier: "GuardrailBlockedEnvelope", ...HttpApiSchema.annotations({ status: 422 }) })

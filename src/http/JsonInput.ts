@@ -45,7 +45,9 @@ export const withCheckedJsonBody = (request: HttpServerRequest.HttpServerRequest
       if (key === "json") return Effect.flatMap(target.text, (text) => parseChecked(target, text))
       if (key === "text") {
         return Effect.tap(target.text, (text) =>
-          Effect.catchIf(parseChecked(target, text), (error) => !(error.cause instanceof RefusedJsonValue), () => Effect.void))
+          Effect.catchIf(parseChecked(target, text), (error) =>
+            !(error.cause instanceof RefusedJsonValue), () =>
+            Effect.void))
       }
       return Reflect.get(target, key, target)
     }

@@ -3,7 +3,10 @@ import { ParseResult, Schema } from "effect"
 /** A non-negative integer query parameter (documented as an integer, read from its string form). */
 export const QueryInt = Schema.compose(
   Schema.String.annotations({ jsonSchema: { type: "integer", minimum: 0 } }),
-  Schema.NumberFromString.pipe(Schema.int({ message: () => "must be an integer" }), Schema.nonNegative({ message: () => "must not be negative" }))
+  Schema.NumberFromString.pipe(
+    Schema.int({ message: () => "must be an integer" }),
+    Schema.nonNegative({ message: () => "must not be negative" })
+  )
 )
 
 /** A listing's page, as `GET /workflows/executions` takes it: `limit` (LIST_DEFAULT, clamped to LIST_MAX) and `offset`. */
@@ -38,8 +41,10 @@ export const parseInstant = (text: string): Date | string => {
   const match = ISO_8601.exec(text)
   if (match === null) return "must be an ISO 8601 timestamp"
   const [, year, month, day, hour = "0", minute = "0", second = "0", offset] = match
-  if (Number(month) < 1 || Number(month) > 12 || Number(day) < 1 || Number(day) > daysIn(Number(year), Number(month)) ||
-    Number(hour) > 23 || Number(minute) > 59 || Number(second) > 59) {
+  if (
+    Number(month) < 1 || Number(month) > 12 || Number(day) < 1 || Number(day) > daysIn(Number(year), Number(month)) ||
+    Number(hour) > 23 || Number(minute) > 59 || Number(second) > 59
+  ) {
     return "must be a real date and time of day"
   }
   const instant = Date.parse(match[4] !== undefined && offset === undefined ? `${text}Z` : text)

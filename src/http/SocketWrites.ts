@@ -16,7 +16,8 @@ export const TOO_SLOW = 1013
 
 type Write = (chunk: string | Uint8Array | Socket.CloseEvent) => Effect.Effect<void, Socket.SocketError>
 
-const byteLength = (chunk: string | Uint8Array) => typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength
+const byteLength = (chunk: string | Uint8Array) =>
+  typeof chunk === "string" ? Buffer.byteLength(chunk) : chunk.byteLength
 
 export interface BoundedWrites {
   /** Sends now, or closes the socket with 1013 when that would leave more than MAX_BUFFERED waiting. */
@@ -36,7 +37,11 @@ export const boundedWrites = (tcp: TcpSocket, write: Write): BoundedWrites => {
   const tooSlow = () => {
     closing = true
     return Effect.zipRight(
-      Effect.logInfo(`Closed a WebSocket whose client does not read (${TOO_SLOW}): ${tcp.writableLength + waiting} bytes waited for it`),
+      Effect.logInfo(
+        `Closed a WebSocket whose client does not read (${TOO_SLOW}): ${
+          tcp.writableLength + waiting
+        } bytes waited for it`
+      ),
       Effect.ignore(write(new Socket.CloseEvent(TOO_SLOW, "Client too slow: messages are not being read")))
     )
   }

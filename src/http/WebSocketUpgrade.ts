@@ -29,13 +29,19 @@ const handshake = (incoming: IncomingMessage, head: Buffer, maxPayload: number) 
     Effect.async<WebSocket, Socket.SocketError>((resume) => {
       const socket = incoming.socket
       // A handshake ws refuses (a bad key or version) is answered 400 by ws and never calls back.
-      const closed = () => resume(Effect.fail(new Socket.SocketGenericError({ reason: "Open", cause: "closed during the handshake" })))
+      const closed = () =>
+        resume(Effect.fail(new Socket.SocketGenericError({ reason: "Open", cause: "closed during the handshake" })))
       socket.once("close", closed)
       // One small server per socket: its only state is its options (no client tracking, no listener).
-      new WebSocketServer({ noServer: true, clientTracking: false, maxPayload }).handleUpgrade(incoming, socket, head, (ws) => {
-        socket.off("close", closed)
-        resume(Effect.succeed(ws))
-      })
+      new WebSocketServer({ noServer: true, clientTracking: false, maxPayload }).handleUpgrade(
+        incoming,
+        socket,
+        head,
+        (ws) => {
+          socket.off("close", closed)
+          resume(Effect.succeed(ws))
+        }
+      )
       return Effect.sync(() => socket.off("close", closed))
     }),
     (ws) => Effect.sync(() => ws.close())
@@ -55,5 +61,7 @@ export const upgradeWithLimit = (
   if (head === undefined) return request.upgrade
   // `ws` implements the event-target half of the DOM WebSocket that `fromWebSocket` uses (the platform's
   // own Node upgrade passes it the same way).
-  return Socket.fromWebSocket(handshake(incoming, head, maxPayload) as unknown as Effect.Effect<globalThis.WebSocket, Socket.SocketError>)
+  return Socket.fromWebSocket(
+    handshake(incoming, head, maxPayload) as unknown as Effect.Effect<globalThis.WebSocket, Socket.SocketError>
+  )
 }

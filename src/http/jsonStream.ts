@@ -12,7 +12,11 @@ const member = (key: string, value: unknown) => `${JSON.stringify(key)}:${JSON.s
  * stands in it; undefined fields are left out, as JSON.stringify leaves them. A failure after the status
  * line ends the body short (the client sees JSON that does not parse).
  */
-export const streamedJsonResponse = <E>(data: Readonly<Record<string, unknown>>, field: string, items: Stream.Stream<unknown, E>) =>
+export const streamedJsonResponse = <E>(
+  data: Readonly<Record<string, unknown>>,
+  field: string,
+  items: Stream.Stream<unknown, E>
+) =>
   Effect.map(Shutdown, (shutdown) => {
     const members = Object.entries(data).filter(([key, value]) => value !== undefined || key === field)
     const at = members.findIndex(([key]) => key === field)
@@ -21,9 +25,13 @@ export const streamedJsonResponse = <E>(data: Readonly<Record<string, unknown>>,
     const texts = (list: ReadonlyArray<readonly [string, unknown]>, lead: string) =>
       Stream.fromIterable(list).pipe(Stream.map(([key, value]) => `${lead}${member(key, value)}`))
     const body = Stream.make("{\"success\":true,\"data\":{").pipe(
-      Stream.concat(Stream.zipWithIndex(texts(before, "")).pipe(Stream.map(([text, i]) => i === 0 ? text : `,${text}`))),
+      Stream.concat(
+        Stream.zipWithIndex(texts(before, "")).pipe(Stream.map(([text, i]) => i === 0 ? text : `,${text}`))
+      ),
       Stream.concat(Stream.make(`${before.length === 0 ? "" : ","}${JSON.stringify(field)}:[`)),
-      Stream.concat(Stream.zipWithIndex(items).pipe(Stream.map(([item, i]) => `${i === 0 ? "" : ","}${JSON.stringify(item)}`))),
+      Stream.concat(
+        Stream.zipWithIndex(items).pipe(Stream.map(([item, i]) => `${i === 0 ? "" : ","}${JSON.stringify(item)}`))
+      ),
       Stream.concat(Stream.make("]")),
       Stream.concat(texts(after, ",")),
       Stream.concat(Stream.make("}}")),

@@ -116,7 +116,9 @@ export const sseFramesResponse = <E>(frames: Stream.Stream<Uint8Array, E>) =>
       const fiber = pulling
       pulling = undefined
       // Closing the scope releases what the stream holds (a follower's subscription).
-      Runtime.runFork(runtime)(Effect.andThen(fiber === undefined ? Effect.void : Fiber.interrupt(fiber), Scope.close(scope, Exit.void)))
+      Runtime.runFork(runtime)(
+        Effect.andThen(fiber === undefined ? Effect.void : Fiber.interrupt(fiber), Scope.close(scope, Exit.void))
+      )
     }
     // One frame at a time: the next pull waits until the socket has taken what was pushed.
     const readable: Readable = new Readable({

@@ -2,8 +2,8 @@ import { HttpServerResponse } from "@effect/platform"
 import { Deferred, Effect, FiberId } from "effect"
 import { Readable } from "node:stream"
 import { messageOf } from "../core/errors.js"
-import { encodeEvent, HEARTBEAT, jsonEvent } from "./sse.js"
 import { Shutdown } from "./Shutdown.js"
+import { encodeEvent, HEARTBEAT, jsonEvent } from "./sse.js"
 
 const HEARTBEAT_MS = 15_000
 const frame = (id: number, data: unknown) => encodeEvent(jsonEvent(data, id))
@@ -56,6 +56,11 @@ export const webSseResponse = (events: ReadableStream<unknown>, headers: Record<
     readable.once("end", stopWatching)
     return HttpServerResponse.raw(readable, {
       // A raw body's content type is not written by the Node server: it goes in the headers.
-      headers: { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no", ...headers }
+      headers: {
+        "content-type": "text/event-stream",
+        "cache-control": "no-cache",
+        "x-accel-buffering": "no",
+        ...headers
+      }
     })
   })

@@ -1,6 +1,6 @@
-import { Ajv2020 } from "ajv/dist/2020.js"
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
 import addFormatsModule from "ajv-formats"
+import { Ajv2020 } from "ajv/dist/2020.js"
 import { Either, type JSONSchema } from "effect"
 import { messageOf } from "../core/errorMessages.js"
 import type { Issue } from "../core/errors.js"

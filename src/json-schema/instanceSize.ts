@@ -11,7 +11,8 @@
 
 type Schema = { readonly [keyword: string]: unknown }
 
-const isSchema = (value: unknown): value is Schema => typeof value === "object" && value !== null && !Array.isArray(value)
+const isSchema = (value: unknown): value is Schema =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
 
 const unescapeURI = (text: string): string => {
   try {
@@ -24,8 +25,13 @@ const unescapeURI = (text: string): string => {
 /** Resolves a local JSON pointer such as `#/$defs/Address` against the root schema. */
 export const resolveLocalRef = (root: unknown, ref: string): unknown => {
   if (!ref.startsWith("#")) return undefined
-  const keys = ref.slice(1).split("/").filter(Boolean).map((key) => unescapeURI(key).replace(/~1/g, "/").replace(/~0/g, "~"))
-  return keys.reduce<unknown>((node, key) => (isSchema(node) || Array.isArray(node) ? (node as Schema)[key] : undefined), root)
+  const keys = ref.slice(1).split("/").filter(Boolean).map((key) =>
+    unescapeURI(key).replace(/~1/g, "/").replace(/~0/g, "~")
+  )
+  return keys.reduce<unknown>(
+    (node, key) => (isSchema(node) || Array.isArray(node) ? (node as Schema)[key] : undefined),
+    root
+  )
 }
 
 const jsonLength = (value: unknown): number => JSON.stringify(value)?.length ?? 1
@@ -101,7 +107,11 @@ export const instanceSizer = (root: unknown, cap: number): (schema: unknown) => 
 
   const arraySize = (schema: Schema, sub: Sub): number => {
     const minItems = count(schema.minItems)
-    const tuple = Array.isArray(schema.prefixItems) ? schema.prefixItems : Array.isArray(schema.items) ? schema.items : []
+    const tuple = Array.isArray(schema.prefixItems)
+      ? schema.prefixItems
+      : Array.isArray(schema.items)
+      ? schema.items
+      : []
     const rest = Array.isArray(schema.items) ? schema.additionalItems : schema.items
     const leading = tuple.slice(0, minItems).map((item) => sub(item) + 1)
     const further = Math.max(0, minItems - tuple.length)

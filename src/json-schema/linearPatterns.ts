@@ -1,7 +1,7 @@
 import type { Options } from "ajv"
 import { RE2JS, RE2JSSyntaxException } from "re2js"
-import { excerpt } from "../core/errors.js"
 import { messageOf } from "../core/errorMessages.js"
+import { excerpt } from "../core/errors.js"
 
 /**
  * JSON Schema `pattern`s and `patternProperties` run on RE2 (re2js), whose matching takes time linear in
@@ -23,10 +23,13 @@ export class PatternWorkExceeded extends Error {}
 
 // ECMA-262's `\uXXXX` and `\u{X}` are RE2's `\x{X}`; an escaped backslash is kept as it is.
 const toRe2Syntax = (pattern: string): string =>
-  pattern.replace(/\\(\\|u\{([0-9a-fA-F]{1,6})\}|u([0-9a-fA-F]{4}))/g, (whole, _escape, braced?: string, four?: string) => {
-    const code = braced ?? four
-    return code === undefined ? whole : `\\x{${code}}`
-  })
+  pattern.replace(
+    /\\(\\|u\{([0-9a-fA-F]{1,6})\}|u([0-9a-fA-F]{4}))/g,
+    (whole, _escape, braced?: string, four?: string) => {
+      const code = braced ?? four
+      return code === undefined ? whole : `\\x{${code}}`
+    }
+  )
 
 const quoted = (pattern: string) => `pattern "${excerpt(pattern)}"`
 
@@ -45,7 +48,9 @@ const compileLinear = (pattern: string): RE2JS => {
   const size = compiled.programSize()
   if (size > MAX_PATTERN_PROGRAM) {
     throw new UnusablePattern(
-      `${quoted(pattern)} is too large (an RE2 program of ${size} instructions; at most ${MAX_PATTERN_PROGRAM} are allowed)`
+      `${
+        quoted(pattern)
+      } is too large (an RE2 program of ${size} instructions; at most ${MAX_PATTERN_PROGRAM} are allowed)`
     )
   }
   return compiled
@@ -86,7 +91,9 @@ export const linearRegExp: RegExpEngine = Object.assign(
         remainingWork -= (text.length + 1) * size
         if (remainingWork < 0) {
           throw new PatternWorkExceeded(
-            `testing ${quoted(pattern)} would exceed the ${PATTERN_WORK} units of work (characters × RE2 instructions) ` +
+            `testing ${
+              quoted(pattern)
+            } would exceed the ${PATTERN_WORK} units of work (characters × RE2 instructions) ` +
               "one validation may spend on patterns"
           )
         }

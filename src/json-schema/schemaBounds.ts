@@ -30,11 +30,18 @@ const sizeIssue = (schema: unknown): Issue | undefined => {
   while (stack.length > 0) {
     const { value, depth } = stack.pop()!
     if (++nodes > SCHEMA_BOUNDS.nodes) {
-      return { path: [], message: `has more than ${SCHEMA_BOUNDS.nodes} schema nodes (JSON values); at most ${SCHEMA_BOUNDS.nodes} are allowed` }
+      return {
+        path: [],
+        message:
+          `has more than ${SCHEMA_BOUNDS.nodes} schema nodes (JSON values); at most ${SCHEMA_BOUNDS.nodes} are allowed`
+      }
     }
     if (typeof value !== "object" || value === null) continue
     if (depth > SCHEMA_BOUNDS.depth) {
-      return { path: [], message: `is nested deeper than ${SCHEMA_BOUNDS.depth} levels; at most ${SCHEMA_BOUNDS.depth} are allowed` }
+      return {
+        path: [],
+        message: `is nested deeper than ${SCHEMA_BOUNDS.depth} levels; at most ${SCHEMA_BOUNDS.depth} are allowed`
+      }
     }
     for (const child of Object.values(value)) stack.push({ value: child, depth: depth + 1 })
   }
@@ -45,8 +52,17 @@ const sizeIssue = (schema: unknown): Issue | undefined => {
 const SCHEMA_MAPS = ["properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"]
 const SCHEMA_LISTS = ["allOf", "anyOf", "oneOf", "prefixItems", "items"]
 const SCHEMAS = [
-  "items", "additionalItems", "additionalProperties", "propertyNames", "contains", "not", "if", "then", "else",
-  "unevaluatedItems", "unevaluatedProperties"
+  "items",
+  "additionalItems",
+  "additionalProperties",
+  "propertyNames",
+  "contains",
+  "not",
+  "if",
+  "then",
+  "else",
+  "unevaluatedItems",
+  "unevaluatedProperties"
 ]
 
 /** Counts properties and patterns, and checks each pattern, along the schema's own keywords. */
@@ -71,7 +87,9 @@ const contentIssues = (schema: unknown): Array<Issue> => {
     }
     for (const keyword of SCHEMA_MAPS) {
       const members = node[keyword]
-      if (isNode(members)) for (const [key, member] of Object.entries(members)) visit(member, [...path, keyword, key])
+      if (isNode(members)) {
+        for (const [key, member] of Object.entries(members)) visit(member, [...path, keyword, key])
+      }
     }
     for (const keyword of SCHEMA_LISTS) {
       const members = node[keyword]
@@ -81,10 +99,17 @@ const contentIssues = (schema: unknown): Array<Issue> => {
   }
   visit(schema, [])
   if (properties > SCHEMA_BOUNDS.properties) {
-    return [{ path: ["properties"], message: `has ${properties} properties in all; at most ${SCHEMA_BOUNDS.properties} are allowed` }]
+    return [{
+      path: ["properties"],
+      message: `has ${properties} properties in all; at most ${SCHEMA_BOUNDS.properties} are allowed`
+    }]
   }
   if (patterns > SCHEMA_BOUNDS.patterns) {
-    return [{ path: [], message: `has more than ${SCHEMA_BOUNDS.patterns} patterns; at most ${SCHEMA_BOUNDS.patterns} patterns are allowed` }]
+    return [{
+      path: [],
+      message:
+        `has more than ${SCHEMA_BOUNDS.patterns} patterns; at most ${SCHEMA_BOUNDS.patterns} patterns are allowed`
+    }]
   }
   return issues
 }
@@ -93,7 +118,11 @@ const contentIssues = (schema: unknown): Array<Issue> => {
 export const schemaBoundsIssues = (schema: unknown): ReadonlyArray<Issue> => {
   const chars = JSON.stringify(schema)?.length ?? 0
   if (chars > SCHEMA_BOUNDS.chars) {
-    return [{ path: [], message: `is longer than ${SCHEMA_BOUNDS.chars} characters of JSON (${chars}); at most ${SCHEMA_BOUNDS.chars} are allowed` }]
+    return [{
+      path: [],
+      message:
+        `is longer than ${SCHEMA_BOUNDS.chars} characters of JSON (${chars}); at most ${SCHEMA_BOUNDS.chars} are allowed`
+    }]
   }
   const size = sizeIssue(schema)
   return size !== undefined ? [size] : contentIssues(schema)

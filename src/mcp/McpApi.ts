@@ -17,7 +17,10 @@ const MethodNotAllowed = Schema.Struct({
 }).annotations({ description: "A JSON-RPC error: method not allowed" })
 
 // No payload schema: the MCP transport reads the body itself, so the builder must not.
-const transport = <const Name extends string, const Method extends "POST" | "GET" | "DELETE">(name: Name, method: Method) =>
+const transport = <const Name extends string, const Method extends "POST" | "GET" | "DELETE">(
+  name: Name,
+  method: Method
+) =>
   HttpApiEndpoint.make(method)(name, "/mcp/:id/mcp").setPath(IdPath).addError(NotFound)
     .annotate(RouteClassAnnotation, "execution")
 
@@ -34,8 +37,11 @@ export class McpApi extends HttpApiGroup.make("mcp")
   .add(
     transport("mcpPost", "POST").addSuccess(JsonRpc)
       .annotate(OpenApi.Summary, "MCP streamable HTTP (stateless): a JSON-RPC request body, its JSON-RPC response")
-      .annotate(OpenApi.Description, "Tools are this service's tools and its agents as `agent_<id>`. " +
-        "The body is a JSON-RPC message or batch; notifications only get 202 with no body.")
+      .annotate(
+        OpenApi.Description,
+        "Tools are this service's tools and its agents as `agent_<id>`. " +
+          "The body is a JSON-RPC message or batch; notifications only get 202 with no body."
+      )
   )
   .add(
     transport("mcpGet", "GET").addSuccess(MethodNotAllowed, { status: 405 })

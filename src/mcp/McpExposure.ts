@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
-import type { Caller } from "../auth/Ownership.js"
 import { AgentRegistry } from "../agents/AgentRegistry.js"
+import type { Caller } from "../auth/Ownership.js"
 import { NotFound } from "../core/errors.js"
 import { ToolRunner } from "../tools/ToolRunner.js"
 import { implementation, mcpTools } from "./catalog.js"
@@ -43,17 +43,21 @@ export const McpExposureLive = Layer.effect(
     const serve = (request: Request, caller: Caller) => Effect.flatMap(sdk, (mcp) => mcp.serve(tools, request, caller))
 
     return McpExposure.of({
-      servers: Effect.map(info, (server) => [server]).pipe(Effect.withSpan("McpExposure.servers", { captureStackTrace: false })),
+      servers: Effect.map(info, (server) => [server]).pipe(
+        Effect.withSpan("McpExposure.servers", { captureStackTrace: false })
+      ),
       server: Effect.fn("McpExposure.server", { captureStackTrace: false })(function*(id: string) {
         yield* Effect.annotateCurrentSpan("mcp.server.id", id)
         yield* find(id)
         return yield* info
       }),
-      handle: Effect.fn("McpExposure.handle", { captureStackTrace: false })(function*(id: string, request: Request, caller: Caller) {
-        yield* Effect.annotateCurrentSpan({ "mcp.server.id": id, "http.method": request.method })
-        yield* find(id)
-        return request.method === "POST" ? yield* serve(request, caller) : methodNotAllowed()
-      })
+      handle: Effect.fn("McpExposure.handle", { captureStackTrace: false })(
+        function*(id: string, request: Request, caller: Caller) {
+          yield* Effect.annotateCurrentSpan({ "mcp.server.id": id, "http.method": request.method })
+          yield* find(id)
+          return request.method === "POST" ? yield* serve(request, caller) : methodNotAllowed()
+        }
+      )
     })
   })
 )

@@ -4,8 +4,8 @@ import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import { type AgentSummary, ApprovalsRequest, type TextResult } from "../agents/AgentsSchemas.js"
 import type { Caller } from "../auth/Ownership.js"
 import { type Conflict, type ExecutionFailed, type NotFound, ValidationError } from "../core/errors.js"
-import type { JsonSchema } from "../json-schema/JsonSchemaValidator.js"
 import { serviceInfo } from "../core/serviceInfo.js"
+import type { JsonSchema } from "../json-schema/JsonSchemaValidator.js"
 import type { ToolEntry, ToolRunner } from "../tools/ToolRunner.js"
 
 /** The MCP server's name and version, as announced to clients and listed by GET /mcp/servers. */
@@ -66,8 +66,11 @@ const AgentArguments = Schema.Struct({
 }).pipe(Schema.filter(({ approvals, input }) =>
   (input === undefined) !== (approvals === undefined) || {
     path: ["input"],
-    message: input === undefined ? "is missing" : "must be left out when approvals (the answers to a call's pendingApprovals) are given"
-  }))
+    message: input === undefined
+      ? "is missing"
+      : "must be left out when approvals (the answers to a call's pendingApprovals) are given"
+  }
+))
 const decodeAgentArguments = Schema.decodeUnknownEither(AgentArguments, { errors: "all" })
 
 const agentInputSchema: McpTool["inputSchema"] = {
@@ -96,7 +99,9 @@ const agentResult = (result: TextResult): CallToolResult =>
       content: [{
         type: "text",
         text: `Waiting for approval: ${
-          result.pendingApprovals.map((one) => `${one.toolName} ${JSON.stringify(one.input)} (approvalId ${one.approvalId})`).join(", ")
+          result.pendingApprovals.map((one) =>
+            `${one.toolName} ${JSON.stringify(one.input)} (approvalId ${one.approvalId})`
+          ).join(", ")
         }. Call this tool again with approvals to go on.`
       }],
       structuredContent: { finishReason: result.finishReason, pendingApprovals: result.pendingApprovals }

@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { CurrentCaller } from "../auth/Authentication.js"
 import { ServiceApi } from "../Api.js"
+import { CurrentCaller } from "../auth/Authentication.js"
 import { McpExposure } from "./McpExposure.js"
 
 // Built from the body text rather than the raw stream: the body limit may already have read a chunked body.
@@ -16,7 +16,10 @@ export const McpHandlers = HttpApiBuilder.group(ServiceApi, "mcp", (handlers) =>
   Effect.gen(function*() {
     const mcp = yield* McpExposure
     const transport = (
-      { path, request }: { readonly path: { readonly id: string }; readonly request: HttpServerRequest.HttpServerRequest }
+      { path, request }: {
+        readonly path: { readonly id: string }
+        readonly request: HttpServerRequest.HttpServerRequest
+      }
     ) =>
       Effect.all([toWebRequest(request), CurrentCaller]).pipe(
         Effect.flatMap(([web, caller]) => mcp.handle(path.id, web, caller)),

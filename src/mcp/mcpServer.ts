@@ -17,12 +17,18 @@ import { implementation, type McpCatalog } from "./catalog.js"
 const errorResult = (message: string): CallToolResult => ({ content: [{ type: "text", text: message }], isError: true })
 
 const listTools = Effect.fn("McpExposure.listTools", { captureStackTrace: false })(
-  (tools: McpCatalog): Effect.Effect<ListToolsResult> => Effect.map(tools, (entries) => ({ tools: entries.map((entry) => entry.definition) }))
+  (tools: McpCatalog): Effect.Effect<ListToolsResult> =>
+    Effect.map(tools, (entries) => ({ tools: entries.map((entry) => entry.definition) }))
 )
 
 // A tool's failure is a tool result the model can read; an unknown tool is a protocol error.
 const callTool = Effect.fn("McpExposure.callTool", { captureStackTrace: false })(
-  function*(tools: McpCatalog, name: string, args: Record<string, unknown>, caller: Caller): Effect.fn.Return<CallToolResult, McpError> {
+  function*(
+    tools: McpCatalog,
+    name: string,
+    args: Record<string, unknown>,
+    caller: Caller
+  ): Effect.fn.Return<CallToolResult, McpError> {
     yield* Effect.annotateCurrentSpan("mcp.tool.name", name)
     const entry = (yield* tools).find((candidate) => candidate.definition.name === name)
     if (entry === undefined) return yield* Effect.fail(new McpError(ErrorCode.InvalidParams, `Tool ${name} not found`))
@@ -43,8 +49,10 @@ const mcpServer = (tools: McpCatalog, runtime: Runtime.Runtime<never>, caller: C
     Runtime.runPromise(runtime, Effect.either(effect), { signal }).then(Either.getOrThrowWith(identity))
   const server = new Server(implementation, { capabilities: { tools: {} } })
   server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => run(listTools(tools), extra.signal))
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    run(callTool(tools, request.params.name, request.params.arguments ?? {}, caller), extra.signal))
+  server.setRequestHandler(
+    CallToolRequestSchema,
+    (request, extra) => run(callTool(tools, request.params.name, request.params.arguments ?? {}, caller), extra.signal)
+  )
   server.onerror = (error) => Runtime.runSync(runtime, Effect.logDebug("MCP request refused", error.message))
   return server
 }

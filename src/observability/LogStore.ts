@@ -3,9 +3,9 @@ import { ConsoleTraceIdsLive } from "./consoleTraceIds.js"
 import { makeLiveFeed } from "./liveFeed.js"
 import { type LogEntry, type LogQuery, type LogRetention, logRow } from "./logTable.js"
 import { countLogs, LogEntryFromRow, selectLogs } from "./observabilityReads.js"
+import { ObservabilitySql } from "./ObservabilitySql.js"
 import { recordedLogEntry } from "./recordedLogEntry.js"
 import { followRemoteRows } from "./remoteFeed.js"
-import { ObservabilitySql } from "./ObservabilitySql.js"
 import { storeWriterOrInline } from "./StoreWriter.js"
 
 export { LEVELS, type LogEntry, type LogFilter, type LogQuery, type LogRetention, matches } from "./logTable.js"
@@ -188,11 +188,18 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
         logger,
         subscribe: Effect.tap(live.subscribe, () => remote),
         subscribers: live.subscribers,
-        count: Effect.zipRight(flush, countLogs(sql)).pipe(Effect.orDie, Effect.withSpan("LogStore.count", { captureStackTrace: false })),
+        count: Effect.zipRight(flush, countLogs(sql)).pipe(
+          Effect.orDie,
+          Effect.withSpan("LogStore.count", { captureStackTrace: false })
+        ),
         dropped: Effect.sync(() => backlog.dropped),
-        query: Effect.fn("LogStore.query", { captureStackTrace: false })((q: LogQuery) => Effect.zipRight(flush, selectLogs(sql, q)), Effect.orDie),
+        query: Effect.fn("LogStore.query", { captureStackTrace: false })(
+          (q: LogQuery) => Effect.zipRight(flush, selectLogs(sql, q)),
+          Effect.orDie
+        ),
         flush,
-        forward: (sink) => Effect.acquireRelease(Effect.sync(() => sinks.add(sink)), () => Effect.sync(() => sinks.delete(sink)))
+        forward: (sink) =>
+          Effect.acquireRelease(Effect.sync(() => sinks.add(sink)), () => Effect.sync(() => sinks.delete(sink)))
       })
     })
   )
@@ -201,4 +208,6 @@ export const LogStoreLive = (options: { readonly instanceId: string; readonly re
  * Adds the store's logger beside the console logger for everything built after it; the console's lines
  * get the trace and span ids too (consoleTraceIds.ts).
  */
-export const LogCaptureLive = Layer.unwrapEffect(Effect.map(LogStore, (store) => Layer.merge(Logger.add(store.logger), ConsoleTraceIdsLive)))
+export const LogCaptureLive = Layer.unwrapEffect(
+  Effect.map(LogStore, (store) => Layer.merge(Logger.add(store.logger), ConsoleTraceIdsLive))
+)

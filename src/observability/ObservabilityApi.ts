@@ -59,7 +59,9 @@ export class ObservabilityApi extends HttpApiGroup.make("observability")
   )
   .add(
     HttpApiEndpoint.get("getTrace", "/observability/traces/:traceId").setPath(TraceIdPath)
-      .addSuccess(Success(Schema.Struct({ traceId: Schema.String, spans: Schema.Array(SpanRecord) }))).addError(NotFound)
+      .addSuccess(Success(Schema.Struct({ traceId: Schema.String, spans: Schema.Array(SpanRecord) }))).addError(
+        NotFound
+      )
       .annotate(OpenApi.Summary, "A trace's spans")
   )
   .add(
@@ -77,7 +79,13 @@ export class ObservabilityApi extends HttpApiGroup.make("observability")
   )
   .add(
     HttpApiEndpoint.get("observabilityLogs", "/observability/logs")
-      .setUrlParams(Schema.Struct({ ...LogFilters, traceId: Schema.optional(Schema.String), spanId: Schema.optional(Schema.String) }))
+      .setUrlParams(
+        Schema.Struct({
+          ...LogFilters,
+          traceId: Schema.optional(Schema.String),
+          spanId: Schema.optional(Schema.String)
+        })
+      )
       .addSuccess(Success(Schema.Array(LogEntry)))
       .annotate(OpenApi.Summary, "Log query (level is a minimum; default limit 100, at most 1000; newest last)")
   )
@@ -90,7 +98,10 @@ export class ObservabilityApi extends HttpApiGroup.make("observability")
   .add(
     HttpApiEndpoint.get("metrics", "/metrics")
       .addSuccess(HttpApiSchema.Text({ contentType: "text/plain; version=0.0.4; charset=utf-8" }))
-      .annotate(OpenApi.Summary, "Metrics in the Prometheus text format (requests by route and status, executions, takeovers, tokens, event-loop delay)")
+      .annotate(
+        OpenApi.Summary,
+        "Metrics in the Prometheus text format (requests by route and status, executions, takeovers, tokens, event-loop delay)"
+      )
   )
   .annotate(OpenApi.Title, "Observability")
   .annotate(RouteClassAnnotation, "console")

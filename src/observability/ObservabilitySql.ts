@@ -1,9 +1,15 @@
 import { Migrator, SqlClient } from "@effect/sql"
 import { Context, Effect, Layer } from "effect"
 import { basename, dirname, extname, join } from "node:path"
-import { sqliteConnection } from "../storage/sqliteConnection.js"
 import { type DatabaseUrl, sqliteFile, StorageError } from "../storage/Sql.js"
-import { addSpanInstance, createLogTable, createSpanTable, createTraceIndex, dropUnreadSpanIndexes } from "./migration.js"
+import { sqliteConnection } from "../storage/sqliteConnection.js"
+import {
+  addSpanInstance,
+  createLogTable,
+  createSpanTable,
+  createTraceIndex,
+  dropUnreadSpanIndexes
+} from "./migration.js"
 
 /**
  * Where the observability rows (spans, the trace index, log entries) live. On a SQLite file, a file of
@@ -30,9 +36,15 @@ const moveFrom = (databaseFile: string) =>
     const sql = yield* SqlClient.SqlClient
     yield* sql`ATTACH DATABASE ${databaseFile} AS service`
     yield* sql.withTransaction(Effect.gen(function*() {
-      const present = new Set((yield* sql<{ name: string }>`SELECT name FROM service.sqlite_master WHERE type = 'table'`).map((row) => row.name))
+      const present = new Set(
+        (yield* sql<{ name: string }>`SELECT name FROM service.sqlite_master WHERE type = 'table'`).map((row) =>
+          row.name
+        )
+      )
       for (const table of TABLES.filter((name) => present.has(name))) {
-        const columns = (yield* sql<{ name: string }>`SELECT name FROM pragma_table_info(${table}, 'service')`).map((row) => row.name)
+        const columns = (yield* sql<{ name: string }>`SELECT name FROM pragma_table_info(${table}, 'service')`).map((
+          row
+        ) => row.name)
         const list = columns.join(", ")
         yield* sql.unsafe(`INSERT INTO main.${table} (${list}) SELECT ${list} FROM service.${table}`)
         yield* sql.unsafe(`DROP TABLE service.${table}`)
@@ -45,20 +57,30 @@ const migrationsOf = (databaseFile: string) =>
   Migrator.make({})({
     table: "observability_migrations",
     loader: Migrator.fromRecord({
-      "0001_observability_tables": Effect.all([createSpanTable, createTraceIndex, dropUnreadSpanIndexes, createLogTable, addSpanInstance], {
+      "0001_observability_tables": Effect.all([
+        createSpanTable,
+        createTraceIndex,
+        dropUnreadSpanIndexes,
+        createLogTable,
+        addSpanInstance
+      ], {
         discard: true
       }),
       "0002_rows_from_the_service_database": moveFrom(databaseFile)
     })
   })
 
-export const ObservabilitySqlLive = (databaseUrl: DatabaseUrl): Layer.Layer<ObservabilitySql, StorageError, SqlClient.SqlClient> => {
+export const ObservabilitySqlLive = (
+  databaseUrl: DatabaseUrl
+): Layer.Layer<ObservabilitySql, StorageError, SqlClient.SqlClient> => {
   const databaseFile = sqliteFile(databaseUrl)
   if (databaseFile === undefined) return Layer.effect(ObservabilitySql, SqlClient.SqlClient)
   const filename = observabilityFile(databaseFile)
   return Layer.effect(ObservabilitySql, Effect.zipLeft(SqlClient.SqlClient, migrationsOf(databaseFile))).pipe(
     // Beside the database file, in the folder SqlLive made for it.
     Layer.provide(sqliteConnection(filename)),
-    Layer.mapError((error) => new StorageError({ message: `Cannot open the observability database ${filename}: ${String(error)}` }))
+    Layer.mapError((error) =>
+      new StorageError({ message: `Cannot open the observability database ${filename}: ${String(error)}` })
+    )
   )
 }

@@ -14,18 +14,58 @@ export const LOG_ENTRY_CAP = 16 * 1024
 
 /** Headers whose values are recorded (requests and responses); all others are redacted. */
 const RECORDED_HEADERS: ReadonlySet<string> = new Set([
-  "accept", "accept-encoding", "accept-language", "access-control-request-headers", "access-control-request-method",
-  "cache-control", "connection", "content-encoding", "content-length", "content-type", "host", "last-event-id",
-  "origin", "sec-websocket-version", "traceparent", "tracestate", "transfer-encoding", "upgrade", "user-agent",
-  "x-request-id", "x-vercel-ai-ui-message-stream",
-  "access-control-allow-origin", "access-control-allow-credentials", "access-control-expose-headers", "etag",
-  "location", "retry-after", "vary"
+  "accept",
+  "accept-encoding",
+  "accept-language",
+  "access-control-request-headers",
+  "access-control-request-method",
+  "cache-control",
+  "connection",
+  "content-encoding",
+  "content-length",
+  "content-type",
+  "host",
+  "last-event-id",
+  "origin",
+  "sec-websocket-version",
+  "traceparent",
+  "tracestate",
+  "transfer-encoding",
+  "upgrade",
+  "user-agent",
+  "x-request-id",
+  "x-vercel-ai-ui-message-stream",
+  "access-control-allow-origin",
+  "access-control-allow-credentials",
+  "access-control-expose-headers",
+  "etag",
+  "location",
+  "retry-after",
+  "vary"
 ])
 
 /** Query parameters whose values are recorded: the ones this API declares, except credentials. */
 const RECORDED_QUERY_KEYS: ReadonlySet<string> = new Set([
-  "after", "agentId", "conversationId", "dev", "entityId", "entityType", "executionId", "from", "level", "limit",
-  "offset", "page", "since", "spanId", "status", "to", "traceId", "until", "userId", "workflowId"
+  "after",
+  "agentId",
+  "conversationId",
+  "dev",
+  "entityId",
+  "entityType",
+  "executionId",
+  "from",
+  "level",
+  "limit",
+  "offset",
+  "page",
+  "since",
+  "spanId",
+  "status",
+  "to",
+  "traceId",
+  "until",
+  "userId",
+  "workflowId"
 ])
 
 const REQUEST_HEADER = "http.request.header."
@@ -53,8 +93,10 @@ const redactDeep = (value: unknown): unknown =>
 
 /** An attribute's value as it may be recorded (before size caps). */
 export const redactAttribute = (key: string, value: unknown): unknown => {
-  const header = key.startsWith(REQUEST_HEADER) ? key.slice(REQUEST_HEADER.length)
-    : key.startsWith(RESPONSE_HEADER) ? key.slice(RESPONSE_HEADER.length)
+  const header = key.startsWith(REQUEST_HEADER) ?
+    key.slice(REQUEST_HEADER.length)
+    : key.startsWith(RESPONSE_HEADER) ?
+    key.slice(RESPONSE_HEADER.length)
     : undefined
   if (header !== undefined) return RECORDED_HEADERS.has(header.toLowerCase()) ? value : REDACTED
   // `url.query` holds a bare query string, without the leading "?".
@@ -154,8 +196,10 @@ const keyClasses = new Map<string, number>()
 const keyClass = (key: string): number => {
   let found = keyClasses.get(key)
   if (found === undefined) {
-    const header = key.startsWith(REQUEST_HEADER) ? key.slice(REQUEST_HEADER.length)
-      : key.startsWith(RESPONSE_HEADER) ? key.slice(RESPONSE_HEADER.length)
+    const header = key.startsWith(REQUEST_HEADER) ?
+      key.slice(REQUEST_HEADER.length)
+      : key.startsWith(RESPONSE_HEADER) ?
+      key.slice(RESPONSE_HEADER.length)
       : undefined
     found = header === undefined ? OTHER : RECORDED_HEADERS.has(header.toLowerCase()) ? KEPT_HEADER : REDACTED_HEADER
     if (keyClasses.size < KEY_CLASSES_MAX) keyClasses.set(key, found)

@@ -1,6 +1,15 @@
 import type { Context as OtelContext, SpanStatus } from "@opentelemetry/api"
 import type { ReadableSpan, Span, SpanProcessor, TimedEvent } from "@opentelemetry/sdk-trace-base"
-import { type Budget, capString, jsonSize, recordedAttributes, redactQueries, SPAN_CAP, unchangedSize, VALUE_CAP } from "./Redaction.js"
+import {
+  type Budget,
+  capString,
+  jsonSize,
+  recordedAttributes,
+  redactQueries,
+  SPAN_CAP,
+  unchangedSize,
+  VALUE_CAP
+} from "./Redaction.js"
 
 interface Recorded {
   readonly status: SpanStatus
@@ -56,22 +65,54 @@ class RecordedSpan implements ReadableSpan {
     return recorded
   }
   readonly spanContext = () => this.span.spanContext()
-  get name() { return this.span.name }
-  get kind() { return this.span.kind }
-  get parentSpanContext() { return this.span.parentSpanContext }
-  get startTime() { return this.span.startTime }
-  get endTime() { return this.span.endTime }
-  get duration() { return this.span.duration }
-  get ended() { return this.span.ended }
-  get resource() { return this.span.resource }
-  get instrumentationScope() { return this.span.instrumentationScope }
-  get links() { return this.span.links }
-  get droppedLinksCount() { return this.span.droppedLinksCount }
-  get status() { return this.recorded.status }
-  get attributes() { return this.recorded.attributes as ReadableSpan["attributes"] }
-  get events() { return this.recorded.events }
-  get droppedAttributesCount() { return this.span.droppedAttributesCount + this.recorded.droppedAttributes }
-  get droppedEventsCount() { return this.span.droppedEventsCount + this.recorded.droppedEvents }
+  get name() {
+    return this.span.name
+  }
+  get kind() {
+    return this.span.kind
+  }
+  get parentSpanContext() {
+    return this.span.parentSpanContext
+  }
+  get startTime() {
+    return this.span.startTime
+  }
+  get endTime() {
+    return this.span.endTime
+  }
+  get duration() {
+    return this.span.duration
+  }
+  get ended() {
+    return this.span.ended
+  }
+  get resource() {
+    return this.span.resource
+  }
+  get instrumentationScope() {
+    return this.span.instrumentationScope
+  }
+  get links() {
+    return this.span.links
+  }
+  get droppedLinksCount() {
+    return this.span.droppedLinksCount
+  }
+  get status() {
+    return this.recorded.status
+  }
+  get attributes() {
+    return this.recorded.attributes as ReadableSpan["attributes"]
+  }
+  get events() {
+    return this.recorded.events
+  }
+  get droppedAttributesCount() {
+    return this.span.droppedAttributesCount + this.recorded.droppedAttributes
+  }
+  get droppedEventsCount() {
+    return this.span.droppedEventsCount + this.recorded.droppedEvents
+  }
 }
 
 /**

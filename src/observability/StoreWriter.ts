@@ -1,8 +1,8 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { type DatabaseUrl, sqliteFile } from "../storage/Sql.js"
-import { type SpawnThread, threadRequests } from "../storage/workerThread.js"
 import { workerScript } from "../storage/workerScript.js"
-import { ObservabilitySql, observabilityFile } from "./ObservabilitySql.js"
+import { type SpawnThread, threadRequests } from "../storage/workerThread.js"
+import { observabilityFile, ObservabilitySql } from "./ObservabilitySql.js"
 import { makeStoreWrite, type StoreWrite, type StoreWriteRequest } from "./storeWrites.js"
 
 export type { StoreWrite, StoreWriteRequest } from "./storeWrites.js"
@@ -28,7 +28,9 @@ export const StoreWriterLive = (databaseUrl: DatabaseUrl, options: { readonly sp
       if (filename !== undefined && script === undefined) {
         yield* Effect.logWarning(`${WORKER_FILE} not found: observability rows are written on the main thread`)
       }
-      const write = filename !== undefined && script !== undefined ? yield* threadRequests<StoreWriteRequest, void>(script, filename, options.spawn) : makeStoreWrite(sql)
+      const write = filename !== undefined && script !== undefined
+        ? yield* threadRequests<StoreWriteRequest, void>(script, filename, options.spawn)
+        : makeStoreWrite(sql)
       return StoreWriter.of({ write })
     })
   )

@@ -1,14 +1,25 @@
+import { SqlSchema } from "@effect/sql"
 import type { Context as OtelContext } from "@opentelemetry/api"
 import type { ReadableSpan, Span, SpanProcessor } from "@opentelemetry/sdk-trace-base"
-import { SqlSchema } from "@effect/sql"
-import { Context, Effect, Layer, type Option, Queue, Schedule, Schema, type Scope, Stream, SubscriptionRef } from "effect"
+import {
+  Context,
+  Effect,
+  Layer,
+  type Option,
+  Queue,
+  Schedule,
+  Schema,
+  type Scope,
+  Stream,
+  SubscriptionRef
+} from "effect"
 import { makeLiveFeed } from "./liveFeed.js"
+import { SpanRecordFromRow } from "./observabilityReads.js"
+import { ObservabilitySql } from "./ObservabilitySql.js"
 import { followRemoteRows } from "./remoteFeed.js"
 import { type SpanRecord, toSpanRecord } from "./Span.js"
 import { spanRow } from "./spanRows.js"
-import { ObservabilitySql } from "./ObservabilitySql.js"
 import { storeWriterOrInline } from "./StoreWriter.js"
-import { SpanRecordFromRow } from "./observabilityReads.js"
 import { listTraces, type RetentionOptions, traceCounts, type TraceQuery, type TraceSummary } from "./traceIndex.js"
 
 export type { RetentionOptions, TraceQuery, TraceSummary } from "./traceIndex.js"
@@ -29,7 +40,9 @@ export class TraceStore extends Context.Tag("TraceStore")<TraceStore, {
   readonly subscribe: Effect.Effect<Queue.Dequeue<SpanEvent>, never, Scope.Scope>
   readonly subscribers: Effect.Effect<number>
   readonly counts: Effect.Effect<{ readonly traceCount: number; readonly spanCount: number }>
-  readonly traces: (query: TraceQuery) => Effect.Effect<{ readonly traces: ReadonlyArray<TraceSummary>; readonly total: number }>
+  readonly traces: (
+    query: TraceQuery
+  ) => Effect.Effect<{ readonly traces: ReadonlyArray<TraceSummary>; readonly total: number }>
   readonly trace: (traceId: string) => Effect.Effect<ReadonlyArray<SpanRecord>>
   readonly span: (spanId: string) => Effect.Effect<Option.Option<SpanRecord>>
   /** Waits until every span ended so far is stored. */
@@ -55,7 +68,9 @@ export const TraceStoreLive = (retention: RetentionOptions, instanceId: string) 
         // Effect sets a span's attributes right after starting it, so its start is published a tick later.
         onStart: (span: Span, _context: OtelContext) => {
           if (live.isWatched()) {
-            queueMicrotask(() => live.publish({ type: "span:start", span: toSpanRecord(span as unknown as ReadableSpan, false) }))
+            queueMicrotask(() =>
+              live.publish({ type: "span:start", span: toSpanRecord(span as unknown as ReadableSpan, false) })
+            )
           }
         },
         onEnd: (span: ReadableSpan) => {
@@ -77,9 +92,15 @@ export const TraceStoreLive = (retention: RetentionOptions, instanceId: string) 
         Effect.suspend(() => {
           sincePrune += spans.length
           return write({ _tag: "spans", rows: spans.map((span) => spanRow(span, instanceId)) }).pipe(
-            Effect.tapErrorCause((cause) => Effect.logWarning(`${spans.length} spans lost: could not store them`, cause)),
+            Effect.tapErrorCause((cause) =>
+              Effect.logWarning(`${spans.length} spans lost: could not store them`, cause)
+            ),
             Effect.ignore,
-            Effect.zipRight(sincePrune >= retention.maxTraces ? Effect.zipRight(Effect.ignore(prune), Effect.sync(() => (sincePrune = 0))) : Effect.void),
+            Effect.zipRight(
+              sincePrune >= retention.maxTraces
+                ? Effect.zipRight(Effect.ignore(prune), Effect.sync(() => (sincePrune = 0)))
+                : Effect.void
+            ),
             Effect.ensuring(SubscriptionRef.update(written, (n) => n + spans.length))
           )
         })
@@ -148,7 +169,10 @@ export const TraceStoreLive = (retention: RetentionOptions, instanceId: string) 
         subscribe: Effect.tap(live.subscribe, () => remote),
         subscribers: live.subscribers,
         counts: traceCounts(sql).pipe(Effect.orDie, Effect.withSpan("TraceStore.counts", { captureStackTrace: false })),
-        traces: Effect.fn("TraceStore.traces", { captureStackTrace: false })((query: TraceQuery) => listTraces(sql, query), Effect.orDie),
+        traces: Effect.fn("TraceStore.traces", { captureStackTrace: false })(
+          (query: TraceQuery) => listTraces(sql, query),
+          Effect.orDie
+        ),
         trace: Effect.fn("TraceStore.trace", { captureStackTrace: false })(findTrace, Effect.orDie),
         span: Effect.fn("TraceStore.span", { captureStackTrace: false })(findSpan, Effect.orDie),
         flush

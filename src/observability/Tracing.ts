@@ -3,12 +3,12 @@ import * as OtelResource from "@effect/opentelemetry/Resource"
 import * as OtelTracer from "@effect/opentelemetry/Tracer"
 import { BatchSpanProcessor } from "@opentelemetry/sdk-trace-base"
 import { Effect, Layer, Tracer } from "effect"
+import { serviceInfo } from "../core/serviceInfo.js"
 import { MetricsLive } from "./metrics/MetricsLive.js"
 import { spanMetricsProcessor } from "./metrics/spanMetrics.js"
 import { exportsOf } from "./moduleExports.js"
 import { OtlpLogsLive } from "./OtlpLogs.js"
 import { otlpUrl } from "./otlpUrl.js"
-import { serviceInfo } from "../core/serviceInfo.js"
 import { sanitizingProcessor } from "./SanitizingSpanProcessor.js"
 import { serverSpanNames } from "./serverSpanNames.js"
 import { TraceStore } from "./TraceStore.js"
@@ -31,7 +31,10 @@ const otlpProcessor = (endpoint: string) =>
  * Spans are created, parented and processed exactly as before.
  */
 const effectTracerLive = Layer.unwrapEffect(
-  Effect.map(OtelTracer.make, (tracer) => Layer.setTracer(Tracer.make({ span: tracer.span, context: (execution) => execution() })))
+  Effect.map(
+    OtelTracer.make,
+    (tracer) => Layer.setTracer(Tracer.make({ span: tracer.span, context: (execution) => execution() }))
+  )
 )
 
 /**
@@ -51,7 +54,9 @@ export const TracingLive = (options: {
     const store = yield* TraceStore
     const exporters = options.otlpEndpoint ? [yield* otlpProcessor(options.otlpEndpoint)] : []
     const processor = sanitizingProcessor([store.processor, ...exporters])
-    const logs = options.otlpEndpoint ? OtlpLogsLive({ endpoint: options.otlpEndpoint, serviceName: options.serviceName }) : Layer.empty
+    const logs = options.otlpEndpoint
+      ? OtlpLogsLive({ endpoint: options.otlpEndpoint, serviceName: options.serviceName })
+      : Layer.empty
     return Layer.mergeAll(
       effectTracerLive,
       MetricsLive({ otlpEndpoint: options.otlpEndpoint, exportIntervalMs: options.metricExportIntervalMs }),

@@ -28,7 +28,9 @@ export const makeBatchInsert = (
         for (let column = 1; column <= width; column++) marks.push(isPg ? `$${row * width + column}` : "?")
         tuples.push(`(${marks.join(",")})`)
       }
-      text = `INSERT INTO ${options.table} (${options.columns.join(",")}) VALUES ${tuples.join(",")} ${options.onConflict}`
+      text = `INSERT INTO ${options.table} (${options.columns.join(",")}) VALUES ${
+        tuples.join(",")
+      } ${options.onConflict}`
       texts.set(rows, text)
     }
     return text

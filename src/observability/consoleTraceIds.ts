@@ -9,7 +9,11 @@ export const withTraceIds = <Message, Output>(logger: Logger.Logger<Message, Out
   Logger.make((options) => {
     const span = Context.getOption(FiberRefs.getOrDefault(options.context, FiberRef.currentContext), Tracer.ParentSpan)
     if (span._tag === "None") return logger.log(options)
-    const annotations = HashMap.set(HashMap.set(options.annotations, "trace_id", span.value.traceId), "span_id", span.value.spanId)
+    const annotations = HashMap.set(
+      HashMap.set(options.annotations, "trace_id", span.value.traceId),
+      "span_id",
+      span.value.spanId
+    )
     return logger.log({ ...options, annotations })
   })
 
@@ -50,7 +54,9 @@ export const ConsoleTraceIdsLive: Layer.Layer<never> = Layer.scopedDiscard(
  * default one, or the pretty one NodeRuntime.runMain installs), with trace ids; unset, they are left
  * as they are. A logger put in their place (an embedder's, a test's capture) is left alone.
  */
-export const ConsoleLoggingLive = (options: { readonly format?: LogFormat | undefined; readonly level: LogLevel.LogLevel }): Layer.Layer<never> => {
+export const ConsoleLoggingLive = (
+  options: { readonly format?: LogFormat | undefined; readonly level: LogLevel.LogLevel }
+): Layer.Layer<never> => {
   const level = Logger.minimumLogLevel(options.level)
   if (options.format === undefined) return level
   const chosen = consoleLoggers.find(([plain]) => plain === consoleLoggerOf[options.format!])![1]

@@ -42,8 +42,9 @@ const safeJson = (value: unknown, seen: Set<object>, depth: number): unknown => 
   seen.add(value)
   const out = Array.isArray(value)
     ? value.map((item) => safeJson(item, seen, depth + 1))
-    : Object.fromEntries(Object.entries(value).flatMap(([key, item]) =>
-      item === undefined ? [] : [[key, safeJson(item, seen, depth + 1)]]))
+    : Object.fromEntries(
+      Object.entries(value).flatMap(([key, item]) => item === undefined ? [] : [[key, safeJson(item, seen, depth + 1)]])
+    )
   seen.delete(value)
   return out
 }
@@ -127,7 +128,9 @@ export const failureMessage = (error: unknown, detail: ErrorDetail | undefined =
  * is the error's own (or there is no detail): spans record it as they always did.
  */
 export const spanMessageOf = (error: unknown, detail: ErrorDetail | undefined): string | undefined =>
-  detail === undefined || (typeof error === "object" && error !== null && ownMessage(error) !== "") ? undefined : detail._tag
+  detail === undefined || (typeof error === "object" && error !== null && ownMessage(error) !== "")
+    ? undefined
+    : detail._tag
 
 const SPAN_MESSAGE = Symbol.for("effect-agent-server/spanMessage")
 
@@ -142,7 +145,9 @@ export const markSpanMessage = <E extends object>(failure: E, message: string | 
 
 /** The message `markSpanMessage` gave the failure, if any. */
 export const markedSpanMessage = (failure: unknown): string | undefined => {
-  const message = typeof failure === "object" && failure !== null ? (failure as { readonly [SPAN_MESSAGE]?: unknown })[SPAN_MESSAGE] : undefined
+  const message = typeof failure === "object" && failure !== null
+    ? (failure as { readonly [SPAN_MESSAGE]?: unknown })[SPAN_MESSAGE]
+    : undefined
   return typeof message === "string" ? message : undefined
 }
 
@@ -153,7 +158,9 @@ export const markedSpanMessage = (failure: unknown): string | undefined => {
 export const spanSafeError = (error: string, detail: ErrorDetail | undefined): string | undefined => {
   if (detail === undefined || !error.endsWith(detail.message)) return undefined
   const derived = detail.message === detail._tag || detail.message.startsWith(`${detail._tag} {`)
-  return derived && detail.message !== detail._tag ? `${error.slice(0, error.length - detail.message.length)}${detail._tag}` : undefined
+  return derived && detail.message !== detail._tag
+    ? `${error.slice(0, error.length - detail.message.length)}${detail._tag}`
+    : undefined
 }
 
 /** A failure as a span sees it: the original's name, a message without its fields. */

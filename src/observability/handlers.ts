@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
-import { NotFound } from "../core/errors.js"
 import { ServiceApi } from "../Api.js"
+import { NotFound } from "../core/errors.js"
 import { logLimit, LOGS_MAX } from "../http/Limits.js"
 import type { StorageKind } from "../storage/Sql.js"
 import { LogStore } from "./LogStore.js"
@@ -34,12 +34,15 @@ export const ObservabilityHandlers = (storage: StorageKind) =>
             }
           }))
         .handle("listTraces", ({ urlParams }) =>
-          Effect.zipRight(traces.flush, traces.traces({
-            entityType: urlParams.entityType,
-            entityId: urlParams.entityId,
-            limit: Math.min(urlParams.limit ?? TRACES_DEFAULT, TRACES_MAX),
-            offset: urlParams.offset ?? 0
-          })))
+          Effect.zipRight(
+            traces.flush,
+            traces.traces({
+              entityType: urlParams.entityType,
+              entityId: urlParams.entityId,
+              limit: Math.min(urlParams.limit ?? TRACES_DEFAULT, TRACES_MAX),
+              offset: urlParams.offset ?? 0
+            })
+          ))
         .handle("getTrace", ({ path }) =>
           Effect.gen(function*() {
             yield* traces.flush
@@ -56,9 +59,7 @@ export const ObservabilityHandlers = (storage: StorageKind) =>
           ))
         .handle("traceLogs", ({ path }) => logList({ traceId: path.traceId }))
         .handle("spanLogs", ({ path }) => logList({ spanId: path.spanId }))
-        .handle("observabilityLogs", ({ urlParams }) =>
-          logs.query({ ...urlParams, limit: logLimit(urlParams.limit) }))
-        .handle("systemLogs", ({ urlParams }) =>
-          logs.query({ ...urlParams, limit: logLimit(urlParams.limit) }))
+        .handle("observabilityLogs", ({ urlParams }) => logs.query({ ...urlParams, limit: logLimit(urlParams.limit) }))
+        .handle("systemLogs", ({ urlParams }) => logs.query({ ...urlParams, limit: logLimit(urlParams.limit) }))
         .handle("metrics", () => metrics.prometheus)
     }))

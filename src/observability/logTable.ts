@@ -1,8 +1,8 @@
 import type { SqlClient } from "@effect/sql"
 import * as Effect from "effect/Effect"
+import { ownTransaction } from "../storage/transaction.js"
 import { makeBatchInsert } from "./batchInsert.js"
 import type { LogEntry } from "./ObservabilitySchemas.js"
-import { ownTransaction } from "../storage/transaction.js"
 
 /**
  * How log entries are stored (`observability_logs`, migration 0011) and pruned, in the writer thread
@@ -60,7 +60,13 @@ export const IDS = [
 ] as const
 
 const LOG_COLUMNS = [
-  "instance", "logged_at", "level", "level_rank", "message", ...IDS.map(([, column]) => column), "attributes"
+  "instance",
+  "logged_at",
+  "level",
+  "level_rank",
+  "message",
+  ...IDS.map(([, column]) => column),
+  "attributes"
 ]
 
 /** An entry as stored: the values of LOG_COLUMNS, in order (plain values, so it crosses to a worker as is). */

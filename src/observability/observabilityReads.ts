@@ -92,4 +92,7 @@ export const selectLogs = (sql: SqlClient.SqlClient, query: LogQuery) =>
 const decodeCount = Schema.decodeUnknown(Schema.Tuple(Schema.Struct({ count: NumberColumn })))
 
 export const countLogs = (sql: SqlClient.SqlClient) =>
-  sql`SELECT COUNT(*) AS count FROM observability_logs`.pipe(Effect.flatMap(decodeCount), Effect.map(([row]) => row.count))
+  sql`SELECT COUNT(*) AS count FROM observability_logs`.pipe(
+    Effect.flatMap(decodeCount),
+    Effect.map(([row]) => row.count)
+  )

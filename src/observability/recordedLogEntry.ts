@@ -3,7 +3,16 @@ import type { LogEntry } from "./logTable.js"
 import { type Budget, capString, jsonSize, LOG_ENTRY_CAP, recordedAttributes, redactQueries } from "./Redaction.js"
 
 const levelName = (level: LogLevel.LogLevel): string =>
-  ({ All: "trace", Trace: "trace", Debug: "debug", Info: "info", Warning: "warn", Error: "error", Fatal: "fatal", None: "fatal" })[
+  ({
+    All: "trace",
+    Trace: "trace",
+    Debug: "debug",
+    Info: "info",
+    Warning: "warn",
+    Error: "error",
+    Fatal: "fatal",
+    None: "fatal"
+  })[
     level._tag
   ]
 
@@ -25,7 +34,11 @@ export const recordedLogEntry = (
     else annotated[key] = value
   }
   if (!Cause.isEmpty(cause)) annotated.cause = Cause.pretty(cause)
-  const text = List.isList(message) ? [...message].map(String).join(" ") : Array.isArray(message) ? message.map(String).join(" ") : String(message)
+  const text = List.isList(message)
+    ? [...message].map(String).join(" ")
+    : Array.isArray(message)
+    ? message.map(String).join(" ")
+    : String(message)
   const recordedMessage = capString(redactQueries(text))
   const budget: Budget = { left: LOG_ENTRY_CAP - jsonSize(recordedMessage) }
   const { attributes } = recordedAttributes(annotated, budget)

@@ -87,7 +87,8 @@ export const makeRemoteFeed = <Row extends object>(options: RemoteFeedOptions<Ro
       }
       if (row.instance !== instanceId) wanted.push(seq)
     }
-    const rows = wanted.length === 0 ? [] :
+    const rows = wanted.length === 0 ?
+      [] :
       yield* sql<Row>`SELECT * FROM ${table} WHERE ${sql.in(options.seq, wanted)} ORDER BY ${seqColumn}`
     // The place moves only once the rows are read: a failed poll is repeated whole.
     cursor = top
@@ -109,7 +110,9 @@ export const makeRemoteFeed = <Row extends object>(options: RemoteFeedOptions<Ro
  * A remote feed with its poller running for as long as the scope lasts: every interval while watched;
  * when nobody watches it forgets its place, and the next subscription starts from the newest row.
  */
-export const followRemoteRows = <Row extends object>(options: RemoteFeedOptions<Row>): Effect.Effect<RemoteFeed, never, Scope.Scope> =>
+export const followRemoteRows = <Row extends object>(
+  options: RemoteFeedOptions<Row>
+): Effect.Effect<RemoteFeed, never, Scope.Scope> =>
   Effect.gen(function*() {
     const feed = makeRemoteFeed(options)
     yield* Effect.suspend(() => (options.isWatched() ? feed.poll : Effect.sync(feed.reset))).pipe(

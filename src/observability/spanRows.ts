@@ -1,9 +1,9 @@
 import type { SqlClient } from "@effect/sql"
 import * as Effect from "effect/Effect"
+import { ownTransaction } from "../storage/transaction.js"
 import { makeBatchInsert } from "./batchInsert.js"
 import { entityOf, type SpanRecord } from "./Span.js"
 import { type IndexedSpan, makeIndexer } from "./traceIndex.js"
-import { ownTransaction } from "../storage/transaction.js"
 
 /**
  * A span as stored: the values of SPAN_COLUMNS, in order (plain values, so it crosses to a worker as
@@ -28,8 +28,21 @@ export type SpanRowValues = readonly [
 ]
 
 export const SPAN_COLUMNS = [
-  "span_id", "trace_id", "parent_span_id", "name", "kind", "start_time", "end_time", "duration_ms", "status_code",
-  "status_message", "attributes", "events", "entity_type", "entity_id", "instance"
+  "span_id",
+  "trace_id",
+  "parent_span_id",
+  "name",
+  "kind",
+  "start_time",
+  "end_time",
+  "duration_ms",
+  "status_code",
+  "status_message",
+  "attributes",
+  "events",
+  "entity_type",
+  "entity_id",
+  "instance"
 ]
 
 export const spanRow = (span: SpanRecord, instance: string): SpanRowValues => {
@@ -67,7 +80,11 @@ const indexedOfRow = (
 
 /** Stores a batch of span rows and their trace index in one transaction. */
 export const makeSpanRowWriter = (sql: SqlClient.SqlClient) => {
-  const insert = makeBatchInsert(sql, { table: "observability_spans", columns: SPAN_COLUMNS, onConflict: "ON CONFLICT (span_id) DO NOTHING" })
+  const insert = makeBatchInsert(sql, {
+    table: "observability_spans",
+    columns: SPAN_COLUMNS,
+    onConflict: "ON CONFLICT (span_id) DO NOTHING"
+  })
   const index = makeIndexer(sql)
   return (rows: ReadonlyArray<SpanRowValues>) =>
     ownTransaction(sql)(Effect.zipRight(insert(rows), Effect.suspend(() => index(rows.map(indexedOfRow)))))

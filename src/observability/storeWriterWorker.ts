@@ -4,8 +4,8 @@
  */
 // Modules, not the packages' indexes: the thread's bundle then holds what it runs, and each thread's V8
 // heap pays for the code it loads.
-import * as WorkerRunner from "@effect/platform/WorkerRunner"
 import * as NodeWorkerRunner from "@effect/platform-node/NodeWorkerRunner"
+import * as WorkerRunner from "@effect/platform/WorkerRunner"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

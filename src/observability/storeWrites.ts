@@ -31,4 +31,3 @@ export const makeStoreWrite = (sql: SqlClient.SqlClient): StoreWrite => {
     }
   }
 }
-

@@ -1,9 +1,9 @@
 import type { SqlClient } from "@effect/sql"
 import * as Effect from "effect/Effect"
+import { ownTransaction } from "../storage/transaction.js"
 import { makeBatchInsert } from "./batchInsert.js"
 import type { TraceSummary } from "./ObservabilitySchemas.js"
 import { entityOf, type SpanRecord } from "./Span.js"
-import { ownTransaction } from "../storage/transaction.js"
 
 /**
  * One row per trace (`observability_traces`) and per entity a trace touches
@@ -98,7 +98,12 @@ const fold = (spans: ReadonlyArray<IndexedSpan>) => {
       const key = `${entity.type}\u0000${entity.id}\u0000${span.traceId}`
       const seen = entities.get(key)
       if (seen === undefined) {
-        entities.set(key, { entity_type: entity.type, entity_id: entity.id, trace_id: span.traceId, start_time: span.startTime })
+        entities.set(key, {
+          entity_type: entity.type,
+          entity_id: entity.id,
+          trace_id: span.traceId,
+          start_time: span.startTime
+        })
       } else if (span.startTime < seen.start_time) seen.start_time = span.startTime
     }
   }
@@ -201,7 +206,11 @@ export const listTraces = (sql: SqlClient.SqlClient, query: TraceQuery) =>
           FROM observability_trace_entities WHERE ${entityFilter}`
       : yield* sql<{ total: number | string }>`SELECT COUNT(*) AS total FROM observability_traces`
     const rows = yield* sql<TraceRow>`SELECT * FROM observability_traces
-      ${byEntity ? sql`WHERE trace_id IN (SELECT trace_id FROM observability_trace_entities WHERE ${entityFilter})` : sql``}
+      ${
+      byEntity
+        ? sql`WHERE trace_id IN (SELECT trace_id FROM observability_trace_entities WHERE ${entityFilter})`
+        : sql``
+    }
       ORDER BY start_time DESC, trace_id DESC LIMIT ${query.limit} OFFSET ${query.offset}`
     const ids = rows.map((row) => row.trace_id)
     const entities = ids.length === 0 ? [] : yield* sql<EntityRow>`SELECT * FROM observability_trace_entities

@@ -90,7 +90,10 @@ const readIfExists = (path: string) =>
  * never seen half-written or with a wider mode. A symlinked file
  * is written through to its target. The temporary file never outlives a failure.
  */
-export const writeEnvValues = (path: string, values: ReadonlyArray<readonly [string, string]>): Effect.Effect<void, Error> =>
+export const writeEnvValues = (
+  path: string,
+  values: ReadonlyArray<readonly [string, string]>
+): Effect.Effect<void, Error> =>
   Effect.tryPromise({
     try: async () => {
       const target = await realpath(path).catch(() => path)

@@ -64,9 +64,13 @@ export const decide = (
   const floorBytes = Math.min(state.floorBytes, sample.heapBytes)
   const idle = sample.cpuMicros <= options.idleCpuShare * sample.wallMs * 1000
   const quiet = idle ? state.quiet + 1 : 0
-  const grown = sample.heapBytes > floorBytes * options.growthFactor && sample.heapBytes - floorBytes > options.minGrowthBytes
+  const grown = sample.heapBytes > floorBytes * options.growthFactor &&
+    sample.heapBytes - floorBytes > options.minGrowthBytes
   const spaced = sample.nowMs - state.lastReclaimMs >= Duration.toMillis(options.spacing)
-  return { state: { floorBytes, quiet, lastReclaimMs: state.lastReclaimMs }, reclaim: quiet >= options.quietSamples && grown && spaced }
+  return {
+    state: { floorBytes, quiet, lastReclaimMs: state.lastReclaimMs },
+    reclaim: quiet >= options.quietSamples && grown && spaced
+  }
 }
 
 /** V8's low-memory collection (every unreachable object, emptied pages released), via the in-process inspector. */
@@ -78,7 +82,10 @@ export const collectHeap: Effect.Effect<void, unknown> = Effect.gen(function*() 
     Effect.try(() => session.connect()),
     () =>
       Effect.async<void, Error>((resume) => {
-        session.post("HeapProfiler.collectGarbage", (error) => resume(error === null ? Effect.void : Effect.fail(error)))
+        session.post(
+          "HeapProfiler.collectGarbage",
+          (error) => resume(error === null ? Effect.void : Effect.fail(error))
+        )
       }),
     () => Effect.sync(() => session.disconnect())
   )

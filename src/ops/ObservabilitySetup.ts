@@ -26,7 +26,11 @@ export class ObservabilitySetup extends Context.Tag("ObservabilitySetup")<Observ
 export const MAX_KEY_LENGTH = 1024
 
 export const keyLengthProblem = (key: string): string | undefined =>
-  key === "" ? "must not be empty" : key.length > MAX_KEY_LENGTH ? `must be at most ${MAX_KEY_LENGTH} characters` : undefined
+  key === ""
+    ? "must not be empty"
+    : key.length > MAX_KEY_LENGTH
+    ? `must be at most ${MAX_KEY_LENGTH} characters`
+    : undefined
 
 // The API validates too; this guard keeps an embedding caller from injecting lines into the file.
 const keyIssues = (keys: ObservabilityKeys) =>

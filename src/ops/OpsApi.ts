@@ -39,14 +39,23 @@ export class OpsApi extends HttpApiGroup.make("ops")
       .annotate(OpenApi.Summary, "Outdated direct dependencies, from the registry npm is configured for (cached)")
   )
   .add(
-    HttpApiEndpoint.post("installUpdates", "/updates").setPayload(InstallRequest).setHeaders(ConsoleWriteHeaders).addSuccess(Success(InstallReport))
+    HttpApiEndpoint.post("installUpdates", "/updates").setPayload(InstallRequest).setHeaders(ConsoleWriteHeaders)
+      .addSuccess(Success(InstallReport))
       .addError(ValidationError).addError(BadRequest).addError(ExecutionFailed)
-      .annotate(OpenApi.Summary, "Install the latest version of one dependency, or of every outdated one (npm, one at a time)")
+      .annotate(
+        OpenApi.Summary,
+        "Install the latest version of one dependency, or of every outdated one (npm, one at a time)"
+      )
   )
   .add(
-    HttpApiEndpoint.post("setupObservability", "/setup-observability").setPayload(SetupRequest).setHeaders(ConsoleWriteHeaders)
+    HttpApiEndpoint.post("setupObservability", "/setup-observability").setPayload(SetupRequest).setHeaders(
+      ConsoleWriteHeaders
+    )
       .addSuccess(Success(SetupResult)).addError(ValidationError).addError(ExecutionFailed)
-      .annotate(OpenApi.Summary, "Write SERVICE_PUBLIC_KEY and SERVICE_SECRET_KEY into .env (mode 0600), keeping its other lines")
+      .annotate(
+        OpenApi.Summary,
+        "Write SERVICE_PUBLIC_KEY and SERVICE_SECRET_KEY into .env (mode 0600), keeping its other lines"
+      )
   )
   .annotate(OpenApi.Title, "Updates and setup")
   .annotate(RouteClassAnnotation, "console")

@@ -2,7 +2,7 @@ import { Context, Duration, Effect, Fiber, Layer, Ref } from "effect"
 import { existsSync } from "node:fs"
 import { dirname, join, sep } from "node:path"
 import { fileURLToPath } from "node:url"
-import { BadRequest, ExecutionFailed, excerpt } from "../core/errors.js"
+import { BadRequest, excerpt, ExecutionFailed } from "../core/errors.js"
 import { installedVersion, readDependencies } from "./dependencies.js"
 import { type InstallTarget, npmInstall } from "./npmInstall.js"
 import { fetchLatest, resolveRegistry } from "./npmRegistry.js"
@@ -70,7 +70,10 @@ export const UpdatesLive = (options: UpdatesOptions = {}): Layer.Layer<Updates> 
         Effect.tapErrorCause(() => invalidate)
       )
 
-      const check = currentSurvey.pipe(Effect.map(toReport), Effect.withSpan("Updates.check", { captureStackTrace: false }))
+      const check = currentSurvey.pipe(
+        Effect.map(toReport),
+        Effect.withSpan("Updates.check", { captureStackTrace: false })
+      )
 
       const targetsOf = (packageName: string | undefined) =>
         Effect.gen(function*() {
@@ -91,11 +94,17 @@ export const UpdatesLive = (options: UpdatesOptions = {}): Layer.Layer<Updates> 
         Effect.gen(function*() {
           const names = targets.map(({ name }) => name).join(" ")
           yield* Effect.logInfo(`Installing the latest ${names}`)
-          const output = yield* npmInstall(targets, { projectDir, registry: yield* registry, timeoutMs: installTimeoutMs })
+          const output = yield* npmInstall(targets, {
+            projectDir,
+            registry: yield* registry,
+            timeoutMs: installTimeoutMs
+          })
             .pipe(Effect.ensuring(invalidate))
           const installed = yield* Effect.forEach(targets, ({ name }) =>
             Effect.map(installedVersion(projectDir, name), (version) => ({ name, version: version ?? null })))
-          const list = installed.map(({ name, version }) => `${name}@${version}`).join(", ")
+          const list = installed.map(({ name, version }) =>
+            `${name}@${version}`
+          ).join(", ")
           yield* Effect.logInfo(`Installed ${list}`)
           return { packageName: packageName ?? "all", installed, message: `Installed ${list}`, output }
         })
@@ -105,11 +114,17 @@ export const UpdatesLive = (options: UpdatesOptions = {}): Layer.Layer<Updates> 
       const exclusive = <A, E>(effect: Effect.Effect<A, E>) =>
         Effect.uninterruptibleMask((restore) =>
           Effect.gen(function*() {
-            if (yield* Ref.getAndSet(running, true)) return yield* new BadRequest({ message: "An update is already running" })
+            if (yield* Ref.getAndSet(running, true)) {
+              return yield* new BadRequest({ message: "An update is already running" })
+            }
             // The fork would inherit this uninterruptible region: the time-out and shutdown must reach npm.
-            const fiber = yield* Effect.forkIn(Effect.ensuring(Effect.interruptible(effect), Ref.set(running, false)), scope)
+            const fiber = yield* Effect.forkIn(
+              Effect.ensuring(Effect.interruptible(effect), Ref.set(running, false)),
+              scope
+            )
             return yield* restore(Fiber.join(fiber))
-          }))
+          })
+        )
 
       const install = Effect.fn("Updates.install", { captureStackTrace: false })(
         function*(packageName: string | undefined) {
@@ -126,7 +141,12 @@ export const UpdatesLive = (options: UpdatesOptions = {}): Layer.Layer<Updates> 
           return yield* exclusive(Effect.gen(function*() {
             const targets = yield* targetsOf(packageName)
             if (targets.length === 0) {
-              return { packageName: "all", installed: [], message: "All dependencies are up to date; nothing to install", output: "" }
+              return {
+                packageName: "all",
+                installed: [],
+                message: "All dependencies are up to date; nothing to install",
+                output: ""
+              }
             }
             return yield* runInstall(packageName, targets)
           }))

@@ -9,7 +9,8 @@ export interface Dependency {
   readonly range: string
 }
 
-const readJson = (path: string) => Effect.tryPromise(() => readFile(path, "utf8").then((text) => JSON.parse(text) as unknown))
+const readJson = (path: string) =>
+  Effect.tryPromise(() => readFile(path, "utf8").then((text) => JSON.parse(text) as unknown))
 
 // Aliases (npm:), git, file, link, workspace and URL specs do not name a registry package of that name.
 const fromRegistry = (range: string) => !/[:/]/.test(range)
@@ -33,13 +34,15 @@ export const readDependencies = (projectDir: string): Effect.Effect<ReadonlyArra
         typeof range === "string" && fromRegistry(range) ? [{ name, range }] : []
       )
     }),
-    Effect.mapError((error) => new Error(`Could not read ${join(projectDir, "package.json")}: ${messageOf(error.cause)}`))
+    Effect.mapError((error) =>
+      new Error(`Could not read ${join(projectDir, "package.json")}: ${messageOf(error.cause)}`)
+    )
   )
 
 /** The installed version, found the way Node resolves packages: node_modules here, then in each parent. */
 export const installedVersion = (projectDir: string, name: string): Effect.Effect<string | undefined> =>
   Effect.gen(function*() {
-    for (let dir = projectDir; ; dir = dirname(dir)) {
+    for (let dir = projectDir;; dir = dirname(dir)) {
       const manifest = yield* Effect.option(readJson(join(dir, "node_modules", name, "package.json")))
       if (manifest._tag === "Some") {
         const version = (manifest.value as { version?: unknown }).version

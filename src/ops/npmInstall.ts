@@ -52,8 +52,11 @@ const runNpm = (args: ReadonlyArray<string>, cwd: string): Effect.Effect<NpmRun,
       done = true
     }
     child.once("error", (error) => finish(Effect.fail(error)))
-    child.once("close", (exitCode, signal) =>
-      finish(Effect.succeed({ exitCode, signal, output: output.toString(), stderr: stderr.toString() })))
+    child.once(
+      "close",
+      (exitCode, signal) =>
+        finish(Effect.succeed({ exitCode, signal, output: output.toString(), stderr: stderr.toString() }))
+    )
     return Effect.promise(() => {
       if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return Promise.resolve()
       child.kill("SIGTERM")
@@ -94,7 +97,15 @@ export const npmInstall = (
   Effect.gen(function*() {
     const exact = targets.filter((target) => rangeStyle(target.range) === "")
     const ranged = targets.filter((target) => rangeStyle(target.range) !== "")
-    const flags = ["--prefix", options.projectDir, "--registry", options.registry, "--no-audit", "--no-fund", "--no-update-notifier"]
+    const flags = [
+      "--prefix",
+      options.projectDir,
+      "--registry",
+      options.registry,
+      "--no-audit",
+      "--no-fund",
+      "--no-update-notifier"
+    ]
     let output = ""
     for (const [group, extra] of [[ranged, []], [exact, ["--save-exact"]]] as const) {
       if (group.length === 0) continue

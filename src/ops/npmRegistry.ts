@@ -27,7 +27,9 @@ const npmConfigRegistry = (cwd: string, timeoutMs: number) =>
   Effect.async<string | undefined>((resume) => {
     const child = execFile("npm", ["config", "get", "registry"], { cwd, timeout: timeoutMs }, (error, stdout) =>
       resume(Effect.succeed(error === null ? asRegistryUrl(stdout) : undefined)))
-    return Effect.sync(() => child.kill())
+    return Effect.sync(() =>
+      child.kill()
+    )
   })
 
 /**
@@ -58,14 +60,21 @@ const networkReason = (error: unknown, timeoutMs: number): string => {
 
 /** `dist-tags.latest` of a package, from its abbreviated packument. */
 export const fetchLatest = Effect.fn("Updates.fetchLatest", { captureStackTrace: false })(
-  function*(registry: string, name: string, timeoutMs: number): Effect.fn.Return<string, RegistryUnreachable | LookupFailed> {
+  function*(
+    registry: string,
+    name: string,
+    timeoutMs: number
+  ): Effect.fn.Return<string, RegistryUnreachable | LookupFailed> {
     yield* Effect.annotateCurrentSpan("package.name", name)
     const { body, status } = yield* Effect.tryPromise({
       try: (signal) =>
         fetch(packumentUrl(registry, name), {
           headers: { accept: "application/vnd.npm.install-v1+json; q=1.0, application/json; q=0.8" },
           signal: AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)])
-        }).then(async (response) => ({ status: response.status, body: response.ok ? await response.json() : undefined })),
+        }).then(async (response) => ({
+          status: response.status,
+          body: response.ok ? await response.json() : undefined
+        })),
       catch: (error) =>
         error instanceof SyntaxError
           ? new LookupFailed({ reason: "the registry's answer is not JSON" })

@@ -58,7 +58,9 @@ const plural = (count: number, word: string) => `${count} ${word}${count === 1 ?
 const uncheckedNote = (names: ReadonlyArray<string>) =>
   names.length === 0
     ? ""
-    : `; could not check ${plural(names.length, "package")}: ${names.slice(0, 10).join(", ")}${names.length > 10 ? ", ..." : ""}`
+    : `; could not check ${plural(names.length, "package")}: ${names.slice(0, 10).join(", ")}${
+      names.length > 10 ? ", ..." : ""
+    }`
 
 export const unreachableMessage = (survey: Survey) =>
   `Could not reach the npm registry at ${survey.registry}: ${survey.unreachable}`
@@ -70,6 +72,13 @@ export const toReport = (survey: Survey): UpdateReport => {
   const updates = survey.outdated.map(({ installed, latest, name, type }) => ({ name, installed, latest, type }))
   const head = updates.length > 0
     ? `${plural(updates.length, "update")} available`
-    : survey.unchecked.length > 0 ? "No updates found" : "All dependencies are up to date"
-  return { hasUpdates: updates.length > 0, updates, count: updates.length, message: head + uncheckedNote(survey.unchecked) }
+    : survey.unchecked.length > 0
+    ? "No updates found"
+    : "All dependencies are up to date"
+  return {
+    hasUpdates: updates.length > 0,
+    updates,
+    count: updates.length,
+    message: head + uncheckedNote(survey.unchecked)
+  }
 }

@@ -1,7 +1,14 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Duration, Effect, Layer, Schedule } from "effect"
 import type { RecordRetentionSettings } from "../config/ServerConfig.js"
-import { approvalRecords, conversationMessages, finishedExecutions, historyEntries, prune, workingMemoryRecords } from "./pruning.js"
+import {
+  approvalRecords,
+  conversationMessages,
+  finishedExecutions,
+  historyEntries,
+  prune,
+  workingMemoryRecords
+} from "./pruning.js"
 
 export interface PruneCounts {
   readonly executions: number
@@ -53,7 +60,9 @@ export const RecordRetentionLive = (settings: RecordRetentionSettings, options: 
               `retention: deleted ${counts.executions} finished executions, ${counts.messages} conversation messages, ${counts.historyEntries} history entries, ${counts.workingMemory} working memory records and ${counts.approvals} tool approvals`
             )
         ),
-        Effect.catchAllCause((cause) => Effect.logWarning("could not apply the retention of executions and conversations", cause)),
+        Effect.catchAllCause((cause) =>
+          Effect.logWarning("could not apply the retention of executions and conversations", cause)
+        ),
         Effect.repeat(Schedule.spaced(every)),
         Effect.delay(Duration.min(every, Duration.seconds(10))),
         // Passes are not traced: a span every few minutes with a statement span per batch is noise.

@@ -48,7 +48,10 @@ const bounded = (response: unknown): unknown => {
   if (message._tag === "Exit" && message.exit?._tag === "Failure") {
     const cause = boundedFailure(message.exit.cause)
     // An over-long cause becomes one defect carrying its excerpt.
-    return { ...message, exit: { ...message.exit, cause: typeof cause === "string" ? { _tag: "Die", defect: cause } : cause } }
+    return {
+      ...message,
+      exit: { ...message.exit, cause: typeof cause === "string" ? { _tag: "Die", defect: cause } : cause }
+    }
   }
   return response
 }

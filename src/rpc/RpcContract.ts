@@ -16,7 +16,13 @@ import {
 } from "../core/errors.js"
 import { jsonValueIssue } from "../http/JsonInput.js"
 import { Level, LogEntry } from "../observability/ObservabilitySchemas.js"
-import { ExecuteRequest, ExecutionResult, ExecutionStatus, IdempotencyKey, WorkflowEvent } from "../workflows/WorkflowSchemas.js"
+import {
+  ExecuteRequest,
+  ExecutionResult,
+  ExecutionStatus,
+  IdempotencyKey,
+  WorkflowEvent
+} from "../workflows/WorkflowSchemas.js"
 
 /**
  * The RPC group served at `/rpc` (WebSocket, JSON messages): the streams an `HttpApiClient` cannot type.
@@ -27,10 +33,25 @@ import { ExecuteRequest, ExecutionResult, ExecutionStatus, IdempotencyKey, Workf
 export const AgentStreamEvent = Schema.Union(
   Schema.Struct({ type: Schema.Literal("text-delta"), delta: Schema.String }),
   Schema.Struct({ type: Schema.Literal("reasoning-delta"), delta: Schema.String }),
-  Schema.Struct({ type: Schema.Literal("tool-call"), toolCallId: Schema.String, toolName: Schema.String, args: Schema.Unknown }),
-  Schema.Struct({ type: Schema.Literal("tool-result"), toolCallId: Schema.String, toolName: Schema.String, result: Schema.Unknown }),
+  Schema.Struct({
+    type: Schema.Literal("tool-call"),
+    toolCallId: Schema.String,
+    toolName: Schema.String,
+    args: Schema.Unknown
+  }),
+  Schema.Struct({
+    type: Schema.Literal("tool-result"),
+    toolCallId: Schema.String,
+    toolName: Schema.String,
+    result: Schema.Unknown
+  }),
   Schema.Struct({ type: Schema.Literal("tool-approval-request"), ...PendingApproval.fields }),
-  Schema.Struct({ type: Schema.Literal("finish"), finishReason: Schema.String, usage: Usage, model: Schema.optional(ModelRef) }),
+  Schema.Struct({
+    type: Schema.Literal("finish"),
+    finishReason: Schema.String,
+    usage: Usage,
+    model: Schema.optional(ModelRef)
+  }),
   /** `guardrail`: the output guardrail that stopped the stream. */
   Schema.Struct({ type: Schema.Literal("error"), error: Schema.String, guardrail: Schema.optional(Schema.String) })
 ).annotations({ identifier: "AgentStreamEvent" })
@@ -110,14 +131,30 @@ export class ServiceRpcs extends RpcGroup.make(
   }),
   /** Twin of `POST /workflows/:id/stream`: starts an execution and follows it until it settles or suspends. */
   Rpc.make("WorkflowStream", {
-    payload: checkedPayload("WorkflowStream", { workflowId: Schema.String, ...ExecuteRequest.fields, idempotencyKey: Schema.optional(IdempotencyKey) }),
+    payload: checkedPayload("WorkflowStream", {
+      workflowId: Schema.String,
+      ...ExecuteRequest.fields,
+      idempotencyKey: Schema.optional(IdempotencyKey)
+    }),
     success: WorkflowUpdate,
-    error: Schema.Union(NotFound, ValidationError, BadRequest, UnprocessableEntity, Forbidden, Conflict, TooManyRequests),
+    error: Schema.Union(
+      NotFound,
+      ValidationError,
+      BadRequest,
+      UnprocessableEntity,
+      Forbidden,
+      Conflict,
+      TooManyRequests
+    ),
     stream: true
   }),
   /** Twin of `GET /workflows/:id/executions/:executionId/stream`: the events numbered after `after` (default 0), then live ones. */
   Rpc.make("WorkflowAttach", {
-    payload: checkedPayload("WorkflowAttach", { workflowId: Schema.String, executionId: Schema.String, after: Schema.optional(NonNegativeInt) }),
+    payload: checkedPayload("WorkflowAttach", {
+      workflowId: Schema.String,
+      executionId: Schema.String,
+      after: Schema.optional(NonNegativeInt)
+    }),
     success: WorkflowUpdate,
     error: NotFound,
     stream: true

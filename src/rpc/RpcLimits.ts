@@ -24,7 +24,11 @@ export const RpcStreamLimitLive = Layer.sync(RpcStreamLimit, () => {
     Effect.suspend(() => {
       const count = open.get(clientId) ?? 0
       if (count >= MAX_STREAMS_PER_CONNECTION) {
-        return Effect.fail(new TooManyRequests({ message: `Too many streams: at most ${MAX_STREAMS_PER_CONNECTION} open calls per /rpc connection` }))
+        return Effect.fail(
+          new TooManyRequests({
+            message: `Too many streams: at most ${MAX_STREAMS_PER_CONNECTION} open calls per /rpc connection`
+          })
+        )
       }
       open.set(clientId, count + 1)
       return Effect.ensuring(next, Effect.sync(() => release(clientId)))

@@ -38,7 +38,13 @@ const handshakeOf = (policy: AuthPolicy["Type"], bodyLimit: number, request: Htt
   if (!policy.jwtEnabled) return Effect.succeed<Handshake>({ limit: bodyLimit, caller: address })
   if (Option.isNone(token)) return Effect.succeed<Handshake>({ limit: ANONYMOUS_MESSAGE_LIMIT, caller: address })
   return Effect.map(
-    policy.authorizeCaller({ routeClass: "execution", method: "GET", path: RPC_PATH, token, consoleKey: Option.none() }),
+    policy.authorizeCaller({
+      routeClass: "execution",
+      method: "GET",
+      path: RPC_PATH,
+      token,
+      consoleKey: Option.none()
+    }),
     (caller): Handshake => ({ limit: bodyLimit, caller: caller.userId === null ? address : `user:${caller.userId}` })
   )
 }
@@ -94,20 +100,30 @@ const guardedApp = (
   const connections = connectionCounter()
   return Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     if (request.headers["upgrade"]?.toLowerCase() !== "websocket") {
-      return Effect.succeed(refusal(426, "Upgrade required: /rpc is an @effect/rpc WebSocket endpoint (JSON serialization)"))
+      return Effect.succeed(
+        refusal(426, "Upgrade required: /rpc is an @effect/rpc WebSocket endpoint (JSON serialization)")
+      )
     }
     return handshakeOf(options.policy, options.bodyLimit, request).pipe(
       Effect.flatMap(({ caller, limit }) => {
         if (!connections.enter(caller)) {
-          return Effect.succeed(refusal(429, `Too many connections: at most ${MAX_CONNECTIONS_PER_CALLER} /rpc sockets per caller`))
+          return Effect.succeed(
+            refusal(429, `Too many connections: at most ${MAX_CONNECTIONS_PER_CALLER} /rpc sockets per caller`)
+          )
         }
         const headers = options.withVerdict(request)
         const token = queryToken(request)
         const tcp = NodeHttpServerRequest.toIncomingMessage(request).socket
         // The request as it is (its getters read the underlying Node request), but for these two.
         const guarded = Object.create(request, {
-          headers: { value: headers["authorization"] === undefined && Option.isSome(token) ? { ...headers, authorization: `Bearer ${token.value}` } : headers },
-          upgrade: { value: Effect.map(upgradeWithLimit(request, limit), (socket) => boundedRpcSocket(socket, tcp, limit)) }
+          headers: {
+            value: headers["authorization"] === undefined && Option.isSome(token)
+              ? { ...headers, authorization: `Bearer ${token.value}` }
+              : headers
+          },
+          upgrade: {
+            value: Effect.map(upgradeWithLimit(request, limit), (socket) => boundedRpcSocket(socket, tcp, limit))
+          }
         }) as HttpServerRequest.HttpServerRequest
         return Effect.provideService(app, HttpServerRequest.HttpServerRequest, guarded).pipe(
           // The protocol dies on a message it cannot take (a request id that is not an integer): that
@@ -134,7 +150,10 @@ export const RpcRouteLive = (config: ServerConfigShape, routes: ReadonlyArray<Ro
     Effect.gen(function*() {
       const app = yield* RpcServer.toHttpAppWebsocket(ServiceRpcs, { spanPrefix: "Rpc" })
       const policy = yield* AuthPolicy
-      yield* router.get(RPC_PATH, guardedApp(app, { policy, bodyLimit: config.bodyLimit, withVerdict: consoleVerdict(config, nonce) }))
+      yield* router.get(
+        RPC_PATH,
+        guardedApp(app, { policy, bodyLimit: config.bodyLimit, withVerdict: consoleVerdict(config, nonce) })
+      )
     })
   ).pipe(
     Layer.provide([RpcHandlersLive, RpcAuthenticationLive(routes, nonce), RpcStreamLimitLive, BoundedJsonLive])

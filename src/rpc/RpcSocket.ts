@@ -30,7 +30,9 @@ export const boundedRpcSocket = (socket: Socket.Socket, tcp: TcpSocket, limit: n
       Effect.scoped(Effect.flatMap(socket.writer, (write) =>
         socket.runRaw((data) =>
           byteLength(data) > limit
-            ? Effect.ignore(write(new Socket.CloseEvent(MESSAGE_TOO_BIG, `Message exceeds ${limit} bytes`))) as unknown as ReturnType<typeof handler>
+            ? Effect.ignore(
+              write(new Socket.CloseEvent(MESSAGE_TOO_BIG, `Message exceeds ${limit} bytes`))
+            ) as unknown as ReturnType<typeof handler>
             : handler(data), options)))
   }
 }

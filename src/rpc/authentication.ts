@@ -1,7 +1,7 @@
 import type { Rpc } from "@effect/rpc"
 import { Effect, Layer, Option } from "effect"
-import { AuthPolicy, bearerToken } from "../auth/AuthPolicy.js"
 import { CONSOLE_KEY_HEADER } from "../auth/Authentication.js"
+import { AuthPolicy, bearerToken } from "../auth/AuthPolicy.js"
 import type { RouteEntry } from "../auth/RouteClass.js"
 import { Forbidden } from "../core/errors.js"
 import { RpcAuthentication, type ServiceRpcs } from "./RpcContract.js"
@@ -16,7 +16,10 @@ const segment = (value: unknown) => encodeURIComponent(String(value))
 /** The HTTP route each procedure mirrors, by operation id, and the path a call of it would have taken. */
 const twins: Record<Tag, { readonly operationId: string; readonly path: (payload: any) => string }> = {
   AgentStream: { operationId: "agents.streamText", path: (p) => `/agents/${segment(p.agentId)}/stream` },
-  WorkflowStream: { operationId: "workflows.streamWorkflow", path: (p) => `/workflows/${segment(p.workflowId)}/stream` },
+  WorkflowStream: {
+    operationId: "workflows.streamWorkflow",
+    path: (p) => `/workflows/${segment(p.workflowId)}/stream`
+  },
   WorkflowAttach: {
     operationId: "workflows.attachExecution",
     path: (p) => `/workflows/${segment(p.workflowId)}/executions/${segment(p.executionId)}/stream`
@@ -36,16 +39,22 @@ export const RpcAuthenticationLive = (routes: ReadonlyArray<RouteEntry>, nonce: 
     Effect.gen(function*() {
       const policy = yield* AuthPolicy
       const byOperation = new Map(routes.map((route) => [route.operationId, route]))
-      const routeOf = Object.fromEntries(Object.entries(twins).map(([tag, twin]) => {
-        const route = byOperation.get(twin.operationId)
-        if (route === undefined) throw new Error(`RPC ${tag} mirrors ${twin.operationId}, which the API does not have`)
-        return [tag, { ...twin, method: route.method, routeClass: route.routeClass }]
-      }))
+      const routeOf = Object.fromEntries(
+        Object.entries(twins).map(([tag, twin]) => {
+          const route = byOperation.get(twin.operationId)
+          if (route === undefined) {
+            throw new Error(`RPC ${tag} mirrors ${twin.operationId}, which the API does not have`)
+          }
+          return [tag, { ...twin, method: route.method, routeClass: route.routeClass }]
+        })
+      )
       return RpcAuthentication.of(({ headers, payload, rpc }) => {
         const twin = routeOf[rpc._tag]
         const verdict = headers[CONSOLE_VERDICT_HEADER]
         if (twin.routeClass === "console" && verdict !== nonce) {
-          const why = verdict?.startsWith(`${nonce}:`) ? verdict.slice(nonce.length + 1) : "Console procedures need the service's own origin"
+          const why = verdict?.startsWith(`${nonce}:`)
+            ? verdict.slice(nonce.length + 1)
+            : "Console procedures need the service's own origin"
           return Effect.fail(new Forbidden({ message: why }))
         }
         return policy.authorizeCaller({

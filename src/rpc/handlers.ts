@@ -26,10 +26,16 @@ export const RpcHandlersLive = ServiceRpcs.toLayer(Effect.gen(function*() {
   return {
     AgentStream: ({ agentId, input, options }) =>
       Stream.unwrap(Effect.gen(function*() {
-        const request = yield* withUser({ ...(input === undefined ? {} : { input }), ...(options === undefined ? {} : { options }) })
+        const request = yield* withUser({
+          ...(input === undefined ? {} : { input }),
+          ...(options === undefined ? {} : { options })
+        })
         const events = yield* agents.stream(agentId, request)
         // Pulled one event at a time; interrupting the stream cancels the reader, which aborts the model call.
-        return Stream.fromReadableStream({ evaluate: () => events, onError: (error) => new ExecutionFailed({ message: messageOf(error) }) })
+        return Stream.fromReadableStream({
+          evaluate: () => events,
+          onError: (error) => new ExecutionFailed({ message: messageOf(error) })
+        })
       })),
 
     WorkflowStream: ({ idempotencyKey, workflowId, ...request }) =>
@@ -40,12 +46,24 @@ export const RpcHandlersLive = ServiceRpcs.toLayer(Effect.gen(function*() {
         if (request.options?.webhook !== undefined) yield* webhooks.checkStart(request.options.webhook.url, caller)
         const idempotent = idempotencyKey === undefined
           ? {}
-          : { idempotent: keys.forStart({ route: "stream", workflowId, caller: callerOf(caller.user), key: idempotencyKey }, request) }
+          : {
+            idempotent: keys.forStart({
+              route: "stream",
+              workflowId,
+              caller: callerOf(caller.user),
+              key: idempotencyKey
+            }, request)
+          }
         return yield* engine.stream(workflowId, request, { user: caller.user, userId, ...idempotent })
       })),
 
     WorkflowAttach: ({ after, executionId, workflowId }) =>
-      Stream.unwrap(Effect.flatMap(CurrentCaller, ({ visibility }) => engine.attach(workflowId, executionId, after ?? 0, visibility))),
+      Stream.unwrap(
+        Effect.flatMap(
+          CurrentCaller,
+          ({ visibility }) => engine.attach(workflowId, executionId, after ?? 0, visibility)
+        )
+      ),
 
     LiveLogs: ({ limit, ...filter }) =>
       Stream.unwrapScoped(Effect.gen(function*() {

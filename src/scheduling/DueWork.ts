@@ -52,7 +52,8 @@ interface Registered {
 }
 
 /** When the timer should take a kind's next item: its due time less the kind's lead. */
-const takeAt = (registered: Registered) => registered.next === undefined ? Infinity : registered.next - (registered.kind.leadMs ?? 0)
+const takeAt = (registered: Registered) =>
+  registered.next === undefined ? Infinity : registered.next - (registered.kind.leadMs ?? 0)
 
 /** `from kind at` (instance ids and kind names hold no spaces). */
 const encode = (from: string, kind: string, at: number) => `${from} ${kind} ${at}`
@@ -99,7 +100,10 @@ export const makeDueWork = (options: { readonly instanceId: string; readonly pol
       })
 
     const survive = (what: string) => <A>(effect: Effect.Effect<A>) =>
-      Effect.catchAllCause(effect, (cause) => Effect.logWarning(`due work: ${what} failed; the next round retries`, cause))
+      Effect.catchAllCause(
+        effect,
+        (cause) => Effect.logWarning(`due work: ${what} failed; the next round retries`, cause)
+      )
 
     let idle = 0
     const round = Effect.gen(function*() {
@@ -133,13 +137,17 @@ export const makeDueWork = (options: { readonly instanceId: string; readonly pol
       if (Option.isSome(client)) {
         notify = (kind, at) =>
           sql`SELECT pg_notify(${CHANNEL}, ${encode(options.instanceId, kind, at)})`.pipe(
-            Effect.catchAll((error) => Effect.logWarning("could not tell the other instances of a due time; they will poll", error)),
+            Effect.catchAll((error) =>
+              Effect.logWarning("could not tell the other instances of a due time; they will poll", error)
+            ),
             Effect.asVoid,
             Effect.withTracerEnabled(false)
           )
         yield* client.value.listen(CHANNEL).pipe(
           Stream.filterMap((payload) => Option.fromNullable(decode(options.instanceId, payload))),
-          Stream.tapError((error) => Effect.logWarning("lost the due-time notices of the other instances; listening again", error)),
+          Stream.tapError((error) =>
+            Effect.logWarning("lost the due-time notices of the other instances; listening again", error)
+          ),
           Stream.retry(Schedule.spaced("1 second")),
           Stream.orDie,
           Stream.runForEach(({ at, kind }) => Effect.sync(() => known(kind, at))),
@@ -167,5 +175,8 @@ export const makeDueWork = (options: { readonly instanceId: string; readonly pol
 /** The app's one scheduler (ServerConfig's instance id and poll). */
 export const DueWorkLive = Layer.scoped(
   DueWork,
-  Effect.flatMap(ServerConfig, (config) => makeDueWork({ instanceId: config.instanceId, pollMs: config.workflows.pollMs }))
+  Effect.flatMap(
+    ServerConfig,
+    (config) => makeDueWork({ instanceId: config.instanceId, pollMs: config.workflows.pollMs })
+  )
 )

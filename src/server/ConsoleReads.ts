@@ -7,7 +7,8 @@ import { ASSETS_PATH } from "../console/ConsoleRoute.js"
 const UI_ROUTES = ["/console", `${ASSETS_PATH}/:name`, "/ui", "/favicon.ico"]
 
 const templatePattern = (path: string) =>
-  path.split("/").map((segment) => segment.startsWith(":") ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("/")
+  path.split("/").map((segment) => segment.startsWith(":") ? "[^/]+" : segment.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
+    .join("/")
 
 /**
  * Whether a request is one of the service's own console or explorer reads (docs/decisions.md, "Issue
@@ -15,9 +16,13 @@ const templatePattern = (path: string) =>
  * /updates, the console's WebSockets), of a documentation route (/, /doc), or of the console's and
  * Swagger UI's pages and assets.
  */
-export const isConsoleRead = (routes: ReadonlyArray<RouteEntry>): (request: HttpServerRequest.HttpServerRequest) => boolean => {
+export const isConsoleRead = (
+  routes: ReadonlyArray<RouteEntry>
+): (request: HttpServerRequest.HttpServerRequest) => boolean => {
   const templates = routes
-    .filter((route) => route.method === "GET" && (route.routeClass === "console" || route.routeClass === "documentation"))
+    .filter((route) =>
+      route.method === "GET" && (route.routeClass === "console" || route.routeClass === "documentation")
+    )
     .map((route) => route.path)
   const pattern = new RegExp(`^(?:${[...templates, ...UI_ROUTES].map(templatePattern).join("|")})/?$`)
   return (request) => {
@@ -32,5 +37,9 @@ export const isConsoleRead = (routes: ReadonlyArray<RouteEntry>): (request: Http
  * HttpMiddleware.currentTracerDisabledWhen skips) but also the spans their handlers make, which would
  * otherwise each start a trace of their own.
  */
-export const untracedWhen = (untraced: (request: HttpServerRequest.HttpServerRequest) => boolean): HttpMiddleware.HttpMiddleware => (app) =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => untraced(request) ? Effect.withTracerEnabled(app, false) : app)
+export const untracedWhen =
+  (untraced: (request: HttpServerRequest.HttpServerRequest) => boolean): HttpMiddleware.HttpMiddleware => (app) =>
+    Effect.flatMap(
+      HttpServerRequest.HttpServerRequest,
+      (request) => untraced(request) ? Effect.withTracerEnabled(app, false) : app
+    )

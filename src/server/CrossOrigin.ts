@@ -7,11 +7,11 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { Context, Effect, Function } from "effect"
+import { ServiceApi } from "../Api.js"
 import { consoleRefusal } from "../auth/ConsoleGuard.js"
 import type { RouteEntry } from "../auth/RouteClass.js"
-import type { Forbidden, Unauthorized } from "../core/errors.js"
 import type { ServerConfigShape } from "../config/ServerConfig.js"
-import { ServiceApi } from "../Api.js"
+import type { Forbidden, Unauthorized } from "../core/errors.js"
 
 /**
  * Whether a request addresses a console route, with any method (a CORS preflight is an OPTIONS). It is
@@ -79,11 +79,15 @@ export const CrossOriginLive = (config: ServerConfigShape, routes: ReadonlyArray
         const withCors = cors(app)
         const consoleOrNot = Effect.flatMap(consoleRoute.matches, (isConsole) => (isConsole ? guarded(app) : withCors))
         // Decided from the fiber's context without an effect per check: this runs on every request.
-        return Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, Forbidden | Unauthorized, HttpServerRequest.HttpServerRequest>((fiber) =>
+        return Effect.withFiberRuntime<
+          HttpServerResponse.HttpServerResponse,
+          Forbidden | Unauthorized,
+          HttpServerRequest.HttpServerRequest
+        >((fiber) =>
           consoleRoute.surelyNot(Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest).url)
             ? withCors
             : consoleOrNot
-        // Forbidden is declared by the console groups, whose routes alone can meet it.
+          // Forbidden is declared by the console groups, whose routes alone can meet it.
         ) as HttpApp.Default<Unauthorized>
       }
     })

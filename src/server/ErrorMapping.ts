@@ -1,9 +1,16 @@
-import { HttpApiBuilder, HttpApiError, type HttpApp, HttpServerError, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
+import {
+  HttpApiBuilder,
+  HttpApiError,
+  type HttpApp,
+  HttpServerError,
+  HttpServerRequest,
+  type HttpServerResponse
+} from "@effect/platform"
 import { Cause, Context, Effect, Option } from "effect"
-import { BadRequest, InternalError, NotFound, PayloadTooLarge, ValidationError } from "../core/errors.js"
-import { isDeclaredError } from "../http/Errors.js"
 import { ServiceApi } from "../Api.js"
+import { BadRequest, InternalError, NotFound, PayloadTooLarge, ValidationError } from "../core/errors.js"
 import { limitBody } from "../http/BodyLimit.js"
+import { isDeclaredError } from "../http/Errors.js"
 import { nulInUrl, RefusedJsonValue, withCheckedJsonBody } from "../http/JsonInput.js"
 
 type Issue = typeof HttpApiError.Issue.Type
@@ -86,13 +93,19 @@ export const ErrorMappingLive = (bodyLimit: number) =>
       bodyLimit
     )
     // Decided from the fiber's context without an effect per check: this runs on every request.
-    return Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, MappedError, HttpServerRequest.HttpServerRequest>((fiber) => {
+    return Effect.withFiberRuntime<
+      HttpServerResponse.HttpServerResponse,
+      MappedError,
+      HttpServerRequest.HttpServerRequest
+    >((fiber) => {
       const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
       if (hasNonJsonBody(request)) {
         return Effect.fail(new BadRequest({ message: "Request body must be JSON (content-type: application/json)" }))
       }
       const nul = nulInUrl(request.url)
-      if (nul !== undefined) return Effect.fail(ValidationError.fromIssues([nul]))
+      if (nul !== undefined) {
+        return Effect.fail(ValidationError.fromIssues([nul]))
+      }
       // A POST without a body is wrapped too: its empty body is read as `{}` (JsonInput).
       return hasBody(request) || WRITES.has(request.method) ? withBody : app
     }).pipe(Effect.catchAllCause(toEnvelopeError(bodyLimit))) as HttpApp.Default<MappedError>

@@ -49,19 +49,22 @@ const capConnectionsPerClient = (server: Server, max: number, idleMs: number): W
 }
 
 /** The server's HttpServer, answering a request on a refused connection 503 (and closing it) before the app sees it. */
-const refusingExcess = (refused: WeakSet<Socket>, max: number) => (server: HttpServer.HttpServer): HttpServer.HttpServer =>
-  HttpServer.make({
-    address: server.address,
-    serve: (app, middleware) => {
-      const guarded = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-        const socket = NodeHttpServerRequest.toIncomingMessage(request).socket
-        if (!refused.has(socket)) return app
-        const error = `Too many connections from ${socket.remoteAddress} (at most ${max} at once)`
-        return Effect.succeed(HttpServerResponse.unsafeJson({ success: false, error }, { status: 503, headers: { connection: "close" } }))
-      })
-      return middleware === undefined ? server.serve(guarded) : server.serve(guarded, middleware)
-    }
-  })
+const refusingExcess =
+  (refused: WeakSet<Socket>, max: number) => (server: HttpServer.HttpServer): HttpServer.HttpServer =>
+    HttpServer.make({
+      address: server.address,
+      serve: (app, middleware) => {
+        const guarded = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+          const socket = NodeHttpServerRequest.toIncomingMessage(request).socket
+          if (!refused.has(socket)) return app
+          const error = `Too many connections from ${socket.remoteAddress} (at most ${max} at once)`
+          return Effect.succeed(
+            HttpServerResponse.unsafeJson({ success: false, error }, { status: 503, headers: { connection: "close" } })
+          )
+        })
+        return middleware === undefined ? server.serve(guarded) : server.serve(guarded, middleware)
+      }
+    })
 
 /**
  * A node:http server on host:port. A busy port is a StartupError (no fallback port). Headers must arrive
@@ -70,7 +73,9 @@ const refusingExcess = (refused: WeakSet<Socket>, max: number) => (server: HttpS
  * keep-alive connections close at once and open streams get a short grace before they are cut, so
  * SIGTERM never waits on a client.
  */
-export const NodeServerLive = (options: { readonly port: number; readonly host: string; readonly http: HttpSettings }) => {
+export const NodeServerLive = (
+  options: { readonly port: number; readonly host: string; readonly http: HttpSettings }
+) => {
   const requestTimeout = options.http.requestTimeoutMs
   const headersTimeout = Math.min(options.http.headersTimeoutMs, requestTimeout)
   const server = createServer({

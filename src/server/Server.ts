@@ -1,12 +1,32 @@
-import { Etag, FileSystem, HttpApi, HttpApiBuilder, type HttpApp, HttpMiddleware, HttpPlatform, type HttpRouter, HttpServer, OpenApi, Path } from "@effect/platform"
+import {
+  Etag,
+  FileSystem,
+  HttpApi,
+  HttpApiBuilder,
+  type HttpApp,
+  HttpMiddleware,
+  HttpPlatform,
+  type HttpRouter,
+  HttpServer,
+  OpenApi,
+  Path
+} from "@effect/platform"
 import { Context, Effect, Layer, Scope } from "effect"
 import { AgentsHandlers } from "../agents/handlers.js"
+import { ServiceApi } from "../Api.js"
 import { AuthenticationLive } from "../auth/Authentication.js"
 import { AuthPolicy } from "../auth/AuthPolicy.js"
 import { withSecurity } from "../auth/openApiSecurity.js"
 import { routeTable } from "../auth/RouteClass.js"
 import type { ServerConfigShape } from "../config/ServerConfig.js"
 import { ConsoleLive } from "../console/ConsoleRoute.js"
+import { readAppCatalog } from "../docs/appCatalog.js"
+import { FaviconLive } from "../docs/favicon.js"
+import { DocsHandlers } from "../docs/handlers.js"
+import { describeOpenApi } from "../docs/openApiDocument.js"
+import { withAppExamples } from "../docs/openApiExamples.js"
+import { SwaggerUiLive } from "../docs/swaggerUi.js"
+import { withToolErrorStatuses } from "../docs/toolErrorStatuses.js"
 import { HealthHandlers } from "../health/handlers.js"
 import { McpHandlers } from "../mcp/handlers.js"
 import { ObservabilityHandlers } from "../observability/handlers.js"
@@ -14,23 +34,15 @@ import { OpsHandlers } from "../ops/handlers.js"
 import { RpcRouteLive } from "../rpc/RpcRoute.js"
 import { storageKind } from "../storage/Sql.js"
 import { ToolsHandlers } from "../tools/handlers.js"
+import { WebhooksHandlers } from "../webhooks/handlers.js"
 import { WorkflowsHandlers } from "../workflows/handlers.js"
 import { SchedulesHandlers } from "../workflows/schedules/handlers.js"
-import { WebhooksHandlers } from "../webhooks/handlers.js"
 import { WebSocketsHandlers } from "../ws/handlers.js"
-import { ServiceApi } from "../Api.js"
-import { readAppCatalog } from "../docs/appCatalog.js"
-import { describeOpenApi } from "../docs/openApiDocument.js"
-import { withAppExamples } from "../docs/openApiExamples.js"
-import { withToolErrorStatuses } from "../docs/toolErrorStatuses.js"
-import { FaviconLive } from "../docs/favicon.js"
-import { DocsHandlers } from "../docs/handlers.js"
 import { isConsoleRead, untracedWhen } from "./ConsoleReads.js"
 import { CrossOriginLive } from "./CrossOrigin.js"
 import { ErrorMappingLive } from "./ErrorMapping.js"
-import { SwaggerUiLive } from "../docs/swaggerUi.js"
-import { SwaggerUiAuthenticationLive } from "./SwaggerUiAuthentication.js"
 import { withStartupBanner } from "./StartupBanner.js"
+import { SwaggerUiAuthenticationLive } from "./SwaggerUiAuthentication.js"
 
 const routes = routeTable(ServiceApi)
 
@@ -42,7 +54,9 @@ const ApiLive = (config: ServerConfigShape) =>
     const catalog = yield* readAppCatalog
     const examples = withAppExamples(() => Effect.runSync(catalog))
     const toolErrors = withToolErrorStatuses(() => Effect.runSync(catalog))
-    const api = ServiceApi.annotateContext(OpenApi.annotations({ transform: (spec) => secure(toolErrors(examples(describeOpenApi(spec)))) }))
+    const api = ServiceApi.annotateContext(
+      OpenApi.annotations({ transform: (spec) => secure(toolErrors(examples(describeOpenApi(spec)))) })
+    )
     return HttpApiBuilder.api(api).pipe(Layer.provide(DocsHandlers(api, catalog)))
   })).pipe(
     Layer.provide([
@@ -96,9 +110,13 @@ const serveApi = (config: ServerConfigShape) => {
         Effect.flatMap(HttpServer.HttpServer, (server) =>
           untraced === undefined
             ? server.serve(app as HttpApp.Default)
-            : server.serve(app as HttpApp.Default, untracedWhen(untraced)).pipe(HttpMiddleware.withTracerDisabledWhenEffect(untraced))).pipe(
+            : server.serve(app as HttpApp.Default, untracedWhen(untraced)).pipe(
+              HttpMiddleware.withTracerDisabledWhenEffect(untraced)
+            )).pipe(
             Effect.provideService(HttpMiddleware.SpanNameGenerator, spanName),
-            Effect.mapInputContext((context: Context.Context<RequestServices>) => requestContext(context) as Context.Context<RequestServices>)
+            Effect.mapInputContext((context: Context.Context<RequestServices>) =>
+              requestContext(context) as Context.Context<RequestServices>
+            )
           )
       )
     ),

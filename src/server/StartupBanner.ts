@@ -1,7 +1,7 @@
 import { HttpServer } from "@effect/platform"
 import { Effect, Layer, Redacted } from "effect"
-import type { ModelSettings } from "../config/ModelSettings.js"
 import { type AuthSettings, consoleAccessOf, isPublicKey } from "../config/AuthSettings.js"
+import type { ModelSettings } from "../config/ModelSettings.js"
 import type { ServerConfigShape } from "../config/ServerConfig.js"
 import { sqliteFile, storageKind } from "../storage/Sql.js"
 
@@ -16,7 +16,9 @@ const withoutCredentials = (raw: string): string | undefined => {
 }
 
 const describeModel = (model: ModelSettings): string => {
-  if (model.provider === "builtin") return `builtin/${model.model} (deterministic, offline; set AI_PROVIDER for a real model)`
+  if (model.provider === "builtin") {
+    return `builtin/${model.model} (deterministic, offline; set AI_PROVIDER for a real model)`
+  }
   const at = model.baseUrl === undefined ? "" : ` at ${withoutCredentials(model.baseUrl) ?? "(AI_BASE_URL)"}`
   return `${model.model} (${model.provider}${at})`
 }

@@ -53,7 +53,10 @@ export const makeTransactionBatches = <Staged = never>(
    * `body`, then the rows it staged, in one transaction (a flush failure mapped by `flushFailed`);
    * nothing is left staged, nor a failed COMMIT's transaction open, after it, whatever its outcome.
    */
-  const transaction = <A, E, F = unknown>(body: Effect.Effect<A, E>, flushFailed: (error: unknown) => F = (error) => error as F) =>
+  const transaction = <A, E, F = unknown>(
+    body: Effect.Effect<A, E>,
+    flushFailed: (error: unknown) => F = (error) => error as F
+  ) =>
     ownTransaction(sql)(Effect.suspend(() => {
       staged = []
       return Effect.tap(body, () => Effect.mapError(flushStaged, flushFailed))
@@ -77,7 +80,11 @@ export const makeTransactionBatches = <Staged = never>(
         () => new WriteFailed()
       ))
       if (Exit.isSuccess(together)) return results.map((result) => Exit.succeed(result))
-      if (Cause.failureOption(together.cause).pipe((failure) => failure._tag === "Some" && failure.value instanceof WriteFailed)) {
+      if (
+        Cause.failureOption(together.cause).pipe((failure) =>
+          failure._tag === "Some" && failure.value instanceof WriteFailed
+        )
+      ) {
         return yield* oneByOne(batch)
       }
       // BEGIN or COMMIT failed (or the writer was interrupted): nothing is known about the outcome.

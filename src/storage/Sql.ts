@@ -37,8 +37,11 @@ const clientLayer = (url: DatabaseUrl): Layer.Layer<SqlClient.SqlClient, unknown
   if (storageKind(url) === "postgres") {
     // Loaded only when used: the Postgres driver is a noticeable part of start-up time.
     return Layer.unwrapEffect(
-      Effect.map(Effect.promise(() => import("@effect/sql-pg")), ({ PgClient }) =>
-        PgClient.layer({ url: Redacted.isRedacted(url) ? url : Redacted.make(url), maxConnections: 10 }))
+      Effect.map(
+        Effect.promise(() => import("@effect/sql-pg")),
+        ({ PgClient }) =>
+          PgClient.layer({ url: Redacted.isRedacted(url) ? url : Redacted.make(url), maxConnections: 10 })
+      )
     )
   }
   const filename = sqlitePath(reveal(url))
@@ -60,7 +63,10 @@ const clientLayer = (url: DatabaseUrl): Layer.Layer<SqlClient.SqlClient, unknown
  */
 const fullSync = Effect.flatMap(SqliteClient.SqliteClient, (sql) => sql.unsafe("PRAGMA synchronous = FULL"))
 
-const runMigrator = Effect.flatMap(Migrations, (migrations) => Migrator.make({})({ loader: Migrator.fromRecord(migrations) }))
+const runMigrator = Effect.flatMap(
+  Migrations,
+  (migrations) => Migrator.make({})({ loader: Migrator.fromRecord(migrations) })
+)
 
 /**
  * The advisory lock (two-key form, in a namespace of its own apart from the instance locks of
@@ -84,8 +90,12 @@ const migrate = Effect.flatMap(SqlClient.SqlClient, (sql) =>
     pg: () =>
       Effect.scoped(
         Effect.acquireRelease(
-          Effect.tap(sql.reserve, (connection) => connection.executeUnprepared(lockStatement("pg_advisory_lock"), [], undefined)),
-          (connection) => Effect.ignore(connection.executeUnprepared(lockStatement("pg_advisory_unlock"), [], undefined))
+          Effect.tap(
+            sql.reserve,
+            (connection) => connection.executeUnprepared(lockStatement("pg_advisory_lock"), [], undefined)
+          ),
+          (connection) =>
+            Effect.ignore(connection.executeUnprepared(lockStatement("pg_advisory_unlock"), [], undefined))
         ).pipe(Effect.zipRight(runMigrator))
       ),
     orElse: () => runMigrator
@@ -98,7 +108,9 @@ export const MIGRATIONS_TABLE = "effect_sql_migrations"
  * A SQL store: SQLite (`file:path`, the default) or Postgres (`postgres://...`), brought to the
  * `Migrations` in context before anything uses it (the service's: src/Database.ts).
  */
-export const SqlLive = (url: DatabaseUrl = DEFAULT_DATABASE_URL): Layer.Layer<SqlClient.SqlClient, StorageError, Migrations> =>
+export const SqlLive = (
+  url: DatabaseUrl = DEFAULT_DATABASE_URL
+): Layer.Layer<SqlClient.SqlClient, StorageError, Migrations> =>
   Layer.effectDiscard(migrate).pipe(
     Layer.provideMerge(clientLayer(url)),
     Layer.mapError((error) =>

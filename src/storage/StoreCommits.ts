@@ -1,10 +1,17 @@
 import { SqlClient, type Statement } from "@effect/sql"
 import { Context, Effect, Exit, Layer, Option } from "effect"
 import { allExit, makeBatching } from "./batching.js"
-import { type Commit, type CommitOutcome, commitRequestsOn, type CommitRequest, makeCommit, type ResultRow } from "./commits.js"
+import {
+  type Commit,
+  type CommitOutcome,
+  type CommitRequest,
+  commitRequestsOn,
+  makeCommit,
+  type ResultRow
+} from "./commits.js"
 import { type DatabaseUrl, sqliteFile } from "./Sql.js"
-import { type SpawnThread, threadRequests } from "./workerThread.js"
 import { workerScript } from "./workerScript.js"
+import { type SpawnThread, threadRequests } from "./workerThread.js"
 
 export type { CommitRequest, CompiledStatement, NumberedRows, ResultRow } from "./commits.js"
 
@@ -20,7 +27,8 @@ export class StoreCommits extends Context.Tag("StoreCommits")<StoreCommits, {
 }>() {}
 
 // The writer's statements are not traced: the callers' spans cover their writes.
-const untracedDefect = (commit: Commit) => (request: CommitRequest) => commit(request).pipe(Effect.orDie, Effect.withTracerEnabled(false))
+const untracedDefect = (commit: Commit) => (request: CommitRequest) =>
+  commit(request).pipe(Effect.orDie, Effect.withTracerEnabled(false))
 
 const WORKER_FILE = "commitWorker.js"
 /**
@@ -32,11 +40,17 @@ const WORKER_FILE = "commitWorker.js"
  */
 const threadCommit = (sql: SqlClient.SqlClient, script: string, filename: string, spawn?: SpawnThread) =>
   Effect.gen(function*() {
-    const send = yield* threadRequests<ReadonlyArray<CommitRequest>, ReadonlyArray<CommitOutcome>>(script, filename, spawn)
+    const send = yield* threadRequests<ReadonlyArray<CommitRequest>, ReadonlyArray<CommitOutcome>>(
+      script,
+      filename,
+      spawn
+    )
     const inline = commitRequestsOn(sql)
     const commit = (batch: ReadonlyArray<CommitRequest>) =>
       batch.length === 1 ? inline(batch) : send(batch).pipe(
-        Effect.map((outcomes) => outcomes.map((outcome) => "rows" in outcome ? Exit.succeed(outcome.rows) : Exit.fail(outcome.error))),
+        Effect.map((outcomes) =>
+          outcomes.map((outcome) => "rows" in outcome ? Exit.succeed(outcome.rows) : Exit.fail(outcome.error))
+        ),
         // The thread died or could not be reached: nothing is known about the batch's outcome.
         Effect.catchAllCause((cause) => Effect.succeed(allExit(batch.length, Exit.failCause(cause))))
       )
@@ -65,7 +79,9 @@ export const StoreCommitsLive = (databaseUrl: DatabaseUrl, options: { readonly s
  * the last one returned, typed as its rows.
  */
 export const committingStatements = (commit: StoreCommits["Type"]["commit"]) =>
-<A extends object>(...statements: [...ReadonlyArray<Statement.Statement<any>>, Statement.Statement<A>]): Effect.Effect<ReadonlyArray<A>> =>
+<A extends object>(
+  ...statements: [...ReadonlyArray<Statement.Statement<any>>, Statement.Statement<A>]
+): Effect.Effect<ReadonlyArray<A>> =>
   commit({ statements: statements.map((statement) => statement.compile()) }) as Effect.Effect<ReadonlyArray<A>>
 
 /** The commits the layer provides, or the service's own client's when no layer does (a store used alone). */
@@ -73,7 +89,6 @@ export const storeCommitsOrInline = Effect.flatMap(
   Effect.serviceOption(StoreCommits),
   Option.match({
     onSome: (commits) => Effect.succeed(commits.commit),
-    onNone: () =>
-      Effect.map(Effect.flatMap(SqlClient.SqlClient, makeCommit), untracedDefect)
+    onNone: () => Effect.map(Effect.flatMap(SqlClient.SqlClient, makeCommit), untracedDefect)
   })
 )

@@ -1,6 +1,15 @@
 import type Database from "better-sqlite3"
 import { messageWithCause } from "../core/errorMessages.js"
-import { appendedRows, byTable, onceTables, type CommitOutcome, type CommitRequest, type ResultRow, rowsPerInsert, type StagedRow } from "./commits.js"
+import {
+  appendedRows,
+  byTable,
+  type CommitOutcome,
+  type CommitRequest,
+  onceTables,
+  type ResultRow,
+  rowsPerInsert,
+  type StagedRow
+} from "./commits.js"
 
 /** Prepared statements kept at most (their texts repeat: a handful per store operation). */
 const MAX_PREPARED = 512
@@ -51,7 +60,11 @@ export const makeBatchCommitter = (db: Database.Database) => {
         const tuple = `(${columns.map(() => "?").join(",")})`
         const params: Array<unknown> = []
         for (const row of chunk) for (const column of columns) params.push(row[column])
-        statement(`INSERT INTO ${table} (${columns.join(",")}) VALUES ${chunk.map(() => tuple).join(",")}${once.has(table) ? " ON CONFLICT DO NOTHING" : ""}`).run(...params)
+        statement(
+          `INSERT INTO ${table} (${columns.join(",")}) VALUES ${chunk.map(() => tuple).join(",")}${
+            once.has(table) ? " ON CONFLICT DO NOTHING" : ""
+          }`
+        ).run(...params)
       }
     }
   }

@@ -5,8 +5,8 @@
  */
 // Modules, not the packages' indexes: the thread's bundle then holds what it runs (about a quarter of
 // the size), and each thread's V8 heap pays for the code it loads.
-import * as WorkerRunner from "@effect/platform/WorkerRunner"
 import * as NodeWorkerRunner from "@effect/platform-node/NodeWorkerRunner"
+import * as WorkerRunner from "@effect/platform/WorkerRunner"
 import Database from "better-sqlite3"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

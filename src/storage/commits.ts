@@ -32,7 +32,10 @@ export interface CommitRequest {
    * Rows inserted with the appended ones (when the last statement returned a row), a row whose key
    * is already there left out (`ON CONFLICT DO NOTHING`): values stored once, whoever writes them first.
    */
-  readonly once?: { readonly table: string; readonly rows: ReadonlyArray<Readonly<Record<string, string | number | null>>> } | undefined
+  readonly once?: {
+    readonly table: string
+    readonly rows: ReadonlyArray<Readonly<Record<string, string | number | null>>>
+  } | undefined
 }
 
 export type Commit = (request: CommitRequest) => Effect.Effect<ReadonlyArray<ResultRow>, unknown>
@@ -54,7 +57,10 @@ export const appendedRows = (request: CommitRequest, returned: ReadonlyArray<Res
   const values = once === undefined ? [] : once.rows.map((row) => ({ table: once.table, row, once: true }))
   if (append === undefined || append.rows.length === 0) return values
   const first = Number(returned[0][append.numberFrom]) - append.rows.length + 1
-  return [...values, ...append.rows.map((row, i) => ({ table: append.table, row: { ...row, [append.numberColumn]: first + i } }))]
+  return [
+    ...values,
+    ...append.rows.map((row, i) => ({ table: append.table, row: { ...row, [append.numberColumn]: first + i } }))
+  ]
 }
 
 /** The tables whose staged rows are inserted once (ON CONFLICT DO NOTHING). */
@@ -85,7 +91,9 @@ const insertStaged = (sql: SqlClient.SqlClient) => (staged: ReadonlyArray<Staged
     for (const [table, rows] of byTable(staged)) {
       const size = rowsPerInsert(Object.keys(rows[0]).length)
       for (let at = 0; at < rows.length; at += size) {
-        yield* sql`INSERT INTO ${sql(table)} ${sql.insert(rows.slice(at, at + size))}${once.has(table) ? sql` ON CONFLICT DO NOTHING` : sql``}`
+        yield* sql`INSERT INTO ${sql(table)} ${sql.insert(rows.slice(at, at + size))}${
+          once.has(table) ? sql` ON CONFLICT DO NOTHING` : sql``
+        }`
       }
     }
   })

@@ -30,8 +30,9 @@ const writeLockFirst = (sql: SqlClient.SqlClient, table: string): Effect.Effect<
  * One that reads before it writes names a table it writes (`writesTo`): on SQLite it then takes the
  * write lock first.
  */
-export const ownTransaction = (sql: SqlClient.SqlClient, writesTo?: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.onError(
-    sql.withTransaction(writesTo === undefined ? effect : Effect.zipRight(writeLockFirst(sql, writesTo), effect)),
-    () => rollbackLeftOpen(sql)
-  )
+export const ownTransaction =
+  (sql: SqlClient.SqlClient, writesTo?: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    Effect.onError(
+      sql.withTransaction(writesTo === undefined ? effect : Effect.zipRight(writeLockFirst(sql, writesTo), effect)),
+      () => rollbackLeftOpen(sql)
+    )

@@ -34,5 +34,6 @@ export const threadRequests = <I, O>(script: string, filename: string, spawn: Sp
     )
     yield* Effect.forkIn(Effect.delay(start, BOOT_AFTER), scope)
     const thread = Deferred.await(spawned)
-    return (input: I): Effect.Effect<O, unknown> => Effect.zipRight(start, Effect.flatMap(thread, (worker) => worker.executeEffect(input)))
+    return (input: I): Effect.Effect<O, unknown> =>
+      Effect.zipRight(start, Effect.flatMap(thread, (worker) => worker.executeEffect(input)))
   })

@@ -2,9 +2,9 @@ import { HttpApiSchema } from "@effect/platform"
 import { Effect, Either, JSONSchema, ParseResult, Schema } from "effect"
 import { checkDefinitionId } from "../core/definitionId.js"
 import type { Issue } from "../core/errors.js"
+import { fromUserResult, type ResultContext } from "../core/userCode.js"
 import * as JsonSchemaValidator from "../json-schema/JsonSchemaValidator.js"
 import type { JsonSchema, JsonSchemaInput } from "../json-schema/JsonSchemaValidator.js"
-import { fromUserResult, type ResultContext } from "../core/userCode.js"
 
 /** What a tool sees of its caller. */
 export interface ToolContext {
@@ -80,7 +80,9 @@ export interface Tool<out R = never> {
   /** Runs the tool on decoded input; any failure, thrown or returned, is the error channel. */
   readonly run: (input: unknown, context: ToolContext) => Effect.Effect<unknown, unknown, R>
   /** Whether a call with this input waits for a human's approval (absent: never; a failing check is `true`). */
-  readonly needsApproval?: ((input: unknown, context: ToolApprovalContext) => Effect.Effect<boolean, never, R>) | undefined
+  readonly needsApproval?:
+    | ((input: unknown, context: ToolApprovalContext) => Effect.Effect<boolean, never, R>)
+    | undefined
 }
 
 interface ToolOptions<P> {

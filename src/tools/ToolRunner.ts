@@ -1,9 +1,23 @@
 import { Cause, Context, Effect, Layer } from "effect"
-import { Conflict, DeclaredToolError, ExecutionFailed, messageOf, type NotFound, ValidationError } from "../core/errors.js"
-import { errorDetailOf, failureMessage, markedSpanMessage, markSpanMessage, spanMessageOf, withoutFieldsInSpan } from "../observability/errorDetail.js"
-import { getOrNotFound } from "../core/lookup.js"
 import { DuplicateDefinition } from "../core/definitionId.js"
+import {
+  Conflict,
+  DeclaredToolError,
+  ExecutionFailed,
+  messageOf,
+  type NotFound,
+  ValidationError
+} from "../core/errors.js"
 import { jsonValueIssue, nonJsonValue } from "../core/jsonValue.js"
+import { getOrNotFound } from "../core/lookup.js"
+import {
+  errorDetailOf,
+  failureMessage,
+  markedSpanMessage,
+  markSpanMessage,
+  spanMessageOf,
+  withoutFieldsInSpan
+} from "../observability/errorDetail.js"
 import type { Tool, ToolContext } from "./Tool.js"
 
 export interface AgentRef {
@@ -61,7 +75,9 @@ const ensureJson = (tool: Tool, value: unknown): Effect.Effect<unknown, Executio
     let problem: string | undefined
     try {
       const found = nonJsonValue(value, { strict: false })
-      const issue = found === undefined ? jsonValueIssue(value) : { path: found.path, message: `is ${found.what} (${found.why})` }
+      const issue = found === undefined
+        ? jsonValueIssue(value)
+        : { path: found.path, message: `is ${found.what} (${found.why})` }
       if (issue === undefined) JSON.stringify(value)
       else problem = issue.path.length === 0 ? issue.message : `at ${issue.path.join(".")}: ${issue.message}`
     } catch (error) {
@@ -86,8 +102,13 @@ const toolFailure = (tool: Tool, error: unknown): Effect.Effect<never, ToolFailu
     ? new DeclaredToolError({ message: failureMessage(error, detail), status: declared.status, errorDetail: detail })
     : new ExecutionFailed({ message: `Tool ${tool.name} failed: ${failureMessage(error, detail)}` })
   const spanMessage = spanMessageOf(error, detail)
-  markSpanMessage(failure, spanMessage === undefined || declared !== undefined ? spanMessage : `Tool ${tool.name} failed: ${spanMessage}`)
-  return detail === undefined ? Effect.fail(failure) : Effect.zipRight(Effect.annotateCurrentSpan("error.type", detail._tag), Effect.fail(failure))
+  markSpanMessage(
+    failure,
+    spanMessage === undefined || declared !== undefined ? spanMessage : `Tool ${tool.name} failed: ${spanMessage}`
+  )
+  return detail === undefined
+    ? Effect.fail(failure)
+    : Effect.zipRight(Effect.annotateCurrentSpan("error.type", detail._tag), Effect.fail(failure))
 }
 
 /**
@@ -103,11 +124,18 @@ export const runTool = (
   Effect.suspend(() => {
     const run = Effect.acquireUseRelease(
       Effect.sync(() => new AbortController()),
-      (controller) => tool.run(input, { ...caller, signal: controller.signal, ...(callId === undefined ? {} : { toolCallId: callId }) }),
+      (controller) =>
+        tool.run(input, {
+          ...caller,
+          signal: controller.signal,
+          ...(callId === undefined ? {} : { toolCallId: callId })
+        }),
       (controller) => Effect.sync(() => controller.abort())
     ).pipe(
       Effect.catchAllCause((cause) =>
-        Cause.isInterruptedOnly(cause) ? Effect.failCause(cause as Cause.Cause<never>) : toolFailure(tool, Cause.squash(cause))
+        Cause.isInterruptedOnly(cause)
+          ? Effect.failCause(cause as Cause.Cause<never>)
+          : toolFailure(tool, Cause.squash(cause))
       ),
       Effect.flatMap((value) => ensureJson(tool, value))
     )
@@ -124,7 +152,9 @@ const byNameOf = (entries: ReadonlyArray<ToolEntry>) =>
     if (existing !== undefined && existing.tool !== entry.tool) {
       return Effect.fail(new DuplicateDefinition({ kind: "tool", id: entry.tool.name }))
     }
-    return Effect.succeed(byName.set(entry.tool.name, { tool: entry.tool, agents: [...(existing?.agents ?? []), ...entry.agents] }))
+    return Effect.succeed(
+      byName.set(entry.tool.name, { tool: entry.tool, agents: [...(existing?.agents ?? []), ...entry.agents] })
+    )
   })
 
 const makeToolRunner = (byName: ReadonlyMap<string, ToolEntry>) => {

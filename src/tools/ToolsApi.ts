@@ -1,7 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
 import { Authentication } from "../auth/Authentication.js"
 import { RouteClassAnnotation } from "../auth/RouteClass.js"
-import { Schema } from "effect"
 import { Success } from "../http/Envelope.js"
 import { Conflict, ExecutionFailed, NotFound, ValidationError } from "../http/Errors.js"
 import { JsonSchemaObject } from "../json-schema/JsonSchemaObject.js"

@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
-import { CurrentUser } from "../auth/Authentication.js"
 import { ServiceApi } from "../Api.js"
+import { CurrentUser } from "../auth/Authentication.js"
 import { ToolRunner } from "./ToolRunner.js"
 
 export const ToolsHandlers = HttpApiBuilder.group(ServiceApi, "tools", (handlers) =>
@@ -17,15 +17,15 @@ export const ToolsHandlers = HttpApiBuilder.group(ServiceApi, "tools", (handlers
             parameters: tool.parameters,
             status: "ready" as const,
             agents
-          }))
-        ))
+          }))))
       .handle("executeTool", ({ path, payload }) =>
-        Effect.flatMap(CurrentUser, (user) => runner.execute(path.name, payload.input, { context: payload.context ?? {}, user })).pipe(
-          // An error the tool declared: the envelope with its detail, at the status its class is annotated with.
-          Effect.catchTag("DeclaredToolError", (error) =>
-            Effect.succeed(HttpServerResponse.unsafeJson(
-              { success: false, error: error.message, errorDetail: error.errorDetail },
-              { status: error.status }
-            )))
-        ))
+        Effect.flatMap(CurrentUser, (user) =>
+          runner.execute(path.name, payload.input, { context: payload.context ?? {}, user })).pipe(
+            // An error the tool declared: the envelope with its detail, at the status its class is annotated with.
+            Effect.catchTag("DeclaredToolError", (error) =>
+              Effect.succeed(HttpServerResponse.unsafeJson(
+                { success: false, error: error.message, errorDetail: error.errorDetail },
+                { status: error.status }
+              )))
+          ))
   }))

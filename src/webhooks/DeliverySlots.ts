@@ -19,7 +19,9 @@ export const makeDeliverySlots = (total: number, perOwner: number) =>
     let inFlight = 0
 
     /** Runs `claim` with the share that is free now, and counts what it took as held. */
-    const take = <A extends { readonly owner: string }, E, R>(claim: (share: OwnerShare) => Effect.Effect<ReadonlyArray<A>, E, R>) =>
+    const take = <A extends { readonly owner: string }, E, R>(
+      claim: (share: OwnerShare) => Effect.Effect<ReadonlyArray<A>, E, R>
+    ) =>
       lock.withPermits(1)(Effect.gen(function*() {
         if (inFlight >= total) return []
         const taken = yield* claim({ limit: total - inFlight, perOwner, held })

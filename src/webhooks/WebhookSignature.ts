@@ -5,7 +5,8 @@ import { createHmac, randomBytes } from "node:crypto"
 export const SECRET_PREFIX = "whsec_"
 
 /** A new secret: 32 random bytes, as `whsec_<base64>`. */
-export const newSecret = (): Redacted.Redacted<string> => Redacted.make(`${SECRET_PREFIX}${randomBytes(32).toString("base64")}`)
+export const newSecret = (): Redacted.Redacted<string> =>
+  Redacted.make(`${SECRET_PREFIX}${randomBytes(32).toString("base64")}`)
 
 /** The key bytes of a `whsec_` secret (the base64 after the prefix). */
 const keyOf = (secret: Redacted.Redacted<string>) => {

@@ -12,7 +12,11 @@ export const DeliveryFromRow = Schema.Struct({
   url: Schema.String,
   event: Schema.String,
   payload: Schema.String,
-  truncated: Schema.transform(NumberColumn, Schema.Boolean, { strict: true, decode: (n) => n !== 0, encode: (b) => (b ? 1 : 0) }),
+  truncated: Schema.transform(NumberColumn, Schema.Boolean, {
+    strict: true,
+    decode: (n) => n !== 0,
+    encode: (b) => (b ? 1 : 0)
+  }),
   status: Schema.Literal("pending", "delivered", "failed"),
   attempts: NumberColumn,
   nextAttemptAt: column(Schema.String, "next_attempt_at"),
@@ -58,9 +62,12 @@ const iso = (ms: number) => new Date(ms).toISOString()
 /** The outbox and the owners' secrets (issue #33): every write conditional, so an item is taken once. */
 export const makeWebhookStore = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
+  const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
 
-  const nextDue = sql<{ next: string | null }>`SELECT MIN(next_attempt_at) AS next FROM webhook_deliveries WHERE status = 'pending'`.pipe(
+  const nextDue = sql<
+    { next: string | null }
+  >`SELECT MIN(next_attempt_at) AS next FROM webhook_deliveries WHERE status = 'pending'`.pipe(
     Effect.map(([row]) => Option.map(Option.fromNullable(row?.next), Date.parse)),
     untraced
   )
@@ -72,7 +79,11 @@ export const makeWebhookStore = Effect.gen(function*() {
    * leaves it due again then), in one conditional UPDATE (SKIP LOCKED on Postgres): a delivery is taken
    * by one claimer per attempt.
    */
-  const claimDue = (limit: number, leaseMs: number, share: Omit<OwnerShare, "limit"> = { perOwner: limit, held: new Map() }) => {
+  const claimDue = (
+    limit: number,
+    leaseMs: number,
+    share: Omit<OwnerShare, "limit"> = { perOwner: limit, held: new Map() }
+  ) => {
     const nowMs = Date.now()
     const now = iso(nowMs)
     const held = [...share.held].filter(([, n]) => n > 0)
@@ -81,7 +92,11 @@ export const makeWebhookStore = Effect.gen(function*() {
     const due = sql`status = 'pending' AND next_attempt_at <= ${now}`
     const allowance = partial.length === 0
       ? sql`CAST(${share.perOwner} AS INTEGER)`
-      : sql`CASE owner ${sql.join(" ", false)(partial.map(([owner, n]) => sql`WHEN ${owner} THEN CAST(${share.perOwner - n} AS INTEGER)`))}
+      : sql`CASE owner ${
+        sql.join(" ", false)(
+          partial.map(([owner, n]) => sql`WHEN ${owner} THEN CAST(${share.perOwner - n} AS INTEGER)`)
+        )
+      }
         ELSE CAST(${share.perOwner} AS INTEGER) END`
     const ranked = sql`SELECT id FROM (
         SELECT id, owner, next_attempt_at, ROW_NUMBER() OVER (PARTITION BY owner ORDER BY next_attempt_at, id) AS turn
@@ -92,7 +107,9 @@ export const makeWebhookStore = Effect.gen(function*() {
       pg: () => sql`SELECT id FROM webhook_deliveries WHERE id IN (${ranked}) AND ${due} FOR UPDATE SKIP LOCKED`,
       orElse: () => ranked
     })
-    return sql<Record<string, unknown>>`UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ${iso(nowMs + leaseMs)},
+    return sql<Record<string, unknown>>`UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ${
+      iso(nowMs + leaseMs)
+    },
       updated_at = ${now}
       WHERE id IN (${taken}) AND ${due} RETURNING *`.pipe(Effect.flatMap(decodeDeliveries), untraced)
   }
@@ -104,9 +121,9 @@ export const makeWebhookStore = Effect.gen(function*() {
     return sql<{ id: string }>`UPDATE webhook_deliveries SET status = ${outcome.status}, next_attempt_at = ${next},
       last_status_code = ${outcome.code}, last_error = ${error}, updated_at = ${iso(Date.now())}
       WHERE id = ${delivery.id} AND status = 'pending' AND attempts = ${delivery.attempts} RETURNING id`.pipe(
-        Effect.map((rows) => rows.length > 0),
-        untraced
-      )
+      Effect.map((rows) => rows.length > 0),
+      untraced
+    )
   }
 
   /** An execution's deliveries, oldest first, at most `limit`. */
@@ -123,11 +140,12 @@ export const makeWebhookStore = Effect.gen(function*() {
     )
 
   const secretOf = (owner: string) =>
-    sql`SELECT secret, previous_secret, previous_until, created_at, rotated_at FROM webhook_secrets WHERE owner = ${owner}`.pipe(
-      Effect.flatMap(decodeSecrets),
-      Effect.map((rows): Option.Option<SecretRow> => Option.fromNullable(rows[0])),
-      untraced
-    )
+    sql`SELECT secret, previous_secret, previous_until, created_at, rotated_at FROM webhook_secrets WHERE owner = ${owner}`
+      .pipe(
+        Effect.flatMap(decodeSecrets),
+        Effect.map((rows): Option.Option<SecretRow> => Option.fromNullable(rows[0])),
+        untraced
+      )
 
   /** The owner's secret replaced by `secret`; the one it replaces still signs until `previousUntil`. */
   const rotate = (owner: string, secret: Redacted.Redacted<string>, previousUntil: string) => {

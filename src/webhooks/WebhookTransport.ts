@@ -55,11 +55,16 @@ export const postWebhook = (
       )
     const target = pickAddress(host, port, resolved, settings)
     if ("problem" in target) {
-      return { _tag: "Refused", error: resolved.length === 0 ? "did not resolve" : "not a public address", detail: target.problem } as const
+      return {
+        _tag: "Refused",
+        error: resolved.length === 0 ? "did not resolve" : "not a public address",
+        detail: target.problem
+      } as const
     }
     const pinned: LookupFunction = (_hostname, options, callback) => {
-      if (options.all === true) (callback as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [target])
-      else callback(null, target.address, target.family)
+      if (options.all === true) {
+        ;(callback as (e: null, a: Array<{ address: string; family: number }>) => void)(null, [target])
+      } else callback(null, target.address, target.family)
     }
     return yield* Effect.async<AttemptOutcome>((resume) => {
       let done = false
@@ -79,12 +84,21 @@ export const postWebhook = (
         ...(isIP(host) === 0 ? { servername: host } : {}),
         ...(settings.ca === undefined ? {} : { ca: [...rootCertificates, settings.ca] }),
         agent: false,
-        headers: { ...headers, "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), "user-agent": "workflow-webhooks/1" }
+        headers: {
+          ...headers,
+          "content-type": "application/json",
+          "content-length": String(Buffer.byteLength(body)),
+          "user-agent": "workflow-webhooks/1"
+        }
       }, (response) => {
         let read = 0
         const status = response.statusCode ?? 0
         const answered = () =>
-          finish(status >= 300 && status < 400 ? { _tag: "Failed", error: `http ${status}`, detail: "redirects are not followed" } : { _tag: "Answered", status })
+          finish(
+            status >= 300 && status < 400
+              ? { _tag: "Failed", error: `http ${status}`, detail: "redirects are not followed" }
+              : { _tag: "Answered", status }
+          )
         response.on("data", (chunk: Buffer) => {
           read += chunk.length
           if (read >= RESPONSE_READ_MAX) answered()
@@ -92,12 +106,19 @@ export const postWebhook = (
         response.on("end", answered)
         response.on("error", answered)
       })
-      const timer = setTimeout(() => finish({ _tag: "Failed", error: "timeout", detail: `no answer within ${timeoutMs} ms` }), timeoutMs)
+      const timer = setTimeout(
+        () => finish({ _tag: "Failed", error: "timeout", detail: `no answer within ${timeoutMs} ms` }),
+        timeoutMs
+      )
       // A connection that got as far as TCP and failed before TLS was set up failed TLS.
       let stage: "connect failed" | "tls failed" = "connect failed"
-      req.on("socket", (socket) => socket.once("connect", () => (stage = "tls failed")).once("secureConnect", () => (stage = "connect failed")))
-      req.on("error", (error) => finish({ _tag: "Failed", error: stage, detail: error.message.slice(0, 300) }))
+      req.on("socket", (socket) =>
+        socket.once("connect", () => (stage = "tls failed")).once("secureConnect", () => (stage = "connect failed")))
+      req.on("error", (error) =>
+        finish({ _tag: "Failed", error: stage, detail: error.message.slice(0, 300) }))
       req.end(body)
-      return Effect.sync(() => finish({ _tag: "Failed", error: "connect failed", detail: "interrupted" }))
+      return Effect.sync(() =>
+        finish({ _tag: "Failed", error: "connect failed", detail: "interrupted" })
+      )
     })
   })

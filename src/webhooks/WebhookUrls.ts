@@ -13,21 +13,38 @@ const v4Number = (address: string): number => address.split(".").reduce((n, part
 
 /** Non-public IPv4 ranges (IANA special-purpose, multicast, reserved), as [first address, prefix]. */
 const SPECIAL_V4: ReadonlyArray<readonly [number, number]> = ([
-  ["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16], ["172.16.0.0", 12],
-  ["192.0.0.0", 24], ["192.0.2.0", 24], ["192.88.99.0", 24], ["192.168.0.0", 16], ["198.18.0.0", 15],
-  ["198.51.100.0", 24], ["203.0.113.0", 24], ["224.0.0.0", 4], ["240.0.0.0", 4]
+  ["0.0.0.0", 8],
+  ["10.0.0.0", 8],
+  ["100.64.0.0", 10],
+  ["127.0.0.0", 8],
+  ["169.254.0.0", 16],
+  ["172.16.0.0", 12],
+  ["192.0.0.0", 24],
+  ["192.0.2.0", 24],
+  ["192.88.99.0", 24],
+  ["192.168.0.0", 16],
+  ["198.18.0.0", 15],
+  ["198.51.100.0", 24],
+  ["203.0.113.0", 24],
+  ["224.0.0.0", 4],
+  ["240.0.0.0", 4]
 ] as const).map(([net, prefix]) => [v4Number(net), prefix] as const)
 
-const inV4 = (n: number, [net, prefix]: readonly [number, number]) => Math.floor(n / 2 ** (32 - prefix)) === Math.floor(net / 2 ** (32 - prefix))
+const inV4 = (n: number, [net, prefix]: readonly [number, number]) =>
+  Math.floor(n / 2 ** (32 - prefix)) === Math.floor(net / 2 ** (32 - prefix))
 
 /** The eight 16-bit groups of a valid IPv6 address (a trailing dotted IPv4 counted as two). */
 const v6Groups = (address: string): Array<number> => {
   const text = address.replace(/%.*$/, "")
   const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text)
   const n = dotted === null ? 0 : v4Number(dotted[1])
-  const hex = dotted === null ? text : text.slice(0, -dotted[1].length) + `${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`
+  const hex = dotted === null
+    ? text
+    : text.slice(0, -dotted[1].length) + `${(n >>> 16).toString(16)}:${(n & 0xffff).toString(16)}`
   const [head, tail] = hex.split("::")
-  const parse = (part: string | undefined) => (part === undefined || part === "" ? [] : part.split(":").map((group) => parseInt(group, 16)))
+  const parse = (
+    part: string | undefined
+  ) => (part === undefined || part === "" ? [] : part.split(":").map((group) => parseInt(group, 16)))
   const front = parse(head)
   const back = parse(tail)
   return tail === undefined ? front : [...front, ...Array<number>(8 - front.length - back.length).fill(0), ...back]
@@ -41,7 +58,10 @@ const inV6 = (groups: ReadonlyArray<number>, prefix: ReadonlyArray<number>, bits
   })
 
 /** Ranges inside 2000::/3 that are not public: 6to4, Teredo (in 2001::/32), documentation. */
-const SPECIAL_V6: ReadonlyArray<readonly [ReadonlyArray<number>, number]> = [[[0x2002], 16], [[0x2001, 0], 32], [[0x2001, 0xdb8], 32]]
+const SPECIAL_V6: ReadonlyArray<readonly [ReadonlyArray<number>, number]> = [[[0x2002], 16], [[0x2001, 0], 32], [[
+  0x2001,
+  0xdb8
+], 32]]
 
 /** Whether a public IPv4: outside every special-purpose range. */
 const publicV4 = (address: string) => {
@@ -76,10 +96,14 @@ const entryOf = (host: string, port: number) => {
   return port === 443 ? shown : `${shown}:${port}`
 }
 
-const listed = (settings: WebhookSettings, host: string, port: number) => settings.allowedHosts.includes(entryOf(host, port))
+const listed = (settings: WebhookSettings, host: string, port: number) =>
+  settings.allowedHosts.includes(entryOf(host, port))
 
 /** The URL, or why it cannot be a callback's (a message naming the reason). */
-export const checkWebhookUrl = (raw: string, settings: WebhookSettings): { readonly url: URL } | { readonly problem: string } => {
+export const checkWebhookUrl = (
+  raw: string,
+  settings: WebhookSettings
+): { readonly url: URL } | { readonly problem: string } => {
   let url: URL
   try {
     url = new URL(raw)
@@ -87,14 +111,23 @@ export const checkWebhookUrl = (raw: string, settings: WebhookSettings): { reado
     return { problem: "webhook.url is not an absolute URL" }
   }
   if (url.protocol !== "https:") return { problem: `webhook.url must be https, got ${url.protocol.replace(/:$/, "")}` }
-  if (settings.allowedHosts.length === 0) return { problem: "webhook.url: callbacks are off on this service (webhooks.allowedHosts is empty)" }
+  if (settings.allowedHosts.length === 0) {
+    return { problem: "webhook.url: callbacks are off on this service (webhooks.allowedHosts is empty)" }
+  }
   const host = url.hostname.toLowerCase()
   const port = portOf(url)
   if (listed(settings, host, port)) return { url }
   const shown = host.replace(/^\[(.*)\]$/, "$1")
-  const hostListed = settings.allowedHosts.some((entry) => entry === entryOf(host, 443) || entry.startsWith(`${entryOf(host, 443)}:`))
+  const hostListed = settings.allowedHosts.some((entry) =>
+    entry === entryOf(host, 443) || entry.startsWith(`${entryOf(host, 443)}:`)
+  )
   return hostListed
-    ? { problem: `webhook.url: port ${port} of ${shown} is not allowed: only 443, or a port listed in webhooks.allowedHosts as ${entryOf(host, port)}` }
+    ? {
+      problem:
+        `webhook.url: port ${port} of ${shown} is not allowed: only 443, or a port listed in webhooks.allowedHosts as ${
+          entryOf(host, port)
+        }`
+    }
     : { problem: `webhook.url: host ${shown} is not in webhooks.allowedHosts` }
 }
 
@@ -112,7 +145,11 @@ export const pickAddress = (
   if (fit !== undefined) return fit
   return addresses.length === 0
     ? { problem: `${host} did not resolve` }
-    : { problem: `${host} resolves to ${addresses[0].address}, not a public address, and that address is not in webhooks.allowedHosts` }
+    : {
+      problem: `${host} resolves to ${
+        addresses[0].address
+      }, not a public address, and that address is not in webhooks.allowedHosts`
+    }
 }
 
 /** The URL as spans, logs and listings show it: no userinfo, the query replaced by `?redacted`. */

@@ -7,8 +7,8 @@ import { BadRequest, NotFound } from "../core/errors.js"
 import { Lifecycle } from "../health/Lifecycle.js"
 import { countWebhookDelivery } from "../observability/metrics/instruments.js"
 import { DueWork } from "../scheduling/DueWork.js"
-import type { WebhookDeliveryView } from "./WebhookSchemas.js"
 import { makeDeliverySlots } from "./DeliverySlots.js"
+import type { WebhookDeliveryView } from "./WebhookSchemas.js"
 import { newSecret, signatureHeaders } from "./WebhookSignature.js"
 import { type AttemptRecord, type Delivery, makeWebhookStore } from "./WebhookStore.js"
 import { postWebhook } from "./WebhookTransport.js"
@@ -39,7 +39,11 @@ export class Webhooks extends Context.Tag("Webhooks")<Webhooks, {
   /** A new signing secret for the caller, shown once; the previous one still signs during the grace. */
   readonly rotateSecret: (caller: Caller) => Effect.Effect<SecretInfo & { readonly secret: string }>
   readonly secretInfo: (caller: Caller) => Effect.Effect<SecretInfo, NotFound>
-  readonly deliveries: (workflowId: string, executionId: string, visibility: Visibility) => Effect.Effect<ReadonlyArray<WebhookDeliveryView>, NotFound>
+  readonly deliveries: (
+    workflowId: string,
+    executionId: string,
+    visibility: Visibility
+  ) => Effect.Effect<ReadonlyArray<WebhookDeliveryView>, NotFound>
 }>() {}
 
 /** Whose secret signs a caller's callbacks: the caller's id under authentication, '' without it. */
@@ -66,10 +70,14 @@ const bodyOf = (delivery: Delivery) => {
   })
 }
 
-const infoOf = (row: { readonly createdAt: string; readonly rotatedAt: string; readonly previousUntil?: string | undefined }): SecretInfo => ({
+const infoOf = (
+  row: { readonly createdAt: string; readonly rotatedAt: string; readonly previousUntil?: string | undefined }
+): SecretInfo => ({
   createdAt: row.createdAt,
   rotatedAt: row.rotatedAt,
-  previousValidUntil: row.previousUntil !== undefined && Date.parse(row.previousUntil) > Date.now() ? row.previousUntil : null
+  previousValidUntil: row.previousUntil !== undefined && Date.parse(row.previousUntil) > Date.now()
+    ? row.previousUntil
+    : null
 })
 
 export const WebhooksLive = Layer.scoped(
@@ -85,11 +93,17 @@ export const WebhooksLive = Layer.scoped(
     /** The secrets that sign an owner's deliveries now: the current one, and the previous one in its grace. */
     const signingSecrets = (owner: string) =>
       Effect.gen(function*() {
-        if (owner.startsWith(SYSTEM_USER_PREFIX)) return settings.systemSecret === undefined ? [] : [settings.systemSecret]
+        if (owner.startsWith(SYSTEM_USER_PREFIX)) {
+          return settings.systemSecret === undefined
+            ? []
+            : [settings.systemSecret]
+        }
         const row = yield* store.secretOf(authOff ? "" : owner)
         if (Option.isNone(row)) return []
         const { previous, previousUntil, secret } = row.value
-        return previous !== undefined && previousUntil !== undefined && Date.parse(previousUntil) > Date.now() ? [secret, previous] : [secret]
+        return previous !== undefined && previousUntil !== undefined && Date.parse(previousUntil) > Date.now()
+          ? [secret, previous]
+          : [secret]
       })
 
     /** One attempt of a taken delivery, recorded (unless a later claimer took it meanwhile). */
@@ -98,8 +112,17 @@ export const WebhooksLive = Layer.scoped(
         const secrets = yield* signingSecrets(delivery.owner)
         const body = bodyOf(delivery)
         const outcome = secrets.length === 0
-          ? { _tag: "Failed", error: "no signing secret for the execution's owner (POST /webhooks/secret)", detail: "" } as const
-          : yield* postWebhook(delivery.url, body, signatureHeaders(secrets, delivery.id, Math.floor(Date.now() / 1000), body), settings)
+          ? {
+            _tag: "Failed",
+            error: "no signing secret for the execution's owner (POST /webhooks/secret)",
+            detail: ""
+          } as const
+          : yield* postWebhook(
+            delivery.url,
+            body,
+            signatureHeaders(secrets, delivery.id, Math.floor(Date.now() / 1000), body),
+            settings
+          )
         const code = outcome._tag === "Answered" ? outcome.status : null
         let recorded: AttemptRecord
         if (outcome._tag === "Answered" && outcome.status >= 200 && outcome.status < 300) {
@@ -108,7 +131,13 @@ export const WebhooksLive = Layer.scoped(
           const error = outcome._tag === "Answered" ? `http ${outcome.status}` : outcome.error
           const retryAt = Date.now() + backoffAfter(settings, delivery.attempts)
           recorded = outcome._tag === "Refused" || retryAt > Date.parse(delivery.createdAt) + settings.retryWindowMs
-            ? { status: "failed", code, error: outcome._tag === "Refused" ? `refused: ${error}` : `gave up after ${delivery.attempts} attempts: ${error}` }
+            ? {
+              status: "failed",
+              code,
+              error: outcome._tag === "Refused"
+                ? `refused: ${error}`
+                : `gave up after ${delivery.attempts} attempts: ${error}`
+            }
             : { status: "pending", code, error, retryAt: new Date(retryAt).toISOString() }
         }
         yield* Effect.annotateCurrentSpan({
@@ -120,8 +149,16 @@ export const WebhooksLive = Layer.scoped(
           if (recorded.status === "pending") yield* dueWork.parked(WEBHOOK_DELIVERY_KIND, Date.parse(recorded.retryAt))
           if (recorded.status !== "delivered") {
             const detail = outcome._tag === "Answered" || outcome.detail === "" ? "" : ` (${outcome.detail})`
-            yield* Effect.logWarning(`webhook delivery ${recorded.status === "failed" ? "failed" : "will be retried"}: ${recorded.error}${detail}`).pipe(
-              Effect.annotateLogs({ deliveryId: delivery.id, executionId: delivery.executionId, url: redactUrl(delivery.url) })
+            yield* Effect.logWarning(
+              `webhook delivery ${
+                recorded.status === "failed" ? "failed" : "will be retried"
+              }: ${recorded.error}${detail}`
+            ).pipe(
+              Effect.annotateLogs({
+                deliveryId: delivery.id,
+                executionId: delivery.executionId,
+                url: redactUrl(delivery.url)
+              })
             )
           }
         }
@@ -154,7 +191,8 @@ export const WebhooksLive = Layer.scoped(
           if (yield* leaving) return []
           return yield* slots.take((share) => store.claimDue(Math.min(limit, share.limit), CLAIM_LEASE_MS, share))
         }),
-      handle: (delivery) => Effect.asVoid(FiberSet.run(running, Effect.ensuring(deliver(delivery), slots.release(delivery.owner))))
+      handle: (delivery) =>
+        Effect.asVoid(FiberSet.run(running, Effect.ensuring(deliver(delivery), slots.release(delivery.owner))))
     })
 
     const viewOf = (delivery: Delivery): WebhookDeliveryView => ({
@@ -177,7 +215,9 @@ export const WebhooksLive = Layer.scoped(
         const checked = checkWebhookUrl(url, settings)
         if ("problem" in checked) return yield* new BadRequest({ message: checked.problem })
         if ((yield* signingSecrets(ownerOf(caller))).length === 0) {
-          return yield* new BadRequest({ message: "webhook: no signing secret yet: make one with POST /webhooks/secret first" })
+          return yield* new BadRequest({
+            message: "webhook: no signing secret yet: make one with POST /webhooks/secret first"
+          })
         }
       }),
       rotateSecret: Effect.fn("Webhooks.rotateSecret")(function*(caller: Caller) {
@@ -185,22 +225,31 @@ export const WebhooksLive = Layer.scoped(
         const secret = newSecret()
         yield* store.rotate(owner, secret, new Date(Date.now() + settings.secretGraceMs).toISOString())
         const row = yield* store.secretOf(owner)
-        const info = Option.match(row, { onNone: () => ({ createdAt: "", rotatedAt: "", previousValidUntil: null }), onSome: infoOf })
+        const info = Option.match(row, {
+          onNone: () => ({ createdAt: "", rotatedAt: "", previousValidUntil: null }),
+          onSome: infoOf
+        })
         yield* Effect.logInfo("webhook signing secret rotated")
         return { ...info, secret: Redacted.value(secret) }
       }),
       secretInfo: Effect.fn("Webhooks.secretInfo")(function*(caller: Caller) {
         const row = yield* store.secretOf(ownerOf(caller))
-        if (Option.isNone(row)) return yield* new NotFound({ message: "No webhook signing secret yet: make one with POST /webhooks/secret" })
+        if (Option.isNone(row)) {
+          return yield* new NotFound({ message: "No webhook signing secret yet: make one with POST /webhooks/secret" })
+        }
         return infoOf(row.value)
       }),
-      deliveries: Effect.fn("Webhooks.deliveries")(function*(workflowId: string, executionId: string, visibility: Visibility) {
-        const found = yield* store.executionOwner(executionId)
-        if (Option.isNone(found) || found.value.workflowId !== workflowId || !canSee(visibility, found.value.userId)) {
-          return yield* NotFound.of("Execution", executionId)
+      deliveries: Effect.fn("Webhooks.deliveries")(
+        function*(workflowId: string, executionId: string, visibility: Visibility) {
+          const found = yield* store.executionOwner(executionId)
+          if (
+            Option.isNone(found) || found.value.workflowId !== workflowId || !canSee(visibility, found.value.userId)
+          ) {
+            return yield* NotFound.of("Execution", executionId)
+          }
+          return (yield* store.ofExecution(executionId, DELIVERIES_LISTED)).map(viewOf)
         }
-        return (yield* store.ofExecution(executionId, DELIVERIES_LISTED)).map(viewOf)
-      })
+      )
     })
   })
 )

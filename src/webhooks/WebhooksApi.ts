@@ -15,7 +15,10 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
   .add(
     HttpApiEndpoint.post("rotateWebhookSecret", "/webhooks/secret").setPayload(RotateBody)
       .addSuccess(Success(WebhookSecretCreated, { status: 201 }))
-      .annotate(OpenApi.Summary, "Make (or rotate) the caller's signing secret; shown once; the previous one signs too for webhooks.secretGraceHours")
+      .annotate(
+        OpenApi.Summary,
+        "Make (or rotate) the caller's signing secret; shown once; the previous one signs too for webhooks.secretGraceHours"
+      )
   )
   .add(
     HttpApiEndpoint.get("getWebhookSecret", "/webhooks/secret")
@@ -23,7 +26,9 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .annotate(OpenApi.Summary, "When the caller's signing secret was made and rotated (never the secret)")
   )
   .add(
-    HttpApiEndpoint.get("listWebhookDeliveries", "/workflows/:id/executions/:executionId/webhooks").setPath(ExecutionPath)
+    HttpApiEndpoint.get("listWebhookDeliveries", "/workflows/:id/executions/:executionId/webhooks").setPath(
+      ExecutionPath
+    )
       .addSuccess(Success(WebhookDeliveries)).addError(NotFound)
       .annotate(OpenApi.Summary, "The execution's callback deliveries (never events): status, attempts, last answer")
   )

@@ -1,7 +1,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect } from "effect"
-import { CurrentCaller } from "../auth/Authentication.js"
 import { ServiceApi } from "../Api.js"
+import { CurrentCaller } from "../auth/Authentication.js"
 import { Webhooks } from "./Webhooks.js"
 
 export const WebhooksHandlers = HttpApiBuilder.group(ServiceApi, "webhooks", (handlers) =>
@@ -12,5 +12,8 @@ export const WebhooksHandlers = HttpApiBuilder.group(ServiceApi, "webhooks", (ha
       .handle("getWebhookSecret", () => Effect.flatMap(CurrentCaller, webhooks.secretInfo))
       .handle("listWebhookDeliveries", ({ path }) =>
         Effect.flatMap(CurrentCaller, (caller) =>
-          Effect.map(webhooks.deliveries(path.id, path.executionId, caller.visibility), (deliveries) => ({ deliveries }))))
+          Effect.map(
+            webhooks.deliveries(path.id, path.executionId, caller.visibility),
+            (deliveries) => ({ deliveries })
+          )))
   }))

@@ -86,7 +86,9 @@ export const continueAt = (
   const stepIndex = definition.steps.findIndex((step) => step.id === topStepOfPath(at.stepId!))
   if (stepIndex < 0) {
     return Either.left(
-      new IncompatibleDefinition(`${changed}: its current step "${at.stepId}" is no longer in the workflow's definition`)
+      new IncompatibleDefinition(
+        `${changed}: its current step "${at.stepId}" is no longer in the workflow's definition`
+      )
     )
   }
   return Either.right({ stepIndex, definitionHash: hash })
@@ -100,7 +102,9 @@ export const continueAt = (
 export const runningStepId = (stepIndex: number, latest: ReadonlyArray<StoredEvent>): string | undefined => {
   for (let i = latest.length - 1; i >= 0; i--) {
     const { event } = latest[i]
-    if ((event.type === "step-start" || event.type === "workflow-suspended") && event.stepIndex === stepIndex) return topStepOfPath(event.from)
+    if ((event.type === "step-start" || event.type === "workflow-suspended") && event.stepIndex === stepIndex) {
+      return topStepOfPath(event.from)
+    }
     // An inner step's event (issue #31): the last events of a loop may all be its items'.
     if (event.path !== undefined && event.stepIndex === stepIndex) return topStepOfPath(event.path)
   }

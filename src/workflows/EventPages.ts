@@ -19,11 +19,19 @@ const SIZES_PER_READ = 1000
  * size: plain JSON counts as its text; one that refers to stored values may be any size, so it is a
  * page of its own.
  */
-export const pageLength = (sql: SqlClient.SqlClient, id: string, afterSeq: number, toSeq?: number, maxCount = SIZES_PER_READ) =>
+export const pageLength = (
+  sql: SqlClient.SqlClient,
+  id: string,
+  afterSeq: number,
+  toSeq?: number,
+  maxCount = SIZES_PER_READ
+) =>
   Effect.map(
     sql<{ readonly bytes: number | string | null }>`SELECT COALESCE(bytes, CASE WHEN event LIKE '~%' THEN NULL ELSE ${
       sql.onDialectOrElse({ pg: () => sql`octet_length(event)`, orElse: () => sql`length(CAST(event AS BLOB))` })
-    } END) AS bytes FROM workflow_events WHERE execution_id = ${id} AND seq > ${afterSeq}${toSeq === undefined ? sql`` : sql` AND seq <= ${toSeq}`}
+    } END) AS bytes FROM workflow_events WHERE execution_id = ${id} AND seq > ${afterSeq}${
+      toSeq === undefined ? sql`` : sql` AND seq <= ${toSeq}`
+    }
       ORDER BY seq LIMIT ${Math.min(maxCount, SIZES_PER_READ)}`,
     (sizes) => {
       let total = 0
@@ -43,7 +51,12 @@ export const pageLength = (sql: SqlClient.SqlClient, id: string, afterSeq: numbe
  * is pulled, and given one at a time: a reader holds one page, and a response writes a frame and waits
  * for the socket to take it before it asks for the next. A store error (a connection reset) is tried again.
  */
-export const pagedEvents = (store: ExecutionStore["Type"], id: string, from: number, to?: number): Stream.Stream<StoredEvent> =>
+export const pagedEvents = (
+  store: ExecutionStore["Type"],
+  id: string,
+  from: number,
+  to?: number
+): Stream.Stream<StoredEvent> =>
   Stream.paginateChunkEffect(from, (cursor) =>
     to !== undefined && cursor >= to
       ? Effect.succeed([Chunk.empty<StoredEvent>(), Option.none<number>()] as const)

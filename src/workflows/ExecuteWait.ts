@@ -13,10 +13,12 @@ import type * as S from "./WorkflowSchemas.js"
 export type ExecuteWait = "bounded" | "parked"
 
 /** Parked: running to clients, waiting for its wake time or for a slot. */
-const isParked = (execution: Execution) => execution.status === "running" && (execution.queuedAt !== undefined || execution.wakeAt !== undefined)
+const isParked = (execution: Execution) =>
+  execution.status === "running" && (execution.queuedAt !== undefined || execution.wakeAt !== undefined)
 
 /** Whether execute answered a parked execution's state (a settled execution's answer is never running). */
-export const isParkedAnswer = (answer: S.ExecutionResult | S.ExecutionParked): answer is S.ExecutionParked => answer.status === "running"
+export const isParkedAnswer = (answer: S.ExecutionResult | S.ExecutionParked): answer is S.ExecutionParked =>
+  answer.status === "running"
 
 export const parkedState = (execution: Execution): S.ExecutionParked => ({
   executionId: execution.id,

@@ -15,5 +15,8 @@ export const overBound = (stepId: string, storedBytes: number, maxBytes: number)
   const [stored, max] = formatBytes(storedBytes) === formatBytes(maxBytes)
     ? [`${storedBytes} bytes`, `${maxBytes} bytes`]
     : [formatBytes(storedBytes), formatBytes(maxBytes)]
-  return new StepFailed({ stepId, message: `the execution stores ${stored}, over the ${max} of ${MAX_EXECUTION_BYTES_SETTING}` })
+  return new StepFailed({
+    stepId,
+    message: `the execution stores ${stored}, over the ${max} of ${MAX_EXECUTION_BYTES_SETTING}`
+  })
 }

@@ -1,22 +1,30 @@
 import { Cause, Data, Deferred, Duration, Effect, Either, Exit, Fiber, FiberMap, Option, Schedule } from "effect"
 import { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ErrorDetail } from "../core/errorDetail.js"
-import { checkResult, endingEvent, errorEvent, logEnding, stepStart, suspensionAt, workflowEvent } from "./ExecutionEndings.js"
+import { countExecution } from "../observability/metrics/instruments.js"
+import {
+  checkResult,
+  endingEvent,
+  errorEvent,
+  logEnding,
+  stepStart,
+  suspensionAt,
+  workflowEvent
+} from "./ExecutionEndings.js"
 import type { ExecutionHubs } from "./ExecutionHubs.js"
 import type { ExecutionNotices } from "./ExecutionNotices.js"
-import { type Claim, type Ending, type Execution, ExecutionStore } from "./ExecutionStore.js"
 import type { LaunchOptions } from "./ExecutionRows.js"
-import { countExecution } from "../observability/metrics/instruments.js"
+import { type Claim, type Ending, type Execution, ExecutionStore } from "./ExecutionStore.js"
 import { runStep, type StepEnv } from "./runner.js"
 import { restore, storedOutput } from "./StepCodec.js"
+import { endingHook, fireHook, hookBase, type HookEvents, type HookName } from "./steps/Hooks.js"
+import { withInnerCheckpoints } from "./steps/innerDriver.js"
+import { makeInnerOutputs } from "./steps/InnerOutputs.js"
+import { policyStep } from "./steps/PolicyDriver.js"
+import type { Park } from "./steps/SleepTimers.js"
 import { jsonBytes, outputRefusal } from "./StoredValues.js"
 import { goOnDelay, isStoreDefect, STORE_ERROR_RETRY, storedAre } from "./storeRetry.js"
 import type { WorkflowDefinition } from "./Workflow.js"
-import { endingHook, fireHook, hookBase, type HookEvents, type HookName } from "./steps/Hooks.js"
-import { policyStep } from "./steps/PolicyDriver.js"
-import type { Park } from "./steps/SleepTimers.js"
-import { makeInnerOutputs } from "./steps/InnerOutputs.js"
-import { withInnerCheckpoints } from "./steps/innerDriver.js"
 import type * as S from "./WorkflowSchemas.js"
 
 export { openingEvents, workflowEvent } from "./ExecutionEndings.js"
@@ -33,7 +41,14 @@ class StoreUnavailable extends Data.TaggedError("StoreUnavailable")<{ readonly c
  * then ends: a suspended execution holds nothing in memory, and its resume starts a fresh fiber from
  * the stored checkpoint.
  */
-export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotices, instanceId: string, maxBytes: number, recordContent = false, park?: Park) =>
+export const makeExecutionDriver = (
+  hubs: ExecutionHubs,
+  notices: ExecutionNotices,
+  instanceId: string,
+  maxBytes: number,
+  recordContent = false,
+  park?: Park
+) =>
   Effect.gen(function*() {
     const store = yield* ExecutionStore
     const agents = yield* AgentRegistry
@@ -52,11 +67,19 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
      * `lastSeq`). Uninterruptible, so events that are stored are also published (waiters wait for the
      * settling one).
      */
-    const record = <E>(id: string, events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>, E>) =>
+    const record = <E>(
+      id: string,
+      events: ReadonlyArray<S.WorkflowEvent>,
+      write: Effect.Effect<Option.Option<number>, E>
+    ) =>
       Effect.uninterruptible(Effect.tap(write, (lastSeq) => {
         if (Option.isNone(lastSeq)) return Effect.void
         notices.changed(id)
-        return Effect.forEach(events, (event, i) => hubs.publish(id, { seq: lastSeq.value - events.length + 1 + i, event }), { discard: true })
+        return Effect.forEach(
+          events,
+          (event, i) => hubs.publish(id, { seq: lastSeq.value - events.length + 1 + i, event }),
+          { discard: true }
+        )
       }))
 
     /**
@@ -104,8 +127,11 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
      * A held execution's write (conditional on its claim) with its events: a store failure is never the
      * execution's failure. Past the retries the fiber ends, leaving the execution running for `goOn`.
      */
-    const checkpoint = (claim: Claim, events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) =>
-      recordRetrying(claim.id, claim, events, write)
+    const checkpoint = (
+      claim: Claim,
+      events: ReadonlyArray<S.WorkflowEvent>,
+      write: Effect.Effect<Option.Option<number>>
+    ) => recordRetrying(claim.id, claim, events, write)
 
     /**
      * A fresh execution's opening write (its row and first events), retried as a checkpoint is. After a
@@ -113,7 +139,11 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
      * its answer was lost; absent, the write runs again; another's, the id is taken (none). `write`
      * replaces the plain insert with a conditional one (a concurrency queue's bound).
      */
-    const open = (execution: Execution, events: ReadonlyArray<S.WorkflowEvent>, write = store.create(execution, events)) => {
+    const open = (
+      execution: Execution,
+      events: ReadonlyArray<S.WorkflowEvent>,
+      write = store.create(execution, events)
+    ) => {
       const settleOpening = Effect.gen(function*() {
         const row = yield* store.get(execution.id)
         if (Option.isNone(row)) return yield* write
@@ -153,7 +183,9 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
         const steps = definition.steps
         return Effect.gen(function*() {
           const restored = restore(definition, execution, checked)
-          if (Either.isLeft(restored)) return yield* fail(claim, execution, `cannot continue: ${restored.left}`, undefined, definition)
+          if (Either.isLeft(restored)) {
+            return yield* fail(claim, execution, `cannot continue: ${restored.left}`, undefined, definition)
+          }
           const env: StepEnv = {
             agents,
             executionId: id,
@@ -176,24 +208,32 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
           let history = execution.historyBytes ?? 0
           // The opening write started it (a woken sleeper's step-start is stored too, but it started long ago).
           const opening = startRecorded && !woken
-          if (opening) yield* fireHook(definition, "onStart", { ...hookBase(execution), input: env.input }, scope)
+          if (opening) {
+            yield* fireHook(definition, "onStart", { ...hookBase(execution), input: env.input }, scope)
+          }
           if (index >= steps.length) {
             // Nothing left to run (a workflow without steps): only the ending remains.
             const ending = checkResult(definition, data)
             const event = endingEvent(definition, execution, ending)
-            if (Option.isSome(yield* checkpoint(claim, [event], store.finish(claim, ending, event)))) yield* ended(definition, execution, ending, data)
+            if (Option.isSome(yield* checkpoint(claim, [event], store.finish(claim, ending, event)))) {
+              yield* ended(definition, execution, ending, data)
+            }
             return
           }
           while (index < steps.length) {
             const step = steps[index]
             if (draining) {
               // Shutting down: the step output is committed; another instance continues from here.
-              if (yield* store.release(claim)) released.push(id)
+              if (yield* store.release(claim)) {
+                released.push(id)
+              }
               return
             }
             if (!started) {
               const start = stepStart(definition, execution, index, stored)
-              if (Option.isNone(yield* checkpoint(claim, [start], store.append(claim, [start])))) return
+              if (Option.isNone(yield* checkpoint(claim, [start], store.append(claim, [start])))) {
+                return
+              }
             }
             const commitWith = (events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) =>
               Effect.catchTag(checkpoint(claim, events, write), "StoreUnavailable", (error) => Effect.die(error.cause))
@@ -205,27 +245,73 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
               fresh: opening || index !== execution.stepIndex,
               maxBytes
             })
-            const run = (attempt: number, as = step) => runStep({ ...stepEnv, attempt }, as, data, index === execution.stepIndex ? resumeData : undefined)
+            const run = (attempt: number, as = step) =>
+              runStep({ ...stepEnv, attempt }, as, data, index === execution.stepIndex ? resumeData : undefined)
             const drained = Deferred.await(drainStarted)
             const policied = yield* policyStep({
-              definition, execution, claim, step, index, data, run, recordContent, store, checkpoint, drained, parks: park !== undefined
+              definition,
+              execution,
+              claim,
+              step,
+              index,
+              data,
+              run,
+              recordContent,
+              store,
+              checkpoint,
+              drained,
+              parks: park !== undefined
             })
             // None: the claim was lost, or a drain stopped a back-off (its due time is committed): handed over.
-            if (Option.isNone(policied)) return draining && (yield* store.release(claim)) ? void released.push(id) : undefined
+            if (Option.isNone(policied)) {
+              return draining && (yield* store.release(claim))
+                ? void released.push(id)
+                : undefined
+            }
             const outcome = policied.value
             if (Either.isLeft(outcome)) {
               const failure = outcome.left
-              if (failure._tag === "StepFailed") return yield* fail(claim, execution, `step ${failure.stepId}: ${failure.message}`, failure.detail, definition)
+              if (failure._tag === "StepFailed") {
+                return yield* fail(
+                  claim,
+                  execution,
+                  `step ${failure.stepId}: ${failure.message}`,
+                  failure.detail,
+                  definition
+                )
+              }
               if (failure._tag === "SleepSignal") {
                 // Parked until its wake time (issue #31): the fiber ends, holding nothing (a child's sleep too: its steps run in order).
-                if (park === undefined) return yield* fail(claim, execution, `step ${failure.stepId}: this engine has no durable timers`)
-                return yield* park({ claim, execution, step, index, signal: failure, checkpoint: (events, write) => checkpoint(claim, events, write) })
+                if (park === undefined) {
+                  return yield* fail(claim, execution, `step ${failure.stepId}: this engine has no durable timers`)
+                }
+                return yield* park({
+                  claim,
+                  execution,
+                  step,
+                  index,
+                  signal: failure,
+                  checkpoint: (events, write) => checkpoint(claim, events, write)
+                })
               }
               const { suspended, suspension } = suspensionAt(execution, failure.path ?? step.id, index, failure)
-              if (Option.isSome(yield* checkpoint(claim, [suspended], store.suspend({ ...claim, atStep: index }, suspension, suspended)))) {
+              if (
+                Option.isSome(
+                  yield* checkpoint(
+                    claim,
+                    [suspended],
+                    store.suspend({ ...claim, atStep: index }, suspension, suspended)
+                  )
+                )
+              ) {
                 yield* countExecution("suspended")
                 yield* Effect.logInfo(`workflow suspended at ${step.id}: ${failure.reason}`)
-                yield* fireHook(definition, "onSuspend", { ...hookBase(execution), stepId: step.id, reason: failure.reason, data: failure.data }, scope)
+                yield* fireHook(definition, "onSuspend", {
+                  ...hookBase(execution),
+                  stepId: step.id,
+                  reason: failure.reason,
+                  data: failure.data
+                }, scope)
               }
               return
             }
@@ -234,22 +320,36 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
             const outputBytes = jsonBytes(output.right.data)
             history += 2 * outputBytes
             const refusal = outputRefusal(outputBytes, history, maxBytes)
-            if (refusal !== undefined) return yield* fail(claim, execution, `step ${step.id}: ${refusal}`, undefined, definition)
+            if (refusal !== undefined) {
+              return yield* fail(claim, execution, `step ${step.id}: ${refusal}`, undefined, definition)
+            }
             env.stepData[step.id] = outcome.right
             Object.assign(storedSteps, output.right.entries, { [step.id]: output.right.data })
             data = outcome.right
             stored = output.right.data
             index++
-            const completed = workflowEvent(execution, "step-complete", step.id, "success", { stepIndex: index - 1, stepType: step.type, output: stored })
+            const completed = workflowEvent(execution, "step-complete", step.id, "success", {
+              stepIndex: index - 1,
+              stepType: step.type,
+              output: stored
+            })
             const stepCheckpoint = { stepIndex: index, currentData: stored, stepData: storedSteps }
             if (index < steps.length) {
               const events = [completed, stepStart(definition, execution, index, stored)]
-              if (Option.isNone(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events)))) return
+              if (
+                Option.isNone(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events)))
+              ) {
+                return
+              }
               started = true
             } else {
               const ending = checkResult(definition, data)
               const events = [completed, endingEvent(definition, execution, ending)]
-              if (Option.isSome(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events, ending)))) yield* ended(definition, execution, ending, data)
+              if (
+                Option.isSome(yield* checkpoint(claim, events, store.advance(claim, stepCheckpoint, events, ending)))
+              ) {
+                yield* ended(definition, execution, ending, data)
+              }
             }
           }
         }).pipe(
@@ -265,7 +365,10 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
                 Effect.zipRight(publishStored(id))
               )
           ),
-          Effect.catchTag("StoreUnavailable", (error) => Effect.zipRight(Effect.exit(publishStored(id)), Effect.die(error.cause)))
+          Effect.catchTag(
+            "StoreUnavailable",
+            (error) => Effect.zipRight(Effect.exit(publishStored(id)), Effect.die(error.cause))
+          )
         )
       }).pipe(
         Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id }),
@@ -283,19 +386,32 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
     const publishStored = (id: string) =>
       Effect.suspend(() => {
         const seen = hubs.seenOf(id)
-        return seen === undefined ? Effect.void : Effect.flatMap(store.events(id, seen), (events) => hubs.publishFetched(id, events))
+        return seen === undefined
+          ? Effect.void
+          : Effect.flatMap(store.events(id, seen), (events) => hubs.publishFetched(id, events))
       })
 
-    const fail = (claim: Claim, execution: Execution, message: string, errorDetail?: ErrorDetail, definition?: WorkflowDefinition) =>
+    const fail = (
+      claim: Claim,
+      execution: Execution,
+      message: string,
+      errorDetail?: ErrorDetail,
+      definition?: WorkflowDefinition
+    ) =>
       Effect.gen(function*() {
         const failed = errorEvent(execution, message, errorDetail)
         const ending: Ending = { status: "error", error: message, ...(errorDetail ? { errorDetail } : {}) }
-        if (Option.isSome(yield* checkpoint(claim, [failed], store.finish(claim, ending, failed)))) yield* ended(definition, execution, ending, undefined)
+        if (Option.isSome(yield* checkpoint(claim, [failed], store.finish(claim, ending, failed)))) {
+          yield* ended(definition, execution, ending, undefined)
+        }
       })
 
     /** After an ending is committed: its log line, then the workflow's onFinish or onError hook (steps/Hooks.ts). */
     const ended = (definition: WorkflowDefinition | undefined, execution: Execution, ending: Ending, result: unknown) =>
-      Effect.zipRight(logEnding(ending, recordContent), definition === undefined ? Effect.void : endingHook(definition, execution, ending, result, scope))
+      Effect.zipRight(
+        logEnding(ending, recordContent),
+        definition === undefined ? Effect.void : endingHook(definition, execution, ending, result, scope)
+      )
 
     /**
      * On shutdown: no step starts any more; fibers get `graceMs` to finish the step they run (its output
@@ -308,7 +424,9 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
         yield* Deferred.succeed(drainStarted, undefined)
         const running = Array.from(fibers, ([, fiber]) => fiber)
         // Interruptible: a finalizer runs uninterruptibly, where a timeout could not stop the wait.
-        yield* Effect.timeout(Effect.interruptible(Fiber.awaitAll(running)), Duration.millis(graceMs)).pipe(Effect.ignore)
+        yield* Effect.timeout(Effect.interruptible(Fiber.awaitAll(running)), Duration.millis(graceMs)).pipe(
+          Effect.ignore
+        )
         const left = Array.from(claims.values())
         yield* FiberMap.clear(fibers)
         for (const claim of left) {
@@ -327,16 +445,30 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
       options: LaunchOptions
     ): Effect.Effect<Fiber.RuntimeFiber<void>> =>
       Effect.suspend(() => {
-        const claim: Claim = { id: execution.id, version: execution.version, owner: instanceId, webhook: execution.webhookUrl !== undefined }
+        const claim: Claim = {
+          id: execution.id,
+          version: execution.version,
+          owner: instanceId,
+          webhook: execution.webhookUrl !== undefined
+        }
         claims.set(execution.id, claim)
         const forget = Effect.sync(() => {
           if (claims.get(execution.id) === claim) claims.delete(execution.id)
         })
         const died = (exit: Exit.Exit<void>) =>
           Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)
-            ? Effect.asVoid(Effect.forkIn(goOn(definition, claim, (options.deaths ?? 0) + 1, options.checked ?? false), scope))
+            ? Effect.asVoid(
+              Effect.forkIn(goOn(definition, claim, (options.deaths ?? 0) + 1, options.checked ?? false), scope)
+            )
             : Effect.void
-        const driven = drive(definition, execution, claim, options.startRecorded, options.checked ?? false, options.woken ?? false).pipe(Effect.ensuring(forget), Effect.onExit(died))
+        const driven = drive(
+          definition,
+          execution,
+          claim,
+          options.startRecorded,
+          options.checked ?? false,
+          options.woken ?? false
+        ).pipe(Effect.ensuring(forget), Effect.onExit(died))
         return FiberMap.run(fibers, execution.id, driven)
       })
 
@@ -353,7 +485,8 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
         Effect.flatMap(Option.match({
           onNone: () => Effect.void,
           onSome: (row) =>
-            draining || claims.has(row.id) || row.status !== "running" || row.owner !== claim.owner || row.version !== claim.version
+            draining || claims.has(row.id) || row.status !== "running" || row.owner !== claim.owner ||
+              row.version !== claim.version
               ? Effect.void
               : Effect.zipRight(
                 Effect.logInfo("workflow execution goes on after a store failure"),
@@ -366,8 +499,16 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
     return {
       record,
       /** `record` for a request's write (cancel, suspend): a store failure is retried; past the retries, a defect. */
-      recordRetrying: (id: string, events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) =>
-        Effect.catchTag(recordRetrying(id, undefined, events, write), "StoreUnavailable", (error) => Effect.die(error.cause)),
+      recordRetrying: (
+        id: string,
+        events: ReadonlyArray<S.WorkflowEvent>,
+        write: Effect.Effect<Option.Option<number>>
+      ) =>
+        Effect.catchTag(
+          recordRetrying(id, undefined, events, write),
+          "StoreUnavailable",
+          (error) => Effect.die(error.cause)
+        ),
       open,
       /** Fails a held execution with `message` (its store failing past the retries is a defect). */
       fail: (claim: Claim, execution: Execution, message: string) =>
@@ -384,7 +525,8 @@ export const makeExecutionDriver = (hubs: ExecutionHubs, notices: ExecutionNotic
         Effect.suspend(() => (claims.get(id)?.version === version ? FiberMap.remove(fibers, id) : Effect.void)),
       isDraining: () => draining,
       /** Runs a definition's hook for a transition committed here from outside the fiber (steps/Hooks.ts). */
-      hook: <K extends HookName>(definition: WorkflowDefinition, name: K, event: HookEvents[K]) => fireHook(definition, name, event, scope),
+      hook: <K extends HookName>(definition: WorkflowDefinition, name: K, event: HookEvents[K]) =>
+        fireHook(definition, name, event, scope),
       drain
     }
   })

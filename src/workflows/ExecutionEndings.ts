@@ -1,7 +1,7 @@
 import { Effect, Either, Option, ParseResult, Schema, Tracer } from "effect"
 import type { ErrorDetail } from "../core/errorDetail.js"
-import { countExecution } from "../observability/metrics/instruments.js"
 import { withoutFieldsInSpan } from "../observability/errorDetail.js"
+import { countExecution } from "../observability/metrics/instruments.js"
 import { capString } from "../observability/Redaction.js"
 import { now } from "./ExecutionRows.js"
 import type { Ending, Execution } from "./ExecutionStore.js"
@@ -31,7 +31,9 @@ export const checkResult = (definition: WorkflowDefinition, output: unknown): En
       Either.match(Schema.encodeUnknownEither(schema, { onExcessProperty: "preserve" })(output), {
         onLeft: () => ({
           status: "error",
-          error: `result does not match the workflow's result schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+          error: `result does not match the workflow's result schema: ${
+            ParseResult.TreeFormatter.formatErrorSync(error)
+          }`
         }),
         onRight: (encoded) => ({ status: "completed", output: encoded })
       }),
@@ -64,11 +66,24 @@ export const suspensionAt = (
     ...(signal.data === undefined ? {} : { data: signal.data })
   })
   const wakeAt = signal.wakeAt === undefined ? {} : { wakeAt: signal.wakeAt }
-  return { suspended, suspension: { suspendedAt: suspended.timestamp, reason: signal.reason, stepIndex: index, stepId, data: signal.data, ...wakeAt } }
+  return {
+    suspended,
+    suspension: {
+      suspendedAt: suspended.timestamp,
+      reason: signal.reason,
+      stepIndex: index,
+      stepId,
+      data: signal.data,
+      ...wakeAt
+    }
+  }
 }
 
 export const errorEvent = (execution: Execution, error: string, errorDetail: ErrorDetail | undefined) =>
-  workflowEvent(execution, "workflow-error", execution.workflowName, "error", { error, ...(errorDetail ? { errorDetail } : {}) })
+  workflowEvent(execution, "workflow-error", execution.workflowName, "error", {
+    error,
+    ...(errorDetail ? { errorDetail } : {})
+  })
 
 export const endingEvent = (definition: WorkflowDefinition, execution: Execution, ending: Ending) =>
   ending.status === "completed"
@@ -84,10 +99,17 @@ const LOGGED_ERROR_CAP = 2 * 1024
  * `recordContent` (an external span as parent is one Effect's tracer does not write events to).
  */
 const besideSpan = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-  Effect.flatMap(Effect.option(Effect.currentSpan), Option.match({
-    onNone: () => effect,
-    onSome: (span) => Effect.withParentSpan(effect, Tracer.externalSpan({ traceId: span.traceId, spanId: span.spanId, sampled: span.sampled }))
-  }))
+  Effect.flatMap(
+    Effect.option(Effect.currentSpan),
+    Option.match({
+      onNone: () => effect,
+      onSome: (span) =>
+        Effect.withParentSpan(
+          effect,
+          Tracer.externalSpan({ traceId: span.traceId, spanId: span.spanId, sampled: span.sampled })
+        )
+    })
+  )
 
 /**
  * A failure's log line carries its detail's tag and fields (its message is the line), within the log
@@ -95,8 +117,12 @@ const besideSpan = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
  * It is not an event of the span it is written in unless `recordContent`.
  */
 export const logEnding = (ending: Ending, recordContent: boolean) => {
-  if (ending.status === "completed") return Effect.zipRight(countExecution("completed"), Effect.logInfo("workflow completed"))
-  if (ending.errorDetail === undefined) return Effect.zipRight(countExecution("failed"), Effect.logWarning(`workflow failed: ${ending.error}`))
+  if (ending.status === "completed") {
+    return Effect.zipRight(countExecution("completed"), Effect.logInfo("workflow completed"))
+  }
+  if (ending.errorDetail === undefined) {
+    return Effect.zipRight(countExecution("failed"), Effect.logWarning(`workflow failed: ${ending.error}`))
+  }
   const line = Effect.annotateLogs(
     Effect.logWarning(`workflow failed: ${capString(ending.error, LOGGED_ERROR_CAP)}`),
     "errorDetail",
@@ -123,9 +149,11 @@ export const inStepSpan = <A>(
   const annotated = Effect.tapError(run, (outcome) => {
     if (outcome._tag !== "StepFailed" || outcome.detail === undefined) return Effect.void
     const detail = outcome.detail
-    return Effect.annotateCurrentSpan(recordContent
-      ? { "error.type": detail._tag, "error.fields": JSON.stringify(detail.fields) }
-      : { "error.type": detail._tag })
+    return Effect.annotateCurrentSpan(
+      recordContent
+        ? { "error.type": detail._tag, "error.fields": JSON.stringify(detail.fields) }
+        : { "error.type": detail._tag }
+    )
   })
   const span = {
     captureStackTrace: false,
@@ -143,5 +171,10 @@ export const inStepSpan = <A>(
   // The span's status and exception event carry the failure's message: made of the fields, it is their tag alone.
   return recordContent
     ? Effect.withSpan(annotated, "workflow.step", span)
-    : withoutFieldsInSpan(annotated, "workflow.step", span, (outcome) => (outcome._tag === "StepFailed" ? outcome.spanMessage : undefined))
+    : withoutFieldsInSpan(
+      annotated,
+      "workflow.step",
+      span,
+      (outcome) => (outcome._tag === "StepFailed" ? outcome.spanMessage : undefined)
+    )
 }

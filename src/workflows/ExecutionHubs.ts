@@ -112,7 +112,8 @@ export const makeExecutionHubs = Effect.sync((): ExecutionHubs => {
     })
 
   return {
-    subscribe: (id, knownSeq) => Effect.flatMap(follow(id, knownSeq), (listeners) => PubSub.subscribe(listeners.pubsub!)),
+    subscribe: (id, knownSeq) =>
+      Effect.flatMap(follow(id, knownSeq), (listeners) => PubSub.subscribe(listeners.pubsub!)),
     nextSettling: (id, afterSeq, settled) =>
       Effect.asVoid(Effect.acquireRelease(
         Effect.sync(() => {
@@ -128,9 +129,13 @@ export const makeExecutionHubs = Effect.sync((): ExecutionHubs => {
       )),
     publish,
     publishFetched: (id, entries) =>
-      Effect.forEach(entries, (entry) => (entry.seq > (byId.get(id)?.seen ?? Infinity) ? publish(id, entry) : Effect.void), {
-        discard: true
-      }),
+      Effect.forEach(
+        entries,
+        (entry) => (entry.seq > (byId.get(id)?.seen ?? Infinity) ? publish(id, entry) : Effect.void),
+        {
+          discard: true
+        }
+      ),
     watched: () => new Map(Array.from(byId, ([id, listeners]) => [id, listeners.seen])),
     seenOf: (id) => byId.get(id)?.seen,
     size: Effect.sync(() => byId.size)

@@ -47,4 +47,7 @@ export const insertExecution = (
   staging: ReturnType<typeof makeStaging>,
   e: Execution,
   events: number
-) => sql`INSERT INTO workflow_executions ${sql.insert(executionRow(staging, e, events))} ON CONFLICT (id) DO NOTHING RETURNING last_seq`
+) =>
+  sql`INSERT INTO workflow_executions ${
+    sql.insert(executionRow(staging, e, events))
+  } ON CONFLICT (id) DO NOTHING RETURNING last_seq`

@@ -21,7 +21,10 @@ export const makeExecutionJoin = (deps: {
   readonly store: ExecutionStore["Type"]
   readonly watch: Watch
   /** Stores and launches the execution; none when its id is taken (a limited workflow's may be refused: 400, 409, 429). */
-  readonly startIfNew: (definition: WorkflowDefinition, execution: Execution) => Effect.Effect<Option.Option<Launched>, BadRequest | Conflict | TooManyRequests>
+  readonly startIfNew: (
+    definition: WorkflowDefinition,
+    execution: Execution
+  ) => Effect.Effect<Option.Option<Launched>, BadRequest | Conflict | TooManyRequests>
   readonly fiberOf: (id: string) => Option.Option<Fiber.RuntimeFiber<void>>
 }) => {
   const { follow, reload, replay, settleAfter } = deps.watch
@@ -29,10 +32,13 @@ export const makeExecutionJoin = (deps: {
 
   /** The execution stored under the prepared one's id; another workflow's execution there is a taken id. */
   const storedAs = (prepared: Execution) =>
-    Effect.flatMap(deps.store.get(prepared.id), (stored) =>
-      Option.isSome(stored) && stored.value.workflowId !== prepared.workflowId
-        ? Effect.fail(new BadRequest({ message: `Execution ${prepared.id} already exists` }))
-        : Effect.succeed(stored))
+    Effect.flatMap(
+      deps.store.get(prepared.id),
+      (stored) =>
+        Option.isSome(stored) && stored.value.workflowId !== prepared.workflowId
+          ? Effect.fail(new BadRequest({ message: `Execution ${prepared.id} already exists` }))
+          : Effect.succeed(stored)
+    )
 
   /** The execution that took the id between looking and starting. */
   const takenBy = (prepared: Execution) =>
@@ -42,11 +48,15 @@ export const makeExecutionJoin = (deps: {
         : Effect.fail(new BadRequest({ message: `Execution ${prepared.id} already exists` })))
 
   const startOrTaken = (definition: WorkflowDefinition, prepared: Execution) =>
-    Effect.flatMap(deps.startIfNew(definition, prepared), (launched) =>
-      Option.isSome(launched) ? Effect.succeed(launched.value) : Effect.fail(new ExecutionTaken()))
+    Effect.flatMap(
+      deps.startIfNew(definition, prepared),
+      (launched) => Option.isSome(launched) ? Effect.succeed(launched.value) : Effect.fail(new ExecutionTaken())
+    )
 
   /** A stored execution's result, once it is not running (followed until it settles). */
-  const resultWhenSettled = (prepared: Execution): Effect.Effect<S.ExecutionResult, BadRequest | InternalError | WorkflowFailed> =>
+  const resultWhenSettled = (
+    prepared: Execution
+  ): Effect.Effect<S.ExecutionResult, BadRequest | InternalError | WorkflowFailed> =>
     Effect.gen(function*() {
       const current = yield* takenBy(prepared)
       if (current.status === "running") {
@@ -55,7 +65,9 @@ export const makeExecutionJoin = (deps: {
       const settled = yield* reload(current.id)
       if (settled.status === "running") {
         return yield* Effect.zipRight(
-          Effect.logError("workflow execution ended without settling").pipe(Effect.annotateLogs({ executionId: settled.id })),
+          Effect.logError("workflow execution ended without settling").pipe(
+            Effect.annotateLogs({ executionId: settled.id })
+          ),
           InternalError.generic
         )
       }
@@ -82,18 +94,30 @@ export const makeExecutionJoin = (deps: {
         const waiting = execution.status === "running" && execution.queuedAt !== undefined
           ? { waiting: "concurrency" as const, queuedAt: execution.queuedAt }
           : {}
-        return { executionId: execution.id, workflowId: execution.workflowId, status: execution.status, startAt: execution.createdAt, ...waiting }
+        return {
+          executionId: execution.id,
+          workflowId: execution.workflowId,
+          status: execution.status,
+          startAt: execution.createdAt,
+          ...waiting
+        }
       }),
 
-    stream: (definition: WorkflowDefinition, prepared: Execution): Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest | Conflict | TooManyRequests>, BadRequest> =>
+    stream: (
+      definition: WorkflowDefinition,
+      prepared: Execution
+    ): Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest | Conflict | TooManyRequests>, BadRequest> =>
       Effect.flatMap(storedAs(prepared), (stored) => {
         if (Option.isNone(stored)) {
           // Followed from before the start, as a fresh stream is; a lost race follows the winner's execution.
           return Effect.succeed(follow(
             prepared,
             0,
-            Effect.flatMap(deps.startIfNew(definition, prepared), (launched) =>
-              Option.isSome(launched) ? Effect.succeed(Option.some(launched.value.fiber)) : localFiber(prepared.id))
+            Effect.flatMap(
+              deps.startIfNew(definition, prepared),
+              (launched) =>
+                Option.isSome(launched) ? Effect.succeed(Option.some(launched.value.fiber)) : localFiber(prepared.id)
+            )
           ))
         }
         return stored.value.status === "running"

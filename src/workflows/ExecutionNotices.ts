@@ -29,7 +29,11 @@ const MAX_PAYLOAD = 7_800
 const MAX_PENDING = 65_536
 
 /** `from kind id,id,...` in payloads under Postgres's cap (instance and execution ids hold no spaces or commas). */
-export const encodeNotices = (from: string, kind: Notice["kind"], ids: ReadonlyArray<string>): ReadonlyArray<string> => {
+export const encodeNotices = (
+  from: string,
+  kind: Notice["kind"],
+  ids: ReadonlyArray<string>
+): ReadonlyArray<string> => {
   const head = `${from} ${kind} `
   const payloads: Array<string> = []
   let current = ""
@@ -53,7 +57,9 @@ export const decodeNotice = (self: string, payload: string): Notice | undefined 
 
 const silent: ExecutionNotices = { changed: () => {}, released: () => Effect.void, incoming: Stream.never }
 
-export const makeExecutionNotices = (instanceId: string): Effect.Effect<ExecutionNotices, never, SqlClient.SqlClient | Scope.Scope> =>
+export const makeExecutionNotices = (
+  instanceId: string
+): Effect.Effect<ExecutionNotices, never, SqlClient.SqlClient | Scope.Scope> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     if (sql.onDialectOrElse({ pg: () => false, orElse: () => true })) return silent
@@ -63,7 +69,9 @@ export const makeExecutionNotices = (instanceId: string): Effect.Effect<Executio
     if (pg._tag === "None") return silent
 
     const send = (kind: Notice["kind"], ids: ReadonlyArray<string>) =>
-      Effect.forEach(encodeNotices(instanceId, kind, ids), (payload) => sql`SELECT pg_notify(${CHANNEL}, ${payload})`, { discard: true }).pipe(
+      Effect.forEach(encodeNotices(instanceId, kind, ids), (payload) => sql`SELECT pg_notify(${CHANNEL}, ${payload})`, {
+        discard: true
+      }).pipe(
         Effect.catchAll((error) => Effect.logWarning("could not notify the other instances; they will poll", error)),
         Effect.withTracerEnabled(false)
       )
@@ -83,7 +91,9 @@ export const makeExecutionNotices = (instanceId: string): Effect.Effect<Executio
       released: (ids) => send("released", ids),
       incoming: pg.value.listen(CHANNEL).pipe(
         Stream.filterMap((payload) => Option.fromNullable(decodeNotice(instanceId, payload))),
-        Stream.tapError((error) => Effect.logWarning("lost the notices of the other instances; listening again", error)),
+        Stream.tapError((error) =>
+          Effect.logWarning("lost the notices of the other instances; listening again", error)
+        ),
         Stream.retry(Schedule.spaced("1 second")),
         Stream.orDie
       )

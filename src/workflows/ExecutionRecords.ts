@@ -80,16 +80,25 @@ export const makeExecutionRecords = (store: ExecutionStore["Type"], readsPerOwne
       }),
 
     /** `reader`: whose reads count together (the caller). Its slot is given back when the events stream ends, however it ends. */
-    record: (executionId: string, visibility: Visibility = EVERYONE, reader = ""): Effect.Effect<RecordRead, NotFound | TooManyRequests> =>
+    record: (
+      executionId: string,
+      visibility: Visibility = EVERYONE,
+      reader = ""
+    ): Effect.Effect<RecordRead, NotFound | TooManyRequests> =>
       Effect.uninterruptibleMask((restore) =>
         !take(reader)
           ? Effect.fail<NotFound | TooManyRequests>(busy)
           : restore(Effect.gen(function*() {
             const found = yield* store.get(executionId)
-            if (Option.isNone(found) || !canSee(visibility, found.value.userId)) return yield* NotFound.of("Execution", executionId)
+            if (Option.isNone(found) || !canSee(visibility, found.value.userId)) {
+              return yield* NotFound.of("Execution", executionId)
+            }
             const execution = found.value
             const replays = yield* store.replaysOf([executionId], visibility.all ? undefined : visibility.userId)
-            return { record: recordOf(execution, [], replays.get(executionId)), events: Stream.map(pagedEvents(store, executionId, 0), eventRecordOf) }
+            return {
+              record: recordOf(execution, [], replays.get(executionId)),
+              events: Stream.map(pagedEvents(store, executionId, 0), eventRecordOf)
+            }
           })).pipe(
             Effect.onExit((exit) => Exit.isSuccess(exit) ? Effect.void : Effect.sync(() => give(reader))),
             Effect.map((read): RecordRead => {

@@ -1,6 +1,6 @@
 import { Effect, Either, Option } from "effect"
-import { BadRequest, Conflict, excerpt, type NotFound, type TooManyRequests } from "../core/errors.js"
 import type { Visibility } from "../auth/Ownership.js"
+import { BadRequest, Conflict, excerpt, type NotFound, type TooManyRequests } from "../core/errors.js"
 import { definitionHash, runningStepId, topStepOfPath } from "./DefinitionCompatibility.js"
 import { stepStart, workflowEvent } from "./ExecutionEndings.js"
 import { now } from "./ExecutionRows.js"
@@ -31,7 +31,11 @@ type Found = { readonly definition: WorkflowDefinition; readonly execution: Exec
 export const makeExecutionReplay = (deps: {
   readonly store: ExecutionStore["Type"]
   readonly instanceId: string
-  readonly findExecution: (workflowId: string, executionId: string, visibility?: Visibility) => Effect.Effect<Found, NotFound>
+  readonly findExecution: (
+    workflowId: string,
+    executionId: string,
+    visibility?: Visibility
+  ) => Effect.Effect<Found, NotFound>
   /** Stores and launches the execution with these opening events; none when its id is taken. */
   readonly startIfNew: (
     definition: WorkflowDefinition,
@@ -51,10 +55,13 @@ export const makeExecutionReplay = (deps: {
 
   /** The replay stored under `id` (a retry with the Idempotency-Key); another workflow's execution there is a taken id. */
   const storedReplay = (id: string, workflowId: string) =>
-    Effect.flatMap(store.get(id), (stored) =>
-      Option.isSome(stored) && (stored.value.workflowId !== workflowId || stored.value.replayOf === undefined)
-        ? Effect.fail(new BadRequest({ message: `Execution ${id} already exists` }))
-        : Effect.succeed(stored))
+    Effect.flatMap(
+      store.get(id),
+      (stored) =>
+        Option.isSome(stored) && (stored.value.workflowId !== workflowId || stored.value.replayOf === undefined)
+          ? Effect.fail(new BadRequest({ message: `Execution ${id} already exists` }))
+          : Effect.succeed(stored)
+    )
 
   /** The copied `steps` record: the outputs (and inner steps' entries) of the steps before `index`, as the original stored them. */
   const copiedSteps = (definition: WorkflowDefinition, original: Execution, index: number, fromStep: string) =>
@@ -66,7 +73,9 @@ export const makeExecutionReplay = (deps: {
           const why = changed
             ? `the workflow changed since it ran and step ${step.id} is not among its committed steps`
             : `step ${step.id} has no committed output in it (the execution did not get that far)`
-          return yield* new Conflict({ message: `Cannot replay execution ${original.id} from step ${fromStep}: ${why}` })
+          return yield* new Conflict({
+            message: `Cannot replay execution ${original.id} from step ${fromStep}: ${why}`
+          })
         }
         copied[step.id] = original.stepData[step.id]
         for (const inner of innerSteps(step)) {
@@ -82,12 +91,17 @@ export const makeExecutionReplay = (deps: {
       const top = topStepOfPath(fromStep)
       if (top !== fromStep) {
         return yield* new BadRequest({
-          message: `fromStep "${excerpt(fromStep, 80)}" is inside step ${excerpt(top, 80)}: a replay runs from a top-level step ` +
+          message:
+            `fromStep "${excerpt(fromStep, 80)}" is inside step ${
+              excerpt(top, 80)
+            }: a replay runs from a top-level step ` +
             `(replay from ${excerpt(top, 80)}: its inner steps run again)`
         })
       }
       const index = definition.steps.findIndex((step) => step.id === fromStep)
-      if (index < 0) return yield* new BadRequest({ message: `Workflow ${definition.id} has no step ${excerpt(fromStep, 80)}` })
+      if (index < 0) {
+        return yield* new BadRequest({ message: `Workflow ${definition.id} has no step ${excerpt(fromStep, 80)}` })
+      }
       if (Option.isSome(input) && index > 0) {
         return yield* new BadRequest({
           message: `input can be given only when replaying from the first step (${definition.steps[0].id}): ` +
@@ -100,8 +114,11 @@ export const makeExecutionReplay = (deps: {
       // Under a changed definition the copied data comes from another predecessor: it must fit the schema before fromStep.
       const checked = original.definitionHash !== definitionHash(definition) && Option.isNone(input)
       if (checked) {
-        yield* Either.mapLeft(handedData(definition, index, handed), (message) =>
-          new Conflict({ message: `Cannot replay execution ${original.id} from step ${fromStep}: ${message}` }))
+        yield* Either.mapLeft(
+          handedData(definition, index, handed),
+          (message) =>
+            new Conflict({ message: `Cannot replay execution ${original.id} from step ${fromStep}: ${message}` })
+        )
       }
       const chosen = crypto.randomUUID()
       const id = options.idempotent === undefined ? chosen : yield* options.idempotent(chosen)
@@ -139,11 +156,18 @@ export const makeExecutionReplay = (deps: {
       const opening = [
         workflowEvent(execution, "workflow-start", definition.name, "running", { input: workflowInput }),
         ...definition.steps.slice(0, index).map((step, i) =>
-          workflowEvent(execution, "step-complete", step.id, COPIED, { stepIndex: i, stepType: step.type, output: stepData[step.id] })
+          workflowEvent(execution, "step-complete", step.id, COPIED, {
+            stepIndex: i,
+            stepType: step.type,
+            output: stepData[step.id]
+          })
         ),
         stepStart(definition, execution, index, handed)
       ]
-      const launched = yield* deps.startIfNew(definition, { ...execution, historyBytes: jsonBytes(opening) }, { opening, checked })
+      const launched = yield* deps.startIfNew(definition, { ...execution, historyBytes: jsonBytes(opening) }, {
+        opening,
+        checked
+      })
       if (Option.isSome(launched)) {
         yield* Effect.logInfo(`workflow replay started from step ${fromStep}`).pipe(
           Effect.annotateLogs({ workflowId: definition.id, executionId: id, replayOf: original.id })
@@ -162,14 +186,18 @@ export const makeExecutionReplay = (deps: {
       const { definition, execution } = found
       if (execution.status !== "error") {
         return yield* new Conflict({
-          message: `Execution ${execution.id} is ${execution.status}: only a failed execution (error) can be restarted; ` +
+          message:
+            `Execution ${execution.id} is ${execution.status}: only a failed execution (error) can be restarted; ` +
             `replay it from a step instead (POST …/replay)`
         })
       }
       const same = execution.definitionHash === definitionHash(definition)
       const stepId = same
         ? definition.steps[execution.stepIndex]?.id
-        : runningStepId(execution.stepIndex, yield* store.events(execution.id, Math.max(0, execution.lastSeq - FAILED_STEP_EVENTS)))
+        : runningStepId(
+          execution.stepIndex,
+          yield* store.events(execution.id, Math.max(0, execution.lastSeq - FAILED_STEP_EVENTS))
+        )
       if (stepId === undefined) {
         return yield* new Conflict({
           message: same
@@ -186,11 +214,18 @@ export const makeExecutionReplay = (deps: {
     })
 
   /** The attributes of an operation's span on a workflow: the trace index files the trace under it. */
-  const onWorkflow = (workflowId: string) => Effect.annotateCurrentSpan({ "entity.type": "workflow", "entity.id": workflowId })
+  const onWorkflow = (workflowId: string) =>
+    Effect.annotateCurrentSpan({ "entity.type": "workflow", "entity.id": workflowId })
 
   return {
     replay: Effect.fn("WorkflowEngine.replay", { captureStackTrace: false })(
-      function*(workflowId: string, executionId: string, request: S.ReplayRequest, options: StartOptions = {}, visibility?: Visibility) {
+      function*(
+        workflowId: string,
+        executionId: string,
+        request: S.ReplayRequest,
+        options: StartOptions = {},
+        visibility?: Visibility
+      ) {
         yield* onWorkflow(workflowId)
         const found = yield* deps.findExecution(workflowId, executionId, visibility)
         const input = request.input === undefined ? Option.none() : Option.some(request.input)

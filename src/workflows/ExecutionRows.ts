@@ -1,6 +1,6 @@
 import { Option, Predicate, Schema } from "effect"
-import { column, NumberColumn, optionalColumn, optionalJson } from "../storage/ColumnSchemas.js"
 import { ErrorDetail } from "../core/errorDetail.js"
+import { column, NumberColumn, optionalColumn, optionalJson } from "../storage/ColumnSchemas.js"
 import { ExecutionMetadata, ExecutionStatus, type WorkflowEvent, WorkflowEventType } from "./WorkflowSchemas.js"
 
 /** Executions and events as the store keeps them, decoded from their SQL rows. */
@@ -20,11 +20,14 @@ const Json = Schema.Union(
   })
 )
 const JsonRecord = Schema.compose(Json, Schema.Record({ key: Schema.String, value: Schema.Unknown }), { strict: false })
-const NullableStoredJson = Schema.Union(Schema.Null.pipe(Schema.transform(Schema.Undefined, {
-  strict: true,
-  decode: () => undefined,
-  encode: () => null
-})), Json)
+const NullableStoredJson = Schema.Union(
+  Schema.Null.pipe(Schema.transform(Schema.Undefined, {
+    strict: true,
+    decode: () => undefined,
+    encode: () => null
+  })),
+  Json
+)
 const optionalStoredJson = Schema.optionalToOptional(NullableStoredJson, Schema.Unknown, {
   decode: Option.filter((value) => value !== undefined),
   encode: (value) => value
@@ -57,7 +60,11 @@ const RowStatus = Schema.transform(Schema.Literal(...ExecutionStatus.literals, "
 
 /** The committed wake time of the sleep step an execution stands at (issue #31). */
 /** The sleep an execution is parked at: its top-level step, the sleep's path inside it (a child's sleep), its wake time. */
-export const SleepRecord = Schema.Struct({ stepId: Schema.String, wakeAt: Schema.String, path: Schema.optional(Schema.String) })
+export const SleepRecord = Schema.Struct({
+  stepId: Schema.String,
+  wakeAt: Schema.String,
+  path: Schema.optional(Schema.String)
+})
 export interface SleepRecord extends Schema.Schema.Type<typeof SleepRecord> {}
 
 /**
@@ -125,7 +132,21 @@ export interface Execution extends Schema.Schema.Type<typeof ExecutionFromRow> {
  * input or output either when its history is over what a listing shows whole (see listingQuery).
  */
 export const ExecutionListingFromRow = Schema.Struct({
-  ...ExecutionFromRow.pick("id", "workflowId", "workflowName", "status", "metadata", "output", "createdAt", "updatedAt", "historyBytes", "wakeAt", "replayOf", "replayFrom", "queuedAt").fields,
+  ...ExecutionFromRow.pick(
+    "id",
+    "workflowId",
+    "workflowName",
+    "status",
+    "metadata",
+    "output",
+    "createdAt",
+    "updatedAt",
+    "historyBytes",
+    "wakeAt",
+    "replayOf",
+    "replayFrom",
+    "queuedAt"
+  ).fields,
   input: optionalStoredJson
 })
 export interface ExecutionListing extends Schema.Schema.Type<typeof ExecutionListingFromRow> {}
@@ -154,7 +175,10 @@ const StoredWorkflowEvent = Schema.declare(
   { identifier: "WorkflowEvent" }
 )
 
-export const StoredEventFromRow = Schema.Struct({ seq: NumberColumn, event: Schema.compose(Json, StoredWorkflowEvent, { strict: false }) })
+export const StoredEventFromRow = Schema.Struct({
+  seq: NumberColumn,
+  event: Schema.compose(Json, StoredWorkflowEvent, { strict: false })
+})
 export interface StoredEvent extends Schema.Schema.Type<typeof StoredEventFromRow> {}
 
 export interface ExecutionQuery {

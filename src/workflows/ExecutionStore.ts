@@ -1,7 +1,14 @@
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
+import { ServerConfig } from "../config/ServerConfig.js"
+import { defaultWebhookSettings } from "../config/WebhookSettings.js"
 import { column } from "../storage/ColumnSchemas.js"
 import { committingStatements, storeCommitsOrInline } from "../storage/StoreCommits.js"
+import { ownTransaction } from "../storage/transaction.js"
+import { enqueueDelivery } from "../webhooks/WebhookOutbox.js"
+import { pageLength } from "./EventPages.js"
+import { deleteFinishedExecutions } from "./executionDeletion.js"
+import { insertExecution } from "./ExecutionInsert.js"
 import {
   type Checkpoint,
   type Claim,
@@ -21,17 +28,10 @@ import {
   type Suspension,
   VALUE_COLUMNS
 } from "./ExecutionRows.js"
-import { pageLength } from "./EventPages.js"
-import { deleteFinishedExecutions } from "./executionDeletion.js"
 import { findReplays } from "./replayLinks.js"
-import { insertExecution } from "./ExecutionInsert.js"
-import type { WorkflowEvent } from "./WorkflowSchemas.js"
-import { ownTransaction } from "../storage/transaction.js"
-import { type makeStaging, resolveRows, writeWithEvents } from "./ValueRows.js"
 import { type RetryState, retryUpdate } from "./steps/RetryState.js"
-import { ServerConfig } from "../config/ServerConfig.js"
-import { defaultWebhookSettings } from "../config/WebhookSettings.js"
-import { enqueueDelivery } from "../webhooks/WebhookOutbox.js"
+import { type makeStaging, resolveRows, writeWithEvents } from "./ValueRows.js"
+import type { WorkflowEvent } from "./WorkflowSchemas.js"
 
 type Staging = ReturnType<typeof makeStaging>
 
@@ -92,13 +92,21 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
    */
   readonly claimResume: (
     execution: Execution,
-    resume: { readonly stepIndex: number; readonly resumeData: unknown; readonly owner: string; readonly definitionHash: string }
+    resume: {
+      readonly stepIndex: number
+      readonly resumeData: unknown
+      readonly owner: string
+      readonly definitionHash: string
+    }
   ) => Effect.Effect<Option.Option<Execution>>
   /**
    * A held execution moved to the step at `stepIndex` of the definition with `definitionHash` (its
    * workflow changed: the same step at another index); false when the claim is lost.
    */
-  readonly rebase: (claim: Claim, to: { readonly stepIndex: number; readonly definitionHash: string }) => Effect.Effect<boolean>
+  readonly rebase: (
+    claim: Claim,
+    to: { readonly stepIndex: number; readonly definitionHash: string }
+  ) => Effect.Effect<boolean>
   /**
    * Running executions nobody runs any more, taken by `owner` (the version moves on, so a previous
    * owner's writes are refused): those with no owner, or whose owner is not among `liveOwners` (a
@@ -126,7 +134,12 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
   /** The events after `afterSeq`, in order; the first `limit` of them when given. */
   readonly events: (id: string, afterSeq: number, limit?: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
   /** The next page of events after `afterSeq` (up to `toSeq`, at most `limit`, when given) by bytes (EventPages.ts); empty when there is none. */
-  readonly eventPage: (id: string, afterSeq: number, toSeq?: number, limit?: number) => Effect.Effect<ReadonlyArray<StoredEvent>>
+  readonly eventPage: (
+    id: string,
+    afterSeq: number,
+    toSeq?: number,
+    limit?: number
+  ) => Effect.Effect<ReadonlyArray<StoredEvent>>
   /** The top-level events of each of these executions (an inner step's, with a path, are read by page with `events`). */
   readonly eventsOf: (ids: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<StoredEvent>>>
   readonly list: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<ExecutionListing>>
@@ -134,7 +147,10 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
    * The replays of each of these executions (issue #33), newest first, at most MAX_REPLAYS_SHOWN each;
    * only `userId`'s (null: those without one) when given.
    */
-  readonly replaysOf: (ids: ReadonlyArray<string>, userId?: string | null) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<Replay>>>
+  readonly replaysOf: (
+    ids: ReadonlyArray<string>,
+    userId?: string | null
+  ) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<Replay>>>
 }>() {}
 
 /**
@@ -145,10 +161,16 @@ export class ExecutionStore extends Context.Tag("ExecutionStore")<ExecutionStore
 export const listingQuery = (sql: SqlClient.SqlClient, query: ExecutionQuery) => {
   const whole = query.wholeBytes === undefined ? sql`TRUE` : sql`history_bytes <= ${query.wholeBytes}`
   const filters = [
-    ...(query.userId === undefined ? [] : [query.userId === null ? sql`user_id IS NULL` : sql`user_id = ${query.userId}`]),
+    ...(query.userId === undefined
+      ? []
+      : [query.userId === null ? sql`user_id IS NULL` : sql`user_id = ${query.userId}`]),
     ...(query.workflowId === undefined ? [] : [sql`workflow_id = ${query.workflowId}`]),
     // A parked sleeper ('sleeping', issue #31) and a queued execution (issue #33) are running to clients.
-    ...(query.status === undefined ? [] : [query.status === "running" ? sql`status IN ('running', 'sleeping', 'queued')` : sql`status = ${query.status}`]),
+    ...(query.status === undefined
+      ? []
+      : [
+        query.status === "running" ? sql`status IN ('running', 'sleeping', 'queued')` : sql`status = ${query.status}`
+      ]),
     ...(query.waiting === undefined ? [] : [sql`status = 'queued'`]),
     ...(query.from === undefined ? [] : [sql`created_at > ${query.from}`]),
     ...(query.to === undefined ? [] : [sql`created_at < ${query.to}`])
@@ -168,9 +190,13 @@ export const ExecutionStoreLive = Layer.scoped(
     const submit = yield* storeCommitsOrInline
     // Store operations are not traced (neither are their SQL statements): they run under the spans
     // of the requests, executions and steps that make them, and writes share group-commit transactions.
-    const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
+    const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
     const commit = committingStatements(submit)
-    const webhooks = Option.match(yield* Effect.serviceOption(ServerConfig), { onNone: () => undefined, onSome: (c) => c.webhooks }) ?? defaultWebhookSettings
+    const webhooks = Option.match(yield* Effect.serviceOption(ServerConfig), {
+      onNone: () => undefined,
+      onSome: (c) => c.webhooks
+    }) ?? defaultWebhookSettings
 
     /**
      * A conditional write that bumps `last_seq` by the number of events and returns it; when it
@@ -192,20 +218,27 @@ export const ExecutionStoreLive = Layer.scoped(
       })
 
     /** An ending's callback condition: none when the claim knows its execution has no callback (the common case: no statement). */
-    const callbackOf = (claim: Claim, condition: Statement.Fragment) => (claim.webhook === false ? undefined : condition)
+    const callbackOf = (
+      claim: Claim,
+      condition: Statement.Fragment
+    ) => (claim.webhook === false ? undefined : condition)
 
     /** The rows a claim may still write: running, at its version, and its owner's when it names one. */
     const held = (claim: Claim) =>
       claim.owner === undefined
         // An outside suspend: a parked sleeper ('sleeping', issue #31) may be suspended too.
-      ? sql`id = ${claim.id} AND status IN ('running', 'sleeping') AND version = ${claim.version}`
+        ? sql`id = ${claim.id} AND status IN ('running', 'sleeping') AND version = ${claim.version}`
         : sql`id = ${claim.id} AND status = 'running' AND version = ${claim.version} AND owner = ${claim.owner}`
 
     /** The columns an ending sets, besides the counter. */
     const ended = (staging: Staging, ending: Ending, at: string) =>
-      sql`status = ${ending.status}, output = ${ending.status === "completed" && ending.output !== undefined ? staging.text(ending.output) : null},
+      sql`status = ${ending.status}, output = ${
+        ending.status === "completed" && ending.output !== undefined ? staging.text(ending.output) : null
+      },
         error = ${ending.status === "error" ? ending.error : null},
-        error_detail = ${ending.status === "error" && ending.errorDetail !== undefined ? JSON.stringify(ending.errorDetail) : null}, ended_at = ${at}, owner = NULL`
+        error_detail = ${
+        ending.status === "error" && ending.errorDetail !== undefined ? JSON.stringify(ending.errorDetail) : null
+      }, ended_at = ${at}, owner = NULL`
 
     const create: ExecutionStore["Type"]["create"] = (e, events) =>
       transition(e.id, events, (staging) => insertExecution(sql, staging, e, events.length))
@@ -216,7 +249,11 @@ export const ExecutionStoreLive = Layer.scoped(
     const findExecution = SqlSchema.findOne({
       Request: Schema.String,
       Result: ExecutionFromRow,
-      execute: (id) => Effect.flatMap(sql<Record<string, unknown>>`SELECT * FROM workflow_executions WHERE id = ${id}`, resolveExecutions)
+      execute: (id) =>
+        Effect.flatMap(
+          sql<Record<string, unknown>>`SELECT * FROM workflow_executions WHERE id = ${id}`,
+          resolveExecutions
+        )
     })
     const get = (id: string) => untraced(findExecution(id))
 
@@ -227,10 +264,16 @@ export const ExecutionStoreLive = Layer.scoped(
       )
 
     const append: ExecutionStore["Type"]["append"] = (claim, events) =>
-      transition(claim.id, events, (staging) =>
-        sql`UPDATE workflow_executions SET last_seq = last_seq + ${events.length}, updated_at = ${events[0].timestamp},
+      transition(
+        claim.id,
+        events,
+        (staging) =>
+          sql`UPDATE workflow_executions SET last_seq = last_seq + ${events.length}, updated_at = ${
+            events[0].timestamp
+          },
           ${staging.counted(sql, claim.id)}
-          WHERE ${held(claim)} RETURNING last_seq`)
+          WHERE ${held(claim)} RETURNING last_seq`
+      )
 
     const advance: ExecutionStore["Type"]["advance"] = (claim, c, events, ending) => {
       // The time of the last event: an ending's `ended_at` is its event's timestamp, as elsewhere.
@@ -239,23 +282,37 @@ export const ExecutionStoreLive = Layer.scoped(
         sql`UPDATE workflow_executions SET step_index = ${c.stepIndex},
           current_data = ${c.currentData === undefined ? null : staging.text(c.currentData)},
           step_data = ${staging.text(c.stepData)}, resume_data = NULL, last_seq = last_seq + ${events.length},
-          updated_at = ${at}${ending === undefined ? sql`` : sql`, ${ended(staging, ending, at)}`}, ${staging.counted(sql, claim.id)}
+          updated_at = ${at}${ending === undefined ? sql`` : sql`, ${ended(staging, ending, at)}`}, ${
+          staging.counted(sql, claim.id)
+        }
           WHERE ${held(claim)} RETURNING last_seq`, ending === undefined ? undefined : callbackOf(claim, held(claim)))
     }
 
     const finish: ExecutionStore["Type"]["finish"] = (claim, ending, event) =>
-      transition(claim.id, [event], (staging) =>
-        sql`UPDATE workflow_executions SET ${ended(staging, ending, event.timestamp)}, last_seq = last_seq + 1,
+      transition(
+        claim.id,
+        [event],
+        (staging) =>
+          sql`UPDATE workflow_executions SET ${ended(staging, ending, event.timestamp)}, last_seq = last_seq + 1,
           updated_at = ${event.timestamp}, ${staging.counted(sql, claim.id)}
-          WHERE ${held(claim)} RETURNING last_seq`, callbackOf(claim, held(claim)))
+          WHERE ${held(claim)} RETURNING last_seq`,
+        callbackOf(claim, held(claim))
+      )
 
     const suspend: ExecutionStore["Type"]["suspend"] = (claim, suspension, event) =>
-      transition(claim.id, [event], (staging) =>
-        sql`UPDATE workflow_executions SET status = 'suspended', suspension = ${JSON.stringify(suspension)}, owner = NULL,
+      transition(
+        claim.id,
+        [event],
+        (staging) =>
+          sql`UPDATE workflow_executions SET status = 'suspended', suspension = ${
+            JSON.stringify(suspension)
+          }, owner = NULL,
           wake_at = ${suspension.wakeAt ?? null},
           step_index = ${suspension.stepIndex}, version = version + 1, last_seq = last_seq + 1, updated_at = ${suspension.suspendedAt},
           ${staging.counted(sql, claim.id)}
-          WHERE ${held(claim)} AND step_index = ${claim.atStep} RETURNING last_seq`, callbackOf(claim, sql`${held(claim)} AND step_index = ${claim.atStep}`))
+          WHERE ${held(claim)} AND step_index = ${claim.atStep} RETURNING last_seq`,
+        callbackOf(claim, sql`${held(claim)} AND step_index = ${claim.atStep}`)
+      )
 
     const decodeExecutions = Schema.decodeUnknown(Schema.Array(ExecutionFromRow))
     /** The executions a claim's UPDATE returned. */
@@ -264,41 +321,62 @@ export const ExecutionStoreLive = Layer.scoped(
 
     const claimResume: ExecutionStore["Type"]["claimResume"] = (execution, resume) =>
       commit(
-        sql<Record<string, unknown>>`UPDATE workflow_executions SET status = 'running', owner = ${resume.owner}, step_index = ${resume.stepIndex},
-          resume_data = ${json(resume.resumeData) ?? "null"}, definition_hash = ${resume.definitionHash}, step_attempt = NULL,
+        sql<
+          Record<string, unknown>
+        >`UPDATE workflow_executions SET status = 'running', owner = ${resume.owner}, step_index = ${resume.stepIndex},
+          resume_data = ${
+          json(resume.resumeData) ?? "null"
+        }, definition_hash = ${resume.definitionHash}, step_attempt = NULL,
           version = version + 1, updated_at = ${now()}
           WHERE id = ${execution.id} AND status = 'suspended' AND version = ${execution.version} RETURNING *`
-      ).pipe(Effect.flatMap(claimed), Effect.map((executions) => Option.fromNullable(executions[0])))
+      ).pipe(
+        Effect.flatMap(claimed),
+        Effect.map((executions) => Option.fromNullable(executions[0]))
+      )
 
     const rebase: ExecutionStore["Type"]["rebase"] = (claim, to) =>
       commit(sql<{ id: string }>`UPDATE workflow_executions SET step_index = ${to.stepIndex},
         definition_hash = ${to.definitionHash}, updated_at = ${now()} WHERE ${held(claim)} RETURNING id`).pipe(
-          Effect.map((rows) => rows.length > 0)
-        )
+        Effect.map((rows) => rows.length > 0)
+      )
 
     const cancel: ExecutionStore["Type"]["cancel"] = (id, event) =>
-      transition(id, [event], (staging) =>
-        sql`UPDATE workflow_executions SET status = 'cancelled', owner = NULL, version = version + 1, last_seq = last_seq + 1,
+      transition(
+        id,
+        [event],
+        (staging) =>
+          sql`UPDATE workflow_executions SET status = 'cancelled', owner = NULL, version = version + 1, last_seq = last_seq + 1,
           updated_at = ${event.timestamp}, ended_at = ${event.timestamp},
-          queued_at = NULL, ${staging.counted(sql, id)} WHERE id = ${id} AND status IN ('running', 'suspended', 'sleeping', 'queued') RETURNING last_seq`,
-        sql`id = ${id} AND status IN ('running', 'suspended', 'sleeping', 'queued')`)
+          queued_at = NULL, ${
+            staging.counted(sql, id)
+          } WHERE id = ${id} AND status IN ('running', 'suspended', 'sleeping', 'queued') RETURNING last_seq`,
+        sql`id = ${id} AND status IN ('running', 'suspended', 'sleeping', 'queued')`
+      )
 
     const remove = (id: string) =>
       // On the service's own connection: rare, and its statements depend on each other's results.
-      ownTransaction(sql)(deleteFinishedExecutions(sql, [id])).pipe(Effect.map((gone) => gone.length > 0), untraced)
+      ownTransaction(sql)(deleteFinishedExecutions(sql, [id])).pipe(
+        Effect.map((gone) => gone.length > 0),
+        untraced
+      )
 
     const findEvents = SqlSchema.findAll({
       Request: Schema.Struct({ id: Schema.String, afterSeq: Schema.Number, limit: Schema.optional(Schema.Number) }),
       Result: StoredEventFromRow,
       execute: ({ afterSeq, id, limit }) =>
-        sql<Record<string, unknown>>`SELECT seq, event FROM workflow_events WHERE execution_id = ${id} AND seq > ${afterSeq}
+        sql<
+          Record<string, unknown>
+        >`SELECT seq, event FROM workflow_events WHERE execution_id = ${id} AND seq > ${afterSeq}
           ORDER BY seq${limit === undefined ? sql`` : sql` LIMIT ${limit}`}`.pipe(
-            Effect.flatMap((rows) => resolveRows(sql, rows, ["event"], () => id))
-          )
+          Effect.flatMap((rows) => resolveRows(sql, rows, ["event"], () => id))
+        )
     })
     const events = (id: string, afterSeq: number, limit?: number) => untraced(findEvents({ id, afterSeq, limit }))
     const eventPage = (id: string, afterSeq: number, toSeq?: number, most?: number) =>
-      untraced(Effect.flatMap(pageLength(sql, id, afterSeq, toSeq, most), (limit) => limit === 0 ? Effect.succeed([]) : findEvents({ id, afterSeq, limit })))
+      untraced(
+        Effect.flatMap(pageLength(sql, id, afterSeq, toSeq, most), (limit) =>
+          limit === 0 ? Effect.succeed([]) : findEvents({ id, afterSeq, limit }))
+      )
 
     const findEventsOf = SqlSchema.findAll({
       Request: Schema.Array(Schema.String),
@@ -306,8 +384,8 @@ export const ExecutionStoreLive = Layer.scoped(
       execute: (ids) =>
         sql<Record<string, unknown>>`SELECT execution_id, seq, event FROM workflow_events
           WHERE ${sql.in("execution_id", ids)} AND path IS NULL ORDER BY execution_id, seq`.pipe(
-            Effect.flatMap((rows) => resolveRows(sql, rows, ["event"], (row) => String(row.execution_id)))
-          )
+          Effect.flatMap((rows) => resolveRows(sql, rows, ["event"], (row) => String(row.execution_id)))
+        )
     })
     const eventsOf = (ids: ReadonlyArray<string>) =>
       (ids.length === 0 ? Effect.succeed([]) : findEventsOf(ids)).pipe(
@@ -344,27 +422,38 @@ export const ExecutionStoreLive = Layer.scoped(
         Effect.flatMap((found) =>
           found.length === 0
             ? Effect.succeed([])
-            : commit(sql<Record<string, unknown>>`UPDATE workflow_executions SET owner = ${owner}, version = version + 1, updated_at = ${now()}
+            : commit(
+              sql<
+                Record<string, unknown>
+              >`UPDATE workflow_executions SET owner = ${owner}, version = version + 1, updated_at = ${now()}
               WHERE id IN (
                 SELECT id FROM workflow_executions WHERE ${orphaned}
-                ORDER BY created_at LIMIT ${limit}${sql.onDialectOrElse({ pg: () => sql` FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })}
-              ) AND status = 'running' RETURNING *`).pipe(Effect.flatMap(claimed))
+                ORDER BY created_at LIMIT ${limit}${
+                sql.onDialectOrElse({ pg: () => sql` FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })
+              }
+              ) AND status = 'running' RETURNING *`
+            ).pipe(Effect.flatMap(claimed))
         )
       )
     }
 
     const release = (claim: Claim) =>
-      commit(sql<{ id: string }>`UPDATE workflow_executions SET owner = NULL, version = version + 1, updated_at = ${now()}
-        WHERE ${held(claim)} RETURNING id`).pipe(Effect.map((rows) => rows.length > 0))
+      commit(
+        sql<{ id: string }>`UPDATE workflow_executions SET owner = NULL, version = version + 1, updated_at = ${now()}
+        WHERE ${held(claim)} RETURNING id`
+      ).pipe(Effect.map((rows) => rows.length > 0))
 
     const releaseLeftBy = (owner: string) =>
-      commit(sql<{ id: string }>`UPDATE workflow_executions SET owner = NULL, version = version + 1, updated_at = ${now()}
-        WHERE status = 'running' AND owner = ${owner} RETURNING id`).pipe(Effect.map((rows) => rows.length))
+      commit(
+        sql<{ id: string }>`UPDATE workflow_executions SET owner = NULL, version = version + 1, updated_at = ${now()}
+        WHERE status = 'running' AND owner = ${owner} RETURNING id`
+      ).pipe(Effect.map((rows) => rows.length))
 
     const findHolders = SqlSchema.findAll({
       Request: Schema.Array(Schema.String),
       Result: HolderFromRow,
-      execute: (ids) => sql`SELECT id, status, owner, version, last_seq FROM workflow_executions WHERE ${sql.in("id", ids)}`
+      execute: (ids) =>
+        sql`SELECT id, status, owner, version, last_seq FROM workflow_executions WHERE ${sql.in("id", ids)}`
     })
     const holders = (ids: ReadonlyArray<string>) => ids.length === 0 ? Effect.succeed([]) : untraced(findHolders(ids))
 
@@ -375,7 +464,12 @@ export const ExecutionStoreLive = Layer.scoped(
       append,
       advance,
       finish,
-      retry: (claim, state, event) => transition(claim.id, [event], (staging) => retryUpdate(sql, held(claim), state, event.timestamp, staging.counted(sql, claim.id))),
+      retry: (claim, state, event) =>
+        transition(
+          claim.id,
+          [event],
+          (staging) => retryUpdate(sql, held(claim), state, event.timestamp, staging.counted(sql, claim.id))
+        ),
       suspend,
       claimResume,
       rebase,

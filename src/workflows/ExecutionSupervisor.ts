@@ -1,4 +1,5 @@
 import { Effect, Either, Schedule, Stream } from "effect"
+import { countTakeover } from "../observability/metrics/instruments.js"
 import { continueAt, definitionHash, runningStepId } from "./DefinitionCompatibility.js"
 import type { ExecutionDriver } from "./ExecutionDriver.js"
 import type { ExecutionHubs } from "./ExecutionHubs.js"
@@ -7,7 +8,6 @@ import { type Execution, ExecutionStore } from "./ExecutionStore.js"
 import type { InstanceRegistry } from "./InstanceRegistry.js"
 import { makeStrandedRows } from "./StrandedRows.js"
 import type { WorkflowDefinition } from "./Workflow.js"
-import { countTakeover } from "../observability/metrics/instruments.js"
 
 /** Orphans claimed per statement. */
 const CLAIM_BATCH = 100
@@ -56,7 +56,9 @@ export const startExecutionSupervisor = (options: {
     const adopt = (execution: Execution) =>
       Effect.gen(function*() {
         const definition = options.workflows.get(execution.workflowId)
-        if (definition === undefined) return yield* driver.fail(execution, execution, `workflow ${execution.workflowId} is not registered`)
+        if (definition === undefined) {
+          return yield* driver.fail(execution, execution, `workflow ${execution.workflowId} is not registered`)
+        }
         let adopted = execution
         // Under a changed definition the step may have another predecessor now: its data must fit (StepCodec).
         const checked = execution.definitionHash !== definitionHash(definition)
@@ -64,7 +66,9 @@ export const startExecutionSupervisor = (options: {
           const latest = yield* store.events(execution.id, Math.max(0, execution.lastSeq - STEP_EVENTS))
           const stepId = runningStepId(execution.stepIndex, latest)
           const at = continueAt(definition, execution, { stepIndex: execution.stepIndex, stepId })
-          if (Either.isLeft(at)) return yield* driver.fail(execution, execution, `cannot recover: ${at.left.message}`)
+          if (Either.isLeft(at)) {
+            return yield* driver.fail(execution, execution, `cannot recover: ${at.left.message}`)
+          }
           if (!(yield* store.rebase(execution, at.right))) return
           adopted = { ...execution, ...at.right }
         }
@@ -75,7 +79,10 @@ export const startExecutionSupervisor = (options: {
 
     const claimOrphans: Effect.Effect<void> = Effect.gen(function*() {
       while (!driver.isDraining() && !(yield* options.leaving)) {
-        const taken = yield* store.claimOrphans(registry.instanceId, { limit: CLAIM_BATCH, liveOwners: registry.liveOwners })
+        const taken = yield* store.claimOrphans(registry.instanceId, {
+          limit: CLAIM_BATCH,
+          liveOwners: registry.liveOwners
+        })
         // Claim and launch together: a claimed execution always has a fiber.
         yield* Effect.uninterruptible(Effect.forEach(taken, adopt, { discard: true }))
         if (taken.length < CLAIM_BATCH) return
@@ -97,7 +104,9 @@ export const startExecutionSupervisor = (options: {
       const claims = driver.claims()
       for (const row of rows) {
         if (claims.has(row.id) || !(yield* store.release({ ...row, owner: registry.instanceId }))) continue
-        yield* Effect.logWarning("workflow execution held here with no fiber (a claim's answer was lost): released to be taken over").pipe(
+        yield* Effect.logWarning(
+          "workflow execution held here with no fiber (a claim's answer was lost): released to be taken over"
+        ).pipe(
           Effect.annotateLogs({ executionId: row.id })
         )
       }
@@ -130,27 +139,34 @@ export const startExecutionSupervisor = (options: {
     const fetchEvents = (ids: ReadonlyArray<string>) =>
       Effect.forEach(ids, (id) => {
         const seen = hubs.seenOf(id)
-        return seen === undefined ? Effect.void : Effect.flatMap(store.events(id, seen), (events) => hubs.publishFetched(id, events))
+        return seen === undefined
+          ? Effect.void
+          : Effect.flatMap(store.events(id, seen), (events) => hubs.publishFetched(id, events))
       }, { discard: true })
 
     /** The same for every execution listened to here, reading events only of those with new ones. */
     const fetchAllEvents = Effect.gen(function*() {
       const watched = hubs.watched()
       for (const batch of chunks(Array.from(watched.keys()), CHECK_BATCH)) {
-        const changed = (yield* store.holders(batch)).filter((holder) => holder.lastSeq > (watched.get(holder.id) ?? holder.lastSeq))
+        const changed = (yield* store.holders(batch)).filter((holder) =>
+          holder.lastSeq > (watched.get(holder.id) ?? holder.lastSeq)
+        )
         yield* fetchEvents(changed.map((holder) => holder.id))
       }
     })
 
     const survive = (what: string) => <A>(effect: Effect.Effect<A>) =>
-      Effect.catchAllCause(effect, (cause) => Effect.logWarning(`workflow supervisor: ${what} failed; the next poll retries`, cause))
+      Effect.catchAllCause(effect, (cause) =>
+        Effect.logWarning(`workflow supervisor: ${what} failed; the next poll retries`, cause))
 
     const onNotice = (notice: Notice) =>
       notice.kind === "released"
         ? claimOrphans.pipe(survive("claiming released executions"))
         : Effect.zipRight(stopLost(notice.ids), fetchEvents(notice.ids)).pipe(survive("following a notice"))
 
-    const poll = Effect.all([stopLost(), fetchAllEvents, releaseStranded, claimOrphans], { discard: true }).pipe(survive("polling"))
+    const poll = Effect.all([stopLost(), fetchAllEvents, releaseStranded, claimOrphans], { discard: true }).pipe(
+      survive("polling")
+    )
 
     yield* claimOrphans
     if (registry.shared) {

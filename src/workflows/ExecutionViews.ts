@@ -82,7 +82,13 @@ export const settledBy = (execution: Execution, { event, seq }: StoredEvent): Ex
     case "workflow-complete":
       return { ...settled, status: "completed", output: event.output, endedAt: event.timestamp }
     case "workflow-error":
-      return { ...settled, status: "error", error: event.error, errorDetail: event.errorDetail, endedAt: event.timestamp }
+      return {
+        ...settled,
+        status: "error",
+        error: event.error,
+        errorDetail: event.errorDetail,
+        endedAt: event.timestamp
+      }
     case "workflow-cancelled":
       return { ...settled, status: "cancelled", endedAt: event.timestamp }
     case "workflow-suspended":
@@ -145,13 +151,19 @@ export const replayLinksOf = (
   execution: { readonly replayOf?: string | undefined; readonly replayFrom?: string | undefined },
   replays: ReadonlyArray<Replay> = []
 ) => ({
-  ...(execution.replayOf === undefined ? {} : { replayOf: { executionId: execution.replayOf, fromStep: execution.replayFrom ?? "" } }),
+  ...(execution.replayOf === undefined
+    ? {}
+    : { replayOf: { executionId: execution.replayOf, fromStep: execution.replayFrom ?? "" } }),
   ...(replays.length === 0
     ? {}
     : { replays: replays.map(({ createdAt, executionId, fromStep }) => ({ executionId, fromStep, createdAt })) })
 })
 
-export const stateOf = (workflowId: string, execution: Execution, replays?: ReadonlyArray<Replay>): typeof S.ExecutionState.Type => ({
+export const stateOf = (
+  workflowId: string,
+  execution: Execution,
+  replays?: ReadonlyArray<Replay>
+): typeof S.ExecutionState.Type => ({
   executionId: execution.id,
   workflowId,
   status: execution.status,

@@ -2,11 +2,11 @@ import { Deferred, Effect, Exit, Fiber, Option, Ref, Runtime, Stream } from "eff
 import { InternalError, type WorkflowFailed } from "../core/errors.js"
 import { pagedEvents } from "./EventPages.js"
 import { type ExecutionHubs, isSettling } from "./ExecutionHubs.js"
-import { liveEvents } from "./LiveEvents.js"
 import { type Execution, ExecutionStore, type StoredEvent } from "./ExecutionStore.js"
 import { type ExecutionUpdate, resultEntry, resultOf, settledBy } from "./ExecutionViews.js"
-import type * as S from "./WorkflowSchemas.js"
+import { liveEvents } from "./LiveEvents.js"
 import { retryingRead } from "./storeRetry.js"
+import type * as S from "./WorkflowSchemas.js"
 
 /** An execution whose fiber was just started or woken, as that fiber holds it. */
 export interface Launched {
@@ -58,13 +58,20 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
      * diedUnsettled for a waiter, without a fiber of its own while the execution runs (the common case
      * costs an observer, not two forked fibers and a race): the check runs only once the fiber failed.
      */
-    const whenDiedUnsettled = (id: string, launched: Launched, settled: Deferred.Deferred<Option.Option<StoredEvent>>) =>
+    const whenDiedUnsettled = (
+      id: string,
+      launched: Launched,
+      settled: Deferred.Deferred<Option.Option<StoredEvent>>
+    ) =>
       Effect.gen(function*() {
         const runtime = yield* Effect.runtime<never>()
-        const check = Effect.flatMap(reload(id), (after) =>
-          after.status === "running" && after.version === launched.execution.version
-            ? Deferred.succeed(settled, Option.none())
-            : Effect.void)
+        const check = Effect.flatMap(
+          reload(id),
+          (after) =>
+            after.status === "running" && after.version === launched.execution.version
+              ? Deferred.succeed(settled, Option.none())
+              : Effect.void
+        )
         const observer = (exit: Exit.Exit<void>) => {
           if (Exit.isFailure(exit)) Runtime.runFork(runtime)(check)
         }

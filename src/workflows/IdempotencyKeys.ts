@@ -2,8 +2,8 @@ import { SqlClient, type SqlError } from "@effect/sql"
 import { Context, Effect, Layer, Schedule } from "effect"
 import { createHash } from "node:crypto"
 import { ServerConfig } from "../config/ServerConfig.js"
-import { committingStatements, storeCommitsOrInline } from "../storage/StoreCommits.js"
 import { BadRequest, excerpt, UnprocessableEntity } from "../core/errors.js"
+import { committingStatements, storeCommitsOrInline } from "../storage/StoreCommits.js"
 import { ExecutionStore } from "./ExecutionStore.js"
 import type { ExecuteRequest } from "./WorkflowSchemas.js"
 
@@ -30,7 +30,9 @@ export interface Claimed {
 export const canonicalJson = (value: unknown): string =>
   JSON.stringify(value, (_key, field: unknown) =>
     field !== null && typeof field === "object" && !Array.isArray(field)
-      ? Object.fromEntries(Object.entries(field as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      ? Object.fromEntries(
+        Object.entries(field as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      )
       : field)
 
 export const requestHash = (request: unknown): string =>
@@ -81,7 +83,10 @@ export class IdempotencyKeys extends Context.Tag("IdempotencyKeys")<IdempotencyK
    * A keyed replay or restart (issue #33): the id of the execution the key stands for (`executionId` when
    * it is fresh); `request` is what the key's body is compared by (the original's id with the body).
    */
-  readonly forReplay: (scope: KeyScope, request: unknown) => (executionId: string) => Effect.Effect<string, UnprocessableEntity>
+  readonly forReplay: (
+    scope: KeyScope,
+    request: unknown
+  ) => (executionId: string) => Effect.Effect<string, UnprocessableEntity>
   /** Deletes expired keys, a batch at a time; the number deleted. */
   readonly prune: Effect.Effect<number>
 }>() {}
@@ -116,23 +121,35 @@ export const IdempotencyKeysLive = Layer.scoped(
 
     /** Takes over an expired key: one of concurrent takers matches it while it is still expired. */
     const renew = (scope: KeyScope, hash: string, executionId: string, at: Date) =>
-      commit(sql<{ execution_id: string }>`UPDATE workflow_idempotency_keys SET request_hash = ${hash}, execution_id = ${executionId},
+      commit(
+        sql<
+          { execution_id: string }
+        >`UPDATE workflow_idempotency_keys SET request_hash = ${hash}, execution_id = ${executionId},
         created_at = ${at.toISOString()}, expires_at = ${new Date(at.getTime() + ttlMs).toISOString()}
-        WHERE ${inScope(scope)} AND expires_at <= ${at.toISOString()} RETURNING execution_id`)
+        WHERE ${inScope(scope)} AND expires_at <= ${at.toISOString()} RETURNING execution_id`
+      )
 
     const held = (scope: KeyScope) =>
-      sql<{ request_hash: string; execution_id: string; expires_at: string }>`SELECT request_hash, execution_id, expires_at
+      sql<
+        { request_hash: string; execution_id: string; expires_at: string }
+      >`SELECT request_hash, execution_id, expires_at
         FROM workflow_idempotency_keys WHERE ${inScope(scope)}`
 
     const otherBody = (scope: KeyScope) =>
       new UnprocessableEntity({
         message: `Idempotency-Key "${excerpt(scope.key, 60)}" was already used with another request body ` +
-          `(POST /workflows/${excerpt(scope.workflowId, 60)}/${scope.route === "replay" || scope.route === "restart" ? `executions/…/${scope.route}` : scope.route}): ` +
+          `(POST /workflows/${excerpt(scope.workflowId, 60)}/${
+            scope.route === "replay" || scope.route === "restart" ? `executions/…/${scope.route}` : scope.route
+          }): ` +
           "use a new key for a new request"
       })
 
     const claim = Effect.fn("IdempotencyKeys.claim", { captureStackTrace: false })(
-      function*(scope: KeyScope, hash: string, executionId: string): Effect.fn.Return<Claimed, UnprocessableEntity | SqlError.SqlError> {
+      function*(
+        scope: KeyScope,
+        hash: string,
+        executionId: string
+      ): Effect.fn.Return<Claimed, UnprocessableEntity | SqlError.SqlError> {
         yield* Effect.annotateCurrentSpan("idempotency.route", scope.route)
         // Each turn either settles or sees the row change under it (deleted or renewed meanwhile), so
         // the loop ends as soon as writers stop racing on this one key.
@@ -153,7 +170,9 @@ export const IdempotencyKeysLive = Layer.scoped(
     )
 
     const release = (scope: KeyScope, executionId: string) =>
-      commit(sql`DELETE FROM workflow_idempotency_keys WHERE ${inScope(scope)} AND execution_id = ${executionId}`).pipe(Effect.asVoid)
+      commit(sql`DELETE FROM workflow_idempotency_keys WHERE ${inScope(scope)} AND execution_id = ${executionId}`).pipe(
+        Effect.asVoid
+      )
 
     const forStart = (scope: KeyScope, request: ExecuteRequest) => (executionId: string) =>
       Effect.gen(function*() {

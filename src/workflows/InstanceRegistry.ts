@@ -55,7 +55,8 @@ export const makeInstanceRegistry = (
     yield* Effect.addFinalizer(() => Effect.ignore(sql`DELETE FROM workflow_instances WHERE id = ${instanceId}`))
 
     /** Whether this instance's lock is held (by its lock connection), as any connection sees it. */
-    const lockHeld = (lockKey: Statement.Fragment) => sql`EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory'
+    const lockHeld = (lockKey: Statement.Fragment) =>
+      sql`EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory'
       AND l.granted AND l.objsubid = 2 AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
       AND l.classid = ${LOCK_NAMESPACE} AND l.objid = CAST(${lockKey} AS oid))`
 
@@ -72,7 +73,8 @@ export const makeInstanceRegistry = (
         const [row] = yield* connection.executeValues(`SELECT pg_try_advisory_lock(${LOCK_NAMESPACE}, ${key})`, [])
         if (row?.[0] !== true) {
           const taken = new StorageError({
-            message: `Instance id ${instanceId} is held by a live instance: give each instance its own SERVICE_INSTANCE_ID`
+            message:
+              `Instance id ${instanceId} is held by a live instance: give each instance its own SERVICE_INSTANCE_ID`
           })
           if (yield* Deferred.fail(locked, taken)) return
           return yield* taken
@@ -83,7 +85,9 @@ export const makeInstanceRegistry = (
         yield* Deferred.succeed(locked, undefined)
         yield* connection.executeValues("SELECT 1", []).pipe(Effect.repeat(Schedule.spaced(LOCK_CHECK_MS)))
       })).pipe(
-        Effect.tapError((error) => Effect.logWarning("lost the instance lock's connection; taking the lock again", error)),
+        Effect.tapError((error) =>
+          Effect.logWarning("lost the instance lock's connection; taking the lock again", error)
+        ),
         Effect.retry(Schedule.spaced(LOCK_CHECK_MS)),
         Effect.withTracerEnabled(false)
       )
@@ -96,7 +100,9 @@ export const makeInstanceRegistry = (
       VALUES (${instanceId}, ${key}, now(), now())
       ON CONFLICT (id) DO UPDATE SET heartbeat_at = now(), lock_key = EXCLUDED.lock_key`
     const renewEveryMs = Math.max(50, Math.min(settings.pollMs, settings.leaseMs / 3))
-    yield* heartbeat.pipe(Effect.mapError((error) => new StorageError({ message: `Cannot register the instance: ${error.message}` })))
+    yield* heartbeat.pipe(
+      Effect.mapError((error) => new StorageError({ message: `Cannot register the instance: ${error.message}` }))
+    )
     yield* heartbeat.pipe(
       // A renewal cut by a connection reset is made again at once, well within the others' grace.
       Effect.retry(RENEWAL_RETRY),

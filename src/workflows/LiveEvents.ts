@@ -36,10 +36,16 @@ export const liveEvents = (
           ? Effect.andThen(Effect.sync(() => (died = true)), Queue.shutdown(events))
           : Effect.void)
       const observer = (exit: Exit.Exit<void>) => {
-        if (Exit.isFailure(exit)) Runtime.runFork(runtime)(check)
+        if (Exit.isFailure(exit)) {
+          Runtime.runFork(runtime)(check)
+        }
       }
       fiber.value.addObserver(observer)
-      yield* Effect.addFinalizer(() => Effect.sync(() => fiber.value.removeObserver(observer)))
+      yield* Effect.addFinalizer(() =>
+        Effect.sync(() =>
+          fiber.value.removeObserver(observer)
+        )
+      )
     }
 
     const give = (entry: StoredEvent) => {

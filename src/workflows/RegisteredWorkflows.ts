@@ -3,7 +3,9 @@ import { DuplicateDefinition } from "../core/definitionId.js"
 import type { WorkflowDefinition } from "./Workflow.js"
 
 /** The workflows the app serves (the composition root provides them). */
-export class RegisteredWorkflows extends Context.Tag("RegisteredWorkflows")<RegisteredWorkflows, ReadonlyArray<WorkflowDefinition>>() {}
+export class RegisteredWorkflows
+  extends Context.Tag("RegisteredWorkflows")<RegisteredWorkflows, ReadonlyArray<WorkflowDefinition>>()
+{}
 
 /** The workflows by id; two with one id fail. */
 export const byIdOf = (workflows: ReadonlyArray<WorkflowDefinition>) =>

@@ -29,7 +29,8 @@ const plainAst = (ast: SchemaAST.AST, seen: Set<SchemaAST.AST>): boolean => {
     case "Union":
       return ast.types.every((member) => plainAst(member, seen))
     case "TupleType":
-      return ast.elements.every((element) => plainAst(element.type, seen)) && ast.rest.every((rest) => plainAst(rest.type, seen))
+      return ast.elements.every((element) => plainAst(element.type, seen)) &&
+        ast.rest.every((rest) => plainAst(rest.type, seen))
     case "TypeLiteral":
       return ast.propertySignatures.every((property) => plainAst(property.type, seen)) &&
         ast.indexSignatures.every((index) => plainAst(index.type, seen))
@@ -55,15 +56,25 @@ export const isPlain = (schema: Schema.Schema.Any): boolean => {
  * A value of the schema's type in its stored form: encoded (which checks it); a plain schema's value
  * checked as before and stored as it is. No schema: the value as it is.
  */
-export const encodeValue = (schema: Schema.Schema.Any | undefined, value: unknown): Either.Either<unknown, ParseResult.ParseError> => {
+export const encodeValue = (
+  schema: Schema.Schema.Any | undefined,
+  value: unknown
+): Either.Either<unknown, ParseResult.ParseError> => {
   if (schema === undefined) return Either.right(value)
-  if (isPlain(schema)) return Either.map(Schema.decodeUnknownEither(schema as Schema.Schema<unknown>)(value), () => value)
+  if (isPlain(schema)) {
+    return Either.map(Schema.decodeUnknownEither(schema as Schema.Schema<unknown>)(value), () => value)
+  }
   return Schema.encodeUnknownEither(schema as Schema.Schema<unknown, unknown>, preserve)(value)
 }
 
 /** A value just decoded by `schema`, in its stored form (a plain schema's: the value). */
-export const storedForm = (schema: Schema.Schema.Any, decoded: unknown): Either.Either<unknown, ParseResult.ParseError> =>
-  isPlain(schema) ? Either.right(decoded) : Schema.encodeUnknownEither(schema as Schema.Schema<unknown, unknown>, preserve)(decoded)
+export const storedForm = (
+  schema: Schema.Schema.Any,
+  decoded: unknown
+): Either.Either<unknown, ParseResult.ParseError> =>
+  isPlain(schema)
+    ? Either.right(decoded)
+    : Schema.encodeUnknownEither(schema as Schema.Schema<unknown, unknown>, preserve)(decoded)
 
 /**
  * A stored form decoded by its schema. A plain schema's form is the value: checked only when
@@ -75,7 +86,11 @@ export const decodeValue = (
   checked: boolean
 ): Either.Either<unknown, ParseResult.ParseError> => {
   if (schema === undefined) return Either.right(stored)
-  if (isPlain(schema)) return checked ? Either.map(Schema.decodeUnknownEither(schema as Schema.Schema<unknown>)(stored), () => stored) : Either.right(stored)
+  if (isPlain(schema)) {
+    return checked
+      ? Either.map(Schema.decodeUnknownEither(schema as Schema.Schema<unknown>)(stored), () => stored)
+      : Either.right(stored)
+  }
   return Schema.decodeUnknownEither(schema as Schema.Schema<unknown>, preserve)(stored)
 }
 
@@ -153,9 +168,11 @@ export const schemasOf = (definition: WorkflowDefinition): Schemas => {
 }
 
 /** The inner steps whose outputs are entries of the `steps` record (besides the step's own). */
-export const innerSteps = (step: Step) => step.type === "andAll" || step.type === "andRace" ? step.steps : step.type === "andWhen" ? [step.step] : []
+export const innerSteps = (step: Step) =>
+  step.type === "andAll" || step.type === "andRace" ? step.steps : step.type === "andWhen" ? [step.step] : []
 
-const mismatch = (error: ParseResult.ParseError) => `output does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+const mismatch = (error: ParseResult.ParseError) =>
+  `output does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
 
 /** Why a stored form cannot be written as JSON, if it cannot: `a bigint at .total`; a Date, Map, Set or instance "without an outputSchema". */
 const nonJson = (written: unknown, schema: AnySchema | undefined): string | undefined => {
@@ -196,19 +213,28 @@ export const storedOutput = (
     // Passed on (a tap, a false andWhen): encoded, its stored form stands; as it is, it is checked as any output.
     if (schema !== undefined && !isPlain(schema)) return Either.right({ data: given.stored, entries })
     const problem = nonJson(output, schema)
-    return problem === undefined ? Either.right({ data: output, entries }) : Either.left(`step ${step.id} returned ${problem}`)
+    return problem === undefined
+      ? Either.right({ data: output, entries })
+      : Either.left(`step ${step.id} returned ${problem}`)
   }
   const last = schema === undefined && index === definition.steps.length - 1
   // The last step's output is the result: without a schema of its own, the result schema writes it
   // when it fits (when it does not, the ending says so, as before).
-  const encoded = last ? Either.orElse(encodeValue(definition.result, output), () => Either.right(output)) : encodeValue(schema, output)
+  const encoded = last
+    ? Either.orElse(encodeValue(definition.result, output), () => Either.right(output))
+    : encodeValue(schema, output)
   if (Either.isLeft(encoded)) return Either.left(`step ${step.id}: ${mismatch(encoded.left)}`)
   const problem = nonJson(encoded.right, last && encoded.right !== output ? definition.result : schema)
-  return problem === undefined ? Either.right({ data: encoded.right, entries }) : Either.left(`step ${step.id} returned ${problem}`)
+  return problem === undefined
+    ? Either.right({ data: encoded.right, entries })
+    : Either.left(`step ${step.id} returned ${problem}`)
 }
 
 /** A step's output checked against its `outputSchema` (a child workflow's step: nothing of it is stored). */
-export const checkOutput = (step: { readonly outputSchema?: AnySchema | undefined }, value: unknown): string | undefined =>
+export const checkOutput = (
+  step: { readonly outputSchema?: AnySchema | undefined },
+  value: unknown
+): string | undefined =>
   Either.match(encodeValue(step.outputSchema, value), { onLeft: mismatch, onRight: () => undefined })
 
 /** The values an execution goes on with, decoded from their stored forms. */
@@ -232,10 +258,16 @@ type StoredExecution = {
  * preceding step's output schema, or the input's): a failure says why it does not fit. A step after
  * one without a schema gets the stored data unchecked.
  */
-export const handedData = (definition: WorkflowDefinition, stepIndex: number, stored: unknown): Either.Either<unknown, string> => {
+export const handedData = (
+  definition: WorkflowDefinition,
+  stepIndex: number,
+  stored: unknown
+): Either.Either<unknown, string> => {
   const schema = schemasOf(definition).data[Math.min(stepIndex, definition.steps.length)]
   return Either.mapLeft(decodeValue(schema, stored, true), (error) => {
-    const before = stepIndex === 0 ? "the workflow's input schema" : `the output schema of step ${definition.steps[stepIndex - 1].id}`
+    const before = stepIndex === 0
+      ? "the workflow's input schema"
+      : `the output schema of step ${definition.steps[stepIndex - 1].id}`
     return `the data step ${definition.steps[stepIndex]?.id ?? "(end)"} would be handed does not match ${before}: ${
       ParseResult.TreeFormatter.formatErrorSync(error)
     }`
@@ -247,7 +279,11 @@ export const handedData = (definition: WorkflowDefinition, stepIndex: number, st
  * comes from another predecessor (a resume at another step, a changed definition) and must fit the
  * schema of the one before it now.
  */
-export const restore = (definition: WorkflowDefinition, execution: StoredExecution, checked: boolean): Either.Either<Continuing, string> => {
+export const restore = (
+  definition: WorkflowDefinition,
+  execution: StoredExecution,
+  checked: boolean
+): Either.Either<Continuing, string> => {
   const { data: schemas, entries } = schemasOf(definition)
   const index = Math.min(execution.stepIndex, definition.steps.length)
   const data = checked
@@ -255,7 +291,9 @@ export const restore = (definition: WorkflowDefinition, execution: StoredExecuti
     : Either.right(decodedOrStored(schemas[index], execution.currentData))
   return Either.map(data, (data) => {
     const stepData: Record<string, unknown> = {}
-    for (const [id, stored] of Object.entries(execution.stepData)) stepData[id] = decodedOrStored(entries.get(id), stored)
+    for (const [id, stored] of Object.entries(execution.stepData)) {
+      stepData[id] = decodedOrStored(entries.get(id), stored)
+    }
     const resumeSchema = definition.steps[index]?.resumeSchema ?? definition.resumeSchema
     return {
       input: decodedOrStored(definition.input, execution.input),

@@ -35,7 +35,9 @@ const hashOf = (text: string) => createHash("sha256").update(text).digest("base6
 export const externalize = (value: unknown): Externalized => {
   // The common case, a small value without a `$v` key, is its JSON (native, and byte for byte as before).
   const whole = JSON.stringify(value) ?? "null"
-  if (whole.length < VALUE_THRESHOLD && !whole.includes(`"${MARK}"`)) return { text: whole, values: new Map(), bytes: Buffer.byteLength(whole) }
+  if (whole.length < VALUE_THRESHOLD && !whole.includes(`"${MARK}"`)) {
+    return { text: whole, values: new Map(), bytes: Buffer.byteLength(whole) }
+  }
   const values = new Map<string, string>()
   let marked = false
   const plain = (text: string): Encoded => ({ text, bytes: Buffer.byteLength(text) })
@@ -48,9 +50,10 @@ export const externalize = (value: unknown): Externalized => {
     return { text: `{"${MARK}":"${hash}"}`, bytes: encoded.bytes }
   }
   const encode = (node: unknown, root: boolean): Encoded | undefined => {
-    const json = node !== null && typeof node === "object" && typeof (node as { toJSON?: unknown }).toJSON === "function"
-      ? (node as { toJSON: () => unknown }).toJSON()
-      : node
+    const json =
+      node !== null && typeof node === "object" && typeof (node as { toJSON?: unknown }).toJSON === "function"
+        ? (node as { toJSON: () => unknown }).toJSON()
+        : node
     if (json === undefined || typeof json === "function" || typeof json === "symbol") return undefined
     if (json === null || typeof json !== "object") {
       const text = JSON.stringify(json)
@@ -141,7 +144,11 @@ export const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stri
 
 /** A byte count as people read it. */
 export const formatBytes = (bytes: number) =>
-  bytes >= 1024 * 1024 ? `${+(bytes / 1024 / 1024).toFixed(1)} MiB` : bytes >= 1024 ? `${+(bytes / 1024).toFixed(1)} KiB` : `${bytes} bytes`
+  bytes >= 1024 * 1024
+    ? `${+(bytes / 1024 / 1024).toFixed(1)} MiB`
+    : bytes >= 1024
+    ? `${+(bytes / 1024).toFixed(1)} KiB`
+    : `${bytes} bytes`
 
 /** The bounds of what an execution stores (documented in README and docs/decisions.md). */
 export const MAX_INPUT_BYTES = 1024 * 1024
@@ -162,5 +169,7 @@ export const outputRefusal = (outputBytes: number, history: number, maxBytes: nu
   outputBytes > MAX_STEP_OUTPUT_BYTES
     ? `its output is ${formatBytes(outputBytes)}, over the ${formatBytes(MAX_STEP_OUTPUT_BYTES)} a step's output may be`
     : history > maxBytes
-    ? `the execution's history would be ${formatBytes(history)}, over the ${formatBytes(maxBytes)} of workflows.maxExecutionBytes`
+    ? `the execution's history would be ${formatBytes(history)}, over the ${
+      formatBytes(maxBytes)
+    } of workflows.maxExecutionBytes`
     : undefined

@@ -1,4 +1,6 @@
 import { Effect, Either, ParseResult, Schema } from "effect"
+import { originalOf } from "../app/bindApp.js"
+import { EVERYONE, type Visibility } from "../auth/Ownership.js"
 import {
   type BadRequest,
   type Conflict,
@@ -9,12 +11,10 @@ import {
   ValidationError,
   type WorkflowFailed
 } from "../core/errors.js"
-import { originalOf } from "../app/bindApp.js"
-import { EVERYONE, type Visibility } from "../auth/Ownership.js"
+import { topStepOfPath } from "./DefinitionCompatibility.js"
 import type { WorkflowDefinition, WorkflowResumesId } from "./Workflow.js"
 import type { WorkflowEngineCore } from "./WorkflowEngineContract.js"
 import type * as S from "./WorkflowSchemas.js"
-import { topStepOfPath } from "./DefinitionCompatibility.js"
 
 /**
  * The typed programmatic calls (issue #30 item 6, settled 9): a workflow by reference, its input and
@@ -90,7 +90,8 @@ type ResumesOf<W> = W extends { [WorkflowResumesId]?(resumes: infer Rs): void } 
 type Known<Rs> = unknown extends Rs ? false : [Rs] extends [never] ? false : true
 
 /** The ids `resumeWorkflow` may name: the workflow's top-level steps (any string when its type does not say). */
-export type ResumeStepId<W> = Known<ResumesOf<W>> extends true ? Extract<ResumesOf<W>, readonly [string, unknown]>[0] : string
+export type ResumeStepId<W> = Known<ResumesOf<W>> extends true ? Extract<ResumesOf<W>, readonly [string, unknown]>[0]
+  : string
 
 /**
  * The data a resume at step `K` takes: that step's `resumeSchema` type (or the workflow's). Without a
@@ -120,19 +121,32 @@ export interface TypedCalls {
     workflow: WorkflowDefinition<I, O, R>,
     input: NoInfer<I>,
     options?: WorkflowCallOptions
-  ) => Effect.Effect<WorkflowOutcome<O>, WorkflowNotRegistered | ValidationError | BadRequest | Conflict | TooManyRequests | WorkflowFailed | InternalError>
+  ) => Effect.Effect<
+    WorkflowOutcome<O>,
+    WorkflowNotRegistered | ValidationError | BadRequest | Conflict | TooManyRequests | WorkflowFailed | InternalError
+  >
   /** Starts `workflow` in the background; follow it with `state` or `attach` by its `executionId`. */
   readonly runWorkflow: <I, O, R>(
     workflow: WorkflowDefinition<I, O, R>,
     input: NoInfer<I>,
     options?: WorkflowCallOptions
-  ) => Effect.Effect<typeof S.RunStarted.Type, WorkflowNotRegistered | ValidationError | BadRequest | Conflict | TooManyRequests | InternalError>
+  ) => Effect.Effect<
+    typeof S.RunStarted.Type,
+    WorkflowNotRegistered | ValidationError | BadRequest | Conflict | TooManyRequests | InternalError
+  >
   /** Resumes a suspended execution of `workflow` with `data`, to the end or the next suspension. */
   readonly resumeWorkflow: <W extends AnyWorkflow, K extends ResumeStepId<W> = never>(
     request: ResumeWorkflowRequest<W, K>
   ) => Effect.Effect<
     WorkflowOutcome<WorkflowResult<W>>,
-    WorkflowNotRegistered | NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | WorkflowFailed | InternalError
+    | WorkflowNotRegistered
+    | NotFound
+    | ValidationError
+    | BadRequest
+    | Conflict
+    | TooManyRequests
+    | WorkflowFailed
+    | InternalError
   >
 }
 
@@ -151,7 +165,10 @@ const invalid = (path: string) => (error: ParseResult.ParseError) =>
 const encoded = (schema: Schema.Schema.AnyNoContext | undefined, value: unknown, path: string) =>
   schema === undefined
     ? Either.right(value)
-    : Either.mapLeft(Schema.encodeUnknownEither(schema as Schema.Schema<unknown, unknown>, { errors: "all" })(value), invalid(path))
+    : Either.mapLeft(
+      Schema.encodeUnknownEither(schema as Schema.Schema<unknown, unknown>, { errors: "all" })(value),
+      invalid(path)
+    )
 
 export const makeTypedCalls = (engine: Untyped, registered: ReadonlyMap<string, WorkflowDefinition>) => {
   /**
@@ -160,14 +177,16 @@ export const makeTypedCalls = (engine: Untyped, registered: ReadonlyMap<string, 
    */
   const registeredOne = (workflow: AnyWorkflow): Either.Either<WorkflowDefinition, WorkflowNotRegistered> => {
     const found = registered.get(workflow.id)
-    return found !== undefined && (found === workflow || originalOf(found) === workflow) ? Either.right(found) : Either.left(
-      new WorkflowNotRegistered({
-        workflowId: workflow.id,
-        message: found === undefined
-          ? `Workflow ${workflow.id} is not registered in the app (defineApp({ workflows }))`
-          : `Workflow ${workflow.id} is not the one registered in the app under that id (another definition is)`
-      })
-    )
+    return found !== undefined && (found === workflow || originalOf(found) === workflow) ?
+      Either.right(found) :
+      Either.left(
+        new WorkflowNotRegistered({
+          workflowId: workflow.id,
+          message: found === undefined
+            ? `Workflow ${workflow.id} is not registered in the app (defineApp({ workflows }))`
+            : `Workflow ${workflow.id} is not the one registered in the app under that id (another definition is)`
+        })
+      )
   }
 
   const requestOf = (definition: WorkflowDefinition, input: unknown, options: WorkflowCallOptions) =>
@@ -185,7 +204,10 @@ export const makeTypedCalls = (engine: Untyped, registered: ReadonlyMap<string, 
   })
 
   /** The engine's answer, its `result` decoded by the definition's `result` schema. */
-  const outcomeOf = <O>(definition: WorkflowDefinition, answer: S.ExecutionResult): Either.Either<WorkflowOutcome<O>, InternalError> => {
+  const outcomeOf = <O>(
+    definition: WorkflowDefinition,
+    answer: S.ExecutionResult
+  ): Either.Either<WorkflowOutcome<O>, InternalError> => {
     const base = { executionId: answer.executionId, startAt: answer.startAt }
     switch (answer.status) {
       case "completed":
@@ -193,18 +215,25 @@ export const makeTypedCalls = (engine: Untyped, registered: ReadonlyMap<string, 
           Either.mapLeft(
             // The definition holds its schemas erased; `O` is its result schema's type.
             Schema.decodeUnknownEither(definition.result as Schema.Schema<O, unknown>)(answer.result),
-            (error) => new InternalError({ message: `Execution ${answer.executionId}: its result does not decode: ${error.message}` })
+            (error) =>
+              new InternalError({
+                message: `Execution ${answer.executionId}: its result does not decode: ${error.message}`
+              })
           ),
           (result) => ({ ...base, status: "completed" as const, endAt: answer.endAt, result })
         )
       case "suspended":
         return answer.suspension === undefined
-          ? Either.left(new InternalError({ message: `Execution ${answer.executionId} is suspended without a suspension` }))
+          ? Either.left(
+            new InternalError({ message: `Execution ${answer.executionId} is suspended without a suspension` })
+          )
           : Either.right({ ...base, status: "suspended" as const, suspension: answer.suspension })
       case "cancelled":
         return Either.right({ ...base, status: "cancelled" as const, endAt: answer.endAt })
       default:
-        return Either.left(new InternalError({ message: `Execution ${answer.executionId} answered while ${answer.status}` }))
+        return Either.left(
+          new InternalError({ message: `Execution ${answer.executionId} answered while ${answer.status}` })
+        )
     }
   }
 

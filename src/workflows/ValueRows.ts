@@ -1,9 +1,9 @@
 import type { SqlClient, Statement } from "@effect/sql"
 import { Effect, Option } from "effect"
 import type { CommitRequest, ResultRow } from "../storage/commits.js"
-import type { WorkflowEvent } from "./WorkflowSchemas.js"
 import { Resolved } from "./ExecutionRows.js"
 import { externalize, type Externalized, hasReferences, parseStored, referencesIn, revive } from "./StoredValues.js"
+import type { WorkflowEvent } from "./WorkflowSchemas.js"
 
 /** The stored values of executions (StoredValues) as the store writes and reads them. */
 
@@ -55,7 +55,10 @@ export const makeStaging = () => {
       const checked = parts.length <= CHECKED_VALUES ? parts : []
       const unchecked = parts.length <= CHECKED_VALUES ? 0 : parts.reduce((sum, part) => sum + part.bytes, 0)
       const unseen = checked.map((part) =>
-        sql`CASE WHEN EXISTS (SELECT 1 FROM ${sql(TABLE)} WHERE execution_id = ${id} AND hash = ${part.hash}) THEN 0 ELSE ${part.bytes} END`)
+        sql`CASE WHEN EXISTS (SELECT 1 FROM ${
+          sql(TABLE)
+        } WHERE execution_id = ${id} AND hash = ${part.hash}) THEN 0 ELSE ${part.bytes} END`
+      )
       return sql`history_bytes = history_bytes + ${bytes}, stored_bytes = stored_bytes + ${appended + unchecked}${
         unseen.length === 0 ? sql`` : sql` + ${sql.join(" + ", false)(unseen)}`
       }`

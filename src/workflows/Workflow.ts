@@ -1,17 +1,34 @@
 import { Data, type Effect, type Schema } from "effect"
 import type { AgentDefinition } from "../agents/Agent.js"
 import type { JsonSchemaInput, OutputSchema } from "../agents/AgentOutput.js"
-import { checkAgentStep } from "./steps/agentStep.js"
-import type { ApprovalAnswers } from "./steps/agentApprovals.js"
 import { checkDefinitionId } from "../core/definitionId.js"
-import { checkCodeSchedules, type WorkflowSchedule } from "./schedules/codeSchedules.js"
 import type { ResultError, UserResult } from "../core/userCode.js"
-import { type AgentCallError, checkPolicy, type RuntimeHooks, type StepPolicy, type WorkflowHooks } from "./steps/Policy.js"
-import { type SleepChain, sleepMethods, type SleepStepFields } from "./steps/Sleep.js"
+import { checkConcurrency, type WorkflowConcurrency } from "./concurrency/Concurrency.js"
+import { checkCodeSchedules, type WorkflowSchedule } from "./schedules/codeSchedules.js"
+import type { ApprovalAnswers } from "./steps/agentApprovals.js"
+import { checkAgentStep } from "./steps/agentStep.js"
 import { loopIds, loopMethods } from "./steps/loopChecks.js"
 import type { LoopsChain, LoopStep } from "./steps/Loops.js"
-import type { AllOutput, InnerError, InnerOutput, ResultContext, ResultValue, SchemaOf, SuspendFn, WithInner, WithStep, WithWhen } from "./WorkflowTypes.js"
-import { checkConcurrency, type WorkflowConcurrency } from "./concurrency/Concurrency.js"
+import {
+  type AgentCallError,
+  checkPolicy,
+  type RuntimeHooks,
+  type StepPolicy,
+  type WorkflowHooks
+} from "./steps/Policy.js"
+import { type SleepChain, sleepMethods, type SleepStepFields } from "./steps/Sleep.js"
+import type {
+  AllOutput,
+  InnerError,
+  InnerOutput,
+  ResultContext,
+  ResultValue,
+  SchemaOf,
+  SuspendFn,
+  WithInner,
+  WithStep,
+  WithWhen
+} from "./WorkflowTypes.js"
 
 export type { SchemaOf } from "./WorkflowTypes.js"
 
@@ -31,7 +48,13 @@ export const isSuspendSignal = (value: unknown): value is SuspendSignal => value
  * What a step sees. `Steps` is the record of earlier steps' outputs by id; `Resume` the type of its
  * `resumeSchema` (or the workflow's); `Suspend` that of its `suspendSchema` (or the workflow's).
  */
-export interface StepContext<Data = unknown, Input = unknown, Steps = Readonly<Record<string, unknown>>, Resume = unknown, Suspend = unknown> {
+export interface StepContext<
+  Data = unknown,
+  Input = unknown,
+  Steps = Readonly<Record<string, unknown>>,
+  Resume = unknown,
+  Suspend = unknown
+> {
   /** The previous step's output (the workflow input for the first step). */
   readonly data: Data
   /** The workflow's input. */
@@ -91,7 +114,11 @@ export interface StepSpec extends StepMeta {
 export type Step =
   | (StepSpec & { readonly type: "andThen" })
   | (StepSpec & { readonly type: "andTap" })
-  | (StepMeta & { readonly type: "andWhen"; readonly condition: (context: StepContext<any, any, any, any, any>) => UserResult<boolean>; readonly step: StepSpec })
+  | (StepMeta & {
+    readonly type: "andWhen"
+    readonly condition: (context: StepContext<any, any, any, any, any>) => UserResult<boolean>
+    readonly step: StepSpec
+  })
   | (StepMeta & { readonly type: "andAll"; readonly steps: ReadonlyArray<StepSpec> })
   | (StepMeta & { readonly type: "andRace"; readonly steps: ReadonlyArray<StepSpec> })
   | (StepMeta & {
@@ -174,45 +201,90 @@ export interface InnerStep<Ctx> extends Described, StepPolicy<unknown> {
  * union of `readonly [stepId, ResumeType]` of its top-level steps (what `resumeWorkflow` types `data` by).
  */
 export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out WRes, in out WSus, Rs = never>
-  extends SleepChain<I, O, D, S, R, WRes, WSus, Rs>,
-    LoopsChain<I, O, D, S, R, WRes, WSus, Rs>
+  extends SleepChain<I, O, D, S, R, WRes, WSus, Rs>, LoopsChain<I, O, D, S, R, WRes, WSus, Rs>
 {
   // A method's parameter, so bivariant: it never decides whether one builder is assignable to another
   // (a builder grown in a loop keeps its type), it only lets `resumeWorkflow` read it.
   [WorkflowResumesId]?(resumes: Rs): void
   /** Its output is the next data. */
-  readonly andThen: <Id extends string, Ret, Res = WRes, Sus = WSus>(step: Described & StepPolicy<ResultError<Ret>> & {
-    readonly id: Id
-    readonly resumeSchema?: SchemaOf<Res> | undefined
-    readonly suspendSchema?: SchemaOf<Sus> | undefined
-    readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret
-  }) => Next<I, O, ResultValue<Ret>, WithStep<S, Id, ResultValue<Ret>>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, Res]>
+  readonly andThen: <Id extends string, Ret, Res = WRes, Sus = WSus>(
+    step: Described & StepPolicy<ResultError<Ret>> & {
+      readonly id: Id
+      readonly resumeSchema?: SchemaOf<Res> | undefined
+      readonly suspendSchema?: SchemaOf<Sus> | undefined
+      readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret
+    }
+  ) => Next<
+    I,
+    O,
+    ResultValue<Ret>,
+    WithStep<S, Id, ResultValue<Ret>>,
+    R | ResultContext<Ret>,
+    WRes,
+    WSus,
+    Rs | readonly [Id, Res]
+  >
   /** Runs for its effect; the data goes on unchanged (a failure is logged, not fatal). */
-  readonly andTap: <Id extends string, Ret, Res = WRes, Sus = WSus>(step: Described & StepPolicy<ResultError<Ret>> & {
-    readonly id: Id
-    readonly resumeSchema?: SchemaOf<Res> | undefined
-    readonly suspendSchema?: SchemaOf<Sus> | undefined
-    readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret
-  }) => Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, Res]>
+  readonly andTap: <Id extends string, Ret, Res = WRes, Sus = WSus>(
+    step: Described & StepPolicy<ResultError<Ret>> & {
+      readonly id: Id
+      readonly resumeSchema?: SchemaOf<Res> | undefined
+      readonly suspendSchema?: SchemaOf<Sus> | undefined
+      readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret
+    }
+  ) => Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, Res]>
   /** Runs `step` when `condition` holds: the data is then its output, else unchanged. */
-  readonly andWhen: <Id extends string, InnerId extends string, Ret, Cond extends Condition, Res = WRes, Sus = WSus>(step: Described & StepPolicy<ResultError<Ret> | ResultError<Cond>> & {
-    readonly id: Id
-    readonly resumeSchema?: SchemaOf<Res> | undefined
-    readonly suspendSchema?: SchemaOf<Sus> | undefined
-    readonly condition: (context: StepContext<D, I, S, Res, Sus>) => Cond
-    readonly step: Described & StepPolicy<ResultError<Ret>> & { readonly id: InnerId; readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret }
-  }) => Next<I, O, D | ResultValue<Ret>, WithWhen<S, Id, InnerId, D, ResultValue<Ret>>, R | ResultContext<Ret> | ResultContext<Cond>, WRes, WSus, Rs | readonly [Id, Res]>
+  readonly andWhen: <Id extends string, InnerId extends string, Ret, Cond extends Condition, Res = WRes, Sus = WSus>(
+    step: Described & StepPolicy<ResultError<Ret> | ResultError<Cond>> & {
+      readonly id: Id
+      readonly resumeSchema?: SchemaOf<Res> | undefined
+      readonly suspendSchema?: SchemaOf<Sus> | undefined
+      readonly condition: (context: StepContext<D, I, S, Res, Sus>) => Cond
+      readonly step: Described & StepPolicy<ResultError<Ret>> & {
+        readonly id: InnerId
+        readonly execute: (context: StepContext<D, I, S, Res, Sus>) => Ret
+      }
+    }
+  ) => Next<
+    I,
+    O,
+    D | ResultValue<Ret>,
+    WithWhen<S, Id, InnerId, D, ResultValue<Ret>>,
+    R | ResultContext<Ret> | ResultContext<Cond>,
+    WRes,
+    WSus,
+    Rs | readonly [Id, Res]
+  >
   /** Runs its steps concurrently on the same data: the next data is the tuple of their outputs. */
-  readonly andAll: <Id extends string, const T extends ReadonlyArray<InnerStep<StepContext<D, I, S, Res, Sus>>>, Res = WRes, Sus = WSus>(
+  readonly andAll: <
+    Id extends string,
+    const T extends ReadonlyArray<InnerStep<StepContext<D, I, S, Res, Sus>>>,
+    Res = WRes,
+    Sus = WSus
+  >(
     step: Described & {
       readonly id: Id
       readonly resumeSchema?: SchemaOf<Res> | undefined
       readonly suspendSchema?: SchemaOf<Sus> | undefined
       readonly steps: T
     }
-  ) => Next<I, O, AllOutput<T>, WithInner<S, Id, AllOutput<T>, T, never>, R | InnerContext<T>, WRes, WSus, Rs | readonly [Id, Res]>
+  ) => Next<
+    I,
+    O,
+    AllOutput<T>,
+    WithInner<S, Id, AllOutput<T>, T, never>,
+    R | InnerContext<T>,
+    WRes,
+    WSus,
+    Rs | readonly [Id, Res]
+  >
   /** Runs its steps concurrently: the first to finish gives the next data, the others are interrupted. */
-  readonly andRace: <Id extends string, const T extends ReadonlyArray<InnerStep<StepContext<D, I, S, Res, Sus>>>, Res = WRes, Sus = WSus>(
+  readonly andRace: <
+    Id extends string,
+    const T extends ReadonlyArray<InnerStep<StepContext<D, I, S, Res, Sus>>>,
+    Res = WRes,
+    Sus = WSus
+  >(
     step: Described & {
       readonly id: Id
       readonly resumeSchema?: SchemaOf<Res> | undefined
@@ -240,30 +312,47 @@ export interface WorkflowChain<in out I, in out O, out D, out S, out R, in out W
     Out extends AgentOutputSpec = undefined,
     Ret = AgentAnswer<Out>,
     AR = never
-  >(step: Described & StepPolicy<AgentCallError | ResultError<P> | ResultError<Ret>> & {
-    readonly id: Id
-    readonly agent: AgentDefinition<AR>
-    readonly prompt: (context: StepContext<D, I, S, WRes, WSus>) => P
-    readonly output?: Out
-    readonly map?: (out: AgentAnswer<Out>, context: StepContext<D, I, S, WRes, WSus>) => Ret
-  }) => Next<I, O, ResultValue<Ret>, WithStep<S, Id, ResultValue<Ret>>, R | AR | ResultContext<P> | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, WRes | ApprovalAnswers]>
+  >(
+    step: Described & StepPolicy<AgentCallError | ResultError<P> | ResultError<Ret>> & {
+      readonly id: Id
+      readonly agent: AgentDefinition<AR>
+      readonly prompt: (context: StepContext<D, I, S, WRes, WSus>) => P
+      readonly output?: Out
+      readonly map?: (out: AgentAnswer<Out>, context: StepContext<D, I, S, WRes, WSus>) => Ret
+    }
+  ) => Next<
+    I,
+    O,
+    ResultValue<Ret>,
+    WithStep<S, Id, ResultValue<Ret>>,
+    R | AR | ResultContext<P> | ResultContext<Ret>,
+    WRes,
+    WSus,
+    Rs | readonly [Id, WRes | ApprovalAnswers]
+  >
   /**
    * Runs another workflow inline: the next data is its result. Its input is the data, or what `input`
    * returns; either must fit the child's input type.
    */
   readonly andWorkflow: {
-    <Id extends string, CO, CR>(step: Described & StepPolicy<unknown> & {
-      readonly id: Id
-      readonly resumeSchema?: SchemaOf<WRes> | undefined
-      readonly workflow: WorkflowDefinition<D, CO, CR>
-      readonly input?: undefined
-    }): Next<I, O, CO, WithStep<S, Id, CO>, R | CR, WRes, WSus, Rs | readonly [Id, WRes]>
-    <Id extends string, CO, CR, X, XR = never>(step: Described & StepPolicy<unknown> & {
-      readonly id: Id
-      readonly resumeSchema?: SchemaOf<WRes> | undefined
-      readonly workflow: WorkflowDefinition<X, CO, CR>
-      readonly input: (context: StepContext<D, I, S, WRes, WSus>) => X | PromiseLike<X> | Effect.Effect<X, unknown, XR>
-    }): Next<I, O, CO, WithStep<S, Id, CO>, R | CR | XR, WRes, WSus, Rs | readonly [Id, WRes]>
+    <Id extends string, CO, CR>(
+      step: Described & StepPolicy<unknown> & {
+        readonly id: Id
+        readonly resumeSchema?: SchemaOf<WRes> | undefined
+        readonly workflow: WorkflowDefinition<D, CO, CR>
+        readonly input?: undefined
+      }
+    ): Next<I, O, CO, WithStep<S, Id, CO>, R | CR, WRes, WSus, Rs | readonly [Id, WRes]>
+    <Id extends string, CO, CR, X, XR = never>(
+      step: Described & StepPolicy<unknown> & {
+        readonly id: Id
+        readonly resumeSchema?: SchemaOf<WRes> | undefined
+        readonly workflow: WorkflowDefinition<X, CO, CR>
+        readonly input: (
+          context: StepContext<D, I, S, WRes, WSus>
+        ) => X | PromiseLike<X> | Effect.Effect<X, unknown, XR>
+      }
+    ): Next<I, O, CO, WithStep<S, Id, CO>, R | CR | XR, WRes, WSus, Rs | readonly [Id, WRes]>
   }
 }
 
@@ -289,9 +378,16 @@ type InnerContext<T extends ReadonlyArray<unknown>> = T[number] extends infer U
 export type InnerErrors<T extends ReadonlyArray<unknown>> = InnerError<T[number]>
 
 /** A builder whose last data fits `result`: a definition, and more steps may follow. */
-export interface WorkflowBuilder<in out I, in out O, out D, out S, out R = never, in out WRes = unknown, in out WSus = unknown, Rs = never>
-  extends WorkflowChain<I, O, D, S, R, WRes, WSus, Rs>, WorkflowDefinition<I, O, R>
-{}
+export interface WorkflowBuilder<
+  in out I,
+  in out O,
+  out D,
+  out S,
+  out R = never,
+  in out WRes = unknown,
+  in out WSus = unknown,
+  Rs = never
+> extends WorkflowChain<I, O, D, S, R, WRes, WSus, Rs>, WorkflowDefinition<I, O, R> {}
 
 /**
  * A builder whose last data does not fit `result` (yet): more steps may follow, but it is no
@@ -306,14 +402,14 @@ export interface LastDataDoesNotFitResult<
   in out WRes = unknown,
   in out WSus = unknown,
   Rs = never
-> extends WorkflowChain<I, Result, Data, S, R, WRes, WSus, Rs>
-{
+> extends WorkflowChain<I, Result, Data, S, R, WRes, WSus, Rs> {
   readonly id: string
   readonly steps: ReadonlyArray<Step>
 }
 
 /** The builder after a step whose output is `D`. */
-export type Next<I, O, D, S, R, WRes, WSus, Rs = never> = [D] extends [O] ? WorkflowBuilder<I, O, D, S, R, WRes, WSus, Rs>
+export type Next<I, O, D, S, R, WRes, WSus, Rs = never> = [D] extends [O] ?
+  WorkflowBuilder<I, O, D, S, R, WRes, WSus, Rs>
   : LastDataDoesNotFitResult<D, O, I, S, R, WRes, WSus, Rs>
 
 /** What `workflow(...)` takes. */
@@ -374,7 +470,8 @@ const build = (definition: Erased): any => {
     andWhen: (step: Omit<Extract<Step, { type: "andWhen" }>, "type">) => add({ ...step, type: "andWhen" }),
     andAll: (step: Omit<Extract<Step, { type: "andAll" }>, "type">) => add({ ...step, type: "andAll" }),
     andRace: (step: Omit<Extract<Step, { type: "andRace" }>, "type">) => add({ ...step, type: "andRace" }),
-    andAgent: (step: Omit<Extract<Step, { type: "andAgent" }>, "type">) => add({ ...checkAgentStep(step), type: "andAgent" }),
+    andAgent: (step: Omit<Extract<Step, { type: "andAgent" }>, "type">) =>
+      add({ ...checkAgentStep(step), type: "andAgent" }),
     andWorkflow: (step: Omit<Extract<Step, { type: "andWorkflow" }>, "type">) => add({ ...step, type: "andWorkflow" }),
     ...sleepMethods(add),
     ...loopMethods(add)

@@ -1,44 +1,44 @@
 import { Context, Effect, Either, Layer, Option } from "effect"
+import { canSee, EVERYONE, type Visibility } from "../auth/Ownership.js"
+import { ServerConfig } from "../config/ServerConfig.js"
 import { BadRequest, Conflict, NotFound } from "../core/errors.js"
 import { getOrNotFound } from "../core/lookup.js"
-import { ServerConfig } from "../config/ServerConfig.js"
-import { canSee, EVERYONE, type Visibility } from "../auth/Ownership.js"
 import { Lifecycle } from "../health/Lifecycle.js"
+import { markedSpanMessage, withoutFieldsInSpan } from "../observability/errorDetail.js"
+import { countExecution } from "../observability/metrics/instruments.js"
+import { makeConcurrencyGate } from "./concurrency/ConcurrencyGate.js"
 import { continueAt, definitionHash, topStepOfPath } from "./DefinitionCompatibility.js"
-import { hookBase } from "./steps/Hooks.js"
+import { makeExecuteWait } from "./ExecuteWait.js"
 import { makeExecutionDriver, openingEvents, workflowEvent } from "./ExecutionDriver.js"
-import { now } from "./ExecutionRows.js"
 import { makeExecutionHubs } from "./ExecutionHubs.js"
 import { makeExecutionJoin } from "./ExecutionJoin.js"
 import { makeExecutionNotices } from "./ExecutionNotices.js"
-import { type Execution, type ExecutionQuery, ExecutionStore } from "./ExecutionStore.js"
-import { markedSpanMessage, withoutFieldsInSpan } from "../observability/errorDetail.js"
-import { countExecution } from "../observability/metrics/instruments.js"
 import { makeExecutionRecords } from "./ExecutionRecords.js"
 import { makeExecutionReplay } from "./ExecutionReplay.js"
-import { describeStep, stateOf, toJsonSchema } from "./ExecutionViews.js"
+import { now } from "./ExecutionRows.js"
+import { type Execution, type ExecutionQuery, ExecutionStore } from "./ExecutionStore.js"
 import { startExecutionSupervisor } from "./ExecutionSupervisor.js"
+import { describeStep, stateOf, toJsonSchema } from "./ExecutionViews.js"
 import { makeExecutionWatch } from "./ExecutionWatch.js"
-import { makeExecuteWait } from "./ExecuteWait.js"
-import { byIdOf, RegisteredWorkflows } from "./RegisteredWorkflows.js"
-import { claimResumeRetrying, retryingRead } from "./storeRetry.js"
 import { makeInstanceRegistry } from "./InstanceRegistry.js"
-import { decodeWorkflowInput } from "./runner.js"
-import { handedData } from "./StepCodec.js"
+import { byIdOf, RegisteredWorkflows } from "./RegisteredWorkflows.js"
 import { storedResumeData } from "./resumeData.js"
-import { makeConcurrencyGate } from "./concurrency/ConcurrencyGate.js"
-import type { WorkflowDefinition } from "./Workflow.js"
-import type * as S from "./WorkflowSchemas.js"
-import type { StartOptions, WorkflowEngineCore, WorkflowEngineService } from "./WorkflowEngineContract.js"
-import { makeTypedCalls } from "./TypedCalls.js"
-import { makeWorkflowTimers } from "./steps/SleepTimers.js"
+import { decodeWorkflowInput } from "./runner.js"
+import { scheduleMinIntervalMs } from "./schedules/ScheduleCron.js"
+import { startScheduleFiring } from "./schedules/ScheduleFiring.js"
+import { handedData } from "./StepCodec.js"
 import { answersApprovals, approvalResumeData } from "./steps/agentApprovals.js"
 import { startApprovalExpiry } from "./steps/ApprovalExpiry.js"
-import { startScheduleFiring } from "./schedules/ScheduleFiring.js"
-import { scheduleMinIntervalMs } from "./schedules/ScheduleCron.js"
+import { hookBase } from "./steps/Hooks.js"
+import { makeWorkflowTimers } from "./steps/SleepTimers.js"
+import { claimResumeRetrying, retryingRead } from "./storeRetry.js"
+import { makeTypedCalls } from "./TypedCalls.js"
+import type { WorkflowDefinition } from "./Workflow.js"
+import type { StartOptions, WorkflowEngineCore, WorkflowEngineService } from "./WorkflowEngineContract.js"
+import type * as S from "./WorkflowSchemas.js"
 
-export type { StartOptions } from "./WorkflowEngineContract.js"
 export { RegisteredWorkflows } from "./RegisteredWorkflows.js"
+export type { StartOptions } from "./WorkflowEngineContract.js"
 
 export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine, WorkflowEngineService>() {}
 
@@ -53,7 +53,11 @@ export const WorkflowEngineLive = Layer.scoped(
     const registry = yield* makeInstanceRegistry(instanceId, { leaseMs: settings.leaseMs, pollMs })
     // Before anything here claims: what a previous process with this id left running is orphaned (taken below).
     const left = yield* store.releaseLeftBy(instanceId)
-    if (left > 0) yield* Effect.logInfo(`${left} workflow executions left running by a previous process with this instance id: released to be taken over`)
+    if (left > 0) {
+      yield* Effect.logInfo(
+        `${left} workflow executions left running by a previous process with this instance id: released to be taken over`
+      )
+    }
     const notices = yield* makeExecutionNotices(instanceId)
     const hubs = yield* makeExecutionHubs
     const timers = yield* makeWorkflowTimers(instanceId, pollMs)
@@ -61,7 +65,19 @@ export const WorkflowEngineLive = Layer.scoped(
     const lifecycle = yield* Effect.serviceOption(Lifecycle)
     const leaving = Option.match(lifecycle, { onNone: () => Effect.succeed(false), onSome: (l) => l.draining })
     const gate = yield* makeConcurrencyGate({
-      driver: yield* makeExecutionDriver(hubs, notices, instanceId, settings.maxExecutionBytes, recordContent, timers.park), workflows: byId, instanceId, pollMs, leaving, maxQueued: settings.maxQueuedPerKey
+      driver: yield* makeExecutionDriver(
+        hubs,
+        notices,
+        instanceId,
+        settings.maxExecutionBytes,
+        recordContent,
+        timers.park
+      ),
+      workflows: byId,
+      instanceId,
+      pollMs,
+      leaving,
+      maxQueued: settings.maxQueuedPerKey
     })
     const { driver } = gate
     const { launch } = driver
@@ -155,26 +171,51 @@ export const WorkflowEngineLive = Layer.scoped(
       }))
 
     const start = (definition: WorkflowDefinition, execution: Execution) =>
-      Effect.flatMap(startIfNew(definition, execution), (launched) =>
-        Option.isSome(launched) ? Effect.succeed(launched.value) : Effect.fail(alreadyExists(execution.id)))
+      Effect.flatMap(
+        startIfNew(definition, execution),
+        (launched) =>
+          Option.isSome(launched) ? Effect.succeed(launched.value) : Effect.fail(alreadyExists(execution.id))
+      )
 
     const join = makeExecutionJoin({ store, watch, startIfNew, fiberOf: driver.fiberOf })
     const replays = makeExecutionReplay({ store, instanceId, findExecution, startIfNew })
 
     // Executions a dead process left running continue here from their checkpoint; with several
     // instances, those of any instance that dies, and streams here follow executions run elsewhere.
-    yield* startExecutionSupervisor({ registry, notices, hubs, driver, workflows: byId, pollMs, leaseMs: settings.leaseMs, leaving })
+    yield* startExecutionSupervisor({
+      registry,
+      notices,
+      hubs,
+      driver,
+      workflows: byId,
+      pollMs,
+      leaseMs: settings.leaseMs,
+      leaving
+    })
     yield* timers.start({ driver, workflows: byId, leaving })
     yield* startApprovalExpiry({ driver, workflows: byId, leaving, dueWork: timers.dueWork, instanceId })
     const minIntervalMs = scheduleMinIntervalMs(yield* ServerConfig)
-    yield* startScheduleFiring({ driver, workflows: byId, leaving, dueWork: timers.dueWork, instanceId, minIntervalMs, gate })
+    yield* startScheduleFiring({
+      driver,
+      workflows: byId,
+      leaving,
+      dueWork: timers.dueWork,
+      instanceId,
+      minIntervalMs,
+      gate
+    })
     // Runs first on shutdown (finalizers run in reverse): steps finish, then executions are handed over.
     yield* Effect.addFinalizer(() =>
-      Effect.flatMap(driver.drain(settings.drainMs), (released) =>
-        released.length === 0 ? Effect.void : Effect.zipRight(
-          notices.released(released),
-          Effect.logInfo(`shutting down: released ${released.length} running workflow executions to the other instances`)
-        ))
+      Effect.flatMap(
+        driver.drain(settings.drainMs),
+        (released) =>
+          released.length === 0 ? Effect.void : Effect.zipRight(
+            notices.released(released),
+            Effect.logInfo(
+              `shutting down: released ${released.length} running workflow executions to the other instances`
+            )
+          )
+      )
     )
 
     /** The attributes of an operation's span on a workflow: the trace index files the trace under it. */
@@ -182,7 +223,11 @@ export const WorkflowEngineLive = Layer.scoped(
       Effect.annotateCurrentSpan({ "entity.type": "workflow", "entity.id": workflowId })
 
     const notRunning = (execution: Execution) =>
-      new BadRequest({ message: `Execution ${execution.id} is ${execution.queuedAt !== undefined ? "queued for a concurrency slot" : execution.status}` })
+      new BadRequest({
+        message: `Execution ${execution.id} is ${
+          execution.queuedAt !== undefined ? "queued for a concurrency slot" : execution.status
+        }`
+      })
 
     const core: WorkflowEngineCore = {
       list: Effect.sync(() =>
@@ -215,9 +260,10 @@ export const WorkflowEngineLive = Layer.scoped(
           Effect.gen(function*() {
             yield* onWorkflow(id)
             const { definition, execution } = yield* prepare(id, request, options)
-            const settle = (launched: Effect.Effect<void>) => options?.idempotent !== undefined
-              ? Effect.zipRight(launched, join.execute(definition, execution))
-              : settleAfter(execution.id, 0, Effect.tap(start(definition, execution), () => launched))
+            const settle = (launched: Effect.Effect<void>) =>
+              options?.idempotent !== undefined
+                ? Effect.zipRight(launched, join.execute(definition, execution))
+                : settleAfter(execution.id, 0, Effect.tap(start(definition, execution), () => launched))
             return yield* hold(execution.id, options?.wait, settle)
           }),
           "WorkflowEngine.execute",
@@ -225,14 +271,22 @@ export const WorkflowEngineLive = Layer.scoped(
           markedSpanMessage
         ),
 
-      run: Effect.fn("WorkflowEngine.run", { captureStackTrace: false })(function*(id: string, request: S.ExecuteRequest, options?: StartOptions) {
-        yield* onWorkflow(id)
-        const { definition, execution } = yield* prepare(id, request, options)
-        if (options?.idempotent !== undefined) return yield* join.run(definition, execution)
-        const { queued } = yield* start(definition, execution)
-        const waiting = queued ? { waiting: "concurrency" as const, queuedAt: execution.createdAt } : {}
-        return { executionId: execution.id, workflowId: id, status: "running" as const, startAt: execution.createdAt, ...waiting }
-      }),
+      run: Effect.fn("WorkflowEngine.run", { captureStackTrace: false })(
+        function*(id: string, request: S.ExecuteRequest, options?: StartOptions) {
+          yield* onWorkflow(id)
+          const { definition, execution } = yield* prepare(id, request, options)
+          if (options?.idempotent !== undefined) return yield* join.run(definition, execution)
+          const { queued } = yield* start(definition, execution)
+          const waiting = queued ? { waiting: "concurrency" as const, queuedAt: execution.createdAt } : {}
+          return {
+            executionId: execution.id,
+            workflowId: id,
+            status: "running" as const,
+            startAt: execution.createdAt,
+            ...waiting
+          }
+        }
+      ),
 
       stream: Effect.fn("WorkflowEngine.stream", { captureStackTrace: false })(
         function*(id: string, request: S.ExecuteRequest, options?: StartOptions) {
@@ -263,7 +317,10 @@ export const WorkflowEngineLive = Layer.scoped(
           // A queued one (issue #33) has no step running: cancel it instead.
           while (execution.status === "running" && execution.queuedAt === undefined) {
             const stepIndex = Math.min(execution.stepIndex, steps.length - 1)
-            const suspended = workflowEvent(execution, "workflow-suspended", steps[stepIndex].id, "suspended", { stepIndex, reason })
+            const suspended = workflowEvent(execution, "workflow-suspended", steps[stepIndex].id, "suspended", {
+              stepIndex,
+              reason
+            })
             const suspension = { suspendedAt: suspended.timestamp, reason, stepIndex, stepId: suspended.from }
             const claim = { id: executionId, version: execution.version, atStep: execution.stepIndex }
             const stored = yield* Effect.uninterruptible(Effect.tap(
@@ -271,8 +328,17 @@ export const WorkflowEngineLive = Layer.scoped(
               (seq) => Option.isSome(seq) ? driver.stop(executionId) : Effect.void
             ))
             if (Option.isSome(stored)) {
-              yield* driver.hook(found.definition, "onSuspend", { ...hookBase(execution), stepId: suspension.stepId, reason, data: undefined })
-              return { executionId, status: "suspended" as const, suspension: { suspendedAt: suspension.suspendedAt, reason } }
+              yield* driver.hook(found.definition, "onSuspend", {
+                ...hookBase(execution),
+                stepId: suspension.stepId,
+                reason,
+                data: undefined
+              })
+              return {
+                executionId,
+                status: "suspended" as const,
+                suspension: { suspendedAt: suspension.suspendedAt, reason }
+              }
             }
             execution = yield* reload(executionId)
           }
@@ -281,58 +347,79 @@ export const WorkflowEngineLive = Layer.scoped(
       ),
 
       resume: (id: string, executionId: string, resumeData: unknown, stepId?: string, visibility?: Visibility) =>
-        withoutFieldsInSpan(Effect.gen(function*() {
-          yield* onWorkflow(id)
-          const { definition, execution } = yield* findExecution(id, executionId, visibility)
-          // The spec's 404, saying what the execution is now (a resume may have lost a race to a cancel).
-          const notSuspended = (now: string | undefined) =>
-            new NotFound({ message: `Execution ${executionId} is not suspended (${now === undefined ? "it was deleted" : `it is ${now}`})` })
-          if (execution.status !== "suspended" || execution.suspension === undefined) return yield* notSuspended(execution.status)
-          // Its own step, by id when the workflow changed since (409 when gone); or the one asked for.
-          const stepIndex = stepId === undefined
-            ? yield* Either.mapLeft(
-              Either.map(continueAt(definition, execution, execution.suspension), (at) => at.stepIndex),
-              (incompatible) =>
-                new Conflict({
-                  message: `Cannot resume: ${incompatible.message}; resume it at one of the workflow's steps (options.stepId) or cancel it`
+        withoutFieldsInSpan(
+          Effect.gen(function*() {
+            yield* onWorkflow(id)
+            const { definition, execution } = yield* findExecution(id, executionId, visibility)
+            // The spec's 404, saying what the execution is now (a resume may have lost a race to a cancel).
+            const notSuspended = (now: string | undefined) =>
+              new NotFound({
+                message: `Execution ${executionId} is not suspended (${
+                  now === undefined ? "it was deleted" : `it is ${now}`
+                })`
+              })
+            if (execution.status !== "suspended" || execution.suspension === undefined) {
+              return yield* notSuspended(execution.status)
+            }
+            // Its own step, by id when the workflow changed since (409 when gone); or the one asked for.
+            const stepIndex = stepId === undefined
+              ? yield* Either.mapLeft(
+                Either.map(continueAt(definition, execution, execution.suspension), (at) => at.stepIndex),
+                (incompatible) =>
+                  new Conflict({
+                    message:
+                      `Cannot resume: ${incompatible.message}; resume it at one of the workflow's steps (options.stepId) or cancel it`
+                  })
+              )
+              : definition.steps.findIndex((step) => step.id === topStepOfPath(stepId))
+            if (stepIndex < 0) return yield* new BadRequest({ message: `Workflow ${id} has no step ${stepId}` })
+            const schema = definition.steps[stepIndex].resumeSchema ?? definition.resumeSchema
+            const stored = yield* (answersApprovals(definition.steps[stepIndex], execution.suspension)
+              ? approvalResumeData(execution.suspension, resumeData)
+              : storedResumeData(schema, resumeData))
+            // Another step than the one it stopped at, or a changed definition: the data that step gets
+            // came from another predecessor, and must fit the schema of the one before it (409 if not).
+            const checked = definitionHash(definition) !== execution.definitionHash ||
+              definition.steps[stepIndex].id !== topStepOfPath(execution.suspension.stepId)
+            if (checked) {
+              yield* Either.mapLeft(
+                handedData(definition, stepIndex, execution.currentData),
+                (message) =>
+                  new Conflict({ message: `Cannot resume at step ${definition.steps[stepIndex].id}: ${message}` })
+              )
+            }
+            // Claim and launch are one uninterruptible action: a claimed execution always has a fiber.
+            return yield* settleAfter(
+              executionId,
+              execution.lastSeq,
+              Effect.uninterruptible(Effect.gen(function*() {
+                const claimed = yield* claimResumeRetrying(store, execution, {
+                  stepIndex,
+                  resumeData: stored,
+                  owner: instanceId,
+                  definitionHash: definitionHash(definition)
                 })
+                if (Option.isNone(claimed)) {
+                  return yield* notSuspended(Option.getOrUndefined(yield* store.get(executionId))?.status)
+                }
+                const fiber = yield* gate.resumed(definition, claimed.value, checked)
+                return { execution: claimed.value, fiber }
+              }))
             )
-            : definition.steps.findIndex((step) => step.id === topStepOfPath(stepId))
-          if (stepIndex < 0) return yield* new BadRequest({ message: `Workflow ${id} has no step ${stepId}` })
-          const schema = definition.steps[stepIndex].resumeSchema ?? definition.resumeSchema
-          const stored = yield* (answersApprovals(definition.steps[stepIndex], execution.suspension)
-            ? approvalResumeData(execution.suspension, resumeData)
-            : storedResumeData(schema, resumeData))
-          // Another step than the one it stopped at, or a changed definition: the data that step gets
-          // came from another predecessor, and must fit the schema of the one before it (409 if not).
-          const checked = definitionHash(definition) !== execution.definitionHash ||
-            definition.steps[stepIndex].id !== topStepOfPath(execution.suspension.stepId)
-          if (checked) {
-            yield* Either.mapLeft(
-              handedData(definition, stepIndex, execution.currentData),
-              (message) => new Conflict({ message: `Cannot resume at step ${definition.steps[stepIndex].id}: ${message}` })
-            )
-          }
-          // Claim and launch are one uninterruptible action: a claimed execution always has a fiber.
-          return yield* settleAfter(executionId, execution.lastSeq, Effect.uninterruptible(Effect.gen(function*() {
-            const claimed = yield* claimResumeRetrying(store, execution, {
-              stepIndex,
-              resumeData: stored,
-              owner: instanceId,
-              definitionHash: definitionHash(definition)
-            })
-            if (Option.isNone(claimed)) return yield* notSuspended(Option.getOrUndefined(yield* store.get(executionId))?.status)
-            const fiber = yield* gate.resumed(definition, claimed.value, checked)
-            return { execution: claimed.value, fiber }
-          })))
-        }), "WorkflowEngine.resume", { captureStackTrace: false }, markedSpanMessage),
+          }),
+          "WorkflowEngine.resume",
+          { captureStackTrace: false },
+          markedSpanMessage
+        ),
 
       cancel: Effect.fn("WorkflowEngine.cancel", { captureStackTrace: false })(
         function*(id: string, executionId: string, reason: string, visibility?: Visibility) {
           yield* onWorkflow(id)
           const { execution } = yield* findExecution(id, executionId, visibility)
           if (execution.status !== "running" && execution.status !== "suspended") return yield* notRunning(execution)
-          const cancelled = workflowEvent(execution, "workflow-cancelled", execution.workflowName, "cancelled", { reason })
+          const cancelled = workflowEvent(execution, "workflow-cancelled", execution.workflowName, "cancelled", {
+            reason
+          })
           // Stored first, then the fiber is interrupted: a fiber launched meanwhile has its first write refused.
           const stored = yield* Effect.uninterruptible(Effect.tap(
             driver.recordRetrying(executionId, [cancelled], store.cancel(executionId, cancelled)),
@@ -340,34 +427,49 @@ export const WorkflowEngineLive = Layer.scoped(
           ))
           if (Option.isNone(stored)) return yield* notRunning(yield* reload(executionId))
           yield* countExecution("cancelled")
-          yield* Effect.logInfo(`workflow cancelled: ${reason}`).pipe(Effect.annotateLogs({ workflowId: id, executionId }))
+          yield* Effect.logInfo(`workflow cancelled: ${reason}`).pipe(
+            Effect.annotateLogs({ workflowId: id, executionId })
+          )
           return { executionId, status: "cancelled" as const, cancelledAt: cancelled.timestamp, reason }
         }
       ),
 
-      remove: Effect.fn("WorkflowEngine.remove", { captureStackTrace: false })(function*(id: string, executionId: string, visibility?: Visibility) {
-        yield* onWorkflow(id)
-        const { execution } = yield* findExecution(id, executionId, visibility)
-        if (execution.status === "running" || execution.status === "suspended") {
-          return yield* new BadRequest({
-            message: `Execution ${executionId} is ${execution.status}: only finished executions (completed, error, cancelled) can be deleted; cancel it first`
-          })
+      remove: Effect.fn("WorkflowEngine.remove", { captureStackTrace: false })(
+        function*(id: string, executionId: string, visibility?: Visibility) {
+          yield* onWorkflow(id)
+          const { execution } = yield* findExecution(id, executionId, visibility)
+          if (execution.status === "running" || execution.status === "suspended") {
+            return yield* new BadRequest({
+              message:
+                `Execution ${executionId} is ${execution.status}: only finished executions (completed, error, cancelled) can be deleted; cancel it first`
+            })
+          }
+          // Only a concurrent delete can make this false: a finished execution never runs again.
+          if (!(yield* store.remove(executionId))) return yield* NotFound.of("Execution", executionId)
+          yield* Effect.logInfo("workflow execution deleted").pipe(Effect.annotateLogs({ workflowId: id, executionId }))
+          return { executionId, workflowId: id, deleted: true as const }
         }
-        // Only a concurrent delete can make this false: a finished execution never runs again.
-        if (!(yield* store.remove(executionId))) return yield* NotFound.of("Execution", executionId)
-        yield* Effect.logInfo("workflow execution deleted").pipe(Effect.annotateLogs({ workflowId: id, executionId }))
-        return { executionId, workflowId: id, deleted: true as const }
-      }),
+      ),
 
-      state: Effect.fn("WorkflowEngine.state", { captureStackTrace: false })(function*(id: string, executionId: string, visibility?: Visibility) {
-        yield* onWorkflow(id)
-        const { execution } = yield* findExecution(id, executionId, visibility)
-        const replaysOf = yield* store.replaysOf([executionId], visibility === undefined || visibility.all ? undefined : visibility.userId)
-        return stateOf(id, execution, replaysOf.get(executionId))
-      }),
+      state: Effect.fn("WorkflowEngine.state", { captureStackTrace: false })(
+        function*(id: string, executionId: string, visibility?: Visibility) {
+          yield* onWorkflow(id)
+          const { execution } = yield* findExecution(id, executionId, visibility)
+          const replaysOf = yield* store.replaysOf(
+            [executionId],
+            visibility === undefined || visibility.all ? undefined : visibility.userId
+          )
+          return stateOf(id, execution, replaysOf.get(executionId))
+        }
+      ),
 
       events: Effect.fn("WorkflowEngine.events", { captureStackTrace: false })(
-        function*(id: string, executionId: string, page: { readonly afterSeq: number; readonly limit: number }, visibility?: Visibility) {
+        function*(
+          id: string,
+          executionId: string,
+          page: { readonly afterSeq: number; readonly limit: number },
+          visibility?: Visibility
+        ) {
           yield* onWorkflow(id)
           const { execution } = yield* findExecution(id, executionId, visibility)
           // At most `limit` events and 256 KiB of them (or one larger event): a next page is one the row's last number is past.
@@ -380,10 +482,12 @@ export const WorkflowEngineLive = Layer.scoped(
         }
       ),
 
-      executions: Effect.fn("WorkflowEngine.executions", { captureStackTrace: false })(function*(query: ExecutionQuery) {
-        if (query.workflowId !== undefined) yield* findWorkflow(query.workflowId)
-        return yield* records.list(query)
-      }),
+      executions: Effect.fn("WorkflowEngine.executions", { captureStackTrace: false })(
+        function*(query: ExecutionQuery) {
+          if (query.workflowId !== undefined) yield* findWorkflow(query.workflowId)
+          return yield* records.list(query)
+        }
+      ),
       record: Effect.fn("WorkflowEngine.record", { captureStackTrace: false })(records.record),
       replay: replays.replay,
       restart: replays.restart,

@@ -1,4 +1,5 @@
 import type { Effect, Stream } from "effect"
+import type { Visibility } from "../auth/Ownership.js"
 import type {
   BadRequest,
   Conflict,
@@ -9,7 +10,6 @@ import type {
   ValidationError,
   WorkflowFailed
 } from "../core/errors.js"
-import type { Visibility } from "../auth/Ownership.js"
 import type { ExecuteWait } from "./ExecuteWait.js"
 import type { RecordRead } from "./ExecutionRecords.js"
 import type { ExecutionQuery } from "./ExecutionStore.js"
@@ -43,19 +43,35 @@ export interface WorkflowEngineCore {
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<S.ExecutionResult | S.ExecutionParked, NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity | WorkflowFailed | InternalError>
+  ) => Effect.Effect<
+    S.ExecutionResult | S.ExecutionParked,
+    | NotFound
+    | ValidationError
+    | BadRequest
+    | Conflict
+    | TooManyRequests
+    | UnprocessableEntity
+    | WorkflowFailed
+    | InternalError
+  >
   /** Starts in the background. */
   readonly run: (
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<typeof S.RunStarted.Type, NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity>
+  ) => Effect.Effect<
+    typeof S.RunStarted.Type,
+    NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity
+  >
   /** Starts and follows the execution's events until it settles, then its result. */
   readonly stream: (
     id: string,
     request: S.ExecuteRequest,
     options?: StartOptions
-  ) => Effect.Effect<Stream.Stream<ExecutionUpdate, BadRequest | Conflict | TooManyRequests>, NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity>
+  ) => Effect.Effect<
+    Stream.Stream<ExecutionUpdate, BadRequest | Conflict | TooManyRequests>,
+    NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity
+  >
   /** Replays the events after `afterSeq`, then follows live ones until the execution settles, then its result. */
   // `visibility` (default: everyone's): another user's execution is not found, exactly like a missing one.
   readonly attach: (
@@ -76,7 +92,10 @@ export interface WorkflowEngineCore {
     resumeData: unknown,
     stepId?: string,
     visibility?: Visibility
-  ) => Effect.Effect<S.ExecutionResult, NotFound | ValidationError | BadRequest | Conflict | WorkflowFailed | InternalError>
+  ) => Effect.Effect<
+    S.ExecutionResult,
+    NotFound | ValidationError | BadRequest | Conflict | WorkflowFailed | InternalError
+  >
   readonly cancel: (
     id: string,
     executionId: string,
@@ -89,7 +108,11 @@ export interface WorkflowEngineCore {
     executionId: string,
     visibility?: Visibility
   ) => Effect.Effect<typeof S.ExecutionDeleted.Type, NotFound | BadRequest>
-  readonly state: (id: string, executionId: string, visibility?: Visibility) => Effect.Effect<typeof S.ExecutionState.Type, NotFound>
+  readonly state: (
+    id: string,
+    executionId: string,
+    visibility?: Visibility
+  ) => Effect.Effect<typeof S.ExecutionState.Type, NotFound>
   readonly executions: (query: ExecutionQuery) => Effect.Effect<ReadonlyArray<typeof S.ExecutionRecord.Type>, NotFound>
   /**
    * A new execution (the caller's) that copies the committed outputs of the steps before
@@ -101,19 +124,29 @@ export interface WorkflowEngineCore {
     request: S.ReplayRequest,
     options?: StartOptions,
     visibility?: Visibility
-  ) => Effect.Effect<typeof S.ReplayStarted.Type, NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity>
+  ) => Effect.Effect<
+    typeof S.ReplayStarted.Type,
+    NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity
+  >
   /** A replay of a failed execution from the step it failed at (never in place); 409 unless it failed. */
   readonly restart: (
     id: string,
     executionId: string,
     options?: StartOptions,
     visibility?: Visibility
-  ) => Effect.Effect<typeof S.ReplayStarted.Type, NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity>
+  ) => Effect.Effect<
+    typeof S.ReplayStarted.Type,
+    NotFound | ValidationError | BadRequest | Conflict | TooManyRequests | UnprocessableEntity
+  >
   /**
    * One execution's whole record (a listing shows large ones as summaries), its events read by page as
    * they are sent; at most `workflows.recordReadsPerOwner` in flight per `reader` (the caller).
    */
-  readonly record: (executionId: string, visibility?: Visibility, reader?: string) => Effect.Effect<RecordRead, NotFound | TooManyRequests>
+  readonly record: (
+    executionId: string,
+    visibility?: Visibility,
+    reader?: string
+  ) => Effect.Effect<RecordRead, NotFound | TooManyRequests>
   /** A page of the execution's events after `afterSeq` (inner steps' included), at most `limit`. */
   readonly events: (
     id: string,

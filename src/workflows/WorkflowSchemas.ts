@@ -34,12 +34,19 @@ export const WorkflowEvent = Schema.Struct({
   error: Schema.optional(Schema.String),
   errorDetail: Schema.optional(ErrorDetail),
   reason: Schema.optional(Schema.String),
-  data: Schema.optional(Schema.Unknown).annotations({ description: "workflow-suspended: the data the step suspended with, if any" }),
-  attempt: Schema.optional(Schema.Number).annotations({ description: "step-retry: the attempt that failed (1-based); the next one is attempt + 1" }),
-  delayMs: Schema.optional(Schema.Number).annotations({ description: "step-retry: the back-off before the next attempt, in milliseconds" }),
+  data: Schema.optional(Schema.Unknown).annotations({
+    description: "workflow-suspended: the data the step suspended with, if any"
+  }),
+  attempt: Schema.optional(Schema.Number).annotations({
+    description: "step-retry: the attempt that failed (1-based); the next one is attempt + 1"
+  }),
+  delayMs: Schema.optional(Schema.Number).annotations({
+    description: "step-retry: the back-off before the next attempt, in milliseconds"
+  }),
   retryAt: Schema.optional(Schema.String).annotations({ description: "step-retry: when the next attempt is due" }),
   path: Schema.optional(Schema.String).annotations({
-    description: "an inner step's path (`measure/upper`, `credit-lines[3]`, `notify/send`); absent on a top-level step's events"
+    description:
+      "an inner step's path (`measure/upper`, `credit-lines[3]`, `notify/send`); absent on a top-level step's events"
   }),
   wakeAt: Schema.optional(Schema.String).annotations({ description: "step-sleep: when the execution wakes (ISO)" })
 }).annotations({ identifier: "WorkflowEvent" })
@@ -47,8 +54,15 @@ export type WorkflowEvent = typeof WorkflowEvent.Type
 
 /** A page of an execution's events, inner steps' included (GET /workflows/:id/executions/:executionId/events). */
 export const ExecutionEventsPage = Schema.Struct({
-  events: Schema.Array(Schema.Struct({ id: Schema.String.annotations({ description: "the event's number (its SSE id)" }), ...WorkflowEvent.fields })),
-  nextAfter: Schema.NullOr(Schema.Number).annotations({ description: "`after` for the next page; null on the last one" })
+  events: Schema.Array(
+    Schema.Struct({
+      id: Schema.String.annotations({ description: "the event's number (its SSE id)" }),
+      ...WorkflowEvent.fields
+    })
+  ),
+  nextAfter: Schema.NullOr(Schema.Number).annotations({
+    description: "`after` for the next page; null on the last one"
+  })
 }).annotations({ identifier: "ExecutionEventsPage" })
 
 const SchemaOrNull = Schema.NullOr(JsonSchemaObject)
@@ -70,17 +84,24 @@ const stepDescriptionFields = {
   outputSchema: Schema.optional(JsonSchemaObject),
   suspendSchema: Schema.optional(JsonSchemaObject),
   resumeSchema: Schema.optional(JsonSchemaObject),
-  retry: Schema.optional(Schema.Literal(true)).annotations({ description: "present when the step has a retry policy (its schedule is code, not shown)" }),
-  timeoutMs: Schema.optional(Schema.Number).annotations({ description: "the step's timeout, when it has one, in milliseconds" })
+  retry: Schema.optional(Schema.Literal(true)).annotations({
+    description: "present when the step has a retry policy (its schedule is code, not shown)"
+  }),
+  timeoutMs: Schema.optional(Schema.Number).annotations({
+    description: "the step's timeout, when it has one, in milliseconds"
+  })
 }
 
 /** An inner step of a step (issue #31): its path under the step, e.g. `lines[]`, `route/positive`, `child/load`. */
-export const InnerStepDescription = Schema.Struct({ ...stepDescriptionFields, path: Schema.String }).annotations({ identifier: "WorkflowInnerStep" })
+export const InnerStepDescription = Schema.Struct({ ...stepDescriptionFields, path: Schema.String }).annotations({
+  identifier: "WorkflowInnerStep"
+})
 
 export const StepDescription = Schema.Struct({
   ...stepDescriptionFields,
   steps: Schema.optional(Schema.Array(InnerStepDescription)).annotations({
-    description: "the inner steps of andAll, andRace, andWhen, andForEach, andDoWhile/andDoUntil, andBranch, andMap (its keys) and andWorkflow (the child's steps)"
+    description:
+      "the inner steps of andAll, andRace, andWhen, andForEach, andDoWhile/andDoUntil, andBranch, andMap (its keys) and andWorkflow (the child's steps)"
   })
 }).annotations({ identifier: "WorkflowStep" })
 
@@ -100,11 +121,15 @@ export const ExecuteOptions = Schema.Struct({
   )),
   context: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
   wait: Schema.optional(Schema.Literal("parked")).annotations({
-    description: "execute only: answer 202 with the execution's state as soon as it parks (a sleep step, or queued for a concurrency slot) instead of after EXECUTE_WAIT_SECONDS"
+    description:
+      "execute only: answer 202 with the execution's state as soon as it parks (a sleep step, or queued for a concurrency slot) instead of after EXECUTE_WAIT_SECONDS"
   }),
-  webhook: Schema.optional(Schema.Struct({ url: Schema.String.pipe(Schema.maxLength(2048)) }).annotations({
-    description: "A completion callback (issue #33): an https URL whose host is in webhooks.allowedHosts, POSTed a signed body when the execution ends or suspends"
-  }))
+  webhook: Schema.optional(
+    Schema.Struct({ url: Schema.String.pipe(Schema.maxLength(2048)) }).annotations({
+      description:
+        "A completion callback (issue #33): an https URL whose host is in webhooks.allowedHosts, POSTed a signed body when the execution ends or suspends"
+    })
+  )
 })
 
 export const ExecuteRequest = Schema.Struct({
@@ -125,7 +150,9 @@ export const ExecutionResult = Schema.Struct({
     suspendedAt: Schema.String,
     reason: Schema.String,
     suspendedStepIndex: Schema.Number,
-    data: Schema.optional(Schema.Unknown).annotations({ description: "the data the step suspended with (`suspend(reason, data)`), if any" })
+    data: Schema.optional(Schema.Unknown).annotations({
+      description: "the data the step suspended with (`suspend(reason, data)`), if any"
+    })
   }))
 }).annotations({ identifier: "ExecutionResult" })
 export type ExecutionResult = typeof ExecutionResult.Type
@@ -138,7 +165,9 @@ export const ExecutionParked = Schema.Struct({
   status: Schema.Literal("running"),
   result: Schema.Null,
   waitingUntil: Schema.optional(Schema.String).annotations({ description: "parked by a sleep step until then (ISO)" }),
-  waiting: Schema.optional(Schema.Literal("concurrency")).annotations({ description: "queued for a slot of its workflow's concurrency limit" }),
+  waiting: Schema.optional(Schema.Literal("concurrency")).annotations({
+    description: "queued for a slot of its workflow's concurrency limit"
+  }),
   queuedAt: Schema.optional(Schema.String).annotations({ description: "with waiting: since when it waits (ISO)" })
 }).annotations({ identifier: "ExecutionParked" })
 export type ExecutionParked = typeof ExecutionParked.Type
@@ -207,11 +236,17 @@ export const ReplayOf = Schema.Struct({
 }).annotations({ identifier: "ReplayOf" })
 
 /** One replay of an execution, as the original's record lists it. */
-export const ReplayLink = Schema.Struct({ executionId: Schema.String, fromStep: Schema.String, createdAt: Schema.String })
+export const ReplayLink = Schema.Struct({
+  executionId: Schema.String,
+  fromStep: Schema.String,
+  createdAt: Schema.String
+})
   .annotations({ identifier: "ReplayLink" })
 
 const replayFields = {
-  replayOf: Schema.optional(ReplayOf).annotations({ description: "present on a replay (POST …/replay or …/restart): the execution it replays" }),
+  replayOf: Schema.optional(ReplayOf).annotations({
+    description: "present on a replay (POST …/replay or …/restart): the execution it replays"
+  }),
   replays: Schema.optional(Schema.Array(ReplayLink)).annotations({
     description: "the replays of this execution the caller may see, newest first (at most 100)"
   })
@@ -227,7 +262,9 @@ export const ExecutionState = Schema.Struct({
     reason: Schema.String,
     stepIndex: Schema.Number,
     stepId: Schema.String,
-    data: Schema.optional(Schema.Unknown).annotations({ description: "the data the step suspended with (`suspend(reason, data)`), if any" })
+    data: Schema.optional(Schema.Unknown).annotations({
+      description: "the data the step suspended with (`suspend(reason, data)`), if any"
+    })
   })),
   input: Schema.Unknown,
   context: Schema.Unknown,
@@ -235,7 +272,9 @@ export const ExecutionState = Schema.Struct({
   result: Schema.optional(Schema.Unknown),
   error: Schema.optional(Schema.String),
   errorDetail: Schema.optional(ErrorDetail),
-  waitingUntil: Schema.optional(Schema.String).annotations({ description: "a running execution parked by a sleep step: when it wakes (ISO)" }),
+  waitingUntil: Schema.optional(Schema.String).annotations({
+    description: "a running execution parked by a sleep step: when it wakes (ISO)"
+  }),
   ...waitingFields,
   ...replayFields
 }).annotations({ identifier: "ExecutionState" })
@@ -253,7 +292,9 @@ export const ExecutionEventRecord = Schema.Struct({
   wakeAt: Schema.optional(Schema.String).annotations({ description: "step-sleep: when the execution wakes (ISO)" }),
   path: Schema.optional(Schema.String).annotations({ description: "an inner step's event: its path (issue #31)" }),
   attempt: Schema.optional(Schema.Number).annotations({ description: "step-retry: the attempt that failed" }),
-  delayMs: Schema.optional(Schema.Number).annotations({ description: "step-retry: the back-off before the next attempt" }),
+  delayMs: Schema.optional(Schema.Number).annotations({
+    description: "step-retry: the back-off before the next attempt"
+  }),
   retryAt: Schema.optional(Schema.String).annotations({ description: "step-retry: when the next attempt is due" }),
   error: Schema.optional(Schema.String).annotations({ description: "step-retry: the failed attempt's error" }),
   errorDetail: Schema.optional(ErrorDetail)
@@ -264,33 +305,45 @@ export const ExecutionRecord = Schema.Struct({
   workflowId: Schema.String,
   workflowName: Schema.String,
   status: ExecutionStatus,
-  input: Schema.optional(Schema.Unknown).annotations({ description: "left out of a listing's summary (see truncated)" }),
+  input: Schema.optional(Schema.Unknown).annotations({
+    description: "left out of a listing's summary (see truncated)"
+  }),
   metadata: ExecutionMetadata,
   events: Schema.Array(ExecutionEventRecord),
   output: Schema.optional(Schema.Unknown),
   createdAt: Schema.String,
   updatedAt: Schema.String,
-  waitingUntil: Schema.optional(Schema.String).annotations({ description: "a running execution parked by a sleep step: when it wakes (ISO)" }),
+  waitingUntil: Schema.optional(Schema.String).annotations({
+    description: "a running execution parked by a sleep step: when it wakes (ISO)"
+  }),
   ...waitingFields,
   ...replayFields,
-  truncated: Schema.optional(Schema.Struct({
-    historyBytes: Schema.Number,
-    limit: Schema.Number,
-    record: Schema.String
-  }).annotations({
-    description: "Only in a listing, for an execution whose events are over `limit` bytes as JSON: input, output and " +
-      "events are left out; GET `record` answers the whole record"
-  }))
+  truncated: Schema.optional(
+    Schema.Struct({
+      historyBytes: Schema.Number,
+      limit: Schema.Number,
+      record: Schema.String
+    }).annotations({
+      description:
+        "Only in a listing, for an execution whose events are over `limit` bytes as JSON: input, output and " +
+        "events are left out; GET `record` answers the whole record"
+    })
+  )
 }).annotations({ identifier: "ExecutionRecord" })
 
 /** A step path's longest form in a replay request (ids are at most 64 characters; paths nest a few). */
 const MAX_STEP_PATH = 1000
 
 export const ReplayRequest = Schema.Struct({
-  fromStep: Schema.String.pipe(Schema.maxLength(MAX_STEP_PATH, { message: () => `must be at most ${MAX_STEP_PATH} characters` })).annotations({
-    description: "the top-level step to run from (an id of the workflow as registered now): the steps before it are copied from the execution"
+  fromStep: Schema.String.pipe(
+    Schema.maxLength(MAX_STEP_PATH, { message: () => `must be at most ${MAX_STEP_PATH} characters` })
+  ).annotations({
+    description:
+      "the top-level step to run from (an id of the workflow as registered now): the steps before it are copied from the execution"
   }),
-  input: Schema.optional(Schema.Unknown).annotations({ description: "a new input for the workflow: only when fromStep is its first step" })
+  input: Schema.optional(Schema.Unknown).annotations({
+    description: "a new input for the workflow: only when fromStep is its first step"
+  })
 }).annotations({ identifier: "ReplayRequest" })
 export type ReplayRequest = typeof ReplayRequest.Type
 

@@ -7,7 +7,8 @@ export type SchemaOf<A> = Schema.Schema<A, any, never>
 export type { ResultContext, ResultError, ResultValue } from "../core/userCode.js"
 
 /** `suspend` as a step sees it: `data` is optional and untyped without a `suspendSchema`, required and typed with one. */
-export type SuspendFn<S> = unknown extends S ? (reason: string, data?: unknown) => never : (reason: string, data: S) => never
+export type SuspendFn<S> = unknown extends S ? (reason: string, data?: unknown) => never
+  : (reason: string, data: S) => never
 
 /**
  * The `steps` record after a step with this id and output: one flat object type per step, no
@@ -30,7 +31,8 @@ export type InnerError<T> = T extends { readonly execute: (...args: never) => in
 export type AllOutput<T extends ReadonlyArray<unknown>> = { -readonly [K in keyof T]: InnerOutput<T[K]> }
 
 /** The `steps` record after an andAll/andRace: the outer id's output and every inner id's (`| undefined` when `Maybe`). */
-export type WithInner<S, K extends string, A, T extends ReadonlyArray<{ readonly id: string }>, Maybe> = S extends unknown ? {
+export type WithInner<S, K extends string, A, T extends ReadonlyArray<{ readonly id: string }>, Maybe> = S extends
+  unknown ? {
     readonly [P in keyof S | K | T[number]["id"]]: P extends K ? A
       : P extends T[number]["id"] ? InnerOutput<Extract<T[number], { readonly id: P }>> | Maybe
       : P extends keyof S ? S[P]
@@ -40,6 +42,9 @@ export type WithInner<S, K extends string, A, T extends ReadonlyArray<{ readonly
 
 /** The `steps` record after an andWhen: the outer id's output (`D | B`) and the inner id's (`B | undefined`). */
 export type WithWhen<S, K extends string, KI extends string, D, B> = S extends unknown ? {
-    readonly [P in keyof S | K | KI]: P extends K ? D | B : P extends KI ? B | undefined : P extends keyof S ? S[P] : never
+    readonly [P in keyof S | K | KI]: P extends K ? D | B
+      : P extends KI ? B | undefined
+      : P extends keyof S ? S[P]
+      : never
   }
   : never

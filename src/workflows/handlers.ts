@@ -1,21 +1,21 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect, Stream } from "effect"
+import { ServiceApi } from "../Api.js"
 import { CurrentCaller } from "../auth/Authentication.js"
 import { actingUserId } from "../auth/Ownership.js"
 import type { BadRequest, Forbidden } from "../core/errors.js"
-import { ServiceApi } from "../Api.js"
-import { fixedJsonResponse } from "../http/fixedResponse.js"
 import { tooManyRequestsResponse } from "../http/Errors.js"
+import { fixedJsonResponse } from "../http/fixedResponse.js"
 import { streamedJsonResponse } from "../http/jsonStream.js"
-import { encodeEvent, jsonEvent, sseFramesResponse } from "../http/sse.js"
 import { pageOf } from "../http/Query.js"
+import { encodeEvent, jsonEvent, sseFramesResponse } from "../http/sse.js"
+import { Webhooks } from "../webhooks/Webhooks.js"
+import { isParkedAnswer } from "./ExecuteWait.js"
 import type { ExecutionUpdate } from "./ExecutionViews.js"
 import { callerOf, IdempotencyKeys, type StartRoute } from "./IdempotencyKeys.js"
 import { type StartOptions, WorkflowEngine } from "./WorkflowEngine.js"
-import type { ExecuteRequest, ExecutionResult } from "./WorkflowSchemas.js"
-import { isParkedAnswer } from "./ExecuteWait.js"
 import { ParkedAnswer } from "./WorkflowsApi.js"
-import { Webhooks } from "../webhooks/Webhooks.js"
+import type { ExecuteRequest, ExecutionResult } from "./WorkflowSchemas.js"
 
 const EVENTS_DEFAULT = 100
 const EVENTS_MAX = 1000
@@ -95,7 +95,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
             from: urlParams.from,
             to: urlParams.to,
             ...pageOf(urlParams)
-        })))
+          })))
       .handle("getExecutionRecord", ({ path }) =>
         Effect.gen(function*() {
           const caller = yield* CurrentCaller
@@ -105,9 +105,16 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
           return yield* engine.record(path.executionId, caller.visibility, caller.userId ?? "").pipe(
             Effect.flatMap((read) =>
               head
-                ? Effect.as(read.release, HttpServerResponse.empty({ status: 200, headers: { "content-type": "application/json" } }))
-                : streamedJsonResponse(read.record, "events", read.events)),
-            Effect.catchTag("TooManyRequests", (busy) => Effect.succeed(tooManyRequestsResponse(busy, RECORD_RETRY_AFTER_SECONDS)))
+                ? Effect.as(
+                  read.release,
+                  HttpServerResponse.empty({ status: 200, headers: { "content-type": "application/json" } })
+                )
+                : streamedJsonResponse(read.record, "events", read.events)
+            ),
+            Effect.catchTag(
+              "TooManyRequests",
+              (busy) => Effect.succeed(tooManyRequestsResponse(busy, RECORD_RETRY_AFTER_SECONDS))
+            )
           )
         }))
       .handle("getWorkflow", ({ path }) => engine.details(path.id))
@@ -123,7 +130,9 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
           engine.run(path.id, payload, options)))
       .handle("streamWorkflow", ({ headers, path, payload }) =>
         startOptions("stream", path.id, payload, headers["idempotency-key"]).pipe(
-          Effect.flatMap((options) => engine.stream(path.id, payload, options)),
+          Effect.flatMap((options) =>
+            engine.stream(path.id, payload, options)
+          ),
           Effect.flatMap(asSse)
         ))
       .handle("suspendExecution", ({ path, payload }) =>
@@ -145,14 +154,18 @@ export const WorkflowsHandlers = HttpApiBuilder.group(ServiceApi, "workflows", (
       .handle("cancelExecution", ({ path, payload }) =>
         Effect.flatMap(visibility, (seen) =>
           engine.cancel(path.id, path.executionId, payload.reason ?? "Cancelled by request", seen)))
-      .handle("deleteExecution", ({ path }) => Effect.flatMap(visibility, (seen) => engine.remove(path.id, path.executionId, seen)))
+      .handle("deleteExecution", ({ path }) =>
+        Effect.flatMap(visibility, (seen) =>
+          engine.remove(path.id, path.executionId, seen)))
       .handle("executionEvents", ({ path, urlParams }) =>
         Effect.flatMap(visibility, (seen) =>
           engine.events(path.id, path.executionId, {
             afterSeq: urlParams.after ?? 0,
             limit: Math.max(1, Math.min(urlParams.limit ?? EVENTS_DEFAULT, EVENTS_MAX))
           }, seen)))
-      .handle("executionState", ({ path }) => Effect.flatMap(visibility, (seen) => engine.state(path.id, path.executionId, seen)))
+      .handle("executionState", ({ path }) =>
+        Effect.flatMap(visibility, (seen) =>
+          engine.state(path.id, path.executionId, seen)))
       .handle("attachExecution", ({ path, urlParams }) =>
         Effect.gen(function*() {
           const after = urlParams.after ?? (yield* lastEventId)

@@ -156,7 +156,10 @@ export const addWorkflowValues = Effect.gen(function*() {
     PRIMARY KEY (execution_id, hash)
   )`
   yield* sql`ALTER TABLE workflow_executions ADD COLUMN history_bytes BIGINT NOT NULL DEFAULT 0`
-  const bytes = sql.onDialectOrElse({ pg: () => sql`octet_length(event)`, orElse: () => sql`length(CAST(event AS BLOB))` })
+  const bytes = sql.onDialectOrElse({
+    pg: () => sql`octet_length(event)`,
+    orElse: () => sql`length(CAST(event AS BLOB))`
+  })
   yield* sql`UPDATE workflow_executions SET history_bytes = COALESCE(
     (SELECT SUM(${bytes}) FROM workflow_events WHERE workflow_events.execution_id = workflow_executions.id), 0)`
 })
@@ -241,9 +244,14 @@ export const addStoredBytes = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`ALTER TABLE workflow_executions ADD COLUMN stored_bytes BIGINT NOT NULL DEFAULT 0`
   const bytes = (column: string) =>
-    sql.onDialectOrElse({ pg: () => sql`octet_length(${sql(column)})`, orElse: () => sql`length(CAST(${sql(column)} AS BLOB))` })
+    sql.onDialectOrElse({
+      pg: () => sql`octet_length(${sql(column)})`,
+      orElse: () => sql`length(CAST(${sql(column)} AS BLOB))`
+    })
   const of = (table: string, column: string) =>
-    sql`COALESCE((SELECT SUM(${bytes(column)}) FROM ${sql(table)} WHERE ${sql(table)}.execution_id = workflow_executions.id), 0)`
+    sql`COALESCE((SELECT SUM(${bytes(column)}) FROM ${sql(table)} WHERE ${
+      sql(table)
+    }.execution_id = workflow_executions.id), 0)`
   yield* sql`UPDATE workflow_executions SET stored_bytes =
     ${of("workflow_events", "event")} + ${of("workflow_step_outputs", "output")} + ${of("workflow_values", "value")}`
 })

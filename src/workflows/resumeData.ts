@@ -12,5 +12,8 @@ export const storedResumeData = (schema: Schema.Schema.AnyNoContext | undefined,
     Schema.decodeUnknownEither(schema as Schema.Schema<unknown>, { errors: "all" })(resumeData),
     (decoded) => storedForm(schema, decoded)
   )
-  return Either.mapLeft(stored, (error) => ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error), ["resumeData"]))
+  return Either.mapLeft(
+    stored,
+    (error) => ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error), ["resumeData"])
+  )
 }

@@ -1,22 +1,36 @@
 import { Cause, Data, Effect, Either, Option, ParseResult, Schema } from "effect"
 import { isOutputSchema } from "../agents/AgentOutput.js"
 import type { AgentRegistry } from "../agents/AgentRegistry.js"
-import type { ErrorDetail } from "../core/errorDetail.js"
-import { BadRequest, Conflict, ValidationError } from "../core/errors.js"
-import { errorDetailOf, failureMessage, spanMessageOf } from "../observability/errorDetail.js"
-import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
-import { encodeValue, isPlain, storedForm } from "./StepCodec.js"
-import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
-import { withInnerPolicy } from "./steps/innerPolicy.js"
-import { enterSleep, type SleepSignal } from "./steps/Sleep.js"
-import type { SleepRecord } from "./ExecutionRows.js"
-import { type InnerCheckpoint, inMemory } from "./steps/InnerOutputs.js"
-import { runAll, runChildSteps, runRace } from "./steps/innerRunner.js"
-import { runLoopStep } from "./steps/loopRunner.js"
 import type { ApprovalAnswer, PendingApproval } from "../agents/approvals/ApprovalStore.js"
 import type { CallRequest } from "../agents/generation/call.js"
-import { APPROVAL_REASON, type ApprovalResumeData, asApprovalResume, EXPIRED_REASON, firstExpiry } from "./steps/agentApprovals.js"
-import { isSuspendSignal, type Step, type StepContext, type StepFn, type StepSpec, SuspendSignal, type WorkflowDefinition } from "./Workflow.js"
+import type { ErrorDetail } from "../core/errorDetail.js"
+import { BadRequest, Conflict, ValidationError } from "../core/errors.js"
+import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
+import { errorDetailOf, failureMessage, spanMessageOf } from "../observability/errorDetail.js"
+import type { SleepRecord } from "./ExecutionRows.js"
+import { encodeValue, isPlain, storedForm } from "./StepCodec.js"
+import {
+  APPROVAL_REASON,
+  type ApprovalResumeData,
+  asApprovalResume,
+  EXPIRED_REASON,
+  firstExpiry
+} from "./steps/agentApprovals.js"
+import { inMemory, type InnerCheckpoint } from "./steps/InnerOutputs.js"
+import { withInnerPolicy } from "./steps/innerPolicy.js"
+import { runAll, runChildSteps, runRace } from "./steps/innerRunner.js"
+import { runLoopStep } from "./steps/loopRunner.js"
+import { enterSleep, type SleepSignal } from "./steps/Sleep.js"
+import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
+import {
+  isSuspendSignal,
+  type Step,
+  type StepContext,
+  type StepFn,
+  type StepSpec,
+  SuspendSignal,
+  type WorkflowDefinition
+} from "./Workflow.js"
 
 /** A step that failed (not a suspension, not an interruption). */
 export class StepFailed extends Data.TaggedError("StepFailed")<{
@@ -35,7 +49,14 @@ export class StepFailed extends Data.TaggedError("StepFailed")<{
 /** The failure of a step whose code failed with `error`: its message, or its tag and fields without one. */
 export const stepFailure = (stepId: string, error: unknown, defect?: boolean): StepFailed => {
   const detail = errorDetailOf(error)
-  return new StepFailed({ stepId, message: failureMessage(error, detail), detail, spanMessage: spanMessageOf(error, detail), error, defect })
+  return new StepFailed({
+    stepId,
+    message: failureMessage(error, detail),
+    detail,
+    spanMessage: spanMessageOf(error, detail),
+    error,
+    defect
+  })
 }
 
 export type StepOutcome = SuspendSignal | StepFailed | SleepSignal
@@ -76,7 +97,10 @@ const suspendHere = (stepId: string, schema: SuspendSchema) => (reason: string, 
     if (Either.isLeft(decoded)) {
       // What is wrong with it as a value of the schema's type (a plain schema's: every path, as before).
       const error = Either.isLeft(encoded) && !isPlain(schema) ? encoded.left : decoded.left
-      throw new StepFailed({ stepId, message: `suspend data does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}` })
+      throw new StepFailed({
+        stepId,
+        message: `suspend data does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
+      })
     }
     if (Either.isRight(encoded)) stored = encoded.right
   }
@@ -84,7 +108,9 @@ const suspendHere = (stepId: string, schema: SuspendSchema) => (reason: string, 
   if (stored !== undefined && bytes > MAX_SUSPEND_DATA_BYTES) {
     throw new StepFailed({
       stepId,
-      message: `suspend data is ${formatBytes(bytes)} as JSON, over the ${formatBytes(MAX_SUSPEND_DATA_BYTES)} a suspension may hold`
+      message: `suspend data is ${formatBytes(bytes)} as JSON, over the ${
+        formatBytes(MAX_SUSPEND_DATA_BYTES)
+      } a suspension may hold`
     })
   }
   throw new SuspendSignal({ reason, data: stored })
@@ -94,15 +120,19 @@ const toStepOutcome = (stepId: string) => (cause: Cause.Cause<unknown>): Effect.
   if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
   const error = Cause.squash(cause)
   if (isSuspendSignal(error)) return Effect.fail(error)
-  return Effect.fail(error instanceof StepFailed ? error : stepFailure(stepId, error, Option.isNone(Cause.failureOption(cause))))
+  return Effect.fail(
+    error instanceof StepFailed ? error : stepFailure(stepId, error, Option.isNone(Cause.failureOption(cause)))
+  )
 }
 
 /**
  * Runs a step's code. The signal it sees is aborted only when the step does not succeed
  * (interrupted: suspend, cancel, race lost, shutdown; or failed).
  */
-export const runCode = <A>(stepId: string, code: (signal: LazySignal) => UserResult<A>): Effect.Effect<A, StepOutcome> =>
-  runUserCode(code, toStepOutcome(stepId))
+export const runCode = <A>(
+  stepId: string,
+  code: (signal: LazySignal) => UserResult<A>
+): Effect.Effect<A, StepOutcome> => runUserCode(code, toStepOutcome(stepId))
 
 export interface Running {
   readonly id: string
@@ -111,7 +141,13 @@ export interface Running {
   readonly path?: string | undefined
 }
 
-export const contextFor = (env: StepEnv, step: Running, data: unknown, resumeData: unknown, lazySignal: LazySignal): StepContext => ({
+export const contextFor = (
+  env: StepEnv,
+  step: Running,
+  data: unknown,
+  resumeData: unknown,
+  lazySignal: LazySignal
+): StepContext => ({
   data,
   input: env.input,
   steps: env.stepData,
@@ -145,7 +181,12 @@ export const inner = (outer: Running, step: Running): Running & { readonly path:
 /** andWhen's inner step, under its `timeout` and `retry` (steps/innerPolicy.ts). */
 export const runInner = (env: StepEnv, outer: Running, one: StepSpec, data: unknown, resumeData: unknown) => {
   const running = inner(outer, one)
-  return withInnerPolicy(env, one, pathIn(env, running.path), (env) => runFn(env, running, one.execute, data, resumeData))
+  return withInnerPolicy(
+    env,
+    one,
+    pathIn(env, running.path),
+    (env) => runFn(env, running, one.execute, data, resumeData)
+  )
 }
 
 /** Decodes a workflow's input; the message is the API's validation message. */
@@ -170,10 +211,18 @@ const childInputOf = (child: WorkflowDefinition, input: unknown): Either.Either<
 export const decodeWorkflowInput = (definition: WorkflowDefinition, input: unknown) =>
   Either.flatMap(decodeInput(definition, input), (decoded): Either.Either<unknown, ValidationError | BadRequest> => {
     const stored = storedForm(definition.input, decoded)
-    if (Either.isLeft(stored)) return Either.left(ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(stored.left), ["input"]))
+    if (Either.isLeft(stored)) {
+      return Either.left(ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(stored.left), ["input"]))
+    }
     const bytes = jsonBytes(stored.right)
     return bytes > MAX_INPUT_BYTES
-      ? Either.left(new BadRequest({ message: `Workflow input is ${formatBytes(bytes)} as JSON, over the ${formatBytes(MAX_INPUT_BYTES)} an execution may store` }))
+      ? Either.left(
+        new BadRequest({
+          message: `Workflow input is ${formatBytes(bytes)} as JSON, over the ${
+            formatBytes(MAX_INPUT_BYTES)
+          } an execution may store`
+        })
+      )
       : Either.right(stored.right)
   })
 
@@ -181,7 +230,12 @@ export const decodeWorkflowInput = (definition: WorkflowDefinition, input: unkno
  * One step's output for its input. Suspension, failure and interruption come out of the error
  * channel / cause; andTap and a false andWhen pass their input through.
  */
-export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unknown): Effect.Effect<unknown, StepOutcome> => {
+export const runStep = (
+  env: StepEnv,
+  step: Step,
+  data: unknown,
+  resumeData: unknown
+): Effect.Effect<unknown, StepOutcome> => {
   switch (step.type) {
     case "andThen":
       // Its output is checked against its outputSchema where it is stored (ExecutionDriver) or, in a child, below.
@@ -189,7 +243,10 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
     case "andTap":
       return runFn(env, step, step.execute, data, resumeData).pipe(
         // Written inside the step's span (as one of its events): a message made of the error's fields is its tag alone.
-        Effect.catchTag("StepFailed", (failure) => Effect.logWarning(`tap step ${step.id} failed: ${failure.spanMessage ?? failure.message}`)),
+        Effect.catchTag(
+          "StepFailed",
+          (failure) => Effect.logWarning(`tap step ${step.id} failed: ${failure.spanMessage ?? failure.message}`)
+        ),
         Effect.as(data)
       )
     case "andWhen":
@@ -217,24 +274,37 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
       return asked.pipe(
         Effect.flatMap((answer) => {
           const map = step.map
-          return map === undefined ? Effect.succeed(answer) : runFn(env, step, (context) => map(answer, context), data, resumeData)
+          return map === undefined
+            ? Effect.succeed(answer)
+            : runFn(env, step, (context) => map(answer, context), data, resumeData)
         })
       )
     }
     case "andSleep":
     case "andSleepUntil":
-      return enterSleep(step, pathIn(env, step.id), data, env.sleep, (fn) => runFn(env, step, fn, data, resumeData), (message) =>
-        new StepFailed({ stepId: step.id, message }))
+      return enterSleep(
+        step,
+        pathIn(env, step.id),
+        data,
+        env.sleep,
+        (fn) => runFn(env, step, fn, data, resumeData),
+        (message) => new StepFailed({ stepId: step.id, message })
+      )
     case "andWorkflow":
-      return runCode(step.id, (signal) =>
-        step.input ? step.input(contextFor(env, step, data, resumeData, signal)) : data).pipe(
-          Effect.flatMap((childInput) =>
-            Either.match(childInputOf(step.workflow, childInput), {
-              onLeft: (error) => Effect.fail(new StepFailed({ stepId: step.id, message: `sub-workflow ${step.workflow.id}: ${error.message}` })),
-              onRight: (decoded) => runChildSteps(env, step, step.workflow, decoded, resumeData, env.inner ?? inMemory())
-            })
-          )
+      return runCode(
+        step.id,
+        (signal) => step.input ? step.input(contextFor(env, step, data, resumeData, signal)) : data
+      ).pipe(
+        Effect.flatMap((childInput) =>
+          Either.match(childInputOf(step.workflow, childInput), {
+            onLeft: (error) =>
+              Effect.fail(
+                new StepFailed({ stepId: step.id, message: `sub-workflow ${step.workflow.id}: ${error.message}` })
+              ),
+            onRight: (decoded) => runChildSteps(env, step, step.workflow, decoded, resumeData, env.inner ?? inMemory())
+          })
         )
+      )
     default:
       return runLoopStep(env, step, data, resumeData)
   }
@@ -246,21 +316,38 @@ export const runStep = (env: StepEnv, step: Step, data: unknown, resumeData: unk
  * expired, as its expiry would have (a row answered already refuses that too).
  */
 const continueAgent = (env: StepEnv, step: Extract<Step, { type: "andAgent" }>, answers: ApprovalResumeData) => {
-  const ask = (data: ApprovalResumeData) => askAgent(env, step, { options: { approvals: data.answers }, approvalsExpired: data.expired === true })
+  const ask = (data: ApprovalResumeData) =>
+    askAgent(env, step, { options: { approvals: data.answers }, approvalsExpired: data.expired === true })
   return answers.expired === true ? ask(answers) : Effect.catchIf(
     ask(answers),
     (outcome) => outcome._tag === "StepFailed" && outcome.error instanceof Conflict,
-    () => ask({ answers: answers.answers.map((one) => ({ approvalId: one.approvalId, approved: false, reason: EXPIRED_REASON })), expired: true })
+    () =>
+      ask({
+        answers: answers.answers.map((one) => ({
+          approvalId: one.approvalId,
+          approved: false,
+          reason: EXPIRED_REASON
+        })),
+        expired: true
+      })
   )
 }
 
 /** An andAgent step that stopped on tool approvals: it suspends with them, until their first expiry. */
-const suspendOnApprovals = (stepId: string, approvals: ReadonlyArray<PendingApproval>): Effect.Effect<never, StepOutcome> => {
+const suspendOnApprovals = (
+  stepId: string,
+  approvals: ReadonlyArray<PendingApproval>
+): Effect.Effect<never, StepOutcome> => {
   const data = { approvals }
   const bytes = jsonBytes(data)
   return Effect.fail(
     bytes > MAX_SUSPEND_DATA_BYTES
-      ? new StepFailed({ stepId, message: `pending approvals are ${formatBytes(bytes)} as JSON, over the ${formatBytes(MAX_SUSPEND_DATA_BYTES)} a suspension may hold` })
+      ? new StepFailed({
+        stepId,
+        message: `pending approvals are ${formatBytes(bytes)} as JSON, over the ${
+          formatBytes(MAX_SUSPEND_DATA_BYTES)
+        } a suspension may hold`
+      })
       : new SuspendSignal({ reason: APPROVAL_REASON, data, wakeAt: firstExpiry(approvals) })
   )
 }
@@ -272,25 +359,39 @@ const suspendOnApprovals = (stepId: string, approvals: ReadonlyArray<PendingAppr
 const askAgent = (
   env: StepEnv,
   step: Extract<Step, { type: "andAgent" }>,
-  asked: Pick<CallRequest, "input" | "approvalsExpired"> & { readonly options?: { readonly approvals: ReadonlyArray<ApprovalAnswer> } }
+  asked: Pick<CallRequest, "input" | "approvalsExpired"> & {
+    readonly options?: { readonly approvals: ReadonlyArray<ApprovalAnswer> }
+  }
 ): Effect.Effect<unknown, StepOutcome> => {
   // The agent call is the execution's owner's: its history entry is theirs.
   const request = {
     ...asked,
-    options: { ...asked.options, context: { ...env.context }, ...(env.userId === undefined ? {} : { userId: env.userId }) },
+    options: {
+      ...asked.options,
+      context: { ...env.context },
+      ...(env.userId === undefined ? {} : { userId: env.userId })
+    },
     user: env.user,
     // Its approvals are answered by the execution's resume only.
     boundTo: env.executionId
   }
   const output = step.output
   const answer: Effect.Effect<unknown, { readonly _tag: string } | StepOutcome> = output === undefined
-    ? Effect.flatMap(env.agents.call(step.agent, request), (result) =>
-      result.pendingApprovals === undefined || result.pendingApprovals.length === 0
-        ? Effect.succeed(result.text)
-        : suspendOnApprovals(step.id, result.pendingApprovals))
+    ? Effect.flatMap(
+      env.agents.call(step.agent, request),
+      (result) =>
+        result.pendingApprovals === undefined || result.pendingApprovals.length === 0
+          ? Effect.succeed(result.text)
+          : suspendOnApprovals(step.id, result.pendingApprovals)
+    )
     : isOutputSchema(output)
     ? env.agents.call(step.agent, { ...request, output })
     : env.agents.object(step.agent.id, { ...request, schema: output })
-  return Effect.mapError(answer, (error) =>
-    error._tag === "SuspendSignal" || error._tag === "StepFailed" || error._tag === "SleepSignal" ? error as StepOutcome : stepFailure(step.id, error))
+  return Effect.mapError(
+    answer,
+    (error) =>
+      error._tag === "SuspendSignal" || error._tag === "StepFailed" || error._tag === "SleepSignal"
+        ? error as StepOutcome
+        : stepFailure(step.id, error)
+  )
 }

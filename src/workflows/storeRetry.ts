@@ -13,8 +13,10 @@ export const isStoreDefect = (defect: unknown): boolean => Predicate.isTagged(de
 
 /** Whether the last stored events are these (the same type, origin and time each): a write that committed. */
 export const storedAre = (stored: ReadonlyArray<StoredEvent>, events: ReadonlyArray<WorkflowEvent>) =>
-  stored.length === events.length && stored.every(({ event }, i) =>
-    event.type === events[i].type && event.from === events[i].from && event.timestamp === events[i].timestamp)
+  stored.length === events.length &&
+  stored.every(({ event }, i) =>
+    event.type === events[i].type && event.from === events[i].from && event.timestamp === events[i].timestamp
+  )
 
 /** The wait before an execution goes on after its `n`th death in a row (a store that reads but does not write). */
 export const goOnDelay = (deaths: number) => Duration.seconds(Math.min(60, 2 ** (deaths - 1)))
@@ -29,9 +31,16 @@ class StoreDefect {
  */
 export const retryingRead = <A, E>(read: Effect.Effect<A, E>): Effect.Effect<A, E> =>
   Effect.retry(
-    Effect.catchAllDefect(read, (defect) => isStoreDefect(defect) ? Effect.fail(new StoreDefect(defect)) : Effect.die(defect)),
-    { schedule: STORE_ERROR_RETRY, while: (error) => error instanceof StoreDefect }
-  ).pipe(Effect.catchIf((error): error is StoreDefect => error instanceof StoreDefect, (error) => Effect.die(error.defect)))
+    Effect.catchAllDefect(read, (defect) =>
+      isStoreDefect(defect) ? Effect.fail(new StoreDefect(defect)) : Effect.die(defect)),
+    {
+      schedule: STORE_ERROR_RETRY,
+      while: (error) =>
+        error instanceof StoreDefect
+    }
+  ).pipe(
+    Effect.catchIf((error): error is StoreDefect => error instanceof StoreDefect, (error) => Effect.die(error.defect))
+  )
 
 /**
  * A resume's claim (suspended at the version read → running, owned by `resume.owner`) where a store
@@ -51,6 +60,8 @@ export const claimResumeRetrying = (
     const ours = status === "running" && owner === resume.owner && version === execution.version + 1
     return Effect.succeed(ours ? row : Option.none<Execution>())
   })
-  return Effect.catchAllDefect(claim, (defect) =>
-    isStoreDefect(defect) ? retryingRead(Effect.catchAllDefect(settle, Effect.die)) : Effect.die(defect))
+  return Effect.catchAllDefect(
+    claim,
+    (defect) => isStoreDefect(defect) ? retryingRead(Effect.catchAllDefect(settle, Effect.die)) : Effect.die(defect)
+  )
 }

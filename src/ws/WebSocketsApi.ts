@@ -7,7 +7,10 @@ import { SystemLogFilters } from "../observability/ObservabilityApi.js"
 const Upgrade = Schema.Unknown.annotations({ description: "101 Switching Protocols: a WebSocket" })
 
 /** A console socket: its key (`?key=` in production) checked by the handler before the upgrade. */
-const consoleSocket = <const Name extends string, const Path extends HttpApiEndpoint.PathSegment>(name: Name, path: Path) =>
+const consoleSocket = <const Name extends string, const Path extends HttpApiEndpoint.PathSegment>(
+  name: Name,
+  path: Path
+) =>
   HttpApiEndpoint.get(name, path)
     .addSuccess(Upgrade, { status: 101 })
     .addError(Unauthorized)

@@ -38,13 +38,16 @@ export const serve = (
 ) =>
   Effect.gen(function*() {
     const socket = yield* upgradeWithLimit(request, handlers.maxPayload).pipe(
-      Effect.mapError(() => new UpgradeRequired({ message: "Upgrade required: this endpoint only accepts WebSocket connections" }))
+      Effect.mapError(() =>
+        new UpgradeRequired({ message: "Upgrade required: this endpoint only accepts WebSocket connections" })
+      )
     )
     yield* Effect.scoped(Effect.gen(function*() {
       const connection = boundedConnection(request, yield* socket.writer)
       const scope = yield* Effect.scope
       yield* socket.runRaw(
-        (data) => handlers.onMessage?.(typeof data === "string" ? data : decoder.decode(data), connection) ?? Effect.void,
+        (data) =>
+          handlers.onMessage?.(typeof data === "string" ? data : decoder.decode(data), connection) ?? Effect.void,
         { onOpen: Scope.extend(handlers.onOpen(connection), scope) }
       ).pipe(Effect.catchAll(() => Effect.void))
     }))

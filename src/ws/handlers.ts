@@ -1,12 +1,12 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { Effect, Option } from "effect"
+import { ServiceApi } from "../Api.js"
 import { AuthPolicy } from "../auth/AuthPolicy.js"
 import { ServerConfig } from "../config/ServerConfig.js"
-import { ServiceApi } from "../Api.js"
-import { followLogs } from "../observability/logFollow.js"
-import { type LogEntry, LogStore } from "../observability/LogStore.js"
 import { logLimit } from "../http/Limits.js"
 import { ANONYMOUS_MESSAGE_LIMIT } from "../http/WebSocketUpgrade.js"
+import { followLogs } from "../observability/logFollow.js"
+import { type LogEntry, LogStore } from "../observability/LogStore.js"
 import { entityOf } from "../observability/Span.js"
 import { TraceStore } from "../observability/TraceStore.js"
 import { forward, serve } from "./connection.js"
@@ -18,7 +18,13 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
     const traces = yield* TraceStore
     const { bodyLimit } = yield* ServerConfig
     const console = (key: string | undefined) =>
-      policy.authorize({ routeClass: "console", method: "GET", path: "/ws", token: Option.none(), consoleKey: Option.fromNullable(key) })
+      policy.authorize({
+        routeClass: "console",
+        method: "GET",
+        path: "/ws",
+        token: Option.none(),
+        consoleKey: Option.fromNullable(key)
+      })
 
     return handlers
       .handle("echoSocket", ({ request, urlParams }) =>
@@ -32,7 +38,13 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
           })
           // A token that does not verify refuses the handshake even where anonymous sockets are allowed.
           if (urlParams.token !== undefined && user === null) {
-            yield* policy.authorize({ routeClass: "execution", method: "GET", path: "/ws", token: Option.some(urlParams.token), consoleKey: Option.none() })
+            yield* policy.authorize({
+              routeClass: "execution",
+              method: "GET",
+              path: "/ws",
+              token: Option.some(urlParams.token),
+              consoleKey: Option.none()
+            })
           }
           const claims = (user ?? null) as { sub?: unknown; id?: unknown } | null
           return yield* serve(request, {
@@ -68,7 +80,10 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
             maxPayload: ANONYMOUS_MESSAGE_LIMIT,
             onOpen: (connection) =>
               Effect.gen(function*() {
-                const { initial, isNew, live } = yield* followLogs(logs, { ...urlParams, limit: logLimit(urlParams.limit) })
+                const { initial, isNew, live } = yield* followLogs(logs, {
+                  ...urlParams,
+                  limit: logLimit(urlParams.limit)
+                })
                 yield* connection.send({ type: "initial", logs: initial })
                 yield* forward(live, isNew, (entry) => ({ type: "update", logs: [entry] }), connection)
               })
@@ -81,21 +96,34 @@ export const WebSocketsHandlers = HttpApiBuilder.group(ServiceApi, "websockets",
             (urlParams.entityType === undefined || urlParams.entityType === type) &&
             (urlParams.entityId === undefined || urlParams.entityId === id)
           const logEntity = (entry: LogEntry) =>
-            entry.workflowId !== undefined ? { type: "workflow", id: entry.workflowId } :
-            entry.agentId !== undefined ? { type: "agent", id: entry.agentId } : undefined
+            entry.workflowId !== undefined ?
+              { type: "workflow", id: entry.workflowId } :
+              entry.agentId !== undefined
+              ? { type: "agent", id: entry.agentId }
+              : undefined
           return yield* serve(request, {
             // The console feeds read nothing from their clients.
             maxPayload: ANONYMOUS_MESSAGE_LIMIT,
             onOpen: (connection) =>
               Effect.gen(function*() {
-                yield* forward(yield* traces.subscribe, (event) => {
-                  const entity = entityOf(event.span)
-                  return entity !== undefined && wanted(entity.type, entity.id)
-                }, (event) => ({ type: "OBSERVABILITY_EVENT", data: event }), connection)
-                yield* forward(yield* logs.subscribe, (entry) => {
-                  const entity = logEntity(entry)
-                  return entity !== undefined && wanted(entity.type, entity.id)
-                }, (entry) => ({ type: "OBSERVABILITY_LOG", data: entry }), connection)
+                yield* forward(
+                  yield* traces.subscribe,
+                  (event) => {
+                    const entity = entityOf(event.span)
+                    return entity !== undefined && wanted(entity.type, entity.id)
+                  },
+                  (event) => ({ type: "OBSERVABILITY_EVENT", data: event }),
+                  connection
+                )
+                yield* forward(
+                  yield* logs.subscribe,
+                  (entry) => {
+                    const entity = logEntity(entry)
+                    return entity !== undefined && wanted(entity.type, entity.id)
+                  },
+                  (entry) => ({ type: "OBSERVABILITY_LOG", data: entry }),
+                  connection
+                )
                 yield* connection.send({
                   type: "CONNECTION_SUCCESS",
                   success: true,

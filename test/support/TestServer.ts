@@ -3,12 +3,11 @@ import { Context, Effect, HashMap, Layer, Logger, LogLevel, Redacted } from "eff
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { ServiceApi } from "../../src/Api.js"
 import type { ServiceApp } from "../../src/App.js"
 import { resolveServerConfig, type ServerConfigShape } from "../../src/config/ServerConfig.js"
 import { exampleApp } from "../../src/examples/app.js"
-import { ServiceApi } from "../../src/Api.js"
 import { type AppRequirementsOf, serveWith, ServicesLive } from "../../src/Service.js"
-
 
 export class TestServer extends Context.Tag("test/TestServer")<TestServer, {
   readonly url: string
@@ -52,7 +51,9 @@ export const TestServerLive = <R = never>(options: TestServerOptions<R> = {}) =>
       const logs: Array<string> = []
       const capture = Logger.make(({ annotations, cause, message }) => {
         const annotated = [...HashMap.toEntries(annotations)].map(([key, value]) => ` ${key}=${String(value)}`).join("")
-        logs.push([message].flat().map(String).join(" ") + annotated + (cause._tag === "Empty" ? "" : ` ${String(cause)}`))
+        logs.push(
+          [message].flat().map(String).join(" ") + annotated + (cause._tag === "Empty" ? "" : ` ${String(cause)}`)
+        )
       })
       // Without `provide`, the app requires nothing (an app that does would not compile without it).
       const provided = options.provide ?? (Layer.empty as Layer.Layer<AppRequirementsOf<R>>)

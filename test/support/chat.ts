@@ -28,4 +28,3 @@ export const send = (chat: TestChat, action: () => Promise<void>) =>
     await action()
     if (chat.status === "error") throw chat.error
   })
-

@@ -4,8 +4,8 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Exit, Redacted, Scope } from "effect"
-import { freePort, spawnMain, type Spawned } from "./process.js"
 import { freshPostgresDatabase } from "./postgres.js"
+import { freePort, type Spawned, spawnMain } from "./process.js"
 
 export interface Instance {
   /** Its SERVICE_INSTANCE_ID. */
@@ -65,8 +65,18 @@ const parse = async (response: Response): Promise<JsonResponse> => {
 export const getJson = async (url: string, headers: Record<string, string> = {}): Promise<JsonResponse> =>
   parse(await fetch(url, { headers }))
 
-export const postJson = async (url: string, body: unknown, headers: Record<string, string> = {}): Promise<JsonResponse> =>
-  parse(await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) }))
+export const postJson = async (
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {}
+): Promise<JsonResponse> =>
+  parse(
+    await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify(body)
+    })
+  )
 
 /** GET /ready answers 200 (false while the process does not answer at all). */
 export const isReady = async (url: string): Promise<boolean> => {
@@ -81,7 +91,11 @@ export class Cluster {
   readonly instances: Array<Instance> = []
   private readonly exited = new Set<Instance>()
 
-  constructor(readonly databaseUrl: string, private readonly options: ClusterOptions, private readonly scope: Scope.CloseableScope) {}
+  constructor(
+    readonly databaseUrl: string,
+    private readonly options: ClusterOptions,
+    private readonly scope: Scope.CloseableScope
+  ) {}
 
   /** The running instance with this id. */
   instance(id: string): Instance {
@@ -119,12 +133,18 @@ export class Cluster {
 
   /** Waits until the instance answers GET /ready with 200; fails early, with its output, if it exits. */
   async ready(instance: Instance, withinMs = this.options.readyWithinMs ?? 60_000): Promise<void> {
-    await until(async () => {
-      if (this.exited.has(instance)) {
-        throw new Error(`instance ${instance.id} exited before it was ready:\n${instance.process.stderr()}${instance.process.stdout()}`)
-      }
-      return isReady(instance.url)
-    }, withinMs, `GET /ready 200 from instance ${instance.id}`)
+    await until(
+      async () => {
+        if (this.exited.has(instance)) {
+          throw new Error(
+            `instance ${instance.id} exited before it was ready:\n${instance.process.stderr()}${instance.process.stdout()}`
+          )
+        }
+        return isReady(instance.url)
+      },
+      withinMs,
+      `GET /ready 200 from instance ${instance.id}`
+    )
   }
 
   /** Sends the signal; for SIGKILL and SIGTERM waits for the exit and returns it. */
@@ -139,7 +159,8 @@ export class Cluster {
   stop = (instance: Instance) => this.signal(instance, "SIGSTOP")
   resume = (instance: Instance) => this.signal(instance, "SIGCONT")
 
-  get = (instance: Instance, path: string, headers?: Record<string, string>) => getJson(`${instance.url}${path}`, headers)
+  get = (instance: Instance, path: string, headers?: Record<string, string>) =>
+    getJson(`${instance.url}${path}`, headers)
   post = (instance: Instance, path: string, body: unknown, headers?: Record<string, string>) =>
     postJson(`${instance.url}${path}`, body, headers)
 

@@ -56,7 +56,14 @@ const work = (workflowId: string) => ({
 })
 
 /** At most 2 at once (the default key: the workflow). */
-export const pair = workflow({ id: "pair", name: "Pair", purpose: "Two at a time", input: Input, result: Result, concurrency: { limit: 2 } })
+export const pair = workflow({
+  id: "pair",
+  name: "Pair",
+  purpose: "Two at a time",
+  input: Input,
+  result: Result,
+  concurrency: { limit: 2 }
+})
   .andThen(work("pair"))
 
 /** One at a time per `group` (the key function); suspends first when asked to. */
@@ -68,7 +75,12 @@ export const single = workflow({
   result: Result,
   concurrency: { limit: 1, key: (input) => input.group ?? "none" }
 })
-  .andThen({ id: "gate", execute: ({ data, resumeData, suspend }) => (data.suspend === true && resumeData === undefined ? suspend("approval") : data) })
+  .andThen({
+    id: "gate",
+    execute: (
+      { data, resumeData, suspend }
+    ) => (data.suspend === true && resumeData === undefined ? suspend("approval") : data)
+  })
   .andThen(work("single"))
 
 /** One at a time; a start while one runs is refused (409). */
@@ -138,23 +150,38 @@ export const post = (url: string, body: unknown = {}) => fetchJson(url, json(bod
 /** The statuses of a workflow's rows as stored ('queued' included), by id. */
 export const rowsOf = (sql: SqlClient.SqlClient, workflowId: string) =>
   sql<{ id: string; status: string; created_at: string; concurrency_key: string | null }>`
-    SELECT id, status, created_at, concurrency_key FROM workflow_executions WHERE workflow_id = ${workflowId} ORDER BY created_at, id`.pipe(
-    Effect.orDie
-  )
+    SELECT id, status, created_at, concurrency_key FROM workflow_executions WHERE workflow_id = ${workflowId} ORDER BY created_at, id`
+    .pipe(
+      Effect.orDie
+    )
 
 export const sqlOf = Effect.map(TestServer, ({ services }) => Context.get(services, SqlClient.SqlClient))
 
 /** An instance of the service on `databaseUrl`, stopped by `stop`. */
-export const startInstance = (databaseUrl: string, instanceId: string, workflows: Partial<ServerConfigShape["workflows"]> = {}) =>
+export const startInstance = (
+  databaseUrl: string,
+  instanceId: string,
+  workflows: Partial<ServerConfigShape["workflows"]> = {}
+) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    const config = { ...concurrencyConfig, workflows: { ...concurrencyConfig.workflows!, ...workflows }, instanceId, databaseUrl: Redacted.make(databaseUrl) }
+    const config = {
+      ...concurrencyConfig,
+      workflows: { ...concurrencyConfig.workflows!, ...workflows },
+      instanceId,
+      databaseUrl: Redacted.make(databaseUrl)
+    }
     const context = yield* Layer.buildWithScope(
       TestServerLive({ app: concurrencyApp, config }),
       scope
     )
     const server = Context.get(context, TestServer)
-    return { server, url: server.url, stop: Scope.close(scope, Exit.void), sql: Context.get(server.services, SqlClient.SqlClient) }
+    return {
+      server,
+      url: server.url,
+      stop: Scope.close(scope, Exit.void),
+      sql: Context.get(server.services, SqlClient.SqlClient)
+    }
   })
 
 export { eventually } from "./timers.js"

@@ -3,8 +3,8 @@ import { Context, Effect, Layer, Record, Redacted, Ref } from "effect"
 import { AgentRegistryLive, RegisteredAgents } from "../../src/agents/AgentRegistry.js"
 import { ApprovalStoreLive } from "../../src/agents/approvals/ApprovalStore.js"
 import { MemoryStoreLive } from "../../src/agents/memory/MemoryStore.js"
-import { WorkingMemoryStoreLive } from "../../src/agents/workingMemory/WorkingMemoryStore.js"
 import { DefaultModelLive } from "../../src/agents/models/DefaultModel.js"
+import { WorkingMemoryStoreLive } from "../../src/agents/workingMemory/WorkingMemoryStore.js"
 import { resolveServerConfig, ServerConfig } from "../../src/config/ServerConfig.js"
 import { DatabaseLive } from "../../src/Database.js"
 import { StoreCommitsLive } from "../../src/storage/StoreCommits.js"
@@ -38,13 +38,16 @@ export class StoreFaults extends Context.Tag("test/StoreFaults")<StoreFaults, {
 type Armed = Required<Fault>
 
 /** What the next call of `operation` does, and the faults left once it is counted. */
-const nextCall = (operation: StoreOperation) => (faults: ReadonlyArray<Armed>): [Armed["when"] | "pass", ReadonlyArray<Armed>] => {
-  const fault = faults.find((armed) => armed.operation === operation)
-  if (fault === undefined) return ["pass", faults]
-  const counted = fault.pass > 0 ? { ...fault, pass: fault.pass - 1 } : { ...fault, times: fault.times - 1 }
-  const left = counted.times > 0 ? faults.map((armed) => (armed === fault ? counted : armed)) : faults.filter((armed) => armed !== fault)
-  return [fault.pass > 0 ? "pass" : fault.when, left]
-}
+const nextCall =
+  (operation: StoreOperation) => (faults: ReadonlyArray<Armed>): [Armed["when"] | "pass", ReadonlyArray<Armed>] => {
+    const fault = faults.find((armed) => armed.operation === operation)
+    if (fault === undefined) return ["pass", faults]
+    const counted = fault.pass > 0 ? { ...fault, pass: fault.pass - 1 } : { ...fault, times: fault.times - 1 }
+    const left = counted.times > 0
+      ? faults.map((armed) => (armed === fault ? counted : armed))
+      : faults.filter((armed) => armed !== fault)
+    return [fault.pass > 0 ? "pass" : fault.when, left]
+  }
 
 /**
  * The real ExecutionStore (on whatever database the layer is given) with faults on cue: every call
@@ -55,11 +58,24 @@ export const FailingExecutionStoreLive = Layer.effectContext(Effect.gen(function
   const faults = yield* Ref.make<ReadonlyArray<Armed>>([])
   const failure = (operation: StoreOperation) => Effect.die(new SqlError({ message: `injected: ${operation} failed` }))
   const guarded = (operation: StoreOperation, call: Effect.Effect<unknown>) =>
-    Effect.flatMap(Ref.modify(faults, nextCall(operation)), (outcome) =>
-      outcome === "pass" ? call : outcome === "before" ? failure(operation) : Effect.zipRight(call, failure(operation)))
+    Effect.flatMap(
+      Ref.modify(faults, nextCall(operation)),
+      (outcome) =>
+        outcome === "pass"
+          ? call
+          : outcome === "before"
+          ? failure(operation)
+          : Effect.zipRight(call, failure(operation))
+    )
   // Every operation answers an Effect without a typed error: one wrapper fits them all.
-  const operations = real as unknown as Record<StoreOperation, (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown>>
-  const wrapped = Record.map(operations, (call, operation) => (...args: ReadonlyArray<unknown>) => guarded(operation, call(...args)))
+  const operations = real as unknown as Record<
+    StoreOperation,
+    (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown>
+  >
+  const wrapped = Record.map(
+    operations,
+    (call, operation) => (...args: ReadonlyArray<unknown>) => guarded(operation, call(...args))
+  )
   return Context.make(ExecutionStore, wrapped as unknown as Store).pipe(Context.add(StoreFaults, {
     inject: ({ operation, pass = 0, times = 1, when = "before" }) =>
       Ref.update(faults, (armed) => [...armed, { operation, pass, times, when }]),
@@ -75,7 +91,15 @@ export const engineOnFailingStore = (workflows: ReadonlyArray<WorkflowDefinition
   const config = { ...resolveServerConfig({}, {}), port: 0, databaseUrl: Redacted.make(databaseUrl) }
   return WorkflowEngineLive.pipe(
     Layer.provideMerge(AgentRegistryLive),
-    Layer.provideMerge(Layer.mergeAll(FailingExecutionStoreLive, MemoryStoreLive, WorkingMemoryStoreLive, ApprovalStoreLive, DefaultModelLive(config.model))),
+    Layer.provideMerge(
+      Layer.mergeAll(
+        FailingExecutionStoreLive,
+        MemoryStoreLive,
+        WorkingMemoryStoreLive,
+        ApprovalStoreLive,
+        DefaultModelLive(config.model)
+      )
+    ),
     Layer.provideMerge(StoreCommitsLive(databaseUrl)),
     Layer.provideMerge(DatabaseLive(databaseUrl)),
     Layer.provideMerge(Layer.mergeAll(

@@ -1,9 +1,9 @@
 import * as Sse from "@effect/experimental/Sse"
 import { Context, Effect, Layer } from "effect"
-import type { ModelSettings } from "../../src/config/ModelSettings.js"
-import type { ServiceApp } from "../../src/App.js"
-import type { AppRequirementsOf } from "../../src/Service.js"
 import { type FakeOpenAI, type FakeOpenAIOptions, startFakeOpenAI } from "../../scripts/fake-openai.js"
+import type { ServiceApp } from "../../src/App.js"
+import type { ModelSettings } from "../../src/config/ModelSettings.js"
+import type { AppRequirementsOf } from "../../src/Service.js"
 import { TestServerLive } from "./TestServer.js"
 
 /** The fake OpenAI-compatible server, over real HTTP on a free port. */
@@ -30,10 +30,16 @@ export const AgentTestServerLive = <R = never>(
   fakeOptions?: FakeOpenAIOptions,
   provide?: Layer.Layer<AppRequirementsOf<R>>
 ) =>
-  Layer.unwrapEffect(Effect.map(FakeProvider, (fake) =>
-    TestServerLive<R>({ ...(app ? { app } : {}), ...(provide ? { provide } : {}), config: { model: fakeModelSettings(fake) } }))).pipe(
-      Layer.provideMerge(fakeOptions === undefined ? FakeProviderLive : FakeProviderWith(fakeOptions))
-    )
+  Layer.unwrapEffect(
+    Effect.map(FakeProvider, (fake) =>
+      TestServerLive<R>({
+        ...(app ? { app } : {}),
+        ...(provide ? { provide } : {}),
+        config: { model: fakeModelSettings(fake) }
+      }))
+  ).pipe(
+    Layer.provideMerge(fakeOptions === undefined ? FakeProviderLive : FakeProviderWith(fakeOptions))
+  )
 
 export interface SseEvent extends Omit<Sse.Event, "data"> {
   readonly data: any
@@ -43,7 +49,9 @@ export interface SseEvent extends Omit<Sse.Event, "data"> {
 export const parseSse = (body: string): Array<SseEvent> => {
   const events: Array<SseEvent> = []
   Sse.makeParser((event) => {
-    if (event._tag === "Event") events.push({ ...event, data: event.data === "[DONE]" ? event.data : JSON.parse(event.data) })
+    if (event._tag === "Event") {
+      events.push({ ...event, data: event.data === "[DONE]" ? event.data : JSON.parse(event.data) })
+    }
   }).feed(body)
   return events
 }

@@ -27,7 +27,11 @@ const admin = (statement: string) =>
   Effect.gen(function*() {
     const sql = yield* PgClient.PgClient
     yield* sql.unsafe(statement)
-  }).pipe(Effect.scoped, Effect.provide(PgClient.layer({ url: Redacted.make(POSTGRES_URL), maxConnections: 1 })), Effect.orDie)
+  }).pipe(
+    Effect.scoped,
+    Effect.provide(PgClient.layer({ url: Redacted.make(POSTGRES_URL), maxConnections: 1 })),
+    Effect.orDie
+  )
 
 /** A fresh database for one test, dropped afterwards; yields its URL. */
 export const freshPostgresDatabase = Effect.acquireRelease(
@@ -45,5 +49,6 @@ export const freshPostgresDatabase = Effect.acquireRelease(
 /** The test server on a fresh Postgres database of its own, dropped with the layer. */
 export const PostgresTestServerLive = (options: TestServerOptions = {}) =>
   Layer.unwrapScoped(
-    Effect.map(freshPostgresDatabase, (databaseUrl) => TestServerLive({ ...options, config: { ...options.config, databaseUrl: Redacted.make(databaseUrl) } }))
+    Effect.map(freshPostgresDatabase, (databaseUrl) =>
+      TestServerLive({ ...options, config: { ...options.config, databaseUrl: Redacted.make(databaseUrl) } }))
   )

@@ -1,10 +1,10 @@
-import { afterEach } from "vitest"
 import { type ChildProcess, spawn } from "node:child_process"
 import { once } from "node:events"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { afterEach } from "vitest"
 
 export const MAIN = fileURLToPath(new URL("../../dist/main.js", import.meta.url))
 
@@ -72,9 +72,14 @@ export const killed = (spawned: Spawned) => {
 }
 
 /** Probes until `done` holds (every 50 ms, up to `deadlineMs`), then answers the last value. */
-export const pollUntil = async <A>(what: string, probe: () => A | Promise<A>, done: (value: A) => boolean, deadlineMs = 30_000): Promise<A> => {
+export const pollUntil = async <A>(
+  what: string,
+  probe: () => A | Promise<A>,
+  done: (value: A) => boolean,
+  deadlineMs = 30_000
+): Promise<A> => {
   const deadline = Date.now() + deadlineMs
-  for (let value = await probe(); ; value = await probe()) {
+  for (let value = await probe();; value = await probe()) {
     if (done(value)) return value
     if (Date.now() > deadline) throw new Error(`${what}: not within ${deadlineMs / 1000} s`)
     await new Promise((resolve) => setTimeout(resolve, 50))
@@ -100,7 +105,10 @@ export const fixtureApp = (script: string) => {
       return dir
     },
     start: async (port: number, databaseUrl: string) => {
-      const server = spawnMain(["--port", String(port)], { script, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" } })
+      const server = spawnMain(["--port", String(port)], {
+        script,
+        env: { DATABASE_URL: databaseUrl, LOG_LEVEL: "warn" }
+      })
       running.push(server)
       await waitForHttp(port)
       return server

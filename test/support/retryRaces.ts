@@ -40,10 +40,14 @@ type EventRecord = { readonly id: string; readonly type: string; readonly attemp
 const recordsOf = (url: string) =>
   Effect.gen(function*() {
     const byId = new Map<string, { status: string; events: ReadonlyArray<EventRecord> }>()
-    for (let offset = 0; ; offset += 500) {
+    for (let offset = 0;; offset += 500) {
       const page = yield* fetchJson(`${url}/workflows/executions?workflowId=retrying&limit=500&offset=${offset}`)
-      for (const execution of page.body.data) byId.set(execution.id, { status: execution.status, events: execution.events })
-      if (page.body.data.length < 500) return byId
+      for (const execution of page.body.data) {
+        byId.set(execution.id, { status: execution.status, events: execution.events })
+      }
+      if (page.body.data.length < 500) {
+        return byId
+      }
     }
   })
 
@@ -58,41 +62,49 @@ const wellFormed = (events: ReadonlyArray<EventRecord>) => {
 }
 
 export const retryRaces = (backend: string) => (it: Vitest.MethodsNonLive<TestServer, true>) => {
-  it.effect(`cancel and suspend vs a retrying step: one outcome, no retry after it, nothing written late (${TRIALS} trials each)`, () =>
-    Effect.gen(function*() {
-      const { url } = yield* TestServer
-      const trials = yield* Effect.forEach(Array.from({ length: 2 * TRIALS }, (_, i) => i), (i) =>
-        Effect.gen(function*() {
-          const executionId = `${backend}-retry-${i}`
-          const action = i % 2 === 0 ? "cancel" : "suspend"
-          yield* fetchJson(`${url}/workflows/retrying/run`, json({ input: {}, options: { executionId } }))
-          // At a varying point of the retries.
-          yield* Effect.sleep(`${i % 15} millis`)
-          const answer = yield* fetchJson(`${url}/workflows/retrying/executions/${executionId}/${action}`, json({}))
-          return { executionId, action, answer }
-        }), { concurrency: BATCH })
-      // Every execution settles (a completed one finished its 21 attempts first).
-      const deadline = Date.now() + 60_000
-      let stored = yield* recordsOf(url)
-      while ([...stored.values()].some((r) => r.status === "running") && Date.now() < deadline) {
-        yield* Effect.sleep("100 millis")
-        stored = yield* recordsOf(url)
-      }
-      for (const { action, answer, executionId } of trials) {
-        const { events, status } = stored.get(executionId)!
-        wellFormed(events)
-        if (answer.status === 200) {
-          expect(status).toBe(action === "cancel" ? "cancelled" : "suspended")
-          expect(events.at(-1)!.type).toBe(action === "cancel" ? "workflow-cancelled" : "workflow-suspended")
-        } else {
-          expect(answer.status).toBe(400)
-          expect(status).toBe("completed")
+  it.effect(
+    `cancel and suspend vs a retrying step: one outcome, no retry after it, nothing written late (${TRIALS} trials each)`,
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* TestServer
+        const trials = yield* Effect.forEach(Array.from({ length: 2 * TRIALS }, (_, i) => i), (i) =>
+          Effect.gen(function*() {
+            const executionId = `${backend}-retry-${i}`
+            const action = i % 2 === 0 ? "cancel" : "suspend"
+            yield* fetchJson(`${url}/workflows/retrying/run`, json({ input: {}, options: { executionId } }))
+            // At a varying point of the retries.
+            yield* Effect.sleep(`${i % 15} millis`)
+            const answer = yield* fetchJson(`${url}/workflows/retrying/executions/${executionId}/${action}`, json({}))
+            return { executionId, action, answer }
+          }), { concurrency: BATCH })
+        // Every execution settles (a completed one finished its 21 attempts first).
+        const deadline = Date.now() + 60_000
+        let stored = yield* recordsOf(url)
+        while (
+          [...stored.values()].some((r) =>
+            r.status === "running"
+          ) && Date.now() < deadline
+        ) {
+          yield* Effect.sleep("100 millis")
+          stored = yield* recordsOf(url)
         }
-      }
-      // Fibers that lost their claim wrote nothing afterwards, and made no further attempt.
-      const attempts = new Map(attemptsMade)
-      yield* Effect.sleep("200 millis")
-      expect(yield* recordsOf(url)).toEqual(stored)
-      expect(new Map(attemptsMade)).toEqual(attempts)
-    }), 180_000)
+        for (const { action, answer, executionId } of trials) {
+          const { events, status } = stored.get(executionId)!
+          wellFormed(events)
+          if (answer.status === 200) {
+            expect(status).toBe(action === "cancel" ? "cancelled" : "suspended")
+            expect(events.at(-1)!.type).toBe(action === "cancel" ? "workflow-cancelled" : "workflow-suspended")
+          } else {
+            expect(answer.status).toBe(400)
+            expect(status).toBe("completed")
+          }
+        }
+        // Fibers that lost their claim wrote nothing afterwards, and made no further attempt.
+        const attempts = new Map(attemptsMade)
+        yield* Effect.sleep("200 millis")
+        expect(yield* recordsOf(url)).toEqual(stored)
+        expect(new Map(attemptsMade)).toEqual(attempts)
+      }),
+    180_000
+  )
 }

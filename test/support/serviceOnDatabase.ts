@@ -18,14 +18,21 @@ export const withService = <A, E>(
     const defaults = resolveServerConfig({}, {})
     const server = TestServerLive({
       app: defineApp({ workflows }),
-      config: { databaseUrl: Redacted.make(databaseUrl), instanceId: `service-on-database-${++instances}`, workflows: { ...defaults.workflows, drainMs: 50 } }
+      config: {
+        databaseUrl: Redacted.make(databaseUrl),
+        instanceId: `service-on-database-${++instances}`,
+        workflows: { ...defaults.workflows, drainMs: 50 }
+      }
     })
     const { services, url } = Context.get(yield* Layer.build(server), TestServer)
     return yield* use(url, Context.get(services, SqlClient.SqlClient))
   }))
 
 export const stateOf = (url: string, workflowId: string, executionId: string) =>
-  Effect.map(fetchJson(`${url}/workflows/${workflowId}/executions/${executionId}/state`), (response) => response.body.data)
+  Effect.map(
+    fetchJson(`${url}/workflows/${workflowId}/executions/${executionId}/state`),
+    (response) => response.body.data
+  )
 
 /** Polls the execution's state until it is no longer running (generous deadline). */
 export const settled = (url: string, workflowId: string, executionId: string) =>

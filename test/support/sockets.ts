@@ -16,7 +16,10 @@ export const collectMessages = (socket: WebSocket, defaultMs = 10_000): Collecte
   })
   const next = (match: (message: any) => boolean, ms = defaultMs) =>
     new Promise<any>((found, fail) => {
-      const deadline = setTimeout(() => fail(new Error(`no matching message in ${ms} ms: ${JSON.stringify(messages).slice(0, 2000)}`)), ms)
+      const deadline = setTimeout(
+        () => fail(new Error(`no matching message in ${ms} ms: ${JSON.stringify(messages).slice(0, 2000)}`)),
+        ms
+      )
       const check = () => {
         const hit = messages.find(match)
         if (hit === undefined) waiters.push(check)

@@ -21,8 +21,17 @@ export const expectingThreadDeath = <A, E, R>(test: Effect.Effect<A, E, R>) =>
     })
     const result = yield* Effect.provide(test, Logger.replace(Logger.defaultLogger, collect))
     const warnings = logged.filter(({ level }) => level !== "DEBUG" && level !== "TRACE" && level !== "INFO")
-    if (warnings.length === 0 || !warnings.every(({ level, text }) => level === "WARN" && /WorkerError.*: exited with code 1/.test(text))) {
-      return yield* Effect.die(new Error(`expected the killed thread's death reported as a warning, and nothing else; logged: ${JSON.stringify(logged)}`))
+    if (
+      warnings.length === 0 ||
+      !warnings.every(({ level, text }) => level === "WARN" && /WorkerError.*: exited with code 1/.test(text))
+    ) {
+      return yield* Effect.die(
+        new Error(
+          `expected the killed thread's death reported as a warning, and nothing else; logged: ${
+            JSON.stringify(logged)
+          }`
+        )
+      )
     }
     return result
   })

@@ -78,11 +78,21 @@ export const stateOf = (url: string, workflowId: string, id: string) =>
  * 100 ms (the trials' reads are short; Retry-After says 1 s).
  */
 export const eventsOf = (url: string, id: string): Effect.Effect<Array<any>> =>
-  Effect.flatMap(fetchJson(`${url}/workflows/executions/${encodeURIComponent(id)}`), (r) =>
-    r.status === 429 ? Effect.zipRight(Effect.sleep("100 millis"), eventsOf(url, id)) : Effect.succeed(r.body.data.events))
+  Effect.flatMap(
+    fetchJson(`${url}/workflows/executions/${encodeURIComponent(id)}`),
+    (r) =>
+      r.status === 429
+        ? Effect.zipRight(Effect.sleep("100 millis"), eventsOf(url, id))
+        : Effect.succeed(r.body.data.events)
+  )
 
 /** Polls `read` until `check` holds (generous deadline). */
-export const eventually = <A>(read: Effect.Effect<A>, check: (value: A) => boolean, what: string, deadlineMs = 30_000) =>
+export const eventually = <A>(
+  read: Effect.Effect<A>,
+  check: (value: A) => boolean,
+  what: string,
+  deadlineMs = 30_000
+) =>
   Effect.gen(function*() {
     const until = Date.now() + deadlineMs
     for (;;) {
@@ -104,7 +114,11 @@ export const rowOf = (id: string) =>
   })
 
 export const parked = (url: string, workflowId: string, id: string) =>
-  eventually(stateOf(url, workflowId, id), (s) => s.status === "running" && s.waitingUntil !== undefined, `${id} parked`)
+  eventually(
+    stateOf(url, workflowId, id),
+    (s) => s.status === "running" && s.waitingUntil !== undefined,
+    `${id} parked`
+  )
 
 const FINAL = ["workflow-complete", "workflow-error", "workflow-cancelled"]
 
@@ -121,23 +135,37 @@ const BATCH = 25
 const NAP_MS = 1500
 
 const inBatches = <R>(count: number, trial: (i: number) => Effect.Effect<void, never, R>) =>
-  Effect.forEach(Array.from({ length: Math.ceil(count / BATCH) }, (_, b) => b), (b) =>
-    Effect.forEach(Array.from({ length: Math.min(BATCH, count - b * BATCH) }, (_, i) => b * BATCH + i), trial, { concurrency: BATCH, discard: true }), {
-    discard: true
-  })
+  Effect.forEach(
+    Array.from({ length: Math.ceil(count / BATCH) }, (_, b) => b),
+    (b) =>
+      Effect.forEach(Array.from({ length: Math.min(BATCH, count - b * BATCH) }, (_, i) => b * BATCH + i), trial, {
+        concurrency: BATCH,
+        discard: true
+      }),
+    {
+      discard: true
+    }
+  )
 
 /** Parks a fresh nap of `ms` and answers its id and wake time (ms). */
 const parkOne = (url: string, id: string, ms: number) =>
   Effect.gen(function*() {
     const started = yield* post(`${url}/workflows/nap/run`, { input: { ms }, options: { executionId: id } })
     expect(started.status).toBe(201)
-    const events = yield* eventually(eventsOf(url, id), (events) => events.some((e) => e.type === "step-sleep"), `${id} entered its sleep`)
-    return Date.parse(events.find((e) => e.type === "step-sleep").wakeAt)
+    const events = yield* eventually(eventsOf(url, id), (events) =>
+      events.some((e) => e.type === "step-sleep"), `${id} entered its sleep`)
+    return Date.parse(
+      events.find((e) =>
+        e.type === "step-sleep"
+      ).wakeAt
+    )
   })
 
 /** Waits until about `at` (ms), give or take a few milliseconds at random: the race's other side is the timer. */
 const aroundTime = (at: number, from = -15, span = 40) =>
-  Effect.suspend(() => Effect.sleep(Duration.millis(Math.max(0, at - Date.now() + from + Math.floor(Math.random() * span)))))
+  Effect.suspend(() =>
+    Effect.sleep(Duration.millis(Math.max(0, at - Date.now() + from + Math.floor(Math.random() * span))))
+  )
 
 /** Wake against cancel and wake against suspend, `TRIALS` each: one winner, consistent state, nothing after a final event. */
 export const timerRaces = (store: string) => (it: Vitest.MethodsNonLive<TestServer, true>) => {
@@ -206,7 +234,11 @@ export const timerRaces = (store: string) => (it: Vitest.MethodsNonLive<TestServ
             expect(resumed.status).toBe(200)
           } else {
             outcomes.refused++
-            if (outcomes.refused === 1) console.log(`${store}: refused suspend: ${JSON.stringify(suspend.body)} at ${Date.now() - wakeAt} ms from wakeAt`)
+            if (outcomes.refused === 1) {
+              console.log(
+                `${store}: refused suspend: ${JSON.stringify(suspend.body)} at ${Date.now() - wakeAt} ms from wakeAt`
+              )
+            }
           }
           const state = yield* eventually(stateOf(url, "nap", id), (s) => s.status === "completed", `${id} completes`)
           expect(state.result.ms).toBe(NAP_MS)

@@ -36,7 +36,13 @@ export const expected: Record<string, Expected> = {
     names: ["'ticketId' is missing", "readonly name: string"],
     // TypeScript 7 reports only the last overload's failure ("The last overload gave the following
     // error."): andWorkflow's with `input`, missing here. It still names the child's input type.
-    ts7: { names: ["The last overload gave the following error", "Property 'input' is missing", "WorkflowDefinition<{ readonly ticketId: string; }"] }
+    ts7: {
+      names: [
+        "The last overload gave the following error",
+        "Property 'input' is missing",
+        "WorkflowDefinition<{ readonly ticketId: string; }"
+      ]
+    }
   },
   "child-input-mapped.ts": { code: 2769, names: ["'{ ticket: string; }'", "readonly ticketId: string"] },
   "child-result.ts": { code: 2339, names: ["'name'", "{ readonly ok: boolean; }"] },
@@ -58,8 +64,14 @@ export const expected: Record<string, Expected> = {
   "unprovided-step-service.ts": { code: 2345, names: ["Type 'Tickets' is not assignable to type 'never'"] },
   "agent-tool-service.ts": { code: 2345, names: ["Type 'Billing' is not assignable to type 'never'"] },
   "agent-step-service.ts": { code: 2345, names: ["Type 'Billing' is not assignable to type 'never'"] },
-  "working-memory-schema-service.ts": { code: 2322, names: ["'AnyNoContext'", "Type 'Names' is not assignable to type 'never'"] },
-  "registered-by-hand.ts": { code: 2322, names: ["Type 'Tickets' is not assignable to type 'never'", "WorkflowDefinition<any, any, never>"] },
+  "working-memory-schema-service.ts": {
+    code: 2322,
+    names: ["'AnyNoContext'", "Type 'Names' is not assignable to type 'never'"]
+  },
+  "registered-by-hand.ts": {
+    code: 2322,
+    names: ["Type 'Tickets' is not assignable to type 'never'", "WorkflowDefinition<any, any, never>"]
+  },
   // The typed WorkflowEngine calls (valid counterparts: test/types/typed-calls.ts).
   "typed-execute-input.ts": { code: 2353, names: ["'nmae'", "{ readonly name: string; }"] },
   "typed-result-field.ts": { code: 2551, names: ["'greting'", "{ readonly greeting: string; }"] },

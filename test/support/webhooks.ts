@@ -30,7 +30,8 @@ export const RECEIVER_PORTS = Array.from({ length: 12 }, (_, i) => POOL_BASE + i
 let nextPort = 0
 
 /** `host:port` for each receiver port: the allowed-host entries of `hosts`. */
-export const receiverHosts = (...hosts: ReadonlyArray<string>) => hosts.flatMap((host) => RECEIVER_PORTS.map((port) => `${host}:${port}`))
+export const receiverHosts = (...hosts: ReadonlyArray<string>) =>
+  hosts.flatMap((host) => RECEIVER_PORTS.map((port) => `${host}:${port}`))
 
 /** Listens on the next free port of the pool. */
 const listen = (server: Server, resume: (port: number) => void, tries = 0): void => {
@@ -75,7 +76,12 @@ export const makeReceiver = (statuses: Array<number> = [], options: { readonly a
         const chunks: Array<Buffer> = []
         request.on("data", (chunk: Buffer) => chunks.push(chunk))
         request.on("end", () => {
-          received.push({ headers: request.headers, body: Buffer.concat(chunks).toString("utf8"), path: request.url ?? "", at: Date.now() })
+          received.push({
+            headers: request.headers,
+            body: Buffer.concat(chunks).toString("utf8"),
+            path: request.url ?? "",
+            at: Date.now()
+          })
           if (options.answer === false) return
           response.statusCode = statuses.shift() ?? 200
           response.end("ok")
@@ -119,14 +125,22 @@ export const waiter = workflow({
 }).andThen({
   id: "decide",
   resumeSchema: Schema.Struct({ ok: Schema.Boolean }),
-  execute: ({ resumeData, suspend }) => (resumeData === undefined ? suspend("a decision is needed", { asked: true }) : { ok: resumeData.ok })
+  execute: (
+    { resumeData, suspend }
+  ) => (resumeData === undefined ? suspend("a decision is needed", { asked: true }) : { ok: resumeData.ok })
 })
 
 export const webhooksApp = defineApp({ workflows: [echo, waiter] })
 
 /** Settings for tests: 127.0.0.1 at the receiver ports allowed, the fixture's CA trusted, quick retries and polls. */
 export const webhookTestConfig = (overrides: Partial<WebhookSettings> = {}): Partial<ServerConfigShape> => ({
-  webhooks: { ...defaultWebhookSettings, allowedHosts: receiverHosts("127.0.0.1"), ca: CERT, backoffMs: 100, ...overrides },
+  webhooks: {
+    ...defaultWebhookSettings,
+    allowedHosts: receiverHosts("127.0.0.1"),
+    ca: CERT,
+    backoffMs: 100,
+    ...overrides
+  },
   workflows: { ...resolveServerConfig({}, {}).workflows, pollMs: 100 }
 })
 

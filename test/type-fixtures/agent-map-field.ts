@@ -6,15 +6,23 @@ import { workflow } from "../../src/workflows/Workflow.js"
 const assistant = defineAgent({ id: "assistant", name: "Assistant", purpose: "p", instructions: "i" })
 
 // A misspelled field of what andAgent's `map` returns (an Effect here), read by the next step.
-export const app = defineApp({ workflows: [
-  workflow({ id: "w", name: "W", purpose: "p", input: Schema.Struct({ ticketId: Schema.String }), result: Schema.Unknown })
-    .andAgent({
-      id: "ask",
-      agent: assistant,
-      prompt: ({ data }) => `summarise ${data.ticketId}`,
-      output: Schema.Struct({ answer: Schema.String }),
-      map: (out, { input }) => Effect.succeed({ ticketId: input.ticketId, summary: out.answer })
+export const app = defineApp({
+  workflows: [
+    workflow({
+      id: "w",
+      name: "W",
+      purpose: "p",
+      input: Schema.Struct({ ticketId: Schema.String }),
+      result: Schema.Unknown
     })
-    .andThen({ id: "after", execute: ({ data }) => data.sumary.length })
-] })
+      .andAgent({
+        id: "ask",
+        agent: assistant,
+        prompt: ({ data }) => `summarise ${data.ticketId}`,
+        output: Schema.Struct({ answer: Schema.String }),
+        map: (out, { input }) => Effect.succeed({ ticketId: input.ticketId, summary: out.answer })
+      })
+      .andThen({ id: "after", execute: ({ data }) => data.sumary.length })
+  ]
+})
 export const unused = Effect.void

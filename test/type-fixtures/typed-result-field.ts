@@ -3,7 +3,13 @@ import { workflow } from "../../src/workflows/Workflow.js"
 import { WorkflowEngine } from "../../src/workflows/WorkflowEngine.js"
 
 // A misspelled field of the result executeWorkflow answers (typed by the workflow's result schema).
-const greet = workflow({ id: "greet", name: "Greet", purpose: "p", input: Schema.Struct({ name: Schema.String }), result: Schema.Struct({ greeting: Schema.String }) })
+const greet = workflow({
+  id: "greet",
+  name: "Greet",
+  purpose: "p",
+  input: Schema.Struct({ name: Schema.String }),
+  result: Schema.Struct({ greeting: Schema.String })
+})
   .andThen({ id: "hello", execute: ({ data }) => ({ greeting: `Hello, ${data.name}` }) })
 
 export const program = Effect.gen(function*() {

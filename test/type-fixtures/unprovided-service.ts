@@ -11,4 +11,6 @@ const countTickets = defineTool({
   execute: () => Effect.flatMap(Tickets, (tickets) => tickets.count)
 })
 
-export const main = Effect.runFork(Layer.launch(ServiceLive(defineApp({ tools: [countTickets] }), resolveServerConfig({}, {}))))
+export const main = Effect.runFork(
+  Layer.launch(ServiceLive(defineApp({ tools: [countTickets] }), resolveServerConfig({}, {})))
+)

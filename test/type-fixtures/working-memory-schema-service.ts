@@ -2,7 +2,9 @@ import { Context, Effect, Schema } from "effect"
 import { defineAgent } from "../../src/index.js"
 
 // A working memory schema is encoded and decoded with no services: one that needs one does not compile.
-class Names extends Context.Tag("app/Names")<Names, { readonly normalize: (name: string) => Effect.Effect<string> }>() {}
+class Names
+  extends Context.Tag("app/Names")<Names, { readonly normalize: (name: string) => Effect.Effect<string> }>()
+{}
 
 const Normalized = Schema.transformOrFail(Schema.String, Schema.String, {
   decode: (name) => Effect.flatMap(Names, (names) => names.normalize(name)),

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
-import { createHash } from "node:crypto"
 import { Context, Effect, Layer, Schema } from "effect"
+import { createHash } from "node:crypto"
 import { Conflict, excerpt, NotFound, ValidationError } from "../../core/errors.js"
 import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { ownTransaction } from "../../storage/transaction.js"
@@ -76,8 +76,11 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
 const canonical = (value: unknown): string =>
-  JSON.stringify(value, (_key, field: unknown) =>
-    isPlainObject(field) ? Object.fromEntries(Object.keys(field).sort().map((key) => [key, field[key]])) : field) ?? "null"
+  JSON.stringify(
+    value,
+    (_key, field: unknown) =>
+      isPlainObject(field) ? Object.fromEntries(Object.keys(field).sort().map((key) => [key, field[key]])) : field
+  ) ?? "null"
 
 export class ApprovalStore extends Context.Tag("ApprovalStore")<ApprovalStore, {
   readonly request: (approvals: NewApprovals) => Effect.Effect<void>
@@ -157,7 +160,12 @@ export const ApprovalStoreLive = Layer.effect(
       row.agentId === agentId && (owner === undefined || (row.owned === 1 && row.owner === owner.userId)) &&
       boundOf(row.state) === via.boundTo
 
-    const answerAll = (agentId: string, answers: ReadonlyArray<ApprovalAnswer>, owner: Owner | undefined, via: AnsweredVia) =>
+    const answerAll = (
+      agentId: string,
+      answers: ReadonlyArray<ApprovalAnswer>,
+      owner: Owner | undefined,
+      via: AnsweredVia
+    ) =>
       Effect.gen(function*() {
         const ids = answers.map((answer) => answer.approvalId)
         const rows = yield* sql`SELECT * FROM agent_tool_approvals WHERE ${sql.in("id", ids)}`.pipe(
@@ -168,26 +176,36 @@ export const ApprovalStoreLive = Layer.effect(
         const unknown = ids.find((id) => !byId.has(id) || !visible(byId.get(id)!, agentId, owner, via))
         if (unknown !== undefined) return yield* notFound(unknown)
         const altered = answers.find(({ approvalId, expect }) =>
-          expect !== undefined && (byId.get(approvalId)!.toolName !== expect.toolName || byId.get(approvalId)!.inputHash !== expect.inputHash)
+          expect !== undefined &&
+          (byId.get(approvalId)!.toolName !== expect.toolName || byId.get(approvalId)!.inputHash !== expect.inputHash)
         )
         if (altered !== undefined) return yield* notFound(altered.approvalId)
         const callIds = new Set(rows.map((row) => row.callId))
         if (callIds.size > 1) {
-          return yield* ValidationError.fromIssues([{ path: ["options", "approvals"], message: "must answer the approvals of one call" }])
+          return yield* ValidationError.fromIssues([{
+            path: ["options", "approvals"],
+            message: "must answer the approvals of one call"
+          }])
         }
         const now = new Date().toISOString()
         const answered: Array<AnsweredApproval> = []
         for (const answer of answers) {
           const row = byId.get(answer.approvalId)!
           const won = yield* sql<{ id: string }>`UPDATE agent_tool_approvals
-            SET status = ${answer.approved ? "approved" : "denied"}, reason = ${answer.reason ?? null}, answered_at = ${now}
+            SET status = ${answer.approved ? "approved" : "denied"}, reason = ${
+            answer.reason ?? null
+          }, answered_at = ${now}
             WHERE id = ${row.id} AND ${
-            via.expired === true && !answer.approved ? sql`status IN ('pending', 'expired')` : sql`status = 'pending' AND expires_at > ${now}`
+            via.expired === true && !answer.approved
+              ? sql`status IN ('pending', 'expired')`
+              : sql`status = 'pending' AND expires_at > ${now}`
           }
             RETURNING id`.pipe(Effect.orDie)
           if (won.length === 0) {
             // Read again: a concurrent answer may have won since the rows were read.
-            const [current] = yield* sql<{ status: string }>`SELECT status FROM agent_tool_approvals WHERE id = ${row.id}`.pipe(Effect.orDie)
+            const [current] = yield* sql<
+              { status: string }
+            >`SELECT status FROM agent_tool_approvals WHERE id = ${row.id}`.pipe(Effect.orDie)
             return yield* new Conflict({
               message: current?.status === "approved" || current?.status === "denied"
                 ? `Approval ${row.id} was answered already`
@@ -209,11 +227,15 @@ export const ApprovalStoreLive = Layer.effect(
         if (left.length > 0) {
           return yield* ValidationError.fromIssues([{
             path: ["options", "approvals"],
-            message: `must answer every pending approval of the call; missing: ${left.map((row) => row.id).slice(0, 10).join(", ")}`
+            message: `must answer every pending approval of the call; missing: ${
+              left.map((row) => row.id).slice(0, 10).join(", ")
+            }`
           }])
         }
         const requestedIn = new Map(rows.flatMap((row) =>
-          row.traceId === null || row.spanId === null ? [] : [[`${row.traceId}/${row.spanId}`, { traceId: row.traceId, spanId: row.spanId }]]
+          row.traceId === null || row.spanId === null
+            ? []
+            : [[`${row.traceId}/${row.spanId}`, { traceId: row.traceId, spanId: row.spanId }]]
         ))
         return { callId: first.callId, state: first.state, answers: answered, requestedIn: [...requestedIn.values()] }
       })
@@ -227,11 +249,19 @@ export const ApprovalStoreLive = Layer.effect(
       }).pipe(Effect.ignore)
 
     const answer = Effect.fn("ApprovalStore.answer", { captureStackTrace: false })(
-      function*(agentId: string, answers: ReadonlyArray<ApprovalAnswer>, owner: Owner | undefined, via: AnsweredVia = {}) {
+      function*(
+        agentId: string,
+        answers: ReadonlyArray<ApprovalAnswer>,
+        owner: Owner | undefined,
+        via: AnsweredVia = {}
+      ) {
         yield* Effect.annotateCurrentSpan("agent.id", agentId)
         const ids = answers.map((one) => one.approvalId)
         if (new Set(ids).size !== ids.length) {
-          return yield* ValidationError.fromIssues([{ path: ["options", "approvals"], message: "must name each approval once" }])
+          return yield* ValidationError.fromIssues([{
+            path: ["options", "approvals"],
+            message: "must name each approval once"
+          }])
         }
         return yield* transaction(answerAll(agentId, answers, owner, via)).pipe(
           Effect.tapErrorTag("Conflict", () => markExpired(ids)),

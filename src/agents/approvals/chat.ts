@@ -74,8 +74,9 @@ export const chatApprovals = (
     async transform(part, controller) {
       if (part.type === "start-step") stepText = ""
       else if (part.type === "text-delta") stepText += part.text
-      else if (part.type === "tool-call") toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input })
-      else if (part.type === "tool-result" || part.type === "tool-error") outcomes.push(streamedToolOutcome(part))
+      else if (part.type === "tool-call") {
+        toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input })
+      } else if (part.type === "tool-result" || part.type === "tool-error") outcomes.push(streamedToolOutcome(part))
       else if (part.type === "tool-approval-request") {
         const { input, toolCallId, toolName } = part.toolCall
         requests.push({ approvalId: part.approvalId, toolName, toolCallId, input })

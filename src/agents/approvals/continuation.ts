@@ -1,17 +1,29 @@
 import type { ModelMessage, StepResult, ToolSet } from "ai"
 import { Effect, Schema } from "effect"
-import { type Conflict, ExecutionFailed, type GuardrailBlocked, type NotFound, ValidationError } from "../../core/errors.js"
+import {
+  type Conflict,
+  ExecutionFailed,
+  type GuardrailBlocked,
+  type NotFound,
+  ValidationError
+} from "../../core/errors.js"
 import type { AgentDefinition } from "../Agent.js"
 import { GenerationOptions, type TextResult, ToolCallRecord, ToolResultRecord, Usage } from "../AgentsSchemas.js"
-import type { CallRequest, GenerationEnv } from "../generation/call.js"
-import type { ToolOutcome } from "../generation/toolOutcomes.js"
-import { recordedInput } from "../generation/messages.js"
-import { type AnsweredApproval, type ApprovalAnswer, inputHash, type NewApprovals, type PendingApproval } from "./ApprovalStore.js"
-import type { ApprovedCalls } from "./gate.js"
-import { approvalAnswered } from "./telemetry.js"
-import { guardReasons } from "../guardrails/input.js"
 import { bubbled, StoredDelegation } from "../delegation/bubbled.js"
 import { DELEGATE_TASK, type Delegations, type SubAnswer } from "../delegation/delegateTask.js"
+import type { CallRequest, GenerationEnv } from "../generation/call.js"
+import { recordedInput } from "../generation/messages.js"
+import type { ToolOutcome } from "../generation/toolOutcomes.js"
+import { guardReasons } from "../guardrails/input.js"
+import {
+  type AnsweredApproval,
+  type ApprovalAnswer,
+  inputHash,
+  type NewApprovals,
+  type PendingApproval
+} from "./ApprovalStore.js"
+import type { ApprovedCalls } from "./gate.js"
+import { approvalAnswered } from "./telemetry.js"
 
 /** What a call stopped for approval had done: added to what its continuation does. */
 export interface Prior {
@@ -63,13 +75,20 @@ const APPROVAL_PARTS: ReadonlySet<string> = new Set(["tool-approval-request", "t
 
 /** Whether a caller's messages carry tool approvals (only the service's own rows may answer them). */
 export const callerApprovalParts = (messages: ReadonlyArray<ModelMessage>): boolean =>
-  messages.some((message) => typeof message.content !== "string" && message.content.some((part) => APPROVAL_PARTS.has(part.type)))
+  messages.some((message) =>
+    typeof message.content !== "string" && message.content.some((part) => APPROVAL_PARTS.has(part.type))
+  )
 
 /** The approval requests the call's last step stopped on. */
 export const requestsOf = (steps: ReadonlyArray<StepResult<ToolSet>>): Array<Omit<PendingApproval, "expiresAt">> =>
   (steps.at(-1)?.content ?? []).flatMap((part) =>
     part.type === "tool-approval-request"
-      ? [{ approvalId: part.approvalId, toolName: part.toolCall.toolName, toolCallId: part.toolCall.toolCallId, input: part.toolCall.input }]
+      ? [{
+        approvalId: part.approvalId,
+        toolName: part.toolCall.toolName,
+        toolCallId: part.toolCall.toolCallId,
+        input: part.toolCall.input
+      }]
       : []
   )
 
@@ -140,7 +159,10 @@ export const newApprovals = (args: {
 }
 
 /** The stored messages with the answers as the SDK reads them: in the last message, a tool message. */
-const withAnswers = (messages: ReadonlyArray<ModelMessage>, answers: ReadonlyArray<AnsweredApproval>): Array<ModelMessage> => {
+const withAnswers = (
+  messages: ReadonlyArray<ModelMessage>,
+  answers: ReadonlyArray<AnsweredApproval>
+): Array<ModelMessage> => {
   const parts = answers.map((answer) => ({
     type: "tool-approval-response" as const,
     approvalId: answer.approvalId,
@@ -168,9 +190,14 @@ export const resume = (
   Effect.gen(function*() {
     const approvals = env.approvals
     const answers = request.options?.approvals ?? []
-    if (approvals === undefined) return yield* new ExecutionFailed({ message: "Tool approval is not available in this service" })
+    if (approvals === undefined) {
+      return yield* new ExecutionFailed({ message: "Tool approval is not available in this service" })
+    }
     if (request.input !== undefined) {
-      return yield* ValidationError.fromIssues([{ path: ["input"], message: "must be left out when answering approvals (options.approvals)" }])
+      return yield* ValidationError.fromIssues([{
+        path: ["input"],
+        message: "must be left out when answering approvals (options.approvals)"
+      }])
     }
     return yield* continueAnswered(env, agent, answers, request)
   })
@@ -187,7 +214,9 @@ export const continueAnswered = (
 > =>
   Effect.gen(function*() {
     const approvals = env.approvals
-    if (approvals === undefined) return yield* new ExecutionFailed({ message: "Tool approval is not available in this service" })
+    if (approvals === undefined) {
+      return yield* new ExecutionFailed({ message: "Tool approval is not available in this service" })
+    }
     // Checked before the answers are taken: a blocked reason leaves its approval pending.
     const options = caller.options ?? {}
     const checked = agent.inputGuardrails?.length
@@ -199,17 +228,28 @@ export const continueAnswered = (
         ...(caller.owner === undefined ? {} : { owner: caller.owner })
       }, answers)
       : answers
-    const answered = yield* approvals.store.answer(agent.id, checked, caller.owner, { expired: caller.approvalsExpired, boundTo: caller.boundTo })
+    const answered = yield* approvals.store.answer(agent.id, checked, caller.owner, {
+      expired: caller.approvalsExpired,
+      boundTo: caller.boundTo
+    })
     const state: State = yield* decodeState(answered.state).pipe(Effect.orDie)
     yield* approvalAnswered(answered.answers, answered.requestedIn)
     // The sub-agents' answers continue them; their delegate_task calls are then this call's approved ones.
-    const delegated = state.delegations === undefined ? undefined : yield* continueDelegations(env, agent, state.delegations, answered.answers, caller)
+    const delegated = state.delegations === undefined
+      ? undefined
+      : yield* continueDelegations(env, agent, state.delegations, answered.answers, caller)
     const own = delegated === undefined ? answered.answers : [
       ...answered.answers.filter((one) => !delegated.subApprovalIds.has(one.approvalId)),
       ...delegated.answers
     ]
     return {
-      request: { input: state.input as CallRequest["input"], options: state.options, user: caller.user, owner: caller.owner, boundTo: state.boundTo },
+      request: {
+        input: state.input as CallRequest["input"],
+        options: state.options,
+        user: caller.user,
+        owner: caller.owner,
+        boundTo: state.boundTo
+      },
       resumed: { ...resumedOf(state, own), ...(delegated === undefined ? {} : { delegations: delegated.delegations }) }
     }
   })
@@ -240,7 +280,9 @@ const continueDelegations = (
   Effect.gen(function*() {
     const delegations: Delegations = new Map()
     for (const one of stored) {
-      const continued = yield* Effect.forEach(one.stopped, (sub) => continueSub(env, agent, sub, answers, caller), { concurrency: "unbounded" })
+      const continued = yield* Effect.forEach(one.stopped, (sub) => continueSub(env, agent, sub, answers, caller), {
+        concurrency: "unbounded"
+      })
       delegations.set(one.toolCallId, { answers: [...one.answers, ...continued], stopped: [] })
     }
     return {

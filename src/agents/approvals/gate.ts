@@ -21,8 +21,15 @@ export const delegatedRefusal: Refusal = (toolName) =>
   `Tool ${toolName} needs a human's approval, which a task delegated by another agent cannot ask for: ` +
   `the user must ask for it directly`
 
-const needed = (tool: Tool, input: unknown, caller: ToolApprovalContext, runtime: Runtime.Runtime<never>): Promise<boolean> =>
-  tool.needsApproval === undefined ? Promise.resolve(false) : Runtime.runPromise(runtime)(tool.needsApproval(input, caller))
+const needed = (
+  tool: Tool,
+  input: unknown,
+  caller: ToolApprovalContext,
+  runtime: Runtime.Runtime<never>
+): Promise<boolean> =>
+  tool.needsApproval === undefined
+    ? Promise.resolve(false)
+    : Runtime.runPromise(runtime)(tool.needsApproval(input, caller))
 
 /**
  * The SDK's `toolApproval` for the tools that may need it (undefined when none does, so a call without
@@ -41,7 +48,8 @@ export const toolApprovalFor = (
   return {
     ...Object.fromEntries(gated.map((tool) => [
       tool.name,
-      async (input: unknown): Promise<ToolApprovalStatus> => (await needed(tool, input, caller, runtime)) ? "user-approval" : "not-applicable"
+      async (input: unknown): Promise<ToolApprovalStatus> =>
+        (await needed(tool, input, caller, runtime)) ? "user-approval" : "not-applicable"
     ])),
     ...others
   }

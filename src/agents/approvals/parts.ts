@@ -35,7 +35,9 @@ export const partOf = (
     typeof message.content === "string"
       ? []
       : message.content.flatMap((part) =>
-        part.type === "tool-result" ? [{ toolCallId: part.toolCallId, toolName: part.toolName, result: resultValue(part.output) }] : []
+        part.type === "tool-result"
+          ? [{ toolCallId: part.toolCallId, toolName: part.toolName, result: resultValue(part.output) }]
+          : []
       )
   )
   return {

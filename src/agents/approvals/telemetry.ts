@@ -18,35 +18,53 @@ const onSpan = (span: Option.Option<Tracer.AnySpan>, name: string, events: Reado
     onNone: () => Effect.void,
     onSome: (found) =>
       found._tag === "Span"
-        ? Clock.currentTimeNanos.pipe(Effect.map((now) => events.forEach((attributes) => found.event(name, now, attributes))))
+        ? Clock.currentTimeNanos.pipe(
+          Effect.map((now) => events.forEach((attributes) => found.event(name, now, attributes)))
+        )
         : Effect.void
   })
 
 /** The `gen_ai.tool.approval.requested` events and count, on `span` (the call's) or the current one. */
 export const approvalRequested = (pending: ReadonlyArray<PendingApproval>, span?: Tracer.AnySpan) =>
-  Effect.flatMap(span === undefined ? Effect.option(Effect.currentSpan) : Effect.succeed(Option.some(span)), (found) =>
-    Effect.zipRight(
-      onSpan(found, "gen_ai.tool.approval.requested", pending.map((one) => ({ "gen_ai.tool.approval.id": one.approvalId, "gen_ai.tool.name": one.toolName }))),
-      counted("requested", pending.length)
-    ))
+  Effect.flatMap(
+    span === undefined ? Effect.option(Effect.currentSpan) : Effect.succeed(Option.some(span)),
+    (found) =>
+      Effect.zipRight(
+        onSpan(
+          found,
+          "gen_ai.tool.approval.requested",
+          pending.map((one) => ({ "gen_ai.tool.approval.id": one.approvalId, "gen_ai.tool.name": one.toolName }))
+        ),
+        counted("requested", pending.length)
+      )
+  )
 
 /**
  * The `gen_ai.tool.approval.answered` events and counts, on the current span, linked to the spans of
  * the calls that asked (settled 12).
  */
-export const approvalAnswered = (answers: ReadonlyArray<AnsweredApproval>, requestedIn: ReadonlyArray<RequestTrace> = []) =>
+export const approvalAnswered = (
+  answers: ReadonlyArray<AnsweredApproval>,
+  requestedIn: ReadonlyArray<RequestTrace> = []
+) =>
   Effect.flatMap(Effect.option(Effect.currentSpan), (found) =>
     Effect.all([
-      requestedIn.length === 0 || Option.isNone(found) ? Effect.void : Effect.linkSpanCurrent(requestedIn.map((request) => ({
-        _tag: "SpanLink" as const,
-        span: Tracer.externalSpan(request),
-        attributes: { "gen_ai.tool.approval.link": "requested" }
-      }))),
-      onSpan(found, "gen_ai.tool.approval.answered", answers.map((one) => ({
-        "gen_ai.tool.approval.id": one.approvalId,
-        "gen_ai.tool.name": one.toolName,
-        "gen_ai.tool.approval.decision": one.approved ? "approved" : "denied"
-      }))),
+      requestedIn.length === 0 || Option.isNone(found) ?
+        Effect.void :
+        Effect.linkSpanCurrent(requestedIn.map((request) => ({
+          _tag: "SpanLink" as const,
+          span: Tracer.externalSpan(request),
+          attributes: { "gen_ai.tool.approval.link": "requested" }
+        }))),
+      onSpan(
+        found,
+        "gen_ai.tool.approval.answered",
+        answers.map((one) => ({
+          "gen_ai.tool.approval.id": one.approvalId,
+          "gen_ai.tool.name": one.toolName,
+          "gen_ai.tool.approval.decision": one.approved ? "approved" : "denied"
+        }))
+      ),
       counted("approved", answers.filter((one) => one.approved).length),
       counted("denied", answers.filter((one) => !one.approved).length)
     ], { discard: true }))

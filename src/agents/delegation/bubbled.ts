@@ -15,7 +15,9 @@ export const StoredDelegation = Schema.Struct({
   /** The sub-agents that answered already. */
   answers: Schema.Array(SubAnswer),
   /** Those stopped on approvals: which, and their own approval state. */
-  stopped: Schema.Array(Schema.Struct({ agentId: Schema.String, approvalIds: Schema.Array(Schema.String), state: Schema.Unknown }))
+  stopped: Schema.Array(
+    Schema.Struct({ agentId: Schema.String, approvalIds: Schema.Array(Schema.String), state: Schema.Unknown })
+  )
 })
 export type StoredDelegation = typeof StoredDelegation.Type
 

@@ -49,7 +49,10 @@ export interface DelegationOutcome {
 export type Delegations = Map<string, DelegationOutcome>
 
 /** How the registry runs a sub-agent's call. */
-export type RunSubAgent = (sub: AgentDefinition, request: CallRequest) => Effect.Effect<TextResult, { readonly message: string }>
+export type RunSubAgent = (
+  sub: AgentDefinition,
+  request: CallRequest
+) => Effect.Effect<TextResult, { readonly message: string }>
 
 /**
  * Runs the task on each target. `mayStop`: a sub-agent's tool that needs approval stops it (its
@@ -64,11 +67,16 @@ const delegate = (
 ): Effect.Effect<DelegationOutcome> =>
   Effect.forEach(targetAgents, (targetId): Effect.Effect<SubAnswer | StoppedSub> => {
     const target = agent.subAgents?.find((sub) => sub.id === targetId)
-    if (target === undefined) return Effect.succeed({ agentId: targetId, error: `${targetId} is not a sub-agent of ${agent.id}` })
+    if (target === undefined) {
+      return Effect.succeed({ agentId: targetId, error: `${targetId} is not a sub-agent of ${agent.id}` })
+    }
     let stopped: NewApprovals | undefined
     return run(target, {
       input: task,
-      options: { context: { ...call.context, ...context }, ...(call.userId === undefined ? {} : { userId: call.userId }) },
+      options: {
+        context: { ...call.context, ...context },
+        ...(call.userId === undefined ? {} : { userId: call.userId })
+      },
       user: call.user,
       ...(call.owner === undefined ? {} : { owner: call.owner }),
       ...(mayStop ? { collectApprovals: (rows: NewApprovals) => void (stopped = rows) } : { delegated: true })
@@ -86,7 +94,12 @@ const delegate = (
   })))
 
 /** The tool; a call whose sub-agents already ran (when its approval was asked) answers with their results. */
-export const delegateTool = (agent: AgentDefinition, call: AgentCallContext, run: RunSubAgent, delegations: Delegations): Tool =>
+export const delegateTool = (
+  agent: AgentDefinition,
+  call: AgentCallContext,
+  run: RunSubAgent,
+  delegations: Delegations
+): Tool =>
   defineTool({
     name: DELEGATE_TASK,
     description: "Hand a task to sub-agents and get their answers. Sub-agents: " +

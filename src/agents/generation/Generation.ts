@@ -2,22 +2,22 @@ import { generateText, Output } from "ai"
 import { Effect } from "effect"
 import { type AgentDefinition } from "../Agent.js"
 import type { TextResult } from "../AgentsSchemas.js"
-import { validatedJsonSchema } from "./aiTools.js"
-import { toUsage } from "./results.js"
-import { agentSpanAttributes } from "./callSpan.js"
-import { checkOutputSchema, outputFor } from "./outputSchema.js"
-import { startHook } from "./hooks.js"
-import { type CallRequest, callArguments, failed, type GenerationEnv, prepare } from "./call.js"
-import { tracked } from "./record.js"
-import { guardedObject, guardedText, unguarded } from "../guardrails/whole.js"
-import { answeringModel } from "../models/fallbackModel.js"
 import { newApprovals, requestsOf, resume, withPrior } from "../approvals/continuation.js"
 import { partOf } from "../approvals/parts.js"
 import { approvalRequested } from "../approvals/telemetry.js"
+import { guardedObject, guardedText, unguarded } from "../guardrails/whole.js"
+import { answeringModel } from "../models/fallbackModel.js"
+import { validatedJsonSchema } from "./aiTools.js"
+import { callArguments, type CallRequest, failed, type GenerationEnv, prepare } from "./call.js"
+import { agentSpanAttributes } from "./callSpan.js"
+import { startHook } from "./hooks.js"
+import { checkOutputSchema, outputFor } from "./outputSchema.js"
+import { tracked } from "./record.js"
+import { toUsage } from "./results.js"
 
+export type { CallRequest, GenerationEnv } from "./call.js"
 export type { StreamEvent } from "./eventStream.js"
 export type { ClientConversation } from "./messages.js"
-export type { CallRequest, GenerationEnv } from "./call.js"
 export { chat, type ObjectEvent, stream, streamObject } from "./streaming.js"
 
 export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false })(
@@ -32,44 +32,59 @@ export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false }
     const prepared = yield* prepare(env, agent, request, true, resumed)
     // A call continued after its approvals is the same turn: its onStart ran when it was asked.
     if (agent.onStart !== undefined && resumed === undefined) yield* startHook(agent, prepared)
-    const done = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
-      try: async (abortSignal) => {
-        const startedAt = resumed?.startedAt ?? (prepared.toolApproval === undefined ? "" : new Date().toISOString())
-        const result = await generateText({ ...callArguments(prepared, abortSignal), ...(output ? { output } : {}) })
-        const part = partOf(result.steps, result.usage, resumed === undefined ? undefined : result.responseMessages)
-        const whole = resumed === undefined ? part : withPrior(resumed.prior, part)
-        const model = answeringModel(prepared.model)
-        const data: TextResult = {
-          text: result.text,
-          usage: whole.usage,
-          finishReason: result.finishReason,
-          toolCalls: whole.toolCalls,
-          toolResults: whole.toolResults,
-          ...(output ? { experimental_output: result.output } : {}),
-          model
-        }
-        const requests = prepared.toolApproval === undefined ? undefined : requestsOf(result.steps)
-        if (requests !== undefined && requests.length > 0) {
-          const { pending, rows } = newApprovals({
-            env,
-            agent,
-            request,
-            callId: prepared.callId,
-            startedAt,
-            messages: [...prepared.messages, ...result.responseMessages],
-            newMessages: prepared.newMessages,
-            requests,
-            prior: whole,
-            recordedInput: prepared.recordedInput,
-            delegations: prepared.delegations
-          })
-          return { result: { ...data, pendingApprovals: pending }, outcome: { status: "pending" as const, approvals: rows } }
-        }
-        const outcome = { output: result.text, usage: whole.usage, toolCalls: whole.toolCalls, toolResults: whole.outcomes, model }
-        return { result: data, outcome: { status: "completed" as const, ...outcome } }
-      },
-      catch: failed(agent)
-    }).pipe(agent.outputGuardrails?.length ? guardedText(agent, prepared) : unguarded))
+    const done = yield* tracked(
+      env,
+      agent,
+      request,
+      prepared,
+      Effect.tryPromise({
+        try: async (abortSignal) => {
+          const startedAt = resumed?.startedAt ?? (prepared.toolApproval === undefined ? "" : new Date().toISOString())
+          const result = await generateText({ ...callArguments(prepared, abortSignal), ...(output ? { output } : {}) })
+          const part = partOf(result.steps, result.usage, resumed === undefined ? undefined : result.responseMessages)
+          const whole = resumed === undefined ? part : withPrior(resumed.prior, part)
+          const model = answeringModel(prepared.model)
+          const data: TextResult = {
+            text: result.text,
+            usage: whole.usage,
+            finishReason: result.finishReason,
+            toolCalls: whole.toolCalls,
+            toolResults: whole.toolResults,
+            ...(output ? { experimental_output: result.output } : {}),
+            model
+          }
+          const requests = prepared.toolApproval === undefined ? undefined : requestsOf(result.steps)
+          if (requests !== undefined && requests.length > 0) {
+            const { pending, rows } = newApprovals({
+              env,
+              agent,
+              request,
+              callId: prepared.callId,
+              startedAt,
+              messages: [...prepared.messages, ...result.responseMessages],
+              newMessages: prepared.newMessages,
+              requests,
+              prior: whole,
+              recordedInput: prepared.recordedInput,
+              delegations: prepared.delegations
+            })
+            return {
+              result: { ...data, pendingApprovals: pending },
+              outcome: { status: "pending" as const, approvals: rows }
+            }
+          }
+          const outcome = {
+            output: result.text,
+            usage: whole.usage,
+            toolCalls: whole.toolCalls,
+            toolResults: whole.outcomes,
+            model
+          }
+          return { result: data, outcome: { status: "completed" as const, ...outcome } }
+        },
+        catch: failed(agent)
+      }).pipe(agent.outputGuardrails?.length ? guardedText(agent, prepared) : unguarded)
+    )
     if ("blocked" in done) return yield* done.blocked
     // A sub-agent's requests are its parent's, and counted there.
     if (done.result.pendingApprovals !== undefined && request.collectApprovals === undefined) {
@@ -85,19 +100,27 @@ export const object = Effect.fn("AgentRegistry.object", { captureStackTrace: fal
     const schema = yield* checkOutputSchema(request.schema, "schema")
     const prepared = yield* prepare(env, agent, request, false)
     if (agent.onStart !== undefined) yield* startHook(agent, prepared)
-    const done = yield* tracked(env, agent, request, prepared, Effect.tryPromise({
-      try: async (abortSignal) => {
-        const result = await generateText({
-          ...callArguments(prepared, abortSignal),
-          output: Output.object({ schema: validatedJsonSchema(schema) })
-        })
-        const usage = toUsage(result.usage)
-        const model = answeringModel(prepared.model)
-        return { result: result.output, outcome: { status: "completed" as const, output: JSON.stringify(result.output), usage, model } }
-      },
-      catch: failed(agent)
-    }).pipe(agent.outputGuardrails?.length ? guardedObject(agent, prepared) : unguarded))
+    const done = yield* tracked(
+      env,
+      agent,
+      request,
+      prepared,
+      Effect.tryPromise({
+        try: async (abortSignal) => {
+          const result = await generateText({
+            ...callArguments(prepared, abortSignal),
+            output: Output.object({ schema: validatedJsonSchema(schema) })
+          })
+          const usage = toUsage(result.usage)
+          const model = answeringModel(prepared.model)
+          return {
+            result: result.output,
+            outcome: { status: "completed" as const, output: JSON.stringify(result.output), usage, model }
+          }
+        },
+        catch: failed(agent)
+      }).pipe(agent.outputGuardrails?.length ? guardedObject(agent, prepared) : unguarded)
+    )
     return "blocked" in done ? yield* done.blocked : done.result
   }
 )
-

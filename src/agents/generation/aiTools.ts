@@ -1,17 +1,20 @@
 import { jsonSchema, tool, type ToolSet } from "ai"
 import { Effect, Either, Option, Runtime, type Tracer } from "effect"
-import { ValidationError, type Issue } from "../../core/errors.js"
+import { type Issue, ValidationError } from "../../core/errors.js"
 import * as JsonSchemaValidator from "../../json-schema/JsonSchemaValidator.js"
 import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
 import type { Tool } from "../../tools/Tool.js"
 import { type CallerContext, runTool } from "../../tools/ToolRunner.js"
-import type { ToolHooks } from "./hooks.js"
 import { type ApprovedCalls, gatedRun, NO_APPROVED_CALLS, type Refusal } from "../approvals/gate.js"
+import type { ToolHooks } from "./hooks.js"
 
 const asValidation = <A>(result: Either.Either<A, ReadonlyArray<Issue>>, prefix: string) =>
   Either.match(result, {
     onRight: (value) => ({ success: true as const, value }),
-    onLeft: (issues) => ({ success: false as const, error: new Error(ValidationError.fromIssues(issues, [prefix]).message) })
+    onLeft: (issues) => ({
+      success: false as const,
+      error: new Error(ValidationError.fromIssues(issues, [prefix]).message)
+    })
   })
 
 /** An SDK schema validated by Ajv, for structured output. */
@@ -46,18 +49,31 @@ export const toAiTools = (
       const result = await Runtime.runPromise(runtime)(Effect.either(call), { signal: abortSignal })
       if (Either.isRight(result)) return result.right
       // An error the tool declared is an answer the model can act on (a ticket that does not exist).
-      if (result.left._tag === "DeclaredToolError") return { error: { _tag: result.left.errorDetail._tag, message: result.left.message } }
+      if (result.left._tag === "DeclaredToolError") {
+        return { error: { _tag: result.left.errorDetail._tag, message: result.left.message } }
+      }
       throw new Error(result.left.message)
     }
     return [
       t.name,
       tool({
         description: t.description,
-        inputSchema: jsonSchema<unknown>(t.parameters as any, { validate: (value) => asValidation(t.decode(value), "input") }),
+        inputSchema: jsonSchema<unknown>(t.parameters as any, {
+          validate: (value) => asValidation(t.decode(value), "input")
+        }),
         execute: (input, { abortSignal, toolCallId }) =>
           t.needsApproval === undefined
             ? execute(input, abortSignal, toolCallId)
-            : gatedRun(t, input, toolCallId, approved, caller, runtime, () => execute(input, abortSignal, toolCallId), refusal)
+            : gatedRun(
+              t,
+              input,
+              toolCallId,
+              approved,
+              caller,
+              runtime,
+              () => execute(input, abortSignal, toolCallId),
+              refusal
+            )
       })
     ]
   }))

@@ -7,20 +7,31 @@ import { ExecutionFailed, messageOf, ValidationError } from "../../core/errors.j
 import type { Tool } from "../../tools/Tool.js"
 import { type AgentCallContext, type AgentDefinition, type AgentModel, resolveDynamic } from "../Agent.js"
 import type { AgentInput, GenerationOptions } from "../AgentsSchemas.js"
+import type { ApprovalStore } from "../approvals/ApprovalStore.js"
+import type { NewApprovals } from "../approvals/ApprovalStore.js"
+import { callerApprovalParts, type Resumed } from "../approvals/continuation.js"
+import { delegatedRefusal, toolApprovalFor } from "../approvals/gate.js"
+import {
+  DELEGATE_TASK,
+  delegateTool,
+  delegationApproval,
+  type Delegations,
+  type RunSubAgent
+} from "../delegation/delegateTask.js"
+import { guardedRecord, guardedUserMessage, guardInput, rewrittenInput } from "../guardrails/input.js"
 import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
 import { toAiTools } from "./aiTools.js"
+import {
+  checkClaimedToolResults,
+  refusedProviderOptions,
+  withoutCallerSystemMessages,
+  withoutProviderOptions
+} from "./callerInput.js"
 import { toolHooksOf } from "./hooks.js"
 import { type ClientConversation, recordedInput, toModelMessages, userMessageToRemember } from "./messages.js"
-import { tracedModel } from "./tracedModel.js"
 import { isModelList, modelFor, resolveModels, usesFallback } from "./modelChoice.js"
 import { type CallSettings, resolveSettings } from "./settings.js"
-import { guardedRecord, guardedUserMessage, guardInput, rewrittenInput } from "../guardrails/input.js"
-import { checkClaimedToolResults, refusedProviderOptions, withoutCallerSystemMessages, withoutProviderOptions } from "./callerInput.js"
-import type { ApprovalStore } from "../approvals/ApprovalStore.js"
-import { delegatedRefusal, toolApprovalFor } from "../approvals/gate.js"
-import { callerApprovalParts, type Resumed } from "../approvals/continuation.js"
-import type { NewApprovals } from "../approvals/ApprovalStore.js"
-import { DELEGATE_TASK, delegateTool, type Delegations, delegationApproval, type RunSubAgent } from "../delegation/delegateTask.js"
+import { tracedModel } from "./tracedModel.js"
 
 export interface CallRequest {
   /** Absent only when answering pending approvals (`options.approvals`). */
@@ -111,7 +122,13 @@ export const failed = (agent: AgentDefinition, field = "input") => (error: unkno
     ? new ValidationError({ message: `Input validation failed: ${field}: ${error.message}` })
     : new ExecutionFailed({ message: `Agent ${agent.id} failed: ${messageOf(error)}` })
 
-export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest, withTools: boolean, resumed?: Resumed) =>
+export const prepare = (
+  env: GenerationEnv,
+  agent: AgentDefinition,
+  request: CallRequest,
+  withTools: boolean,
+  resumed?: Resumed
+) =>
   Effect.gen(function*() {
     const options = request.options ?? {}
     if (resumed === undefined && options.approvals !== undefined) {
@@ -121,7 +138,9 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
       }])
     }
     const input = request.input
-    if (input === undefined && resumed === undefined) return yield* ValidationError.fromIssues([{ path: ["input"], message: "is missing" }])
+    if (input === undefined && resumed === undefined) {
+      return yield* ValidationError.fromIssues([{ path: ["input"], message: "is missing" }])
+    }
     const call: AgentCallContext = {
       context: options.context ?? {},
       user: request.user ?? null,
@@ -132,32 +151,52 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
     const field = request.clientConversation === undefined ? "input" : "messages"
     const allow = env.providerOptionsAllow ?? new Set<string>()
     const refused = refusedProviderOptions(options, allow)
-    if (refused !== undefined) return yield* refused
+    if (refused !== undefined) {
+      return yield* refused
+    }
     const { contextLimit, maxSteps, settings } = resolveSettings(options, agent.defaults)
     const { instructions: agentInstructions, model: agentModel } = agent
     // The common case (fixed instructions and model, a text input) needs no promise, so no async hop.
     const [instructions, model, given] = typeof agentInstructions === "string" && typeof agentModel !== "function" &&
         !isModelList(agentModel) && (typeof input === "string" || resumed !== undefined)
-      ? [agentInstructions, agentModel ?? env.defaultModel, [{ role: "user", content: typeof input === "string" ? input : "" } satisfies ModelMessage]]
+      ? [agentInstructions, agentModel ?? env.defaultModel, [
+        { role: "user", content: typeof input === "string" ? input : "" } satisfies ModelMessage
+      ]]
       : yield* Effect.all([
         resolveDynamic(agentInstructions, call),
         agentModel === undefined ? Effect.succeed(env.defaultModel) : resolveModels(agentModel, call),
-        resumed !== undefined ? Effect.succeed([]) : Effect.tryPromise({ try: () => toModelMessages(input!), catch: (error) => error })
+        resumed !== undefined
+          ? Effect.succeed([])
+          : Effect.tryPromise({ try: () => toModelMessages(input!), catch: (error) => error })
       ]).pipe(Effect.mapError(failed(agent, field)))
     const sent = resumed !== undefined
       ? resumed.newMessages
       : typeof input === "string"
       ? given
       : withoutProviderOptions(yield* withoutCallerSystemMessages(given, field), allow)
-    if (resumed === undefined && typeof input !== "string" && request.clientConversation === undefined && callerApprovalParts(sent)) {
-      return yield* ValidationError.fromIssues([{ path: [field], message: "must not carry tool approvals: answer them with options.approvals" }])
+    if (
+      resumed === undefined && typeof input !== "string" && request.clientConversation === undefined &&
+      callerApprovalParts(sent)
+    ) {
+      return yield* ValidationError.fromIssues([{
+        path: [field],
+        message: "must not carry tool approvals: answer them with options.approvals"
+      }])
     }
     // A chat's answers are its `approval-responded` parts (approvals/chat.ts); anything else the SDK would run is refused.
-    if (resumed === undefined && request.clientConversation !== undefined && sent.length > 0 && callerApprovalParts(sent.slice(-1))) {
-      return yield* ValidationError.fromIssues([{ path: [field], message: "must not carry tool approvals this service did not ask for" }])
+    if (
+      resumed === undefined && request.clientConversation !== undefined && sent.length > 0 &&
+      callerApprovalParts(sent.slice(-1))
+    ) {
+      return yield* ValidationError.fromIssues([{
+        path: [field],
+        message: "must not carry tool approvals this service did not ask for"
+      }])
     }
     // A continued call's messages passed the input guardrails when it was asked.
-    const guarded = resumed === undefined && agent.inputGuardrails?.length ? yield* guardInput(agent, call, sent, field) : undefined
+    const guarded = resumed === undefined && agent.inputGuardrails?.length
+      ? yield* guardInput(agent, call, sent, field)
+      : undefined
     const newMessages = guarded?.messages ?? sent
     // What the caller sent back must be what the service produced, before a guardrail rewrote it.
     if (resumed === undefined && typeof input !== "string") {
@@ -167,9 +206,16 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
     const remember = agent.memory === true && call.conversationId !== undefined
     const client = request.clientConversation
     const past = remember && contextLimit > 0 && client === undefined && resumed === undefined
-      ? yield* env.memory.load(agent.id, call.conversationId!, { limit: contextLimit, maxBytes: env.contextMaxBytes }, request.owner)
+      ? yield* env.memory.load(
+        agent.id,
+        call.conversationId!,
+        { limit: contextLimit, maxBytes: env.contextMaxBytes },
+        request.owner
+      )
       : []
-    const working = agent.workingMemory === undefined || env.workingMemory === undefined ? undefined : yield* env.workingMemory(agent, call, withTools)
+    const working = agent.workingMemory === undefined || env.workingMemory === undefined
+      ? undefined
+      : yield* env.workingMemory(agent, call, withTools)
     const active = agent.activeTools?.(call)
     const run = agent.subAgents?.length && withTools ? env.runSubAgent : undefined
     const delegations: Delegations | undefined = run === undefined ? undefined : resumed?.delegations ?? new Map()
@@ -193,7 +239,17 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
       env.runtime,
       stopDelegations === undefined
         ? undefined
-        : { [DELEGATE_TASK]: delegationApproval(agent, call, run!, delegations!, env.runtime, parent, stopDelegations.signal) }
+        : {
+          [DELEGATE_TASK]: delegationApproval(
+            agent,
+            call,
+            run!,
+            delegations!,
+            env.runtime,
+            parent,
+            stopDelegations.signal
+          )
+        }
     )
     const fallback = usesFallback(agent, model)
     return {
@@ -215,8 +271,15 @@ export const prepare = (env: GenerationEnv, agent: AgentDefinition, request: Cal
         : guarded.rewrites === undefined
         ? undefined
         : rewrittenInput(recordedInput(request), guarded.rewrites),
-      tools: toAiTools(tools, caller, env.runtime, parent, toolHooksOf(agent, callId, call), resumed?.approved,
-        request.delegated === true ? delegatedRefusal : undefined),
+      tools: toAiTools(
+        tools,
+        caller,
+        env.runtime,
+        parent,
+        toolHooksOf(agent, callId, call),
+        resumed?.approved,
+        request.delegated === true ? delegatedRefusal : undefined
+      ),
       // The wrapper retries and falls over itself: the SDK's own retries would multiply its tries.
       settings: fallback ? { ...settings, maxRetries: 0 } : settings,
       maxSteps,
@@ -249,4 +312,3 @@ const modelArguments = (prepared: PreparedCall) => ({
 
 const approvalSecret = (prepared: PreparedCall) =>
   prepared.approvalSecret === undefined ? {} : { experimental_toolApprovalSecret: prepared.approvalSecret }
-

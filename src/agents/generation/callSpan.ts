@@ -54,7 +54,12 @@ export const inCallSpan = <A, E>(
 /** A provider's error as a cause (the SDK hands it over as a value). */
 export const causeOf = (error: unknown): Cause.Cause<unknown> => Cause.fail(error)
 
-export const outcomeExit = (status: "completed" | "error" | "cancelled" | "blocked" | "pending", cause: Cause.Cause<unknown> | undefined) =>
+export const outcomeExit = (
+  status: "completed" | "error" | "cancelled" | "blocked" | "pending",
+  cause: Cause.Cause<unknown> | undefined
+) =>
   status === "completed" || status === "blocked" || status === "pending"
     ? Exit.void
-    : status === "cancelled" ? Exit.interrupt(FiberId.none) : Exit.failCause(cause ?? Cause.fail("failed"))
+    : status === "cancelled"
+    ? Exit.interrupt(FiberId.none)
+    : Exit.failCause(cause ?? Cause.fail("failed"))

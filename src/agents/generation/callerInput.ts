@@ -19,7 +19,8 @@ const SHOWN_ALLOWED = 10
 const allowedList = (allow: ReadonlySet<string>): string => {
   if (allow.size === 0) return "none"
   const names = [...allow]
-  return names.slice(0, SHOWN_ALLOWED).join(", ") + (names.length > SHOWN_ALLOWED ? `, and ${names.length - SHOWN_ALLOWED} more` : "")
+  return names.slice(0, SHOWN_ALLOWED).join(", ") +
+    (names.length > SHOWN_ALLOWED ? `, and ${names.length - SHOWN_ALLOWED} more` : "")
 }
 
 /**
@@ -41,7 +42,10 @@ export const withoutCallerSystemMessages = (
 }
 
 /** The first provider option off the operator's allow-list, as a 400 naming it. */
-export const refusedProviderOptions = (options: GenerationOptions, allow: ReadonlySet<string>): ValidationError | undefined => {
+export const refusedProviderOptions = (
+  options: GenerationOptions,
+  allow: ReadonlySet<string>
+): ValidationError | undefined => {
   for (const [provider, keys] of Object.entries(options.providerOptions ?? {})) {
     for (const key of Object.keys(keys)) {
       if (!allow.has(`${provider}.${key}`)) {
@@ -79,7 +83,10 @@ const stripped = <A extends object>(value: A, allow: ReadonlySet<string>): A => 
  * they can override a message's role. Dropped rather than refused, as a UI client sends back the
  * metadata the provider gave it.
  */
-export const withoutProviderOptions = (messages: ReadonlyArray<ModelMessage>, allow: ReadonlySet<string>): Array<ModelMessage> =>
+export const withoutProviderOptions = (
+  messages: ReadonlyArray<ModelMessage>,
+  allow: ReadonlySet<string>
+): Array<ModelMessage> =>
   messages.map((message) => {
     const outer = stripped(message, allow)
     return typeof outer.content === "string"
@@ -103,15 +110,22 @@ export const checkClaimedToolResults = (
     const claimed = claimedToolResults(messages)
     if (claimed.length === 0) return
     if (claimed.length > MAX_CLAIMED_TOOL_RESULTS) {
-      return yield* ValidationError.fromIssues([{ path: [field], message: `must carry at most ${MAX_CLAIMED_TOOL_RESULTS} tool results` }])
+      return yield* ValidationError.fromIssues([{
+        path: [field],
+        message: `must carry at most ${MAX_CLAIMED_TOOL_RESULTS} tool results`
+      }])
     }
     const ids = [...new Set(claimed.map((claim) => claim.toolCallId))]
     const known = conversationId === undefined ? [] : yield* memory.toolResults(agentId, conversationId, ids, owner)
     const produced = new Set(known.map((row) => `${row.toolCallId}\u0000${row.toolName}\u0000${row.outcome}`))
-    const forged = claimed.find((claim) => !produced.has(`${claim.toolCallId}\u0000${claim.toolName}\u0000${claim.outcome}`))
+    const forged = claimed.find((claim) =>
+      !produced.has(`${claim.toolCallId}\u0000${claim.toolName}\u0000${claim.outcome}`)
+    )
     if (forged === undefined) return
     return yield* ValidationError.fromIssues([{
       path: [field],
-      message: `the tool result of call ${excerpt(forged.toolCallId, 64)} (${excerpt(forged.toolName, 64)}) is not the one this service produced in this conversation`
+      message: `the tool result of call ${excerpt(forged.toolCallId, 64)} (${
+        excerpt(forged.toolName, 64)
+      }) is not the one this service produced in this conversation`
     }])
   })

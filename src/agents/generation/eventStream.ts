@@ -2,11 +2,11 @@ import type { streamText } from "ai"
 import { Cause } from "effect"
 import { messageOf } from "../../core/errors.js"
 import type { ModelRef, TextResult, Usage } from "../AgentsSchemas.js"
+import type { NewApprovals, PendingApproval } from "../approvals/ApprovalStore.js"
+import { addUsage, type Prior } from "../approvals/continuation.js"
+import { StreamBlocked } from "../guardrails/stream.js"
 import { toUsage } from "./results.js"
 import { streamedToolOutcome, type ToolOutcome } from "./toolOutcomes.js"
-import type { NewApprovals, PendingApproval } from "../approvals/ApprovalStore.js"
-import { StreamBlocked } from "../guardrails/stream.js"
-import { addUsage, type Prior } from "../approvals/continuation.js"
 
 export type StreamEvent =
   | { readonly type: "text-delta"; readonly delta: string }
@@ -56,7 +56,12 @@ const toStreamEvent = (part: Part): StreamEvent | undefined => {
     case "tool-result":
       return { type: "tool-result", toolCallId: part.toolCallId, toolName: part.toolName, result: part.output }
     case "tool-error":
-      return { type: "tool-result", toolCallId: part.toolCallId, toolName: part.toolName, result: { error: messageOf(part.error) } }
+      return {
+        type: "tool-result",
+        toolCallId: part.toolCallId,
+        toolName: part.toolName,
+        result: { error: messageOf(part.error) }
+      }
     case "finish":
       return { type: "finish", finishReason: part.finishReason, usage: toUsage(part.totalUsage) }
     case "error":
@@ -127,9 +132,11 @@ export const eventStream = (
         const part = next.value
         if (part.type === "start-step") stepText = ""
         else if (part.type === "text-delta") stepText += part.text
-        else if (part.type === "tool-call") toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input })
-        else if (part.type === "tool-result" || part.type === "tool-error") toolResults.push(streamedToolOutcome(part))
-        else if (part.type === "error") await once({ status: "error", cause: Cause.fail(part.error) })
+        else if (part.type === "tool-call") {
+          toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input })
+        } else if (part.type === "tool-result" || part.type === "tool-error") {
+          toolResults.push(streamedToolOutcome(part))
+        } else if (part.type === "error") await once({ status: "error", cause: Cause.fail(part.error) })
         else if (part.type === "abort") await once({ status: "cancelled" })
         else if (part.type === "tool-approval-request" && approvals !== undefined) {
           const { input, toolCallId, toolName } = part.toolCall
@@ -149,15 +156,39 @@ export const eventStream = (
             await once({ status: "pending", approvals: stored.rows })
             for (const request of stored.pending) controller.enqueue({ type: "tool-approval-request", ...request })
           } else {
-            await once({ status: "completed", output: stepText, usage: whole.usage, toolCalls: whole.toolCalls, toolResults: whole.outcomes, model })
+            await once({
+              status: "completed",
+              output: stepText,
+              usage: whole.usage,
+              toolCalls: whole.toolCalls,
+              toolResults: whole.outcomes,
+              model
+            })
           }
-          controller.enqueue({ type: "finish", finishReason: part.finishReason, usage: whole.usage, ...(model === undefined ? {} : { model }) })
+          controller.enqueue({
+            type: "finish",
+            finishReason: part.finishReason,
+            usage: whole.usage,
+            ...(model === undefined ? {} : { model })
+          })
           return
         } else if (part.type === "finish") {
           const model = answered?.()
-          await once({ status: "completed", output: stepText, usage: toUsage(part.totalUsage), toolCalls, toolResults, model })
+          await once({
+            status: "completed",
+            output: stepText,
+            usage: toUsage(part.totalUsage),
+            toolCalls,
+            toolResults,
+            model
+          })
           if (model !== undefined) {
-            controller.enqueue({ type: "finish", finishReason: part.finishReason, usage: toUsage(part.totalUsage), model })
+            controller.enqueue({
+              type: "finish",
+              finishReason: part.finishReason,
+              usage: toUsage(part.totalUsage),
+              model
+            })
             return
           }
         }

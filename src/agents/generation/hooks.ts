@@ -20,7 +20,12 @@ type HookName = "onStart" | "onEnd" | "onToolStart" | "onToolEnd" | "onError"
 class HookTimedOut extends Data.TaggedError("HookTimedOut")<{ readonly message: string }> {}
 
 /** Runs one hook with its event: never fails, records its outcome on its span. */
-const runHook = <E extends AgentHookEvent>(agent: AgentDefinition, name: HookName, hook: AgentHook<E>, event: E): Effect.Effect<void> =>
+const runHook = <E extends AgentHookEvent>(
+  agent: AgentDefinition,
+  name: HookName,
+  hook: AgentHook<E>,
+  event: E
+): Effect.Effect<void> =>
   runUserCode(() => hook(event), Effect.failCause).pipe(
     Effect.timeoutFail({
       duration: AGENT_HOOK_TIMEOUT,
@@ -34,7 +39,10 @@ const runHook = <E extends AgentHookEvent>(agent: AgentDefinition, name: HookNam
       const message = capString(failureMessage(error, detail), 512)
       const tag = detail?._tag ?? (error instanceof HookTimedOut ? "HookTimedOut" : "Error")
       return Effect.zipRight(
-        Effect.annotateCurrentSpan({ "hook.outcome": tag === "HookTimedOut" ? "timed out" : "failed", "error.type": tag }),
+        Effect.annotateCurrentSpan({
+          "hook.outcome": tag === "HookTimedOut" ? "timed out" : "failed",
+          "error.type": tag
+        }),
         Effect.logWarning(`agent hook ${name} failed (${tag}: ${message}); the call is not affected`)
       )
     }),
@@ -57,8 +65,13 @@ const baseOf = (agent: AgentDefinition, callId: string, call: AgentCallContext):
 })
 
 /** onStart, awaited (call it only when the agent has one). */
-export const startHook = (agent: AgentDefinition, prepared: { readonly callId: string; readonly call: AgentCallContext }) =>
-  agent.onStart === undefined ? Effect.void : runHook(agent, "onStart", agent.onStart, baseOf(agent, prepared.callId, prepared.call))
+export const startHook = (
+  agent: AgentDefinition,
+  prepared: { readonly callId: string; readonly call: AgentCallContext }
+) =>
+  agent.onStart === undefined
+    ? Effect.void
+    : runHook(agent, "onStart", agent.onStart, baseOf(agent, prepared.callId, prepared.call))
 
 export const hasEndHooks = (agent: AgentDefinition): boolean => agent.onEnd !== undefined || agent.onError !== undefined
 
@@ -96,7 +109,12 @@ const errorMessage = (cause: Cause.Cause<unknown> | undefined): string => {
 
 /** Runs a tool between the agent's tool hooks (when it has any). */
 export interface ToolHooks {
-  readonly around: <A, E>(toolName: string, toolCallId: string, input: unknown, run: Effect.Effect<A, E>) => Effect.Effect<A, E>
+  readonly around: <A, E>(
+    toolName: string,
+    toolCallId: string,
+    input: unknown,
+    run: Effect.Effect<A, E>
+  ) => Effect.Effect<A, E>
 }
 
 /** The agent's tool hooks for a call; undefined when it has none (its tools then run as they are). */
@@ -107,7 +125,9 @@ export const toolHooksOf = (agent: AgentDefinition, callId: string, call: AgentC
   return {
     around: (toolName, toolCallId, input, run) => {
       const event = { ...base, toolName, toolCallId, input }
-      const start = onToolStart === undefined ? run : Effect.zipRight(runHook(agent, "onToolStart", onToolStart, event), run)
+      const start = onToolStart === undefined
+        ? run
+        : Effect.zipRight(runHook(agent, "onToolStart", onToolStart, event), run)
       if (onToolEnd === undefined) return start
       return start.pipe(
         Effect.tapErrorCause((cause) =>

@@ -29,7 +29,10 @@ const checked = (messages: Array<ModelMessage>): Array<ModelMessage> => {
   if (result.success) return messages
   const issue = result.error.issues[0]
   const where = issue === undefined ? "" : ` (at ${issue.path.join(".")}: ${issue.message})`
-  throw new InvalidPromptError({ prompt: messages, message: `the messages do not match the ModelMessage[] schema${where}` })
+  throw new InvalidPromptError({
+    prompt: messages,
+    message: `the messages do not match the ModelMessage[] schema${where}`
+  })
 }
 
 /**
@@ -40,7 +43,10 @@ const converted = (messages: Array<UIMessage>): Promise<Array<ModelMessage>> =>
   convertToModelMessages(messages).catch((error: unknown) => {
     throw InvalidPromptError.isInstance(error)
       ? error
-      : new InvalidPromptError({ prompt: messages, message: `the messages do not match the UIMessage[] schema (${messageOf(error)})` })
+      : new InvalidPromptError({
+        prompt: messages,
+        message: `the messages do not match the UIMessage[] schema (${messageOf(error)})`
+      })
   })
 
 /** The request's input as model messages: a string is one user message; UI messages are converted by the SDK. */
@@ -56,11 +62,14 @@ export const textOf = (message: ModelMessage): string =>
     ? message.content
     : message.content.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("")
 
-const uiText = (message: UIMessage): string => message.parts.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("")
+const uiText = (message: UIMessage): string =>
+  message.parts.flatMap((part) => (part.type === "text" ? [part.text] : [])).join("")
 
 /** What memory keeps of a client-held conversation's request: its last user message, when new. */
 export const userMessageToRemember = (client: ClientConversation): Array<ModelMessage> =>
-  client.storesUserMessage && client.lastUserMessage !== undefined ? [{ role: "user", content: uiText(client.lastUserMessage) }] : []
+  client.storesUserMessage && client.lastUserMessage !== undefined
+    ? [{ role: "user", content: uiText(client.lastUserMessage) }]
+    : []
 
 /** The call's input as its history entry records it: for a client-held conversation, only the last user message. */
 export const recordedInput = (request: CallRequest): unknown =>

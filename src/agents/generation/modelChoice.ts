@@ -31,7 +31,10 @@ export const modelFor = (
 ): LanguageModelV4 => {
   const list = isModelList(model) ? model : [model]
   return fallbackModel(
-    list.map((one) => ({ model: tracedModel(one, agent.id, parent, env.runtime, env.recordContent), ref: modelRef(one) })),
+    list.map((one) => ({
+      model: tracedModel(one, agent.id, parent, env.runtime, env.recordContent),
+      ref: modelRef(one)
+    })),
     agent.fallback ?? {},
     agent.id,
     parent,

@@ -1,16 +1,17 @@
 import { Output } from "ai"
 import { Effect, Either } from "effect"
 import { ValidationError } from "../../core/errors.js"
+import { minimumInstanceSize } from "../../json-schema/instanceSize.js"
 import * as JsonSchemaValidator from "../../json-schema/JsonSchemaValidator.js"
 import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
-import { minimumInstanceSize } from "../../json-schema/instanceSize.js"
 import type { GenerationOptions } from "../AgentsSchemas.js"
 import { validatedJsonSchema } from "./aiTools.js"
 
 /** The largest value, in characters of JSON, that a client's output schema may require a model to produce. */
 export const MAX_REQUIRED_OUTPUT = 100_000
 
-const tooLarge = `requires values of more than ${MAX_REQUIRED_OUTPUT} characters of JSON (through minItems, minLength, ` +
+const tooLarge =
+  `requires values of more than ${MAX_REQUIRED_OUTPUT} characters of JSON (through minItems, minLength, ` +
   `minProperties or required parts), more than a model is asked to generate; at most ${MAX_REQUIRED_OUTPUT} is allowed`
 
 /**
@@ -22,7 +23,9 @@ export const checkOutputSchema = (schema: unknown, path: string): Effect.Effect<
     onLeft: (issues) => Effect.fail(ValidationError.fromIssues(issues, [path])),
     onRight: (valid) =>
       valid.type !== "object"
-        ? Effect.fail(ValidationError.fromIssues([{ path: ["type"], message: "the root must be \"type\": \"object\"" }], [path]))
+        ? Effect.fail(
+          ValidationError.fromIssues([{ path: ["type"], message: "the root must be \"type\": \"object\"" }], [path])
+        )
         : minimumInstanceSize(valid, MAX_REQUIRED_OUTPUT + 1) > MAX_REQUIRED_OUTPUT
         ? Effect.fail(ValidationError.fromIssues([{ path: [], message: tooLarge }], [path]))
         : Effect.succeed(valid)

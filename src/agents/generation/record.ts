@@ -3,13 +3,13 @@ import { type ModelMessage } from "ai"
 import { Cause, Effect, Option, Runtime, Tracer } from "effect"
 import { type AgentDefinition } from "../Agent.js"
 import type { HistoryEntry, ModelRef, TextResult, Usage } from "../AgentsSchemas.js"
-import { recordedInput, textOf } from "./messages.js"
-import { endCallSpan, outcomeExit } from "./callSpan.js"
-import { type ToolOutcome } from "./toolOutcomes.js"
-import { endHooks, hasEndHooks } from "./hooks.js"
-import type { CallRequest, GenerationEnv, PreparedCall } from "./call.js"
-import { answeringModel } from "../models/fallbackModel.js"
 import type { NewApprovals } from "../approvals/ApprovalStore.js"
+import { answeringModel } from "../models/fallbackModel.js"
+import type { CallRequest, GenerationEnv, PreparedCall } from "./call.js"
+import { endCallSpan, outcomeExit } from "./callSpan.js"
+import { endHooks, hasEndHooks } from "./hooks.js"
+import { recordedInput, textOf } from "./messages.js"
+import { type ToolOutcome } from "./toolOutcomes.js"
 
 export interface Outcome {
   /** `pending`: stopped on approval requests; the finished call is recorded once, by its continuation. */
@@ -38,7 +38,9 @@ export const finish = (
   Effect.gen(function*() {
     if (outcome.status === "pending") {
       // A sub-agent's requests become its parent call's (delegation/delegateTask.ts).
-      if (outcome.approvals !== undefined && request.collectApprovals !== undefined) return request.collectApprovals(outcome.approvals)
+      if (outcome.approvals !== undefined && request.collectApprovals !== undefined) {
+        return request.collectApprovals(outcome.approvals)
+      }
       if (outcome.approvals !== undefined && env.approvals !== undefined) {
         // The call's span (the answering call's span links to it).
         const span = yield* Effect.option(Effect.currentSpan)
@@ -64,19 +66,24 @@ export const finish = (
     // The guarded stream paths record without it: the wrapper (or the one model) knows who answered.
     const model = outcome.model ??
       (outcome.status === "completed" || outcome.status === "blocked" ? answeringModel(prepared.model) : undefined)
-    yield* env.memory.saveCall(agent.id, {
-      id: prepared.callId,
-      conversationId: prepared.call.conversationId ?? null,
-      userId: prepared.call.userId ?? null,
-      input: prepared.recordedInput ?? recordedInput(request),
-      output: outcome.output ?? null,
-      status,
-      startTime: prepared.resumed?.startedAt ?? started.toISOString(),
-      endTime: new Date().toISOString(),
-      usage: outcome.usage ?? null,
-      toolCalls: outcome.toolCalls ?? [],
-      ...(model === undefined ? {} : { model })
-    }, remembered, outcome.toolResults)
+    yield* env.memory.saveCall(
+      agent.id,
+      {
+        id: prepared.callId,
+        conversationId: prepared.call.conversationId ?? null,
+        userId: prepared.call.userId ?? null,
+        input: prepared.recordedInput ?? recordedInput(request),
+        output: outcome.output ?? null,
+        status,
+        startTime: prepared.resumed?.startedAt ?? started.toISOString(),
+        endTime: new Date().toISOString(),
+        usage: outcome.usage ?? null,
+        toolCalls: outcome.toolCalls ?? [],
+        ...(model === undefined ? {} : { model })
+      },
+      remembered,
+      outcome.toolResults
+    )
     // Logged once the call is committed, off the response's path (the line costs about as much as the commit's statement).
     // A failed call (a provider's failure, most often) is a warning with its cause.
     const line = outcome.status === "error"
@@ -104,9 +111,18 @@ export const tracked = <A extends { readonly outcome: Outcome }, E>(
     const started = new Date()
     return effect.pipe(
       Effect.onExit((exit) =>
-        finish(env, agent, request, prepared, started, exit._tag === "Success"
-          ? exit.value.outcome
-          : Cause.isInterruptedOnly(exit.cause) ? { status: "cancelled" } : { status: "error", cause: exit.cause })
+        finish(
+          env,
+          agent,
+          request,
+          prepared,
+          started,
+          exit._tag === "Success"
+            ? exit.value.outcome
+            : Cause.isInterruptedOnly(exit.cause)
+            ? { status: "cancelled" }
+            : { status: "error", cause: exit.cause }
+        )
       )
     )
   })
@@ -115,7 +131,13 @@ export const tracked = <A extends { readonly outcome: Outcome }, E>(
  * Records a streamed call's outcome from the SDK's promises, inside the agent call's span, then ends
  * that span; never throws (it may run while the service shuts down).
  */
-export const recorder = (env: GenerationEnv, agent: AgentDefinition, request: CallRequest, prepared: PreparedCall, span: Tracer.Span) => {
+export const recorder = (
+  env: GenerationEnv,
+  agent: AgentDefinition,
+  request: CallRequest,
+  prepared: PreparedCall,
+  span: Tracer.Span
+) => {
   const started = new Date()
   return (outcome: Outcome) =>
     Runtime.runPromise(env.runtime)(
@@ -126,4 +148,3 @@ export const recorder = (env: GenerationEnv, agent: AgentDefinition, request: Ca
       )
     ).catch(() => undefined)
 }
-

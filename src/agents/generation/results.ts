@@ -15,7 +15,9 @@ export const toUsage = (usage: LanguageModelUsage | undefined): Usage => {
 }
 
 /** Tool calls and results of every step, not only the last one's. */
-export const collectTools = (steps: ReadonlyArray<StepResult<ToolSet>>): Pick<TextResult, "toolCalls" | "toolResults"> => ({
+export const collectTools = (
+  steps: ReadonlyArray<StepResult<ToolSet>>
+): Pick<TextResult, "toolCalls" | "toolResults"> => ({
   toolCalls: steps.flatMap((step) =>
     step.toolCalls.map((call) => ({ toolCallId: call.toolCallId, toolName: call.toolName, args: call.input }))
   ),

@@ -3,22 +3,22 @@ import { Effect, Stream, Tracer } from "effect"
 import { ExecutionFailed, type GuardrailBlocked, messageOf, ValidationError } from "../../core/errors.js"
 import { type AgentDefinition } from "../Agent.js"
 import type { ModelRef, Usage } from "../AgentsSchemas.js"
+import { chatAnswers, chatApprovals } from "../approvals/chat.js"
+import { continueAnswered, resume } from "../approvals/continuation.js"
+import { streamApprovals } from "../approvals/streamed.js"
+import { guardedObjectEvents } from "../guardrails/object.js"
+import { type GuardHooks, guardStream, once, recordingBlocks } from "../guardrails/stream.js"
+import { answeringModel } from "../models/fallbackModel.js"
 import { validatedJsonSchema } from "./aiTools.js"
-import { messageIds } from "./messages.js"
-import { collectTools, toUsage } from "./results.js"
+import { callArguments, type CallRequest, failed, type GenerationEnv, prepare, type PreparedCall } from "./call.js"
 import { causeOf, inCallSpan } from "./callSpan.js"
 import { eventStream, fullStreamAlone, type StreamOutcome } from "./eventStream.js"
-import { checkOutputSchema, outputFor } from "./outputSchema.js"
-import { toolOutcomes } from "./toolOutcomes.js"
 import { startHook } from "./hooks.js"
-import { type CallRequest, callArguments, failed, type GenerationEnv, type PreparedCall, prepare } from "./call.js"
+import { messageIds } from "./messages.js"
+import { checkOutputSchema, outputFor } from "./outputSchema.js"
 import { recorder } from "./record.js"
-import { type GuardHooks, guardStream, once, recordingBlocks } from "../guardrails/stream.js"
-import { guardedObjectEvents } from "../guardrails/object.js"
-import { answeringModel } from "../models/fallbackModel.js"
-import { continueAnswered, resume } from "../approvals/continuation.js"
-import { chatAnswers, chatApprovals } from "../approvals/chat.js"
-import { streamApprovals } from "../approvals/streamed.js"
+import { collectTools, toUsage } from "./results.js"
+import { toolOutcomes } from "./toolOutcomes.js"
 
 type StreamTextResult = ReturnType<typeof streamText>
 type CallFailure = ExecutionFailed | ValidationError | GuardrailBlocked
@@ -78,38 +78,43 @@ const streamed = <A, E>(
  * here and is aborted when the reader cancels; a completed call is committed before its `finish` event.
  */
 export const stream = (env: GenerationEnv, agent: AgentDefinition, given: CallRequest) =>
-  inCallSpan("AgentRegistry.stream", agent, given, (span) => Effect.gen(function*() {
-    const { request, resumed } = given.options?.approvals === undefined ? { request: given, resumed: undefined } : yield* resume(env, agent, given)
-    const output = yield* outputFor(request.options)
-    const prepared = yield* prepare(env, agent, request, true, resumed)
-    if (agent.onStart !== undefined && resumed === undefined) yield* startHook(agent, prepared)
-    const controller = new AbortController()
-    const record = recorder(env, agent, request, prepared, span)
-    const result = streamText({
-      ...callArguments(prepared, controller.signal),
-      ...(output ? { output } : {}),
-      // Errors reach the reader as an error event (and the history as an error); the SDK would also print them.
-      onError: () => undefined
-    })
-    const abort = () => controller.abort()
-    const model = () => answeringModel(prepared.model)
-    const approvals = prepared.toolApproval === undefined && resumed === undefined
-      ? undefined
-      : streamApprovals(env, agent, request, prepared, result.responseMessages, span)
-    const events = agent.outputGuardrails?.length
-      ? eventStream(
-        fullStreamAlone(result).pipeThrough(guardStream(agent, prepared.call, prepared.parent, env.runtime, { abort })),
-        recordingBlocks(record),
-        abort,
-        approvals,
-        model
-      )
-      : eventStream(fullStreamAlone(result), record, abort, approvals, model)
-    // The SDK starts the model call from its own promises: they run before the response is built, so
-    // the provider works on the request meanwhile (a cancelled stream aborts the call and is recorded).
-    yield* afterPendingPromises.pipe(Effect.onInterrupt(() => Effect.promise(() => events.cancel())))
-    return events
-  }))
+  inCallSpan("AgentRegistry.stream", agent, given, (span) =>
+    Effect.gen(function*() {
+      const { request, resumed } = given.options?.approvals === undefined
+        ? { request: given, resumed: undefined }
+        : yield* resume(env, agent, given)
+      const output = yield* outputFor(request.options)
+      const prepared = yield* prepare(env, agent, request, true, resumed)
+      if (agent.onStart !== undefined && resumed === undefined) yield* startHook(agent, prepared)
+      const controller = new AbortController()
+      const record = recorder(env, agent, request, prepared, span)
+      const result = streamText({
+        ...callArguments(prepared, controller.signal),
+        ...(output ? { output } : {}),
+        // Errors reach the reader as an error event (and the history as an error); the SDK would also print them.
+        onError: () => undefined
+      })
+      const abort = () => controller.abort()
+      const model = () => answeringModel(prepared.model)
+      const approvals = prepared.toolApproval === undefined && resumed === undefined
+        ? undefined
+        : streamApprovals(env, agent, request, prepared, result.responseMessages, span)
+      const events = agent.outputGuardrails?.length
+        ? eventStream(
+          fullStreamAlone(result).pipeThrough(
+            guardStream(agent, prepared.call, prepared.parent, env.runtime, { abort })
+          ),
+          recordingBlocks(record),
+          abort,
+          approvals,
+          model
+        )
+        : eventStream(fullStreamAlone(result), record, abort, approvals, model)
+      // The SDK starts the model call from its own promises: they run before the response is built, so
+      // the provider works on the request meanwhile (a cancelled stream aborts the call and is recorded).
+      yield* afterPendingPromises.pipe(Effect.onInterrupt(() => Effect.promise(() => events.cancel())))
+      return events
+    }))
 
 /**
  * The AI SDK's UI message stream, already in its SSE wire form (ending with `data: [DONE]`). A request
@@ -117,73 +122,92 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, given: CallRe
  * names (approvals/chat.ts) and continues the call they stopped.
  */
 export const chat = (env: GenerationEnv, agent: AgentDefinition, given: CallRequest) =>
-  inCallSpan("AgentRegistry.chat", agent, given, (span) => Effect.gen(function*() {
-    const answers = chatAnswers(given)
-    const { request, resumed } = answers === undefined ? { request: given, resumed: undefined } : yield* continueAnswered(env, agent, answers, given)
-    const output = yield* outputFor(request.options)
-    const prepared = yield* prepare(env, agent, request, true, resumed)
-    if (agent.onStart !== undefined && resumed === undefined) yield* startHook(agent, prepared)
-    const guarded = agent.outputGuardrails !== undefined && agent.outputGuardrails.length > 0
-    const approving = prepared.toolApproval !== undefined || resumed !== undefined
-    return streamed(env, agent, request, prepared, span, output ? { output } : {}, (result, guard) => {
-      const model = () => answeringModel(prepared.model)
-      const parts = approving
-        ? result.stream.pipeThrough(chatApprovals(
-          streamApprovals(env, agent, request, prepared, result.responseMessages, span),
-          (outcome: StreamOutcome) => guard?.record?.(outcome) ?? Promise.resolve(),
-          !guarded,
-          model,
-          resumed
-        ))
-        : result.stream
-      return Stream.fromReadableStream({
-        evaluate: () =>
-          toUIMessageStream({
-            stream: guard === undefined || !guarded
-              ? parts
-              : parts.pipeThrough(guardStream(agent, prepared.call, prepared.parent, env.runtime, guard)),
-            tools: prepared.tools,
-            onError: messageOf,
-            // The finish chunk's metadata names the model that answered.
-            messageMetadata: ({ part }) => (part.type === "finish" ? { model: model() } : undefined),
-            ...messageIds(given, prepared.callId)
-          })
-            .pipeThrough(new JsonToSseTransformStream())
-            .pipeThrough(new TextEncoderStream()),
-        onError: failed(agent)
-      })
-    }, guarded || approving)
-  }))
+  inCallSpan("AgentRegistry.chat", agent, given, (span) =>
+    Effect.gen(function*() {
+      const answers = chatAnswers(given)
+      const { request, resumed } = answers === undefined
+        ? { request: given, resumed: undefined }
+        : yield* continueAnswered(env, agent, answers, given)
+      const output = yield* outputFor(request.options)
+      const prepared = yield* prepare(env, agent, request, true, resumed)
+      if (agent.onStart !== undefined && resumed === undefined) yield* startHook(agent, prepared)
+      const guarded = agent.outputGuardrails !== undefined && agent.outputGuardrails.length > 0
+      const approving = prepared.toolApproval !== undefined || resumed !== undefined
+      return streamed(env, agent, request, prepared, span, output ? { output } : {}, (result, guard) => {
+        const model = () => answeringModel(prepared.model)
+        const parts = approving
+          ? result.stream.pipeThrough(chatApprovals(
+            streamApprovals(env, agent, request, prepared, result.responseMessages, span),
+            (outcome: StreamOutcome) => guard?.record?.(outcome) ?? Promise.resolve(),
+            !guarded,
+            model,
+            resumed
+          ))
+          : result.stream
+        return Stream.fromReadableStream({
+          evaluate: () =>
+            toUIMessageStream({
+              stream: guard === undefined || !guarded
+                ? parts
+                : parts.pipeThrough(guardStream(agent, prepared.call, prepared.parent, env.runtime, guard)),
+              tools: prepared.tools,
+              onError: messageOf,
+              // The finish chunk's metadata names the model that answered.
+              messageMetadata: ({ part }) => (part.type === "finish" ? { model: model() } : undefined),
+              ...messageIds(given, prepared.callId)
+            })
+              .pipeThrough(new JsonToSseTransformStream())
+              .pipeThrough(new TextEncoderStream()),
+          onError: failed(agent)
+        })
+      }, guarded || approving)
+    }))
 
 export type ObjectEvent =
   | { readonly type: "partial"; readonly object: unknown }
-  | { readonly type: "finish"; readonly object: unknown; readonly finishReason: string; readonly usage: Usage; readonly model: ModelRef }
+  | {
+    readonly type: "finish"
+    readonly object: unknown
+    readonly finishReason: string
+    readonly usage: Usage
+    readonly model: ModelRef
+  }
 
 export const streamObject = (
   env: GenerationEnv,
   agent: AgentDefinition,
   request: CallRequest & { readonly schema: unknown }
 ) =>
-  inCallSpan("AgentRegistry.streamObject", agent, request, (span) => Effect.gen(function*() {
-    const schema = yield* checkOutputSchema(request.schema, "schema")
-    const prepared = yield* prepare(env, agent, request, false)
-    if (agent.onStart !== undefined) yield* startHook(agent, prepared)
-    const output = Output.object({ schema: validatedJsonSchema(schema) })
-    const guarded = agent.outputGuardrails !== undefined && agent.outputGuardrails.length > 0
-    return streamed(env, agent, request, prepared, span, { output }, (result, guard): Stream.Stream<ObjectEvent, CallFailure> =>
-      guard !== undefined ? guardedObjectEvents(agent, prepared, result, guard, failed(agent)) : Stream.concat(
-        Stream.fromAsyncIterable(result.partialOutputStream, failed(agent)).pipe(
-          Stream.map((partial): ObjectEvent => ({ type: "partial", object: partial }))
-        ),
-        Stream.fromEffect(Effect.tryPromise({
-          try: async (): Promise<ObjectEvent> => ({
-            type: "finish",
-            object: await result.output,
-            finishReason: await result.finishReason,
-            usage: toUsage(await result.usage),
-            model: answeringModel(prepared.model)
-          }),
-          catch: failed(agent)
-        }))
-      ), guarded)
-  }))
+  inCallSpan("AgentRegistry.streamObject", agent, request, (span) =>
+    Effect.gen(function*() {
+      const schema = yield* checkOutputSchema(request.schema, "schema")
+      const prepared = yield* prepare(env, agent, request, false)
+      if (agent.onStart !== undefined) yield* startHook(agent, prepared)
+      const output = Output.object({ schema: validatedJsonSchema(schema) })
+      const guarded = agent.outputGuardrails !== undefined && agent.outputGuardrails.length > 0
+      return streamed(
+        env,
+        agent,
+        request,
+        prepared,
+        span,
+        { output },
+        (result, guard): Stream.Stream<ObjectEvent, CallFailure> =>
+          guard !== undefined ? guardedObjectEvents(agent, prepared, result, guard, failed(agent)) : Stream.concat(
+            Stream.fromAsyncIterable(result.partialOutputStream, failed(agent)).pipe(
+              Stream.map((partial): ObjectEvent => ({ type: "partial", object: partial }))
+            ),
+            Stream.fromEffect(Effect.tryPromise({
+              try: async (): Promise<ObjectEvent> => ({
+                type: "finish",
+                object: await result.output,
+                finishReason: await result.finishReason,
+                usage: toUsage(await result.usage),
+                model: answeringModel(prepared.model)
+              }),
+              catch: failed(agent)
+            }))
+          ),
+        guarded
+      )
+    }))

@@ -18,8 +18,11 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
 
 // Keys sorted, so a client that rebuilds an object in another key order sends the same result.
 const canonical = (value: unknown): string =>
-  JSON.stringify(value, (_key, field: unknown) =>
-    isPlainObject(field) ? Object.fromEntries(Object.keys(field).sort().map((key) => [key, field[key]])) : field) ?? "null"
+  JSON.stringify(
+    value,
+    (_key, field: unknown) =>
+      isPlainObject(field) ? Object.fromEntries(Object.keys(field).sort().map((key) => [key, field[key]])) : field
+  ) ?? "null"
 
 const digest = (kind: "result" | "error" | "other", value: unknown): string =>
   createHash("sha256").update(`${kind}:${canonical(value)}`).digest("base64url")
@@ -45,7 +48,12 @@ export const resultOutcome = (toolCallId: string, toolName: string, value: unkno
 
 /** One streamed tool part's outcome (for /stream, which reads the SDK's parts one by one). */
 export const streamedToolOutcome = (
-  part: { readonly type: "tool-result"; readonly toolCallId: string; readonly toolName: string; readonly output: unknown } | {
+  part: {
+    readonly type: "tool-result"
+    readonly toolCallId: string
+    readonly toolName: string
+    readonly output: unknown
+  } | {
     readonly type: "tool-error"
     readonly toolCallId: string
     readonly toolName: string

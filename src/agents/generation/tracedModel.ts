@@ -50,9 +50,12 @@ const errorType = (error: unknown): string =>
   error instanceof Error ? (error.name === "Error" ? error.constructor.name : error.name) : "_OTHER"
 
 const partCharacters = (part: { readonly type: string } & Record<string, unknown>): number =>
-  typeof part.text === "string" ? part.text.length
-    : typeof part.input === "string" ? part.input.length
-    : part.output !== undefined ? JSON.stringify(part.output).length
+  typeof part.text === "string" ?
+    part.text.length
+    : typeof part.input === "string" ?
+    part.input.length
+    : part.output !== undefined ?
+    JSON.stringify(part.output).length
     : 0
 
 /** Characters of the prompt's text: system text, message text and reasoning, tool inputs and results. */
@@ -103,7 +106,9 @@ export const tracedModel = (
   // Named and typed as the GenAI semantic conventions say: "{operation} {model}", a client call.
   const spanName = `chat ${model.modelId}`
   const startSpan = (params: LanguageModelV4CallOptions) => {
-    const span = tracer.span(spanName, parent, Context.empty(), [], clock.unsafeCurrentTimeNanos(), "client", { captureStackTrace: false })
+    const span = tracer.span(spanName, parent, Context.empty(), [], clock.unsafeCurrentTimeNanos(), "client", {
+      captureStackTrace: false
+    })
     span.attribute("entity.type", "agent")
     span.attribute("entity.id", agentId)
     span.attribute("gen_ai.operation.name", "chat")
@@ -125,7 +130,10 @@ export const tracedModel = (
     if (exit._tag === "Failure") span.attribute("error.type", errorType(Cause.squash(exit.cause)))
     span.end(clock.unsafeCurrentTimeNanos(), exit)
   }
-  const respond = (span: Tracer.Span, response: { readonly id?: string | undefined; readonly modelId?: string | undefined } | undefined) => {
+  const respond = (
+    span: Tracer.Span,
+    response: { readonly id?: string | undefined; readonly modelId?: string | undefined } | undefined
+  ) => {
     span.attribute("gen_ai.response.model", response?.modelId ?? model.modelId)
     if (response?.id !== undefined) span.attribute("gen_ai.response.id", response.id)
   }
@@ -184,7 +192,9 @@ const tallied = (
   span: Tracer.Span,
   recordContent: boolean,
   on: {
-    readonly respond: (metadata: { readonly id?: string | undefined; readonly modelId?: string | undefined } | undefined) => void
+    readonly respond: (
+      metadata: { readonly id?: string | undefined; readonly modelId?: string | undefined } | undefined
+    ) => void
     readonly finished: (reason: LanguageModelV4FinishReason, usage: LanguageModelV4Usage) => void
     readonly end: (exit: Exit.Exit<unknown, unknown>) => void
   }

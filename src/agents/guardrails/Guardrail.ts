@@ -36,7 +36,9 @@ export interface OutputGuardrailArgs {
   readonly call: AgentCallContext
 }
 
-type Check<Args, R> = (args: Args) => GuardrailDecision | PromiseLike<GuardrailDecision> | Effect.Effect<GuardrailDecision, unknown, R>
+type Check<Args, R> = (
+  args: Args
+) => GuardrailDecision | PromiseLike<GuardrailDecision> | Effect.Effect<GuardrailDecision, unknown, R>
 
 export interface InputGuardrail<out R = never> {
   readonly stage: "input"
@@ -129,14 +131,25 @@ export const regexRedactor = (pattern: RegExp, replacement = "[redacted]", name 
  * forms and zero-width characters inside a word do not hide it), in the input or the answer. While a
  * stream runs, a word at the very end of the text seen so far waits for the next character.
  */
-export const blocklist = (words: ReadonlyArray<string>, message = "The text holds a blocked word", name = "blocklist") => {
+export const blocklist = (
+  words: ReadonlyArray<string>,
+  message = "The text holds a blocked word",
+  name = "blocklist"
+) => {
   // Words of any script, and words such as "c++" that end in a symbol: a "word" is not next to a letter or digit.
   const alternatives = `(?<![\\p{L}\\p{N}_])(?:${words.map((word) => escaped(normalizeForMatching(word))).join("|")})`
   const whole = new RegExp(`${alternatives}(?![\\p{L}\\p{N}_])`, "iu")
   const ended = new RegExp(`${alternatives}(?=[^\\p{L}\\p{N}_])`, "iu")
-  const blocked = (text: string, final: boolean) => words.length > 0 && (final ? whole : ended).test(normalizeForMatching(text))
+  const blocked = (text: string, final: boolean) =>
+    words.length > 0 && (final ? whole : ended).test(normalizeForMatching(text))
   return {
-    input: Guardrail.input({ name, check: ({ text }) => (blocked(text, true) ? Guardrail.block(message) : Guardrail.pass) }),
-    output: Guardrail.output({ name, check: ({ final, text }) => (blocked(text, final) ? Guardrail.block(message) : Guardrail.pass) })
+    input: Guardrail.input({
+      name,
+      check: ({ text }) => (blocked(text, true) ? Guardrail.block(message) : Guardrail.pass)
+    }),
+    output: Guardrail.output({
+      name,
+      check: ({ final, text }) => (blocked(text, final) ? Guardrail.block(message) : Guardrail.pass)
+    })
   }
 }

@@ -45,14 +45,22 @@ const URL_LIKE = /^[a-z][a-z0-9+.-]*:/i
 
 /** The text of a file's data as the schema allows it (base64, a data URL, bytes, inline text); undefined when only a fetch would tell. */
 const fileText = (data: unknown): string | undefined => {
-  if (typeof data === "string") return URL_LIKE.test(data) ? fromDataUrl(data) : Buffer.from(data, "base64").toString("utf8")
+  if (typeof data === "string") {
+    return URL_LIKE.test(data)
+      ? fromDataUrl(data)
+      : Buffer.from(data, "base64").toString("utf8")
+  }
   if (data instanceof URL) return fromDataUrl(data.href)
   if (data instanceof Uint8Array) return utf8.decode(data)
   if (data instanceof ArrayBuffer) return utf8.decode(new Uint8Array(data))
   if (!Predicate.hasProperty(data, "type")) return undefined
   if (data.type === "data" && Predicate.hasProperty(data, "data")) return fileText(data.data)
   if (data.type === "url" && Predicate.hasProperty(data, "url")) {
-    return typeof data.url === "string" ? fromDataUrl(data.url) : data.url instanceof URL ? fromDataUrl(data.url.href) : undefined
+    return typeof data.url === "string"
+      ? fromDataUrl(data.url)
+      : data.url instanceof URL
+      ? fromDataUrl(data.url.href)
+      : undefined
   }
   if (data.type === "text" && Predicate.hasProperty(data, "text") && typeof data.text === "string") return data.text
   return undefined
@@ -66,10 +74,14 @@ const guardFile = (part: Part, dataKey: string, tagged: boolean, guard: Guard, a
     const mediaType = typeof part.mediaType === "string" ? part.mediaType : "unknown"
     const text = TEXT_LIKE.test(mediaType) ? fileText(part[dataKey]) : undefined
     if (text === undefined) {
-      return yield* Effect.fail(at(TEXT_LIKE.test(mediaType) ? `a ${mediaType} file given by URL or reference` : `a file of type ${mediaType}`))
+      return yield* Effect.fail(
+        at(TEXT_LIKE.test(mediaType) ? `a ${mediaType} file given by URL or reference` : `a file of type ${mediaType}`)
+      )
     }
     const guarded = yield* guard(text)
-    return guarded === text ? part : { ...part, [dataKey]: tagged ? { type: "data", data: base64(guarded) } : base64(guarded) }
+    return guarded === text
+      ? part
+      : { ...part, [dataKey]: tagged ? { type: "data", data: base64(guarded) } : base64(guarded) }
   })
 
 const guardToolOutput = (output: Part, guard: Guard, at: (what: string) => Unreadable) =>
@@ -111,7 +123,11 @@ const guardToolOutput = (output: Part, guard: Guard, at: (what: string) => Unrea
   })
 
 /** A part other than text through the guardrails (text parts are read together: see guardMessage). */
-const guardPart = (part: Part, guard: Guard, at: (what: string) => Unreadable): Effect.Effect<Part, GuardrailBlocked | ExecutionFailed | Unreadable> => {
+const guardPart = (
+  part: Part,
+  guard: Guard,
+  at: (what: string) => Unreadable
+): Effect.Effect<Part, GuardrailBlocked | ExecutionFailed | Unreadable> => {
   switch (part.type) {
     case "reasoning": {
       const text = String(part.text)
@@ -128,14 +144,18 @@ const guardPart = (part: Part, guard: Guard, at: (what: string) => Unreadable): 
     }
     case "tool-result":
       return Predicate.hasProperty(part.output, "type")
-        ? Effect.map(guardToolOutput(part.output as Part, guard, at), (output) => output === part.output ? part : { ...part, output })
+        ? Effect.map(
+          guardToolOutput(part.output as Part, guard, at),
+          (output) => output === part.output ? part : { ...part, output }
+        )
         : Effect.succeed(part)
     default:
       return Effect.succeed(part)
   }
 }
 
-const textOfParts = (parts: ReadonlyArray<Part>) => parts.flatMap((part) => (part.type === "text" ? [String(part.text)] : [])).join("")
+const textOfParts = (parts: ReadonlyArray<Part>) =>
+  parts.flatMap((part) => (part.type === "text" ? [String(part.text)] : [])).join("")
 
 /** The message's text: its string content, or its text parts joined (a word split across two is read whole). */
 const textOfMessage = (message: ModelMessage): string =>
@@ -155,23 +175,38 @@ interface GuardedMessage {
   readonly part: boolean
 }
 
-const guardMessage = (message: ModelMessage, index: number, guard: Guard): Effect.Effect<GuardedMessage, GuardrailBlocked | ExecutionFailed | Unreadable> =>
+const guardMessage = (
+  message: ModelMessage,
+  index: number,
+  guard: Guard
+): Effect.Effect<GuardedMessage, GuardrailBlocked | ExecutionFailed | Unreadable> =>
   Effect.gen(function*() {
     if (typeof message.content === "string") {
       const guarded = message.content === "" ? "" : yield* guard(message.content)
       return guarded === message.content
         ? { message, part: false }
-        : { message: { ...message, content: guarded } as ModelMessage, text: [message.content, guarded] as const, part: false }
+        : {
+          message: { ...message, content: guarded } as ModelMessage,
+          text: [message.content, guarded] as const,
+          part: false
+        }
     }
     const parts = message.content as ReadonlyArray<Part>
     const text = textOfParts(parts)
     const guardedText = text === "" ? text : yield* guard(text)
     const others = yield* Effect.forEach(parts, (part, at) =>
-      part.type === "text" ? Effect.succeed(part) : guardPart(part, guard, (what) => new Unreadable(index, at, what)))
-    const part = others.some((one, at) => one !== parts[at])
+      part.type === "text" ? Effect.succeed(part) : guardPart(part, guard, (what) =>
+        new Unreadable(index, at, what)))
+    const part = others.some((one, at) =>
+      one !== parts[at]
+    )
     if (guardedText === text && !part) return { message, part }
     const content = guardedText === text ? others : withText(others, guardedText)
-    return { message: { ...message, content } as unknown as ModelMessage, text: guardedText === text ? undefined : [text, guardedText] as const, part }
+    return {
+      message: { ...message, content } as unknown as ModelMessage,
+      text: guardedText === text ? undefined : [text, guardedText] as const,
+      part
+    }
   })
 
 export interface GuardedInput {
@@ -210,22 +245,35 @@ export const guardReasons = <A extends { readonly reason?: string | undefined }>
  * conversation's earlier ones too, of any role), rewritten or refused: GuardrailBlocked (422), or a
  * 400 naming the guardrails for a part they cannot read.
  */
-export const guardInput = (agent: AgentDefinition, call: AgentCallContext, messages: ReadonlyArray<ModelMessage>, field: string) =>
+export const guardInput = (
+  agent: AgentDefinition,
+  call: AgentCallContext,
+  messages: ReadonlyArray<ModelMessage>,
+  field: string
+) =>
   Effect.gen(function*() {
     const guardrails = agent.inputGuardrails ?? []
     const guardFor = yield* guardOf(agent, call)
-    const guarded = yield* Effect.forEach(messages, (message, index) => guardMessage(message, index, guardFor(roleOf(message)))).pipe(
-      Effect.catchIf((error): error is Unreadable => error instanceof Unreadable, (unreadable) =>
-        ValidationError.fromIssues([{
-          path: [field],
-          message: `message ${unreadable.message + 1}, part ${unreadable.part + 1}: ${unreadable.what} cannot be read by this agent's input guardrails (${
-            guardrails.map((guardrail) => guardrail.name).join(", ")
-          }): only text, and text/* and JSON files with their content in the request, are accepted`
-        }]))
+    const guarded = yield* Effect.forEach(messages, (message, index) =>
+      guardMessage(message, index, guardFor(roleOf(message)))).pipe(
+        Effect.catchIf((error): error is Unreadable =>
+          error instanceof Unreadable, (unreadable) =>
+          ValidationError.fromIssues([{
+            path: [field],
+            message: `message ${unreadable.message + 1}, part ${
+              unreadable.part + 1
+            }: ${unreadable.what} cannot be read by this agent's input guardrails (${
+              guardrails.map((guardrail) => guardrail.name).join(", ")
+            }): only text, and text/* and JSON files with their content in the request, are accepted`
+          }]))
+      )
+    const texts = guarded.flatMap((one) =>
+      one.text === undefined ? [] : [one.text]
     )
-    const texts = guarded.flatMap((one) => one.text === undefined ? [] : [one.text])
     return {
-      messages: guarded.map((one) => one.message),
+      messages: guarded.map((one) =>
+        one.message
+      ),
       rewrites: texts.length === 0 ? undefined : new Map(texts),
       partsRewritten: guarded.some((one) => one.part)
     } satisfies GuardedInput
@@ -251,7 +299,10 @@ export const rewrittenInput = (input: unknown, rewrites: ReadonlyMap<string, str
       const text = typeof content === "string" ? content : Array.isArray(content) ? uiText(content) : undefined
       const rewritten = text === undefined ? undefined : rewrites.get(text)
       if (rewritten === undefined) return message
-      return { ...message, content: typeof content === "string" ? rewritten : withText(content as Array<{ type: string }>, rewritten) }
+      return {
+        ...message,
+        content: typeof content === "string" ? rewritten : withText(content as Array<{ type: string }>, rewritten)
+      }
     }
     return message
   })
@@ -265,4 +316,6 @@ export const guardedUserMessage = (messages: ReadonlyArray<ModelMessage>, stores
 
 /** The history entry's input when a guardrail rewrote a part other than text: the guarded messages (a chat's: its last user message). */
 export const guardedRecord = (guarded: GuardedInput, clientConversation: boolean): unknown =>
-  clientConversation ? [...guarded.messages].reverse().filter((message) => message.role === "user").slice(0, 1) : guarded.messages
+  clientConversation
+    ? [...guarded.messages].reverse().filter((message) => message.role === "user").slice(0, 1)
+    : guarded.messages

@@ -6,7 +6,9 @@
  */
 export const normalizeForMatching = (text: string): string =>
   // Upper then lower folds what lower-casing alone keeps apart ("ß" and "SS", "ς" and "σ").
-  isPlain(text) ? text.toLowerCase() : text.normalize("NFKC").replace(FORMAT, "").toUpperCase().toLowerCase().normalize("NFKC")
+  isPlain(text)
+    ? text.toLowerCase()
+    : text.normalize("NFKC").replace(FORMAT, "").toUpperCase().toLowerCase().normalize("NFKC")
 
 const FORMAT = /\p{Cf}/gu
 

@@ -25,23 +25,28 @@ export const guardedObjectEvents = (
   failed: (error: unknown) => ExecutionFailed | ValidationError
 ) => {
   const record = hooks.record ?? (() => Promise.resolve())
-  return Stream.fromEffect(Effect.gen(function*() {
-    const [object, finishReason, total] = yield* Effect.tryPromise({
-      try: () => Promise.all([result.output, result.finishReason, result.usage]),
-      catch: failed
-    })
-    const usage: Usage = toUsage(total)
-    const text = JSON.stringify(object)
-    const guarded = yield* guardOutput(agent, prepared.call, prepared.parent, text)
-    if ("blocked" in guarded) {
-      yield* Effect.promise(() => record({ status: "blocked", usage }))
-      return yield* guarded.blocked
-    }
-    const value: unknown = guarded.text === text ? object : yield* Effect.try({
-      try: () => JSON.parse(guarded.text) as unknown,
-      catch: () => new ExecutionFailed({ message: `Agent ${agent.id} failed: an output guardrail's rewrite of the object is not JSON` })
-    })
-    yield* Effect.promise(() => record({ status: "completed", output: guarded.text, usage }))
-    return { type: "finish" as const, object: value, finishReason, usage, model: answeringModel(prepared.model) }
-  }).pipe(Effect.tapErrorCause((cause) => Effect.promise(() => record({ status: "error", cause })))))
+  return Stream.fromEffect(
+    Effect.gen(function*() {
+      const [object, finishReason, total] = yield* Effect.tryPromise({
+        try: () => Promise.all([result.output, result.finishReason, result.usage]),
+        catch: failed
+      })
+      const usage: Usage = toUsage(total)
+      const text = JSON.stringify(object)
+      const guarded = yield* guardOutput(agent, prepared.call, prepared.parent, text)
+      if ("blocked" in guarded) {
+        yield* Effect.promise(() => record({ status: "blocked", usage }))
+        return yield* guarded.blocked
+      }
+      const value: unknown = guarded.text === text ? object : yield* Effect.try({
+        try: () => JSON.parse(guarded.text) as unknown,
+        catch: () =>
+          new ExecutionFailed({
+            message: `Agent ${agent.id} failed: an output guardrail's rewrite of the object is not JSON`
+          })
+      })
+      yield* Effect.promise(() => record({ status: "completed", output: guarded.text, usage }))
+      return { type: "finish" as const, object: value, finishReason, usage, model: answeringModel(prepared.model) }
+    }).pipe(Effect.tapErrorCause((cause) => Effect.promise(() => record({ status: "error", cause }))))
+  )
 }

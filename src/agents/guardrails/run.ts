@@ -23,16 +23,23 @@ export const noteAction = (
   stage: Stage,
   action: "rewrite" | "block"
 ) => {
-  const attributes = { "gen_ai.guardrail.name": guardrail, "gen_ai.guardrail.stage": stage, "gen_ai.guardrail.action": action }
+  const attributes = {
+    "gen_ai.guardrail.name": guardrail,
+    "gen_ai.guardrail.stage": stage,
+    "gen_ai.guardrail.action": action
+  }
   if (Option.isSome(span) && span.value._tag === "Span") {
     span.value.event("gen_ai.guardrail", BigInt(Date.now()) * 1_000_000n, attributes)
   }
-  Effect.runSync(Metric.update(guardrailActions.pipe(
-    Metric.tagged("agent.id", agentId),
-    Metric.tagged("guardrail", guardrail),
-    Metric.tagged("stage", stage),
-    Metric.tagged("action", action)
-  ), 1))
+  Effect.runSync(Metric.update(
+    guardrailActions.pipe(
+      Metric.tagged("agent.id", agentId),
+      Metric.tagged("guardrail", guardrail),
+      Metric.tagged("stage", stage),
+      Metric.tagged("action", action)
+    ),
+    1
+  ))
 }
 
 const failedCheck = (guardrail: string, error: unknown) =>
@@ -40,7 +47,8 @@ const failedCheck = (guardrail: string, error: unknown) =>
 
 const isDecision = (value: unknown): value is GuardrailDecision =>
   Predicate.hasProperty(value, "_tag") &&
-  (value._tag === "pass" || (value._tag === "rewrite" && Predicate.hasProperty(value, "text") && typeof value.text === "string") ||
+  (value._tag === "pass" ||
+    (value._tag === "rewrite" && Predicate.hasProperty(value, "text") && typeof value.text === "string") ||
     (value._tag === "block" && Predicate.hasProperty(value, "message") && typeof value.message === "string"))
 
 const checked = (value: unknown): GuardrailDecision => {
@@ -78,12 +86,21 @@ export const guardText = <Args>(
   Effect.gen(function*() {
     let current = text
     for (const guardrail of guardrails) {
-      const made = decide(guardrail as { readonly name: string; readonly check: (args: Args) => unknown }, args(current))
+      const made = decide(
+        guardrail as { readonly name: string; readonly check: (args: Args) => unknown },
+        args(current)
+      )
       const decision = Effect.isEffect(made) ? yield* made : made
       if (decision._tag === "pass") continue
       noteAction(agentId, span, guardrail.name, guardrail.stage, decision._tag)
       if (decision._tag === "block") {
-        return { blocked: new GuardrailBlocked({ message: decision.message, guardrail: guardrail.name, stage: guardrail.stage }) }
+        return {
+          blocked: new GuardrailBlocked({
+            message: decision.message,
+            guardrail: guardrail.name,
+            stage: guardrail.stage
+          })
+        }
       }
       current = decision.text
     }
@@ -91,8 +108,12 @@ export const guardText = <Args>(
   })
 
 /** A whole answer through the agent's output guardrails (/text, /object). */
-export const guardOutput = (agent: AgentDefinition, call: AgentCallContext, span: Option.Option<Tracer.AnySpan>, text: string) =>
-  guardText(agent.id, span, agent.outputGuardrails ?? [], text, (text) => ({ text, final: true, call }))
+export const guardOutput = (
+  agent: AgentDefinition,
+  call: AgentCallContext,
+  span: Option.Option<Tracer.AnySpan>,
+  text: string
+) => guardText(agent.id, span, agent.outputGuardrails ?? [], text, (text) => ({ text, final: true, call }))
 
 /** As a Promise, for a stream's transform (which runs outside any fiber). */
 export const guardOutputPromise = (
@@ -103,4 +124,6 @@ export const guardOutputPromise = (
   text: string,
   final: boolean
 ): Promise<Guarded> =>
-  Runtime.runPromise(runtime)(guardText(agent.id, span, agent.outputGuardrails ?? [], text, (text) => ({ text, final, call })))
+  Runtime.runPromise(runtime)(
+    guardText(agent.id, span, agent.outputGuardrails ?? [], text, (text) => ({ text, final, call }))
+  )

@@ -69,7 +69,10 @@ export const guardStream = (
   hooks: GuardHooks
 ): TransformStream<Part, Part> => {
   const guardrails = agent.outputGuardrails ?? []
-  const holdBack = guardrails.reduce((max, guardrail) => Math.max(max, guardrail.holdBack), guardrails.length > 0 ? 0 : DEFAULT_HOLD_BACK)
+  const holdBack = guardrails.reduce(
+    (max, guardrail) => Math.max(max, guardrail.holdBack),
+    guardrails.length > 0 ? 0 : DEFAULT_HOLD_BACK
+  )
   let held = ""
   let heldId: string | undefined
   let sent = ""
@@ -86,7 +89,9 @@ export const guardStream = (
       if (decision._tag === "pass") continue
       noteAction(agent.id, span, guardrail.name, "output", decision._tag)
       if (decision._tag === "block") {
-        return { blocked: new GuardrailBlocked({ message: decision.message, guardrail: guardrail.name, stage: "output" }) }
+        return {
+          blocked: new GuardrailBlocked({ message: decision.message, guardrail: guardrail.name, stage: "output" })
+        }
       }
       current = decision.text
     }
@@ -94,12 +99,20 @@ export const guardStream = (
   }
 
   /** A tool's result or error as the client receives it (the model read it raw). */
-  const guardTool = async (part: ToolPart): Promise<{ readonly part: ToolPart } | { readonly blocked: GuardrailBlocked }> => {
-    const { rewritten, text } = part.type === "tool-result" ? toolText(part.output) : { text: messageOf(part.error), rewritten: String }
+  const guardTool = async (
+    part: ToolPart
+  ): Promise<{ readonly part: ToolPart } | { readonly blocked: GuardrailBlocked }> => {
+    const { rewritten, text } = part.type === "tool-result"
+      ? toolText(part.output)
+      : { text: messageOf(part.error), rewritten: String }
     const guarded = await check(text, true)
     if ("blocked" in guarded) return guarded
     if (guarded.text === text) return { part }
-    return { part: part.type === "tool-result" ? { ...part, output: rewritten(guarded.text) } : { ...part, error: guarded.text } }
+    return {
+      part: part.type === "tool-result"
+        ? { ...part, output: rewritten(guarded.text) }
+        : { ...part, error: guarded.text }
+    }
   }
 
   const send = (controller: TransformStreamDefaultController<Part>, id: string, text: string) => {
@@ -152,11 +165,18 @@ export const guardStream = (
         part = guarded.part
       }
       if (part.type === "start-step") stepText = ""
-      else if (part.type === "tool-call") toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input })
-      else if (part.type === "tool-result" || part.type === "tool-error") toolResults.push(streamedToolOutcome(part))
+      else if (part.type === "tool-call") {
+        toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, args: part.input })
+      } else if (part.type === "tool-result" || part.type === "tool-error") toolResults.push(streamedToolOutcome(part))
       else if (part.type === "error") await hooks.record?.({ status: "error", cause: Cause.fail(part.error) })
       else if (part.type === "finish") {
-        await hooks.record?.({ status: "completed", output: stepText, usage: toUsage(part.totalUsage), toolCalls, toolResults })
+        await hooks.record?.({
+          status: "completed",
+          output: stepText,
+          usage: toUsage(part.totalUsage),
+          toolCalls,
+          toolResults
+        })
       }
       controller.enqueue(part)
     },

@@ -30,7 +30,9 @@ export const toolText = (value: unknown) => {
 
 type Results = TextResult["toolResults"]
 
-export type GuardedTools = { readonly results: Results; readonly changed: ReadonlyMap<string, unknown> } | Extract<Guarded, { blocked: unknown }>
+export type GuardedTools =
+  | { readonly results: Results; readonly changed: ReadonlyMap<string, unknown> }
+  | Extract<Guarded, { blocked: unknown }>
 
 /** /text's tool results through the output guardrails: the same array when none was rewritten. */
 export const guardToolResults = (
@@ -61,7 +63,14 @@ export const guardToolResults = (
  * The outcomes memory keeps with the rewritten results' digests: a client sends back what it received,
  * and that is the result the service produced.
  */
-export const rewrittenOutcomes = (outcomes: ReadonlyArray<ToolOutcome>, changed: ReadonlyMap<string, unknown>): ReadonlyArray<ToolOutcome> =>
-  changed.size === 0 ? outcomes : outcomes.map((outcome) =>
-    changed.has(outcome.toolCallId) ? resultOutcome(outcome.toolCallId, outcome.toolName, changed.get(outcome.toolCallId)) : outcome
-  )
+export const rewrittenOutcomes = (
+  outcomes: ReadonlyArray<ToolOutcome>,
+  changed: ReadonlyMap<string, unknown>
+): ReadonlyArray<ToolOutcome> =>
+  changed.size === 0 ?
+    outcomes :
+    outcomes.map((outcome) =>
+      changed.has(outcome.toolCallId)
+        ? resultOutcome(outcome.toolCallId, outcome.toolName, changed.get(outcome.toolCallId))
+        : outcome
+    )

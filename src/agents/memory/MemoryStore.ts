@@ -3,10 +3,10 @@ import type { ModelMessage } from "ai"
 import { Context, Effect, Layer, Option, Predicate, Schema } from "effect"
 import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { committingStatements, storeCommitsOrInline } from "../../storage/StoreCommits.js"
-import type { HistoryEntry } from "../AgentsSchemas.js"
-import { decodePageRows, decodeWholeEntries, pageColumns, pageEntry, wholeEntry } from "./historyRows.js"
 import { ownTransaction } from "../../storage/transaction.js"
+import type { HistoryEntry } from "../AgentsSchemas.js"
 import { recordFilter } from "../workingMemory/WorkingMemoryStore.js"
+import { decodePageRows, decodeWholeEntries, pageColumns, pageEntry, wholeEntry } from "./historyRows.js"
 
 export interface HistoryQuery {
   readonly page: number
@@ -53,7 +53,12 @@ export class MemoryStore extends Context.Tag("MemoryStore")<MemoryStore, {
    * The newest messages of a conversation within the bound, oldest first: the last `limit` ones, fewer
    * when they hold more than `maxBytes` (the newest that fit; none when the newest alone is over).
    */
-  readonly load: (agentId: string, conversationId: string, bound: ContextBound, owner?: Owner) => Effect.Effect<Array<ModelMessage>>
+  readonly load: (
+    agentId: string,
+    conversationId: string,
+    bound: ContextBound,
+    owner?: Owner
+  ) => Effect.Effect<Array<ModelMessage>>
   readonly append: (
     agentId: string,
     conversationId: string,
@@ -184,7 +189,9 @@ export const MemoryStoreLive = Layer.scoped(
           status: entry.status,
           start_time: entry.startTime,
           end_time: entry.endTime,
-          usage: entry.usage === null ? null : JSON.stringify(entry.model === undefined ? entry.usage : { ...entry.usage, model: entry.model }),
+          usage: entry.usage === null
+            ? null
+            : JSON.stringify(entry.model === undefined ? entry.usage : { ...entry.usage, model: entry.model }),
           tool_calls: JSON.stringify(entry.toolCalls)
         })
       }`
@@ -210,12 +217,18 @@ export const MemoryStoreLive = Layer.scoped(
     const span = (name: string, agentId: string) =>
       Effect.withSpan(`MemoryStore.${name}`, { captureStackTrace: false, attributes: { "agent.id": agentId } })
 
-    const append = (agentId: string, conversationId: string, userId: string | undefined, messages: ReadonlyArray<ModelMessage>) =>
+    const append = (
+      agentId: string,
+      conversationId: string,
+      userId: string | undefined,
+      messages: ReadonlyArray<ModelMessage>
+    ) =>
       messages.length === 0
         ? Effect.void
         : committed(insertMessages(agentId, conversationId, userId, messages)).pipe(span("append", agentId))
 
-    const record = (agentId: string, entry: HistoryEntry) => committed(insertHistory(agentId, entry)).pipe(span("record", agentId))
+    const record = (agentId: string, entry: HistoryEntry) =>
+      committed(insertHistory(agentId, entry)).pipe(span("record", agentId))
 
     const insertToolResults = (agentId: string, entry: HistoryEntry, results: ReadonlyArray<StoredToolResult>) =>
       entry.conversationId === null || results.length === 0 ? [] : [
@@ -232,11 +245,18 @@ export const MemoryStoreLive = Layer.scoped(
         }`
       ]
 
-    const saveCall = (agentId: string, entry: HistoryEntry, remembered?: RememberedExchange, toolResults: ReadonlyArray<StoredToolResult> = []) =>
+    const saveCall = (
+      agentId: string,
+      entry: HistoryEntry,
+      remembered?: RememberedExchange,
+      toolResults: ReadonlyArray<StoredToolResult> = []
+    ) =>
       Effect.gen(function*() {
         const results = insertToolResults(agentId, entry, toolResults)
         if (remembered === undefined) return yield* committed(...results, insertHistory(agentId, entry))
-        const deletion = remembered.replacesLastAnswer === true ? yield* Effect.orDie(deleteLastAnswer(agentId, remembered)) : []
+        const deletion = remembered.replacesLastAnswer === true
+          ? yield* Effect.orDie(deleteLastAnswer(agentId, remembered))
+          : []
         const messages = remembered.messages.length === 0
           ? []
           : [insertMessages(agentId, remembered.conversationId, remembered.userId, remembered.messages)]
@@ -244,12 +264,14 @@ export const MemoryStoreLive = Layer.scoped(
       }).pipe(span("saveCall", agentId))
 
     const toolResults = (agentId: string, conversationId: string, toolCallIds: ReadonlyArray<string>, owner?: Owner) =>
-      toolCallIds.length === 0 ? Effect.succeed([]) : sql`SELECT tool_call_id, tool_name, outcome FROM agent_tool_results
+      toolCallIds.length === 0 ?
+        Effect.succeed([]) :
+        sql`SELECT tool_call_id, tool_name, outcome FROM agent_tool_results
         WHERE ${inConversation(agentId, conversationId, owner)} AND ${sql.in("tool_call_id", toolCallIds)}`.pipe(
-        Effect.flatMap(decodeToolResults),
-        Effect.orDie,
-        span("toolResults", agentId)
-      )
+          Effect.flatMap(decodeToolResults),
+          Effect.orDie,
+          span("toolResults", agentId)
+        )
 
     const forget = (agentId: string, conversationId: string, owner?: Owner) =>
       ownTransaction(sql)(Effect.gen(function*() {
@@ -264,9 +286,18 @@ export const MemoryStoreLive = Layer.scoped(
         // Tool approvals (answered or not) are the conversation's too: a pending one can no longer be answered.
         const approvals = yield* sql<{ id: string }>`DELETE FROM agent_tool_approvals
           WHERE agent_id = ${agentId} AND conversation_id = ${conversationId}${
-          owner === undefined ? sql`` : owner.userId === null ? sql` AND owned = 1 AND owner IS NULL` : sql` AND owner = ${owner.userId}`
+          owner === undefined
+            ? sql``
+            : owner.userId === null
+            ? sql` AND owned = 1 AND owner IS NULL`
+            : sql` AND owner = ${owner.userId}`
         } RETURNING id`
-        return { messages: messages.length, historyEntries: entries.length, workingMemory: working.length, approvals: approvals.length }
+        return {
+          messages: messages.length,
+          historyEntries: entries.length,
+          workingMemory: working.length,
+          approvals: approvals.length
+        }
       })).pipe(Effect.orDie, span("forget", agentId))
 
     const history = Effect.fn("MemoryStore.history", { captureStackTrace: false })(

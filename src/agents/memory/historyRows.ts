@@ -21,7 +21,11 @@ const rowFields = {
 }
 
 /** A history entry from its row (`SELECT *`). */
-const HistoryEntryFromRow = Schema.Struct({ ...rowFields, input: Schema.parseJson(), output: HistoryEntry.fields.output })
+const HistoryEntryFromRow = Schema.Struct({
+  ...rowFields,
+  input: Schema.parseJson(),
+  output: HistoryEntry.fields.output
+})
 
 type RowFields = Schema.Struct.Type<typeof rowFields>
 
@@ -53,7 +57,10 @@ export const wholeEntry = (row: typeof HistoryEntryFromRow.Type): HistoryEntry =
 export const pageColumns = (sql: SqlClient.SqlClient) => {
   const cut = sql.literal(String(HISTORY_CUT_BYTES))
   const bytes = (name: "input" | "output") =>
-    sql.onDialectOrElse({ pg: () => sql.literal(`octet_length(${name})`), orElse: () => sql.literal(`length(CAST(${name} AS BLOB))`) })
+    sql.onDialectOrElse({
+      pg: () => sql.literal(`octet_length(${name})`),
+      orElse: () => sql.literal(`length(CAST(${name} AS BLOB))`)
+    })
   return sql`id, status, conversation_id, user_id, start_time, end_time, usage, tool_calls,
     substr(input, 1, ${cut}) AS input_start, ${bytes("input")} AS input_bytes,
     substr(output, 1, ${cut}) AS output_start, ${bytes("output")} AS output_bytes`

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto"
 import type {
   LanguageModelV4,
   LanguageModelV4CallOptions,
@@ -13,7 +12,17 @@ import type {
   LanguageModelV4ToolResultOutput,
   LanguageModelV4Usage
 } from "@ai-sdk/provider"
-import { mentionedValue, numbersIn, pickTool, placeIn, quotedIn, remainderAfter, valueAfterName, wantsPlace } from "./builtinReading.js"
+import { randomUUID } from "node:crypto"
+import {
+  mentionedValue,
+  numbersIn,
+  pickTool,
+  placeIn,
+  quotedIn,
+  remainderAfter,
+  valueAfterName,
+  wantsPlace
+} from "./builtinReading.js"
 import { fillSchema, type FillStyle } from "./schemaFill.js"
 
 /**
@@ -77,7 +86,9 @@ const textAnswer = (text: string): Answer => ({ kind: "text", text })
 const decideAnswer = (call: LanguageModelV4CallOptions): Answer => {
   const toolResults = lastToolResults(call.prompt)
   if (toolResults.length > 0) {
-    const reports = toolResults.map((result) => `${result.toolName} returned ${JSON.stringify(toolOutputValue(result.output))}`)
+    const reports = toolResults.map((result) =>
+      `${result.toolName} returned ${JSON.stringify(toolOutputValue(result.output))}`
+    )
     return textAnswer(`${LABEL} ${reports.join("; ")}`)
   }
   const userText = lastUserText(call.prompt)
@@ -92,7 +103,9 @@ const decideAnswer = (call: LanguageModelV4CallOptions): Answer => {
   }
   if (call.responseFormat?.type === "json") {
     const schema: unknown = call.responseFormat.schema
-    return textAnswer(schema === undefined ? "{}" : JSON.stringify(fillSchema(schema, structuredOutputStyle(userText, schema))))
+    return textAnswer(
+      schema === undefined ? "{}" : JSON.stringify(fillSchema(schema, structuredOutputStyle(userText, schema)))
+    )
   }
   return textAnswer(`${LABEL} You said: ${userText}`)
 }
@@ -147,7 +160,9 @@ const toolArgumentStyle = (text: string, tool: LanguageModelV4FunctionTool): Fil
     nextNumber: () => numbers.shift() ?? 0,
     stringFor: (name, schema) =>
       valueAfterName(text, name) ??
-        (wantsPlace(name, schema) ? place ?? quoted.shift() ?? DEFAULT_PLACE : quoted.shift() ?? remainderAfter(text, tool.name)),
+        (wantsPlace(name, schema)
+          ? place ?? quoted.shift() ?? DEFAULT_PLACE
+          : quoted.shift() ?? remainderAfter(text, tool.name)),
     enumValue: (values) => mentionedValue(text, values),
     minArrayItems: 0
   }
@@ -187,7 +202,11 @@ const answerStreamParts = (answer: Answer): Array<LanguageModelV4StreamPart> => 
   if (answer.kind === "text") {
     return [
       { type: "text-start", id: TEXT_ID },
-      ...splitWords(answer.text).map((word): LanguageModelV4StreamPart => ({ type: "text-delta", id: TEXT_ID, delta: word })),
+      ...splitWords(answer.text).map((word): LanguageModelV4StreamPart => ({
+        type: "text-delta",
+        id: TEXT_ID,
+        delta: word
+      })),
       { type: "text-end", id: TEXT_ID }
     ]
   }
@@ -209,8 +228,12 @@ const promptTexts = (message: LanguageModelV4Message): ReadonlyArray<string> =>
   message.role === "system"
     ? [message.content]
     : partsOf(message).flatMap((part) =>
-        part.type === "text" ? [part.text] : part.type === "tool-result" ? [JSON.stringify(toolOutputValue(part.output))] : []
-      )
+      part.type === "text"
+        ? [part.text]
+        : part.type === "tool-result"
+        ? [JSON.stringify(toolOutputValue(part.output))]
+        : []
+    )
 
 const usageOf = (prompt: LanguageModelV4Prompt, answer: Answer): LanguageModelV4Usage => {
   const input = prompt.flatMap(promptTexts).reduce((sum, text) => sum + countWords(text), 0)

@@ -24,7 +24,8 @@ const stem = (word: string): string => {
   return word
 }
 
-const contentStems = (text: string): Set<string> => new Set(wordsOf(text).filter((word) => !STOP_WORDS.has(word)).map(stem))
+const contentStems = (text: string): Set<string> =>
+  new Set(wordsOf(text).filter((word) => !STOP_WORDS.has(word)).map(stem))
 
 /** "get_weather", "getWeather" and "get-weather" are the words "get" and "weather". */
 const nameWords = (name: string): Array<string> => wordsOf(name.replace(/([\p{Ll}\p{N}])(\p{Lu})/gu, "$1 $2"))
@@ -45,7 +46,8 @@ export interface ReadableTool {
 }
 
 type Schema = { readonly [keyword: string]: unknown }
-const isSchema = (value: unknown): value is Schema => typeof value === "object" && value !== null && !Array.isArray(value)
+const isSchema = (value: unknown): value is Schema =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /** How many numbers the tool needs: its required number parameters. */
 const requiredNumbers = (schema: unknown): number => {
@@ -102,7 +104,8 @@ export const wantsPlace = (name: string | undefined, schema: Schema): boolean =>
 
 /** "in New York", "at Oslo", "to Lake Como": the capitalised words after the preposition; else the word after "in". */
 export const placeIn = (text: string): string | undefined => {
-  const capitalised = /(?<![\p{L}\p{N}])(?:in|at|near|to|from)\s+(\p{Lu}[\p{L}'-]*(?:\s+\p{Lu}[\p{L}'-]*)*)/u.exec(text)?.[1]
+  const capitalised = /(?<![\p{L}\p{N}])(?:in|at|near|to|from)\s+(\p{Lu}[\p{L}'-]*(?:\s+\p{Lu}[\p{L}'-]*)*)/u.exec(text)
+    ?.[1]
   if (capitalised !== undefined) return capitalised
   const word = /(?<![\p{L}\p{N}])in\s+([\p{L}\p{N}'-]+)/iu.exec(text)?.[1]
   return word === undefined || STOP_WORDS.has(word.toLowerCase()) ? undefined : word
@@ -110,7 +113,9 @@ export const placeIn = (text: string): string | undefined => {
 
 /** Strings in double, single or typographic quotes, in order. */
 export const quotedIn = (text: string): Array<string> =>
-  [...text.matchAll(/"([^"]+)"|“([^”]+)”|(?<![\p{L}\p{N}])'([^']+)'(?![\p{L}\p{N}])/gu)].map((match) => match[1] ?? match[2] ?? match[3]!)
+  [...text.matchAll(/"([^"]+)"|“([^”]+)”|(?<![\p{L}\p{N}])'([^']+)'(?![\p{L}\p{N}])/gu)].map((match) =>
+    match[1] ?? match[2] ?? match[3]!
+  )
 
 /** The value the text gives a parameter by name: "word hello", "city: Oslo", "name is \"Ada Lovelace\"". */
 export const valueAfterName = (text: string, name: string | undefined): string | undefined => {
@@ -140,4 +145,6 @@ export const remainderAfter = (text: string, toolName: string): string => {
 
 /** The first of `values` the text names as a word (an enum's choice), if any. */
 export const mentionedValue = (text: string, values: ReadonlyArray<unknown>): unknown =>
-  values.find((value) => typeof value === "string" && value !== "" && new RegExp(phrasePattern([value]), "iu").test(text))
+  values.find((value) =>
+    typeof value === "string" && value !== "" && new RegExp(phrasePattern([value]), "iu").test(text)
+  )

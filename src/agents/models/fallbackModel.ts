@@ -7,7 +7,7 @@ import type {
 } from "@ai-sdk/provider"
 import { APICallError } from "@ai-sdk/provider"
 import { Cause, Data, Duration, Effect, Exit, Option, Runtime, Schedule, type Tracer } from "effect"
-import { countModelFallback, countModelAttemptFailure } from "../../observability/metrics/instruments.js"
+import { countModelAttemptFailure, countModelFallback } from "../../observability/metrics/instruments.js"
 
 /**
  * Model fallback (issue #32, item 4): an agent's `model` may be a list, tried in order. Each model is
@@ -58,7 +58,16 @@ export const defaultRetry = (maxDelay: Duration.Duration = DEFAULT_MAX_DELAY): S
 /** `gen_ai.provider.name` from the SDK's provider id ("openai.chat" is OpenAI's chat API). */
 const providerName = (provider: string): string => provider.split(".")[0] ?? provider
 
-const NETWORK_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "ENOTFOUND", "EAI_AGAIN", "ECONNABORTED", "UND_ERR_SOCKET"])
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EPIPE",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "ECONNABORTED",
+  "UND_ERR_SOCKET"
+])
 
 const networkCode = (error: unknown, depth = 0): string | undefined => {
   if (typeof error !== "object" || error === null || depth > 4) return undefined
@@ -85,8 +94,10 @@ export const isRetryable = (error: unknown): boolean => {
 
 /** A short, bounded name for a failure (a status, a network code, the timeout): span events and metric labels. */
 export const failureKind = (error: unknown): string =>
-  error instanceof FirstTokenTimeout ? "timeout"
-    : APICallError.isInstance(error) && error.statusCode !== undefined ? String(error.statusCode)
+  error instanceof FirstTokenTimeout ?
+    "timeout"
+    : APICallError.isInstance(error) && error.statusCode !== undefined ?
+    String(error.statusCode)
     : networkCode(error) ?? "other"
 
 /** What a 429's (or 503's) `Retry-After` asks for, in ms (seconds or an HTTP date; `retry-after-ms` first). */
@@ -138,7 +149,8 @@ const explained = (controller: AbortController, error: unknown) =>
 
 const deadline = (controller: AbortController, timeout: Duration.Duration, modelId: string) =>
   setTimeout(
-    () => controller.abort(new FirstTokenTimeout({ message: `${modelId} sent nothing in ${Duration.format(timeout)}` })),
+    () =>
+      controller.abort(new FirstTokenTimeout({ message: `${modelId} sent nothing in ${Duration.format(timeout)}` })),
     Duration.toMillis(timeout)
   )
 
@@ -153,7 +165,10 @@ const generateOnce = async (
   const unlinkAttempt = linked(attemptSignal, controller)
   const timer = deadline(controller, timeout, model.modelId)
   try {
-    return await Promise.race([model.doGenerate({ ...params, abortSignal: controller.signal }), rejectedOnAbort(controller.signal)])
+    return await Promise.race([
+      model.doGenerate({ ...params, abortSignal: controller.signal }),
+      rejectedOnAbort(controller.signal)
+    ])
   } catch (error) {
     throw explained(controller, error)
   } finally {
@@ -309,7 +324,10 @@ export const fallbackModel = (
       return yield* Effect.dieMessage("no model to try")
     })
 
-  const run = async <A>(signal: AbortSignal | undefined, once: (model: LanguageModelV4, signal: AbortSignal) => Promise<A>) => {
+  const run = async <A>(
+    signal: AbortSignal | undefined,
+    once: (model: LanguageModelV4, signal: AbortSignal) => Promise<A>
+  ) => {
     const exit = await Runtime.runPromiseExit(runtime)(tryAll(once), signal === undefined ? {} : { signal })
     if (Option.isSome(span)) {
       span.value.attribute("gen_ai.model.attempts", attempts)

@@ -16,7 +16,7 @@ const headersOf = (message: IncomingMessage): Headers => {
   const headers = new Headers()
   for (const [name, value] of Object.entries(message.headers)) {
     if (typeof value === "string") headers.set(name, value)
-    else if (Array.isArray(value)) for (const item of value) headers.append(name, item)
+    else if (Array.isArray(value)) { for (const item of value) headers.append(name, item) }
   }
   return headers
 }
@@ -79,17 +79,24 @@ export const nodeFetch = (input: string | URL | Request, init: RequestInit = {})
   return new Promise<Response>((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason)
     const send = url.protocol === "http:" ? httpRequest : httpsRequest
-    const request = send(url, { method: init.method ?? "GET", headers: plainHeaders(init.headers), agent }, (message) => {
-      const status = message.statusCode ?? 502
-      const body = NULL_BODY_STATUSES.has(status) ? null : bodyOf(message, signal)
-      if (body === null) message.resume()
-      resolve(new Response(body, { status, statusText: message.statusMessage ?? "", headers: headersOf(message) }))
-    })
+    const request = send(
+      url,
+      { method: init.method ?? "GET", headers: plainHeaders(init.headers), agent },
+      (message) => {
+        const status = message.statusCode ?? 502
+        const body = NULL_BODY_STATUSES.has(status) ? null : bodyOf(message, signal)
+        if (body === null) message.resume()
+        resolve(new Response(body, { status, statusText: message.statusMessage ?? "", headers: headersOf(message) }))
+      }
+    )
     const onAbort = () => request.destroy(signal?.reason)
     signal?.addEventListener("abort", onAbort, { once: true })
     request.once("close", () => signal?.removeEventListener("abort", onAbort))
     request.once("error", reject)
-    request.setTimeout(IDLE_TIMEOUT_MS, () => request.destroy(new Error(`no answer from ${url.host} in ${IDLE_TIMEOUT_MS} ms`)))
+    request.setTimeout(
+      IDLE_TIMEOUT_MS,
+      () => request.destroy(new Error(`no answer from ${url.host} in ${IDLE_TIMEOUT_MS} ms`))
+    )
     request.end(init.body ?? undefined)
   })
 }

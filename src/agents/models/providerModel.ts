@@ -1,7 +1,7 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider"
 import { Effect, Redacted } from "effect"
-import type { AgentModel } from "../Agent.js"
 import type { ModelSettings } from "../../config/ModelSettings.js"
+import type { AgentModel } from "../Agent.js"
 import { builtinEchoModel } from "./BuiltinEchoModel.js"
 import { nodeFetch } from "./nodeFetch.js"
 
@@ -14,24 +14,34 @@ export const makeModel = (settings: ModelSettings): Effect.Effect<LanguageModelV
     case "builtin":
       return Effect.sync(() => builtinEchoModel())
     case "openai":
-      return Effect.promise(() => import("@ai-sdk/openai")).pipe(Effect.map(({ createOpenAI }) =>
-        createOpenAI({ apiKey: revealed(settings.apiKey), baseURL: settings.baseUrl, fetch: nodeFetch })(settings.model)
-      ))
+      return Effect.promise(() => import("@ai-sdk/openai")).pipe(
+        Effect.map(({ createOpenAI }) =>
+          createOpenAI({ apiKey: revealed(settings.apiKey), baseURL: settings.baseUrl, fetch: nodeFetch })(
+            settings.model
+          )
+        )
+      )
     case "anthropic":
-      return Effect.promise(() => import("@ai-sdk/anthropic")).pipe(Effect.map(({ createAnthropic }) =>
-        createAnthropic({ apiKey: revealed(settings.apiKey), baseURL: settings.baseUrl, fetch: nodeFetch })(settings.model)
-      ))
+      return Effect.promise(() => import("@ai-sdk/anthropic")).pipe(
+        Effect.map(({ createAnthropic }) =>
+          createAnthropic({ apiKey: revealed(settings.apiKey), baseURL: settings.baseUrl, fetch: nodeFetch })(
+            settings.model
+          )
+        )
+      )
     case "openai-compatible":
-      return Effect.promise(() => import("@ai-sdk/openai-compatible")).pipe(Effect.map(({ createOpenAICompatible }) =>
-        createOpenAICompatible({
-          name: "openai-compatible",
-          baseURL: settings.baseUrl!,
-          apiKey: revealed(settings.apiKey),
-          supportsStructuredOutputs: true,
-          includeUsage: true,
-          fetch: nodeFetch
-        }).chatModel(settings.model)
-      ))
+      return Effect.promise(() => import("@ai-sdk/openai-compatible")).pipe(
+        Effect.map(({ createOpenAICompatible }) =>
+          createOpenAICompatible({
+            name: "openai-compatible",
+            baseURL: settings.baseUrl!,
+            apiKey: revealed(settings.apiKey),
+            supportsStructuredOutputs: true,
+            includeUsage: true,
+            fetch: nodeFetch
+          }).chatModel(settings.model)
+        )
+      )
   }
 }
 

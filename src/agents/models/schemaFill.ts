@@ -70,9 +70,13 @@ const MAX_DEPTH = 32
 const fillNode = (schema: unknown, fill: Fill, propertyName?: string, depth = 0): JSONValue => {
   spend(fill, 1)
   if (!isSchema(schema) || depth > MAX_DEPTH) return null
-  if (typeof schema.$ref === "string") return fillNode(resolveLocalRef(fill.root, schema.$ref), fill, propertyName, depth + 1)
+  if (typeof schema.$ref === "string") {
+    return fillNode(resolveLocalRef(fill.root, schema.$ref), fill, propertyName, depth + 1)
+  }
   if ("const" in schema) return schema.const as JSONValue
-  if (Array.isArray(schema.enum) && schema.enum.length > 0) return (fill.enumValue?.(schema.enum) ?? schema.enum[0]) as JSONValue
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) {
+    return (fill.enumValue?.(schema.enum) ?? schema.enum[0]) as JSONValue
+  }
   const alternatives = schema.anyOf ?? schema.oneOf
   if (Array.isArray(alternatives) && alternatives.length > 0) {
     return fillNode(fill.minimal ? smallestOf(alternatives, fill) : alternatives[0], fill, propertyName, depth)
@@ -113,7 +117,9 @@ const fillObject = (schema: Schema, fill: Fill, depth: number): JSONValue => {
   }
   // Keys are paid for before any value is filled, so a wide schema runs out of budget early.
   for (const name of names) spend(fill, name.length + 4)
-  const entries = [...names].map((name): [string, JSONValue] => [name, fillNode(properties[name], fill, name, depth + 1)])
+  const entries = [...names].map((
+    name
+  ): [string, JSONValue] => [name, fillNode(properties[name], fill, name, depth + 1)])
   // Filler members satisfy `minProperties` where the schema allows properties it does not name.
   if (schema.additionalProperties !== false) {
     for (let index = 1; entries.length < minProperties; index++) {
@@ -160,9 +166,14 @@ const clampToBounds = (value: number, schema: Schema): number => {
   let result = value
   if (typeof schema.minimum === "number") result = Math.max(result, schema.minimum)
   if (typeof schema.maximum === "number") result = Math.min(result, schema.maximum)
-  if (typeof schema.exclusiveMinimum === "number" && result <= schema.exclusiveMinimum) result = schema.exclusiveMinimum + 1
-  if (typeof schema.exclusiveMaximum === "number" && result >= schema.exclusiveMaximum) result = schema.exclusiveMaximum - 1
+  if (typeof schema.exclusiveMinimum === "number" && result <= schema.exclusiveMinimum) {
+    result = schema.exclusiveMinimum + 1
+  }
+  if (typeof schema.exclusiveMaximum === "number" && result >= schema.exclusiveMaximum) {
+    result = schema.exclusiveMaximum - 1
+  }
   return result
 }
 
-const isSchema = (value: unknown): value is Schema => typeof value === "object" && value !== null && !Array.isArray(value)
+const isSchema = (value: unknown): value is Schema =>
+  typeof value === "object" && value !== null && !Array.isArray(value)

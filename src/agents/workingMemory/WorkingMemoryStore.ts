@@ -52,7 +52,9 @@ const decodeVersions = Schema.decodeUnknown(Schema.Array(Schema.Struct({ version
 
 /** The rows of one record: owner `''` in the unique index is what NULL is here. */
 export const recordFilter = (sql: SqlClient.SqlClient, key: WorkingMemoryKey) => {
-  const owner = key.owner === undefined || key.owner.userId === null ? sql`user_id IS NULL` : sql`user_id = ${key.owner.userId}`
+  const owner = key.owner === undefined || key.owner.userId === null
+    ? sql`user_id IS NULL`
+    : sql`user_id = ${key.owner.userId}`
   return sql`agent_id = ${key.agentId} AND scope = ${key.scope} AND key = ${key.key} AND ${owner}`
 }
 

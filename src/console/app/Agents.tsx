@@ -75,7 +75,9 @@ export const Agents = ({ path }: { path: ReadonlyArray<string> }) => {
       {chosen !== undefined && (
         <section aria-label={`Agent ${chosen.id}`} class="detail">
           <h2>{chosen.name}</h2>
-          <p class="meta">{chosen.description} · <a href={href("traces", "by", "agent", chosen.id)}>its traces</a></p>
+          <p class="meta">
+            {chosen.description} · <a href={href("traces", "by", "agent", chosen.id)}>its traces</a>
+          </p>
           {details.error !== undefined && <p role="alert" class="error">{details.error}</p>}
           <Safeguards agent={chosen} details={shown} />
           <div role="tablist" class="tabs">
@@ -84,7 +86,12 @@ export const Agents = ({ path }: { path: ReadonlyArray<string> }) => {
               History
             </button>
             {scope !== undefined && (
-              <button type="button" role="tab" aria-selected={tab === "memory"} onClick={() => setTab("memory")}>
+              <button
+                type="button"
+                role="tab"
+                aria-selected={tab === "memory"}
+                onClick={() => setTab("memory")}
+              >
                 Working memory
               </button>
             )}

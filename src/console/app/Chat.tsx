@@ -51,10 +51,21 @@ const PartView = ({ part, answer }: { part: Part; answer: Answer }) => {
         <Json label="input" value={part.input} />
         {part.state === "approval-requested" && (
           <div class="row" role="group" aria-label={`Approve ${toolName(part)}?`}>
-            <button type="button" class="approve" data-testid="approval-approve" onClick={() => answer(part.approval.id, true)}>
+            <button
+              type="button"
+              class="approve"
+              data-testid="approval-approve"
+              onClick={() => answer(part.approval.id, true)}
+            >
               Approve
             </button>
-            <button type="button" class="deny" data-testid="approval-deny" onClick={() => answer(part.approval.id, false)}>
+            <button
+              type="button"
+              class="deny"
+              data-testid="approval-deny"
+              onClick={() =>
+                answer(part.approval.id, false)}
+            >
               Deny
             </button>
           </div>
@@ -71,19 +82,28 @@ const PartView = ({ part, answer }: { part: Part; answer: Answer }) => {
 const FailureView = ({ error }: { error: Error }) => {
   const failure = chatFailure(error)
   return failure.guardrail === undefined
-    ? <p role="alert" class="error" data-testid="chat-error"><span class="badge">stopped</span> {failure.message}</p>
+    ? (
+      <p role="alert" class="error" data-testid="chat-error">
+        <span class="badge">stopped</span> {failure.message}
+      </p>
+    )
     : (
       <p role="alert" class="blocked" data-testid="chat-blocked">
         <span class="badge">blocked</span> {failure.message}{" "}
-        <span class="meta">by the {failure.guardrail.stage} guardrail <code>{failure.guardrail.name}</code></span>
+        <span class="meta">
+          by the {failure.guardrail.stage} guardrail <code>{failure.guardrail.name}</code>
+        </span>
       </p>
     )
 }
 
 /** The model that answered, from the finish chunk's metadata (`{model: {provider, modelId}}`). */
 const answeredBy = (metadata: unknown): string | undefined => {
-  const model = (metadata as { readonly model?: { readonly provider?: unknown; readonly modelId?: unknown } } | undefined)?.model
-  return typeof model?.provider === "string" && typeof model.modelId === "string" ? `${model.provider}/${model.modelId}` : undefined
+  const model =
+    (metadata as { readonly model?: { readonly provider?: unknown; readonly modelId?: unknown } } | undefined)?.model
+  return typeof model?.provider === "string" && typeof model.modelId === "string"
+    ? `${model.provider}/${model.modelId}`
+    : undefined
 }
 
 /** A chat with the agent, streamed as it arrives; tool calls and their results inline. */
@@ -112,7 +132,9 @@ export const Chat = ({ agentId }: { agentId: string }) => {
   return (
     <div class="chat">
       <div class="row">
-        <span class="meta">conversation <code>{chat.conversationId}</code></span>
+        <span class="meta">
+          conversation <code>{chat.conversationId}</code>
+        </span>
         <button
           type="button"
           onClick={() => {
@@ -132,7 +154,9 @@ export const Chat = ({ agentId }: { agentId: string }) => {
               <span class="meta" data-testid="chat-model">answered by {answeredBy(message.metadata)}</span>
             )}
           </div>,
-          chat.failures.has(message.id) && <FailureView key={`${message.id}-failure`} error={chat.failures.get(message.id)!} />
+          chat.failures.has(message.id) && (
+            <FailureView key={`${message.id}-failure`} error={chat.failures.get(message.id)!} />
+          )
         ])}
         {chat.status === "submitted" && <p class="meta">waiting for the agent…</p>}
         {chat.error !== undefined && chat.messages.length === 0 && <FailureView error={chat.error} />}

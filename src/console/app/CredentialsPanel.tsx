@@ -58,7 +58,13 @@ export const CredentialsPanel = () => {
           }}
         >
           {prompt !== undefined && <p role="alert" class="error">The service answered 401: {prompt}</p>}
-          <SecretField label="JWT (Authorization: Bearer)" testId="credentials-token" value={token} onInput={setToken} inputRef={first} />
+          <SecretField
+            label="JWT (Authorization: Bearer)"
+            testId="credentials-token"
+            value={token}
+            onInput={setToken}
+            inputRef={first}
+          />
           <SecretField label="Console access key" testId="credentials-key" value={key} onInput={setKey} />
           <p class="hint">Kept in this browser's local storage.</p>
           <button type="submit" data-testid="credentials-save">Save</button>

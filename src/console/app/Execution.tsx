@@ -1,15 +1,15 @@
 import { useEffect, useRef, useState } from "preact/hooks"
 import { messageOf } from "../../core/errorMessages.js"
 import { api, failure, query, segment, send } from "./api.js"
-import { Json } from "./Json.js"
 import { credentialsEpoch } from "./credentials.js"
+import { Json } from "./Json.js"
 import { useLoad } from "./load.js"
 import { href, navigate } from "./route.js"
 import { SchemaForm } from "./SchemaForm.js"
 import { readSse } from "./sse.js"
 import { useStore } from "./store.js"
-import { WebhookDeliveries } from "./WebhookDeliveries.js"
 import type { ExecutionState, LogEntry, RunStarted, WorkflowDetails, WorkflowFrame } from "./types.js"
+import { WebhookDeliveries } from "./WebhookDeliveries.js"
 
 const ACTIVE = new Set(["running", "suspended"])
 
@@ -50,7 +50,13 @@ const replayPoints = (events: ReadonlyArray<WorkflowFrame>) => {
   })
 }
 
-const EventItem = ({ event, duration, onReplay }: { event: WorkflowFrame; duration: number | undefined; onReplay?: (() => void) | undefined }) => (
+const EventItem = (
+  { event, duration, onReplay }: {
+    event: WorkflowFrame
+    duration: number | undefined
+    onReplay?: (() => void) | undefined
+  }
+) => (
   <li
     data-testid="execution-event"
     data-type={event.type}
@@ -63,15 +69,34 @@ const EventItem = ({ event, duration, onReplay }: { event: WorkflowFrame; durati
     {"from" in event && <code>{pathOf(event) ?? event.from}</code>}
     {event.type === "workflow-result" && <span class={`status ${event.status}`}>{event.status}</span>}
     {duration !== undefined && <span class="badge">{duration} ms</span>}
-    {event.type === "step-retry" && <span class="badge">attempt {event.attempt} failed, next in {event.delayMs} ms</span>}
+    {event.type === "step-retry" && (
+      <span class="badge">attempt {event.attempt} failed, next in {event.delayMs} ms</span>
+    )}
     {"reason" in event && event.reason !== undefined && <span class="reason">reason: {event.reason}</span>}
-    {"wakeAt" in event && event.wakeAt !== undefined && <span class="reason">wakes at {new Date(event.wakeAt).toLocaleString()}</span>}
-    {event.type === "workflow-result" && event.suspension != null && <span class="reason">reason: {event.suspension.reason}</span>}
+    {"wakeAt" in event && event.wakeAt !== undefined && (
+      <span class="reason">wakes at {new Date(event.wakeAt).toLocaleString()}</span>
+    )}
+    {event.type === "workflow-result" && event.suspension != null && (
+      <span class="reason">reason: {event.suspension.reason}</span>
+    )}
     {"error" in event && event.error !== undefined && <span class="error">{event.error}</span>}
-    {"input" in event && event.input !== undefined && <details><summary>input</summary><Json value={event.input} /></details>}
-    {"output" in event && event.output !== undefined && <details><summary>output</summary><Json value={event.output} /></details>}
+    {"input" in event && event.input !== undefined && (
+      <details>
+        <summary>input</summary>
+        <Json value={event.input} />
+      </details>
+    )}
+    {"output" in event && event.output !== undefined && (
+      <details>
+        <summary>output</summary>
+        <Json value={event.output} />
+      </details>
+    )}
     {event.type === "workflow-result" && event.result !== undefined && event.result !== null && (
-      <details open><summary>result</summary><Json value={event.result} /></details>
+      <details open>
+        <summary>result</summary>
+        <Json value={event.result} />
+      </details>
     )}
     {onReplay !== undefined && (
       <button type="button" data-testid="replay-from" onClick={onReplay}>Replay from here</button>
@@ -94,8 +119,9 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
   const epoch = useStore(credentialsEpoch)
   const workflow = useLoad(() => api<WorkflowDetails>(`/workflows/${segment(workflowId)}`), [workflowId])
   const traces = useLoad(
-    () => api<ReadonlyArray<LogEntry>>(`/api/logs${query({ executionId, limit: 200 })}`)
-      .then((logs) => [...new Set(logs.flatMap((log) => (log.traceId === undefined ? [] : [log.traceId])))]),
+    () =>
+      api<ReadonlyArray<LogEntry>>(`/api/logs${query({ executionId, limit: 200 })}`)
+        .then((logs) => [...new Set(logs.flatMap((log) => (log.traceId === undefined ? [] : [log.traceId])))]),
     [executionId, state?.status]
   )
 
@@ -156,28 +182,53 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
   const durationOf = durations(events)
   return (
     <section aria-labelledby="execution-heading" class="execution">
-      <p><a href={href("workflows", workflowId)}>← {workflowId}</a></p>
-      <h2 id="execution-heading">Execution <code>{executionId}</code></h2>
+      <p>
+        <a href={href("workflows", workflowId)}>← {workflowId}</a>
+      </p>
+      <h2 id="execution-heading">
+        Execution <code>{executionId}</code>
+      </h2>
       <div class="row">
-        <span>Status: <strong data-testid="execution-status" class={`status ${status}`}>{status}</strong></span>
+        <span>
+          Status: <strong data-testid="execution-status" class={`status ${status}`}>{status}</strong>
+        </span>
         {state?.waiting === "concurrency" && (
           <span data-testid="execution-waiting" class="reason">
-            queued for a concurrency slot{state.queuedAt === undefined ? "" : ` since ${new Date(state.queuedAt).toLocaleString()}`}
+            queued for a concurrency slot{state.queuedAt === undefined
+              ? ""
+              : ` since ${new Date(state.queuedAt).toLocaleString()}`}
           </span>
         )}
         {state?.waitingUntil !== undefined && (
-          <span data-testid="execution-waiting" class="reason">asleep until {new Date(state.waitingUntil).toLocaleString()}</span>
+          <span data-testid="execution-waiting" class="reason">
+            asleep until {new Date(state.waitingUntil).toLocaleString()}
+          </span>
         )}
         {status === "running" && (
-          <button type="button" onClick={() => void act("suspend", { reason: "suspended from the console" })}>Suspend</button>
+          <button
+            type="button"
+            onClick={() => void act("suspend", { reason: "suspended from the console" })}
+          >
+            Suspend
+          </button>
         )}
         {ACTIVE.has(status) && (
-          <button type="button" data-testid="execution-cancel" onClick={() => void act("cancel", { reason: "cancelled from the console" })}>
+          <button
+            type="button"
+            data-testid="execution-cancel"
+            onClick={() => void act("cancel", { reason: "cancelled from the console" })}
+          >
             Cancel
           </button>
         )}
         {status === "error" && (
-          <button type="button" data-testid="execution-restart" onClick={() => void replay("restart", {})}>Restart from the failed step</button>
+          <button
+            type="button"
+            data-testid="execution-restart"
+            onClick={() => void replay("restart", {})}
+          >
+            Restart from the failed step
+          </button>
         )}
         {traces.data?.map((traceId, index) => (
           <a key={traceId} href={href("traces", traceId)} data-testid="execution-trace">trace {index + 1}</a>
@@ -186,7 +237,10 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
       {error !== undefined && <p role="alert" class="error">{error}</p>}
       {state?.replayOf !== undefined && (
         <p data-testid="execution-replay-of">
-          Replay of <a href={href("workflows", workflowId, "executions", state.replayOf.executionId)}><code>{state.replayOf.executionId}</code></a>{" "}
+          Replay of{" "}
+          <a href={href("workflows", workflowId, "executions", state.replayOf.executionId)}>
+            <code>{state.replayOf.executionId}</code>
+          </a>{" "}
           from <code>{state.replayOf.fromStep}</code>
         </p>
       )}
@@ -202,7 +256,9 @@ export const Execution = ({ workflowId, executionId }: { workflowId: string; exe
       )}
       {state?.suspension !== undefined && status === "suspended" && workflow.data !== undefined && (
         <div class="suspension">
-          <p>Suspended at <code>{state.suspension.stepId}</code>: <span class="reason">{state.suspension.reason}</span></p>
+          <p>
+            Suspended at <code>{state.suspension.stepId}</code>: <span class="reason">{state.suspension.reason}</span>
+          </p>
           {state.suspension.data !== undefined && (
             <pre class="json" data-testid="suspension-data">{JSON.stringify(state.suspension.data, null, 2)}</pre>
           )}

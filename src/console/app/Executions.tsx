@@ -10,15 +10,23 @@ const LIMIT = 20
 const QUEUED = "queued"
 
 /** Past and present executions, newest first, filtered by status (or waiting for a slot) and workflow, page by page. */
-export const Executions = (props: { workflows: ReadonlyArray<WorkflowSummary>; initialWorkflow: string | undefined }) => {
+export const Executions = (
+  props: { workflows: ReadonlyArray<WorkflowSummary>; initialWorkflow: string | undefined }
+) => {
   const [workflowId, setWorkflowId] = useState(props.initialWorkflow ?? "")
   const [status, setStatus] = useState("")
   const [offset, setOffset] = useState(0)
   const executions = useLoad(
     () =>
-      api<ReadonlyArray<ExecutionRecord>>(`/workflows/executions${
-        query(status === QUEUED ? { workflowId, waiting: "concurrency", limit: LIMIT, offset } : { workflowId, status, limit: LIMIT, offset })
-      }`),
+      api<ReadonlyArray<ExecutionRecord>>(
+        `/workflows/executions${
+          query(
+            status === QUEUED
+              ? { workflowId, waiting: "concurrency", limit: LIMIT, offset }
+              : { workflowId, status, limit: LIMIT, offset }
+          )
+        }`
+      ),
     [workflowId, status, offset]
   )
   const rows = executions.data ?? []
@@ -48,7 +56,13 @@ export const Executions = (props: { workflows: ReadonlyArray<WorkflowSummary>; i
       {executions.error !== undefined && <p role="alert" class="error">{executions.error}</p>}
       <table>
         <thead>
-          <tr><th>Execution</th><th>Workflow</th><th>Status</th><th>Created</th><th>Updated</th></tr>
+          <tr>
+            <th>Execution</th>
+            <th>Workflow</th>
+            <th>Status</th>
+            <th>Created</th>
+            <th>Updated</th>
+          </tr>
         </thead>
         <tbody>
           {rows.map((execution) => (
@@ -62,13 +76,17 @@ export const Executions = (props: { workflows: ReadonlyArray<WorkflowSummary>; i
                 if (event.key === "Enter") navigate("workflows", execution.workflowId, "executions", execution.id)
               }}
             >
-              <td><code>{execution.id}</code></td>
+              <td>
+                <code>{execution.id}</code>
+              </td>
               <td>{execution.workflowId}</td>
               <td>
                 <span class={`status ${execution.status}`}>{execution.status}</span>
                 {execution.waiting === "concurrency" && (
                   <span class="badge" data-testid="execution-queued">
-                    queued{execution.queuedAt === undefined ? "" : ` since ${new Date(execution.queuedAt).toLocaleTimeString()}`}
+                    queued{execution.queuedAt === undefined
+                      ? ""
+                      : ` since ${new Date(execution.queuedAt).toLocaleTimeString()}`}
                   </span>
                 )}
               </td>
@@ -79,7 +97,9 @@ export const Executions = (props: { workflows: ReadonlyArray<WorkflowSummary>; i
         </tbody>
       </table>
       <nav class="pages" aria-label="Execution pages">
-        <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - LIMIT))}>Previous</button>
+        <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - LIMIT))}>
+          Previous
+        </button>
         <span>{rows.length === 0 ? "none" : `${offset + 1}–${offset + rows.length}`}</span>
         <button type="button" disabled={rows.length < LIMIT} onClick={() => setOffset(offset + LIMIT)}>Next</button>
       </nav>

@@ -31,7 +31,11 @@ export const History = ({ agentId }: { agentId: string }) => {
   const openTrace = (entry: HistoryEntry) => {
     setTraceError(undefined)
     traceOf(agentId, entry).then(
-      (trace) => (trace === undefined ? setTraceError("No stored trace covers this call") : navigate("traces", trace.traceId)),
+      (
+        trace
+      ) => (trace === undefined
+        ? setTraceError("No stored trace covers this call")
+        : navigate("traces", trace.traceId)),
       (error: unknown) => setTraceError(messageOf(error))
     )
   }
@@ -42,10 +46,24 @@ export const History = ({ agentId }: { agentId: string }) => {
       {traceError !== undefined && <p role="alert" class="error">{traceError}</p>}
       <table class="history-table">
         <colgroup>
-          <col class="when" /><col class="status" /><col class="conversation" /><col /><col /><col class="tools" /><col class="open" />
+          <col class="when" />
+          <col class="status" />
+          <col class="conversation" />
+          <col />
+          <col />
+          <col class="tools" />
+          <col class="open" />
         </colgroup>
         <thead>
-          <tr><th>Started</th><th>Status</th><th>Conversation</th><th>Input</th><th>Output</th><th>Tools</th><th /></tr>
+          <tr>
+            <th>Started</th>
+            <th>Status</th>
+            <th>Conversation</th>
+            <th>Input</th>
+            <th>Output</th>
+            <th>Tools</th>
+            <th />
+          </tr>
         </thead>
         <tbody>
           {history.data?.entries.map((entry) => {
@@ -55,25 +73,37 @@ export const History = ({ agentId }: { agentId: string }) => {
                 <td>{new Date(entry.startTime).toLocaleString()}</td>
                 <td>
                   {entry.status === "blocked"
-                    ? <span class="badge blocked" data-testid="history-blocked" title="a guardrail refused this call">blocked</span>
+                    ? (
+                      <span class="badge blocked" data-testid="history-blocked" title="a guardrail refused this call">
+                        blocked
+                      </span>
+                    )
                     : entry.status}
                   {entry.model !== undefined && (
-                    <span class="meta" data-testid="history-model" title="the model that answered"> {entry.model.modelId}</span>
+                    <span class="meta" data-testid="history-model" title="the model that answered">
+                      {entry.model.modelId}
+                    </span>
                   )}
                 </td>
-                <td class="clip" title={entry.conversationId ?? undefined}><code>{entry.conversationId ?? "—"}</code></td>
+                <td class="clip" title={entry.conversationId ?? undefined}>
+                  <code>{entry.conversationId ?? "—"}</code>
+                </td>
                 <td class="clip" title={input} data-testid="history-input">{input}</td>
                 <td class="clip" title={entry.output ?? undefined}>{entry.output ?? "—"}</td>
                 <td data-testid="history-tools">
                   {entry.toolCalls.length === 0 ? "—" : (
                     <ul class="tool-names">
                       {entry.toolCalls.map((call) => (
-                        <li key={call.toolCallId} title={`${call.toolName}(${JSON.stringify(call.args)})`}>{call.toolName}</li>
+                        <li key={call.toolCallId} title={`${call.toolName}(${JSON.stringify(call.args)})`}>
+                          {call.toolName}
+                        </li>
                       ))}
                     </ul>
                   )}
                 </td>
-                <td><button type="button" onClick={() => openTrace(entry)}>Trace</button></td>
+                <td>
+                  <button type="button" onClick={() => openTrace(entry)}>Trace</button>
+                </td>
               </tr>
             )
           })}
@@ -83,7 +113,9 @@ export const History = ({ agentId }: { agentId: string }) => {
         <nav class="pages" aria-label="History pages">
           <button type="button" disabled={page === 0} onClick={() => setPage(page - 1)}>Previous</button>
           <span>page {pagination.page + 1} of {Math.max(pagination.totalPages, 1)} ({pagination.total} calls)</span>
-          <button type="button" disabled={page + 1 >= pagination.totalPages} onClick={() => setPage(page + 1)}>Next</button>
+          <button type="button" disabled={page + 1 >= pagination.totalPages} onClick={() => setPage(page + 1)}>
+            Next
+          </button>
         </nav>
       )}
     </div>

@@ -19,9 +19,13 @@ const FOLLOW_SLACK = 8
 type Connection = "connecting" | "live" | "closed" | "refused"
 
 const entityOf = (log: LogEntry) =>
-  log.executionId !== undefined ? `execution ${log.executionId}` :
-  log.workflowId !== undefined ? `workflow ${log.workflowId}` :
-  log.agentId !== undefined ? `agent ${log.agentId}` : ""
+  log.executionId !== undefined ?
+    `execution ${log.executionId}` :
+    log.workflowId !== undefined ?
+    `workflow ${log.workflowId}` :
+    log.agentId !== undefined
+    ? `agent ${log.agentId}`
+    : ""
 
 /** A live tail of the logs over /ws/logs, filtered by level and entity (on the server), pausable. */
 export const Logs = () => {
@@ -44,14 +48,18 @@ export const Logs = () => {
   }, [lines])
   const onScroll = () => {
     const element = pane.current
-    if (element !== null) following.current = element.scrollHeight - element.scrollTop - element.clientHeight <= FOLLOW_SLACK
+    if (element !== null) {
+      following.current = element.scrollHeight - element.scrollTop - element.clientHeight <= FOLLOW_SLACK
+    }
   }
 
   useEffect(() => {
     const params = socketParams(new URLSearchParams())
     if (level !== "") params.set("level", level)
     if (entityId.trim() !== "") params.set(entity, entityId.trim())
-    const socket = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws/logs?${params}`)
+    const socket = new WebSocket(
+      `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws/logs?${params}`
+    )
     let opened = false
     setLines([])
     setHeld([])
@@ -121,7 +129,11 @@ export const Logs = () => {
           <li key={index} data-testid="log-line" class={`log ${log.level}`}>
             <span class="meta">{log.timestamp}</span> <span class="level">{log.level}</span>{" "}
             <span class="log-message">{log.message}</span> <span class="meta">{entityOf(log)}</span>
-            {log.traceId !== undefined && <> <a href={href("traces", log.traceId)}>trace</a></>}
+            {log.traceId !== undefined && (
+              <>
+                <a href={href("traces", log.traceId)}>trace</a>
+              </>
+            )}
           </li>
         ))}
       </ol>

@@ -15,11 +15,18 @@ export interface SchemaFormProps {
   readonly onSubmit: (value: unknown) => Promise<void>
 }
 
-const FieldInput = ({ field, id, text, setText }: { field: Field; id: string; text: string; setText: (text: string) => void }) => {
+const FieldInput = (
+  { field, id, text, setText }: { field: Field; id: string; text: string; setText: (text: string) => void }
+) => {
   if (field.kind === "boolean") {
     return (
-      <input id={id} name={field.name} type="checkbox" checked={text === "true"}
-        onChange={(event) => setText(event.currentTarget.checked ? "true" : "false")} />
+      <input
+        id={id}
+        name={field.name}
+        type="checkbox"
+        checked={text === "true"}
+        onChange={(event) => setText(event.currentTarget.checked ? "true" : "false")}
+      />
     )
   }
   if (field.kind === "enum") {
@@ -54,16 +61,19 @@ export const SchemaForm = (props: SchemaFormProps) => {
   const [asJson, setAsJson] = useState(fields === undefined)
   const [texts, setTexts] = useState<Record<string, string>>(() => {
     const properties = props.prefill === true ? propertiesOf(props.schema) : {}
-    return Object.fromEntries((fields ?? []).map((field) => [field.name, initialText(field, example, properties[field.name])]))
+    return Object.fromEntries(
+      (fields ?? []).map((field) => [field.name, initialText(field, example, properties[field.name])])
+    )
   })
   const [json, setJson] = useState(() => JSON.stringify(example ?? {}, null, 2))
   const [errors, setErrors] = useState<ReadonlyArray<string>>([])
   const [busy, setBusy] = useState(false)
 
-  const fromFields = () => Object.fromEntries((fields ?? []).flatMap((field) => {
-    const value = fieldValue(field, texts[field.name] ?? "")
-    return value === undefined ? [] : [[field.name, value]]
-  }))
+  const fromFields = () =>
+    Object.fromEntries((fields ?? []).flatMap((field) => {
+      const value = fieldValue(field, texts[field.name] ?? "")
+      return value === undefined ? [] : [[field.name, value]]
+    }))
 
   const submit = async (event: Event) => {
     event.preventDefault()
@@ -101,7 +111,13 @@ export const SchemaForm = (props: SchemaFormProps) => {
         ? (
           <label>
             Value (JSON)
-            <textarea name="json" rows={6} spellcheck={false} value={json} onInput={(event) => setJson(event.currentTarget.value)} />
+            <textarea
+              name="json"
+              rows={6}
+              spellcheck={false}
+              value={json}
+              onInput={(event) => setJson(event.currentTarget.value)}
+            />
           </label>
         )
         : fields.map((field) => {
@@ -109,15 +125,17 @@ export const SchemaForm = (props: SchemaFormProps) => {
           return (
             <div class="field" key={field.name}>
               <label for={id}>{field.name}{field.required ? " *" : ""}</label>
-              <FieldInput field={field} id={id} text={texts[field.name] ?? ""}
-                setText={(text) => setTexts({ ...texts, [field.name]: text })} />
+              <FieldInput
+                field={field}
+                id={id}
+                text={texts[field.name] ?? ""}
+                setText={(text) => setTexts({ ...texts, [field.name]: text })}
+              />
               {field.description !== undefined && <span class="meta">{field.description}</span>}
             </div>
           )
         })}
-      {errors.length > 0 && (
-        <ul role="alert" class="error">{errors.map((error) => <li key={error}>{error}</li>)}</ul>
-      )}
+      {errors.length > 0 && <ul role="alert" class="error">{errors.map((error) => <li key={error}>{error}</li>)}</ul>}
       <div class="row">
         <button type="submit" data-testid={props.submitTestId} disabled={busy}>{props.submitLabel}</button>
         {fields !== undefined && (

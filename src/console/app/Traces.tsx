@@ -25,9 +25,10 @@ export const Traces = ({ path }: { path: ReadonlyArray<string> }) => {
   }
   const [offset, setOffset] = useState(0)
   const traces = useLoad(
-    () => api<{ traces: ReadonlyArray<TraceSummary>; total: number }>(
-      `/observability/traces${query({ entityType, entityId, limit: LIMIT, offset })}`
-    ),
+    () =>
+      api<{ traces: ReadonlyArray<TraceSummary>; total: number }>(
+        `/observability/traces${query({ entityType, entityId, limit: LIMIT, offset })}`
+      ),
     [entityType, entityId, offset]
   )
   /** Reads the list again with the filter as the fields show it now. */
@@ -62,7 +63,14 @@ export const Traces = ({ path }: { path: ReadonlyArray<string> }) => {
       {traces.error !== undefined && <p role="alert" class="error">{traces.error}</p>}
       <table>
         <thead>
-          <tr><th>Started</th><th>Name</th><th>Entity</th><th>Duration</th><th>Spans</th><th>Status</th></tr>
+          <tr>
+            <th>Started</th>
+            <th>Name</th>
+            <th>Entity</th>
+            <th>Duration</th>
+            <th>Spans</th>
+            <th>Status</th>
+          </tr>
         </thead>
         <tbody>
           {rows.map((trace) => (
@@ -81,15 +89,25 @@ export const Traces = ({ path }: { path: ReadonlyArray<string> }) => {
               <td>{trace.entityType === null ? "—" : `${trace.entityType} ${trace.entityId ?? ""}`}</td>
               <td>{trace.durationMs} ms</td>
               <td>{trace.spanCount}</td>
-              <td><span class={`status ${trace.status}`}>{trace.status}</span></td>
+              <td>
+                <span class={`status ${trace.status}`}>{trace.status}</span>
+              </td>
             </tr>
           ))}
         </tbody>
       </table>
       <nav class="pages" aria-label="Trace pages">
-        <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - LIMIT))}>Previous</button>
-        <span>{rows.length === 0 ? "none" : `${offset + 1}–${offset + rows.length} of ${traces.data?.total ?? "?"}`}</span>
-        <button type="button" disabled={offset + rows.length >= (traces.data?.total ?? 0)} onClick={() => setOffset(offset + LIMIT)}>
+        <button type="button" disabled={offset === 0} onClick={() => setOffset(Math.max(0, offset - LIMIT))}>
+          Previous
+        </button>
+        <span>
+          {rows.length === 0 ? "none" : `${offset + 1}–${offset + rows.length} of ${traces.data?.total ?? "?"}`}
+        </span>
+        <button
+          type="button"
+          disabled={offset + rows.length >= (traces.data?.total ?? 0)}
+          onClick={() => setOffset(offset + LIMIT)}
+        >
           Next
         </button>
       </nav>

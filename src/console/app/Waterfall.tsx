@@ -34,7 +34,9 @@ const endOf = (span: Span) => (span.endTime === null ? Date.now() : Date.parse(s
 
 /** A trace's spans as bars by start and duration, nested by parent; a span's attributes and events on click. */
 export const Waterfall = ({ traceId }: { traceId: string }) => {
-  const trace = useLoad(() => api<{ spans: ReadonlyArray<Span> }>(`/observability/traces/${segment(traceId)}`), [traceId])
+  const trace = useLoad(() => api<{ spans: ReadonlyArray<Span> }>(`/observability/traces/${segment(traceId)}`), [
+    traceId
+  ])
   const [selected, setSelected] = useState<string | undefined>(undefined)
   const spans = trace.data?.spans ?? []
   const rows = nest(spans)
@@ -43,8 +45,12 @@ export const Waterfall = ({ traceId }: { traceId: string }) => {
   const chosen = spans.find((span) => span.spanId === selected)
   return (
     <section aria-labelledby="trace-heading">
-      <p><a href={href("traces")}>← traces</a></p>
-      <h1 id="trace-heading">Trace <code>{traceId}</code></h1>
+      <p>
+        <a href={href("traces")}>← traces</a>
+      </p>
+      <h1 id="trace-heading">
+        Trace <code>{traceId}</code>
+      </h1>
       {trace.error !== undefined && <p role="alert" class="error">{trace.error}</p>}
       <p class="meta">{spans.length} spans over {total.toFixed(1)} ms</p>
       <ol class="waterfall">
@@ -66,7 +72,9 @@ export const Waterfall = ({ traceId }: { traceId: string }) => {
                   onClick={() => setSelected(span.spanId === selected ? undefined : span.spanId)}
                 />
               </span>
-              <span class="meta duration">{span.durationMs === null ? "open" : `${span.durationMs.toFixed(1)} ms`}</span>
+              <span class="meta duration">
+                {span.durationMs === null ? "open" : `${span.durationMs.toFixed(1)} ms`}
+              </span>
             </li>
           )
         })}
@@ -75,7 +83,8 @@ export const Waterfall = ({ traceId }: { traceId: string }) => {
         <div class="span-detail" aria-live="polite">
           <h2>{chosen.name}</h2>
           <p class="meta">
-            {chosen.kind} · status {chosen.status.code}{chosen.status.message !== undefined ? `: ${chosen.status.message}` : ""} · span{" "}
+            {chosen.kind} · status {chosen.status.code}
+            {chosen.status.message !== undefined ? `: ${chosen.status.message}` : ""} · span{" "}
             <code>{chosen.spanId}</code>
           </p>
           <Json label="attributes" value={chosen.attributes} />

@@ -13,8 +13,12 @@ const Details = ({ id }: { id: string }) => {
   if (workflow === undefined) return <p class="meta">Loading…</p>
   return (
     <section aria-labelledby="workflow-heading" class="detail">
-      <h2 id="workflow-heading">{workflow.name} <code>{workflow.id}</code></h2>
-      <p class="meta">{workflow.purpose} · <a href={href("traces", "by", "workflow", workflow.id)}>its traces</a></p>
+      <h2 id="workflow-heading">
+        {workflow.name} <code>{workflow.id}</code>
+      </h2>
+      <p class="meta">
+        {workflow.purpose} · <a href={href("traces", "by", "workflow", workflow.id)}>its traces</a>
+      </p>
       <ol class="steps">
         {workflow.steps.map((step) => (
           <li key={step.id}>
@@ -33,7 +37,10 @@ const Details = ({ id }: { id: string }) => {
         submitLabel="Run"
         prefill
         onSubmit={async (input) => {
-          const started = await api<RunStarted>(`/workflows/${segment(workflow.id)}/run`, { method: "POST", body: { input } })
+          const started = await api<RunStarted>(`/workflows/${segment(workflow.id)}/run`, {
+            method: "POST",
+            body: { input }
+          })
           navigate("workflows", workflow.id, "executions", started.executionId)
         }}
       />
@@ -53,8 +60,12 @@ export const Workflows = ({ path }: { path: ReadonlyArray<string> }) => {
         <ul>
           {workflows.data?.map((workflow) => (
             <li key={workflow.id}>
-              <a href={href("workflows", workflow.id)} data-testid="workflow-item" class="item"
-                aria-current={workflow.id === chosen ? "true" : undefined}>
+              <a
+                href={href("workflows", workflow.id)}
+                data-testid="workflow-item"
+                class="item"
+                aria-current={workflow.id === chosen ? "true" : undefined}
+              >
                 <strong>{workflow.name}</strong> <code>{workflow.id}</code>
                 <span class="meta">{workflow.stepsCount} steps · {workflow.status}</span>
               </a>

@@ -35,7 +35,8 @@ export const WorkingMemory = ({ agentId, scope }: { agentId: string; scope: "use
         }}
       >
         <label>
-          {scope === "conversation" ? "Conversation" : "User (only without authentication; else the signed-in user)"}{" "}
+          {scope === "conversation" ? "Conversation" : "User (only without authentication; else the signed-in user)"}
+          {" "}
           <input value={typed} onInput={(event) => setTyped(event.currentTarget.value)} size={40} />
         </label>
         <button type="submit">Show</button>
@@ -52,7 +53,12 @@ export const WorkingMemory = ({ agentId, scope }: { agentId: string; scope: "use
           {record.data.value !== null && <Json label="record" value={record.data.value} />}
           <div class="row">
             <button type="button" onClick={record.reload}>Refresh</button>
-            <button type="button" data-testid="working-memory-clear" disabled={record.data.version === 0} onClick={clear}>
+            <button
+              type="button"
+              data-testid="working-memory-clear"
+              disabled={record.data.version === 0}
+              onClick={clear}
+            >
               Clear
             </button>
           </div>

@@ -10,7 +10,9 @@ const errorMessage = (body: unknown, status: number): string => {
   if (typeof body === "object" && body !== null && "error" in body) {
     const error = (body as { error: unknown }).error
     if (typeof error === "string") return error
-    if (typeof error === "object" && error !== null && "message" in error) return String((error as { message: unknown }).message)
+    if (typeof error === "object" && error !== null && "message" in error) {
+      return String((error as { message: unknown }).message)
+    }
   }
   return `HTTP ${status}`
 }
@@ -43,7 +45,9 @@ export const send = async (path: string, init: RequestInit = {}): Promise<Respon
 export const api = async <A>(path: string, init: { method?: string; body?: unknown } = {}): Promise<A> => {
   const response = await send(path, {
     method: init.method ?? "GET",
-    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body), headers: { "content-type": "application/json" } })
+    ...(init.body === undefined
+      ? {}
+      : { body: JSON.stringify(init.body), headers: { "content-type": "application/json" } })
   })
   if (!response.ok) throw await failure(response)
   const body = await response.json() as { success: boolean; data: A }
@@ -52,7 +56,9 @@ export const api = async <A>(path: string, init: { method?: string; body?: unkno
 
 export const query = (params: Record<string, string | number | undefined>) => {
   const search = new URLSearchParams()
-  for (const [name, value] of Object.entries(params)) if (value !== undefined && value !== "") search.set(name, String(value))
+  for (const [name, value] of Object.entries(params)) {
+    if (value !== undefined && value !== "") search.set(name, String(value))
+  }
   const text = search.toString()
   return text === "" ? "" : `?${text}`
 }

@@ -6,7 +6,7 @@ import {
   lastAssistantMessageIsCompleteWithApprovalResponses,
   type UIMessage
 } from "ai"
-import { send, segment } from "./api.js"
+import { segment, send } from "./api.js"
 import { authHeaders } from "./credentials.js"
 
 /** The AI SDK's chat state, telling the view when anything changed. */

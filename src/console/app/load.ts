@@ -12,7 +12,10 @@ export interface Loaded<A> {
 /** Runs `load` when a dependency or the credentials change; a stale answer is dropped. */
 export const useLoad = <A>(load: () => Promise<A>, deps: ReadonlyArray<unknown>): Loaded<A> => {
   const epoch = useStore(credentialsEpoch)
-  const [state, setState] = useState<{ data: A | undefined; error: string | undefined }>({ data: undefined, error: undefined })
+  const [state, setState] = useState<{ data: A | undefined; error: string | undefined }>({
+    data: undefined,
+    error: undefined
+  })
   const [tick, setTick] = useState(0)
   useEffect(() => {
     let current = true

@@ -37,10 +37,14 @@ const App = () => {
         <CredentialsPanel />
       </header>
       <main>
-        {section === "workflows" ? <Workflows path={rest} /> :
-          section === "schedules" ? <Schedules /> :
-          section === "traces" ? <Traces path={rest} /> :
-          section === "logs" ? <Logs /> :
+        {section === "workflows" ?
+          <Workflows path={rest} /> :
+          section === "schedules" ?
+          <Schedules /> :
+          section === "traces" ?
+          <Traces path={rest} /> :
+          section === "logs" ?
+          <Logs /> :
           <Agents path={rest} />}
       </main>
     </>

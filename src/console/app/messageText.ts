@@ -22,7 +22,9 @@ const textOf = (message: unknown): string => {
   if (!isRecord(message)) return ""
   if (typeof message.content === "string") return message.content
   const parts = Array.isArray(message.parts) ? message.parts : Array.isArray(message.content) ? message.content : []
-  return parts.flatMap((part: unknown) => (isRecord(part) && part.type === "text" && typeof part.text === "string" ? [part.text] : []))
+  return parts.flatMap((
+    part: unknown
+  ) => (isRecord(part) && part.type === "text" && typeof part.text === "string" ? [part.text] : []))
     .join(" ")
     .trim()
 }

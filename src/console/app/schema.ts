@@ -16,8 +16,12 @@ export const validate = (schema: JsonSchema, value: unknown, path = "input"): Ar
     return [...errors, `${path} must be one of the types ${type.join(", ")}`]
   }
   if (typeof value === "number") {
-    if (typeof schema.minimum === "number" && value < schema.minimum) errors.push(`${path} must be at least ${schema.minimum}`)
-    if (typeof schema.maximum === "number" && value > schema.maximum) errors.push(`${path} must be at most ${schema.maximum}`)
+    if (typeof schema.minimum === "number" && value < schema.minimum) {
+      errors.push(`${path} must be at least ${schema.minimum}`)
+    }
+    if (typeof schema.maximum === "number" && value > schema.maximum) {
+      errors.push(`${path} must be at most ${schema.maximum}`)
+    }
   }
   if (typeof value === "string") {
     if (typeof schema.minLength === "number" && value.length < schema.minLength) errors.push(`${path} is too short`)
@@ -47,18 +51,28 @@ const isSchema = (value: unknown): boolean => isObject(value)
 
 const hasType = (type: string, value: unknown) => {
   switch (type) {
-    case "object": return isObject(value)
-    case "array": return Array.isArray(value)
-    case "string": return typeof value === "string"
-    case "integer": return Number.isInteger(value)
-    case "number": return typeof value === "number" && Number.isFinite(value)
-    case "boolean": return typeof value === "boolean"
-    case "null": return value === null
-    default: return true
+    case "object":
+      return isObject(value)
+    case "array":
+      return Array.isArray(value)
+    case "string":
+      return typeof value === "string"
+    case "integer":
+      return Number.isInteger(value)
+    case "number":
+      return typeof value === "number" && Number.isFinite(value)
+    case "boolean":
+      return typeof value === "boolean"
+    case "null":
+      return value === null
+    default:
+      return true
   }
 }
 
-const article = (type: string) => (type === "integer" || type === "object" || type === "array" ? `an ${type}` : `a ${type}`)
+const article = (
+  type: string
+) => (type === "integer" || type === "object" || type === "array" ? `an ${type}` : `a ${type}`)
 
 /** A property the form can show as one field; anything else makes the form a JSON editor. */
 export interface Field {
@@ -76,8 +90,17 @@ export const fieldsOf = (schema: JsonSchema): ReadonlyArray<Field> | undefined =
   for (const [name, property] of Object.entries(schema.properties as Record<string, JsonSchema>)) {
     const description = typeof property.description === "string" ? property.description : undefined
     if (Array.isArray(property.enum) && property.enum.every((option) => typeof option === "string")) {
-      fields.push({ name, kind: "enum", required: required.has(name), description, options: property.enum as Array<string> })
-    } else if (property.type === "string" || property.type === "number" || property.type === "integer" || property.type === "boolean") {
+      fields.push({
+        name,
+        kind: "enum",
+        required: required.has(name),
+        description,
+        options: property.enum as Array<string>
+      })
+    } else if (
+      property.type === "string" || property.type === "number" || property.type === "integer" ||
+      property.type === "boolean"
+    ) {
       fields.push({ name, kind: property.type, required: required.has(name), description, options: [] })
     } else {
       return undefined
@@ -102,7 +125,11 @@ export const exampleOf = (schema: JsonSchema): unknown =>
  * default or example; booleans start unchecked and a required enum at its first option otherwise.
  */
 export const initialText = (field: Field, example: unknown, property: JsonSchema | undefined): string => {
-  const given = isObject(example) && field.name in example ? example[field.name] : property === undefined ? undefined : exampleOf(property)
+  const given = isObject(example) && field.name in example
+    ? example[field.name]
+    : property === undefined
+    ? undefined
+    : exampleOf(property)
   if (field.kind === "boolean") return given === true ? "true" : "false"
   if ((field.kind === "number" || field.kind === "integer") && typeof given === "number") return String(given)
   if ((field.kind === "string" || field.kind === "enum") && typeof given === "string") return given

@@ -8,7 +8,11 @@ export interface SseEvent {
  * Reads an SSE body (the service's frames: optional `id:`, one `data:` line of JSON) until it ends or
  * `signal` aborts. fetch rather than EventSource, which cannot send the credentials' headers.
  */
-export const readSse = async (body: ReadableStream<Uint8Array>, onEvent: (event: SseEvent) => void, signal: AbortSignal) => {
+export const readSse = async (
+  body: ReadableStream<Uint8Array>,
+  onEvent: (event: SseEvent) => void,
+  signal: AbortSignal
+) => {
   const reader = body.getReader()
   const decoder = new TextDecoder()
   const cancel = () => void reader.cancel().catch(() => {})

@@ -2,9 +2,16 @@
  * The API's payloads as they travel (the schemas' encoded side), from the service's own schemas. Only
  * types are imported: nothing of effect reaches the browser bundle.
  */
-import type { AgentDetails as AgentDetailsSchema, AgentSummary, HistoryPage as HistoryPageSchema } from "../../agents/AgentsSchemas.js"
+import type {
+  AgentDetails as AgentDetailsSchema,
+  AgentSummary,
+  HistoryPage as HistoryPageSchema
+} from "../../agents/AgentsSchemas.js"
 import type { WorkingMemoryView } from "../../agents/workingMemory/schemas.js"
-import type { LogEntry as LogEntrySchema, TraceSummary as TraceSummarySchema } from "../../observability/ObservabilitySchemas.js"
+import type {
+  LogEntry as LogEntrySchema,
+  TraceSummary as TraceSummarySchema
+} from "../../observability/ObservabilitySchemas.js"
 import type { SpanRecord } from "../../observability/Span.js"
 import type {
   ExecutionRecord as ExecutionRecordSchema,

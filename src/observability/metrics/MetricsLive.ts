@@ -14,11 +14,13 @@ export class MetricsExposition extends Context.Tag("MetricsExposition")<MetricsE
 const EVENT_LOOP_SAMPLE = "5 seconds"
 const DEFAULT_EXPORT_INTERVAL_MS = 60_000
 
-
 // The exporters are loaded only when used: OTLP when an endpoint is configured, Prometheus on the first scrape.
 const otlpReader = (endpoint: string, intervalMs: number) =>
   Effect.promise(async () => {
-    const [otlp, sdk] = await Promise.all([import("@opentelemetry/exporter-metrics-otlp-http"), import("@opentelemetry/sdk-metrics")])
+    const [otlp, sdk] = await Promise.all([
+      import("@opentelemetry/exporter-metrics-otlp-http"),
+      import("@opentelemetry/sdk-metrics")
+    ])
     const { OTLPMetricExporter } = exportsOf(otlp)
     const { PeriodicExportingMetricReader } = exportsOf(sdk)
     return new PeriodicExportingMetricReader({
@@ -87,4 +89,3 @@ export const MetricsLive = (options: {
       })
     })
   )
-

@@ -11,9 +11,37 @@ import { Effect, Metric, MetricBoundaries, MetricLabel } from "effect"
  */
 
 // Semantic conventions' advice for http.server.request.duration (seconds).
-const DURATION_BOUNDARIES = MetricBoundaries.fromIterable([0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10])
+const DURATION_BOUNDARIES = MetricBoundaries.fromIterable([
+  0.005,
+  0.01,
+  0.025,
+  0.05,
+  0.075,
+  0.1,
+  0.25,
+  0.5,
+  0.75,
+  1,
+  2.5,
+  5,
+  7.5,
+  10
+])
 // Semantic conventions' advice for gen_ai.client.token.usage (tokens).
-const TOKEN_BOUNDARIES = MetricBoundaries.fromIterable([1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304])
+const TOKEN_BOUNDARIES = MetricBoundaries.fromIterable([
+  1,
+  4,
+  16,
+  64,
+  256,
+  1024,
+  4096,
+  16384,
+  65536,
+  262144,
+  1048576,
+  4194304
+])
 
 export const httpServerDuration = Metric.histogram(
   "http.server.request.duration",
@@ -43,7 +71,9 @@ export const workflowStepRetries = Metric.counter("workflow.step.retries", {
 })
 
 const eventLoopDelay = (statistic: string) =>
-  Metric.gauge(`nodejs.eventloop.delay.${statistic}`, { description: `Event loop delay, ${statistic}, in seconds (last interval)` })
+  Metric.gauge(`nodejs.eventloop.delay.${statistic}`, {
+    description: `Event loop delay, ${statistic}, in seconds (last interval)`
+  })
 
 export const eventLoopDelayGauges = {
   min: eventLoopDelay("min"),
@@ -60,7 +90,10 @@ export const eventLoopDelayGauges = {
  */
 const LABEL_SETS_MAX = 4096
 const labelSets = new Map<string, ReadonlyArray<MetricLabel.MetricLabel>>()
-export const labelsFor = (key: string, make: () => ReadonlyArray<readonly [string, string]>): ReadonlyArray<MetricLabel.MetricLabel> => {
+export const labelsFor = (
+  key: string,
+  make: () => ReadonlyArray<readonly [string, string]>
+): ReadonlyArray<MetricLabel.MetricLabel> => {
   let labels = labelSets.get(key)
   if (labels === undefined) {
     labels = make().map(([name, value]) => MetricLabel.make(name, value))
@@ -81,7 +114,12 @@ export const countExecution = (status: keyof typeof executionsBy) => Metric.incr
 
 /** Counts a step retried under its policy (workflow ids are the app's definitions: a bounded set). */
 export const countStepRetry = (workflowId: string) =>
-  Metric.increment(Metric.taggedWithLabels(workflowStepRetries, labelsFor(`workflow.step.retries:${workflowId}`, () => [["workflow.id", workflowId]])))
+  Metric.increment(
+    Metric.taggedWithLabels(
+      workflowStepRetries,
+      labelsFor(`workflow.step.retries:${workflowId}`, () => [["workflow.id", workflowId]])
+    )
+  )
 
 /** Counts an execution this instance took over. */
 export const countTakeover = Metric.increment(workflowTakeovers)
@@ -107,34 +145,47 @@ export const workflowTimerLateness = Metric.histogram(
 
 // Concurrency limits (issue #33): by workflow, never by key (keys are the app's data, unbounded).
 export const workflowQueueDepth = Metric.gauge("workflow.queue.depth", {
-  description: "Workflow executions queued for a concurrency slot in the store, by workflow (as last read by this instance's sweep)"
+  description:
+    "Workflow executions queued for a concurrency slot in the store, by workflow (as last read by this instance's sweep)"
 })
 
 // Model fallback (issue #32, item 4). Agent and model ids are the app's definitions; kinds are statuses, network codes, "timeout".
 export const modelAttemptFailures = Metric.counter("gen_ai.client.model.attempt_failures", {
-  description: "Model calls of an agent with a fallback policy that failed retryably (each is retried or falls over; by agent and model)",
+  description:
+    "Model calls of an agent with a fallback policy that failed retryably (each is retried or falls over; by agent and model)",
   incremental: true
 })
 
 export const modelFallbacks = Metric.counter("gen_ai.client.model.fallbacks", {
-  description: "Model calls that moved on to an agent's next model after the retries of one failed (by agent, model left and failure)",
+  description:
+    "Model calls that moved on to an agent's next model after the retries of one failed (by agent, model left and failure)",
   incremental: true
 })
 
 /** Counts a retryable failure of `model`. */
 export const countModelAttemptFailure = (agentId: string, model: string) =>
-  Metric.increment(Metric.taggedWithLabels(modelAttemptFailures, labelsFor(`model.attempt_failures:${agentId}:${model}`, () => [
-    ["gen_ai.agent.id", agentId],
-    ["gen_ai.request.model", model]
-  ])))
+  Metric.increment(
+    Metric.taggedWithLabels(
+      modelAttemptFailures,
+      labelsFor(`model.attempt_failures:${agentId}:${model}`, () => [
+        ["gen_ai.agent.id", agentId],
+        ["gen_ai.request.model", model]
+      ])
+    )
+  )
 
 /** Counts a fall-over from `model` to the agent's next one. */
 export const countModelFallback = (agentId: string, model: string, kind: string) =>
-  Metric.increment(Metric.taggedWithLabels(modelFallbacks, labelsFor(`model.fallbacks:${agentId}:${model}:${kind}`, () => [
-    ["gen_ai.agent.id", agentId],
-    ["gen_ai.request.model", model],
-    ["error.type", kind]
-  ])))
+  Metric.increment(
+    Metric.taggedWithLabels(
+      modelFallbacks,
+      labelsFor(`model.fallbacks:${agentId}:${model}:${kind}`, () => [
+        ["gen_ai.agent.id", agentId],
+        ["gen_ai.request.model", model],
+        ["error.type", kind]
+      ])
+    )
+  )
 
 // Workflow schedules (issue #33).
 export const scheduleFires = Metric.counter("workflow.schedule.fires", {
@@ -150,9 +201,12 @@ export const scheduleFireLag = Metric.histogram(
 
 // Completion callbacks (issue #33): each attempt by its outcome (delivered, retry, failed).
 export const webhookDeliveries = Metric.counter("webhook.deliveries", {
-  description: "Completion-callback delivery attempts, by outcome (delivered, retry: to be tried again, failed: given up)",
+  description:
+    "Completion-callback delivery attempts, by outcome (delivered, retry: to be tried again, failed: given up)",
   incremental: true
 })
 
 export const countWebhookDelivery = (outcome: "delivered" | "retry" | "failed") =>
-  Metric.increment(Metric.taggedWithLabels(webhookDeliveries, labelsFor(`webhook.deliveries:${outcome}`, () => [["outcome", outcome]])))
+  Metric.increment(
+    Metric.taggedWithLabels(webhookDeliveries, labelsFor(`webhook.deliveries:${outcome}`, () => [["outcome", outcome]]))
+  )

@@ -37,12 +37,15 @@ export const spanMetricsProcessor: SpanProcessor = {
       for (const type of ["input", "output"] as const) {
         const count = attributes[`gen_ai.usage.${type}_tokens`]
         if (typeof count !== "number") continue
-        tokenUsage.unsafeUpdate(count, labelsFor(`${type} ${provider} ${model}`, () => [
-          ["gen_ai.operation.name", "chat"],
-          ["gen_ai.provider.name", provider],
-          ["gen_ai.request.model", model],
-          ["gen_ai.token.type", type]
-        ]))
+        tokenUsage.unsafeUpdate(
+          count,
+          labelsFor(`${type} ${provider} ${model}`, () => [
+            ["gen_ai.operation.name", "chat"],
+            ["gen_ai.provider.name", provider],
+            ["gen_ai.request.model", model],
+            ["gen_ai.token.type", type]
+          ])
+        )
       }
     }
   },

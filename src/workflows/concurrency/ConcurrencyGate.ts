@@ -46,10 +46,11 @@ export const makeConcurrencyGate = (options: {
       Effect.gen(function*() {
         const limit = definition.concurrency?.limit
         if (limit === undefined || (yield* closed)) return []
-        return yield* Effect.uninterruptible(Effect.flatMap(slots.admit(key, definition.id, limit, instanceId), (admitted) =>
-          Effect.forEach(admitted, (execution) =>
-            Effect.map(launchWatched(definition, execution, launchOf(execution)), (fiber) => ({ execution, fiber }))
-          )))
+        return yield* Effect.uninterruptible(
+          Effect.flatMap(slots.admit(key, definition.id, limit, instanceId), (admitted) =>
+            Effect.forEach(admitted, (execution) =>
+              Effect.map(launchWatched(definition, execution, launchOf(execution)), (fiber) => ({ execution, fiber }))))
+        )
       }).pipe(
         Effect.tap((launched) =>
           Effect.forEach(launched, ({ execution }) =>
@@ -70,8 +71,12 @@ export const makeConcurrencyGate = (options: {
       const checked = from.endsWith("-checked")
       // A fresh start is stored with its opening events (a replay's too: its data is checked then); a
       // resumed one records its step-start; a woken one's is stored with its park.
-      if (from.startsWith("resume")) return { startRecorded: false, checked }
-      if (from.startsWith("wake")) return { startRecorded: true, checked, woken: true }
+      if (from.startsWith("resume")) {
+        return { startRecorded: false, checked }
+      }
+      if (from.startsWith("wake")) {
+        return { startRecorded: true, checked, woken: true }
+      }
       return { startRecorded: true, checked: execution.replayOf !== undefined }
     }
 
@@ -79,7 +84,9 @@ export const makeConcurrencyGate = (options: {
       Effect.tap(raw.launch(definition, execution, launchOptions), (fiber) =>
         Effect.sync(() => {
           const key = execution.concurrencyKey
-          if (key === undefined || definition.concurrency === undefined) return
+          if (key === undefined || definition.concurrency === undefined) {
+            return
+          }
           fiber.addObserver(() => {
             Runtime.runFork(runtime)(afterEnd(definition, key))
           })
@@ -89,18 +96,40 @@ export const makeConcurrencyGate = (options: {
      * A resumed or woken execution of a limited workflow, claimed running: launched when its key has
      * room for it, else queued again (its launch deferred to its admission); the fiber waiters watch.
      */
-    const relaunch = (definition: WorkflowDefinition, execution: Execution, from: "resume" | "wake", launchOptions: Parameters<ExecutionDriver["launch"]>[2]) =>
+    const relaunch = (
+      definition: WorkflowDefinition,
+      execution: Execution,
+      from: "resume" | "wake",
+      launchOptions: Parameters<ExecutionDriver["launch"]>[2]
+    ) =>
       Effect.gen(function*() {
         const key = execution.concurrencyKey
         const limit = definition.concurrency?.limit
-        if (key === undefined || limit === undefined) return yield* launchWatched(definition, execution, launchOptions)
+        if (key === undefined || limit === undefined) {
+          return yield* launchWatched(definition, execution, launchOptions)
+        }
         // A store failing past its retries must not leave the claimed execution without a fiber: it runs
         // (its writes wait for the store), over the limit at worst.
-        const queued = yield* slots.requeue(key, definition.id, limit, execution, launchOptions.checked === true ? `${from}-checked` : from).pipe(
+        const queued = yield* slots.requeue(
+          key,
+          definition.id,
+          limit,
+          execution,
+          launchOptions.checked === true ? `${from}-checked` : from
+        ).pipe(
           Effect.catchAllDefect((defect) =>
-            Effect.as(Effect.logWarning("queueing a workflow execution again failed; it runs without waiting for a slot", defect), false))
+            Effect.as(
+              Effect.logWarning(
+                "queueing a workflow execution again failed; it runs without waiting for a slot",
+                defect
+              ),
+              false
+            )
+          )
         )
-        if (!queued) return yield* launchWatched(definition, execution, launchOptions)
+        if (!queued) {
+          return yield* launchWatched(definition, execution, launchOptions)
+        }
         yield* Effect.logInfo(`workflow queued again after its ${from}: its concurrency key is full`).pipe(
           Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
         )
@@ -126,35 +155,58 @@ export const makeConcurrencyGate = (options: {
     const cancel = (id: string, reason: string) =>
       Effect.gen(function*() {
         const found = yield* retryingRead(store.get(id))
-        if (Option.isNone(found) || found.value.status !== "running") return false
-        const cancelled = workflowEvent(found.value, "workflow-cancelled", found.value.workflowName, "cancelled", { reason })
+        if (Option.isNone(found) || found.value.status !== "running") {
+          return false
+        }
+        const cancelled = workflowEvent(found.value, "workflow-cancelled", found.value.workflowName, "cancelled", {
+          reason
+        })
         const stored = yield* Effect.uninterruptible(Effect.tap(
           driver.recordRetrying(id, [cancelled], store.cancel(id, cancelled)),
-          (seq) => Option.isSome(seq) ? raw.stop(id) : Effect.void
+          (seq) =>
+            Option.isSome(seq) ? raw.stop(id) : Effect.void
         ))
-        if (Option.isNone(stored)) return false
+        if (Option.isNone(stored)) {
+          return false
+        }
         yield* countExecution("cancelled")
-        yield* Effect.logInfo(`workflow cancelled: ${reason}`).pipe(Effect.annotateLogs({ workflowId: found.value.workflowId, executionId: id }))
+        yield* Effect.logInfo(`workflow cancelled: ${reason}`).pipe(
+          Effect.annotateLogs({ workflowId: found.value.workflowId, executionId: id })
+        )
         return true
       })
 
     const busy = (definition: WorkflowDefinition, key: string) =>
       new Conflict({
-        message: `Workflow ${definition.id} already runs ${definition.concurrency?.limit} execution(s) with the concurrency key "${
-          shownKey(key)
-        }", its limit (onBusy: reject)`
+        message:
+          `Workflow ${definition.id} already runs ${definition.concurrency?.limit} execution(s) with the concurrency key "${
+            shownKey(key)
+          }", its limit (onBusy: reject)`
       })
 
     /**
      * The execution keyed when its workflow is limited (stored queued, unowned); 400 on a bad key. With
      * `onBusy: 'reject'`, 409 at once when the key is full (checked again once stored).
      */
-    const keyed = (definition: WorkflowDefinition, execution: Execution): Effect.Effect<Execution, BadRequest | Conflict> =>
+    const keyed = (
+      definition: WorkflowDefinition,
+      execution: Execution
+    ): Effect.Effect<Execution, BadRequest | Conflict> =>
       Effect.gen(function*() {
-        if (definition.concurrency === undefined) return execution
-        const key = execution.concurrencyKey ?? (yield* concurrencyKeyOf(definition, execution.input, { userId: execution.userId, context: execution.context }))
-        if (key === undefined) return execution
-        if (definition.concurrency.onBusy === "reject" && (yield* slots.runningCount(key)) >= definition.concurrency.limit) {
+        if (definition.concurrency === undefined) {
+          return execution
+        }
+        const key = execution.concurrencyKey ??
+          (yield* concurrencyKeyOf(definition, execution.input, {
+            userId: execution.userId,
+            context: execution.context
+          }))
+        if (key === undefined) {
+          return execution
+        }
+        if (
+          definition.concurrency.onBusy === "reject" && (yield* slots.runningCount(key)) >= definition.concurrency.limit
+        ) {
           return yield* busy(definition, key)
         }
         return { ...execution, concurrencyKey: key, queuedAt: execution.createdAt, owner: undefined }
@@ -166,9 +218,16 @@ export const makeConcurrencyGate = (options: {
      * running and queued ones of its key cancelled as superseded, then admitted (interrupt; a newer one
      * still running keeps it queued, and supersedes it in turn).
      */
-    const started = (definition: WorkflowDefinition, execution: Execution, key: string): Effect.Effect<Gated, Conflict> =>
+    const started = (
+      definition: WorkflowDefinition,
+      execution: Execution,
+      key: string
+    ): Effect.Effect<Gated, Conflict> =>
       Effect.gen(function*() {
-        const ours = (launched: ReadonlyArray<Launched>) => launched.find((l) => l.execution.id === execution.id)
+        const ours = (launched: ReadonlyArray<Launched>) =>
+          launched.find((l) =>
+            l.execution.id === execution.id
+          )
         let mine = ours(yield* admit(definition, key))
         const onBusy = definition.concurrency?.onBusy ?? "enqueue"
         if (mine === undefined && onBusy === "reject") {
@@ -206,9 +265,10 @@ export const makeConcurrencyGate = (options: {
         const written = yield* raw.open(execution, opening, slots.openQueued(execution, opening, options.maxQueued))
         if (Option.isSome(written) || (yield* retryingRead(store.exists(execution.id)))) return written
         return yield* new TooManyRequests({
-          message: `Workflow ${execution.workflowId} already has ${options.maxQueued} executions queued for the concurrency key "${
-            shownKey(key)
-          }" by this caller, the most workflows.maxQueuedPerKey allows`
+          message:
+            `Workflow ${execution.workflowId} already has ${options.maxQueued} executions queued for the concurrency key "${
+              shownKey(key)
+            }" by this caller, the most workflows.maxQueuedPerKey allows`
         })
       })
 
@@ -224,13 +284,22 @@ export const makeConcurrencyGate = (options: {
       const depths = new Map((yield* slots.depths).map((d) => [d.workflowId, d.queued]))
       for (const definition of workflows.values()) {
         if (definition.concurrency !== undefined) {
-          yield* Metric.set(Metric.tagged(workflowQueueDepth, "workflow.id", definition.id), depths.get(definition.id) ?? 0)
+          yield* Metric.set(
+            Metric.tagged(workflowQueueDepth, "workflow.id", definition.id),
+            depths.get(definition.id) ?? 0
+          )
         }
       }
-    }).pipe(Effect.catchAllCause((cause) => Effect.logWarning("workflow concurrency sweep failed; the next one retries", cause)))
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.logWarning("workflow concurrency sweep failed; the next one retries", cause)
+      )
+    )
 
     const limited = [...workflows.values()].some((definition) => definition.concurrency !== undefined)
-    if (limited) yield* sweep.pipe(Effect.repeat(Schedule.spaced(options.pollMs)), Effect.interruptible, Effect.forkScoped)
+    if (limited) {
+      yield* sweep.pipe(Effect.repeat(Schedule.spaced(options.pollMs)), Effect.interruptible, Effect.forkScoped)
+    }
 
     /** Launches a resumed execution, through its key's queue when full. */
     const resumed = (definition: WorkflowDefinition, execution: Execution, checked: boolean) =>

@@ -4,16 +4,19 @@ import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { runRequestOn } from "../../storage/commits.js"
 import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
 import { ownTransaction } from "../../storage/transaction.js"
-import type { WorkflowEvent } from "../WorkflowSchemas.js"
 import { executionRow } from "../ExecutionInsert.js"
 import { type Execution, ExecutionFromRow, now, VALUE_COLUMNS } from "../ExecutionRows.js"
 import { retryingRead } from "../storeRetry.js"
 import { resolveRows, writeWithEvents } from "../ValueRows.js"
+import type { WorkflowEvent } from "../WorkflowSchemas.js"
 
 /** Keys admitted per sweep at most (the others wait for the next one). */
 const SWEEP_KEYS = 500
 
-const QueuedKey = Schema.Struct({ key: column(Schema.String, "concurrency_key"), workflowId: column(Schema.String, "workflow_id") })
+const QueuedKey = Schema.Struct({
+  key: column(Schema.String, "concurrency_key"),
+  workflowId: column(Schema.String, "workflow_id")
+})
 const Depth = Schema.Struct({ workflowId: column(Schema.String, "workflow_id"), queued: NumberColumn })
 const Count = Schema.Struct({ n: NumberColumn })
 
@@ -31,7 +34,8 @@ export const makeConcurrencyStore = Effect.gen(function*() {
   const submit = yield* storeCommitsOrInline
   // A store failure (a connection reset) is tried again: each statement or transaction here is
   // conditional, so running it again after a failure changes nothing it should not.
-  const retried = <A, E>(effect: Effect.Effect<A, E>) => retryingRead(effect.pipe(Effect.orDie, Effect.withTracerEnabled(false)))
+  const retried = <A, E>(effect: Effect.Effect<A, E>) =>
+    retryingRead(effect.pipe(Effect.orDie, Effect.withTracerEnabled(false)))
   const decodeExecutions = Schema.decodeUnknown(Schema.Array(ExecutionFromRow))
   const decodeKeys = Schema.decodeUnknown(Schema.Array(QueuedKey))
   const decodeDepths = Schema.decodeUnknown(Schema.Array(Depth))
@@ -48,7 +52,10 @@ export const makeConcurrencyStore = Effect.gen(function*() {
 
   const runningCount = (key: string) =>
     Effect.map(
-      Effect.flatMap(sql`SELECT COUNT(*) AS n FROM workflow_executions WHERE concurrency_key = ${key} AND status = 'running'`, decodeCount),
+      Effect.flatMap(
+        sql`SELECT COUNT(*) AS n FROM workflow_executions WHERE concurrency_key = ${key} AND status = 'running'`,
+        decodeCount
+      ),
       (rows) => rows[0]?.n ?? 0
     )
 
@@ -56,7 +63,12 @@ export const makeConcurrencyStore = Effect.gen(function*() {
    * Promotes the oldest queued executions of `key` into its free slots (at most `limit` running),
    * owned by `owner` at a new version: the executions to launch.
    */
-  const admit = (key: string, workflowId: string, limit: number, owner: string): Effect.Effect<ReadonlyArray<Execution>> =>
+  const admit = (
+    key: string,
+    workflowId: string,
+    limit: number,
+    owner: string
+  ): Effect.Effect<ReadonlyArray<Execution>> =>
     ownTransaction(sql, "workflow_concurrency")(Effect.gen(function*() {
       yield* lockKey(key, workflowId)
       const free = limit - (yield* runningCount(key))
@@ -78,19 +90,29 @@ export const makeConcurrencyStore = Effect.gen(function*() {
    * A resumed or woken execution (running, held at `version`) queued again when its key is over its
    * limit with it: true when it was (then it waits for a slot like a new start).
    */
-  const requeue = (key: string, workflowId: string, limit: number, held: { readonly id: string; readonly version: number }, from: string) =>
+  const requeue = (
+    key: string,
+    workflowId: string,
+    limit: number,
+    held: { readonly id: string; readonly version: number },
+    from: string
+  ) =>
     ownTransaction(sql, "workflow_concurrency")(Effect.gen(function*() {
       yield* lockKey(key, workflowId)
       if ((yield* runningCount(key)) <= limit) return false
       const at = now()
-      const rows = yield* sql<{ id: string }>`UPDATE workflow_executions SET status = 'queued', owner = NULL, queued_at = ${at},
+      const rows = yield* sql<
+        { id: string }
+      >`UPDATE workflow_executions SET status = 'queued', owner = NULL, queued_at = ${at},
         queued_from = ${from}, version = version + 1, updated_at = ${at}
         WHERE id = ${held.id} AND status = 'running' AND version = ${held.version} RETURNING id`
       return rows.length > 0
     })).pipe(retried)
 
   /** The rows of one owner (`userId`): under `scope: 'global'` one key holds many owners' rows. */
-  const sameOwner = (userId: string | undefined) => (userId === undefined ? sql`user_id IS NULL` : sql`user_id = ${userId}`)
+  const sameOwner = (
+    userId: string | undefined
+  ) => (userId === undefined ? sql`user_id IS NULL` : sql`user_id = ${userId}`)
 
   /**
    * A new start of a limited workflow stored queued, with its opening events, only while its owner has
@@ -141,13 +163,21 @@ export const makeConcurrencyStore = Effect.gen(function*() {
    * never another owner's (under `scope: 'global'` the key is shared: the start then waits its turn).
    */
   const olderThan = (key: string, userId: string | undefined, createdAt: string, id: string) =>
-    retried(sql<{ id: string }>`SELECT id FROM workflow_executions WHERE concurrency_key = ${key} AND status IN ('running', 'queued')
-      AND ${sameOwner(userId)} AND (created_at < ${createdAt} OR (created_at = ${createdAt} AND id < ${id})) ORDER BY created_at, id`)
+    retried(
+      sql<
+        { id: string }
+      >`SELECT id FROM workflow_executions WHERE concurrency_key = ${key} AND status IN ('running', 'queued')
+      AND ${
+        sameOwner(userId)
+      } AND (created_at < ${createdAt} OR (created_at = ${createdAt} AND id < ${id})) ORDER BY created_at, id`
+    )
 
   /** A queued execution taken back (reject): cancelled only while still queued, for its deletion; false once admitted. */
   const withdraw = (id: string) =>
     retried(Effect.map(
-      sql<{ id: string }>`UPDATE workflow_executions SET status = 'cancelled', queued_at = NULL, ended_at = ${now()}, updated_at = ${now()},
+      sql<
+        { id: string }
+      >`UPDATE workflow_executions SET status = 'cancelled', queued_at = NULL, ended_at = ${now()}, updated_at = ${now()},
         version = version + 1 WHERE id = ${id} AND status = 'queued' RETURNING id`,
       (rows) => rows.length > 0
     ))

@@ -9,7 +9,20 @@ import { type Cron, DateTime, Option } from "effect"
 const DAY_MS = 86_400_000
 /** The most days each month has (February in a leap year). */
 const MONTH_DAYS = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-const MONTH_NAMES = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"]
+const MONTH_NAMES = [
+  "January",
+  "February",
+  "March",
+  "April",
+  "May",
+  "June",
+  "July",
+  "August",
+  "September",
+  "October",
+  "November",
+  "December"
+]
 /** The Gregorian calendar repeats, weekdays included, every 400 years: a day not found in them never comes. */
 export const CALENDAR_CYCLE_DAYS = 146_097
 /** No offset from UTC is larger: a local day starts at most this long before the UTC day of the same date. */
@@ -24,7 +37,9 @@ const conjunctive = (cron: Cron.Cron): boolean => Reflect.get(cron, "and") === t
 /** Whether a day of month `day` and weekday `weekDay` match, as `Cron.match` reads the two fields. */
 const dayMatches = (cron: Cron.Cron, day: number, weekDay: number) => {
   if (cron.days.size === 0 && cron.weekdays.size === 0) return true
-  if (conjunctive(cron)) return (cron.days.size === 0 || cron.days.has(day)) && (cron.weekdays.size === 0 || cron.weekdays.has(weekDay))
+  if (conjunctive(cron)) {
+    return (cron.days.size === 0 || cron.days.has(day)) && (cron.weekdays.size === 0 || cron.weekdays.has(weekDay))
+  }
   if (cron.weekdays.size === 0) return cron.days.has(day)
   if (cron.days.size === 0) return cron.weekdays.has(weekDay)
   return cron.days.has(day) || cron.weekdays.has(weekDay)
@@ -60,7 +75,10 @@ export const walkStart = (cron: Cron.Cron, after: number, days: number): number 
   const parts = DateTime.toParts(DateTime.unsafeMakeZoned(after, { timeZone: Option.getOrUndefined(cron.tz) }))
   const today = Date.UTC(parts.year, parts.month - 1, parts.day)
   const secondOfDay = parts.hours * 3600 + parts.minutes * 60 + parts.seconds
-  if ((cron.months.size === 0 || cron.months.has(parts.month)) && dayMatches(cron, parts.day, parts.weekDay) && secondOfDay < latestSecond(cron)) {
+  if (
+    (cron.months.size === 0 || cron.months.has(parts.month)) && dayMatches(cron, parts.day, parts.weekDay) &&
+    secondOfDay < latestSecond(cron)
+  ) {
     return after
   }
   const last = today + days * DAY_MS

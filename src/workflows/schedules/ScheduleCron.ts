@@ -10,7 +10,8 @@ import { CALENDAR_CYCLE_DAYS, impossibleDates, walkStart } from "./CronCalendar.
 export const scheduleMinIntervalMs = (config: ServerConfigShape) => config.schedules?.minIntervalMs ?? 60_000
 
 /** The largest input a schedule made through the API may store, as JSON: `schedules.maxInputBytes` (64 KiB). */
-export const scheduleMaxInputBytes = (config: ServerConfigShape) => config.schedules?.maxInputBytes ?? DEFAULT_SCHEDULE_INPUT_MAX_BYTES
+export const scheduleMaxInputBytes = (config: ServerConfigShape) =>
+  config.schedules?.maxInputBytes ?? DEFAULT_SCHEDULE_INPUT_MAX_BYTES
 
 /** `catchUp: "all"` fires at most this many missed times; older ones are skipped. */
 export const CATCH_UP_MAX = 100
@@ -37,11 +38,18 @@ const HORIZON_DAYS = Math.ceil(FIRE_HORIZON_YEARS * 365.25)
  * offset changes move a minute-grained gap by at most an hour, never under a minute, and each step
  * through a zone costs a conversion).
  */
-export const parseCron = (cron: string, timezone: string | undefined, minIntervalMs: number, now = Date.now()): Either.Either<Cron.Cron, string> => {
+export const parseCron = (
+  cron: string,
+  timezone: string | undefined,
+  minIntervalMs: number,
+  now = Date.now()
+): Either.Either<Cron.Cron, string> => {
   const fields = cron.trim().split(/\s+/).length
   const allowed = minIntervalMs < 60_000 ? [5, 6] : [5]
   if (!allowed.includes(fields)) {
-    return Either.left(`cron "${cron}" must have 5 fields (minute hour day-of-month month day-of-week); it has ${fields}`)
+    return Either.left(
+      `cron "${cron}" must have 5 fields (minute hour day-of-month month day-of-week); it has ${fields}`
+    )
   }
   if (timezone !== undefined) {
     const zone = Cron.parse("* * * * *", timezone)
@@ -50,7 +58,11 @@ export const parseCron = (cron: string, timezone: string | undefined, minInterva
   const parsed = Cron.parse(cron, timezone)
   if (Either.isLeft(parsed)) return Either.left(`cron "${cron}" is invalid: ${parsed.left.message}`)
   const impossible = impossibleDates(parsed.right)
-  if (impossible !== undefined) return Either.left(`cron "${cron}" never fires: its day-of-month and month only make dates that do not exist (${impossible})`)
+  if (impossible !== undefined) {
+    return Either.left(
+      `cron "${cron}" never fires: its day-of-month and month only make dates that do not exist (${impossible})`
+    )
+  }
   // Cron.next throws when its walk finds nothing in 10,000 steps; its start makes that a day or two.
   try {
     return boundedCron(cron, parsed.right, minIntervalMs, now)
@@ -60,9 +72,16 @@ export const parseCron = (cron: string, timezone: string | undefined, minInterva
 }
 
 /** Fires within the horizon, and not more often than `minIntervalMs` (see parseCron). */
-const boundedCron = (cron: string, parsed: Cron.Cron, minIntervalMs: number, now: number): Either.Either<Cron.Cron, string> => {
+const boundedCron = (
+  cron: string,
+  parsed: Cron.Cron,
+  minIntervalMs: number,
+  now: number
+): Either.Either<Cron.Cron, string> => {
   if (nextFireWithin(parsed, now, HORIZON_DAYS) === undefined) {
-    return Either.left(`cron "${cron}" does not fire within ${FIRE_HORIZON_YEARS} years, the horizon a schedule's next fire time is looked for in`)
+    return Either.left(
+      `cron "${cron}" does not fire within ${FIRE_HORIZON_YEARS} years, the horizon a schedule's next fire time is looked for in`
+    )
   }
   const utc = Either.getOrThrow(Cron.parse(cron, "UTC"))
   const end = now + HORIZON_DAYS * 86_400_000
@@ -97,7 +116,12 @@ export const nextFire = (cron: Cron.Cron, after: number): number => {
  * skipped); "latest" fires the last time at or before `now`; "all" fires each missed time in turn, at
  * most the last CATCH_UP_MAX of them.
  */
-export const firing = (cron: Cron.Cron, catchUp: CatchUp, due: number, now: number): { readonly fire: number | undefined; readonly next: number } => {
+export const firing = (
+  cron: Cron.Cron,
+  catchUp: CatchUp,
+  due: number,
+  now: number
+): { readonly fire: number | undefined; readonly next: number } => {
   const after = nextFire(cron, due)
   if (after > now) return { fire: due, next: after }
   if (catchUp === "none") return { fire: undefined, next: nextFire(cron, now) }

@@ -1,19 +1,19 @@
 import { Cron, Effect, Either, Metric, Option, Schema } from "effect"
 import { SYSTEM_USER_PREFIX } from "../../auth/Ownership.js"
-import type { DueWorkService } from "../../scheduling/DueWork.js"
+import { ServerConfig } from "../../config/ServerConfig.js"
+import { defaultWebhookSettings } from "../../config/WebhookSettings.js"
 import { scheduleFireLag, scheduleFires } from "../../observability/metrics/instruments.js"
+import type { DueWorkService } from "../../scheduling/DueWork.js"
+import { checkWebhookUrl } from "../../webhooks/WebhookUrls.js"
+import type { ConcurrencyGate } from "../concurrency/ConcurrencyGate.js"
 import { definitionHash } from "../DefinitionCompatibility.js"
 import { type ExecutionDriver, openingEvents } from "../ExecutionDriver.js"
 import type { Execution } from "../ExecutionRows.js"
 import { decodeWorkflowInput } from "../runner.js"
 import type { WorkflowDefinition } from "../Workflow.js"
-import { codeSchedulesOf, codeScheduleId, SYSTEM_OWNER } from "./codeSchedules.js"
+import { codeScheduleId, codeSchedulesOf, SYSTEM_OWNER } from "./codeSchedules.js"
 import { firing, nextFire, parseCron } from "./ScheduleCron.js"
-import { ServerConfig } from "../../config/ServerConfig.js"
-import { defaultWebhookSettings } from "../../config/WebhookSettings.js"
-import { checkWebhookUrl } from "../../webhooks/WebhookUrls.js"
 import { type Fired, type Schedule, scheduleStoreOrOwn } from "./ScheduleStore.js"
-import type { ConcurrencyGate } from "../concurrency/ConcurrencyGate.js"
 
 /** The due-work kind of schedule firings (issue #33). */
 export const SCHEDULE_FIRE_KIND = "schedule-fire"
@@ -44,7 +44,10 @@ export const startScheduleFiring = (options: {
 }) =>
   Effect.gen(function*() {
     const store = yield* scheduleStoreOrOwn
-    const webhooks = Option.match(yield* Effect.serviceOption(ServerConfig), { onNone: () => undefined, onSome: (c) => c.webhooks }) ?? defaultWebhookSettings
+    const webhooks = Option.match(yield* Effect.serviceOption(ServerConfig), {
+      onNone: () => undefined,
+      onSome: (c) => c.webhooks
+    }) ?? defaultWebhookSettings
     const { driver, workflows } = options
     const codeIds: Array<string> = []
     const createdAt = iso(Date.now())
@@ -52,14 +55,24 @@ export const startScheduleFiring = (options: {
       for (const code of codeSchedulesOf(definition)) {
         const id = codeScheduleId(definition.id, code.name)
         const cron = parseCron(code.cron, code.timezone, options.minIntervalMs)
-        if (Either.isLeft(cron)) return yield* Effect.dieMessage(`Workflow ${definition.id}'s schedule ${code.name}: ${cron.left}`)
+        if (Either.isLeft(cron)) {
+          return yield* Effect.dieMessage(`Workflow ${definition.id}'s schedule ${code.name}: ${cron.left}`)
+        }
         const input = Schema.encodeUnknownEither(definition.input as Schema.Schema<unknown>)(code.input)
-        if (Either.isLeft(input)) return yield* Effect.dieMessage(`Workflow ${definition.id}'s schedule ${code.name}: its input does not fit the workflow's input: ${input.left.message}`)
+        if (Either.isLeft(input)) {
+          return yield* Effect.dieMessage(
+            `Workflow ${definition.id}'s schedule ${code.name}: its input does not fit the workflow's input: ${input.left.message}`
+          )
+        }
         if (code.webhook !== undefined) {
           const checked = checkWebhookUrl(code.webhook.url, webhooks)
-          if ("problem" in checked) return yield* Effect.dieMessage(`Workflow ${definition.id}'s schedule ${code.name}: ${checked.problem}`)
+          if ("problem" in checked) {
+            return yield* Effect.dieMessage(`Workflow ${definition.id}'s schedule ${code.name}: ${checked.problem}`)
+          }
           if (webhooks.systemSecret === undefined) {
-            return yield* Effect.dieMessage(`Workflow ${definition.id}'s schedule ${code.name} has a webhook: set WEBHOOK_SYSTEM_SECRET (webhooks.systemSecret) to sign it`)
+            return yield* Effect.dieMessage(
+              `Workflow ${definition.id}'s schedule ${code.name} has a webhook: set WEBHOOK_SYSTEM_SECRET (webhooks.systemSecret) to sign it`
+            )
           }
         }
         codeIds.push(id)
@@ -89,8 +102,10 @@ export const startScheduleFiring = (options: {
     const fired: Fired = { workflowIds: [...workflows.keys()], codeIds }
 
     const claimDue = (limit: number) =>
-      Effect.flatMap(options.leaving, (leaving) =>
-        leaving || driver.isDraining() ? Effect.succeed([]) : store.due(fired, iso(Date.now()), limit))
+      Effect.flatMap(
+        options.leaving,
+        (leaving) => leaving || driver.isDraining() ? Effect.succeed([]) : store.due(fired, iso(Date.now()), limit)
+      )
 
     /** The schedule fired at its due time, or its due time moved on (a missed time, a failure). */
     const fire = (schedule: Schedule) =>
@@ -103,13 +118,19 @@ export const startScheduleFiring = (options: {
         const { fire: at, next } = firing(cron.right, schedule.catchUp, due, now)
         const move = { id: schedule.id, due: schedule.nextFireAt, next: iso(next) }
         if (at === undefined) {
-          if (yield* store.skip(move)) yield* Effect.logInfo(`schedule ${schedule.name}: the time ${schedule.nextFireAt} was missed (catchUp none)`)
+          if (yield* store.skip(move)) {
+            yield* Effect.logInfo(
+              `schedule ${schedule.name}: the time ${schedule.nextFireAt} was missed (catchUp none)`
+            )
+          }
           return
         }
         const input = decodeWorkflowInput(definition, schedule.input)
         if (Either.isLeft(input)) {
           const message = `input at ${iso(at)}: ${input.left.message}`
-          if (yield* store.skip(move, message)) yield* Effect.logWarning(`schedule ${schedule.name} failed to fire: ${message}`)
+          if (yield* store.skip(move, message)) {
+            yield* Effect.logWarning(`schedule ${schedule.name} failed to fire: ${message}`)
+          }
           return
         }
         const span = yield* Effect.currentSpan.pipe(Effect.option)
@@ -138,13 +159,21 @@ export const startScheduleFiring = (options: {
           updatedAt: createdAt,
           ...(schedule.webhookUrl === undefined ? {} : { webhookUrl: schedule.webhookUrl })
         }
-        yield* Effect.annotateCurrentSpan({ "schedule.id": schedule.id, "schedule.fire_at": iso(at), "execution.id": execution.id })
+        yield* Effect.annotateCurrentSpan({
+          "schedule.id": schedule.id,
+          "schedule.fire_at": iso(at),
+          "execution.id": execution.id
+        })
         const gate = options.gate
-        const keyed = gate === undefined ? Either.right(execution) : yield* Effect.either(gate.keyed(definition, execution))
+        const keyed = gate === undefined
+          ? Either.right(execution)
+          : yield* Effect.either(gate.keyed(definition, execution))
         if (Either.isLeft(keyed)) {
           // A bad key is the schedule's failure; a full key under onBusy 'reject' skips the time.
           const message = keyed.left._tag === "BadRequest" ? `at ${iso(at)}: ${keyed.left.message}` : undefined
-          if (yield* store.skip(move, message)) yield* Effect.logWarning(`schedule ${schedule.name} did not fire at ${iso(at)}: ${keyed.left.message}`)
+          if (yield* store.skip(move, message)) {
+            yield* Effect.logWarning(`schedule ${schedule.name} did not fire at ${iso(at)}: ${keyed.left.message}`)
+          }
           return
         }
         const stored = yield* store.fire({ ...move, at: iso(at) }, keyed.right, openingEvents(definition, keyed.right))
@@ -156,7 +185,11 @@ export const startScheduleFiring = (options: {
         )
         const key = keyed.right.concurrencyKey
         if (gate !== undefined && key !== undefined) {
-          yield* Effect.catchTag(gate.started(definition, keyed.right, key), "Conflict", (busy) => Effect.logWarning(`schedule ${schedule.name}: ${busy.message}`))
+          yield* Effect.catchTag(
+            gate.started(definition, keyed.right, key),
+            "Conflict",
+            (busy) => Effect.logWarning(`schedule ${schedule.name}: ${busy.message}`)
+          )
           return
         }
         yield* driver.launch(definition, execution, { startRecorded: true })

@@ -21,7 +21,11 @@ export const ScheduleFromRow = Schema.Struct({
   timezone: Schema.NullOr(Schema.String),
   input: Schema.parseJson(),
   catchUp: column(CatchUpSchema, "catch_up"),
-  paused: Schema.transform(NumberColumn, Schema.Boolean, { strict: true, decode: (n) => n !== 0, encode: (b) => (b ? 1 : 0) }),
+  paused: Schema.transform(NumberColumn, Schema.Boolean, {
+    strict: true,
+    decode: (n) => n !== 0,
+    encode: (b) => (b ? 1 : 0)
+  }),
   nextFireAt: column(Schema.String, "next_fire_at"),
   lastFiredAt: column(Schema.NullOr(Schema.String), "last_fired_at"),
   lastExecutionId: column(Schema.NullOr(Schema.String), "last_execution_id"),
@@ -43,7 +47,8 @@ export type ScheduleSummaryRow = typeof ScheduleSummaryFromRow.Type
 const decodeSummaries = Schema.decodeUnknown(Schema.Array(ScheduleSummaryFromRow))
 /** A failed firing's message can quote the input it refused: a list shows its first characters. */
 export const LISTED_ERROR_CHARS = 1000
-const SUMMARY_COLUMNS = `id, workflow_id, name, source, owner_key, user_id, cron, timezone, catch_up, paused, next_fire_at,
+const SUMMARY_COLUMNS =
+  `id, workflow_id, name, source, owner_key, user_id, cron, timezone, catch_up, paused, next_fire_at,
   last_fired_at, last_execution_id, failures, created_at, updated_at, webhook_url,
   CASE WHEN LENGTH(last_error) > ${LISTED_ERROR_CHARS} THEN SUBSTR(last_error, 1, ${LISTED_ERROR_CHARS}) || '…' ELSE last_error END AS last_error`
 
@@ -95,18 +100,26 @@ export class ScheduleStore extends Context.Tag("ScheduleStore")<ScheduleStore, {
    * and, when it changed the row, the execution with its opening events. The events' last number, or
    * none when another firing (or a pause) came first.
    */
-  readonly fire: (firing: Firing, execution: Execution, events: ReadonlyArray<WorkflowEvent>) => Effect.Effect<Option.Option<number>>
+  readonly fire: (
+    firing: Firing,
+    execution: Execution,
+    events: ReadonlyArray<WorkflowEvent>
+  ) => Effect.Effect<Option.Option<number>>
   /** The due time moved on without an execution (a missed time skipped, or a failure recorded); false when another came first. */
   readonly skip: (firing: Omit<Firing, "at">, failure?: string) => Effect.Effect<boolean>
 }>() {}
 
 export const makeScheduleStore = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
-  const read = (statement: Statement.Statement<Record<string, unknown>>) => untraced(Effect.flatMap(statement, decodeRows))
+  const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
+  const read = (statement: Statement.Statement<Record<string, unknown>>) =>
+    untraced(Effect.flatMap(statement, decodeRows))
 
   const firedBy = (fired: Fired) => {
-    const api = fired.workflowIds.length === 0 ? sql`FALSE` : sql`(source = 'api' AND ${sql.in("workflow_id", fired.workflowIds)})`
+    const api = fired.workflowIds.length === 0
+      ? sql`FALSE`
+      : sql`(source = 'api' AND ${sql.in("workflow_id", fired.workflowIds)})`
     const code = fired.codeIds.length === 0 ? sql`FALSE` : sql.in("id", fired.codeIds)
     return sql`paused = 0 AND (${api} OR ${code})`
   }
@@ -137,21 +150,27 @@ export const makeScheduleStore = Effect.gen(function*() {
     list: (filter, page) => {
       const where = [
         ...(filter.workflowId === undefined ? [] : [sql`workflow_id = ${filter.workflowId}`]),
-        ...(filter.userId === undefined ? [] : [filter.userId === null ? sql`user_id IS NULL` : sql`user_id = ${filter.userId}`])
+        ...(filter.userId === undefined
+          ? []
+          : [filter.userId === null ? sql`user_id IS NULL` : sql`user_id = ${filter.userId}`])
       ]
       return untraced(Effect.flatMap(
-        sql`SELECT ${sql.literal(SUMMARY_COLUMNS)} FROM workflow_schedules ${where.length ? sql`WHERE ${sql.and(where)}` : sql``}
+        sql`SELECT ${sql.literal(SUMMARY_COLUMNS)} FROM workflow_schedules ${
+          where.length ? sql`WHERE ${sql.and(where)}` : sql``
+        }
           ORDER BY workflow_id, name, id LIMIT ${page.limit} OFFSET ${page.offset}`,
         decodeSummaries
       ))
     },
-    get: (id) => Effect.map(read(sql`SELECT * FROM workflow_schedules WHERE id = ${id}`), (rows) => Option.fromNullable(rows[0])),
+    get: (id) =>
+      Effect.map(read(sql`SELECT * FROM workflow_schedules WHERE id = ${id}`), (rows) => Option.fromNullable(rows[0])),
     insert: (schedule, maxOwned) => {
       const values = row(schedule)
       const columns = Object.keys(values)
       const lockOwner = sql.onDialectOrElse({
         // READ COMMITTED lets two inserts count the same rows: one owner's inserts take turns instead.
-        pg: () => Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtext(${"workflow_schedules:" + schedule.ownerKey}))`),
+        pg: () =>
+          Effect.asVoid(sql`SELECT pg_advisory_xact_lock(hashtext(${"workflow_schedules:" + schedule.ownerKey}))`),
         // SQLite has one writer: the INSERT ... SELECT below counts and writes in one step.
         orElse: () => Effect.void
       })
@@ -176,28 +195,47 @@ export const makeScheduleStore = Effect.gen(function*() {
         updated_at = excluded.updated_at`.pipe(Effect.asVoid)),
     setPaused: (id, paused, next) =>
       Effect.map(
-        read(paused
-          ? sql`UPDATE workflow_schedules SET paused = 1, updated_at = ${new Date().toISOString()} WHERE id = ${id} AND paused = 0 RETURNING *`
-          : sql`UPDATE workflow_schedules SET paused = 0, failures = 0, next_fire_at = ${next}, updated_at = ${new Date().toISOString()}
-              WHERE id = ${id} AND paused = 1 RETURNING *`),
+        read(
+          paused
+            ? sql`UPDATE workflow_schedules SET paused = 1, updated_at = ${
+              new Date().toISOString()
+            } WHERE id = ${id} AND paused = 0 RETURNING *`
+            : sql`UPDATE workflow_schedules SET paused = 0, failures = 0, next_fire_at = ${next}, updated_at = ${
+              new Date().toISOString()
+            }
+              WHERE id = ${id} AND paused = 1 RETURNING *`
+        ),
         (rows) => Option.fromNullable(rows[0])
       ),
     remove: (id, source) =>
-      untraced(Effect.map(sql`DELETE FROM workflow_schedules WHERE id = ${id} AND source = ${source} RETURNING id`, (rows) => rows.length === 1)),
+      untraced(
+        Effect.map(sql`DELETE FROM workflow_schedules WHERE id = ${id} AND source = ${source} RETURNING id`, (rows) =>
+          rows.length === 1)
+      ),
     nextDue: (fired) =>
       untraced(Effect.map(
         sql<{ next: string | null }>`SELECT MIN(next_fire_at) AS next FROM workflow_schedules WHERE ${firedBy(fired)}`,
         ([first]) => (first?.next == null ? Option.none() : Option.some(Date.parse(first.next)))
       )),
     due: (fired, now, limit) =>
-      read(sql`SELECT * FROM workflow_schedules WHERE ${firedBy(fired)} AND next_fire_at <= ${now} ORDER BY next_fire_at LIMIT ${limit}`),
+      read(
+        sql`SELECT * FROM workflow_schedules WHERE ${
+          firedBy(fired)
+        } AND next_fire_at <= ${now} ORDER BY next_fire_at LIMIT ${limit}`
+      ),
     fire: (firing, execution, events) =>
       untraced(sql.withTransaction(Effect.gen(function*() {
-        const moved = yield* sql`UPDATE workflow_schedules SET next_fire_at = ${firing.next}, last_fired_at = ${firing.at},
+        const moved =
+          yield* sql`UPDATE workflow_schedules SET next_fire_at = ${firing.next}, last_fired_at = ${firing.at},
           last_execution_id = ${execution.id}, failures = 0, last_error = NULL, updated_at = ${execution.createdAt}
           WHERE id = ${firing.id} AND next_fire_at = ${firing.due} AND paused = 0 RETURNING id`
         if (moved.length === 0) return Option.none<number>()
-        return yield* writeWithEvents(runRequestOn(sql), execution.id, events, (staging) => [insertExecution(sql, staging, execution, events.length)])
+        return yield* writeWithEvents(
+          runRequestOn(sql),
+          execution.id,
+          events,
+          (staging) => [insertExecution(sql, staging, execution, events.length)]
+        )
       }))),
     skip: (firing, failure) =>
       untraced(Effect.map(
@@ -205,7 +243,9 @@ export const makeScheduleStore = Effect.gen(function*() {
           ? sql`UPDATE workflow_schedules SET next_fire_at = ${firing.next}
               WHERE id = ${firing.id} AND next_fire_at = ${firing.due} AND paused = 0 RETURNING id`
           : sql`UPDATE workflow_schedules SET next_fire_at = ${firing.next}, failures = failures + 1, last_error = ${failure},
-              paused = CASE WHEN failures + 1 >= ${FAILURES_BEFORE_PAUSE} THEN 1 ELSE 0 END, updated_at = ${new Date().toISOString()}
+              paused = CASE WHEN failures + 1 >= ${FAILURES_BEFORE_PAUSE} THEN 1 ELSE 0 END, updated_at = ${
+            new Date().toISOString()
+          }
               WHERE id = ${firing.id} AND next_fire_at = ${firing.due} AND paused = 0 RETURNING id`,
         (rows) => rows.length === 1
       ))

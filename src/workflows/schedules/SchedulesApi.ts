@@ -18,17 +18,28 @@ export class SchedulesApi extends HttpApiGroup.make("schedules")
   .add(
     HttpApiEndpoint.get("listAllSchedules", "/schedules").setUrlParams(PageParams)
       .addSuccess(Success(Schema.Array(ScheduleSummary)))
-      .annotate(OpenApi.Summary, "Every workflow's schedules the caller may see, by workflow and name (limit default 50, at most 500)")
+      .annotate(
+        OpenApi.Summary,
+        "Every workflow's schedules the caller may see, by workflow and name (limit default 50, at most 500)"
+      )
   )
   .add(
     HttpApiEndpoint.get("listSchedules", "/workflows/:id/schedules").setPath(WorkflowPath).setUrlParams(PageParams)
       .addSuccess(Success(Schema.Array(ScheduleSummary))).addError(NotFound)
-      .annotate(OpenApi.Summary, "A workflow's schedules (its code's and those made through the API), by name (limit default 50, at most 500)")
+      .annotate(
+        OpenApi.Summary,
+        "A workflow's schedules (its code's and those made through the API), by name (limit default 50, at most 500)"
+      )
   )
   .add(
-    HttpApiEndpoint.post("createSchedule", "/workflows/:id/schedules").setPath(WorkflowPath).setPayload(CreateScheduleRequest)
+    HttpApiEndpoint.post("createSchedule", "/workflows/:id/schedules").setPath(WorkflowPath).setPayload(
+      CreateScheduleRequest
+    )
       .addSuccess(Success(ScheduleView, { status: 201 })).addError(BadRequest).addError(NotFound).addError(Conflict)
-      .annotate(OpenApi.Summary, "Start the workflow at each time of a cron expression; 400 naming an invalid cron, time zone or input, or an input over schedules.maxInputBytes")
+      .annotate(
+        OpenApi.Summary,
+        "Start the workflow at each time of a cron expression; 400 naming an invalid cron, time zone or input, or an input over schedules.maxInputBytes"
+      )
   )
   .add(
     HttpApiEndpoint.get("getSchedule", "/workflows/:id/schedules/:scheduleId").setPath(SchedulePath)

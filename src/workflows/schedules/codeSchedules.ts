@@ -30,13 +30,24 @@ export const codeScheduleId = (workflowId: string, name: string) => `code.${work
 /** A workflow's code schedules with their names. */
 export const codeSchedulesOf = (definition: WorkflowDefinition) => {
   const declared = definition.schedule
-  const list: ReadonlyArray<WorkflowSchedule<unknown>> = declared === undefined ? [] : Array.isArray(declared) ? declared : [declared as WorkflowSchedule<unknown>]
+  const list: ReadonlyArray<WorkflowSchedule<unknown>> = declared === undefined
+    ? []
+    : Array.isArray(declared)
+    ? declared
+    : [declared as WorkflowSchedule<unknown>]
   return list.map((schedule) => ({ ...schedule, name: schedule.name ?? "default" }))
 }
 
 /** Thrown at definition: a schedule name that is not an id, twice the same name, a cron that does not parse. */
-export const checkCodeSchedules = (workflowId: string, declared: WorkflowSchedule<unknown> | ReadonlyArray<WorkflowSchedule<unknown>> | undefined) => {
-  const list = declared === undefined ? [] : Array.isArray(declared) ? declared : [declared as WorkflowSchedule<unknown>]
+export const checkCodeSchedules = (
+  workflowId: string,
+  declared: WorkflowSchedule<unknown> | ReadonlyArray<WorkflowSchedule<unknown>> | undefined
+) => {
+  const list = declared === undefined
+    ? []
+    : Array.isArray(declared)
+    ? declared
+    : [declared as WorkflowSchedule<unknown>]
   const names = new Set<string>()
   for (const schedule of list) {
     const name = schedule.name ?? "default"

@@ -28,13 +28,14 @@ export const startApprovalExpiry = (options: {
     const sql = yield* SqlClient.SqlClient
     const store = yield* ExecutionStore
     const { driver } = options
-    const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
+    const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+      effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
 
     const nextDue = sql<{ next: string | null }>`SELECT MIN(wake_at) AS next FROM workflow_executions
       WHERE status = 'suspended' AND wake_at IS NOT NULL`.pipe(
-        Effect.map(([row]) => (row?.next == null ? Option.none() : Option.some(Date.parse(row.next)))),
-        untraced
-      )
+      Effect.map(([row]) => (row?.next == null ? Option.none() : Option.some(Date.parse(row.next)))),
+      untraced
+    )
 
     // Taken by the resume's conditional claim (`handle`), not here: a due row is read by every instance,
     // resumed by one.
@@ -44,13 +45,14 @@ export const startApprovalExpiry = (options: {
           ? Effect.succeed([])
           : sql<{ id: string }>`SELECT id FROM workflow_executions WHERE status = 'suspended' AND wake_at IS NOT NULL
             AND wake_at <= ${new Date().toISOString()} ORDER BY wake_at LIMIT ${limit}`.pipe(
-              Effect.map((rows) => rows.map((row) => row.id)),
-              untraced
-            ))
+            Effect.map((rows) => rows.map((row) => row.id)),
+            untraced
+          ))
 
     /** A due time that answers nothing (the workflow or its step changed since): forgotten. */
     const forget = (id: string, version: number) =>
-      sql`UPDATE workflow_executions SET wake_at = NULL WHERE id = ${id} AND status = 'suspended' AND version = ${version}`.pipe(untraced)
+      sql`UPDATE workflow_executions SET wake_at = NULL WHERE id = ${id} AND status = 'suspended' AND version = ${version}`
+        .pipe(untraced)
 
     const handle = (id: string) =>
       Effect.gen(function*() {
@@ -60,7 +62,10 @@ export const startApprovalExpiry = (options: {
         const suspension = found.value.suspension
         const definition = options.workflows.get(execution.workflowId)
         const at = definition === undefined ? undefined : continueAt(definition, execution, suspension)
-        if (definition === undefined || at === undefined || Either.isLeft(at) || !answersApprovals(definition.steps[at.right.stepIndex], suspension)) {
+        if (
+          definition === undefined || at === undefined || Either.isLeft(at) ||
+          !answersApprovals(definition.steps[at.right.stepIndex], suspension)
+        ) {
           return yield* forget(id, execution.version)
         }
         const hash = definitionHash(definition)
@@ -72,7 +77,10 @@ export const startApprovalExpiry = (options: {
         })
         if (Option.isNone(claimed)) return
         yield* Effect.logInfo(`workflow approvals expired at ${suspension.stepId}: denied`)
-        yield* driver.launch(definition, claimed.value, { startRecorded: false, checked: hash !== execution.definitionHash })
+        yield* driver.launch(definition, claimed.value, {
+          startRecorded: false,
+          checked: hash !== execution.definitionHash
+        })
       }).pipe(Effect.annotateLogs({ executionId: id }))
 
     yield* options.dueWork.register<string>({ name: APPROVAL_EXPIRY_KIND, nextDue, claimDue, handle })

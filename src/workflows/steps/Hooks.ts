@@ -88,17 +88,27 @@ export const fireHook = <K extends HookName>(
   const hook = definition[name]
   if (typeof hook !== "function") return Effect.void
   const run = runUserCode(() => hook(event), Effect.failCause).pipe(
-    Effect.timeoutFail({ duration: HOOK_TIMEOUT, onTimeout: () => new HookTimedOut({ message: `did not finish within ${Duration.format(HOOK_TIMEOUT)}` }) }),
+    Effect.timeoutFail({
+      duration: HOOK_TIMEOUT,
+      onTimeout: () => new HookTimedOut({ message: `did not finish within ${Duration.format(HOOK_TIMEOUT)}` })
+    }),
     Effect.catchAllCause((cause) => {
       if (Cause.isInterruptedOnly(cause)) return Effect.void
       const error = Cause.squash(cause)
       const detail = errorDetailOf(error)
       const message = capString(failureMessage(error, detail), 512)
-      return Effect.logWarning(`workflow hook ${name} failed (${detail?._tag ?? "Error"}: ${message}); the execution is not affected`)
+      return Effect.logWarning(
+        `workflow hook ${name} failed (${detail?._tag ?? "Error"}: ${message}); the execution is not affected`
+      )
     }),
     Effect.withSpan(`workflow.hook ${name}`, {
       captureStackTrace: false,
-      attributes: { "entity.type": "workflow", "entity.id": definition.id, "execution.id": event.executionId, "hook.name": name }
+      attributes: {
+        "entity.type": "workflow",
+        "entity.id": definition.id,
+        "execution.id": event.executionId,
+        "hook.name": name
+      }
     }),
     Effect.annotateLogs({ workflowId: definition.id, executionId: event.executionId, hook: name })
   )
@@ -108,7 +118,9 @@ export const fireHook = <K extends HookName>(
 class HookTimedOut extends Data.TaggedError("HookTimedOut")<{ readonly message: string }> {}
 
 /** What every hook's event carries, for an execution. */
-export const hookBase = (execution: { readonly id: string; readonly workflowId: string; readonly userId?: string | undefined }): HookBase => ({
+export const hookBase = (
+  execution: { readonly id: string; readonly workflowId: string; readonly userId?: string | undefined }
+): HookBase => ({
   executionId: execution.id,
   workflowId: execution.workflowId,
   userId: execution.userId
@@ -118,10 +130,19 @@ export const hookBase = (execution: { readonly id: string; readonly workflowId: 
 export const endingHook = (
   definition: RuntimeHooks & { readonly id: string },
   execution: { readonly id: string; readonly workflowId: string; readonly userId?: string | undefined },
-  ending: { readonly status: "completed" } | { readonly status: "error"; readonly error: string; readonly errorDetail?: ErrorDetail | undefined },
+  ending: { readonly status: "completed" } | {
+    readonly status: "error"
+    readonly error: string
+    readonly errorDetail?: ErrorDetail | undefined
+  },
   result: unknown,
   scope: Scope.Scope
 ): Effect.Effect<void> =>
   ending.status === "completed"
     ? fireHook(definition, "onFinish", { ...hookBase(execution), result }, scope)
-    : fireHook(definition, "onError", { ...hookBase(execution), error: ending.error, errorDetail: ending.errorDetail }, scope)
+    : fireHook(
+      definition,
+      "onError",
+      { ...hookBase(execution), error: ending.error, errorDetail: ending.errorDetail },
+      scope
+    )

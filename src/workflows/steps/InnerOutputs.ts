@@ -2,9 +2,9 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
 import { type Claim, now } from "../ExecutionRows.js"
+import type { StepFailed } from "../runner.js"
 import { resolveRows, writeAnswering } from "../ValueRows.js"
 import type { WorkflowEvent } from "../WorkflowSchemas.js"
-import type { StepFailed } from "../runner.js"
 import type { RetryCommit } from "./PolicyRun.js"
 
 /**
@@ -19,7 +19,11 @@ export interface InnerOutputs {
    * transaction, shared with other writes (group commit). The number of the last event and the
    * execution's stored bytes after the write, or none when the claim is lost (nothing is written).
    */
-  readonly commit: (claim: Claim, entries: ReadonlyArray<InnerEntry>, events: ReadonlyArray<WorkflowEvent>) => Effect.Effect<Option.Option<InnerWritten>>
+  readonly commit: (
+    claim: Claim,
+    entries: ReadonlyArray<InnerEntry>,
+    events: ReadonlyArray<WorkflowEvent>
+  ) => Effect.Effect<Option.Option<InnerWritten>>
 }
 
 /** What an inner commit answers: its last event's number, and the execution's stored bytes once it committed (issue #42). */
@@ -88,17 +92,17 @@ export const makeInnerOutputs = Effect.gen(function*() {
   const read: InnerOutputs["read"] = (executionId, prefix) =>
     sql<Record<string, unknown>>`SELECT path, output FROM workflow_step_outputs
       WHERE execution_id = ${executionId} AND substr(path, 1, ${prefix.length}) = ${prefix}`.pipe(
-        Effect.flatMap((rows) => resolveRows(sql, rows, ["output"], () => executionId)),
-        Effect.map((rows) =>
-          new Map(rows.map((row) => {
-            const output = row.output
-            const value = typeof output === "string" ? JSON.parse(output) : (output as { readonly value: unknown }).value
-            return [String(row.path), value] as const
-          }))
-        ),
-        Effect.orDie,
-        Effect.withTracerEnabled(false)
-      )
+      Effect.flatMap((rows) => resolveRows(sql, rows, ["output"], () => executionId)),
+      Effect.map((rows) =>
+        new Map(rows.map((row) => {
+          const output = row.output
+          const value = typeof output === "string" ? JSON.parse(output) : (output as { readonly value: unknown }).value
+          return [String(row.path), value] as const
+        }))
+      ),
+      Effect.orDie,
+      Effect.withTracerEnabled(false)
+    )
 
   const commit: InnerOutputs["commit"] = (claim, entries, events) => {
     const at = events.at(-1)?.timestamp ?? now()
@@ -113,12 +117,19 @@ export const makeInnerOutputs = Effect.gen(function*() {
         ...outputs.map(({ path, replace, text }) =>
           sql`INSERT INTO workflow_step_outputs (execution_id, path, output, created_at)
             SELECT id, ${path}, ${text}, ${at} FROM workflow_executions WHERE ${held(claim)}
-            ON CONFLICT (execution_id, path) ${replace === true ? sql`DO UPDATE SET output = excluded.output, created_at = excluded.created_at` : sql`DO NOTHING`}`
+            ON CONFLICT (execution_id, path) ${
+            replace === true
+              ? sql`DO UPDATE SET output = excluded.output, created_at = excluded.created_at`
+              : sql`DO NOTHING`
+          }`
         ),
         sql`SELECT last_seq, stored_bytes FROM workflow_executions WHERE ${held(claim)}`
       ]
     })
-    return Effect.map(write, Option.map((row) => ({ lastSeq: Number(row.last_seq), storedBytes: Number(row.stored_bytes) })))
+    return Effect.map(
+      write,
+      Option.map((row) => ({ lastSeq: Number(row.last_seq), storedBytes: Number(row.stored_bytes) }))
+    )
   }
 
   return { read, commit } satisfies InnerOutputs

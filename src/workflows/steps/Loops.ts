@@ -37,13 +37,24 @@ export type LoopStep =
   })
   | (StepMeta & {
     readonly type: "andBranch"
-    readonly branches: ReadonlyArray<{ readonly condition: (context: AnyContext) => UserResult<boolean>; readonly step: StepSpec }>
+    readonly branches: ReadonlyArray<
+      { readonly condition: (context: AnyContext) => UserResult<boolean>; readonly step: StepSpec }
+    >
   })
-  | (StepMeta & { readonly type: "andMap"; readonly map: Readonly<Record<string, (context: AnyContext) => UserResult<unknown>>> })
+  | (StepMeta & {
+    readonly type: "andMap"
+    readonly map: Readonly<Record<string, (context: AnyContext) => UserResult<unknown>>>
+  })
 
 export type LoopStepType = LoopStep["type"]
 
-export const LOOP_STEP_TYPES: ReadonlySet<string> = new Set<LoopStepType>(["andForEach", "andDoWhile", "andDoUntil", "andBranch", "andMap"])
+export const LOOP_STEP_TYPES: ReadonlySet<string> = new Set<LoopStepType>([
+  "andForEach",
+  "andDoWhile",
+  "andDoUntil",
+  "andBranch",
+  "andMap"
+])
 
 export const isLoopStep = (step: { readonly type: string }): step is LoopStep => LOOP_STEP_TYPES.has(step.type)
 
@@ -67,7 +78,10 @@ export interface IterationContext {
 type Condition = boolean | PromiseLike<boolean> | Effect.Effect<boolean, unknown, unknown>
 
 /** What `items` may return: an array, as a value, a Promise or an Effect (whose `R` joins the workflow's). */
-export type Items<Item, IR> = ReadonlyArray<Item> | PromiseLike<ReadonlyArray<Item>> | Effect.Effect<ReadonlyArray<Item>, unknown, IR>
+export type Items<Item, IR> =
+  | ReadonlyArray<Item>
+  | PromiseLike<ReadonlyArray<Item>>
+  | Effect.Effect<ReadonlyArray<Item>, unknown, IR>
 
 /** A branch of andBranch: its condition and step, both seeing the data. */
 export interface Branch<Ctx> {
@@ -80,16 +94,22 @@ type StepOutput<T> = T extends { readonly execute: (...args: never) => infer Ret
 type StepRequires<T> = T extends { readonly execute: (...args: never) => infer Ret } ? ResultContext<Ret> : never
 
 /** andBranch's output: one entry per branch, its step's output or undefined. */
-export type BranchOutput<B extends ReadonlyArray<Branch<any>>> = { -readonly [K in keyof B]: StepOutput<B[K]["step"]> | undefined }
+export type BranchOutput<B extends ReadonlyArray<Branch<any>>> = {
+  -readonly [K in keyof B]: StepOutput<B[K]["step"]> | undefined
+}
 
 type BranchRequires<B extends ReadonlyArray<Branch<any>>> = B[number] extends infer U
   ? U extends Branch<any> ? StepRequires<U["step"]> | ResultContext<ReturnType<U["condition"]>> : never
   : never
 
 /** andMap's output: each key's value. */
-export type MapOutput<M> = { -readonly [K in keyof M]: M[K] extends (...args: never) => infer Ret ? ResultValue<Ret> : never }
+export type MapOutput<M> = {
+  -readonly [K in keyof M]: M[K] extends (...args: never) => infer Ret ? ResultValue<Ret> : never
+}
 
-type MapRequires<M> = { [K in keyof M]: M[K] extends (...args: never) => infer Ret ? ResultContext<Ret> : never }[keyof M]
+type MapRequires<M> = {
+  [K in keyof M]: M[K] extends (...args: never) => infer Ret ? ResultContext<Ret> : never
+}[keyof M]
 
 /** What a loop's step returns: a value of the data type (the next iteration gets it as its data). */
 type LoopResult<D> = D | PromiseLike<D> | Effect.Effect<D, any, any>
@@ -138,16 +158,42 @@ export interface LoopsChain<in out I, in out O, out D, out S, out R, in out WRes
    * Evaluates every branch's condition once (committed), then runs the matching branches' steps
    * concurrently: the next data has one entry per branch, its output or undefined. At most 32 branches.
    */
-  readonly andBranch: <Id extends string, const B extends ReadonlyArray<Branch<StepContext<D, I, S, Res, Sus>>>, Res = WRes, Sus = WSus>(
+  readonly andBranch: <
+    Id extends string,
+    const B extends ReadonlyArray<Branch<StepContext<D, I, S, Res, Sus>>>,
+    Res = WRes,
+    Sus = WSus
+  >(
     step: Described & Suspending<Res, Sus> & { readonly id: Id; readonly branches: B }
-  ) => Next<I, O, BranchOutput<B>, WithStep<S, Id, BranchOutput<B>>, R | BranchRequires<B>, WRes, WSus, Rs | readonly [Id, Res]>
+  ) => Next<
+    I,
+    O,
+    BranchOutput<B>,
+    WithStep<S, Id, BranchOutput<B>>,
+    R | BranchRequires<B>,
+    WRes,
+    WSus,
+    Rs | readonly [Id, Res]
+  >
   /** The object of each key's value (`map`'s functions, 16 at a time; at most 64 keys), committed once. */
-  readonly andMap: <Id extends string, const M extends Readonly<Record<string, (context: StepContext<D, I, S, Res, Sus>) => unknown>>, Res = WRes, Sus = WSus>(
+  readonly andMap: <
+    Id extends string,
+    const M extends Readonly<Record<string, (context: StepContext<D, I, S, Res, Sus>) => unknown>>,
+    Res = WRes,
+    Sus = WSus
+  >(
     step: Described & Suspending<Res, Sus> & { readonly id: Id; readonly map: M }
   ) => Next<I, O, MapOutput<M>, WithStep<S, Id, MapOutput<M>>, R | MapRequires<M>, WRes, WSus, Rs | readonly [Id, Res]>
 }
 
-type LoopMethod<I, O, D, S, R, WRes, WSus, Rs> = <Id extends string, InnerId extends string, Ret extends LoopResult<D>, Cond extends Condition, Res = WRes, Sus = WSus>(
+type LoopMethod<I, O, D, S, R, WRes, WSus, Rs> = <
+  Id extends string,
+  InnerId extends string,
+  Ret extends LoopResult<D>,
+  Cond extends Condition,
+  Res = WRes,
+  Sus = WSus
+>(
   step: Described & Suspending<Res, Sus> & {
     readonly id: Id
     readonly maxIterations?: number | undefined
@@ -157,4 +203,13 @@ type LoopMethod<I, O, D, S, R, WRes, WSus, Rs> = <Id extends string, InnerId ext
     }
     readonly condition: (context: StepContext<ResultValue<Ret>, I, S, Res, Sus> & IterationContext) => Cond
   }
-) => Next<I, O, ResultValue<Ret>, WithStep<S, Id, ResultValue<Ret>>, R | ResultContext<Ret> | ResultContext<Cond>, WRes, WSus, Rs | readonly [Id, Res]>
+) => Next<
+  I,
+  O,
+  ResultValue<Ret>,
+  WithStep<S, Id, ResultValue<Ret>>,
+  R | ResultContext<Ret> | ResultContext<Cond>,
+  WRes,
+  WSus,
+  Rs | readonly [Id, Res]
+>

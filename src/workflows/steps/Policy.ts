@@ -49,7 +49,9 @@ const PARKING_TYPES: ReadonlySet<string> = new Set(["andSleep", "andSleepUntil"]
 const canPark = (step: { readonly type: string; readonly [key: string]: unknown }): boolean => {
   if (PARKING_TYPES.has(step.type) || step.suspendSchema !== undefined || step.resumeSchema !== undefined) return true
   const nested = [step.step, ...(Array.isArray(step.steps) ? step.steps : [])]
-  if (nested.some((one) => typeof one === "object" && one !== null && "type" in one && canPark(one as never))) return true
+  if (nested.some((one) => typeof one === "object" && one !== null && "type" in one && canPark(one as never))) {
+    return true
+  }
   return step.type === "andWorkflow" && childCanPark(step.workflow as WorkflowDefinition)
 }
 
@@ -65,7 +67,11 @@ const checkTimeout = (workflowId: string, stepId: string, input: unknown): void 
     throw new Error(`Workflow ${workflowId}, step ${stepId}: timeout must be a positive, finite duration`)
   }
   if (Duration.greaterThan(timeout.value, MAX_TIMEOUT)) {
-    throw new Error(`Workflow ${workflowId}, step ${stepId}: timeout is over ${Duration.format(MAX_TIMEOUT)}, the most a step may have`)
+    throw new Error(
+      `Workflow ${workflowId}, step ${stepId}: timeout is over ${
+        Duration.format(MAX_TIMEOUT)
+      }, the most a step may have`
+    )
   }
 }
 
@@ -73,9 +79,13 @@ const checkTimeout = (workflowId: string, stepId: string, input: unknown): void 
 const checkRetry = (workflowId: string, stepId: string, retry: StepRetry<unknown> | undefined): void => {
   if (retry === undefined) return
   if (typeof retry !== "object" || retry === null || typeof retry.schedule?.step !== "function") {
-    throw new Error(`Workflow ${workflowId}, step ${stepId}: retry must be { schedule: Schedule, while?: (error) => boolean }`)
+    throw new Error(
+      `Workflow ${workflowId}, step ${stepId}: retry must be { schedule: Schedule, while?: (error) => boolean }`
+    )
   }
-  if (retry.while !== undefined && typeof retry.while !== "function") throw new Error(`Workflow ${workflowId}, step ${stepId}: retry.while must be a function`)
+  if (retry.while !== undefined && typeof retry.while !== "function") {
+    throw new Error(`Workflow ${workflowId}, step ${stepId}: retry.while must be a function`)
+  }
 }
 
 /**
@@ -101,14 +111,18 @@ export const checkPolicy = (workflowId: string, step: Step): void => {
           `(${step.workflow.id} sleeps or suspends): the time it is parked is no running time`
       )
     }
-    if (PARKING_TYPES.has(step.type)) throw new Error(`Workflow ${workflowId}, step ${step.id}: timeout is not allowed on a ${step.type} step`)
+    if (PARKING_TYPES.has(step.type)) {
+      throw new Error(`Workflow ${workflowId}, step ${step.id}: timeout is not allowed on a ${step.type} step`)
+    }
   }
 }
 
 export { canPark }
 
 /** The timeout of a step as the runtime holds it, if any. */
-export const timeoutOf = (step: { readonly timeout?: Duration.DurationInput | undefined }): Duration.Duration | undefined => {
+export const timeoutOf = (
+  step: { readonly timeout?: Duration.DurationInput | undefined }
+): Duration.Duration | undefined => {
   const timeout = step.timeout
   return timeout === undefined ? undefined : Duration.decode(timeout)
 }
@@ -131,6 +145,7 @@ export const timed = <A, E>(
   const timeoutMs = Duration.toMillis(timeout)
   return Effect.timeoutFail(run, {
     duration: timeout,
-    onTimeout: () => fail(new StepTimeout({ stepId: step.id, timeoutMs, message: `timed out after ${Duration.format(timeout)}` }))
+    onTimeout: () =>
+      fail(new StepTimeout({ stepId: step.id, timeoutMs, message: `timed out after ${Duration.format(timeout)}` }))
   })
 }

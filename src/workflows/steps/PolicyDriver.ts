@@ -62,7 +62,9 @@ export const policyStep = <E>(options: {
   // A tap with a policy runs as andThen under it (its failures and timeouts are retried), and only its
   // last failure is what a tap's failure is: logged, the data passed on.
   const tapped = step.type === "andTap" && (retryOf(step) !== undefined || timeoutOf(step) !== undefined)
-  const attempt = (n: number) => (tapped ? Effect.as(options.run(n, { ...step, type: "andThen" }), options.data) : options.run(n))
+  const attempt = (
+    n: number
+  ) => (tapped ? Effect.as(options.run(n, { ...step, type: "andThen" }), options.data) : options.run(n))
   const policied = runWithPolicy({
     step,
     stepIndex: index,
@@ -83,7 +85,9 @@ export const policyStep = <E>(options: {
   })
   if (!tapped) return policied
   return Effect.flatMap(policied, (outcome) => {
-    if (Option.isNone(outcome) || Either.isRight(outcome.value) || outcome.value.left._tag !== "StepFailed") return Effect.succeed(outcome)
+    if (Option.isNone(outcome) || Either.isRight(outcome.value) || outcome.value.left._tag !== "StepFailed") {
+      return Effect.succeed(outcome)
+    }
     const failure = outcome.value.left
     return Effect.as(
       Effect.logWarning(`tap step ${step.id} failed: ${failure.spanMessage ?? failure.message}`),

@@ -30,7 +30,9 @@ const scheduleStepper = (schedule: Schedule.Schedule<unknown, unknown>) => {
   return (now: number, input: unknown): Effect.Effect<number | undefined> =>
     Effect.map(schedule.step(now, input, state), ([next, _, decision]) => {
       state = next
-      return ScheduleDecision.isDone(decision) ? undefined : Math.max(0, ScheduleIntervals.start(decision.intervals) - now)
+      return ScheduleDecision.isDone(decision)
+        ? undefined
+        : Math.max(0, ScheduleIntervals.start(decision.intervals) - now)
     })
 }
 
@@ -55,7 +57,8 @@ const retries = (retry: StepRetry<unknown>, failure: StepFailed): boolean => {
   }
 }
 
-const ended = (failure: StepFailed, why: string) => new StepFailed({ ...failure, message: `${failure.message} (${why})` })
+const ended = (failure: StepFailed, why: string) =>
+  new StepFailed({ ...failure, message: `${failure.message} (${why})` })
 
 /**
  * Runs a step under its retry policy: attempt after attempt until one succeeds, suspends, or fails in a
@@ -102,11 +105,15 @@ export const runWithPolicy = <A, E>(options: {
     const restored = options.restored
     if (restored !== undefined) {
       firstAt = Date.parse(restored.firstAt)
-      for (const [i, error] of restored.errors.entries()) yield* next(i === 0 ? firstAt : Date.parse(error.at), replayed(error))
+      for (const [i, error] of restored.errors.entries()) {
+        yield* next(i === 0 ? firstAt : Date.parse(error.at), replayed(error))
+      }
       errors.push(...restored.errors)
       attempt = restored.attempt
       const waited = yield* backOff(restored.dueAt)
-      if (Either.isLeft(waited)) return Option.some(Either.left(waited.left))
+      if (Either.isLeft(waited)) {
+        return Option.some(Either.left(waited.left))
+      }
       if (!waited.right) return Option.none()
     }
     while (true) {
@@ -115,12 +122,23 @@ export const runWithPolicy = <A, E>(options: {
       if (Either.isRight(outcome) || outcome.left._tag !== "StepFailed") return Option.some(outcome)
       const failure = outcome.left
       if (!retries(retry, failure)) return Option.some(outcome)
-      if (attempt >= MAX_ATTEMPTS) return Option.some(Either.left(ended(failure, `gave up after ${attempt} attempts, the most a step makes`)))
+      if (attempt >= MAX_ATTEMPTS) {
+        return Option.some(Either.left(ended(failure, `gave up after ${attempt} attempts, the most a step makes`)))
+      }
       const failedAt = Date.now()
       const delayMs = yield* next(attempt === 1 ? firstAt : failedAt, failure.error)
       if (delayMs === undefined) return Option.some(outcome)
       if (delayMs > Duration.toMillis(MAX_RETRY_DELAY)) {
-        return Option.some(Either.left(ended(failure, `its retry waits ${Duration.format(Duration.millis(delayMs))}, over the ${Duration.format(MAX_RETRY_DELAY)} a back-off may wait`)))
+        return Option.some(
+          Either.left(
+            ended(
+              failure,
+              `its retry waits ${Duration.format(Duration.millis(delayMs))}, over the ${
+                Duration.format(MAX_RETRY_DELAY)
+              } a back-off may wait`
+            )
+          )
+        )
       }
       errors.push(recorded(failure, failedAt))
       const state: RetryState = {
@@ -131,7 +149,15 @@ export const runWithPolicy = <A, E>(options: {
         dueAt: new Date(failedAt + delayMs).toISOString(),
         errors: [...errors]
       }
-      if (!(yield* options.commit({ state, failure, failed: attempt, delayMs, failedAt: new Date(failedAt).toISOString() }))) return Option.none()
+      if (
+        !(yield* options.commit({
+          state,
+          failure,
+          failed: attempt,
+          delayMs,
+          failedAt: new Date(failedAt).toISOString()
+        }))
+      ) return Option.none()
       if (options.workflowId !== undefined) yield* countStepRetry(options.workflowId)
       const waited = yield* backOff(state.dueAt)
       if (Either.isLeft(waited)) return Option.some(Either.left(waited.left))

@@ -59,7 +59,9 @@ export const retryUpdate = (
   at: string,
   counted: Statement.Fragment
 ) =>
-  sql`UPDATE workflow_executions SET step_attempt = ${state.attempt}, step_attempt_key = ${keyOf(state.stepIndex, state.stepId)},
+  sql`UPDATE workflow_executions SET step_attempt = ${state.attempt}, step_attempt_key = ${
+    keyOf(state.stepIndex, state.stepId)
+  },
     step_first_attempt_at = ${state.firstAt}, step_retry_at = ${state.dueAt},
     step_retry_errors = ${JSON.stringify(Schema.encodeSync(Schema.Array(RecordedError))(state.errors))},
     last_seq = last_seq + 1, updated_at = ${at}, ${counted}

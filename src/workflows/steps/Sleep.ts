@@ -34,7 +34,11 @@ export type SleepDurationResult =
   | Effect.Effect<Duration.DurationInput, unknown, unknown>
 
 /** What a date function returns: a `Date` or an ISO 8601 string, as a value, a Promise or an Effect. */
-export type SleepDateResult = Date | string | PromiseLike<Date | string> | Effect.Effect<Date | string, unknown, unknown>
+export type SleepDateResult =
+  | Date
+  | string
+  | PromiseLike<Date | string>
+  | Effect.Effect<Date | string, unknown, unknown>
 
 interface SleepDescribed<Id extends string> {
   readonly id: Id
@@ -59,9 +63,11 @@ export interface SleepChain<in out I, in out O, out D, out S, out R, in out WRes
       WSus,
       Rs | readonly [Id, WRes]
     >
-    <Id extends string, Ret extends SleepDurationResult>(step: SleepDescribed<Id> & {
-      readonly duration: (context: StepContext<D, I, S, WRes, WSus>) => Ret
-    }): Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, WRes]>
+    <Id extends string, Ret extends SleepDurationResult>(
+      step: SleepDescribed<Id> & {
+        readonly duration: (context: StepContext<D, I, S, WRes, WSus>) => Ret
+      }
+    ): Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, WRes]>
   }
   /**
    * Waits until `date` (a `Date` or an ISO 8601 string, at most 366 days ahead), durably; a date in the
@@ -78,9 +84,11 @@ export interface SleepChain<in out I, in out O, out D, out S, out R, in out WRes
       WSus,
       Rs | readonly [Id, WRes]
     >
-    <Id extends string, Ret extends SleepDateResult>(step: SleepDescribed<Id> & {
-      readonly date: (context: StepContext<D, I, S, WRes, WSus>) => Ret
-    }): Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, WRes]>
+    <Id extends string, Ret extends SleepDateResult>(
+      step: SleepDescribed<Id> & {
+        readonly date: (context: StepContext<D, I, S, WRes, WSus>) => Ret
+      }
+    ): Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, WRes]>
   }
 }
 
@@ -98,7 +106,8 @@ export const isSleepStep = (step: { readonly type: string }): step is SleepStep 
 /** The builder's runtime methods, given its `add`. */
 export const sleepMethods = (add: (step: any) => unknown) => ({
   andSleep: (step: Omit<Extract<SleepStepFields, { type: "andSleep" }>, "type">) => add({ ...step, type: "andSleep" }),
-  andSleepUntil: (step: Omit<Extract<SleepStepFields, { type: "andSleepUntil" }>, "type">) => add({ ...step, type: "andSleepUntil" })
+  andSleepUntil: (step: Omit<Extract<SleepStepFields, { type: "andSleepUntil" }>, "type">) =>
+    add({ ...step, type: "andSleepUntil" })
 })
 
 /** A sleep step whose wake time is ahead: the driver parks the execution until `wakeAt`. */
@@ -119,17 +128,25 @@ const describe = (value: unknown) => {
 }
 
 /** The wake time a sleep step's value gives (epoch ms), or why it cannot be one. */
-export const wakeTimeOf = (step: SleepStep, value: unknown, now: number): { readonly at: number } | { readonly error: string } => {
+export const wakeTimeOf = (
+  step: SleepStep,
+  value: unknown,
+  now: number
+): { readonly at: number } | { readonly error: string } => {
   if (step.type === "andSleep") {
     const duration = Duration.decodeUnknown(value)
     if (Option.isNone(duration)) return { error: `duration ${describe(value)} is not a duration` }
     if (Duration.greaterThan(duration.value, MAX_SLEEP)) {
-      return { error: `duration ${Duration.format(duration.value)} is over the ${Duration.format(MAX_SLEEP)} a sleep may last` }
+      return {
+        error: `duration ${Duration.format(duration.value)} is over the ${Duration.format(MAX_SLEEP)} a sleep may last`
+      }
     }
     return { at: now + Duration.toMillis(duration.value) }
   }
   const date = value instanceof Date ? value : typeof value === "string" ? new Date(value) : undefined
-  if (date === undefined || Number.isNaN(date.getTime())) return { error: `date ${describe(value)} is not a valid date (a Date or an ISO 8601 string)` }
+  if (date === undefined || Number.isNaN(date.getTime())) {
+    return { error: `date ${describe(value)} is not a valid date (a Date or an ISO 8601 string)` }
+  }
   if (date.getTime() - now > Duration.toMillis(MAX_SLEEP)) {
     return { error: `date ${date.toISOString()} is more than the ${Duration.format(MAX_SLEEP)} a sleep may last ahead` }
   }

@@ -1,8 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, Metric, Option, Schema, Tracer } from "effect"
+import { workflowTimerLateness, workflowTimersParked } from "../../observability/metrics/instruments.js"
 import { DueWork, type DueWorkService, makeDueWork } from "../../scheduling/DueWork.js"
 import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
-import { workflowTimerLateness, workflowTimersParked } from "../../observability/metrics/instruments.js"
 import { continueAt, definitionHash } from "../DefinitionCompatibility.js"
 import type { ExecutionDriver } from "../ExecutionDriver.js"
 import { workflowEvent } from "../ExecutionEndings.js"
@@ -20,7 +20,8 @@ export const TIMER_KIND = "workflow-timer"
 const makeTimerStore = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const submit = yield* storeCommitsOrInline
-  const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
+  const untraced = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+    effect.pipe(Effect.orDie, Effect.withTracerEnabled(false))
 
   /**
    * A held execution parked at the sleep step `index`: sleeping (no owner, a new version: the claim is
@@ -28,7 +29,9 @@ const makeTimerStore = Effect.gen(function*() {
    */
   const park = (claim: Claim, index: number, sleep: SleepRecord, event: WorkflowEvent) =>
     writeWithEvents(submit, claim.id, [event], (staging) => [
-      sql`UPDATE workflow_executions SET status = 'sleeping', wake_at = ${sleep.wakeAt}, sleep = ${JSON.stringify(sleep)},
+      sql`UPDATE workflow_executions SET status = 'sleeping', wake_at = ${sleep.wakeAt}, sleep = ${
+        JSON.stringify(sleep)
+      },
         owner = NULL, version = version + 1, last_seq = last_seq + 1, updated_at = ${event.timestamp},
         ${staging.counted(sql, claim.id)}
         WHERE id = ${claim.id} AND status = 'running' AND version = ${claim.version} AND owner = ${claim.owner ?? null}
@@ -38,15 +41,18 @@ const makeTimerStore = Effect.gen(function*() {
   /** The earliest wake time and the number parked. */
   const nextDue = sql<{ next: string | null; parked: number | string }>`SELECT MIN(wake_at) AS next, COUNT(*) AS parked
     FROM workflow_executions WHERE status = 'sleeping'`.pipe(
-      Effect.map(([row]) => ({ next: row?.next ?? undefined, parked: Number(row?.parked ?? 0) })),
-      untraced
-    )
+    Effect.map(([row]) => ({ next: row?.next ?? undefined, parked: Number(row?.parked ?? 0) })),
+    untraced
+  )
 
   // Due-ness by the database's clock on Postgres (ISO text, as wake_at is stored), the process's on SQLite;
   // due within the wake lead (the woken step waits the rest in memory: steps/Sleep.ts).
   const dueBy = () =>
     sql.onDialectOrElse({
-      pg: () => sql`to_char((now() + interval '${sql.literal(`${WAKE_LEAD_MS} milliseconds`)}') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
+      pg: () =>
+        sql`to_char((now() + interval '${
+          sql.literal(`${WAKE_LEAD_MS} milliseconds`)
+        }') AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`,
       orElse: () => sql`${new Date(Date.now() + WAKE_LEAD_MS).toISOString()}`
     })
 
@@ -54,12 +60,16 @@ const makeTimerStore = Effect.gen(function*() {
   /** Takes due sleepers for `owner`: one conditional statement (a sleeper is taken once, whoever asks). */
   const claimDue = (owner: string, limit: number) =>
     submit({
-      statements: [sql`UPDATE workflow_executions SET status = 'running', owner = ${owner}, wake_at = NULL, version = version + 1,
+      statements: [
+        sql`UPDATE workflow_executions SET status = 'running', owner = ${owner}, wake_at = NULL, version = version + 1,
         updated_at = ${now()}
         WHERE id IN (
           SELECT id FROM workflow_executions WHERE status = 'sleeping' AND wake_at <= ${dueBy()}
-          ORDER BY wake_at LIMIT ${limit}${sql.onDialectOrElse({ pg: () => sql` FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })}
-        ) AND status = 'sleeping' RETURNING *`.compile()]
+          ORDER BY wake_at LIMIT ${limit}${
+          sql.onDialectOrElse({ pg: () => sql` FOR UPDATE SKIP LOCKED`, orElse: () => sql`` })
+        }
+        ) AND status = 'sleeping' RETURNING *`.compile()
+      ]
     }).pipe(
       Effect.flatMap((rows) => resolveRows(sql, rows, VALUE_COLUMNS, (row) => String(row.id))),
       Effect.flatMap(decodeExecutions),
@@ -75,7 +85,10 @@ export type Park = <E>(args: {
   readonly step: Step
   readonly index: number
   readonly signal: SleepSignal
-  readonly checkpoint: (events: ReadonlyArray<WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) => Effect.Effect<Option.Option<number>, E>
+  readonly checkpoint: (
+    events: ReadonlyArray<WorkflowEvent>,
+    write: Effect.Effect<Option.Option<number>>
+  ) => Effect.Effect<Option.Option<number>, E>
 }) => Effect.Effect<void, E>
 
 /**
@@ -87,7 +100,9 @@ export const makeWorkflowTimers = (instanceId: string, pollMs: number) =>
     const store = yield* makeTimerStore
     const executions = yield* ExecutionStore
     const provided = yield* Effect.serviceOption(DueWork)
-    const dueWork: DueWorkService = Option.isSome(provided) ? provided.value : yield* makeDueWork({ instanceId, pollMs })
+    const dueWork: DueWorkService = Option.isSome(provided)
+      ? provided.value
+      : yield* makeDueWork({ instanceId, pollMs })
 
     const park: Park = ({ checkpoint, claim, execution, index, signal, step }) =>
       Effect.gen(function*() {
@@ -118,12 +133,19 @@ export const makeWorkflowTimers = (instanceId: string, pollMs: number) =>
           const wakeAt = execution.sleep === undefined ? Date.now() : Date.parse(execution.sleep.wakeAt)
           yield* Metric.update(workflowTimerLateness, Math.max(0, Date.now() - Math.max(wakeAt, dueWork.readyAt)))
           const definition = options.workflows.get(execution.workflowId)
-          if (definition === undefined) return yield* driver.fail(execution, execution, `workflow ${execution.workflowId} is not registered`)
+          if (definition === undefined) {
+            return yield* driver.fail(execution, execution, `workflow ${execution.workflowId} is not registered`)
+          }
           const checked = execution.definitionHash !== definitionHash(definition)
           let woken = execution
           if (checked) {
-            const at = continueAt(definition, execution, { stepIndex: execution.stepIndex, stepId: execution.sleep?.stepId })
-            if (Either.isLeft(at)) return yield* driver.fail(execution, execution, `cannot wake: ${at.left.message}`)
+            const at = continueAt(definition, execution, {
+              stepIndex: execution.stepIndex,
+              stepId: execution.sleep?.stepId
+            })
+            if (Either.isLeft(at)) {
+              return yield* driver.fail(execution, execution, `cannot wake: ${at.left.message}`)
+            }
             if (!(yield* executions.rebase(execution, at.right))) return
             woken = { ...execution, ...at.right }
           }
@@ -135,7 +157,11 @@ export const makeWorkflowTimers = (instanceId: string, pollMs: number) =>
             captureStackTrace: false,
             links: execution.metadata.traceId === ""
               ? []
-              : [{ _tag: "SpanLink" as const, span: Tracer.externalSpan({ traceId: execution.metadata.traceId, spanId: execution.metadata.spanId }), attributes: {} }],
+              : [{
+                _tag: "SpanLink" as const,
+                span: Tracer.externalSpan({ traceId: execution.metadata.traceId, spanId: execution.metadata.spanId }),
+                attributes: {}
+              }],
             attributes: { "entity.type": "workflow", "entity.id": execution.workflowId, "execution.id": execution.id }
           })
         )
@@ -144,7 +170,10 @@ export const makeWorkflowTimers = (instanceId: string, pollMs: number) =>
         name: TIMER_KIND,
         leadMs: WAKE_LEAD_MS,
         nextDue: Effect.flatMap(store.nextDue, ({ next, parked }) =>
-          Effect.as(Metric.set(workflowTimersParked, parked), next === undefined ? Option.none() : Option.some(Date.parse(next)))),
+          Effect.as(
+            Metric.set(workflowTimersParked, parked),
+            next === undefined ? Option.none() : Option.some(Date.parse(next))
+          )),
         claimDue: (limit) =>
           Effect.flatMap(options.leaving, (leaving) =>
             leaving || driver.isDraining() ? Effect.succeed([]) : store.claimDue(instanceId, limit)),

@@ -26,7 +26,9 @@ const decodeResume = Schema.decodeUnknownEither(ApprovalResume, { errors: "all",
 
 /** What an andAgent step suspended on tool approvals is resumed with (`resumeWorkflow` types it so). */
 export interface ApprovalAnswers {
-  readonly answers: ReadonlyArray<{ readonly approvalId: string; readonly approved: boolean; readonly reason?: string | undefined }>
+  readonly answers: ReadonlyArray<
+    { readonly approvalId: string; readonly approved: boolean; readonly reason?: string | undefined }
+  >
 }
 
 /** The resume data the step reads: the answers, and whether they are the expiry's denials. */
@@ -38,7 +40,9 @@ export interface ApprovalResumeData extends ApprovalAnswers {
 export const approvalsOf = (suspension: Suspension | undefined): ReadonlyArray<PendingApproval> | undefined => {
   if (suspension?.reason !== APPROVAL_REASON) return undefined
   const data = suspension.data
-  if (typeof data !== "object" || data === null || !("approvals" in data) || !Array.isArray(data.approvals)) return undefined
+  if (typeof data !== "object" || data === null || !("approvals" in data) || !Array.isArray(data.approvals)) {
+    return undefined
+  }
   return data.approvals as ReadonlyArray<PendingApproval>
 }
 
@@ -65,28 +69,50 @@ const invalid = (message: string) => ValidationError.fromIssues([{ path: ["answe
  * execution waits on (400 naming an unknown, a repeated or a missing one); 409 once one has expired
  * (its due work denies them all).
  */
-export const approvalResumeData = (suspension: Suspension, resumeData: unknown): Either.Either<ApprovalResumeData, ValidationError | Conflict> =>
+export const approvalResumeData = (
+  suspension: Suspension,
+  resumeData: unknown
+): Either.Either<ApprovalResumeData, ValidationError | Conflict> =>
   Either.flatMap(
-    Either.mapLeft(decodeResume(resumeData), (error) => ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error), ["resumeData"])),
+    Either.mapLeft(decodeResume(resumeData), (error) =>
+      ValidationError.fromIssues(ParseResult.ArrayFormatter.formatErrorSync(error), ["resumeData"])),
     (resume): Either.Either<ApprovalResumeData, ValidationError | Conflict> => {
       const approvals = approvalsOf(suspension) ?? []
-      const pending = new Set(approvals.map((one) => one.approvalId))
+      const pending = new Set(approvals.map((one) =>
+        one.approvalId
+      ))
       const ids = resume.answers.map((one) => one.approvalId)
       const unknown = ids.find((id) => !pending.has(id))
-      if (unknown !== undefined) return Either.left(invalid(`approval ${unknown.slice(0, 64)} is not one this execution waits on`))
+      if (unknown !== undefined) {
+        return Either.left(
+          invalid(`approval ${unknown.slice(0, 64)} is not one this execution waits on`)
+        )
+      }
       if (new Set(ids).size !== ids.length) return Either.left(invalid("must name each approval once"))
       const missing = [...pending].filter((id) => !ids.includes(id))
-      if (missing.length > 0) return Either.left(invalid(`must answer every pending approval; missing: ${missing.slice(0, 10).join(", ")}`))
+      if (missing.length > 0) {
+        return Either.left(
+          invalid(`must answer every pending approval; missing: ${missing.slice(0, 10).join(", ")}`)
+        )
+      }
       const now = new Date().toISOString()
       const expired = approvals.find((one) => one.expiresAt <= now)
-      if (expired !== undefined) return Either.left(new Conflict({ message: `Approval ${expired.approvalId} expired at ${expired.expiresAt}` }))
+      if (expired !== undefined) {
+        return Either.left(
+          new Conflict({ message: `Approval ${expired.approvalId} expired at ${expired.expiresAt}` })
+        )
+      }
       return Either.right({ answers: resume.answers })
     }
   )
 
 /** The expiry's resume data: every approval the execution waits on, denied as expired. */
 export const expiredResumeData = (suspension: Suspension): ApprovalResumeData => ({
-  answers: (approvalsOf(suspension) ?? []).map((one) => ({ approvalId: one.approvalId, approved: false, reason: EXPIRED_REASON })),
+  answers: (approvalsOf(suspension) ?? []).map((one) => ({
+    approvalId: one.approvalId,
+    approved: false,
+    reason: EXPIRED_REASON
+  })),
   expired: true
 })
 

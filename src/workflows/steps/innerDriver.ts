@@ -1,19 +1,22 @@
 import { Effect, Option } from "effect"
-import type { Claim, Execution } from "../ExecutionRows.js"
+import { overBound } from "../ExecutionBytes.js"
 import { workflowEvent } from "../ExecutionEndings.js"
+import type { Claim, Execution } from "../ExecutionRows.js"
 import type { StepEnv } from "../runner.js"
+import { retryingRead } from "../storeRetry.js"
 import type { Step } from "../Workflow.js"
 import type * as S from "../WorkflowSchemas.js"
 import { inMemory, type InnerCheckpoint, type InnerEntry, type InnerOutputs, isInnerPathOf } from "./InnerOutputs.js"
 import { encodeRetryState } from "./innerPolicy.js"
 import { innerStepsOf } from "./innerViews.js"
-import { retryEvent } from "./PolicyDriver.js"
-import { retryingRead } from "../storeRetry.js"
 import { isLoopStep } from "./Loops.js"
-import { overBound } from "../ExecutionBytes.js"
+import { retryEvent } from "./PolicyDriver.js"
 
 /** How the driver commits a held execution's write with its events (its `checkpoint`, store failures as defects). */
-export type CommitWith = (events: ReadonlyArray<S.WorkflowEvent>, write: Effect.Effect<Option.Option<number>>) => Effect.Effect<Option.Option<number>>
+export type CommitWith = (
+  events: ReadonlyArray<S.WorkflowEvent>,
+  write: Effect.Effect<Option.Option<number>>
+) => Effect.Effect<Option.Option<number>>
 
 /**
  * The env step `index` runs with: a loop, branch, andAll or andWorkflow step (an andRace or andWhen whose inner steps retry) gets its committed inner outputs (read now)
@@ -36,24 +39,44 @@ export const withInnerCheckpoints = (
   }
 ): Effect.Effect<StepEnv> => {
   const { claim, commitWith, execution, outputs } = held
-  const retrying = (step.type === "andRace" || step.type === "andWhen") && innerStepsOf(step).some(({ step: one }) => one.retry !== undefined)
+  const retrying = (step.type === "andRace" || step.type === "andWhen") &&
+    innerStepsOf(step).some(({ step: one }) => one.retry !== undefined)
   if (!isLoopStep(step) && step.type !== "andAll" && step.type !== "andWorkflow" && !retrying) {
     // andRace commits nothing apart (innerRunner): no read either, unless a racer's retries are committed.
-    return Effect.succeed(step.type === "andRace" ? { ...env, inner: inMemory({ stepIndex: index, workflowId: execution.workflowId }) } : env)
+    return Effect.succeed(
+      step.type === "andRace"
+        ? { ...env, inner: inMemory({ stepIndex: index, workflowId: execution.workflowId }) }
+        : env
+    )
   }
-  const read = held.fresh ? Effect.succeed(new Map<string, unknown>()) : retryingRead(outputs.read(execution.id, step.id))
+  const read = held.fresh
+    ? Effect.succeed(new Map<string, unknown>())
+    : retryingRead(outputs.read(execution.id, step.id))
   return Effect.map(read, (all) => {
     const committed = new Map(Array.from(all).filter(([path]) => isInnerPathOf(step.id, path)))
-    const commitOrInterrupt = (entries: ReadonlyArray<InnerEntry>, events: ReadonlyArray<S.WorkflowEvent>, maxBytes = held.maxBytes) => {
+    const commitOrInterrupt = (
+      entries: ReadonlyArray<InnerEntry>,
+      events: ReadonlyArray<S.WorkflowEvent>,
+      maxBytes = held.maxBytes
+    ) => {
       // Unknown when a store failure's retry settled the write by reading it back: the next commit checks.
       let storedBytes = 0
-      const write = Effect.map(outputs.commit(claim, entries, events), Option.map((written) => {
-        storedBytes = written.storedBytes
-        return written.lastSeq
-      }))
-      return commitWith(events, write).pipe(Effect.flatMap((done) =>
-        Option.isNone(done) ? Effect.interrupt : storedBytes > maxBytes ? Effect.fail(overBound(step.id, storedBytes, maxBytes)) : Effect.void
-      ))
+      const write = Effect.map(
+        outputs.commit(claim, entries, events),
+        Option.map((written) => {
+          storedBytes = written.storedBytes
+          return written.lastSeq
+        })
+      )
+      return commitWith(events, write).pipe(
+        Effect.flatMap((done) =>
+          Option.isNone(done)
+            ? Effect.interrupt
+            : storedBytes > maxBytes
+            ? Effect.fail(overBound(step.id, storedBytes, maxBytes))
+            : Effect.void
+        )
+      )
     }
     const inner: InnerCheckpoint = {
       committed,

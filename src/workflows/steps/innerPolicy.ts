@@ -56,7 +56,9 @@ export const withInnerPolicy = <A>(
     parks: false,
     run: (n) => once({ ...env, attempt: n }),
     // A lost claim interrupts the step in the commit: runWithPolicy never sees a refusal.
-    commit: (retry) => (checkpoint === undefined ? Effect.succeed(true) : Effect.as(checkpoint.retry(spec.id, path, retry), true))
+    commit: (
+      retry
+    ) => (checkpoint === undefined ? Effect.succeed(true) : Effect.as(checkpoint.retry(spec.id, path, retry), true))
   }).pipe(
     Effect.flatMap(Option.match({
       onNone: () => Effect.interrupt,

@@ -1,9 +1,9 @@
 import { Effect, Either } from "effect"
-import { checkOutput, decodeValue, encodeValue, schemasOf } from "../StepCodec.js"
+import { nonJsonValue } from "../../core/jsonValue.js"
 import { contextFor, inner, pathIn, runCode, runStep, type StepEnv, StepFailed, type StepOutcome } from "../runner.js"
+import { checkOutput, decodeValue, encodeValue, schemasOf } from "../StepCodec.js"
 import { jsonBytes, MAX_STEP_OUTPUT_BYTES } from "../StoredValues.js"
 import { isSuspendSignal, type Step, type StepSpec, SuspendSignal, type WorkflowDefinition } from "../Workflow.js"
-import { nonJsonValue } from "../../core/jsonValue.js"
 import type { InnerCheckpoint } from "./InnerOutputs.js"
 import { withInnerPolicy } from "./innerPolicy.js"
 
@@ -20,34 +20,70 @@ import { withInnerPolicy } from "./innerPolicy.js"
 type Schema = Parameters<typeof encodeValue>[0]
 
 /** A suspension from inside a step names where it happened (issue #31 settled 7): the innermost path. */
-export const suspendingAt = (path: string) => <A>(effect: Effect.Effect<A, StepOutcome>): Effect.Effect<A, StepOutcome> =>
-  Effect.mapError(effect, (outcome) => (isSuspendSignal(outcome) && outcome.path === undefined ? new SuspendSignal({ ...outcome, path }) : outcome))
+export const suspendingAt =
+  (path: string) => <A>(effect: Effect.Effect<A, StepOutcome>): Effect.Effect<A, StepOutcome> =>
+    Effect.mapError(
+      effect,
+      (
+        outcome
+      ) => (isSuspendSignal(outcome) && outcome.path === undefined ? new SuspendSignal({ ...outcome, path }) : outcome)
+    )
 
 const storable = (schema: Schema, output: unknown): Either.Either<unknown, void> => {
   const encoded = encodeValue(schema, output)
   if (Either.isLeft(encoded)) return Either.left(undefined)
-  if (nonJsonValue(encoded.right, { strict: true }) !== undefined || jsonBytes(encoded.right) > MAX_STEP_OUTPUT_BYTES) return Either.left(undefined)
+  if (nonJsonValue(encoded.right, { strict: true }) !== undefined || jsonBytes(encoded.right) > MAX_STEP_OUTPUT_BYTES) {
+    return Either.left(undefined)
+  }
   return Either.right(encoded.right)
 }
 
 const restored = (schema: Schema, stored: unknown) => Either.getOrElse(decodeValue(schema, stored, false), () => stored)
 
 /** Commits an inner output when it can be stored. */
-const commitInner = (checkpoint: InnerCheckpoint, outer: Step, from: string, path: string, schema: Schema, output: unknown) =>
+const commitInner = (
+  checkpoint: InnerCheckpoint,
+  outer: Step,
+  from: string,
+  path: string,
+  schema: Schema,
+  output: unknown
+) =>
   Either.match(storable(schema, output), {
     onLeft: () => Effect.void,
-    onRight: (stored) => checkpoint.commit([{ path, value: stored }], { from, path, stepType: outer.type, output: stored })
+    onRight: (stored) =>
+      checkpoint.commit([{ path, value: stored }], { from, path, stepType: outer.type, output: stored })
   })
 
-const runSpec = (env: StepEnv, outer: Extract<Step, { type: "andAll" | "andRace" }>, one: StepSpec, data: unknown, resumeData: unknown) => {
+const runSpec = (
+  env: StepEnv,
+  outer: Extract<Step, { type: "andAll" | "andRace" }>,
+  one: StepSpec,
+  data: unknown,
+  resumeData: unknown
+) => {
   const running = inner(outer, one)
   const path = pathIn(env, `${outer.id}/${one.id}`)
   // Under its `timeout` and `retry` (steps/innerPolicy.ts).
-  return withInnerPolicy(env, one, path, (env) =>
-    runCode(one.id, (signal) => one.execute(Object.assign(contextFor(env, running, data, resumeData, signal), { path })))).pipe(suspendingAt(path))
+  return withInnerPolicy(
+    env,
+    one,
+    path,
+    (env) =>
+      runCode(
+        one.id,
+        (signal) => one.execute(Object.assign(contextFor(env, running, data, resumeData, signal), { path }))
+      )
+  ).pipe(suspendingAt(path))
 }
 
-export const runAll = (env: StepEnv, step: Extract<Step, { type: "andAll" }>, data: unknown, resumeData: unknown, checkpoint: InnerCheckpoint) =>
+export const runAll = (
+  env: StepEnv,
+  step: Extract<Step, { type: "andAll" }>,
+  data: unknown,
+  resumeData: unknown,
+  checkpoint: InnerCheckpoint
+) =>
   Effect.suspend(() => {
     const pathOf = (one: StepSpec) => pathIn(env, `${step.id}/${one.id}`)
     let running = step.steps.filter((one) => !checkpoint.committed.has(pathOf(one))).length
@@ -60,7 +96,9 @@ export const runAll = (env: StepEnv, step: Extract<Step, { type: "andAll" }>, da
             --running === 0 ? Effect.void : Effect.zipRight(
               // Siblings that end in the same turn (plain values) make this one's commit needless: the step's holds them all.
               Effect.yieldNow(),
-              Effect.suspend(() => (running === 0 ? Effect.void : commitInner(checkpoint, step, one.id, path, one.outputSchema, out)))
+              Effect.suspend(
+                () => (running === 0 ? Effect.void : commitInner(checkpoint, step, one.id, path, one.outputSchema, out))
+              )
             ))
         return Effect.tap(run, (out) => {
           env.stepData[one.id] = out

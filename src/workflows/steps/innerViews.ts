@@ -1,7 +1,9 @@
 import type { Step, StepSpec } from "../Workflow.js"
 
 /** A step's inner steps as GET /workflows/:id shows them (issue #31): each with its path under the step, nested ones too. */
-export const innerStepsOf = (step: Step): ReadonlyArray<{ readonly path: string; readonly step: Omit<StepSpec, "execute"> & { readonly type: string } }> => {
+export const innerStepsOf = (
+  step: Step
+): ReadonlyArray<{ readonly path: string; readonly step: Omit<StepSpec, "execute"> & { readonly type: string } }> => {
   const spec = (path: string, one: StepSpec, type: string) => ({ path, step: { ...one, type } })
   switch (step.type) {
     case "andAll":

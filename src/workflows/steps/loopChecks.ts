@@ -2,7 +2,8 @@ import { LOOP_BOUNDS, type LoopStep } from "./Loops.js"
 
 /** Definition-time checks of the loop and branch steps (their static bounds). */
 
-const isCount = (value: unknown, max: number) => typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= max
+const isCount = (value: unknown, max: number) =>
+  typeof value === "number" && Number.isInteger(value) && value >= 1 && value <= max
 
 /** The step, checked: its bounds that are known when it is defined; throws with a message otherwise. */
 export const checkLoopStep = <T extends LoopStep>(step: T): T => {
@@ -11,7 +12,9 @@ export const checkLoopStep = <T extends LoopStep>(step: T): T => {
     case "andDoWhile":
     case "andDoUntil":
       if (step.maxIterations !== undefined && !isCount(step.maxIterations, LOOP_BOUNDS.maxIterations)) {
-        throw new Error(`${at}: maxIterations must be an integer from 1 to ${LOOP_BOUNDS.maxIterations}, not ${step.maxIterations}`)
+        throw new Error(
+          `${at}: maxIterations must be an integer from 1 to ${LOOP_BOUNDS.maxIterations}, not ${step.maxIterations}`
+        )
       }
       if (typeof step.condition !== "function") throw new Error(`${at}: condition must be a function`)
       return step
@@ -22,7 +25,9 @@ export const checkLoopStep = <T extends LoopStep>(step: T): T => {
       return step
     case "andMap": {
       const keys = typeof step.map === "object" && step.map !== null ? Object.keys(step.map) : []
-      if (keys.length === 0 || keys.length > LOOP_BOUNDS.mapKeys) throw new Error(`${at}: map must have 1 to ${LOOP_BOUNDS.mapKeys} keys`)
+      if (keys.length === 0 || keys.length > LOOP_BOUNDS.mapKeys) {
+        throw new Error(`${at}: map must have 1 to ${LOOP_BOUNDS.mapKeys} keys`)
+      }
       const bad = keys.find((key) => typeof step.map[key] !== "function")
       if (bad !== undefined) throw new Error(`${at}: map.${bad} must be a function of the step's context`)
       return step
@@ -52,9 +57,13 @@ export const loopIds = (step: { readonly type: string; readonly id: string }): R
 
 /** The builder's loop and branch methods (the runtime side of LoopsChain). */
 export const loopMethods = (add: (step: LoopStep) => unknown) => ({
-  andForEach: (step: Omit<Extract<LoopStep, { type: "andForEach" }>, "type">) => add(checkLoopStep({ ...step, type: "andForEach" })),
-  andDoWhile: (step: Omit<Extract<LoopStep, { type: "andDoWhile" | "andDoUntil" }>, "type">) => add(checkLoopStep({ ...step, type: "andDoWhile" })),
-  andDoUntil: (step: Omit<Extract<LoopStep, { type: "andDoWhile" | "andDoUntil" }>, "type">) => add(checkLoopStep({ ...step, type: "andDoUntil" })),
-  andBranch: (step: Omit<Extract<LoopStep, { type: "andBranch" }>, "type">) => add(checkLoopStep({ ...step, type: "andBranch" })),
+  andForEach: (step: Omit<Extract<LoopStep, { type: "andForEach" }>, "type">) =>
+    add(checkLoopStep({ ...step, type: "andForEach" })),
+  andDoWhile: (step: Omit<Extract<LoopStep, { type: "andDoWhile" | "andDoUntil" }>, "type">) =>
+    add(checkLoopStep({ ...step, type: "andDoWhile" })),
+  andDoUntil: (step: Omit<Extract<LoopStep, { type: "andDoWhile" | "andDoUntil" }>, "type">) =>
+    add(checkLoopStep({ ...step, type: "andDoUntil" })),
+  andBranch: (step: Omit<Extract<LoopStep, { type: "andBranch" }>, "type">) =>
+    add(checkLoopStep({ ...step, type: "andBranch" })),
   andMap: (step: Omit<Extract<LoopStep, { type: "andMap" }>, "type">) => add(checkLoopStep({ ...step, type: "andMap" }))
 })
