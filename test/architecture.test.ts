@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { readdirSync, readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { dirname, join, normalize } from "node:path"
 
 // The house's arrows (docs/architecture.md), read off the sources' relative imports.
@@ -13,10 +13,45 @@ const sources = (dir: string): ReadonlyArray<string> =>
 
 const files = sources("src").filter((file) => !file.startsWith("src/console/app/"))
 
+/** A module's relative imports, type imports included (`import type`, `import("…").T`), as source paths. */
 const importsOf = (file: string): ReadonlyArray<string> =>
-  [...readFileSync(file, "utf8").matchAll(/(?:from|import)\s*\(?\s*"(\.{1,2}\/[^"]+)\.js"/g)].map((match) =>
-    normalize(join(dirname(file), match[1]!)) + ".ts"
-  )
+  [...readFileSync(file, "utf8").matchAll(/(?:from|import)\s*\(?\s*"(\.{1,2}\/[^"]+)\.js"/g)].map((match) => {
+    const path = normalize(join(dirname(file), match[1]!))
+    return existsSync(`${path}.tsx`) ? `${path}.tsx` : `${path}.ts`
+  })
+
+/** The import circles of `modules`: each strongly connected component of two or more (Tarjan), its files sorted. */
+const circles = (modules: ReadonlyArray<string>): ReadonlyArray<ReadonlyArray<string>> => {
+  const known = new Set(modules)
+  const index = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: Array<string> = []
+  const found: Array<Array<string>> = []
+  const visit = (file: string) => {
+    index.set(file, index.size)
+    low.set(file, index.get(file)!)
+    stack.push(file)
+    for (const target of importsOf(file).filter((target) => known.has(target))) {
+      if (!index.has(target)) {
+        visit(target)
+        low.set(file, Math.min(low.get(file)!, low.get(target)!))
+      } else if (stack.includes(target)) {
+        low.set(file, Math.min(low.get(file)!, index.get(target)!))
+      }
+    }
+    if (low.get(file) === index.get(file)) {
+      const component: Array<string> = []
+      let member: string
+      do {
+        member = stack.pop()!
+        component.push(member)
+      } while (member !== file)
+      if (component.length > 1) found.push(component.sort())
+    }
+  }
+  for (const file of modules) if (!index.has(file)) visit(file)
+  return found
+}
 
 /** The composition root: the only modules that may import anything. */
 const root = new Set(["src/main.ts", "src/index.ts", "src/Service.ts"])
@@ -69,6 +104,12 @@ describe("the house", () => {
 
   it("the package entry does not export the example app", () => {
     expect(importsOf("src/index.ts").filter((target) => target.startsWith("src/examples/"))).toEqual([])
+  })
+
+  it("no import circle in src, type imports and the console included", () => {
+    const found = circles(sources("src"))
+    if (found.length > 0) console.log(found.map((circle) => `circle of ${circle.length}:\n  ${circle.join("\n  ")}`).join("\n"))
+    expect(found).toEqual([])
   })
 
   it("no source file is over 400 lines", () => {
