@@ -39,8 +39,9 @@ export default tseslint.config(
       "@typescript-eslint/no-misused-promises": "error",
       // A switch with a default handles the rest on purpose (unknown input, a newer library's kinds).
       "@typescript-eslint/switch-exhaustiveness-check": ["error", { considerDefaultExhaustiveForUnions: true }],
-      // `while (true)` loops end by return or break.
-      "@typescript-eslint/no-unnecessary-condition": ["error", { allowConstantLoopConditions: "only-allowed-literals" }],
+      // Off until noUncheckedIndexedAccess is on: it reads guards on index signatures, SQL rows, regex groups
+      // and JSON.stringify as dead code (every report read was one; docs/decisions.md, issue #43).
+      "@typescript-eslint/no-unnecessary-condition": "off",
       "@typescript-eslint/consistent-type-imports": "error",
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }]
     }

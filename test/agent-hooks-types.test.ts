@@ -87,8 +87,8 @@ describe("agent hooks carry their requirements", () => {
     })
     const parent = defineAgent({ id: "p", name: "P", purpose: "p", instructions: "hi", subAgents: [sub] })
     expectTypeOf(parent).toEqualTypeOf<AgentDefinition<Audit>>()
-    const layer = ServicesLive(defineApp({ agents: [parent] }), resolveServerConfig({}, {}))
-    expectTypeOf<Layer.Layer.Context<typeof layer>>().toEqualTypeOf<Audit>()
+    const _layer = ServicesLive(defineApp({ agents: [parent] }), resolveServerConfig({}, {}))
+    expectTypeOf<Layer.Layer.Context<typeof _layer>>().toEqualTypeOf<Audit>()
   })
 })
 

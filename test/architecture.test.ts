@@ -108,7 +108,9 @@ describe("the house", () => {
 
   it("no import circle in src, type imports and the console included", () => {
     const found = circles(sources("src"))
-    if (found.length > 0) console.log(found.map((circle) => `circle of ${circle.length}:\n  ${circle.join("\n  ")}`).join("\n"))
+    if (found.length > 0) {
+      console.log(found.map((circle) => `circle of ${circle.length}:\n  ${circle.join("\n  ")}`).join("\n"))
+    }
     expect(found).toEqual([])
   })
 

@@ -1,8 +1,8 @@
 import { describe, expectTypeOf, it } from "@effect/vitest"
 import { Context, Effect, type Layer, Schema } from "effect"
-import { defineAgent } from "../src/agents/Agent.js"
-import { builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
+import { type AgentDefinition, defineAgent } from "../src/agents/Agent.js"
 import type { AgentRegistry } from "../src/agents/AgentRegistry.js"
+import { builtinEchoModel } from "../src/agents/models/BuiltinEchoModel.js"
 import { defineApp, type ServiceApp } from "../src/App.js"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { ServicesLive } from "../src/Service.js"
@@ -24,7 +24,12 @@ const ticketsTool = defineTool({
   execute: () => Effect.flatMap(Tickets, (tickets) => tickets.open)
 })
 const plainTool = defineTool({ name: "plain", description: "d", parameters: Schema.Struct({}), execute: () => 1 })
-const promiseTool = defineTool({ name: "promised", description: "d", parameters: Schema.Struct({}), execute: async () => 1 })
+const promiseTool = defineTool({
+  name: "promised",
+  description: "d",
+  parameters: Schema.Struct({}),
+  execute: async () => 1
+})
 
 const child = workflow({ id: "child", name: "C", purpose: "p", input: Schema.Number, result: Schema.Number })
   .andThen({ id: "c1", execute: ({ data }) => Effect.map(Billing, () => data) })
@@ -45,18 +50,37 @@ describe("requirements flow to the layer", () => {
       needsApproval: ({ amount }) => Effect.map(Billing, () => amount > 10)
     })
     expectTypeOf(refund).toEqualTypeOf<Tool<Tickets | Billing>>()
-    const always = defineTool({ name: "always", description: "d", parameters: Schema.Struct({}), execute: () => 1, needsApproval: true })
+    const always = defineTool({
+      name: "always",
+      description: "d",
+      parameters: Schema.Struct({}),
+      execute: () => 1,
+      needsApproval: true
+    })
     expectTypeOf(always).toEqualTypeOf<Tool<never>>()
-    const promised = defineTool({ name: "p", description: "d", parameters: Schema.Struct({}), execute: () => 1, needsApproval: async () => true })
+    const promised = defineTool({
+      name: "p",
+      description: "d",
+      parameters: Schema.Struct({}),
+      execute: () => 1,
+      needsApproval: async () => true
+    })
     expectTypeOf(promised).toEqualTypeOf<Tool<never>>()
     const agent = defineAgent({ id: "refunds", name: "R", purpose: "p", instructions: "hi", tools: [refund] })
-    expectTypeOf(agent).toEqualTypeOf<import("../src/agents/Agent.js").AgentDefinition<Tickets | Billing>>()
+    expectTypeOf(agent).toEqualTypeOf<AgentDefinition<Tickets | Billing>>()
   })
 
   it("an agent carries its tools', sub-agents' and dynamic parts' R", () => {
     const sub = defineAgent({ id: "sub", name: "S", purpose: "p", instructions: () => Effect.as(Audit, "be brief") })
-    const agent = defineAgent({ id: "a", name: "A", purpose: "p", instructions: "hi", tools: [ticketsTool, plainTool], subAgents: [sub] })
-    expectTypeOf(agent).toEqualTypeOf<import("../src/agents/Agent.js").AgentDefinition<Tickets | Audit>>()
+    const agent = defineAgent({
+      id: "a",
+      name: "A",
+      purpose: "p",
+      instructions: "hi",
+      tools: [ticketsTool, plainTool],
+      subAgents: [sub]
+    })
+    expectTypeOf(agent).toEqualTypeOf<AgentDefinition<Tickets | Audit>>()
     // A model list: each dynamic element's R joins (issue #32 item 4).
     const fallback = defineAgent({
       id: "f",
@@ -65,9 +89,9 @@ describe("requirements flow to the layer", () => {
       instructions: "hi",
       model: [() => Effect.as(Billing, builtinEchoModel()), () => Effect.as(Audit, builtinEchoModel())]
     })
-    expectTypeOf(fallback).toEqualTypeOf<import("../src/agents/Agent.js").AgentDefinition<Billing | Audit>>()
+    expectTypeOf(fallback).toEqualTypeOf<AgentDefinition<Billing | Audit>>()
     expectTypeOf(defineAgent({ id: "b", name: "B", purpose: "p", instructions: "hi" })).toEqualTypeOf<
-      import("../src/agents/Agent.js").AgentDefinition<never>
+      AgentDefinition<never>
     >()
   })
 
@@ -78,7 +102,11 @@ describe("requirements flow to the layer", () => {
         condition: () => Effect.flatMap(Tickets, (tickets) => tickets.open),
         step: { id: "inner", execute: ({ data }) => data }
       })
-      .andWorkflow({ id: "sub", workflow: child, input: ({ data }) => Effect.as(Effect.flatMap(Audit, (audit) => audit.note("x")), data) })
+      .andWorkflow({
+        id: "sub",
+        workflow: child,
+        input: ({ data }) => Effect.as(Effect.flatMap(Audit, (audit) => audit.note("x")), data)
+      })
     expectTypeOf(flow).toMatchTypeOf<WorkflowDefinition<number, number, Tickets | Billing | Audit>>()
     expectTypeOf(flow).not.toMatchTypeOf<WorkflowDefinition<number, number, Tickets | Billing>>()
   })
@@ -86,8 +114,8 @@ describe("requirements flow to the layer", () => {
   it("an app carries every part's R; the layer requires it but the service's own services", () => {
     const app = defineApp({ tools: [ticketsTool, plainTool], workflows: [child] })
     expectTypeOf(app).toEqualTypeOf<ServiceApp<Tickets | Billing>>()
-    const layer = ServicesLive(app, resolveServerConfig({}, {}))
-    expectTypeOf<Layer.Layer.Context<typeof layer>>().toEqualTypeOf<Tickets | Billing>()
+    const _layer = ServicesLive(app, resolveServerConfig({}, {}))
+    expectTypeOf<Layer.Layer.Context<typeof _layer>>().toEqualTypeOf<Tickets | Billing>()
     const own = defineTool({
       name: "own",
       description: "d",
@@ -95,7 +123,7 @@ describe("requirements flow to the layer", () => {
       execute: () => Effect.flatMap(Effect.context<AgentRegistry>(), () => Effect.succeed(1))
     })
     expectTypeOf(own).toEqualTypeOf<Tool<AgentRegistry>>()
-    const ownLayer = ServicesLive(defineApp({ tools: [own] }), resolveServerConfig({}, {}))
-    expectTypeOf<Layer.Layer.Context<typeof ownLayer>>().toEqualTypeOf<never>()
+    const _ownLayer = ServicesLive(defineApp({ tools: [own] }), resolveServerConfig({}, {}))
+    expectTypeOf<Layer.Layer.Context<typeof _ownLayer>>().toEqualTypeOf<never>()
   })
 })

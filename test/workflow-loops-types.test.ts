@@ -18,7 +18,7 @@ const base = () =>
 
 describe("loop and branch steps are typed", () => {
   it("andForEach: the item type reaches step (with index and path); the output is the array of its outputs; R joins", () => {
-    const flow = base().andForEach({
+    const _flow = base().andForEach({
       id: "price",
       concurrency: 4,
       items: () => Effect.flatMap(Catalog, (catalog) => catalog.skus),
@@ -39,7 +39,7 @@ describe("loop and branch steps are typed", () => {
         return data.reduce((sum, line) => sum + line.amount, 0)
       }
     })
-    expectTypeOf<RequirementsOf<typeof flow>>().toEqualTypeOf<Catalog | Prices>()
+    expectTypeOf<RequirementsOf<typeof _flow>>().toEqualTypeOf<Catalog | Prices>()
     // Items from a Promise or a plain array; an item's field that is not there does not compile.
     base().andForEach({
       id: "each",

@@ -51,7 +51,7 @@ const outerFlow = workflow({
 const app = defineApp({ workflows: [refundFlow, deskFlow, outerFlow] })
 
 // Compile time: `resumeWorkflow` at an andAgent step takes the step's resume type or the approval answers.
-const typedFlow = workflow({
+const _typedFlow = workflow({
   id: "typed-refund",
   name: "Typed refund",
   purpose: "Has its own resume type",
@@ -59,7 +59,7 @@ const typedFlow = workflow({
   result: Schema.String,
   resumeSchema: Schema.Struct({ ok: Schema.Boolean })
 }).andAgent({ id: "ask-cashier", agent: cashier, prompt: ({ data }) => `refund ${data.amount}` })
-type AgentResume = ResumeData<typeof typedFlow, "ask-cashier">
+type AgentResume = ResumeData<typeof _typedFlow, "ask-cashier">
 export const typedAnswers: ReadonlyArray<AgentResume> = [
   { answers: [{ approvalId: "a", approved: true }, { approvalId: "b", approved: false, reason: "no" }] },
   { ok: true },

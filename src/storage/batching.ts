@@ -1,4 +1,5 @@
-import { Deferred, Effect, Exit, Queue, type Scope } from "effect"
+import type { Exit} from "effect";
+import { Deferred, Effect, Queue, type Scope } from "effect"
 
 /** Resumes after the current turn of the event loop, once its microtasks have run. */
 export const nextTurn = Effect.async<void>((resume) => {

@@ -1,4 +1,5 @@
-import { type HttpServerRequest, HttpServerResponse, Socket } from "@effect/platform"
+import type { Socket } from "@effect/platform"
+import { type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServerRequest } from "@effect/platform-node"
 import { Effect, Queue, Scope } from "effect"
 import { UpgradeRequired } from "../core/errors.js"

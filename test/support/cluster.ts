@@ -127,7 +127,7 @@ export class Cluster {
     })
     const instance = { id, port, url: `http://127.0.0.1:${port}`, process: spawned }
     this.instances.push(instance)
-    spawned.exit.then(() => this.exited.add(instance))
+    void spawned.exit.then(() => this.exited.add(instance))
     return instance
   }
 

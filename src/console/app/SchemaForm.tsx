@@ -106,7 +106,7 @@ export const SchemaForm = (props: SchemaFormProps) => {
   }
 
   return (
-    <form class="schema-form" data-testid={props.testId} onSubmit={submit} noValidate>
+    <form class="schema-form" data-testid={props.testId} onSubmit={(event) => void submit(event)} noValidate>
       {asJson || fields === undefined
         ? (
           <label>

@@ -13,6 +13,11 @@ import type {
   TraceSummary as TraceSummarySchema
 } from "../../observability/ObservabilitySchemas.js"
 import type { SpanRecord } from "../../observability/Span.js"
+import type { WebhookDeliveryView } from "../../webhooks/WebhookSchemas.js"
+import type {
+  ScheduleSummary as ScheduleSummarySchema,
+  ScheduleView as ScheduleViewSchema
+} from "../../workflows/schedules/ScheduleSchemas.js"
 import type {
   ExecutionRecord as ExecutionRecordSchema,
   ExecutionState as ExecutionStateSchema,
@@ -49,6 +54,6 @@ export type TraceSummary = typeof TraceSummarySchema.Encoded
 export type LogEntry = typeof LogEntrySchema.Encoded
 export type JsonSchema = { readonly [key: string]: unknown }
 
-export type ScheduleView = typeof import("../../workflows/schedules/ScheduleSchemas.js").ScheduleView.Encoded
-export type ScheduleSummary = typeof import("../../workflows/schedules/ScheduleSchemas.js").ScheduleSummary.Encoded
-export type WebhookDelivery = typeof import("../../webhooks/WebhookSchemas.js").WebhookDeliveryView.Encoded
+export type ScheduleView = typeof ScheduleViewSchema.Encoded
+export type ScheduleSummary = typeof ScheduleSummarySchema.Encoded
+export type WebhookDelivery = typeof WebhookDeliveryView.Encoded
