@@ -94,7 +94,7 @@ const refund = workflow({
       Effect.gen(function*() {
         yield* recordParent("step")
         yield* Effect.log("ticket loaded")
-        if (data.hold === true) yield* (yield* Tickets).hold(executionId)
+        if (data.hold === true) return yield* (yield* Tickets).hold(executionId)
         return yield* (yield* Tickets).lookup(data.ticketId)
       })
   })

@@ -1,7 +1,11 @@
-import { Effect } from "effect"
+import { Data, Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import { open, readFile, realpath, rename, unlink } from "node:fs/promises"
 import { basename, dirname, join } from "node:path"
+import { messageOf } from "../core/errorMessages.js"
+
+/** The env file could not be read or written; `message` says why. */
+export class EnvFileWriteFailed extends Data.TaggedError("EnvFileWriteFailed")<{ readonly message: string }> {}
 
 const ASSIGNMENT = /^(\s*(?:export\s+)?)([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*)$/
 
@@ -93,7 +97,7 @@ const readIfExists = (path: string) =>
 export const writeEnvValues = (
   path: string,
   values: ReadonlyArray<readonly [string, string]>
-): Effect.Effect<void, Error> =>
+): Effect.Effect<void, EnvFileWriteFailed> =>
   Effect.tryPromise({
     try: async () => {
       const target = await realpath(path).catch(() => path)
@@ -114,5 +118,5 @@ export const writeEnvValues = (
         throw error
       }
     },
-    catch: (error) => (error instanceof Error ? error : new Error(String(error)))
+    catch: (error) => new EnvFileWriteFailed({ message: messageOf(error) })
   })

@@ -1,7 +1,10 @@
-import { Effect } from "effect"
+import { Data, Effect } from "effect"
 import { readFile } from "node:fs/promises"
 import { dirname, join } from "node:path"
 import { messageOf } from "../core/errorMessages.js"
+
+/** package.json could not be read; `message` says which file and why. */
+export class DependenciesUnreadable extends Data.TaggedError("DependenciesUnreadable")<{ readonly message: string }> {}
 
 export interface Dependency {
   readonly name: string
@@ -25,7 +28,9 @@ interface Manifest {
  * (this package's Effect packages are peers, so an embedder shares one Effect; the service still runs
  * on them). devDependencies are not the service's.
  */
-export const readDependencies = (projectDir: string): Effect.Effect<ReadonlyArray<Dependency>, Error> =>
+export const readDependencies = (
+  projectDir: string
+): Effect.Effect<ReadonlyArray<Dependency>, DependenciesUnreadable> =>
   readJson(join(projectDir, "package.json")).pipe(
     Effect.map((json) => {
       const manifest = json as Manifest
@@ -35,7 +40,9 @@ export const readDependencies = (projectDir: string): Effect.Effect<ReadonlyArra
       )
     }),
     Effect.mapError((error) =>
-      new Error(`Could not read ${join(projectDir, "package.json")}: ${messageOf(error.cause)}`)
+      new DependenciesUnreadable({
+        message: `Could not read ${join(projectDir, "package.json")}: ${messageOf(error.cause)}`
+      })
     )
   )
 
