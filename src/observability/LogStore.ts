@@ -8,7 +8,8 @@ import { recordedLogEntry } from "./recordedLogEntry.js"
 import { followRemoteRows } from "./remoteFeed.js"
 import { storeWriterOrInline } from "./StoreWriter.js"
 
-export { LEVELS, type LogEntry, type LogFilter, type LogQuery, type LogRetention, matches } from "./logTable.js"
+export { type LogEntry, type LogFilter, type LogQuery, type LogRetention, matches } from "./logTable.js"
+export { LEVELS } from "./ObservabilitySchemas.js"
 
 /**
  * The service's log, kept in the SQL store (shared by every instance on it) and bounded by count and

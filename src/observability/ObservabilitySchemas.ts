@@ -1,7 +1,8 @@
 import { Schema } from "effect"
-import { LEVELS } from "./logTable.js"
-
 /** What the observability stores hold and serve, shared by the stores and the API. */
+
+/** Log levels, least severe first. */
+export const LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"] as const
 
 export const Level = Schema.Literal(...LEVELS)
 

@@ -2,7 +2,7 @@ import type { SqlClient } from "@effect/sql"
 import * as Effect from "effect/Effect"
 import { ownTransaction } from "../storage/transaction.js"
 import { makeBatchInsert } from "./batchInsert.js"
-import type { LogEntry } from "./ObservabilitySchemas.js"
+import { LEVELS, type LogEntry } from "./ObservabilitySchemas.js"
 
 /**
  * How log entries are stored (`observability_logs`, migration 0011) and pruned, in the writer thread
@@ -34,7 +34,6 @@ export interface LogRetention {
   readonly maxAgeMs: number
 }
 
-export const LEVELS = ["trace", "debug", "info", "warn", "error", "fatal"] as const
 export const levelRank = (level: string) => LEVELS.indexOf(level as (typeof LEVELS)[number])
 
 /** Whether an entry passes the filters (level is a minimum; since/until are inclusive bounds). */
