@@ -42,7 +42,7 @@ export default tseslint.config(
       // Off until noUncheckedIndexedAccess is on: it reads guards on index signatures, SQL rows, regex groups
       // and JSON.stringify as dead code (every report read was one; docs/decisions.md, issue #43).
       "@typescript-eslint/no-unnecessary-condition": "off",
-      "@typescript-eslint/consistent-type-imports": "error",
+      "@typescript-eslint/consistent-type-imports": ["error", { fixStyle: "inline-type-imports" }],
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }]
     }
   }
