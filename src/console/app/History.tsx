@@ -81,6 +81,7 @@ export const History = ({ agentId }: { agentId: string }) => {
                     : entry.status}
                   {entry.model !== undefined && (
                     <span class="meta" data-testid="history-model" title="the model that answered">
+                      {" "}
                       {entry.model.modelId}
                     </span>
                   )}

@@ -131,6 +131,7 @@ export const Logs = () => {
             <span class="log-message">{log.message}</span> <span class="meta">{entityOf(log)}</span>
             {log.traceId !== undefined && (
               <>
+                {" "}
                 <a href={href("traces", log.traceId)}>trace</a>
               </>
             )}
