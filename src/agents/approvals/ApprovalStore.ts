@@ -4,7 +4,7 @@ import { createHash } from "node:crypto"
 import { Conflict, excerpt, NotFound, ValidationError } from "../../core/errors.js"
 import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { ownTransaction } from "../../storage/transaction.js"
-import type { Owner } from "../memory/MemoryStore.js"
+import type { Owner } from "../callContext.js"
 
 /** A tool call waiting for a human, as the caller sees it (`pendingApprovals`, the stream's frame). */
 export interface PendingApproval {

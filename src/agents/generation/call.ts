@@ -2,7 +2,8 @@
 import type { LanguageModelV4 } from "@ai-sdk/provider"
 import { InvalidPromptError } from "@ai-sdk/provider"
 import { isStepCount, type ModelMessage, type ToolApprovalConfiguration, type ToolSet } from "ai"
-import { Effect, Option, Runtime, Tracer } from "effect"
+import type { Option, Runtime, Tracer } from "effect"
+import { Effect } from "effect"
 import { ExecutionFailed, messageOf, ValidationError } from "../../core/errors.js"
 import type { Tool } from "../../tools/Tool.js"
 import { type AgentCallContext, type AgentDefinition, type AgentModel, resolveDynamic } from "../Agent.js"
@@ -11,6 +12,7 @@ import type { ApprovalStore } from "../approvals/ApprovalStore.js"
 import type { NewApprovals } from "../approvals/ApprovalStore.js"
 import { callerApprovalParts, type Resumed } from "../approvals/continuation.js"
 import { delegatedRefusal, toolApprovalFor } from "../approvals/gate.js"
+import type { Owner } from "../callContext.js"
 import {
   DELEGATE_TASK,
   delegateTool,
@@ -19,7 +21,7 @@ import {
   type RunSubAgent
 } from "../delegation/delegateTask.js"
 import { guardedRecord, guardedUserMessage, guardInput, rewrittenInput } from "../guardrails/input.js"
-import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
+import type { MemoryStore } from "../memory/MemoryStore.js"
 import { toAiTools } from "./aiTools.js"
 import {
   checkClaimedToolResults,

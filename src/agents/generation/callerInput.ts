@@ -2,7 +2,8 @@ import type { ModelMessage } from "ai"
 import { Effect, Either } from "effect"
 import { excerpt, ValidationError } from "../../core/errors.js"
 import type { GenerationOptions } from "../AgentsSchemas.js"
-import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
+import type { Owner } from "../callContext.js"
+import type { MemoryStore } from "../memory/MemoryStore.js"
 import { claimedToolResults } from "./toolOutcomes.js"
 
 /**

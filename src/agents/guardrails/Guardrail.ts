@@ -1,6 +1,6 @@
 import type { Effect } from "effect"
 import type { ResultContext } from "../../core/userCode.js"
-import type { AgentCallContext } from "../Agent.js"
+import type { AgentCallContext } from "../callContext.js"
 import { normalizeForMatching, replaceNormalized } from "./normalize.js"
 
 /** What a guardrail decides: let the text through, replace it, or stop the call with a message the client sees. */

@@ -5,6 +5,7 @@ import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { committingStatements, storeCommitsOrInline } from "../../storage/StoreCommits.js"
 import { ownTransaction } from "../../storage/transaction.js"
 import type { HistoryEntry } from "../AgentsSchemas.js"
+import type { Owner } from "../callContext.js"
 import { recordFilter } from "../workingMemory/WorkingMemoryStore.js"
 import { decodePageRows, decodeWholeEntries, pageColumns, pageEntry, wholeEntry } from "./historyRows.js"
 
@@ -15,14 +16,6 @@ export interface HistoryQuery {
   readonly conversationId?: string | undefined
   /** Only this owner's entries (null: those without one); everyone's when absent. */
   readonly owner?: Owner | undefined
-}
-
-/**
- * Under authentication, the user a conversation belongs to (null: anonymous callers): its memory is
- * read by agent, owner and conversation, so one user's conversation id never reaches another's.
- */
-export interface Owner {
-  readonly userId: string | null
 }
 
 export interface RememberedExchange {

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
-import type { Owner } from "../memory/MemoryStore.js"
+import type { Owner } from "../callContext.js"
 
 export type WorkingMemoryScope = "user" | "conversation"
 
