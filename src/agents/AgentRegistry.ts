@@ -163,12 +163,29 @@ export const AgentRegistryLive: Layer.Layer<
     const workingMemory = yield* WorkingMemoryStore
     const approvalStore = yield* ApprovalStore
     const runtime = yield* Effect.runtime<never>()
+    const limits = config.agentLimits ?? DEFAULT_AGENT_LIMITS
     // The AI SDK (with the zod schemas it builds at import) is a large share of start-up time that
     // a process serving no agent call never needs: it is loaded by the first call.
-    const generation = yield* Effect.cached(Effect.promise(() => import("./generation/Generation.js")))
+    const generation = yield* Effect.cached(
+      Effect.promise(() => import("./plugged.js")).pipe(Effect.map((module) =>
+        module.plugged({
+          defaultModel,
+          memory,
+          contextMaxBytes: limits.contextMaxBytes,
+          runtime,
+          recordContent: config.recordContent,
+          providerOptionsAllow: new Set(config.providerOptionsAllow),
+          approvals: {
+            store: approvalStore,
+            ttlMs: config.approvals?.ttlMs ?? 24 * 3600 * 1000,
+            secret: config.approvals?.secret === undefined ? undefined : Redacted.value(config.approvals.secret)
+          },
+          workingMemory: forCall(workingMemory)
+        })
+      ))
+    )
 
     const find = (id: string) => getOrNotFound(byId, "Agent", id)
-    const limits = config.agentLimits ?? DEFAULT_AGENT_LIMITS
 
     // Every door (HTTP, /rpc, MCP, andAgent) enters here: the input is measured once, before any work.
     const admitted = <A, E>(
@@ -213,32 +230,16 @@ export const AgentRegistryLive: Layer.Layer<
             () =>
               Effect.flatMap(generation, (g): Effect.Effect<unknown, CallError | AgentOutputInvalid> => {
                 if (output === undefined) {
-                  return g.text(env, found, request)
+                  return g.text(found, request)
                 }
                 const prepared = prepareOutput(output)
                 return Effect.flatMap(
-                  g.object(env, found, { ...request, schema: prepared.jsonSchema }),
+                  g.object(found, { ...request, schema: prepared.jsonSchema }),
                   (value) => prepared.decode(found.id, value)
                 )
               })
           )
       )
-    }
-
-    const env: Generation.GenerationEnv = {
-      defaultModel,
-      memory,
-      contextMaxBytes: limits.contextMaxBytes,
-      runtime,
-      recordContent: config.recordContent,
-      providerOptionsAllow: new Set(config.providerOptionsAllow),
-      approvals: {
-        store: approvalStore,
-        ttlMs: config.approvals?.ttlMs ?? 24 * 3600 * 1000,
-        secret: config.approvals?.secret === undefined ? undefined : Redacted.value(config.approvals.secret)
-      },
-      runSubAgent: (sub, request) => Effect.flatMap(generation, (g) => g.text(env, sub, request)),
-      workingMemory: forCall(workingMemory)
     }
 
     const toolSummaries = (agent: AgentDefinition) => [
@@ -373,28 +374,28 @@ export const AgentRegistryLive: Layer.Layer<
       text: (id, request) =>
         Effect.flatMap(
           find(id),
-          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.text(env, agent, request)))
+          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.text(agent, request)))
         ),
       call,
       stream: (id, request) =>
         Effect.flatMap(
           find(id),
-          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.stream(env, agent, request)))
+          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.stream(agent, request)))
         ),
       chat: (id, request) =>
         Effect.flatMap(
           find(id),
-          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.chat(env, agent, request)))
+          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.chat(agent, request)))
         ),
       object: (id, request) =>
         Effect.flatMap(
           find(id),
-          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.object(env, agent, request)))
+          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.object(agent, request)))
         ),
       streamObject: (id, request) =>
         Effect.flatMap(
           find(id),
-          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.streamObject(env, agent, request)))
+          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.streamObject(agent, request)))
         )
     })
   })

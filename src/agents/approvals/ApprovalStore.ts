@@ -5,50 +5,16 @@ import { Conflict, excerpt, NotFound, ValidationError } from "../../core/errors.
 import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { ownTransaction } from "../../storage/transaction.js"
 import type { Owner } from "../callContext.js"
+import type {
+  AnsweredApproval,
+  ApprovalAnswer,
+  NewApprovals,
+  PendingApproval,
+  RequestTrace
+} from "../generation/contract.js"
 
-/** A tool call waiting for a human, as the caller sees it (`pendingApprovals`, the stream's frame). */
-export interface PendingApproval {
-  readonly approvalId: string
-  readonly toolName: string
-  readonly toolCallId: string
-  readonly input: unknown
-  readonly expiresAt: string
-  /** A sub-agent's request (through delegate_task): the sub-agent whose tool waits. */
-  readonly agentId?: string | undefined
-}
-
-/** The requests of one generation, stored with what it needs to continue. */
-export interface NewApprovals {
-  readonly agentId: string
-  /** The call's id (its history entry's, once it finishes). */
-  readonly callId: string
-  readonly owner: Owner | undefined
-  readonly conversationId: string | undefined
-  readonly requests: ReadonlyArray<Omit<PendingApproval, "expiresAt">>
-  readonly state: unknown
-  readonly expiresAt: Date
-  /** The requesting call's span: the answering call's span links to it. */
-  readonly trace?: RequestTrace | undefined
-}
-
-export interface RequestTrace {
-  readonly traceId: string
-  readonly spanId: string
-}
-
-export interface ApprovalAnswer {
-  readonly approvalId: string
-  readonly approved: boolean
-  readonly reason?: string | undefined
-  /** The tool call the answer is about, as the client holds it (/chat): it counts only for that very call. */
-  readonly expect?: { readonly toolName: string; readonly inputHash: string } | undefined
-}
-
-export interface AnsweredApproval extends ApprovalAnswer {
-  readonly toolName: string
-  readonly toolCallId: string
-  readonly inputHash: string
-}
+// The values a call carries (the generation core's contract), re-exported for the workflows that answer them.
+export type { ApprovalAnswer, PendingApproval }
 
 /** A generation whose every pending approval was just answered: it may continue. */
 export interface AnsweredCall {

@@ -9,8 +9,17 @@ import { claimedToolResults } from "./toolOutcomes.js"
 /**
  * What a caller may put into the model's context and the provider's request: no system message (the
  * agent's instructions are the only one; a caller's is dropped), provider options only on the operator's allow-list
- * (`provider.key`), and tool results only as the service produced them in that conversation.
+ * (`provider.key`), tool results only as the service produced them in that conversation, and no tool
+ * approvals (only the service's own rows answer them).
  */
+
+const APPROVAL_PARTS: ReadonlySet<string> = new Set(["tool-approval-request", "tool-approval-response"])
+
+/** Whether a caller's messages carry tool approvals (only the service's own rows may answer them). */
+export const callerApprovalParts = (messages: ReadonlyArray<ModelMessage>): boolean =>
+  messages.some((message) =>
+    typeof message.content !== "string" && message.content.some((part) => APPROVAL_PARTS.has(part.type))
+  )
 
 /** Tool results checked against memory per call at most (more is a 400). */
 export const MAX_CLAIMED_TOOL_RESULTS = 1000

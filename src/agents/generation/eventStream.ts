@@ -2,10 +2,10 @@ import type { streamText } from "ai"
 import { Cause } from "effect"
 import { messageOf } from "../../core/errors.js"
 import type { ModelRef, TextResult, Usage } from "../AgentsSchemas.js"
-import type { NewApprovals, PendingApproval } from "../approvals/ApprovalStore.js"
-import { addUsage, type Prior } from "../approvals/continuation.js"
-import { StreamBlocked } from "../guardrails/stream.js"
+import type { NewApprovals, PendingApproval, Prior } from "./contract.js"
 import { toUsage } from "./results.js"
+import { StreamBlocked } from "./streamBlocked.js"
+import { addUsage } from "./tally.js"
 import { streamedToolOutcome, type ToolOutcome } from "./toolOutcomes.js"
 
 export type StreamEvent =
