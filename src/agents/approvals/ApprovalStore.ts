@@ -12,6 +12,7 @@ import type {
   PendingApproval,
   RequestTrace
 } from "../generation/contract.js"
+import { canonicalJson } from "../generation/jsonText.js"
 
 // The values a call carries (the generation core's contract), re-exported for the workflows that answer them.
 export type { ApprovalAnswer, PendingApproval }
@@ -36,17 +37,7 @@ const boundOf = (state: unknown): unknown =>
 
 /** The digest a request is bound to: its tool and its input (keys sorted). */
 export const inputHash = (toolName: string, input: unknown): string =>
-  createHash("sha256").update(`${toolName}\u0000${canonical(input)}`).digest("base64url")
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
-const canonical = (value: unknown): string =>
-  JSON.stringify(
-    value,
-    (_key, field: unknown) =>
-      isPlainObject(field) ? Object.fromEntries(Object.keys(field).sort().map((key) => [key, field[key]])) : field
-  ) ?? "null"
+  createHash("sha256").update(`${toolName}\u0000${canonicalJson(input)}`).digest("base64url")
 
 export class ApprovalStore extends Context.Tag("ApprovalStore")<ApprovalStore, {
   readonly request: (approvals: NewApprovals) => Effect.Effect<void>
@@ -169,9 +160,9 @@ export const ApprovalStoreLive = Layer.effect(
             RETURNING id`.pipe(Effect.orDie)
           if (won.length === 0) {
             // Read again: a concurrent answer may have won since the rows were read.
-            const [current] = yield* sql<
+            const current = (yield* sql<
               { status: string }
-            >`SELECT status FROM agent_tool_approvals WHERE id = ${row.id}`.pipe(Effect.orDie)
+            >`SELECT status FROM agent_tool_approvals WHERE id = ${row.id}`.pipe(Effect.orDie)).at(0)
             return yield* new Conflict({
               message: current?.status === "approved" || current?.status === "denied"
                 ? `Approval ${row.id} was answered already`

@@ -58,6 +58,26 @@ export const failed = (agent: AgentDefinition, field = "input") => (error: unkno
     ? new ValidationError({ message: `Input validation failed: ${field}: ${error.message}` })
     : new ExecutionFailed({ message: `Agent ${agent.id} failed: ${messageOf(error)}` })
 
+/** The agent's dynamic instructions and model and the caller's messages (none: continued), as the call's failure when one fails. */
+const resolveParts = (
+  env: GenerationEnv,
+  agent: AgentDefinition,
+  call: AgentCallContext,
+  input: CallRequest["input"],
+  field: string
+) => {
+  const fail = failed(agent, field)
+  return Effect.all([
+    Effect.mapError(resolveDynamic(agent.instructions, call), fail),
+    agent.model === undefined
+      ? Effect.succeed(env.defaultModel)
+      : Effect.mapError(resolveModels(agent.model, call), fail),
+    input === undefined
+      ? Effect.succeed<Array<ModelMessage>>([])
+      : Effect.tryPromise({ try: () => toModelMessages(input), catch: fail })
+  ])
+}
+
 export const prepare = (
   env: GenerationEnv,
   agent: AgentDefinition,
@@ -98,13 +118,7 @@ export const prepare = (
       ? [agentInstructions, agentModel ?? env.defaultModel, [
         { role: "user", content: typeof input === "string" ? input : "" } satisfies ModelMessage
       ]]
-      : yield* Effect.all([
-        resolveDynamic(agentInstructions, call),
-        agentModel === undefined ? Effect.succeed(env.defaultModel) : resolveModels(agentModel, call),
-        resumed !== undefined
-          ? Effect.succeed([])
-          : Effect.tryPromise({ try: () => toModelMessages(input!), catch: (error) => error })
-      ]).pipe(Effect.mapError(failed(agent, field)))
+      : yield* resolveParts(env, agent, call, resumed === undefined ? input : undefined, field)
     const sent = resumed !== undefined
       ? resumed.newMessages
       : typeof input === "string"

@@ -73,7 +73,7 @@ type ProviderOptions = Record<string, Record<string, unknown>>
 
 const allowedOnly = (options: ProviderOptions, allow: ReadonlySet<string>): ProviderOptions | undefined => {
   const kept = Object.entries(options).flatMap(([provider, keys]) => {
-    const entries = Object.entries(keys ?? {}).filter(([key]) => allow.has(`${provider}.${key}`))
+    const entries = Object.entries(keys).filter(([key]) => allow.has(`${provider}.${key}`))
     return entries.length === 0 ? [] : [[provider, Object.fromEntries(entries)] as const]
   })
   return kept.length === 0 ? undefined : Object.fromEntries(kept)

@@ -68,8 +68,29 @@ const toStreamEvent = (part: Part): StreamEvent | undefined => {
       return part.error instanceof StreamBlocked
         ? { type: "error", error: part.error.message, guardrail: part.error.blocked.guardrail }
         : { type: "error", error: messageOf(part.error) }
-    default:
-      // start, step boundaries, raw provider data and the like are never sent: they can reveal the prompt.
+    // Start, step boundaries, raw provider data and the like are never sent: they can reveal the prompt
+    // (an approval request is sent once stored, by eventStream).
+    case "start":
+    case "start-step":
+    case "finish-step":
+    case "text-start":
+    case "text-end":
+    case "reasoning-start":
+    case "reasoning-end":
+    case "reasoning-file":
+    case "tool-input-start":
+    case "tool-input-delta":
+    case "tool-input-end":
+    case "tool-approval-request":
+    case "tool-approval-response":
+    case "tool-output-denied":
+    case "steering-message":
+    case "source":
+    case "file":
+    case "custom":
+    case "raw":
+    case "ping":
+    case "abort":
       return undefined
   }
 }

@@ -15,7 +15,7 @@ const modelMessages = modelMessageSchema.array()
 const checked = (messages: Array<ModelMessage>): Array<ModelMessage> => {
   const result = modelMessages.safeParse(messages)
   if (result.success) return messages
-  const issue = result.error.issues[0]
+  const issue = result.error.issues.at(0)
   const where = issue === undefined ? "" : ` (at ${issue.path.join(".")}: ${issue.message})`
   throw new InvalidPromptError({
     prompt: messages,

@@ -10,8 +10,8 @@ export const toUsage = (usage: LanguageModelUsage | undefined): Usage => {
     promptTokens,
     completionTokens,
     totalTokens: usage?.totalTokens ?? promptTokens + completionTokens,
-    cachedInputTokens: usage?.inputTokenDetails?.cacheReadTokens ?? 0,
-    reasoningTokens: usage?.outputTokenDetails?.reasoningTokens ?? 0
+    cachedInputTokens: usage?.inputTokenDetails.cacheReadTokens ?? 0,
+    reasoningTokens: usage?.outputTokenDetails.reasoningTokens ?? 0
   }
 }
 

@@ -195,9 +195,9 @@ export const MemoryStoreLive = Layer.scoped(
      */
     const deleteLastAnswer = (agentId: string, remembered: RememberedExchange) =>
       Effect.gen(function*() {
-        const [last] = yield* sql`SELECT id, message FROM agent_messages
+        const last = yield* sql`SELECT id, message FROM agent_messages
           WHERE ${inConversation(agentId, remembered.conversationId, remembered.owner)}
-          ORDER BY id DESC LIMIT 1`.pipe(Effect.flatMap(decodeLastMessage))
+          ORDER BY id DESC LIMIT 1`.pipe(Effect.flatMap(decodeLastMessage), Effect.map((rows) => rows.at(0)))
         if (last === undefined || last.message.role !== "assistant") return []
         return [sql`DELETE FROM agent_messages WHERE id = ${last.id} AND id = (SELECT MAX(id) FROM agent_messages
           WHERE ${inConversation(agentId, remembered.conversationId, remembered.owner)})`]
