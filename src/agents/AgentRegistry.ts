@@ -1,5 +1,12 @@
+/**
+ * `src/agents`: agents, their calls and what they keep. The registry (this file) is the one door of
+ * every call (HTTP, /rpc, MCP, a workflow's andAgent); it holds the definitions and loads the generation
+ * core with its features plugged in (plugged.ts) on the first call. Below it: generation/ (the core),
+ * approvals/, delegation/ and guardrails/ (plug into the core), memory/ and workingMemory/ (stores),
+ * models/. Nothing in the folder imports the registry or the HTTP edge (handlers.ts, AgentsApi.ts).
+ */
 import type { Schema } from "effect"
-import { Context, Effect, JSONSchema, Layer, Option, Redacted, type Stream } from "effect"
+import { Context, Effect, Layer, Option, type Stream } from "effect"
 import { originalOf } from "../app/bindApp.js"
 import { DEFAULT_AGENT_LIMITS } from "../config/AgentSettings.js"
 import { ServerConfig } from "../config/ServerConfig.js"
@@ -27,16 +34,15 @@ import type {
 } from "./AgentsSchemas.js"
 import { ApprovalStore } from "./approvals/ApprovalStore.js"
 import type { Owner } from "./callContext.js"
-import { DELEGATE_TASK, delegateParameters } from "./delegation/delegateTask.js"
 import type * as Generation from "./generation/Generation.js"
 import { modelSummary } from "./generation/modelChoice.js"
 import { DEFAULTS } from "./generation/settings.js"
 import { inputRefusal } from "./inputCap.js"
 import { type HistoryQuery, MemoryStore } from "./memory/MemoryStore.js"
 import { DefaultModel } from "./models/DefaultModel.js"
-import { UPDATE_WORKING_MEMORY } from "./workingMemory/config.js"
+import { toolSummaries } from "./toolSummaries.js"
 import type { WorkingMemoryDeleted, WorkingMemoryView } from "./workingMemory/schemas.js"
-import { forCall, routeKey } from "./workingMemory/workingMemory.js"
+import { routeKey } from "./workingMemory/workingMemory.js"
 import { WorkingMemoryStore } from "./workingMemory/WorkingMemoryStore.js"
 
 export type { CallRequest, ObjectEvent, StreamEvent } from "./generation/Generation.js"
@@ -167,22 +173,16 @@ export const AgentRegistryLive: Layer.Layer<
     // The AI SDK (with the zod schemas it builds at import) is a large share of start-up time that
     // a process serving no agent call never needs: it is loaded by the first call.
     const generation = yield* Effect.cached(
-      Effect.promise(() => import("./plugged.js")).pipe(Effect.map((module) =>
+      Effect.map(Effect.promise(() => import("./plugged.js")), (module) =>
         module.plugged({
+          config,
+          contextMaxBytes: limits.contextMaxBytes,
           defaultModel,
           memory,
-          contextMaxBytes: limits.contextMaxBytes,
-          runtime,
-          recordContent: config.recordContent,
-          providerOptionsAllow: new Set(config.providerOptionsAllow),
-          approvals: {
-            store: approvalStore,
-            ttlMs: config.approvals?.ttlMs ?? 24 * 3600 * 1000,
-            secret: config.approvals?.secret === undefined ? undefined : Redacted.value(config.approvals.secret)
-          },
-          workingMemory: forCall(workingMemory)
-        })
-      ))
+          workingMemory,
+          approvalStore,
+          runtime
+        }))
     )
 
     const find = (id: string) => getOrNotFound(byId, "Agent", id)
@@ -241,29 +241,6 @@ export const AgentRegistryLive: Layer.Layer<
           )
       )
     }
-
-    const toolSummaries = (agent: AgentDefinition) => [
-      ...(agent.tools ?? []).map((tool) => ({
-        name: tool.name,
-        description: tool.description,
-        parameters: tool.parameters,
-        needsApproval: tool.needsApproval !== undefined
-      })),
-      ...(agent.subAgents?.length
-        ? [{
-          name: DELEGATE_TASK,
-          description: "Hand a task to sub-agents",
-          parameters: delegateParameters,
-          needsApproval: false
-        }]
-        : []),
-      ...(agent.workingMemory === undefined ? [] : [{
-        name: UPDATE_WORKING_MEMORY,
-        description: `Replace the working memory (per ${agent.workingMemory.scope})`,
-        parameters: JSONSchema.make(agent.workingMemory.schema) as unknown as Record<string, unknown>,
-        needsApproval: false
-      }])
-    ]
 
     const summary = (agent: AgentDefinition): AgentSummary => ({
       id: agent.id,

@@ -1,3 +1,9 @@
+/**
+ * `approvals/`: tool approval (issue #32). This store keeps the requests a call stopped on and takes
+ * their answers; the rest of the folder plugs approval into the generation core (plugin.ts: the gate,
+ * the stopped call's rows and its continuation). It may import the core's contract and messages, the
+ * delegation and input guardrails it continues through, and the stores; never the registry.
+ */
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
 import { createHash } from "node:crypto"

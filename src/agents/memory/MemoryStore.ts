@@ -1,3 +1,8 @@
+/**
+ * `memory/`: conversation memory and the call history (SQL). A store: it imports the agents' schemas,
+ * the call context and storage, and working memory's row filter (forgetting a conversation forgets
+ * its record too); nothing of generation or the features above it.
+ */
 import { SqlClient, type Statement } from "@effect/sql"
 import type { ModelMessage } from "ai"
 import { Context, Effect, Layer, Option, Predicate, Schema } from "effect"
