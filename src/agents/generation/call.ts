@@ -15,7 +15,7 @@ import {
   withoutCallerSystemMessages,
   withoutProviderOptions
 } from "./callerInput.js"
-import { stepEndCommit, toolResultCommit } from "./commits.js"
+import { commitsOf } from "./commits.js"
 import type { CallRequest, Delegations, PreparedCall, Resumed } from "./contract.js"
 import { toolHooksOf } from "./hooks.js"
 import { toModelMessages, userMessageToRemember } from "./messages.js"
@@ -188,14 +188,13 @@ export const prepare = (
     const toolApproval = tools.length === 0 || request.delegated === true ? undefined : env.approvals.toolApproval(
       tools,
       caller,
-      stopDelegations === undefined
+      stopDelegations === undefined || delegation === undefined
         ? undefined
-        : {
-          [delegation!.toolName]: delegation!.approval(agent, call, delegations!, parent, stopDelegations.signal)
-        }
+        : { [delegation.toolName]: delegation.approval(agent, call, delegations!, parent, stopDelegations.signal) }
     )
-    const commits = env.commits
-    const committed = commits === undefined ? undefined : { agentId: agent.id, callId, call }
+    const commits = env.commits === undefined
+      ? undefined
+      : commitsOf(env.commits, { agentId: agent.id, callId, call }, env.runtime, parent)
     const fallback = usesFallback(agent, model)
     return {
       callId,
@@ -215,7 +214,7 @@ export const prepare = (
         tools.some((t) => t.needsApproval !== undefined)
           ? env.approvals.gate(resumed?.approved, caller, request.delegated === true)
           : undefined,
-        committed === undefined ? undefined : toolResultCommit(commits!, committed)
+        commits?.toolResult
       ),
       // The wrapper retries and falls over itself: the SDK's own retries would multiply its tries.
       settings: fallback ? { ...settings, maxRetries: 0 } : settings,
@@ -227,7 +226,7 @@ export const prepare = (
       ...(resumed === undefined ? {} : { resumed }),
       ...(delegations === undefined ? {} : { delegations }),
       ...(stopDelegations === undefined ? {} : { stopDelegations }),
-      ...(committed === undefined ? {} : { onStepEnd: stepEndCommit(commits!, committed, env.runtime, parent) })
+      onStepEnd: commits?.stepEnd
     } satisfies PreparedCall
   })
 

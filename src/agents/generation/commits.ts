@@ -3,22 +3,25 @@ import type { StepResult, ToolSet } from "ai"
 import { Effect, Option, Runtime, type Tracer } from "effect"
 import type { CommitPlugin, CommitRef } from "./plugins.js"
 
-/** The SDK's `onStepEnd` for a call: the step committed inside the call's span before the next one starts. */
-export const stepEndCommit = (
+/** A call's commits: made once per call, only when a commit plug-in is plugged in. */
+export interface CallCommits {
+  /** The SDK's `onStepEnd`: the step committed, inside the call's span, before the next one starts. */
+  readonly stepEnd: (step: StepResult<ToolSet>) => Promise<void>
+  /** Runs after each of the call's tools returned: its result committed before the model reads it. */
+  readonly toolResult: (toolName: string, toolCallId: string, input: unknown, output: unknown) => Effect.Effect<void>
+}
+
+export const commitsOf = (
   commits: CommitPlugin,
   ref: CommitRef,
   runtime: Runtime.Runtime<never>,
   parent: Option.Option<Tracer.AnySpan>
-) =>
-(step: StepResult<ToolSet>): Promise<void> => {
-  const commit = commits.stepEnd(ref, step)
-  return Runtime.runPromise(runtime)(
-    Option.match(parent, { onNone: () => commit, onSome: (span) => Effect.withParentSpan(commit, span) })
-  )
-}
-
-/** What runs after each of the call's tools returned: its result committed before the model reads it. */
-export const toolResultCommit =
-  (commits: CommitPlugin, ref: CommitRef) =>
-  (toolName: string, toolCallId: string, input: unknown, output: unknown): Effect.Effect<void> =>
-    commits.toolResult(ref, { toolName, toolCallId, input, output })
+): CallCommits => ({
+  stepEnd: (step) => {
+    const commit = commits.stepEnd(ref, step)
+    return Runtime.runPromise(runtime)(
+      Option.match(parent, { onNone: () => commit, onSome: (span) => Effect.withParentSpan(commit, span) })
+    )
+  },
+  toolResult: (toolName, toolCallId, input, output) => commits.toolResult(ref, { toolName, toolCallId, input, output })
+})
