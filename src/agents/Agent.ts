@@ -4,22 +4,12 @@ import { checkDefinitionId } from "../core/definitionId.js"
 import { fromUserResult, type ResultContext } from "../core/userCode.js"
 import type { Tool } from "../tools/Tool.js"
 import type { GenerationOptions, Usage } from "./AgentsSchemas.js"
+import type { AgentCallContext } from "./callContext.js"
 import type { InputGuardrail, OutputGuardrail } from "./guardrails/Guardrail.js"
 import type { FallbackPolicy } from "./models/fallbackModel.js"
 import { UPDATE_WORKING_MEMORY, type WorkingMemoryConfig } from "./workingMemory/config.js"
 
-/** What an agent knows of the call it is answering. */
-export interface AgentCallContext {
-  /** The caller's `options.context` (empty when none was sent). */
-  readonly context: Readonly<Record<string, unknown>>
-  /** The authenticated user, or null. */
-  readonly user: unknown
-  /** Under authentication, the caller's id (the conversation's owner); without it, the body's `userId`. */
-  readonly userId?: string | undefined
-  readonly conversationId?: string | undefined
-  /** Under authentication: the user the call's conversation and history belong to (null: anonymous). */
-  readonly owner?: { readonly userId: string | null } | undefined
-}
+export type { AgentCallContext } from "./callContext.js"
 
 /**
  * A model object from an AI SDK provider: `LanguageModelV4` from the 7 line's packages

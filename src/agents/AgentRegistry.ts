@@ -1,4 +1,12 @@
-import { Context, Effect, JSONSchema, Layer, Option, Redacted, Schema, type Stream } from "effect"
+/**
+ * `src/agents`: agents, their calls and what they keep. The registry (this file) is the one door of
+ * every call (HTTP, /rpc, MCP, a workflow's andAgent); it holds the definitions and loads the generation
+ * core with its features plugged in (plugged.ts) on the first call. Below it: generation/ (the core),
+ * approvals/, delegation/ and guardrails/ (plug into the core), memory/ and workingMemory/ (stores),
+ * models/. Nothing in the folder imports the registry or the HTTP edge (handlers.ts, AgentsApi.ts).
+ */
+import type { Schema } from "effect"
+import { Context, Effect, Layer, Option, type Stream } from "effect"
 import { originalOf } from "../app/bindApp.js"
 import { DEFAULT_AGENT_LIMITS } from "../config/AgentSettings.js"
 import { ServerConfig } from "../config/ServerConfig.js"
@@ -25,16 +33,16 @@ import type {
   TextResult
 } from "./AgentsSchemas.js"
 import { ApprovalStore } from "./approvals/ApprovalStore.js"
-import { DELEGATE_TASK, delegateParameters } from "./delegation/delegateTask.js"
+import type { Owner } from "./callContext.js"
 import type * as Generation from "./generation/Generation.js"
 import { modelSummary } from "./generation/modelChoice.js"
 import { DEFAULTS } from "./generation/settings.js"
 import { inputRefusal } from "./inputCap.js"
-import { type HistoryQuery, MemoryStore, type Owner } from "./memory/MemoryStore.js"
+import { type HistoryQuery, MemoryStore } from "./memory/MemoryStore.js"
 import { DefaultModel } from "./models/DefaultModel.js"
-import { UPDATE_WORKING_MEMORY } from "./workingMemory/config.js"
+import { toolSummaries } from "./toolSummaries.js"
 import type { WorkingMemoryDeleted, WorkingMemoryView } from "./workingMemory/schemas.js"
-import { forCall, routeKey } from "./workingMemory/workingMemory.js"
+import { routeKey } from "./workingMemory/workingMemory.js"
 import { WorkingMemoryStore } from "./workingMemory/WorkingMemoryStore.js"
 
 export type { CallRequest, ObjectEvent, StreamEvent } from "./generation/Generation.js"
@@ -161,12 +169,23 @@ export const AgentRegistryLive: Layer.Layer<
     const workingMemory = yield* WorkingMemoryStore
     const approvalStore = yield* ApprovalStore
     const runtime = yield* Effect.runtime<never>()
+    const limits = config.agentLimits ?? DEFAULT_AGENT_LIMITS
     // The AI SDK (with the zod schemas it builds at import) is a large share of start-up time that
     // a process serving no agent call never needs: it is loaded by the first call.
-    const generation = yield* Effect.cached(Effect.promise(() => import("./generation/Generation.js")))
+    const generation = yield* Effect.cached(
+      Effect.map(Effect.promise(() => import("./plugged.js")), (module) =>
+        module.plugged({
+          config,
+          contextMaxBytes: limits.contextMaxBytes,
+          defaultModel,
+          memory,
+          workingMemory,
+          approvalStore,
+          runtime
+        }))
+    )
 
     const find = (id: string) => getOrNotFound(byId, "Agent", id)
-    const limits = config.agentLimits ?? DEFAULT_AGENT_LIMITS
 
     // Every door (HTTP, /rpc, MCP, andAgent) enters here: the input is measured once, before any work.
     const admitted = <A, E>(
@@ -211,56 +230,17 @@ export const AgentRegistryLive: Layer.Layer<
             () =>
               Effect.flatMap(generation, (g): Effect.Effect<unknown, CallError | AgentOutputInvalid> => {
                 if (output === undefined) {
-                  return g.text(env, found, request)
+                  return g.text(found, request)
                 }
                 const prepared = prepareOutput(output)
                 return Effect.flatMap(
-                  g.object(env, found, { ...request, schema: prepared.jsonSchema }),
+                  g.object(found, { ...request, schema: prepared.jsonSchema }),
                   (value) => prepared.decode(found.id, value)
                 )
               })
           )
       )
     }
-
-    const env: Generation.GenerationEnv = {
-      defaultModel,
-      memory,
-      contextMaxBytes: limits.contextMaxBytes,
-      runtime,
-      recordContent: config.recordContent,
-      providerOptionsAllow: new Set(config.providerOptionsAllow),
-      approvals: {
-        store: approvalStore,
-        ttlMs: config.approvals?.ttlMs ?? 24 * 3600 * 1000,
-        secret: config.approvals?.secret === undefined ? undefined : Redacted.value(config.approvals.secret)
-      },
-      runSubAgent: (sub, request) => Effect.flatMap(generation, (g) => g.text(env, sub, request)),
-      workingMemory: forCall(workingMemory)
-    }
-
-    const toolSummaries = (agent: AgentDefinition) => [
-      ...(agent.tools ?? []).map((tool) => ({
-        name: tool.name,
-        description: tool.description,
-        parameters: tool.parameters,
-        needsApproval: tool.needsApproval !== undefined
-      })),
-      ...(agent.subAgents?.length
-        ? [{
-          name: DELEGATE_TASK,
-          description: "Hand a task to sub-agents",
-          parameters: delegateParameters,
-          needsApproval: false
-        }]
-        : []),
-      ...(agent.workingMemory === undefined ? [] : [{
-        name: UPDATE_WORKING_MEMORY,
-        description: `Replace the working memory (per ${agent.workingMemory.scope})`,
-        parameters: JSONSchema.make(agent.workingMemory.schema) as unknown as Record<string, unknown>,
-        needsApproval: false
-      }])
-    ]
 
     const summary = (agent: AgentDefinition): AgentSummary => ({
       id: agent.id,
@@ -371,28 +351,28 @@ export const AgentRegistryLive: Layer.Layer<
       text: (id, request) =>
         Effect.flatMap(
           find(id),
-          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.text(env, agent, request)))
+          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.text(agent, request)))
         ),
       call,
       stream: (id, request) =>
         Effect.flatMap(
           find(id),
-          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.stream(env, agent, request)))
+          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.stream(agent, request)))
         ),
       chat: (id, request) =>
         Effect.flatMap(
           find(id),
-          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.chat(env, agent, request)))
+          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.chat(agent, request)))
         ),
       object: (id, request) =>
         Effect.flatMap(
           find(id),
-          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.object(env, agent, request)))
+          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.object(agent, request)))
         ),
       streamObject: (id, request) =>
         Effect.flatMap(
           find(id),
-          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.streamObject(env, agent, request)))
+          (agent) => admitted(request, () => Effect.flatMap(generation, (g) => g.streamObject(agent, request)))
         )
     })
   })

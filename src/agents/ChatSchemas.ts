@@ -1,7 +1,7 @@
 import type { UIMessage } from "ai"
 import { ParseResult, Schema, SchemaAST } from "effect"
 import { type AgentInput, GenerateRequest, GenerationOptions, MessageRole } from "./AgentsSchemas.js"
-import type { ClientConversation } from "./generation/messages.js"
+import type { ClientConversation } from "./generation/contract.js"
 
 /**
  * `POST /agents/:id/chat` takes the spec's `{input, options}` or the AI SDK's own chat request, as

@@ -1,54 +1,27 @@
+/**
+ * `approvals/`: tool approval (issue #32). This store keeps the requests a call stopped on and takes
+ * their answers; the rest of the folder plugs approval into the generation core (plugin.ts: the gate,
+ * the stopped call's rows and its continuation). It may import the core's contract and messages, the
+ * delegation and input guardrails it continues through, and the stores; never the registry.
+ */
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { Conflict, excerpt, NotFound, ValidationError } from "../../core/errors.js"
 import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { ownTransaction } from "../../storage/transaction.js"
-import type { Owner } from "../memory/MemoryStore.js"
+import type { Owner } from "../callContext.js"
+import type {
+  AnsweredApproval,
+  ApprovalAnswer,
+  NewApprovals,
+  PendingApproval,
+  RequestTrace
+} from "../generation/contract.js"
+import { canonicalJson } from "../generation/jsonText.js"
 
-/** A tool call waiting for a human, as the caller sees it (`pendingApprovals`, the stream's frame). */
-export interface PendingApproval {
-  readonly approvalId: string
-  readonly toolName: string
-  readonly toolCallId: string
-  readonly input: unknown
-  readonly expiresAt: string
-  /** A sub-agent's request (through delegate_task): the sub-agent whose tool waits. */
-  readonly agentId?: string | undefined
-}
-
-/** The requests of one generation, stored with what it needs to continue. */
-export interface NewApprovals {
-  readonly agentId: string
-  /** The call's id (its history entry's, once it finishes). */
-  readonly callId: string
-  readonly owner: Owner | undefined
-  readonly conversationId: string | undefined
-  readonly requests: ReadonlyArray<Omit<PendingApproval, "expiresAt">>
-  readonly state: unknown
-  readonly expiresAt: Date
-  /** The requesting call's span: the answering call's span links to it. */
-  readonly trace?: RequestTrace | undefined
-}
-
-export interface RequestTrace {
-  readonly traceId: string
-  readonly spanId: string
-}
-
-export interface ApprovalAnswer {
-  readonly approvalId: string
-  readonly approved: boolean
-  readonly reason?: string | undefined
-  /** The tool call the answer is about, as the client holds it (/chat): it counts only for that very call. */
-  readonly expect?: { readonly toolName: string; readonly inputHash: string } | undefined
-}
-
-export interface AnsweredApproval extends ApprovalAnswer {
-  readonly toolName: string
-  readonly toolCallId: string
-  readonly inputHash: string
-}
+// The values a call carries (the generation core's contract), re-exported for the workflows that answer them.
+export type { ApprovalAnswer, PendingApproval }
 
 /** A generation whose every pending approval was just answered: it may continue. */
 export interface AnsweredCall {
@@ -70,17 +43,7 @@ const boundOf = (state: unknown): unknown =>
 
 /** The digest a request is bound to: its tool and its input (keys sorted). */
 export const inputHash = (toolName: string, input: unknown): string =>
-  createHash("sha256").update(`${toolName}\u0000${canonical(input)}`).digest("base64url")
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
-const canonical = (value: unknown): string =>
-  JSON.stringify(
-    value,
-    (_key, field: unknown) =>
-      isPlainObject(field) ? Object.fromEntries(Object.keys(field).sort().map((key) => [key, field[key]])) : field
-  ) ?? "null"
+  createHash("sha256").update(`${toolName}\u0000${canonicalJson(input)}`).digest("base64url")
 
 export class ApprovalStore extends Context.Tag("ApprovalStore")<ApprovalStore, {
   readonly request: (approvals: NewApprovals) => Effect.Effect<void>
@@ -203,9 +166,9 @@ export const ApprovalStoreLive = Layer.effect(
             RETURNING id`.pipe(Effect.orDie)
           if (won.length === 0) {
             // Read again: a concurrent answer may have won since the rows were read.
-            const [current] = yield* sql<
+            const current = (yield* sql<
               { status: string }
-            >`SELECT status FROM agent_tool_approvals WHERE id = ${row.id}`.pipe(Effect.orDie)
+            >`SELECT status FROM agent_tool_approvals WHERE id = ${row.id}`.pipe(Effect.orDie)).at(0)
             return yield* new Conflict({
               message: current?.status === "approved" || current?.status === "denied"
                 ? `Approval ${row.id} was answered already`

@@ -1,14 +1,19 @@
 /** Tool approval over /chat (issue #32 item 1): the AI SDK's UI message protocol, answered by the store's rows. */
-import type { streamText, UIMessage } from "ai"
+import type { UIMessage } from "ai"
 import type { ModelRef, TextResult } from "../AgentsSchemas.js"
-import type { CallRequest } from "../generation/call.js"
+import type {
+  ApprovalAnswer,
+  CallRequest,
+  PendingApproval,
+  Prior,
+  Resumed,
+  StreamPart as Part
+} from "../generation/contract.js"
 import type { StreamApprovals, StreamOutcome } from "../generation/eventStream.js"
 import { toUsage } from "../generation/results.js"
+import { withPrior } from "../generation/tally.js"
 import { deniedToolOutcome, streamedToolOutcome, type ToolOutcome } from "../generation/toolOutcomes.js"
-import { type ApprovalAnswer, inputHash, type PendingApproval } from "./ApprovalStore.js"
-import { type Prior, type Resumed, withPrior } from "./continuation.js"
-
-type Part = ReturnType<typeof streamText> extends { stream: AsyncIterable<infer P> } ? P : never
+import { inputHash } from "./ApprovalStore.js"
 
 const toolNameOf = (part: { readonly type: string; readonly toolName?: unknown }): string | undefined =>
   part.type === "dynamic-tool"

@@ -1,50 +1,36 @@
-import type { ModelMessage, StepResult, ToolSet } from "ai"
+/**
+ * A call stopped on tool approval requests (issue #32): the rows that keep what continues it, and its
+ * continuation once they are answered (the sub-agents stopped under its delegate_task calls first).
+ */
+import type { ModelMessage } from "ai"
 import { Effect, Schema } from "effect"
-import {
-  type Conflict,
-  ExecutionFailed,
-  type GuardrailBlocked,
-  type NotFound,
-  ValidationError
-} from "../../core/errors.js"
+import { ValidationError } from "../../core/errors.js"
 import type { AgentDefinition } from "../Agent.js"
-import { GenerationOptions, type TextResult, ToolCallRecord, ToolResultRecord, Usage } from "../AgentsSchemas.js"
+import { GenerationOptions, ToolCallRecord, ToolResultRecord, Usage } from "../AgentsSchemas.js"
 import { bubbled, StoredDelegation } from "../delegation/bubbled.js"
-import { DELEGATE_TASK, type Delegations, type SubAnswer } from "../delegation/delegateTask.js"
-import type { CallRequest, GenerationEnv } from "../generation/call.js"
+import { DELEGATE_TASK, type RunSubAgent } from "../delegation/delegateTask.js"
+import type {
+  AnsweredApproval,
+  ApprovalAnswer,
+  CallRequest,
+  Continued,
+  Delegations,
+  NewApprovals,
+  PendingApproval,
+  Resumed,
+  SubAnswer
+} from "../generation/contract.js"
 import { recordedInput } from "../generation/messages.js"
-import type { ToolOutcome } from "../generation/toolOutcomes.js"
+import type { ContinueError, Stop } from "../generation/plugins.js"
 import { guardReasons } from "../guardrails/input.js"
-import {
-  type AnsweredApproval,
-  type ApprovalAnswer,
-  inputHash,
-  type NewApprovals,
-  type PendingApproval
-} from "./ApprovalStore.js"
-import type { ApprovedCalls } from "./gate.js"
+import { type ApprovalStore, inputHash } from "./ApprovalStore.js"
 import { approvalAnswered } from "./telemetry.js"
 
-/** What a call stopped for approval had done: added to what its continuation does. */
-export interface Prior {
-  readonly usage: Usage
-  readonly toolCalls: TextResult["toolCalls"]
-  readonly toolResults: TextResult["toolResults"]
-  readonly outcomes: ReadonlyArray<ToolOutcome>
-}
-
-/** A call continued once its approvals were answered: its stored messages and the answers. */
-export interface Resumed {
-  readonly callId: string
-  readonly startedAt: string
-  readonly messages: Array<ModelMessage>
-  readonly newMessages: Array<ModelMessage>
-  readonly approved: ApprovedCalls
-  readonly prior: Prior
-  /** The answers it continues with. */
-  readonly answers?: ReadonlyArray<AnsweredApproval> | undefined
-  /** Its delegate_task calls whose sub-agents went on (delegation/bubbled.ts). */
-  readonly delegations?: Delegations | undefined
+/** What continuing a call needs: where the rows are, how long they wait, how a sub-agent is called. */
+export interface ContinuationDeps {
+  readonly store: ApprovalStore["Type"]
+  readonly ttlMs: number
+  readonly runSubAgent?: RunSubAgent | undefined
 }
 
 const Outcome = Schema.Struct({ toolCallId: Schema.String, toolName: Schema.String, outcome: Schema.String })
@@ -71,66 +57,13 @@ const State = Schema.Struct({
 type State = typeof State.Type
 const decodeState = Schema.decodeUnknown(State)
 
-const APPROVAL_PARTS: ReadonlySet<string> = new Set(["tool-approval-request", "tool-approval-response"])
-
-/** Whether a caller's messages carry tool approvals (only the service's own rows may answer them). */
-export const callerApprovalParts = (messages: ReadonlyArray<ModelMessage>): boolean =>
-  messages.some((message) =>
-    typeof message.content !== "string" && message.content.some((part) => APPROVAL_PARTS.has(part.type))
-  )
-
-/** The approval requests the call's last step stopped on. */
-export const requestsOf = (steps: ReadonlyArray<StepResult<ToolSet>>): Array<Omit<PendingApproval, "expiresAt">> =>
-  (steps.at(-1)?.content ?? []).flatMap((part) =>
-    part.type === "tool-approval-request"
-      ? [{
-        approvalId: part.approvalId,
-        toolName: part.toolCall.toolName,
-        toolCallId: part.toolCall.toolCallId,
-        input: part.toolCall.input
-      }]
-      : []
-  )
-
-export const addUsage = (a: Usage, b: Usage): Usage => ({
-  promptTokens: a.promptTokens + b.promptTokens,
-  completionTokens: a.completionTokens + b.completionTokens,
-  totalTokens: a.totalTokens + b.totalTokens,
-  cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
-  reasoningTokens: a.reasoningTokens + b.reasoningTokens
-})
-
-export const NO_PRIOR: Prior = {
-  usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, cachedInputTokens: 0, reasoningTokens: 0 },
-  toolCalls: [],
-  toolResults: [],
-  outcomes: []
-}
-
-/** What the whole call did: its earlier part's and this part's. */
-export const withPrior = (prior: Prior, now: Prior): Prior => ({
-  usage: addUsage(prior.usage, now.usage),
-  toolCalls: [...prior.toolCalls, ...now.toolCalls],
-  toolResults: [...prior.toolResults, ...now.toolResults],
-  outcomes: [...prior.outcomes, ...now.outcomes]
-})
-
 /** The rows of a call that stopped on approval requests, with what it needs to continue. */
-export const newApprovals = (args: {
-  readonly env: GenerationEnv
-  readonly agent: AgentDefinition
-  readonly request: CallRequest
-  readonly callId: string
-  readonly startedAt: string
-  readonly messages: ReadonlyArray<ModelMessage>
-  readonly newMessages: ReadonlyArray<ModelMessage>
-  readonly requests: ReadonlyArray<Omit<PendingApproval, "expiresAt">>
-  readonly prior: Prior
-  readonly recordedInput?: unknown
-  readonly delegations?: Delegations | undefined
-}): { readonly rows: NewApprovals; readonly pending: Array<PendingApproval> } => {
+export const newApprovals = (
+  ttlMs: number,
+  args: Stop
+): { readonly rows: NewApprovals; readonly pending: Array<PendingApproval> } => {
   const { requests, stored } = bubbled(args.requests, args.delegations)
-  const expiresAt = new Date(Date.now() + (args.env.approvals?.ttlMs ?? 24 * 3600 * 1000))
+  const expiresAt = new Date(Date.now() + ttlMs)
   const { approvals: _, ...options } = args.request.options ?? {}
   const state: typeof State.Encoded = {
     callId: args.callId,
@@ -180,43 +113,25 @@ const withAnswers = (
  * stopped: its request as first made (with this caller's user and owner) and where it continues.
  */
 export const resume = (
-  env: GenerationEnv,
+  deps: ContinuationDeps,
   agent: AgentDefinition,
   request: CallRequest
-): Effect.Effect<
-  { readonly request: CallRequest; readonly resumed: Resumed },
-  NotFound | Conflict | ValidationError | ExecutionFailed | GuardrailBlocked
-> =>
-  Effect.gen(function*() {
-    const approvals = env.approvals
-    const answers = request.options?.approvals ?? []
-    if (approvals === undefined) {
-      return yield* new ExecutionFailed({ message: "Tool approval is not available in this service" })
-    }
-    if (request.input !== undefined) {
-      return yield* ValidationError.fromIssues([{
-        path: ["input"],
-        message: "must be left out when answering approvals (options.approvals)"
-      }])
-    }
-    return yield* continueAnswered(env, agent, answers, request)
-  })
+): Effect.Effect<Continued, ContinueError> =>
+  request.input !== undefined
+    ? ValidationError.fromIssues([{
+      path: ["input"],
+      message: "must be left out when answering approvals (options.approvals)"
+    }])
+    : continueAnswered(deps, agent, request.options?.approvals ?? [], request)
 
 /** Answers the approvals (each once, owner-checked) and gives back the call they stopped, to continue. */
 export const continueAnswered = (
-  env: GenerationEnv,
+  deps: ContinuationDeps,
   agent: AgentDefinition,
   answers: ReadonlyArray<ApprovalAnswer>,
   caller: CallRequest
-): Effect.Effect<
-  { readonly request: CallRequest; readonly resumed: Resumed },
-  NotFound | Conflict | ValidationError | ExecutionFailed | GuardrailBlocked
-> =>
+): Effect.Effect<Continued, ContinueError> =>
   Effect.gen(function*() {
-    const approvals = env.approvals
-    if (approvals === undefined) {
-      return yield* new ExecutionFailed({ message: "Tool approval is not available in this service" })
-    }
     // Checked before the answers are taken: a blocked reason leaves its approval pending.
     const options = caller.options ?? {}
     const checked = agent.inputGuardrails?.length
@@ -228,7 +143,7 @@ export const continueAnswered = (
         ...(caller.owner === undefined ? {} : { owner: caller.owner })
       }, answers)
       : answers
-    const answered = yield* approvals.store.answer(agent.id, checked, caller.owner, {
+    const answered = yield* deps.store.answer(agent.id, checked, caller.owner, {
       expired: caller.approvalsExpired,
       boundTo: caller.boundTo
     })
@@ -237,7 +152,7 @@ export const continueAnswered = (
     // The sub-agents' answers continue them; their delegate_task calls are then this call's approved ones.
     const delegated = state.delegations === undefined
       ? undefined
-      : yield* continueDelegations(env, agent, state.delegations, answered.answers, caller)
+      : yield* continueDelegations(deps, agent, state.delegations, answered.answers, caller)
     const own = delegated === undefined ? answered.answers : [
       ...answered.answers.filter((one) => !delegated.subApprovalIds.has(one.approvalId)),
       ...delegated.answers
@@ -271,7 +186,7 @@ const resumedOf = (state: State, answers: ReadonlyArray<AnsweredApproval>): Resu
  * calls they held, approved, with their results.
  */
 const continueDelegations = (
-  env: GenerationEnv,
+  deps: ContinuationDeps,
   agent: AgentDefinition,
   stored: ReadonlyArray<StoredDelegation>,
   answers: ReadonlyArray<AnsweredApproval>,
@@ -280,14 +195,19 @@ const continueDelegations = (
   Effect.gen(function*() {
     const delegations: Delegations = new Map()
     for (const one of stored) {
-      const continued = yield* Effect.forEach(one.stopped, (sub) => continueSub(env, agent, sub, answers, caller), {
+      const continued = yield* Effect.forEach(one.stopped, (sub) =>
+        continueSub(deps.runSubAgent, agent, sub, answers, caller), {
         concurrency: "unbounded"
       })
       delegations.set(one.toolCallId, { answers: [...one.answers, ...continued], stopped: [] })
     }
     return {
       delegations,
-      subApprovalIds: new Set(stored.flatMap((one) => one.stopped.flatMap((sub) => sub.approvalIds))),
+      subApprovalIds: new Set(stored.flatMap((one) =>
+        one.stopped.flatMap((sub) =>
+          sub.approvalIds
+        )
+      )),
       answers: stored.map((one): AnsweredApproval => ({
         approvalId: one.approvalId,
         approved: true,
@@ -299,17 +219,16 @@ const continueDelegations = (
   })
 
 const continueSub = (
-  env: GenerationEnv,
+  run: RunSubAgent | undefined,
   agent: AgentDefinition,
   sub: StoredDelegation["stopped"][number],
   answers: ReadonlyArray<AnsweredApproval>,
   caller: CallRequest
 ): Effect.Effect<SubAnswer> => {
   const target = agent.subAgents?.find((one) => one.id === sub.agentId)
-  if (target === undefined || env.runSubAgent === undefined) {
+  if (target === undefined || run === undefined) {
     return Effect.succeed({ agentId: sub.agentId, error: `${sub.agentId} is no longer a sub-agent of ${agent.id}` })
   }
-  const run = env.runSubAgent
   const ids = new Set(sub.approvalIds)
   return decodeState(sub.state).pipe(
     Effect.orDie,

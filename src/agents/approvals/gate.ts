@@ -1,13 +1,8 @@
 import type { SingleToolApprovalFunction, ToolApprovalConfiguration, ToolApprovalStatus, ToolSet } from "ai"
 import { Runtime } from "effect"
 import type { Tool, ToolApprovalContext } from "../../tools/Tool.js"
+import type { ApprovedCalls } from "../generation/contract.js"
 import { inputHash } from "./ApprovalStore.js"
-
-/**
- * What a call knows of its tools' approvals: the tool calls a human approved in this continuation
- * (tool call id to the digest of the tool and input approved), none on a first call.
- */
-export type ApprovedCalls = ReadonlyMap<string, string>
 
 export const NO_APPROVED_CALLS: ApprovedCalls = new Map()
 

@@ -1,9 +1,9 @@
 import type { ModelMessage } from "ai"
 import { Runtime, type Tracer } from "effect"
 import type { AgentDefinition } from "../Agent.js"
-import type { CallRequest, GenerationEnv, PreparedCall } from "../generation/call.js"
+import type { CallRequest, NewApprovals, PendingApproval, PreparedCall } from "../generation/contract.js"
 import type { StreamApprovals } from "../generation/eventStream.js"
-import { newApprovals } from "./continuation.js"
+import type { Stop } from "../generation/plugins.js"
 import { approvalRequested } from "./telemetry.js"
 
 /**
@@ -11,7 +11,8 @@ import { approvalRequested } from "./telemetry.js"
  * (settled once its `finish` part was read), before the frames naming them are sent.
  */
 export const streamApprovals = (
-  env: GenerationEnv,
+  runtime: Runtime.Runtime<never>,
+  stop: (stop: Stop) => { readonly rows: NewApprovals; readonly pending: Array<PendingApproval> },
   agent: AgentDefinition,
   request: CallRequest,
   prepared: PreparedCall,
@@ -26,8 +27,7 @@ export const streamApprovals = (
     prior: prepared.resumed?.prior,
     store: async (requests, whole) => {
       const messages = await responseMessages
-      const made = newApprovals({
-        env,
+      const made = stop({
         agent,
         request,
         callId: prepared.callId,
@@ -39,7 +39,7 @@ export const streamApprovals = (
         recordedInput: prepared.recordedInput,
         delegations: prepared.delegations
       })
-      await Runtime.runPromise(env.runtime)(approvalRequested(made.pending, span))
+      await Runtime.runPromise(runtime)(approvalRequested(made.pending, span))
       return made
     }
   }

@@ -1,5 +1,5 @@
 import { Clock, Effect, Metric, Option, Tracer } from "effect"
-import type { AnsweredApproval, PendingApproval, RequestTrace } from "./ApprovalStore.js"
+import type { AnsweredApproval, PendingApproval, RequestTrace } from "../generation/contract.js"
 
 /**
  * Issue #32 (settled 12): approvals on the agent call's span, as events naming the approval, the tool

@@ -3,8 +3,8 @@
  * theirs, and its approval rows keep what continues each sub-agent beside its own continuation.
  */
 import { Schema } from "effect"
-import type { PendingApproval } from "../approvals/ApprovalStore.js"
-import { DELEGATE_TASK, type Delegations, SubAnswer } from "./delegateTask.js"
+import type { Delegations, PendingApproval } from "../generation/contract.js"
+import { DELEGATE_TASK, SubAnswer } from "./delegateTask.js"
 
 /** A delegate_task call that waits on its sub-agents' approvals, as the parent's approval state keeps it. */
 export const StoredDelegation = Schema.Struct({

@@ -3,15 +3,18 @@
  * which become the parent call's (issue #32, settled 4). Where a human can be asked (/text, /stream,
  * MCP, RPC, a workflow's andAgent), the sub-agents run when the SDK asks whether the delegate_task call
  * needs approval: a sub-agent that stops on approvals makes it "need" one, so the parent's call stops,
- * and its pending approvals are the sub-agents' (continuation.ts stores and answers them).
+ * and its pending approvals are the sub-agents' (approvals/continuation.ts stores and answers them).
+ *
+ * The folder plugs delegation into the generation core (plugin.ts); it may import the core's contract
+ * (generation/contract.ts, plugins.ts), the agent's definition and the tools, never the registry.
  */
 import type { SingleToolApprovalFunction } from "ai"
 import { Effect, JSONSchema, Option, Runtime, Schema, type Tracer } from "effect"
 import { defineTool, type Tool } from "../../tools/Tool.js"
-import type { AgentCallContext, AgentDefinition } from "../Agent.js"
+import type { AgentDefinition } from "../Agent.js"
 import type { TextResult } from "../AgentsSchemas.js"
-import type { NewApprovals } from "../approvals/ApprovalStore.js"
-import type { CallRequest } from "../generation/call.js"
+import type { AgentCallContext } from "../callContext.js"
+import type { CallRequest, DelegationOutcome, Delegations, NewApprovals, StoppedSub } from "../generation/contract.js"
 
 export const DELEGATE_TASK = "delegate_task"
 
@@ -32,21 +35,6 @@ export const SubAnswer = Schema.Struct({
   error: Schema.optional(Schema.String)
 })
 export type SubAnswer = typeof SubAnswer.Type
-
-/** A sub-agent call that stopped on approvals: its requests and what continues it. */
-export interface StoppedSub {
-  readonly agentId: string
-  readonly approvals: NewApprovals
-}
-
-/** What the sub-agents of one delegate_task call did. */
-export interface DelegationOutcome {
-  readonly answers: ReadonlyArray<SubAnswer>
-  readonly stopped: ReadonlyArray<StoppedSub>
-}
-
-/** A call's delegate_task outcomes by tool call id: the sub-agents run once per call of the tool. */
-export type Delegations = Map<string, DelegationOutcome>
 
 /** How the registry runs a sub-agent's call. */
 export type RunSubAgent = (

@@ -1,24 +1,30 @@
+/**
+ * The generation core: an agent's call (/text, /object here; the streamed ones in streaming.ts) from
+ * its request to its recorded outcome, through the AI SDK. It owns the call's shape (contract.ts) and
+ * the plug-in points (plugins.ts) that tool approval, delegation and guardrails implement; it imports
+ * nothing of them, nor of the registry: only the agent's definition, its schemas, the stores it writes
+ * (memory), the models and the core below `src/agents`. The registry plugs the features in
+ * (agents/plugged.ts).
+ */
 import { generateText, Output } from "ai"
 import { Effect } from "effect"
-import { type AgentDefinition } from "../Agent.js"
+import type { AgentDefinition } from "../Agent.js"
 import type { TextResult } from "../AgentsSchemas.js"
-import { newApprovals, requestsOf, resume, withPrior } from "../approvals/continuation.js"
-import { partOf } from "../approvals/parts.js"
-import { approvalRequested } from "../approvals/telemetry.js"
-import { guardedObject, guardedText, unguarded } from "../guardrails/whole.js"
 import { answeringModel } from "../models/fallbackModel.js"
 import { validatedJsonSchema } from "./aiTools.js"
-import { callArguments, type CallRequest, failed, type GenerationEnv, prepare } from "./call.js"
+import { callArguments, failed, type GenerationEnv, prepare } from "./call.js"
 import { agentSpanAttributes } from "./callSpan.js"
+import type { CallRequest } from "./contract.js"
 import { startHook } from "./hooks.js"
 import { checkOutputSchema, outputFor } from "./outputSchema.js"
-import { tracked } from "./record.js"
-import { toUsage } from "./results.js"
+import { tracked, unguarded } from "./record.js"
+import { requestsOf, toUsage } from "./results.js"
+import { partOf, withPrior } from "./tally.js"
 
-export type { CallRequest, GenerationEnv } from "./call.js"
+export type { GenerationEnv } from "./call.js"
+export type { CallRequest, ClientConversation, ObjectEvent } from "./contract.js"
 export type { StreamEvent } from "./eventStream.js"
-export type { ClientConversation } from "./messages.js"
-export { chat, type ObjectEvent, stream, streamObject } from "./streaming.js"
+export { chat, stream, streamObject } from "./streaming.js"
 
 export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false })(
   function*(env: GenerationEnv, agent: AgentDefinition, given: CallRequest) {
@@ -27,7 +33,7 @@ export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false }
       ? { request: given, resumed: given.continued }
       : given.options?.approvals === undefined
       ? { request: given, resumed: undefined }
-      : yield* resume(env, agent, given)
+      : yield* env.approvals.resume(agent, given)
     const output = yield* outputFor(request.options)
     const prepared = yield* prepare(env, agent, request, true, resumed)
     // A call continued after its approvals is the same turn: its onStart ran when it was asked.
@@ -55,8 +61,7 @@ export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false }
           }
           const requests = prepared.toolApproval === undefined ? undefined : requestsOf(result.steps)
           if (requests !== undefined && requests.length > 0) {
-            const { pending, rows } = newApprovals({
-              env,
+            const { pending, rows } = env.approvals.stop({
               agent,
               request,
               callId: prepared.callId,
@@ -83,12 +88,12 @@ export const text = Effect.fn("AgentRegistry.text", { captureStackTrace: false }
           return { result: data, outcome: { status: "completed" as const, ...outcome } }
         },
         catch: failed(agent)
-      }).pipe(agent.outputGuardrails?.length ? guardedText(agent, prepared) : unguarded)
+      }).pipe(agent.outputGuardrails?.length ? env.guardrails.text(agent, prepared) : unguarded)
     )
     if ("blocked" in done) return yield* done.blocked
     // A sub-agent's requests are its parent's, and counted there.
     if (done.result.pendingApprovals !== undefined && request.collectApprovals === undefined) {
-      yield* approvalRequested(done.result.pendingApprovals)
+      yield* env.approvals.requested(done.result.pendingApprovals)
     }
     return done.result
   }
@@ -119,7 +124,7 @@ export const object = Effect.fn("AgentRegistry.object", { captureStackTrace: fal
           }
         },
         catch: failed(agent)
-      }).pipe(agent.outputGuardrails?.length ? guardedObject(agent, prepared) : unguarded)
+      }).pipe(agent.outputGuardrails?.length ? env.guardrails.object(agent, prepared) : unguarded)
     )
     return "blocked" in done ? yield* done.blocked : done.result
   }

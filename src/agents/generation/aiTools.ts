@@ -5,8 +5,8 @@ import * as JsonSchemaValidator from "../../json-schema/JsonSchemaValidator.js"
 import type { JsonSchema } from "../../json-schema/JsonSchemaValidator.js"
 import type { Tool } from "../../tools/Tool.js"
 import { type CallerContext, runTool } from "../../tools/ToolRunner.js"
-import { type ApprovedCalls, gatedRun, NO_APPROVED_CALLS, type Refusal } from "../approvals/gate.js"
 import type { ToolHooks } from "./hooks.js"
+import type { ToolGate } from "./plugins.js"
 
 const asValidation = <A>(result: Either.Either<A, ReadonlyArray<Issue>>, prefix: string) =>
   Either.match(result, {
@@ -28,8 +28,9 @@ export const validatedJsonSchema = (schema: JsonSchema) =>
  * the same runner as POST /tools/:name/execute, with the caller's context and the step's abort signal.
  * A failing tool reaches the model as a tool error, as the SDK does for a throwing tool; an error the
  * tool declared (`errors`) as its result, `{ error: { _tag, message } }`. With `hooks` (an agent's
- * onToolStart/onToolEnd), each run is wrapped by them. A tool that needs approval runs only for a call
- * a human approved (`approved`), or an input its check lets through.
+ * onToolStart/onToolEnd), each run is wrapped by them. A tool that may need approval runs through
+ * `gate` (the approvals plug-in's: only a call a human approved, or an input its check lets through).
+ * With `committed` (the commit plug-in's), each result is committed before the model reads it.
  */
 export const toAiTools = (
   tools: ReadonlyArray<Tool>,
@@ -37,14 +38,17 @@ export const toAiTools = (
   runtime: Runtime.Runtime<never>,
   parent: Option.Option<Tracer.AnySpan>,
   hooks?: ToolHooks,
-  approved: ApprovedCalls = NO_APPROVED_CALLS,
-  refusal?: Refusal
+  gate?: ToolGate,
+  committed?: (toolName: string, toolCallId: string, input: unknown, output: unknown) => Effect.Effect<void>
 ): ToolSet =>
   Object.fromEntries(tools.map((t) => {
     const execute = async (input: unknown, abortSignal: AbortSignal | undefined, toolCallId: string) => {
-      const run = hooks === undefined
+      const ran = hooks === undefined
         ? runTool(t, input, caller, toolCallId)
         : hooks.around(t.name, toolCallId, input, runTool(t, input, caller, toolCallId))
+      const run = committed === undefined
+        ? ran
+        : Effect.tap(ran, (output) => committed(t.name, toolCallId, input, output))
       const call = Option.match(parent, { onNone: () => run, onSome: (span) => Effect.withParentSpan(run, span) })
       const result = await Runtime.runPromise(runtime)(Effect.either(call), { signal: abortSignal })
       if (Either.isRight(result)) return result.right
@@ -62,18 +66,9 @@ export const toAiTools = (
           validate: (value) => asValidation(t.decode(value), "input")
         }),
         execute: (input, { abortSignal, toolCallId }) =>
-          t.needsApproval === undefined
+          t.needsApproval === undefined || gate === undefined
             ? execute(input, abortSignal, toolCallId)
-            : gatedRun(
-              t,
-              input,
-              toolCallId,
-              approved,
-              caller,
-              runtime,
-              () => execute(input, abortSignal, toolCallId),
-              refusal
-            )
+            : gate(t, input, toolCallId, () => execute(input, abortSignal, toolCallId))
       })
     ]
   }))

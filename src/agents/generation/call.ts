@@ -1,69 +1,32 @@
 /** A call prepared from its request: the agent's parts resolved, the messages and tools it runs with. */
-import type { LanguageModelV4 } from "@ai-sdk/provider"
 import { InvalidPromptError } from "@ai-sdk/provider"
-import { isStepCount, type ModelMessage, type ToolApprovalConfiguration, type ToolSet } from "ai"
-import { Effect, Option, Runtime, Tracer } from "effect"
+import { isStepCount, type ModelMessage } from "ai"
+import { Effect, type Runtime } from "effect"
 import { ExecutionFailed, messageOf, ValidationError } from "../../core/errors.js"
 import type { Tool } from "../../tools/Tool.js"
-import { type AgentCallContext, type AgentDefinition, type AgentModel, resolveDynamic } from "../Agent.js"
-import type { AgentInput, GenerationOptions } from "../AgentsSchemas.js"
-import type { ApprovalStore } from "../approvals/ApprovalStore.js"
-import type { NewApprovals } from "../approvals/ApprovalStore.js"
-import { callerApprovalParts, type Resumed } from "../approvals/continuation.js"
-import { delegatedRefusal, toolApprovalFor } from "../approvals/gate.js"
-import {
-  DELEGATE_TASK,
-  delegateTool,
-  delegationApproval,
-  type Delegations,
-  type RunSubAgent
-} from "../delegation/delegateTask.js"
-import { guardedRecord, guardedUserMessage, guardInput, rewrittenInput } from "../guardrails/input.js"
-import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
+import { type AgentDefinition, type AgentModel, resolveDynamic } from "../Agent.js"
+import type { AgentCallContext } from "../callContext.js"
+import type { MemoryStore } from "../memory/MemoryStore.js"
 import { toAiTools } from "./aiTools.js"
 import {
+  callerApprovalParts,
   checkClaimedToolResults,
   refusedProviderOptions,
   withoutCallerSystemMessages,
   withoutProviderOptions
 } from "./callerInput.js"
+import { commitsOf } from "./commits.js"
+import type { CallRequest, Delegations, PreparedCall, Resumed } from "./contract.js"
 import { toolHooksOf } from "./hooks.js"
-import { type ClientConversation, recordedInput, toModelMessages, userMessageToRemember } from "./messages.js"
+import { toModelMessages, userMessageToRemember } from "./messages.js"
 import { isModelList, modelFor, resolveModels, usesFallback } from "./modelChoice.js"
-import { type CallSettings, resolveSettings } from "./settings.js"
+import type { ApprovalsPlugin, CommitPlugin, DelegationPlugin, GuardrailsPlugin } from "./plugins.js"
+import { resolveSettings } from "./settings.js"
 import { tracedModel } from "./tracedModel.js"
 
-export interface CallRequest {
-  /** Absent only when answering pending approvals (`options.approvals`). */
-  readonly input?: AgentInput | undefined
-  readonly options?: GenerationOptions | undefined
-  readonly user?: unknown
-  /** Under authentication: whose conversation and history entry this call is (then `options.userId` is theirs). */
-  readonly owner?: Owner | undefined
-  /** The client holds the conversation (the AI SDK's chat request); see ClientConversation. */
-  readonly clientConversation?: ClientConversation | undefined
-  /**
-   * Never from a request: `options.approvals` are denials of approvals that expired while a workflow
-   * waited on them (its due work answers them so); rows past their expiry may then be answered.
-   */
-  readonly approvalsExpired?: boolean | undefined
-  /**
-   * Never from a request: the workflow execution this call is a step of. Its approvals are stored bound
-   * to it, and answered only by its resume (options.approvals from anyone else: 404).
-   */
-  readonly boundTo?: string | undefined
-  /** A task another agent delegated (delegate_task) that cannot stop for approval: such tools refuse. */
-  readonly delegated?: boolean | undefined
-  /**
-   * Never from a request: a sub-agent's call whose approval requests become its parent's
-   * (delegation/delegateTask.ts): they are handed over here instead of stored.
-   */
-  readonly collectApprovals?: ((approvals: NewApprovals) => void) | undefined
-  /** Never from a request: a sub-agent's call its parent's continuation continues (answers already taken). */
-  readonly continued?: Resumed | undefined
-}
+export type { CallRequest, PreparedCall } from "./contract.js"
 
-/** What generation needs from the registry around it. */
+/** What generation needs from the registry around it: its stores and settings, and the features plugged in (plugins.ts). */
 export interface GenerationEnv {
   readonly defaultModel: AgentModel
   readonly memory: MemoryStore["Type"]
@@ -72,47 +35,20 @@ export interface GenerationEnv {
   readonly runtime: Runtime.Runtime<never>
   /** Whether model spans keep prompts and completions (ServerConfig.recordContent). */
   readonly recordContent?: boolean
-  /** How a sub-agent is called (delegate_task, for an agent with sub-agents). */
-  readonly runSubAgent?: RunSubAgent | undefined
   /** The caller's provider options that may reach the provider, as `provider.key` (none when absent). */
   readonly providerOptionsAllow?: ReadonlySet<string>
   /** An agent with working memory: its record's block for the instructions and its update tool (none for this call: undefined). */
   readonly workingMemory?: (agent: AgentDefinition, call: AgentCallContext, withTools: boolean) => Effect.Effect<
     { readonly instructions: string; readonly tool: Tool } | undefined
   >
-  /** Tool approval (issue #32): where requests are kept, how long they wait, the SDK's signing secret. */
-  readonly approvals?: {
-    readonly store: ApprovalStore["Type"]
-    readonly ttlMs: number
-    readonly secret?: string | undefined
-  }
-}
-
-export interface PreparedCall {
-  /** The history entry's id, also the id of the assembled chat message. */
-  readonly callId: string
-  readonly model: LanguageModelV4
-  readonly instructions: string
-  readonly messages: Array<ModelMessage>
-  readonly newMessages: Array<ModelMessage>
-  readonly tools: ToolSet
-  readonly settings: CallSettings
-  readonly maxSteps: number
-  readonly call: AgentCallContext
-  readonly remember: boolean
-  /** The history entry's input when input guardrails rewrote it (else the request's, as sent). */
-  readonly recordedInput?: unknown
-  /** The agent call's span: parent of what runs later from the SDK's own promises. */
-  readonly parent: Option.Option<Tracer.AnySpan>
-  /** The SDK's `toolApproval`, when a tool may need approval. */
-  readonly toolApproval?: ToolApprovalConfiguration<ToolSet, any> | undefined
-  readonly approvalSecret?: string | undefined
-  /** A call continued after its approvals were answered. */
-  readonly resumed?: Resumed | undefined
-  /** Its delegate_task calls' outcomes (an agent with sub-agents). */
-  readonly delegations?: Delegations | undefined
-  /** Aborts the sub-agents its approval check runs (they run outside the SDK's own abort). */
-  readonly stopDelegations?: AbortController | undefined
+  /** Tool approval (issue #32). */
+  readonly approvals: ApprovalsPlugin
+  /** Input and output guardrails. */
+  readonly guardrails: GuardrailsPlugin
+  /** delegate_task, for an agent with sub-agents (none: their sub-agents are not offered). */
+  readonly delegation?: DelegationPlugin | undefined
+  /** Where each step's end and tool result are committed as they happen (none by default). */
+  readonly commits?: CommitPlugin | undefined
 }
 
 const NO_TOOLS: ReadonlyArray<Tool> = []
@@ -121,6 +57,26 @@ export const failed = (agent: AgentDefinition, field = "input") => (error: unkno
   InvalidPromptError.isInstance(error)
     ? new ValidationError({ message: `Input validation failed: ${field}: ${error.message}` })
     : new ExecutionFailed({ message: `Agent ${agent.id} failed: ${messageOf(error)}` })
+
+/** The agent's dynamic instructions and model and the caller's messages (none: continued), as the call's failure when one fails. */
+const resolveParts = (
+  env: GenerationEnv,
+  agent: AgentDefinition,
+  call: AgentCallContext,
+  input: CallRequest["input"],
+  field: string
+) => {
+  const fail = failed(agent, field)
+  return Effect.all([
+    Effect.mapError(resolveDynamic(agent.instructions, call), fail),
+    agent.model === undefined
+      ? Effect.succeed(env.defaultModel)
+      : Effect.mapError(resolveModels(agent.model, call), fail),
+    input === undefined
+      ? Effect.succeed<Array<ModelMessage>>([])
+      : Effect.tryPromise({ try: () => toModelMessages(input), catch: fail })
+  ])
+}
 
 export const prepare = (
   env: GenerationEnv,
@@ -162,13 +118,7 @@ export const prepare = (
       ? [agentInstructions, agentModel ?? env.defaultModel, [
         { role: "user", content: typeof input === "string" ? input : "" } satisfies ModelMessage
       ]]
-      : yield* Effect.all([
-        resolveDynamic(agentInstructions, call),
-        agentModel === undefined ? Effect.succeed(env.defaultModel) : resolveModels(agentModel, call),
-        resumed !== undefined
-          ? Effect.succeed([])
-          : Effect.tryPromise({ try: () => toModelMessages(input!), catch: (error) => error })
-      ]).pipe(Effect.mapError(failed(agent, field)))
+      : yield* resolveParts(env, agent, call, resumed === undefined ? input : undefined, field)
     const sent = resumed !== undefined
       ? resumed.newMessages
       : typeof input === "string"
@@ -195,7 +145,7 @@ export const prepare = (
     }
     // A continued call's messages passed the input guardrails when it was asked.
     const guarded = resumed === undefined && agent.inputGuardrails?.length
-      ? yield* guardInput(agent, call, sent, field)
+      ? yield* env.guardrails.input(agent, call, sent, field, request)
       : undefined
     const newMessages = guarded?.messages ?? sent
     // What the caller sent back must be what the service produced, before a guardrail rewrote it.
@@ -217,12 +167,14 @@ export const prepare = (
       ? undefined
       : yield* env.workingMemory(agent, call, withTools)
     const active = agent.activeTools?.(call)
-    const run = agent.subAgents?.length && withTools ? env.runSubAgent : undefined
-    const delegations: Delegations | undefined = run === undefined ? undefined : resumed?.delegations ?? new Map()
+    const delegation = agent.subAgents?.length && withTools ? env.delegation : undefined
+    const delegations: Delegations | undefined = delegation === undefined
+      ? undefined
+      : resumed?.delegations ?? new Map()
     const tools = withTools
       ? [
         ...(agent.tools ?? []),
-        ...(run === undefined ? NO_TOOLS : [delegateTool(agent, call, run, delegations!)]),
+        ...(delegation === undefined ? NO_TOOLS : [delegation.tool(agent, call, delegations!)]),
         ...(working === undefined ? NO_TOOLS : [working.tool])
       ].filter((t) => active === undefined || active.includes(t.name))
       : []
@@ -230,27 +182,19 @@ export const prepare = (
     const caller = { context: call.context, user: call.user }
     // Sub-agents' approvals become this call's where a human can be asked (not over /chat, whose
     // client shows the tool calls it holds: see docs/decisions.md).
-    const bubbles = run !== undefined && env.approvals !== undefined && request.delegated !== true &&
-      request.clientConversation === undefined && tools.some((t) => t.name === DELEGATE_TASK)
+    const bubbles = delegation !== undefined && request.delegated !== true &&
+      request.clientConversation === undefined && tools.some((t) => t.name === delegation.toolName)
     const stopDelegations = bubbles ? new AbortController() : undefined
-    const toolApproval = tools.length === 0 || request.delegated === true ? undefined : toolApprovalFor(
+    const toolApproval = tools.length === 0 || request.delegated === true ? undefined : env.approvals.toolApproval(
       tools,
       caller,
-      env.runtime,
-      stopDelegations === undefined
+      stopDelegations === undefined || delegation === undefined
         ? undefined
-        : {
-          [DELEGATE_TASK]: delegationApproval(
-            agent,
-            call,
-            run!,
-            delegations!,
-            env.runtime,
-            parent,
-            stopDelegations.signal
-          )
-        }
+        : { [delegation.toolName]: delegation.approval(agent, call, delegations!, parent, stopDelegations.signal) }
     )
+    const commits = env.commits === undefined
+      ? undefined
+      : commitsOf(env.commits, { agentId: agent.id, callId, call }, env.runtime, parent)
     const fallback = usesFallback(agent, model)
     return {
       callId,
@@ -259,26 +203,18 @@ export const prepare = (
         : tracedModel(model, agent.id, parent, env.runtime, env.recordContent),
       instructions: working === undefined ? instructions : instructions + working.instructions,
       messages: resumed !== undefined ? resumed.messages : [...past, ...newMessages],
-      newMessages: client === undefined
-        ? newMessages
-        : guarded === undefined
-        ? userMessageToRemember(client)
-        : guardedUserMessage(guarded.messages, client.storesUserMessage),
-      recordedInput: guarded === undefined
-        ? undefined
-        : guarded.partsRewritten
-        ? guardedRecord(guarded, client !== undefined)
-        : guarded.rewrites === undefined
-        ? undefined
-        : rewrittenInput(recordedInput(request), guarded.rewrites),
+      newMessages: client === undefined ? newMessages : guarded?.remembered ?? userMessageToRemember(client),
+      recordedInput: guarded?.recordedInput,
       tools: toAiTools(
         tools,
         caller,
         env.runtime,
         parent,
         toolHooksOf(agent, callId, call),
-        resumed?.approved,
-        request.delegated === true ? delegatedRefusal : undefined
+        tools.some((t) => t.needsApproval !== undefined)
+          ? env.approvals.gate(resumed?.approved, caller, request.delegated === true)
+          : undefined,
+        commits?.toolResult
       ),
       // The wrapper retries and falls over itself: the SDK's own retries would multiply its tries.
       settings: fallback ? { ...settings, maxRetries: 0 } : settings,
@@ -286,10 +222,11 @@ export const prepare = (
       call,
       remember,
       parent,
-      ...(toolApproval === undefined ? {} : { toolApproval, approvalSecret: env.approvals?.secret }),
+      ...(toolApproval === undefined ? {} : { toolApproval, approvalSecret: env.approvals.secret }),
       ...(resumed === undefined ? {} : { resumed }),
       ...(delegations === undefined ? {} : { delegations }),
-      ...(stopDelegations === undefined ? {} : { stopDelegations })
+      ...(stopDelegations === undefined ? {} : { stopDelegations }),
+      onStepEnd: commits?.stepEnd
     } satisfies PreparedCall
   })
 
@@ -306,6 +243,7 @@ const modelArguments = (prepared: PreparedCall) => ({
   messages: prepared.messages,
   tools: prepared.tools,
   stopWhen: isStepCount(prepared.maxSteps),
+  onStepEnd: prepared.onStepEnd,
   ...prepared.settings,
   ...(prepared.toolApproval === undefined ? {} : { toolApproval: prepared.toolApproval, ...approvalSecret(prepared) })
 })

@@ -1,6 +1,6 @@
 import { Cause, Effect, Exit, FiberId, type Tracer } from "effect"
 import type { AgentDefinition } from "../Agent.js"
-import type { CallRequest } from "./Generation.js"
+import type { CallRequest } from "./contract.js"
 
 /**
  * An agent call's span attributes: the service's own (`entity.*`, read by the trace index and the

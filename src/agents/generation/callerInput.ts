@@ -2,14 +2,24 @@ import type { ModelMessage } from "ai"
 import { Effect, Either } from "effect"
 import { excerpt, ValidationError } from "../../core/errors.js"
 import type { GenerationOptions } from "../AgentsSchemas.js"
-import type { MemoryStore, Owner } from "../memory/MemoryStore.js"
+import type { Owner } from "../callContext.js"
+import type { MemoryStore } from "../memory/MemoryStore.js"
 import { claimedToolResults } from "./toolOutcomes.js"
 
 /**
  * What a caller may put into the model's context and the provider's request: no system message (the
  * agent's instructions are the only one; a caller's is dropped), provider options only on the operator's allow-list
- * (`provider.key`), and tool results only as the service produced them in that conversation.
+ * (`provider.key`), tool results only as the service produced them in that conversation, and no tool
+ * approvals (only the service's own rows answer them).
  */
+
+const APPROVAL_PARTS: ReadonlySet<string> = new Set(["tool-approval-request", "tool-approval-response"])
+
+/** Whether a caller's messages carry tool approvals (only the service's own rows may answer them). */
+export const callerApprovalParts = (messages: ReadonlyArray<ModelMessage>): boolean =>
+  messages.some((message) =>
+    typeof message.content !== "string" && message.content.some((part) => APPROVAL_PARTS.has(part.type))
+  )
 
 /** Tool results checked against memory per call at most (more is a 400). */
 export const MAX_CLAIMED_TOOL_RESULTS = 1000
@@ -63,7 +73,7 @@ type ProviderOptions = Record<string, Record<string, unknown>>
 
 const allowedOnly = (options: ProviderOptions, allow: ReadonlySet<string>): ProviderOptions | undefined => {
   const kept = Object.entries(options).flatMap(([provider, keys]) => {
-    const entries = Object.entries(keys ?? {}).filter(([key]) => allow.has(`${provider}.${key}`))
+    const entries = Object.entries(keys).filter(([key]) => allow.has(`${provider}.${key}`))
     return entries.length === 0 ? [] : [[provider, Object.fromEntries(entries)] as const]
   })
   return kept.length === 0 ? undefined : Object.fromEntries(kept)

@@ -2,10 +2,10 @@ import type { streamText } from "ai"
 import { Cause } from "effect"
 import { messageOf } from "../../core/errors.js"
 import type { ModelRef, TextResult, Usage } from "../AgentsSchemas.js"
-import type { NewApprovals, PendingApproval } from "../approvals/ApprovalStore.js"
-import { addUsage, type Prior } from "../approvals/continuation.js"
-import { StreamBlocked } from "../guardrails/stream.js"
+import type { NewApprovals, PendingApproval, Prior } from "./contract.js"
 import { toUsage } from "./results.js"
+import { StreamBlocked } from "./streamBlocked.js"
+import { addUsage } from "./tally.js"
 import { streamedToolOutcome, type ToolOutcome } from "./toolOutcomes.js"
 
 export type StreamEvent =
@@ -68,8 +68,29 @@ const toStreamEvent = (part: Part): StreamEvent | undefined => {
       return part.error instanceof StreamBlocked
         ? { type: "error", error: part.error.message, guardrail: part.error.blocked.guardrail }
         : { type: "error", error: messageOf(part.error) }
-    default:
-      // start, step boundaries, raw provider data and the like are never sent: they can reveal the prompt.
+    // Start, step boundaries, raw provider data and the like are never sent: they can reveal the prompt
+    // (an approval request is sent once stored, by eventStream).
+    case "start":
+    case "start-step":
+    case "finish-step":
+    case "text-start":
+    case "text-end":
+    case "reasoning-start":
+    case "reasoning-end":
+    case "reasoning-file":
+    case "tool-input-start":
+    case "tool-input-delta":
+    case "tool-input-end":
+    case "tool-approval-request":
+    case "tool-approval-response":
+    case "tool-output-denied":
+    case "steering-message":
+    case "source":
+    case "file":
+    case "custom":
+    case "raw":
+    case "ping":
+    case "abort":
       return undefined
   }
 }

@@ -11,7 +11,7 @@ import { runUserCode } from "../../core/userCode.js"
 import { errorDetailOf, failureMessage } from "../../observability/errorDetail.js"
 import { capString } from "../../observability/Redaction.js"
 import type { AgentCallContext, AgentDefinition, AgentHook, AgentHookEvent } from "../Agent.js"
-import type { Outcome } from "./record.js"
+import type { Outcome } from "./contract.js"
 
 export const AGENT_HOOK_TIMEOUT = Duration.seconds(5)
 

@@ -2,19 +2,7 @@ import { InvalidPromptError } from "@ai-sdk/provider"
 import { convertToModelMessages, type ModelMessage, modelMessageSchema, type UIMessage } from "ai"
 import { messageOf } from "../../core/errors.js"
 import type { AgentInput } from "../AgentsSchemas.js"
-import type { CallRequest } from "./Generation.js"
-
-/**
- * A conversation the client holds: `input` is its whole context (memory is not loaded on top of it);
- * history records the last user message as the call's input, and memory keeps only that message (when
- * new) and the answer, which on a regenerate replaces the last one stored.
- */
-export interface ClientConversation {
-  readonly lastUserMessage: UIMessage | undefined
-  /** Whether the last user message is new (the client's last message, sent to get an answer). */
-  readonly storesUserMessage: boolean
-  readonly replacesLastAnswer: boolean
-}
+import type { CallRequest, ClientConversation } from "./contract.js"
 
 const isUIMessages = (input: ReadonlyArray<object>): boolean => "parts" in input[0]
 
@@ -27,7 +15,7 @@ const modelMessages = modelMessageSchema.array()
 const checked = (messages: Array<ModelMessage>): Array<ModelMessage> => {
   const result = modelMessages.safeParse(messages)
   if (result.success) return messages
-  const issue = result.error.issues[0]
+  const issue = result.error.issues.at(0)
   const where = issue === undefined ? "" : ` (at ${issue.path.join(".")}: ${issue.message})`
   throw new InvalidPromptError({
     prompt: messages,

@@ -1,10 +1,9 @@
 /** The model a call runs with: the agent's one (traced), or its list under its fallback policy. */
 import type { LanguageModelV4 } from "@ai-sdk/provider"
-import { Effect, type Option, type Tracer } from "effect"
+import { Effect, type Option, type Runtime, type Tracer } from "effect"
 import { type AgentCallContext, type AgentDefinition, type AgentModel, type Dynamic, resolveDynamic } from "../Agent.js"
 import { fallbackModel, modelRef } from "../models/fallbackModel.js"
 import { modelName } from "../models/providerModel.js"
-import type { GenerationEnv } from "./call.js"
 import { tracedModel } from "./tracedModel.js"
 
 export type ResolvedModel = AgentModel | ReadonlyArray<AgentModel>
@@ -24,7 +23,7 @@ export const resolveModels = (
 
 /** One traced model per list element (a `chat {model}` span per attempt), behind the fallback wrapper. */
 export const modelFor = (
-  env: GenerationEnv,
+  env: { readonly runtime: Runtime.Runtime<never>; readonly recordContent?: boolean | undefined },
   agent: AgentDefinition,
   model: ResolvedModel,
   parent: Option.Option<Tracer.AnySpan>

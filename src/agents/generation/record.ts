@@ -1,30 +1,14 @@
 /** What a finished call leaves: its history entry, its memory, its log line. */
-import { type ModelMessage } from "ai"
-import { Cause, Effect, Option, Runtime, Tracer } from "effect"
-import { type AgentDefinition } from "../Agent.js"
-import type { HistoryEntry, ModelRef, TextResult, Usage } from "../AgentsSchemas.js"
-import type { NewApprovals } from "../approvals/ApprovalStore.js"
+import type { ModelMessage } from "ai"
+import { Cause, Effect, Runtime, type Tracer } from "effect"
+import type { ExecutionFailed } from "../../core/errors.js"
+import type { AgentDefinition } from "../Agent.js"
 import { answeringModel } from "../models/fallbackModel.js"
-import type { CallRequest, GenerationEnv, PreparedCall } from "./call.js"
+import type { GenerationEnv } from "./call.js"
 import { endCallSpan, outcomeExit } from "./callSpan.js"
+import type { Blocked, CallRequest, Done, Outcome, PreparedCall } from "./contract.js"
 import { endHooks, hasEndHooks } from "./hooks.js"
 import { recordedInput, textOf } from "./messages.js"
-import { type ToolOutcome } from "./toolOutcomes.js"
-
-export interface Outcome {
-  /** `pending`: stopped on approval requests; the finished call is recorded once, by its continuation. */
-  readonly status: HistoryEntry["status"] | "pending"
-  /** The approval requests a pending call stores. */
-  readonly approvals?: NewApprovals | undefined
-  readonly output?: string | undefined
-  readonly usage?: Usage | undefined
-  readonly toolCalls?: TextResult["toolCalls"] | undefined
-  readonly toolResults?: ReadonlyArray<ToolOutcome> | undefined
-  /** The model that answered. */
-  readonly model?: ModelRef | undefined
-  /** Why an errored call failed (logged with its line). */
-  readonly cause?: Cause.Cause<unknown> | undefined
-}
 
 /** Writes the history entry and, when the call completed with memory on, the exchange (all or nothing). */
 export const finish = (
@@ -41,12 +25,7 @@ export const finish = (
       if (outcome.approvals !== undefined && request.collectApprovals !== undefined) {
         return request.collectApprovals(outcome.approvals)
       }
-      if (outcome.approvals !== undefined && env.approvals !== undefined) {
-        // The call's span (the answering call's span links to it).
-        const span = yield* Effect.option(Effect.currentSpan)
-        const trace = Option.isSome(span) ? { traceId: span.value.traceId, spanId: span.value.spanId } : undefined
-        yield* env.approvals.store.request(trace === undefined ? outcome.approvals : { ...outcome.approvals, trace })
-      }
+      if (outcome.approvals !== undefined) yield* env.approvals.keep(outcome.approvals)
       return
     }
     const status = outcome.status
@@ -148,3 +127,8 @@ export const recorder = (
       )
     ).catch(() => undefined)
 }
+
+/** The plain path's effect, typed as the guarded one's (nothing runs). */
+export const unguarded = <A, E>(
+  self: Effect.Effect<Done<A>, E>
+): Effect.Effect<Done<A> | Blocked, E | ExecutionFailed> => self

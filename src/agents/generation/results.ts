@@ -1,5 +1,6 @@
 import type { LanguageModelUsage, StepResult, ToolSet } from "ai"
 import type { TextResult, Usage } from "../AgentsSchemas.js"
+import type { PendingApproval } from "./contract.js"
 
 /** The spec's usage object from the SDK's (summed over the call's steps); 0 where nothing was reported. */
 export const toUsage = (usage: LanguageModelUsage | undefined): Usage => {
@@ -9,8 +10,8 @@ export const toUsage = (usage: LanguageModelUsage | undefined): Usage => {
     promptTokens,
     completionTokens,
     totalTokens: usage?.totalTokens ?? promptTokens + completionTokens,
-    cachedInputTokens: usage?.inputTokenDetails?.cacheReadTokens ?? 0,
-    reasoningTokens: usage?.outputTokenDetails?.reasoningTokens ?? 0
+    cachedInputTokens: usage?.inputTokenDetails.cacheReadTokens ?? 0,
+    reasoningTokens: usage?.outputTokenDetails.reasoningTokens ?? 0
   }
 }
 
@@ -29,3 +30,16 @@ export const collectTools = (
     }))
   )
 })
+
+/** The approval requests the call's last step stopped on. */
+export const requestsOf = (steps: ReadonlyArray<StepResult<ToolSet>>): Array<Omit<PendingApproval, "expiresAt">> =>
+  (steps.at(-1)?.content ?? []).flatMap((part) =>
+    part.type === "tool-approval-request"
+      ? [{
+        approvalId: part.approvalId,
+        toolName: part.toolCall.toolName,
+        toolCallId: part.toolCall.toolCallId,
+        input: part.toolCall.input
+      }]
+      : []
+  )

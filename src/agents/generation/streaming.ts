@@ -1,23 +1,20 @@
 import { JsonToSseTransformStream, Output, streamText, toUIMessageStream } from "ai"
 import { Effect, Stream, Tracer } from "effect"
-import { ExecutionFailed, type GuardrailBlocked, messageOf, ValidationError } from "../../core/errors.js"
-import { type AgentDefinition } from "../Agent.js"
-import type { ModelRef, Usage } from "../AgentsSchemas.js"
-import { chatAnswers, chatApprovals } from "../approvals/chat.js"
-import { continueAnswered, resume } from "../approvals/continuation.js"
-import { streamApprovals } from "../approvals/streamed.js"
-import { guardedObjectEvents } from "../guardrails/object.js"
-import { type GuardHooks, guardStream, once, recordingBlocks } from "../guardrails/stream.js"
+import { type ExecutionFailed, type GuardrailBlocked, messageOf, type ValidationError } from "../../core/errors.js"
+import type { AgentDefinition } from "../Agent.js"
 import { answeringModel } from "../models/fallbackModel.js"
 import { validatedJsonSchema } from "./aiTools.js"
-import { callArguments, type CallRequest, failed, type GenerationEnv, prepare, type PreparedCall } from "./call.js"
+import { callArguments, failed, type GenerationEnv, prepare } from "./call.js"
 import { causeOf, inCallSpan } from "./callSpan.js"
+import type { CallRequest, ObjectEvent, PreparedCall } from "./contract.js"
 import { eventStream, fullStreamAlone, type StreamOutcome } from "./eventStream.js"
 import { startHook } from "./hooks.js"
 import { messageIds } from "./messages.js"
 import { checkOutputSchema, outputFor } from "./outputSchema.js"
+import type { GuardHooks } from "./plugins.js"
 import { recorder } from "./record.js"
 import { collectTools, toUsage } from "./results.js"
+import { once, recordingBlocks } from "./streamBlocked.js"
 import { toolOutcomes } from "./toolOutcomes.js"
 
 type StreamTextResult = ReturnType<typeof streamText>
@@ -82,7 +79,7 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, given: CallRe
     Effect.gen(function*() {
       const { request, resumed } = given.options?.approvals === undefined
         ? { request: given, resumed: undefined }
-        : yield* resume(env, agent, given)
+        : yield* env.approvals.resume(agent, given)
       const output = yield* outputFor(request.options)
       const prepared = yield* prepare(env, agent, request, true, resumed)
       if (agent.onStart !== undefined && resumed === undefined) yield* startHook(agent, prepared)
@@ -98,12 +95,10 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, given: CallRe
       const model = () => answeringModel(prepared.model)
       const approvals = prepared.toolApproval === undefined && resumed === undefined
         ? undefined
-        : streamApprovals(env, agent, request, prepared, result.responseMessages, span)
+        : env.approvals.streamed(agent, request, prepared, result.responseMessages, span)
       const events = agent.outputGuardrails?.length
         ? eventStream(
-          fullStreamAlone(result).pipeThrough(
-            guardStream(agent, prepared.call, prepared.parent, env.runtime, { abort })
-          ),
+          fullStreamAlone(result).pipeThrough(env.guardrails.stream(agent, prepared.call, prepared.parent, { abort })),
           recordingBlocks(record),
           abort,
           approvals,
@@ -124,10 +119,10 @@ export const stream = (env: GenerationEnv, agent: AgentDefinition, given: CallRe
 export const chat = (env: GenerationEnv, agent: AgentDefinition, given: CallRequest) =>
   inCallSpan("AgentRegistry.chat", agent, given, (span) =>
     Effect.gen(function*() {
-      const answers = chatAnswers(given)
+      const answers = env.approvals.chatAnswers(given)
       const { request, resumed } = answers === undefined
         ? { request: given, resumed: undefined }
-        : yield* continueAnswered(env, agent, answers, given)
+        : yield* env.approvals.continueAnswered(agent, answers, given)
       const output = yield* outputFor(request.options)
       const prepared = yield* prepare(env, agent, request, true, resumed)
       if (agent.onStart !== undefined && resumed === undefined) yield* startHook(agent, prepared)
@@ -136,8 +131,8 @@ export const chat = (env: GenerationEnv, agent: AgentDefinition, given: CallRequ
       return streamed(env, agent, request, prepared, span, output ? { output } : {}, (result, guard) => {
         const model = () => answeringModel(prepared.model)
         const parts = approving
-          ? result.stream.pipeThrough(chatApprovals(
-            streamApprovals(env, agent, request, prepared, result.responseMessages, span),
+          ? result.stream.pipeThrough(env.approvals.chatParts(
+            env.approvals.streamed(agent, request, prepared, result.responseMessages, span),
             (outcome: StreamOutcome) => guard?.record?.(outcome) ?? Promise.resolve(),
             !guarded,
             model,
@@ -149,7 +144,7 @@ export const chat = (env: GenerationEnv, agent: AgentDefinition, given: CallRequ
             toUIMessageStream({
               stream: guard === undefined || !guarded
                 ? parts
-                : parts.pipeThrough(guardStream(agent, prepared.call, prepared.parent, env.runtime, guard)),
+                : parts.pipeThrough(env.guardrails.stream(agent, prepared.call, prepared.parent, guard)),
               tools: prepared.tools,
               onError: messageOf,
               // The finish chunk's metadata names the model that answered.
@@ -162,16 +157,6 @@ export const chat = (env: GenerationEnv, agent: AgentDefinition, given: CallRequ
         })
       }, guarded || approving)
     }))
-
-export type ObjectEvent =
-  | { readonly type: "partial"; readonly object: unknown }
-  | {
-    readonly type: "finish"
-    readonly object: unknown
-    readonly finishReason: string
-    readonly usage: Usage
-    readonly model: ModelRef
-  }
 
 export const streamObject = (
   env: GenerationEnv,
@@ -193,21 +178,23 @@ export const streamObject = (
         span,
         { output },
         (result, guard): Stream.Stream<ObjectEvent, CallFailure> =>
-          guard !== undefined ? guardedObjectEvents(agent, prepared, result, guard, failed(agent)) : Stream.concat(
-            Stream.fromAsyncIterable(result.partialOutputStream, failed(agent)).pipe(
-              Stream.map((partial): ObjectEvent => ({ type: "partial", object: partial }))
+          guard !== undefined ?
+            env.guardrails.objectEvents(agent, prepared, result, guard, failed(agent)) :
+            Stream.concat(
+              Stream.fromAsyncIterable(result.partialOutputStream, failed(agent)).pipe(
+                Stream.map((partial): ObjectEvent => ({ type: "partial", object: partial }))
+              ),
+              Stream.fromEffect(Effect.tryPromise({
+                try: async (): Promise<ObjectEvent> => ({
+                  type: "finish",
+                  object: await result.output,
+                  finishReason: await result.finishReason,
+                  usage: toUsage(await result.usage),
+                  model: answeringModel(prepared.model)
+                }),
+                catch: failed(agent)
+              }))
             ),
-            Stream.fromEffect(Effect.tryPromise({
-              try: async (): Promise<ObjectEvent> => ({
-                type: "finish",
-                object: await result.output,
-                finishReason: await result.finishReason,
-                usage: toUsage(await result.usage),
-                model: answeringModel(prepared.model)
-              }),
-              catch: failed(agent)
-            }))
-          ),
         guarded
       )
     }))

@@ -1,6 +1,7 @@
 import type { ModelMessage, StepResult, ToolSet } from "ai"
 import { createHash } from "node:crypto"
 import { messageOf } from "../../core/errors.js"
+import { canonicalJson } from "./jsonText.js"
 
 /**
  * A tool result the service produced, as memory keeps it to recognise it when a caller sends it back in
@@ -13,19 +14,8 @@ export interface ToolOutcome {
   readonly outcome: string
 }
 
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
-// Keys sorted, so a client that rebuilds an object in another key order sends the same result.
-const canonical = (value: unknown): string =>
-  JSON.stringify(
-    value,
-    (_key, field: unknown) =>
-      isPlainObject(field) ? Object.fromEntries(Object.keys(field).sort().map((key) => [key, field[key]])) : field
-  ) ?? "null"
-
 const digest = (kind: "result" | "error" | "other", value: unknown): string =>
-  createHash("sha256").update(`${kind}:${canonical(value)}`).digest("base64url")
+  createHash("sha256").update(`${kind}:${canonicalJson(value)}`).digest("base64url")
 
 /** The outcomes of every step's tool calls (errors included: the model saw them as the tool's answer). */
 export const toolOutcomes = (steps: ReadonlyArray<StepResult<ToolSet>>): Array<ToolOutcome> =>

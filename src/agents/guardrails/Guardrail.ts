@@ -1,6 +1,11 @@
+/**
+ * `guardrails/`: input and output guardrails. This file is their public definition (the ready-made
+ * ones included); the rest runs them and plugs them into the generation core (plugin.ts). The folder
+ * may import the agent's definition, the call context and the core's contract, never the registry.
+ */
 import type { Effect } from "effect"
 import type { ResultContext } from "../../core/userCode.js"
-import type { AgentCallContext } from "../Agent.js"
+import type { AgentCallContext } from "../callContext.js"
 import { normalizeForMatching, replaceNormalized } from "./normalize.js"
 
 /** What a guardrail decides: let the text through, replace it, or stop the call with a message the client sees. */

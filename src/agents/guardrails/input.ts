@@ -2,9 +2,10 @@ import type { ModelMessage } from "ai"
 import { Effect, Predicate } from "effect"
 import { type ExecutionFailed, type GuardrailBlocked, ValidationError } from "../../core/errors.js"
 import type { AgentCallContext, AgentDefinition } from "../Agent.js"
+import { jsonText } from "../generation/jsonText.js"
 import type { InputRole } from "./Guardrail.js"
 import { guardText } from "./run.js"
-import { jsonText, parsedOr } from "./toolResults.js"
+import { parsedOr } from "./toolResults.js"
 
 /**
  * What input guardrails read of a caller's messages: what the model will receive. Every message of any

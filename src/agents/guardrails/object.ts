@@ -3,11 +3,11 @@ import { Effect, Stream } from "effect"
 import { ExecutionFailed, type ValidationError } from "../../core/errors.js"
 import type { AgentDefinition } from "../Agent.js"
 import type { Usage } from "../AgentsSchemas.js"
-import type { PreparedCall } from "../generation/call.js"
+import type { PreparedCall } from "../generation/contract.js"
+import type { GuardHooks } from "../generation/plugins.js"
 import { toUsage } from "../generation/results.js"
 import { answeringModel } from "../models/fallbackModel.js"
 import { guardOutput } from "./run.js"
-import type { GuardHooks } from "./stream.js"
 
 type StreamTextResult = ReturnType<typeof streamText>
 

@@ -65,8 +65,10 @@ export const decide = <Args>(
     const out = guardrail.check(args)
     if (!Effect.isEffect(out) && !Predicate.isPromiseLike(out)) return checked(out)
     return fromUserResult(out).pipe(
-      Effect.flatMap((value) => Effect.try({ try: () => checked(value), catch: (error) => error })),
-      Effect.mapError((error) => failedCheck(guardrail.name, error))
+      Effect.mapError((error) => failedCheck(guardrail.name, error)),
+      Effect.flatMap((value) =>
+        Effect.try({ try: () => checked(value), catch: (error) => failedCheck(guardrail.name, error) })
+      )
     )
   } catch (error) {
     return Effect.fail(failedCheck(guardrail.name, error))

@@ -1,57 +1,18 @@
-import type { streamText } from "ai"
-import { Cause, Effect, Option, Runtime, type Tracer } from "effect"
+import { Cause, Effect, type Option, Runtime, type Tracer } from "effect"
 import { GuardrailBlocked, messageOf } from "../../core/errors.js"
-import type { AgentCallContext, AgentDefinition } from "../Agent.js"
+import type { AgentDefinition } from "../Agent.js"
 import type { TextResult } from "../AgentsSchemas.js"
-import type { Outcome } from "../generation/record.js"
+import type { AgentCallContext } from "../callContext.js"
+import type { StreamPart as Part } from "../generation/contract.js"
+import type { GuardHooks } from "../generation/plugins.js"
 import { toUsage } from "../generation/results.js"
+import { StreamBlocked } from "../generation/streamBlocked.js"
 import { streamedToolOutcome, type ToolOutcome } from "../generation/toolOutcomes.js"
 import { DEFAULT_HOLD_BACK, type GuardrailDecision } from "./Guardrail.js"
 import { decide, type Guarded, noteAction } from "./run.js"
 import { toolText } from "./toolResults.js"
 
-type StreamTextResult = ReturnType<typeof streamText>
-export type Part = StreamTextResult extends { stream: AsyncIterable<infer P> } ? P : never
 type ToolPart = Extract<Part, { readonly type: "tool-result" | "tool-error" }>
-
-/**
- * A streamed answer's block, as the `error` part that ends the guarded stream carries it: the client
- * sees the guardrail's message; history records `blocked` with the text already sent.
- */
-export class StreamBlocked extends Error {
-  constructor(readonly blocked: GuardrailBlocked, readonly sent: string) {
-    super(blocked.message)
-  }
-}
-
-const blockedIn = (outcome: Outcome): StreamBlocked | undefined => {
-  if (outcome.status !== "error" || outcome.cause === undefined) return undefined
-  const failure = Cause.failureOption(outcome.cause)
-  return Option.isSome(failure) && failure.value instanceof StreamBlocked ? failure.value : undefined
-}
-
-/** `record` with a guardrail's block recorded as `blocked`, the text sent before it as the output. */
-export const recordingBlocks = <O extends Outcome>(record: (outcome: Outcome) => Promise<void>) => (outcome: O) => {
-  const blocked = blockedIn(outcome)
-  return record(blocked === undefined ? outcome : { status: "blocked", output: blocked.sent })
-}
-
-/** Records once, whoever asks first (the guarded stream, or the SDK's error and abort callbacks). */
-export const once = (record: (outcome: Outcome) => Promise<void>) => {
-  let done = false
-  return (outcome: Outcome): Promise<void> => {
-    if (done) return Promise.resolve()
-    done = true
-    return record(outcome)
-  }
-}
-
-export interface GuardHooks {
-  /** Stops the model call (after a block). */
-  readonly abort: () => void
-  /** When given, the guarded stream records the call itself (for /chat, whose SDK callbacks see the unguarded text). */
-  readonly record?: ((outcome: Outcome) => Promise<void>) | undefined
-}
 
 /**
  * The SDK's parts with the agent's output guardrails applied to the text as it streams. Each delta is

@@ -2,6 +2,7 @@ import { Effect, type Option, type Tracer } from "effect"
 import type { ExecutionFailed } from "../../core/errors.js"
 import type { AgentCallContext, AgentDefinition } from "../Agent.js"
 import type { TextResult } from "../AgentsSchemas.js"
+import { jsonText } from "../generation/jsonText.js"
 import { resultOutcome, type ToolOutcome } from "../generation/toolOutcomes.js"
 import { type Guarded, guardOutput } from "./run.js"
 
@@ -10,8 +11,6 @@ import { type Guarded, guardOutput } from "./run.js"
  * `tool-result` frames, /chat tool parts). The model itself read the raw result within the call.
  * A string is guarded as it is; any other value as its JSON text (as /object's answer is).
  */
-
-export const jsonText = (value: unknown): string => JSON.stringify(value) ?? "null"
 
 /** A rewritten JSON text as its value again; a rewrite that is no longer JSON is kept as text. */
 export const parsedOr = (text: string): unknown => {

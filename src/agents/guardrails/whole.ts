@@ -1,22 +1,10 @@
 import { Effect } from "effect"
 import { ExecutionFailed, type GuardrailBlocked } from "../../core/errors.js"
 import type { AgentDefinition } from "../Agent.js"
-import type { TextResult } from "../AgentsSchemas.js"
-import type { PreparedCall } from "../generation/call.js"
-import type { Outcome } from "../generation/record.js"
+import type { Blocked, Done, Outcome, PreparedCall } from "../generation/contract.js"
+import type { TextAnswer } from "../generation/plugins.js"
 import { guardOutput } from "./run.js"
 import { guardToolResults, rewrittenOutcomes } from "./toolResults.js"
-
-interface Done<A> {
-  readonly result: A
-  readonly outcome: Outcome
-}
-
-/** A blocked answer: recorded as `blocked` (its usage kept, its text not), then failed with the block. */
-export interface Blocked {
-  readonly blocked: GuardrailBlocked
-  readonly outcome: Outcome
-}
 
 const blockedOutcome = (outcome: Outcome, blocked: GuardrailBlocked): Blocked => ({
   blocked,
@@ -27,27 +15,26 @@ const blockedOutcome = (outcome: Outcome, blocked: GuardrailBlocked): Blocked =>
  * /text's answer through the output guardrails: the text and the tool results (and what history and
  * memory keep) rewritten, or blocked.
  */
-export const guardedText =
-  (agent: AgentDefinition, prepared: PreparedCall) =>
-  <A extends { readonly text: string; readonly toolResults: TextResult["toolResults"] }, E>(
-    self: Effect.Effect<Done<A>, E>
-  ): Effect.Effect<Done<A> | Blocked, E | ExecutionFailed> =>
-    Effect.flatMap(self, (done) =>
-      Effect.gen(function*() {
-        const text = yield* guardOutput(agent, prepared.call, prepared.parent, done.result.text)
-        if ("blocked" in text) return blockedOutcome(done.outcome, text.blocked)
-        const tools = yield* guardToolResults(agent, prepared.call, prepared.parent, done.result.toolResults)
-        if ("blocked" in tools) return blockedOutcome(done.outcome, tools.blocked)
-        if (text.text === done.result.text && tools.changed.size === 0) return done
-        const outcome: Outcome = {
-          ...done.outcome,
-          ...(text.text === done.result.text ? {} : { output: text.text }),
-          ...(done.outcome.toolResults === undefined
-            ? {}
-            : { toolResults: rewrittenOutcomes(done.outcome.toolResults, tools.changed) })
-        }
-        return { result: { ...done.result, text: text.text, toolResults: tools.results }, outcome }
-      }))
+export const guardedText = (agent: AgentDefinition, prepared: PreparedCall) =>
+<A extends TextAnswer, E>(
+  self: Effect.Effect<Done<A>, E>
+): Effect.Effect<Done<A> | Blocked, E | ExecutionFailed> =>
+  Effect.flatMap(self, (done) =>
+    Effect.gen(function*() {
+      const text = yield* guardOutput(agent, prepared.call, prepared.parent, done.result.text)
+      if ("blocked" in text) return blockedOutcome(done.outcome, text.blocked)
+      const tools = yield* guardToolResults(agent, prepared.call, prepared.parent, done.result.toolResults)
+      if ("blocked" in tools) return blockedOutcome(done.outcome, tools.blocked)
+      if (text.text === done.result.text && tools.changed.size === 0) return done
+      const outcome: Outcome = {
+        ...done.outcome,
+        ...(text.text === done.result.text ? {} : { output: text.text }),
+        ...(done.outcome.toolResults === undefined
+          ? {}
+          : { toolResults: rewrittenOutcomes(done.outcome.toolResults, tools.changed) })
+      }
+      return { result: { ...done.result, text: text.text, toolResults: tools.results }, outcome }
+    }))
 
 /**
  * /object's answer through the output guardrails, which see its JSON text: a rewrite must still be
@@ -76,8 +63,3 @@ export const guardedObject =
         }
       )
     })
-
-/** The plain path's effect, typed as the guarded one's (nothing runs). */
-export const unguarded = <A, E>(
-  self: Effect.Effect<Done<A>, E>
-): Effect.Effect<Done<A> | Blocked, E | ExecutionFailed> => self

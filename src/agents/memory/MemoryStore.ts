@@ -1,3 +1,8 @@
+/**
+ * `memory/`: conversation memory and the call history (SQL). A store: it imports the agents' schemas,
+ * the call context and storage, and working memory's row filter (forgetting a conversation forgets
+ * its record too); nothing of generation or the features above it.
+ */
 import { SqlClient, type Statement } from "@effect/sql"
 import type { ModelMessage } from "ai"
 import { Context, Effect, Layer, Option, Predicate, Schema } from "effect"
@@ -5,6 +10,7 @@ import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { committingStatements, storeCommitsOrInline } from "../../storage/StoreCommits.js"
 import { ownTransaction } from "../../storage/transaction.js"
 import type { HistoryEntry } from "../AgentsSchemas.js"
+import type { Owner } from "../callContext.js"
 import { recordFilter } from "../workingMemory/WorkingMemoryStore.js"
 import { decodePageRows, decodeWholeEntries, pageColumns, pageEntry, wholeEntry } from "./historyRows.js"
 
@@ -15,14 +21,6 @@ export interface HistoryQuery {
   readonly conversationId?: string | undefined
   /** Only this owner's entries (null: those without one); everyone's when absent. */
   readonly owner?: Owner | undefined
-}
-
-/**
- * Under authentication, the user a conversation belongs to (null: anonymous callers): its memory is
- * read by agent, owner and conversation, so one user's conversation id never reaches another's.
- */
-export interface Owner {
-  readonly userId: string | null
 }
 
 export interface RememberedExchange {
@@ -202,9 +200,9 @@ export const MemoryStoreLive = Layer.scoped(
      */
     const deleteLastAnswer = (agentId: string, remembered: RememberedExchange) =>
       Effect.gen(function*() {
-        const [last] = yield* sql`SELECT id, message FROM agent_messages
+        const last = yield* sql`SELECT id, message FROM agent_messages
           WHERE ${inConversation(agentId, remembered.conversationId, remembered.owner)}
-          ORDER BY id DESC LIMIT 1`.pipe(Effect.flatMap(decodeLastMessage))
+          ORDER BY id DESC LIMIT 1`.pipe(Effect.flatMap(decodeLastMessage), Effect.map((rows) => rows.at(0)))
         if (last === undefined || last.message.role !== "assistant") return []
         return [sql`DELETE FROM agent_messages WHERE id = ${last.id} AND id = (SELECT MAX(id) FROM agent_messages
           WHERE ${inConversation(agentId, remembered.conversationId, remembered.owner)})`]

@@ -1,3 +1,8 @@
+/**
+ * `models/`: the models a call runs with: the default one from configuration, the providers', the
+ * built-in echo model, and the fallback wrapper over a list. Imports the agent's model type,
+ * configuration, the JSON Schema helpers and the model metrics; nothing of generation or above.
+ */
 import { Context, Layer } from "effect"
 import type { ModelSettings } from "../../config/ModelSettings.js"
 import type { AgentModel } from "../Agent.js"

@@ -114,7 +114,7 @@ export const placeIn = (text: string): string | undefined => {
 /** Strings in double, single or typographic quotes, in order. */
 export const quotedIn = (text: string): Array<string> =>
   [...text.matchAll(/"([^"]+)"|“([^”]+)”|(?<![\p{L}\p{N}])'([^']+)'(?![\p{L}\p{N}])/gu)].map((match) =>
-    match[1] ?? match[2] ?? match[3]!
+    match.at(1) ?? match.at(2) ?? match.at(3) ?? ""
   )
 
 /** The value the text gives a parameter by name: "word hello", "city: Oslo", "name is \"Ada Lovelace\"". */

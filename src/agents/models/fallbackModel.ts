@@ -103,7 +103,8 @@ export const failureKind = (error: unknown): string =>
 /** What a 429's (or 503's) `Retry-After` asks for, in ms (seconds or an HTTP date; `retry-after-ms` first). */
 export const retryAfterMillis = (error: unknown): number | undefined => {
   if (!APICallError.isInstance(error) || error.responseHeaders === undefined) return undefined
-  const headers = error.responseHeaders
+  // A header the response did not send is undefined, whatever the record's type says.
+  const headers: Readonly<Record<string, string | undefined>> = error.responseHeaders
   const ms = Number(headers["retry-after-ms"])
   if (headers["retry-after-ms"] !== undefined && Number.isFinite(ms)) return Math.max(0, ms)
   const value = headers["retry-after"]

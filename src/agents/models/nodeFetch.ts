@@ -28,7 +28,7 @@ const plainHeaders = (headers: HeadersInit | undefined): Record<string, string> 
     new Headers(headers).forEach((value, name) => (plain[name] = value))
     return plain
   }
-  for (const [name, value] of Object.entries(headers)) if (value !== undefined) plain[name] = value
+  for (const [name, value] of Object.entries<string | undefined>(headers)) if (value !== undefined) plain[name] = value
   return plain
 }
 

@@ -1,7 +1,12 @@
+/**
+ * `workingMemory/`: a small structured record per user or conversation, in the instructions, replaced
+ * by its own tool. This store keeps the records; workingMemory.ts gives a call its block and tool. The
+ * folder imports the agent's definition, the call context, tools and storage; nothing of generation.
+ */
 import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
-import type { Owner } from "../memory/MemoryStore.js"
+import type { Owner } from "../callContext.js"
 
 export type WorkingMemoryScope = "user" | "conversation"
 

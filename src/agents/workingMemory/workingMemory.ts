@@ -4,7 +4,8 @@ import { NotFound, ValidationError } from "../../core/errors.js"
 import { defineTool, type Tool } from "../../tools/Tool.js"
 import type { AgentCallContext, AgentDefinition } from "../Agent.js"
 import { UPDATE_WORKING_MEMORY, WORKING_MEMORY_MAX_BYTES, type WorkingMemoryConfig } from "./config.js"
-import { type WorkingMemoryKey, WorkingMemoryStore } from "./WorkingMemoryStore.js"
+import type { WorkingMemoryStore } from "./WorkingMemoryStore.js"
+import { type WorkingMemoryKey } from "./WorkingMemoryStore.js"
 
 /**
  * The record a call may use, or why it has none. User scope needs an identified caller: under

@@ -1,8 +1,25 @@
+/** What a call did, summed over its parts (a call stopped for approval and its continuation): usage and tool traffic. */
 import type { LanguageModelUsage, ModelMessage, StepResult, ToolSet } from "ai"
-import type { TextResult } from "../AgentsSchemas.js"
-import { collectTools, toUsage } from "../generation/results.js"
-import { claimedToolResults, toolOutcomes } from "../generation/toolOutcomes.js"
-import type { Prior } from "./continuation.js"
+import type { TextResult, Usage } from "../AgentsSchemas.js"
+import type { Prior } from "./contract.js"
+import { collectTools, toUsage } from "./results.js"
+import { claimedToolResults, toolOutcomes } from "./toolOutcomes.js"
+
+export const addUsage = (a: Usage, b: Usage): Usage => ({
+  promptTokens: a.promptTokens + b.promptTokens,
+  completionTokens: a.completionTokens + b.completionTokens,
+  totalTokens: a.totalTokens + b.totalTokens,
+  cachedInputTokens: a.cachedInputTokens + b.cachedInputTokens,
+  reasoningTokens: a.reasoningTokens + b.reasoningTokens
+})
+
+/** What the whole call did: its earlier part's and this part's. */
+export const withPrior = (prior: Prior, now: Prior): Prior => ({
+  usage: addUsage(prior.usage, now.usage),
+  toolCalls: [...prior.toolCalls, ...now.toolCalls],
+  toolResults: [...prior.toolResults, ...now.toolResults],
+  outcomes: [...prior.outcomes, ...now.outcomes]
+})
 
 /**
  * The tool results a continued call starts with (the approved tools' and the denied ones'): the SDK
