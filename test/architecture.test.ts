@@ -106,6 +106,14 @@ describe("the house", () => {
     expect(importsOf("src/index.ts").filter((target) => target.startsWith("src/examples/"))).toEqual([])
   })
 
+  it("the agents' generation core imports none of the features that plug into it", () => {
+    const core = (file: string) => file.startsWith("src/agents/generation/")
+    const feature = (target: string) =>
+      /^src\/agents\/(approvals|delegation|guardrails|workingMemory)\//.test(target) ||
+      /^src\/agents\/(AgentRegistry|plugged)\.ts$/.test(target)
+    expect(violations(core, feature)).toEqual([])
+  })
+
   it("no import circle in src, type imports and the console included", () => {
     const found = circles(sources("src"))
     if (found.length > 0) {
