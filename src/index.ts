@@ -70,9 +70,9 @@ export {
   type OnStartEvent,
   type OnSuspendEvent
 } from "./workflows/steps/Hooks.js"
-export type { ItemContext, ItemStepContext, IterationContext, LoopsChain } from "./workflows/steps/Loops.js"
+export type { ItemContext, ItemStepContext, IterationContext } from "./workflows/steps/Loops.js"
 export { type StepPolicy, type StepRetry, StepTimeout } from "./workflows/steps/Policy.js"
-export { MAX_SLEEP, type SleepChain } from "./workflows/steps/Sleep.js"
+export { MAX_SLEEP } from "./workflows/steps/Sleep.js"
 export {
   type ResumeData,
   type ResumeStepId,
@@ -94,5 +94,6 @@ export {
   type WorkflowBuilder,
   type WorkflowDefinition
 } from "./workflows/Workflow.js"
-export { RegisteredWorkflows, WorkflowEngine } from "./workflows/WorkflowEngine.js"
-export type { StartOptions, WorkflowEngineCore, WorkflowEngineService } from "./workflows/WorkflowEngineContract.js"
+export type { LoopsChain, SleepChain } from "./workflows/WorkflowChain.js"
+export { RegisteredWorkflows, WorkflowEngine, type WorkflowEngineService } from "./workflows/WorkflowEngine.js"
+export type { StartOptions, WorkflowEngineCore } from "./workflows/WorkflowEngineContract.js"

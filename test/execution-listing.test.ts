@@ -4,13 +4,8 @@ import { Effect, Layer } from "effect"
 import { join } from "node:path"
 import { DatabaseLive } from "../src/Database.js"
 import { storageKind } from "../src/storage/Sql.js"
-import {
-  type Execution,
-  type ExecutionQuery,
-  ExecutionStore,
-  ExecutionStoreLive,
-  listingQuery
-} from "../src/workflows/ExecutionStore.js"
+import { type Execution, type ExecutionQuery, ExecutionStore } from "../src/workflows/ExecutionStore.js"
+import { ExecutionStoreLive, listingQuery } from "../src/workflows/ExecutionStoreLive.js"
 import type { ExecutionStatus } from "../src/workflows/WorkflowSchemas.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { tempDir } from "./support/TestServer.js"

@@ -21,10 +21,11 @@ import { endingHook, fireHook, hookBase, type HookEvents, type HookName } from "
 import { withInnerCheckpoints } from "./steps/innerDriver.js"
 import { makeInnerOutputs } from "./steps/InnerOutputs.js"
 import { policyStep } from "./steps/PolicyDriver.js"
-import type { Park } from "./steps/SleepTimers.js"
+import type { SleepSignal } from "./steps/Sleep.js"
 import { jsonBytes, outputRefusal } from "./StoredValues.js"
 import { goOnDelay, isStoreDefect, STORE_ERROR_RETRY, storedAre } from "./storeRetry.js"
-import type { WorkflowDefinition } from "./Workflow.js"
+import type { Step, WorkflowDefinition } from "./WorkflowDefinition.js"
+import type { WorkflowEvent } from "./WorkflowSchemas.js"
 import type * as S from "./WorkflowSchemas.js"
 
 export { openingEvents, workflowEvent } from "./ExecutionEndings.js"
@@ -33,6 +34,19 @@ export { openingEvents, workflowEvent } from "./ExecutionEndings.js"
 const STORE_RETRY = Schedule.exponential("1 second").pipe(Schedule.either(Schedule.spaced("30 seconds")))
 /** A write of a drive fiber that the store kept failing through STORE_ERROR_RETRY: no verdict on the execution. */
 class StoreUnavailable extends Data.TaggedError("StoreUnavailable")<{ readonly cause: unknown }> {}
+
+/** Parks an execution at a sleep step until its wake time (the timers, steps/SleepTimers.ts, implement it). */
+export type Park = <E>(args: {
+  readonly claim: Claim
+  readonly execution: Execution
+  readonly step: Step
+  readonly index: number
+  readonly signal: SleepSignal
+  readonly checkpoint: (
+    events: ReadonlyArray<WorkflowEvent>,
+    write: Effect.Effect<Option.Option<number>>
+  ) => Effect.Effect<Option.Option<number>, E>
+}) => Effect.Effect<void, E>
 
 /**
  * Live executions: one fiber each in a FiberMap keyed by execution id (owned by the caller's scope, so

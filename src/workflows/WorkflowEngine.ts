@@ -32,13 +32,19 @@ import { startApprovalExpiry } from "./steps/ApprovalExpiry.js"
 import { hookBase } from "./steps/Hooks.js"
 import { makeWorkflowTimers } from "./steps/SleepTimers.js"
 import { claimResumeRetrying, retryingRead } from "./storeRetry.js"
-import { makeTypedCalls } from "./TypedCalls.js"
+import { makeTypedCalls, type TypedCalls } from "./TypedCalls.js"
 import type { WorkflowDefinition } from "./Workflow.js"
-import type { StartOptions, WorkflowEngineCore, WorkflowEngineService } from "./WorkflowEngineContract.js"
+import type { StartOptions, WorkflowEngineCore } from "./WorkflowEngineContract.js"
 import type * as S from "./WorkflowSchemas.js"
 
 export { RegisteredWorkflows } from "./RegisteredWorkflows.js"
 export type { StartOptions } from "./WorkflowEngineContract.js"
+
+/**
+ * What the workflow engine offers (the WorkflowEngine tag's service): the calls by id, and the typed
+ * ones by reference (`executeWorkflow`, `runWorkflow`, `resumeWorkflow`) for Effect code.
+ */
+export interface WorkflowEngineService extends WorkflowEngineCore, TypedCalls {}
 
 export class WorkflowEngine extends Context.Tag("WorkflowEngine")<WorkflowEngine, WorkflowEngineService>() {}
 

@@ -14,7 +14,6 @@ import type { ExecuteWait } from "./ExecuteWait.js"
 import type { RecordRead } from "./ExecutionRecords.js"
 import type { ExecutionQuery } from "./ExecutionStore.js"
 import type { ExecutionUpdate } from "./ExecutionViews.js"
-import type { TypedCalls } from "./TypedCalls.js"
 import type * as S from "./WorkflowSchemas.js"
 
 export interface StartOptions {
@@ -157,9 +156,3 @@ export interface WorkflowEngineCore {
   /** How many executions have live listeners (event hubs in memory): for tests and diagnostics. */
   readonly liveEventHubs: Effect.Effect<number>
 }
-
-/**
- * What the workflow engine offers (the WorkflowEngine tag's service): the calls by id, and the typed
- * ones by reference (`executeWorkflow`, `runWorkflow`, `resumeWorkflow`) for Effect code.
- */
-export interface WorkflowEngineService extends WorkflowEngineCore, TypedCalls {}

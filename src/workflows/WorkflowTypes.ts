@@ -1,5 +1,6 @@
-import type { Schema } from "effect"
-import type { ResultError, ResultValue } from "../core/userCode.js"
+import type { Effect, Schema } from "effect"
+import type { JsonSchemaInput, OutputSchema } from "../agents/AgentOutput.js"
+import type { ResultContext, ResultError, ResultValue } from "../core/userCode.js"
 
 /** A schema the builder takes: its Type is `A`, any encoding, no requirements. */
 export type SchemaOf<A> = Schema.Schema<A, any, never>
@@ -48,3 +49,24 @@ export type WithWhen<S, K extends string, KI extends string, D, B> = S extends u
       : never
   }
   : never
+
+/** What an andAgent's prompt returns: the text, as a value, a Promise or an Effect. */
+export type AgentPrompt = string | PromiseLike<string> | Effect.Effect<string, any, any>
+
+/** What an andAgent's `output` may be: an Effect Schema, a JSON Schema, or nothing (text). */
+export type AgentOutputSpec = OutputSchema<any> | JsonSchemaInput | undefined
+
+/** The agent's answer for an `output`: the Schema's type, `unknown` for a JSON Schema, the text without one. */
+export type AgentAnswer<Out> = [Out] extends [undefined] ? string
+  : Out extends Schema.Schema<infer A, infer _I, infer _R> ? A
+  : unknown
+
+/** What `andWhen`'s condition may return. */
+export type Condition = boolean | PromiseLike<boolean> | Effect.Effect<boolean, unknown, unknown>
+
+export type InnerContext<T extends ReadonlyArray<unknown>> = T[number] extends infer U
+  ? U extends { readonly execute: (...args: never) => infer Ret } ? ResultContext<Ret> : never
+  : never
+
+/** The errors an inner step's `execute` may fail with (each step's `E` is kept on its type). */
+export type InnerErrors<T extends ReadonlyArray<unknown>> = InnerError<T[number]>

@@ -1,14 +1,10 @@
-import { Cause, Data, Effect, Either, Option, ParseResult, Schema } from "effect"
+import { Effect, Either, ParseResult, Schema } from "effect"
 import { isOutputSchema } from "../agents/AgentOutput.js"
-import type { AgentRegistry } from "../agents/AgentRegistry.js"
 import type { ApprovalAnswer, PendingApproval } from "../agents/approvals/ApprovalStore.js"
 import type { CallRequest } from "../agents/generation/call.js"
-import type { ErrorDetail } from "../core/errorDetail.js"
 import { BadRequest, Conflict, ValidationError } from "../core/errors.js"
-import { LazySignal, runUserCode, type UserResult } from "../core/userCode.js"
-import { errorDetailOf, failureMessage, spanMessageOf } from "../observability/errorDetail.js"
-import type { SleepRecord } from "./ExecutionRows.js"
-import { encodeValue, isPlain, storedForm } from "./StepCodec.js"
+import { storedForm } from "./StepCodec.js"
+import { type StepSpec, SuspendSignal } from "./StepContext.js"
 import {
   APPROVAL_REASON,
   type ApprovalResumeData,
@@ -16,167 +12,23 @@ import {
   EXPIRED_REASON,
   firstExpiry
 } from "./steps/agentApprovals.js"
-import { inMemory, type InnerCheckpoint } from "./steps/InnerOutputs.js"
+import { inMemory } from "./steps/InnerOutputs.js"
 import { withInnerPolicy } from "./steps/innerPolicy.js"
 import { runAll, runChildSteps, runRace } from "./steps/innerRunner.js"
 import { runLoopStep } from "./steps/loopRunner.js"
-import { enterSleep, type SleepSignal } from "./steps/Sleep.js"
+import { enterSleep } from "./steps/Sleep.js"
+import { contextFor, inner, pathIn, runCode, runFn, type Running, type StepEnv } from "./steps/stepCode.js"
+import { StepFailed, stepFailure, type StepOutcome } from "./steps/StepOutcome.js"
 import { formatBytes, jsonBytes, MAX_INPUT_BYTES, MAX_SUSPEND_DATA_BYTES } from "./StoredValues.js"
-import {
-  isSuspendSignal,
-  type Step,
-  type StepContext,
-  type StepFn,
-  type StepSpec,
-  SuspendSignal,
-  type WorkflowDefinition
-} from "./Workflow.js"
-
-/** A step that failed (not a suspension, not an interruption). */
-export class StepFailed extends Data.TaggedError("StepFailed")<{
-  readonly stepId: string
-  readonly message: string
-  /** What the step's code failed with, as recorded beside the message (issue #30). */
-  readonly detail?: ErrorDetail | undefined
-  /** The message a span records instead, when `message` was made of the error's fields (user data). */
-  readonly spanMessage?: string | undefined
-  /** What the code failed with, for a retry policy's `while` (steps/Policy.ts); never stored. */
-  readonly error?: unknown
-  /** Whether `error` is a defect (a throw, a die) rather than the code's typed failure. */
-  readonly defect?: boolean | undefined
-}> {}
-
-/** The failure of a step whose code failed with `error`: its message, or its tag and fields without one. */
-export const stepFailure = (stepId: string, error: unknown, defect?: boolean): StepFailed => {
-  const detail = errorDetailOf(error)
-  return new StepFailed({
-    stepId,
-    message: failureMessage(error, detail),
-    detail,
-    spanMessage: spanMessageOf(error, detail),
-    error,
-    defect
-  })
-}
-
-export type StepOutcome = SuspendSignal | StepFailed | SleepSignal
-
-/** What running steps needs from outside. */
-export interface StepEnv {
-  readonly agents: AgentRegistry["Type"]
-  readonly executionId: string
-  readonly input: unknown
-  readonly context: Readonly<Record<string, unknown>>
-  readonly user: unknown
-  readonly userId: string | undefined
-  readonly stepData: Record<string, unknown>
-  /** The workflow's `suspendSchema`: what a step without its own checks `suspend`'s data against. */
-  readonly suspendSchema?: Schema.Schema.AnyNoContext | undefined
-  /** The attempt the step is at (1-based; steps/Policy.ts), 1 when absent. */
-  readonly attempt?: number | undefined
-  /** What the paths of the steps run here start with (`parent/` in a child workflow). */
-  readonly pathPrefix?: string | undefined
-  /** The wake time committed by the sleep step the execution stands at (issue #31). */
-  readonly sleep?: SleepRecord | undefined
-  /** The committed inner outputs of the step being run and how to commit more (loops and branches). */
-  readonly inner?: InnerCheckpoint | undefined
-}
-
-type SuspendSchema = Schema.Schema.AnyNoContext | undefined
+import type { Step, WorkflowDefinition } from "./WorkflowDefinition.js"
 
 /**
- * `suspend` for a step: its data checked against the schema (the path on failure), stored encoded by it
- * (a value of its type; data in its encoded form, as checked before issue #30, is stored as it is) and
- * bounded, then the signal.
+ * Which kind of step runs how (`runStep`): each kind's code through steps/stepCode.ts, the kinds that run
+ * steps inside them through their own modules of steps/; and a workflow's input as a request gives it.
  */
-const suspendHere = (stepId: string, schema: SuspendSchema) => (reason: string, data?: unknown): never => {
-  let stored = data
-  if (schema !== undefined) {
-    const encoded = encodeValue(schema, data)
-    const decoded = Either.isLeft(encoded) ? Schema.decodeUnknownEither(schema, { errors: "all" })(data) : encoded
-    if (Either.isLeft(decoded)) {
-      // What is wrong with it as a value of the schema's type (a plain schema's: every path, as before).
-      const error = Either.isLeft(encoded) && !isPlain(schema) ? encoded.left : decoded.left
-      throw new StepFailed({
-        stepId,
-        message: `suspend data does not match its schema: ${ParseResult.TreeFormatter.formatErrorSync(error)}`
-      })
-    }
-    if (Either.isRight(encoded)) stored = encoded.right
-  }
-  const bytes = jsonBytes(stored)
-  if (stored !== undefined && bytes > MAX_SUSPEND_DATA_BYTES) {
-    throw new StepFailed({
-      stepId,
-      message: `suspend data is ${formatBytes(bytes)} as JSON, over the ${
-        formatBytes(MAX_SUSPEND_DATA_BYTES)
-      } a suspension may hold`
-    })
-  }
-  throw new SuspendSignal({ reason, data: stored })
-}
 
-const toStepOutcome = (stepId: string) => (cause: Cause.Cause<unknown>): Effect.Effect<never, StepOutcome> => {
-  if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-  const error = Cause.squash(cause)
-  if (isSuspendSignal(error)) return Effect.fail(error)
-  return Effect.fail(
-    error instanceof StepFailed ? error : stepFailure(stepId, error, Option.isNone(Cause.failureOption(cause)))
-  )
-}
-
-/**
- * Runs a step's code. The signal it sees is aborted only when the step does not succeed
- * (interrupted: suspend, cancel, race lost, shutdown; or failed).
- */
-export const runCode = <A>(
-  stepId: string,
-  code: (signal: LazySignal) => UserResult<A>
-): Effect.Effect<A, StepOutcome> => runUserCode(code, toStepOutcome(stepId))
-
-export interface Running {
-  readonly id: string
-  readonly suspendSchema?: SuspendSchema
-  /** `outer/inner` for an inner step; its id when absent. */
-  readonly path?: string | undefined
-}
-
-export const contextFor = (
-  env: StepEnv,
-  step: Running,
-  data: unknown,
-  resumeData: unknown,
-  lazySignal: LazySignal
-): StepContext => ({
-  data,
-  input: env.input,
-  steps: env.stepData,
-  context: env.context,
-  user: env.user,
-  userId: env.userId,
-  executionId: env.executionId,
-  getStepData: (stepId) => env.stepData[stepId],
-  suspend: suspendHere(step.id, step.suspendSchema ?? env.suspendSchema),
-  resumeData,
-  path: pathIn(env, step.path ?? step.id),
-  attempt: env.attempt ?? 1,
-  get signal() {
-    return lazySignal.signal
-  }
-})
-
-/** Runs `fn` as `step` (an inner step suspends with its outer step's schema unless it has its own). */
-const runFn = (env: StepEnv, step: Running, fn: StepFn, data: unknown, resumeData: unknown) =>
-  runCode(step.id, (signal) => fn(contextFor(env, step, data, resumeData, signal)))
-
-/** A path as the execution knows it: inside a child workflow, after the path of its parent step. */
-export const pathIn = (env: StepEnv, path: string) => (env.pathPrefix ?? "") + path
-
-export const inner = (outer: Running, step: Running): Running & { readonly path: string } => ({
-  id: step.id,
-  suspendSchema: step.suspendSchema ?? outer.suspendSchema,
-  path: `${outer.path ?? outer.id}/${step.id}`
-})
+export { contextFor, inner, pathIn, runCode, type Running, type StepEnv } from "./steps/stepCode.js"
+export { StepFailed, stepFailure, type StepOutcome } from "./steps/StepOutcome.js"
 
 /** andWhen's inner step, under its `timeout` and `retry` (steps/innerPolicy.ts). */
 export const runInner = (env: StepEnv, outer: Running, one: StepSpec, data: unknown, resumeData: unknown) => {
@@ -301,7 +153,8 @@ export const runStep = (
               Effect.fail(
                 new StepFailed({ stepId: step.id, message: `sub-workflow ${step.workflow.id}: ${error.message}` })
               ),
-            onRight: (decoded) => runChildSteps(env, step, step.workflow, decoded, resumeData, env.inner ?? inMemory())
+            onRight: (decoded) =>
+              runChildSteps(env, step, step.workflow, decoded, resumeData, env.inner ?? inMemory(), runStep)
           })
         )
       )

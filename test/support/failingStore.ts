@@ -8,7 +8,8 @@ import { WorkingMemoryStoreLive } from "../../src/agents/workingMemory/WorkingMe
 import { resolveServerConfig, ServerConfig } from "../../src/config/ServerConfig.js"
 import { DatabaseLive } from "../../src/Database.js"
 import { StoreCommitsLive } from "../../src/storage/StoreCommits.js"
-import { ExecutionStore, ExecutionStoreLive } from "../../src/workflows/ExecutionStore.js"
+import { ExecutionStore } from "../../src/workflows/ExecutionStore.js"
+import { ExecutionStoreLive } from "../../src/workflows/ExecutionStoreLive.js"
 import type { WorkflowDefinition } from "../../src/workflows/Workflow.js"
 import { RegisteredWorkflows, WorkflowEngineLive } from "../../src/workflows/WorkflowEngine.js"
 

@@ -5,7 +5,7 @@ import { continueAt, definitionHash } from "../DefinitionCompatibility.js"
 import type { ExecutionDriver } from "../ExecutionDriver.js"
 import { ExecutionStore } from "../ExecutionStore.js"
 import { claimResumeRetrying } from "../storeRetry.js"
-import type { WorkflowDefinition } from "../Workflow.js"
+import type { WorkflowDefinition } from "../WorkflowDefinition.js"
 import { answersApprovals, expiredResumeData } from "./agentApprovals.js"
 
 /** The due-work kind of approvals a suspended execution waits on (issue #32, settled 5). */

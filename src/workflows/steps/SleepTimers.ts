@@ -4,14 +4,14 @@ import { workflowTimerLateness, workflowTimersParked } from "../../observability
 import { DueWork, type DueWorkService, makeDueWork } from "../../scheduling/DueWork.js"
 import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
 import { continueAt, definitionHash } from "../DefinitionCompatibility.js"
-import type { ExecutionDriver } from "../ExecutionDriver.js"
+import type { ExecutionDriver, Park } from "../ExecutionDriver.js"
 import { workflowEvent } from "../ExecutionEndings.js"
 import { type Claim, type Execution, ExecutionFromRow, now, type SleepRecord, VALUE_COLUMNS } from "../ExecutionRows.js"
 import { ExecutionStore } from "../ExecutionStore.js"
 import { resolveRows, writeWithEvents } from "../ValueRows.js"
-import type { Step, WorkflowDefinition } from "../Workflow.js"
+import type { WorkflowDefinition } from "../WorkflowDefinition.js"
 import type { WorkflowEvent } from "../WorkflowSchemas.js"
-import { type SleepSignal, WAKE_LEAD_MS } from "./Sleep.js"
+import { WAKE_LEAD_MS } from "./Sleep.js"
 
 /** The due-work kind of workflow timers. */
 export const TIMER_KIND = "workflow-timer"
@@ -78,18 +78,6 @@ const makeTimerStore = Effect.gen(function*() {
 
   return { park, nextDue, claimDue }
 })
-
-export type Park = <E>(args: {
-  readonly claim: Claim
-  readonly execution: Execution
-  readonly step: Step
-  readonly index: number
-  readonly signal: SleepSignal
-  readonly checkpoint: (
-    events: ReadonlyArray<WorkflowEvent>,
-    write: Effect.Effect<Option.Option<number>>
-  ) => Effect.Effect<Option.Option<number>, E>
-}) => Effect.Effect<void, E>
 
 /**
  * Workflow timers on the app's due-work scheduler (its own one when the app has none, as in tests that

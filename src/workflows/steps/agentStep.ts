@@ -1,5 +1,5 @@
 import { isOutputSchema, prepareOutput } from "../../agents/AgentOutput.js"
-import type { Step } from "../Workflow.js"
+import type { Step } from "../WorkflowDefinition.js"
 
 /**
  * An andAgent step as given, checked: an agent object, and an Effect Schema `output` that describes an

@@ -1,4 +1,5 @@
-import type { Step, StepSpec } from "../Workflow.js"
+import type { StepSpec } from "../StepContext.js"
+import type { Step } from "../WorkflowDefinition.js"
 
 /** A step's inner steps as GET /workflows/:id shows them (issue #31): each with its path under the step, nested ones too. */
 export const innerStepsOf = (
