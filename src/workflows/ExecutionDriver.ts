@@ -1,29 +1,20 @@
-import { Cause, Data, Deferred, Duration, Effect, Either, Exit, Fiber, FiberMap, Option, Schedule } from "effect"
+import { Cause, Deferred, Duration, Effect, Either, Exit, Fiber, FiberMap, Option, Schedule } from "effect"
 import { AgentRegistry } from "../agents/AgentRegistry.js"
-import type { ErrorDetail } from "../core/errorDetail.js"
-import { countExecution } from "../observability/metrics/instruments.js"
-import {
-  checkResult,
-  endingEvent,
-  errorEvent,
-  logEnding,
-  stepStart,
-  suspensionAt,
-  workflowEvent
-} from "./ExecutionEndings.js"
+import { checkResult, endingEvent, stepStart, workflowEvent } from "./ExecutionEndings.js"
 import type { ExecutionHubs } from "./ExecutionHubs.js"
 import type { ExecutionNotices } from "./ExecutionNotices.js"
 import type { LaunchOptions } from "./ExecutionRows.js"
-import { type Claim, type Ending, type Execution, ExecutionStore } from "./ExecutionStore.js"
+import { type Claim, type Execution, ExecutionStore } from "./ExecutionStore.js"
+import { makeExecutionWrites, StoreUnavailable } from "./ExecutionWrites.js"
 import { runStep, type StepEnv } from "./runner.js"
 import { restore, storedOutput } from "./StepCodec.js"
-import { endingHook, fireHook, hookBase, type HookEvents, type HookName } from "./steps/Hooks.js"
+import { fireHook, hookBase, type HookEvents, type HookName } from "./steps/Hooks.js"
 import { withInnerCheckpoints } from "./steps/innerDriver.js"
 import { makeInnerOutputs } from "./steps/InnerOutputs.js"
 import { policyStep } from "./steps/PolicyDriver.js"
 import type { SleepSignal } from "./steps/Sleep.js"
 import { jsonBytes, outputRefusal } from "./StoredValues.js"
-import { goOnDelay, isStoreDefect, STORE_ERROR_RETRY, storedAre } from "./storeRetry.js"
+import { goOnDelay, isStoreDefect } from "./storeRetry.js"
 import type { Step, WorkflowDefinition } from "./WorkflowDefinition.js"
 import type { WorkflowEvent } from "./WorkflowSchemas.js"
 import type * as S from "./WorkflowSchemas.js"
@@ -32,8 +23,6 @@ export { openingEvents, workflowEvent } from "./ExecutionEndings.js"
 
 /** How a fiber that died of a store failure waits for the store to answer again. */
 const STORE_RETRY = Schedule.exponential("1 second").pipe(Schedule.either(Schedule.spaced("30 seconds")))
-/** A write of a drive fiber that the store kept failing through STORE_ERROR_RETRY: no verdict on the execution. */
-class StoreUnavailable extends Data.TaggedError("StoreUnavailable")<{ readonly cause: unknown }> {}
 
 /** Parks an execution at a sleep step until its wake time (the timers, steps/SleepTimers.ts, implement it). */
 export type Park = <E>(args: {
@@ -65,6 +54,12 @@ export const makeExecutionDriver = (
 ) =>
   Effect.gen(function*() {
     const store = yield* ExecutionStore
+    const { checkpoint, ended, fail, open, publishStored, record, recordRetrying, suspend } =
+      yield* makeExecutionWrites(
+        hubs,
+        notices,
+        recordContent
+      )
     const agents = yield* AgentRegistry
     const innerOutputs = yield* makeInnerOutputs
     const fibers = yield* FiberMap.make<string, void, never>()
@@ -75,104 +70,6 @@ export const makeExecutionDriver = (
     /** Done when draining starts: a retry's back-off stops waiting and hands its execution over. */
     const drainStarted = yield* Deferred.make<void>()
     const released: Array<string> = []
-
-    /**
-     * Runs a conditional store write and, when it applied, publishes its events (the last one numbered
-     * `lastSeq`). Uninterruptible, so events that are stored are also published (waiters wait for the
-     * settling one).
-     */
-    const record = <E>(
-      id: string,
-      events: ReadonlyArray<S.WorkflowEvent>,
-      write: Effect.Effect<Option.Option<number>, E>
-    ) =>
-      Effect.uninterruptible(Effect.tap(write, (lastSeq) => {
-        if (Option.isNone(lastSeq)) return Effect.void
-        notices.changed(id)
-        return Effect.forEach(
-          events,
-          (event, i) => hubs.publish(id, { seq: lastSeq.value - events.length + 1 + i, event }),
-          { discard: true }
-        )
-      }))
-
-    /**
-     * After a write with events failed in the store, with its outcome unknown: the row read back. When
-     * its last events are the write's, it committed and only its answer was lost; otherwise it runs
-     * again (its own condition decides), unless it is a drive fiber's and its claim no longer holds
-     * (none, as a refused write). Fails while the store fails.
-     */
-    const settle = (
-      id: string,
-      claim: Claim | undefined,
-      events: ReadonlyArray<S.WorkflowEvent>,
-      write: Effect.Effect<Option.Option<number>>
-    ) =>
-      Effect.gen(function*() {
-        const [holder] = yield* store.holders([id])
-        if (holder === undefined) return Option.none<number>()
-        const tail = yield* store.events(id, Math.max(0, holder.lastSeq - events.length))
-        if (storedAre(tail, events)) return Option.some(holder.lastSeq)
-        const lost = claim !== undefined && !(holder.status === "running" && holder.version === claim.version &&
-          (claim.owner === undefined || holder.owner === claim.owner))
-        return lost ? Option.none<number>() : yield* write
-      }).pipe(Effect.catchAllDefect(Effect.fail))
-
-    /**
-     * A conditional write with its events, recorded, where a store failure is retried (STORE_ERROR_RETRY)
-     * until its outcome is known; past that, StoreUnavailable.
-     */
-    const recordRetrying = (
-      id: string,
-      claim: Claim | undefined,
-      events: ReadonlyArray<S.WorkflowEvent>,
-      write: Effect.Effect<Option.Option<number>>
-    ) =>
-      record(id, events, write).pipe(
-        Effect.catchAllDefect((defect) =>
-          Effect.logWarning("a workflow write failed in the store; retrying it", defect).pipe(
-            Effect.zipRight(Effect.retry(record(id, events, settle(id, claim, events, write)), STORE_ERROR_RETRY)),
-            Effect.mapError((cause) => new StoreUnavailable({ cause }))
-          )
-        )
-      )
-
-    /**
-     * A held execution's write (conditional on its claim) with its events: a store failure is never the
-     * execution's failure. Past the retries the fiber ends, leaving the execution running for `goOn`.
-     */
-    const checkpoint = (
-      claim: Claim,
-      events: ReadonlyArray<S.WorkflowEvent>,
-      write: Effect.Effect<Option.Option<number>>
-    ) => recordRetrying(claim.id, claim, events, write)
-
-    /**
-     * A fresh execution's opening write (its row and first events), retried as a checkpoint is. After a
-     * failure the row is read back: this one's (its creation time and owner), it committed and only
-     * its answer was lost; absent, the write runs again; another's, the id is taken (none). `write`
-     * replaces the plain insert with a conditional one (a concurrency queue's bound).
-     */
-    const open = (
-      execution: Execution,
-      events: ReadonlyArray<S.WorkflowEvent>,
-      write = store.create(execution, events)
-    ) => {
-      const settleOpening = Effect.gen(function*() {
-        const row = yield* store.get(execution.id)
-        if (Option.isNone(row)) return yield* write
-        const ours = row.value.createdAt === execution.createdAt && row.value.owner === execution.owner
-        return ours ? Option.some(row.value.lastSeq) : Option.none<number>()
-      }).pipe(Effect.catchAllDefect(Effect.fail))
-      return record(execution.id, events, write).pipe(
-        Effect.catchAllDefect((defect) =>
-          Effect.logWarning("a workflow's opening write failed in the store; retrying it", defect).pipe(
-            Effect.zipRight(Effect.retry(record(execution.id, events, settleOpening), STORE_ERROR_RETRY)),
-            Effect.orDie
-          )
-        )
-      )
-    }
 
     /**
      * Runs from the execution's checkpoint until it settles. Each step's output is committed, with its
@@ -308,26 +205,7 @@ export const makeExecutionDriver = (
                   checkpoint: (events, write) => checkpoint(claim, events, write)
                 })
               }
-              const { suspended, suspension } = suspensionAt(execution, failure.path ?? step.id, index, failure)
-              if (
-                Option.isSome(
-                  yield* checkpoint(
-                    claim,
-                    [suspended],
-                    store.suspend({ ...claim, atStep: index }, suspension, suspended)
-                  )
-                )
-              ) {
-                yield* countExecution("suspended")
-                yield* Effect.logInfo(`workflow suspended at ${step.id}: ${failure.reason}`)
-                yield* fireHook(definition, "onSuspend", {
-                  ...hookBase(execution),
-                  stepId: step.id,
-                  reason: failure.reason,
-                  data: failure.data
-                }, scope)
-              }
-              return
+              return yield* suspend(claim, definition, execution, step, index, failure)
             }
             const output = storedOutput(definition, index, outcome.right, { live: data, stored }, env.stepData)
             if (Either.isLeft(output)) return yield* fail(claim, execution, output.left, undefined, definition)
@@ -390,41 +268,6 @@ export const makeExecutionDriver = (
           captureStackTrace: false,
           attributes: { "entity.type": "workflow", "entity.id": definition.id, "execution.id": execution.id }
         })
-      )
-
-    /**
-     * Publishes what the store holds and the listeners here have not seen: a write that committed but
-     * whose answer was lost (the connection or the commit thread died) published nothing, and its
-     * settling event may be among them.
-     */
-    const publishStored = (id: string) =>
-      Effect.suspend(() => {
-        const seen = hubs.seenOf(id)
-        return seen === undefined
-          ? Effect.void
-          : Effect.flatMap(store.events(id, seen), (events) => hubs.publishFetched(id, events))
-      })
-
-    const fail = (
-      claim: Claim,
-      execution: Execution,
-      message: string,
-      errorDetail?: ErrorDetail,
-      definition?: WorkflowDefinition
-    ) =>
-      Effect.gen(function*() {
-        const failed = errorEvent(execution, message, errorDetail)
-        const ending: Ending = { status: "error", error: message, ...(errorDetail ? { errorDetail } : {}) }
-        if (Option.isSome(yield* checkpoint(claim, [failed], store.finish(claim, ending, failed)))) {
-          yield* ended(definition, execution, ending, undefined)
-        }
-      })
-
-    /** After an ending is committed: its log line, then the workflow's onFinish or onError hook (steps/Hooks.ts). */
-    const ended = (definition: WorkflowDefinition | undefined, execution: Execution, ending: Ending, result: unknown) =>
-      Effect.zipRight(
-        logEnding(ending, recordContent),
-        definition === undefined ? Effect.void : endingHook(definition, execution, ending, result, scope)
       )
 
     /**

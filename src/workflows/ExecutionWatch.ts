@@ -1,4 +1,5 @@
-import { Deferred, Effect, Exit, Fiber, Option, Ref, Runtime, Stream } from "effect"
+import type { Fiber } from "effect"
+import { Deferred, Effect, Exit, Option, Ref, Runtime, Stream } from "effect"
 import { InternalError, type WorkflowFailed } from "../core/errors.js"
 import { pagedEvents } from "./EventPages.js"
 import { type ExecutionHubs, isSettling } from "./ExecutionHubs.js"
@@ -123,3 +124,6 @@ export const makeExecutionWatch = (hubs: ExecutionHubs) =>
 
     return { reload, settleAfter, follow, replay }
   })
+
+/** The execution watch: what follows, replays and waits for executions through their event hubs. */
+export type Watch = Effect.Effect.Success<ReturnType<typeof makeExecutionWatch>>

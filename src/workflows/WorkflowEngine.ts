@@ -1,39 +1,34 @@
-import { Context, Effect, Either, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { canSee, EVERYONE, type Visibility } from "../auth/Ownership.js"
 import { ServerConfig } from "../config/ServerConfig.js"
-import { BadRequest, Conflict, NotFound } from "../core/errors.js"
+import { BadRequest, NotFound } from "../core/errors.js"
 import { getOrNotFound } from "../core/lookup.js"
 import { Lifecycle } from "../health/Lifecycle.js"
 import { markedSpanMessage, withoutFieldsInSpan } from "../observability/errorDetail.js"
 import { countExecution } from "../observability/metrics/instruments.js"
 import { makeConcurrencyGate } from "./concurrency/ConcurrencyGate.js"
-import { continueAt, definitionHash, topStepOfPath } from "./DefinitionCompatibility.js"
 import { makeExecuteWait } from "./ExecuteWait.js"
-import { makeExecutionDriver, openingEvents, workflowEvent } from "./ExecutionDriver.js"
+import { makeExecutionDriver, workflowEvent } from "./ExecutionDriver.js"
 import { makeExecutionHubs } from "./ExecutionHubs.js"
 import { makeExecutionJoin } from "./ExecutionJoin.js"
 import { makeExecutionNotices } from "./ExecutionNotices.js"
 import { makeExecutionRecords } from "./ExecutionRecords.js"
 import { makeExecutionReplay } from "./ExecutionReplay.js"
-import { now } from "./ExecutionRows.js"
+import { makeExecutionResume } from "./ExecutionResume.js"
+import { makeExecutionStart } from "./ExecutionStart.js"
 import { type Execution, type ExecutionQuery, ExecutionStore } from "./ExecutionStore.js"
 import { startExecutionSupervisor } from "./ExecutionSupervisor.js"
 import { describeStep, stateOf, toJsonSchema } from "./ExecutionViews.js"
 import { makeExecutionWatch } from "./ExecutionWatch.js"
 import { makeInstanceRegistry } from "./InstanceRegistry.js"
 import { byIdOf, RegisteredWorkflows } from "./RegisteredWorkflows.js"
-import { storedResumeData } from "./resumeData.js"
-import { decodeWorkflowInput } from "./runner.js"
 import { scheduleMinIntervalMs } from "./schedules/ScheduleCron.js"
 import { startScheduleFiring } from "./schedules/ScheduleFiring.js"
-import { handedData } from "./StepCodec.js"
-import { answersApprovals, approvalResumeData } from "./steps/agentApprovals.js"
 import { startApprovalExpiry } from "./steps/ApprovalExpiry.js"
 import { hookBase } from "./steps/Hooks.js"
 import { makeWorkflowTimers } from "./steps/SleepTimers.js"
-import { claimResumeRetrying, retryingRead } from "./storeRetry.js"
+import { retryingRead } from "./storeRetry.js"
 import { makeTypedCalls, type TypedCalls } from "./TypedCalls.js"
-import type { WorkflowDefinition } from "./Workflow.js"
 import type { StartOptions, WorkflowEngineCore } from "./WorkflowEngineContract.js"
 import type * as S from "./WorkflowSchemas.js"
 
@@ -86,7 +81,6 @@ export const WorkflowEngineLive = Layer.scoped(
       maxQueued: settings.maxQueuedPerKey
     })
     const { driver } = gate
-    const { launch } = driver
     const watch = yield* makeExecutionWatch(hubs)
     const { follow, reload, replay, settleAfter } = watch
     const records = makeExecutionRecords(store, settings.recordReadsPerOwner)
@@ -107,82 +101,9 @@ export const WorkflowEngineLive = Layer.scoped(
         return { definition, execution: execution.value }
       })
 
-    // --- starting -----------------------------------------------------------------------------------
+    const { prepare, startIfNew, start } = makeExecutionStart({ store, gate, instanceId, findWorkflow })
 
-    /**
-     * The execution a request asks for, not yet stored. `checkTaken`: fail now when its id is taken
-     * (a stream must, before its status line; execute and run learn it from the insert).
-     */
-    const prepare = (workflowId: string, request: S.ExecuteRequest, options: StartOptions = {}, checkTaken = false) =>
-      Effect.gen(function*() {
-        const definition = yield* findWorkflow(workflowId)
-        // Stored encoded by the input schema (StepCodec): the first step decodes it, here or after a crash.
-        const input = yield* decodeWorkflowInput(definition, request.input)
-        const chosen = request.options?.executionId ?? crypto.randomUUID()
-        const id = options.idempotent === undefined ? chosen : yield* options.idempotent(chosen)
-        if (checkTaken && options.idempotent === undefined && (yield* store.exists(id))) return yield* alreadyExists(id)
-        const span = yield* Effect.option(Effect.currentSpan)
-        const createdAt = now()
-        const execution: Execution = {
-          id,
-          workflowId,
-          workflowName: definition.name,
-          status: "running",
-          input,
-          context: { ...request.options?.context },
-          ...(request.options?.webhook === undefined ? {} : { webhookUrl: request.options.webhook.url }),
-          user: options.user ?? null,
-          userId: options.userId,
-          stepIndex: 0,
-          stepData: {},
-          currentData: input,
-          metadata: Option.match(span, {
-            onNone: () => ({ traceId: "", spanId: "" }),
-            onSome: (s) => ({ traceId: s.traceId, spanId: s.spanId })
-          }),
-          version: 0,
-          owner: instanceId,
-          lastSeq: 0,
-          definitionHash: definitionHash(definition),
-          createdAt,
-          updatedAt: createdAt
-        }
-        // A limited workflow's (issue #33): keyed (400 on a bad key; reject's 409 when full), stored queued.
-        return { definition, execution: yield* gate.keyed(definition, execution) }
-      })
-
-    const alreadyExists = (id: string) => new BadRequest({ message: `Execution ${id} already exists` })
-
-    /**
-     * Stores the execution with its opening events (its first step's step-start among them) and
-     * launches its fiber; uninterruptible, so never one without the other. None when the id is taken.
-     * A limited workflow's is stored queued and launched once admitted (concurrency/ConcurrencyGate.ts).
-     */
-    const startIfNew = (
-      definition: WorkflowDefinition,
-      prepared: Execution,
-      how?: { readonly opening: ReadonlyArray<S.WorkflowEvent>; readonly checked: boolean }
-    ) =>
-      Effect.uninterruptible(Effect.gen(function*() {
-        const execution = yield* gate.keyed(definition, prepared)
-        const opening = how?.opening ?? openingEvents(definition, execution)
-        if (Option.isNone(yield* gate.open(execution, opening))) return Option.none()
-        yield* Effect.logInfo("workflow started").pipe(
-          Effect.annotateLogs({ workflowId: definition.id, executionId: execution.id })
-        )
-        const key = execution.concurrencyKey
-        if (key !== undefined) return Option.some(yield* gate.started(definition, execution, key))
-        const fiber = yield* launch(definition, execution, { startRecorded: true, checked: how?.checked ?? false })
-        return Option.some({ execution, fiber, queued: false })
-      }))
-
-    const start = (definition: WorkflowDefinition, execution: Execution) =>
-      Effect.flatMap(
-        startIfNew(definition, execution),
-        (launched) =>
-          Option.isSome(launched) ? Effect.succeed(launched.value) : Effect.fail(alreadyExists(execution.id))
-      )
-
+    const { resume } = makeExecutionResume({ store, gate, instanceId, settleAfter, findExecution })
     const join = makeExecutionJoin({ store, watch, startIfNew, fiberOf: driver.fiberOf })
     const replays = makeExecutionReplay({ store, instanceId, findExecution, startIfNew })
 
@@ -354,65 +275,7 @@ export const WorkflowEngineLive = Layer.scoped(
 
       resume: (id: string, executionId: string, resumeData: unknown, stepId?: string, visibility?: Visibility) =>
         withoutFieldsInSpan(
-          Effect.gen(function*() {
-            yield* onWorkflow(id)
-            const { definition, execution } = yield* findExecution(id, executionId, visibility)
-            // The spec's 404, saying what the execution is now (a resume may have lost a race to a cancel).
-            const notSuspended = (now: string | undefined) =>
-              new NotFound({
-                message: `Execution ${executionId} is not suspended (${
-                  now === undefined ? "it was deleted" : `it is ${now}`
-                })`
-              })
-            if (execution.status !== "suspended" || execution.suspension === undefined) {
-              return yield* notSuspended(execution.status)
-            }
-            // Its own step, by id when the workflow changed since (409 when gone); or the one asked for.
-            const stepIndex = stepId === undefined
-              ? yield* Either.mapLeft(
-                Either.map(continueAt(definition, execution, execution.suspension), (at) => at.stepIndex),
-                (incompatible) =>
-                  new Conflict({
-                    message:
-                      `Cannot resume: ${incompatible.message}; resume it at one of the workflow's steps (options.stepId) or cancel it`
-                  })
-              )
-              : definition.steps.findIndex((step) => step.id === topStepOfPath(stepId))
-            if (stepIndex < 0) return yield* new BadRequest({ message: `Workflow ${id} has no step ${stepId}` })
-            const schema = definition.steps[stepIndex].resumeSchema ?? definition.resumeSchema
-            const stored = yield* (answersApprovals(definition.steps[stepIndex], execution.suspension)
-              ? approvalResumeData(execution.suspension, resumeData)
-              : storedResumeData(schema, resumeData))
-            // Another step than the one it stopped at, or a changed definition: the data that step gets
-            // came from another predecessor, and must fit the schema of the one before it (409 if not).
-            const checked = definitionHash(definition) !== execution.definitionHash ||
-              definition.steps[stepIndex].id !== topStepOfPath(execution.suspension.stepId)
-            if (checked) {
-              yield* Either.mapLeft(
-                handedData(definition, stepIndex, execution.currentData),
-                (message) =>
-                  new Conflict({ message: `Cannot resume at step ${definition.steps[stepIndex].id}: ${message}` })
-              )
-            }
-            // Claim and launch are one uninterruptible action: a claimed execution always has a fiber.
-            return yield* settleAfter(
-              executionId,
-              execution.lastSeq,
-              Effect.uninterruptible(Effect.gen(function*() {
-                const claimed = yield* claimResumeRetrying(store, execution, {
-                  stepIndex,
-                  resumeData: stored,
-                  owner: instanceId,
-                  definitionHash: definitionHash(definition)
-                })
-                if (Option.isNone(claimed)) {
-                  return yield* notSuspended(Option.getOrUndefined(yield* store.get(executionId))?.status)
-                }
-                const fiber = yield* gate.resumed(definition, claimed.value, checked)
-                return { execution: claimed.value, fiber }
-              }))
-            )
-          }),
+          Effect.zipRight(onWorkflow(id), resume(id, executionId, resumeData, stepId, visibility)),
           "WorkflowEngine.resume",
           { captureStackTrace: false },
           markedSpanMessage
