@@ -45,8 +45,17 @@ const innerShape = (step: Step): ReadonlyArray<string> | string | undefined => {
       return definitionHash(step.workflow)
     case "andMap":
       return Object.keys(step.map)
-    default:
+    case "andForEach":
+    case "andDoWhile":
+    case "andDoUntil":
+    case "andBranch":
       return loopIds(step)?.slice(1)
+    case "andThen":
+    case "andTap":
+    case "andAgent":
+    case "andSleep":
+    case "andSleepUntil":
+      return undefined
   }
 }
 

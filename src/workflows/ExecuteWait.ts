@@ -49,7 +49,7 @@ export const makeExecuteWait = (deps: {
       const before = deadline - (yield* Clock.currentTimeMillis)
       if (before > 0) yield* Effect.sleep(Duration.millis(before))
       let ended: Fiber.RuntimeFiber<void> | undefined
-      while (true) {
+      for (;;) {
         // One that ended and is still listed is not waited for again.
         const fiber = Option.filter(deps.fiberOf(id), (one) => one !== ended)
         if (Option.isSome(fiber)) {

@@ -67,6 +67,8 @@ export const makeExecutionDriver = (
     const claims = new Map<string, Claim>()
     /** Set on shutdown: fibers give their executions up between steps instead of starting the next one. */
     let draining = false
+    // Read through a call: it is set by `drain` while a drive fiber waits, which the compiler's narrowing does not see.
+    const isDraining = () => draining
     /** Done when draining starts: a retry's back-off stops waiting and hands its execution over. */
     const drainStarted = yield* Deferred.make<void>()
     const released: Array<string> = []
@@ -175,7 +177,7 @@ export const makeExecutionDriver = (
             })
             // None: the claim was lost, or a drain stopped a back-off (its due time is committed): handed over.
             if (Option.isNone(policied)) {
-              return draining && (yield* store.release(claim))
+              return isDraining() && (yield* store.release(claim))
                 ? void released.push(id)
                 : undefined
             }
@@ -380,7 +382,7 @@ export const makeExecutionDriver = (
       /** Interrupts the execution's fiber if it still holds the claim at `version` (a newer one is left alone). */
       stopIfHeld: (id: string, version: number) =>
         Effect.suspend(() => (claims.get(id)?.version === version ? FiberMap.remove(fibers, id) : Effect.void)),
-      isDraining: () => draining,
+      isDraining,
       /** Runs a definition's hook for a transition committed here from outside the fiber (steps/Hooks.ts). */
       hook: <K extends HookName>(definition: WorkflowDefinition, name: K, event: HookEvents[K]) =>
         fireHook(definition, name, event, scope),

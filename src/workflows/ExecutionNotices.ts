@@ -50,7 +50,9 @@ export const encodeNotices = (
 
 /** A notice from another instance; none for this instance's own, or a payload it does not know. */
 export const decodeNotice = (self: string, payload: string): Notice | undefined => {
-  const [from, kind, ids] = payload.split(" ")
+  const parts = payload.split(" ")
+  const [from, kind] = parts
+  const ids = parts.at(2)
   if (from === self || ids === undefined || (kind !== "changed" && kind !== "released")) return undefined
   return { kind, ids: ids.split(",") }
 }

@@ -103,7 +103,11 @@ export const settledBy = (execution: Execution, { event, seq }: StoredEvent): Ex
           ...dataOf(event)
         }
       }
-    default:
+    case "workflow-start":
+    case "step-start":
+    case "step-complete":
+    case "step-retry":
+    case "step-sleep":
       return settled
   }
 }

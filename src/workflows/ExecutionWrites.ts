@@ -58,7 +58,7 @@ export const makeExecutionWrites = (hubs: ExecutionHubs, notices: ExecutionNotic
       write: Effect.Effect<Option.Option<number>>
     ) =>
       Effect.gen(function*() {
-        const [holder] = yield* store.holders([id])
+        const holder = (yield* store.holders([id])).at(0)
         if (holder === undefined) return Option.none<number>()
         const tail = yield* store.events(id, Math.max(0, holder.lastSeq - events.length))
         if (storedAre(tail, events)) return Option.some(holder.lastSeq)

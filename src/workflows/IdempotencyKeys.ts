@@ -156,7 +156,7 @@ export const IdempotencyKeysLive = Layer.scoped(
         for (;;) {
           const at = new Date()
           if ((yield* insert(scope, hash, executionId, at)).length > 0) return { executionId, fresh: true }
-          const [row] = yield* held(scope)
+          const row = (yield* held(scope)).at(0)
           if (row === undefined) continue
           if (row.expires_at <= at.toISOString()) {
             if ((yield* renew(scope, hash, executionId, at)).length > 0) return { executionId, fresh: true }

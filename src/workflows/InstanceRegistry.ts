@@ -70,8 +70,8 @@ export const makeInstanceRegistry = (
     const holdLock = (locked: Deferred.Deferred<void, StorageError>) =>
       Effect.scoped(Effect.gen(function*() {
         const connection = yield* sql.reserve
-        const [row] = yield* connection.executeValues(`SELECT pg_try_advisory_lock(${LOCK_NAMESPACE}, ${key})`, [])
-        if (row?.[0] !== true) {
+        const rows = yield* connection.executeValues(`SELECT pg_try_advisory_lock(${LOCK_NAMESPACE}, ${key})`, [])
+        if (rows.at(0)?.[0] !== true) {
           const taken = new StorageError({
             message:
               `Instance id ${instanceId} is held by a live instance: give each instance its own SERVICE_INSTANCE_ID`

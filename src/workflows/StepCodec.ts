@@ -1,4 +1,5 @@
-import { Either, ParseResult, Schema, SchemaAST } from "effect"
+import type { SchemaAST } from "effect"
+import { Either, ParseResult, Schema } from "effect"
 import { codePath, nonJsonValue } from "../core/jsonValue.js"
 import type { Step, WorkflowDefinition } from "./Workflow.js"
 
@@ -38,7 +39,21 @@ const plainAst = (ast: SchemaAST.AST, seen: Set<SchemaAST.AST>): boolean => {
       if (seen.has(ast)) return true
       seen.add(ast)
       return plainAst(ast.f(), seen)
-    default:
+    case "Literal":
+    case "UniqueSymbol":
+    case "Enums":
+    case "TemplateLiteral":
+    case "AnyKeyword":
+    case "UnknownKeyword":
+    case "NeverKeyword":
+    case "VoidKeyword":
+    case "UndefinedKeyword":
+    case "StringKeyword":
+    case "NumberKeyword":
+    case "BooleanKeyword":
+    case "BigIntKeyword":
+    case "SymbolKeyword":
+    case "ObjectKeyword":
       return true
   }
 }
@@ -130,7 +145,9 @@ const schemaAfter = (step: Step, before: AnySchema | undefined): AnySchema | und
       return step.branches.some((branch) => branch.step.outputSchema !== undefined)
         ? Schema.Tuple(...step.branches.map((branch) => Schema.UndefinedOr(branch.step.outputSchema ?? Schema.Unknown)))
         : undefined
-    default:
+    case "andThen":
+    case "andAgent":
+    case "andMap":
       return undefined
   }
 }

@@ -31,10 +31,13 @@ interface Encoded {
 
 const hashOf = (text: string) => createHash("sha256").update(text).digest("base64url")
 
+/** JSON.stringify's answer as it is: undefined for undefined, a function or a symbol (its declared `string` says otherwise). */
+export const jsonText = (value: unknown): string | undefined => JSON.stringify(value)
+
 /** `value` as JSON.stringify writes it, with its large parts stored apart (undefined: JSON's `null`). */
 export const externalize = (value: unknown): Externalized => {
   // The common case, a small value without a `$v` key, is its JSON (native, and byte for byte as before).
-  const whole = JSON.stringify(value) ?? "null"
+  const whole = jsonText(value) ?? "null"
   if (whole.length < VALUE_THRESHOLD && !whole.includes(`"${MARK}"`)) {
     return { text: whole, values: new Map(), bytes: Buffer.byteLength(whole) }
   }
@@ -56,7 +59,7 @@ export const externalize = (value: unknown): Externalized => {
         : node
     if (json === undefined || typeof json === "function" || typeof json === "symbol") return undefined
     if (json === null || typeof json !== "object") {
-      const text = JSON.stringify(json)
+      const text = jsonText(json)
       return text === undefined ? undefined : apart(plain(text), root)
     }
     const parts: Array<string> = []
@@ -140,7 +143,7 @@ export const revive = (parsed: unknown, found: ReadonlyMap<string, unknown>): un
 export const parseStored = (text: string): unknown => JSON.parse(hasReferences(text) ? text.slice(PREFIX.length) : text)
 
 /** The UTF-8 length of `value`'s JSON (what a reader of it receives). */
-export const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value) ?? "null")
+export const jsonBytes = (value: unknown): number => Buffer.byteLength(jsonText(value) ?? "null")
 
 /** A byte count as people read it. */
 export const formatBytes = (bytes: number) =>

@@ -230,7 +230,8 @@ export const makeTypedCalls = (engine: Untyped, registered: ReadonlyMap<string, 
           : Either.right({ ...base, status: "suspended" as const, suspension: answer.suspension })
       case "cancelled":
         return Either.right({ ...base, status: "cancelled" as const, endAt: answer.endAt })
-      default:
+      case "error":
+      case "running":
         return Either.left(
           new InternalError({ message: `Execution ${answer.executionId} answered while ${answer.status}` })
         )

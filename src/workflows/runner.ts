@@ -158,7 +158,11 @@ export const runStep = (
           })
         )
       )
-    default:
+    case "andForEach":
+    case "andDoWhile":
+    case "andDoUntil":
+    case "andBranch":
+    case "andMap":
       return runLoopStep(env, step, data, resumeData)
   }
 }

@@ -31,7 +31,10 @@ export const MAX_CONCURRENCY_LIMIT = 10_000
 /** Throws at definition time on a limit that is not a positive integer or an unknown setting. */
 export const checkConcurrency = (workflowId: string, concurrency: WorkflowConcurrency<any> | undefined): void => {
   if (concurrency === undefined) return
-  const { limit, onBusy, scope } = concurrency
+  const { limit } = concurrency
+  // Checked as given (a definition from JavaScript may hold anything here).
+  const scope: unknown = concurrency.scope
+  const onBusy: unknown = concurrency.onBusy
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_CONCURRENCY_LIMIT) {
     throw new Error(`Workflow ${workflowId}: concurrency.limit must be an integer from 1 to ${MAX_CONCURRENCY_LIMIT}`)
   }

@@ -1,5 +1,6 @@
 import { Effect, type Fiber, Metric, Option, Runtime, Schedule } from "effect"
-import { BadRequest, Conflict, TooManyRequests } from "../../core/errors.js"
+import type { BadRequest } from "../../core/errors.js"
+import { Conflict, TooManyRequests } from "../../core/errors.js"
 import { countExecution, workflowQueueDepth } from "../../observability/metrics/instruments.js"
 import { type ExecutionDriver, workflowEvent } from "../ExecutionDriver.js"
 import { type Execution, ExecutionStore } from "../ExecutionStore.js"

@@ -215,7 +215,10 @@ export const makeScheduleStore = Effect.gen(function*() {
     nextDue: (fired) =>
       untraced(Effect.map(
         sql<{ next: string | null }>`SELECT MIN(next_fire_at) AS next FROM workflow_schedules WHERE ${firedBy(fired)}`,
-        ([first]) => (first?.next == null ? Option.none() : Option.some(Date.parse(first.next)))
+        (rows) => {
+          const next = rows.at(0)?.next
+          return next == null ? Option.none() : Option.some(Date.parse(next))
+        }
       )),
     due: (fired, now, limit) =>
       read(

@@ -33,7 +33,10 @@ export const startApprovalExpiry = (options: {
 
     const nextDue = sql<{ next: string | null }>`SELECT MIN(wake_at) AS next FROM workflow_executions
       WHERE status = 'suspended' AND wake_at IS NOT NULL`.pipe(
-      Effect.map(([row]) => (row?.next == null ? Option.none() : Option.some(Date.parse(row.next)))),
+      Effect.map((rows) => {
+        const next = rows.at(0)?.next
+        return next == null ? Option.none() : Option.some(Date.parse(next))
+      }),
       untraced
     )
 

@@ -116,7 +116,7 @@ export const runWithPolicy = <A, E>(options: {
       }
       if (!waited.right) return Option.none()
     }
-    while (true) {
+    for (;;) {
       firstAt ??= Date.now()
       const outcome = yield* Effect.either(options.run(attempt))
       if (Either.isRight(outcome) || outcome.left._tag !== "StepFailed") return Option.some(outcome)

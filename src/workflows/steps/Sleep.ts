@@ -1,6 +1,7 @@
 import { Data, Duration, Effect, Option } from "effect"
 import type { SleepRecord } from "../ExecutionRows.js"
 import type { StepFn } from "../StepContext.js"
+import { jsonText } from "../StoredValues.js"
 import type { SchemaOf } from "../WorkflowTypes.js"
 
 /**
@@ -69,7 +70,7 @@ export class SleepSignal extends Data.TaggedError("SleepSignal")<{
 
 const describe = (value: unknown) => {
   try {
-    return JSON.stringify(value) ?? String(value)
+    return jsonText(value) ?? String(value)
   } catch {
     return String(value)
   }

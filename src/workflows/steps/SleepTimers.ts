@@ -41,7 +41,10 @@ const makeTimerStore = Effect.gen(function*() {
   /** The earliest wake time and the number parked. */
   const nextDue = sql<{ next: string | null; parked: number | string }>`SELECT MIN(wake_at) AS next, COUNT(*) AS parked
     FROM workflow_executions WHERE status = 'sleeping'`.pipe(
-    Effect.map(([row]) => ({ next: row?.next ?? undefined, parked: Number(row?.parked ?? 0) })),
+    Effect.map((rows) => {
+      const row = rows.at(0)
+      return { next: row?.next ?? undefined, parked: Number(row?.parked ?? 0) }
+    }),
     untraced
   )
 

@@ -26,7 +26,11 @@ export const innerStepsOf = (
         { path: `${step.id}/${one.id}`, step: one },
         ...innerStepsOf(one).map((nested) => ({ ...nested, path: `${step.id}/${nested.path}` }))
       ])
-    default:
+    case "andThen":
+    case "andTap":
+    case "andAgent":
+    case "andSleep":
+    case "andSleepUntil":
       return []
   }
 }

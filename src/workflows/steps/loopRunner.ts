@@ -172,7 +172,7 @@ const loop = (env: StepEnv, step: Of<"andDoWhile" | "andDoUntil">, data: unknown
       iteration++
       if (!next) return current
     }
-    while (true) {
+    for (;;) {
       if (iteration >= max) {
         return yield* failed(
           step,

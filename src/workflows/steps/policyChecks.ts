@@ -40,7 +40,14 @@ const checkTimeout = (workflowId: string, stepId: string, input: unknown): void 
 /** A `retry` as given: a schedule, and `while` a function when present. */
 const checkRetry = (workflowId: string, stepId: string, retry: StepRetry<unknown> | undefined): void => {
   if (retry === undefined) return
-  if (typeof retry !== "object" || retry === null || typeof retry.schedule?.step !== "function") {
+  // Checked as given (a definition from JavaScript may hold anything here).
+  const given: unknown = retry
+  const schedule: unknown = typeof given === "object" && given !== null && "schedule" in given
+    ? given.schedule
+    : undefined
+  const holdsStep = (typeof schedule === "object" || typeof schedule === "function") && schedule !== null &&
+    "step" in schedule && typeof schedule.step === "function"
+  if (!holdsStep) {
     throw new Error(
       `Workflow ${workflowId}, step ${stepId}: retry must be { schedule: Schedule, while?: (error) => boolean }`
     )
