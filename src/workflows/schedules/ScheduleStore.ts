@@ -2,10 +2,10 @@ import { SqlClient, type Statement } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { column, NumberColumn, optionalColumn } from "../../storage/ColumnSchemas.js"
 import { runRequestOn } from "../../storage/commits.js"
-import { insertExecution } from "../ExecutionInsert.js"
-import type { Execution } from "../ExecutionRows.js"
-import { writeWithEvents } from "../ValueRows.js"
-import type { WorkflowEvent } from "../WorkflowSchemas.js"
+import type { WorkflowEvent } from "../api/WorkflowSchemas.js"
+import { insertExecution } from "../execution/ExecutionInsert.js"
+import type { Execution } from "../execution/ExecutionRows.js"
+import { writeWithEvents } from "../execution/ValueRows.js"
 
 export const CatchUpSchema = Schema.Literal("none", "latest", "all")
 

@@ -1,11 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, Option } from "effect"
 import type { DueWorkService } from "../../scheduling/DueWork.js"
-import { continueAt, definitionHash } from "../DefinitionCompatibility.js"
-import type { ExecutionDriver } from "../ExecutionDriver.js"
-import { ExecutionStore } from "../ExecutionStore.js"
-import { claimResumeRetrying } from "../storeRetry.js"
-import type { WorkflowDefinition } from "../WorkflowDefinition.js"
+import { continueAt, definitionHash } from "../definition/DefinitionCompatibility.js"
+import type { WorkflowDefinition } from "../definition/WorkflowDefinition.js"
+import type { ExecutionDriver } from "../execution/ExecutionDriver.js"
+import { ExecutionStore } from "../execution/ExecutionStore.js"
+import { claimResumeRetrying } from "../execution/storeRetry.js"
 import { answersApprovals, expiredResumeData } from "./agentApprovals.js"
 
 /** The due-work kind of approvals a suspended execution waits on (issue #32, settled 5). */

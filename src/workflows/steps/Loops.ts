@@ -1,7 +1,7 @@
 import type { Effect } from "effect"
 import type { UserResult } from "../../core/userCode.js"
-import type { Described, StepContext, StepMeta, StepSpec } from "../StepContext.js"
-import type { Condition, ResultContext, ResultValue, SchemaOf } from "../WorkflowTypes.js"
+import type { Described, StepContext, StepMeta, StepSpec } from "../definition/StepContext.js"
+import type { Condition, ResultContext, ResultValue, SchemaOf } from "../definition/WorkflowTypes.js"
 import type { StepPolicy } from "./Policy.js"
 
 /**

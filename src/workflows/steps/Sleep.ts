@@ -1,8 +1,8 @@
 import { Data, Duration, Effect, Option } from "effect"
-import type { SleepRecord } from "../ExecutionRows.js"
-import type { StepFn } from "../StepContext.js"
-import { jsonText } from "../StoredValues.js"
-import type { SchemaOf } from "../WorkflowTypes.js"
+import type { StepFn } from "../definition/StepContext.js"
+import type { SchemaOf } from "../definition/WorkflowTypes.js"
+import type { SleepRecord } from "../execution/ExecutionRows.js"
+import { jsonText } from "../execution/StoredValues.js"
 
 /**
  * Durable timers (issue #31): `andSleep` and `andSleepUntil`. Entering one commits its wake time with a

@@ -3,14 +3,21 @@ import { Effect, Either, Metric, Option, Schema, Tracer } from "effect"
 import { workflowTimerLateness, workflowTimersParked } from "../../observability/metrics/instruments.js"
 import { DueWork, type DueWorkService, makeDueWork } from "../../scheduling/DueWork.js"
 import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
-import { continueAt, definitionHash } from "../DefinitionCompatibility.js"
-import type { ExecutionDriver, Park } from "../ExecutionDriver.js"
-import { workflowEvent } from "../ExecutionEndings.js"
-import { type Claim, type Execution, ExecutionFromRow, now, type SleepRecord, VALUE_COLUMNS } from "../ExecutionRows.js"
-import { ExecutionStore } from "../ExecutionStore.js"
-import { resolveRows, writeWithEvents } from "../ValueRows.js"
-import type { WorkflowDefinition } from "../WorkflowDefinition.js"
-import type { WorkflowEvent } from "../WorkflowSchemas.js"
+import type { WorkflowEvent } from "../api/WorkflowSchemas.js"
+import { continueAt, definitionHash } from "../definition/DefinitionCompatibility.js"
+import type { WorkflowDefinition } from "../definition/WorkflowDefinition.js"
+import type { ExecutionDriver, Park } from "../execution/ExecutionDriver.js"
+import { workflowEvent } from "../execution/ExecutionEndings.js"
+import {
+  type Claim,
+  type Execution,
+  ExecutionFromRow,
+  now,
+  type SleepRecord,
+  VALUE_COLUMNS
+} from "../execution/ExecutionRows.js"
+import { ExecutionStore } from "../execution/ExecutionStore.js"
+import { resolveRows, writeWithEvents } from "../execution/ValueRows.js"
 import { WAKE_LEAD_MS } from "./Sleep.js"
 
 /** The due-work kind of workflow timers. */

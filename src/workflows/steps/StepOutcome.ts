@@ -1,7 +1,7 @@
 import { Data } from "effect"
 import type { ErrorDetail } from "../../core/errorDetail.js"
 import { errorDetailOf, failureMessage, spanMessageOf } from "../../observability/errorDetail.js"
-import type { SuspendSignal } from "../StepContext.js"
+import type { SuspendSignal } from "../definition/StepContext.js"
 import type { SleepSignal } from "./Sleep.js"
 
 /** What a step's run ends with besides its value: it suspended, it failed, or it sleeps. */

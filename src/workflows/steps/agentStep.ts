@@ -1,5 +1,5 @@
 import { isOutputSchema, prepareOutput } from "../../agents/AgentOutput.js"
-import type { Step } from "../WorkflowDefinition.js"
+import type { Step } from "../definition/WorkflowDefinition.js"
 
 /**
  * An andAgent step as given, checked: an agent object, and an Effect Schema `output` that describes an

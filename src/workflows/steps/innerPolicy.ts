@@ -1,5 +1,5 @@
 import { Effect, Either, Option, Schema } from "effect"
-import type { StepSpec } from "../StepContext.js"
+import type { StepSpec } from "../definition/StepContext.js"
 import type { InnerCheckpoint } from "./InnerOutputs.js"
 import { timed } from "./Policy.js"
 import { runWithPolicy } from "./PolicyRun.js"

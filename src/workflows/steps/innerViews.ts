@@ -1,5 +1,5 @@
-import type { StepSpec } from "../StepContext.js"
-import type { Step } from "../WorkflowDefinition.js"
+import type { StepSpec } from "../definition/StepContext.js"
+import type { Step } from "../definition/WorkflowDefinition.js"
 
 /** A step's inner steps as GET /workflows/:id shows them (issue #31): each with its path under the step, nested ones too. */
 export const innerStepsOf = (

@@ -1,5 +1,5 @@
 import { Duration } from "effect"
-import type { Step, WorkflowDefinition } from "../WorkflowDefinition.js"
+import type { Step, WorkflowDefinition } from "../definition/WorkflowDefinition.js"
 import { innerStepsOf } from "./innerViews.js"
 import { MAX_TIMEOUT, type StepPolicy, type StepRetry } from "./Policy.js"
 
