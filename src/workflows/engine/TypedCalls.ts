@@ -12,8 +12,8 @@ import {
   type WorkflowFailed
 } from "../../core/errors.js"
 import type * as S from "../api/WorkflowSchemas.js"
-import { topStepOfPath } from "../definition/DefinitionCompatibility.js"
 import type { WorkflowDefinition, WorkflowResumesId } from "../definition/Workflow.js"
+import { topStepOfPath } from "../execution/DefinitionCompatibility.js"
 import type { WorkflowEngineCore } from "./WorkflowEngineContract.js"
 
 /**

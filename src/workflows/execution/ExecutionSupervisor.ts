@@ -1,7 +1,7 @@
 import { Effect, Either, Schedule, Stream } from "effect"
 import { countTakeover } from "../../observability/metrics/instruments.js"
-import { continueAt, definitionHash, runningStepId } from "../definition/DefinitionCompatibility.js"
 import type { WorkflowDefinition } from "../definition/Workflow.js"
+import { continueAt, definitionHash, runningStepId } from "./DefinitionCompatibility.js"
 import type { ExecutionDriver } from "./ExecutionDriver.js"
 import type { ExecutionHubs } from "./ExecutionHubs.js"
 import type { ExecutionNotices, Notice } from "./ExecutionNotices.js"

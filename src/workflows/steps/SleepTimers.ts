@@ -4,8 +4,8 @@ import { workflowTimerLateness, workflowTimersParked } from "../../observability
 import { DueWork, type DueWorkService, makeDueWork } from "../../scheduling/DueWork.js"
 import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
 import type { WorkflowEvent } from "../api/WorkflowSchemas.js"
-import { continueAt, definitionHash } from "../definition/DefinitionCompatibility.js"
 import type { WorkflowDefinition } from "../definition/WorkflowDefinition.js"
+import { continueAt, definitionHash } from "../execution/DefinitionCompatibility.js"
 import type { ExecutionDriver, Park } from "../execution/ExecutionDriver.js"
 import { workflowEvent } from "../execution/ExecutionEndings.js"
 import {

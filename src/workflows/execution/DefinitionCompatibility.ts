@@ -1,8 +1,8 @@
 import { Either } from "effect"
 import { createHash } from "node:crypto"
-import type { Execution, StoredEvent } from "../execution/ExecutionRows.js"
+import type { Step, WorkflowDefinition } from "../definition/Workflow.js"
 import { loopIds } from "../steps/loopChecks.js"
-import type { Step, WorkflowDefinition } from "./Workflow.js"
+import type { Execution, StoredEvent } from "./ExecutionRows.js"
 
 /**
  * Whether an execution stored under one version of its workflow can go on under the definition
