@@ -1,3 +1,6 @@
+// src/workflows/api: the HTTP edge: the WorkflowsApi contract, its handlers and the schemas of the
+// wire (WorkflowSchemas: requests, results, events, which the execution stores and answers with).
+// The edge may import anything of src/workflows; below it, only WorkflowSchemas is imported.
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "@effect/platform"
 import { Schema } from "effect"
 import { Authentication } from "../../auth/Authentication.js"

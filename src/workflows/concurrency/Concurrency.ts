@@ -1,3 +1,6 @@
+// src/workflows/concurrency: per-key limits on executions (issue #33): the setting and its checks,
+// the gate every start and resume passes, the queue's store. It may import definition/ and
+// execution/ (the driver the gate launches through); nothing of engine/, schedules/ or api/'s edge.
 import { Either, Schema } from "effect"
 import { BadRequest } from "../../core/errors.js"
 

@@ -1,3 +1,7 @@
+// src/workflows/definition: what a workflow is, before anything runs. workflow() and its typed builder
+// (WorkflowChain), the runtime shape of a definition (WorkflowDefinition, StepContext) and the type
+// helpers. It may import the steps' shapes and checks (steps/), schedules/codeSchedules and
+// concurrency/Concurrency (the settings a definition holds); nothing of execution/, engine/ or api/.
 import { checkDefinitionId } from "../../core/definitionId.js"
 import type { ResultContext } from "../../core/userCode.js"
 import { checkConcurrency, type WorkflowConcurrency } from "../concurrency/Concurrency.js"

@@ -1,3 +1,7 @@
+// src/workflows/engine: the WorkflowEngine service: the layer that wires execution/, steps/,
+// schedules/ and concurrency/ together, its contract (the calls by id), the typed calls and the
+// registered workflows. It may import every other workflows folder but api/'s edge (WorkflowsApi,
+// handlers); only api/ and schedules/Schedules (the API that starts the executions) import its layer.
 import { Context, Effect, Layer, Option } from "effect"
 import { canSee, EVERYONE, type Visibility } from "../../auth/Ownership.js"
 import { ServerConfig } from "../../config/ServerConfig.js"

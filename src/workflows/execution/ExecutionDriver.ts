@@ -1,3 +1,9 @@
+// src/workflows/execution: executions once started: the driver and its writes, the store and its rows,
+// stored values and their codec, views, watch and hubs, replay, join, start and resume, the
+// supervisor, instances and notices, idempotency keys, the tables' migrations. It may import
+// definition/, steps/ (the driver runs steps), concurrency/ (start and resume pass its gate),
+// engine/WorkflowEngineContract (StartOptions) and api/WorkflowSchemas (the wire's event and result
+// shapes); nothing else of engine/ or api/.
 import { Cause, Deferred, Duration, Effect, Either, Exit, Fiber, FiberMap, Option, Schedule } from "effect"
 import { AgentRegistry } from "../../agents/AgentRegistry.js"
 import type { WorkflowEvent } from "../api/WorkflowSchemas.js"

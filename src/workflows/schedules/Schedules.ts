@@ -1,3 +1,6 @@
+// src/workflows/schedules: cron schedules (issue #33): in a definition's code and by the API, their
+// store, their firing on the due-work scheduler, their HTTP edge. It may import definition/,
+// execution/, steps/, concurrency/ and the engine's layer (a firing starts an execution).
 import { Context, Cron, Effect, Either, Layer, Option } from "effect"
 import { type Caller, canSee, type Visibility } from "../../auth/Ownership.js"
 import { ServerConfig } from "../../config/ServerConfig.js"

@@ -1,3 +1,8 @@
+// src/workflows/steps: every kind of step: its runtime shape and definition-time checks, how it runs
+// (runner.ts dispatches, stepCode.ts runs one step's code), its policies (retry, timeout), hooks,
+// loops, inner steps, sleeps with their timers, agent steps with their approvals. It may import
+// definition/ and execution/ (the store, rows and stored values its durable steps write); nothing of
+// engine/ or api/ but WorkflowSchemas.
 import { Effect, Either, ParseResult, Schema } from "effect"
 import { isOutputSchema } from "../../agents/AgentOutput.js"
 import type { ApprovalAnswer, PendingApproval } from "../../agents/approvals/ApprovalStore.js"
