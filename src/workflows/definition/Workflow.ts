@@ -44,7 +44,7 @@ export {
   type Step,
   type StepType,
   type WorkflowDefinition,
-  WorkflowTypeId,
+  type WorkflowTypeId,
   type WorkflowVariance
 } from "./WorkflowDefinition.js"
 export type { AgentAnswer, AgentOutputSpec, AgentPrompt, InnerErrors, SchemaOf } from "./WorkflowTypes.js"
