@@ -10,8 +10,8 @@ import { ObservabilityApi } from "./observability/ObservabilityApi.js"
 import { OpsApi } from "./ops/OpsApi.js"
 import { ToolsApi } from "./tools/ToolsApi.js"
 import { WebhooksApi } from "./webhooks/WebhooksApi.js"
+import { WorkflowsApi } from "./workflows/api/WorkflowsApi.js"
 import { SchedulesApi } from "./workflows/schedules/SchedulesApi.js"
-import { WorkflowsApi } from "./workflows/WorkflowsApi.js"
 import { WebSocketsApi } from "./ws/WebSocketsApi.js"
 
 /** The whole HTTP contract: validation, the OpenAPI document and the typed client all derive from it. */

@@ -1,6 +1,6 @@
 import type { AgentDefinition } from "./agents/Agent.js"
 import type { Tool } from "./tools/Tool.js"
-import type { WorkflowDefinition } from "./workflows/Workflow.js"
+import type { WorkflowDefinition } from "./workflows/definition/Workflow.js"
 
 /**
  * What a deployment serves: its agents, tools and workflows. `R` is what their code requires: the

@@ -7,7 +7,7 @@ import { type Migration, Migrations } from "./storage/Migrations.js"
 import { type DatabaseUrl, SqlLive } from "./storage/Sql.js"
 import { webhookMigrations } from "./webhooks/migration.js"
 import { concurrencyMigrations } from "./workflows/concurrency/migration.js"
-import { addExecutionUsers, workflowMigrations } from "./workflows/migration.js"
+import { addExecutionUsers, workflowMigrations } from "./workflows/execution/migration.js"
 import { scheduleMigrations } from "./workflows/schedules/migration.js"
 
 /** The service's schema: every feature's migrations, in the order of their ids. */

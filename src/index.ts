@@ -63,16 +63,15 @@ export { type Migration, Migrations } from "./storage/Migrations.js"
 export { DEFAULT_DATABASE_URL, SqlLive, StorageError } from "./storage/Sql.js"
 export { defineTool, type Tool, type ToolContext, type ToolErrorClass } from "./tools/Tool.js"
 export { RegisteredTools, type ToolEntry, type ToolExecution, ToolRunner, ToolRunnerLive } from "./tools/ToolRunner.js"
-export type { ApprovalAnswers } from "./workflows/steps/agentApprovals.js"
 export {
-  type OnErrorEvent,
-  type OnFinishEvent,
-  type OnStartEvent,
-  type OnSuspendEvent
-} from "./workflows/steps/Hooks.js"
-export type { ItemContext, ItemStepContext, IterationContext, LoopsChain } from "./workflows/steps/Loops.js"
-export { type StepPolicy, type StepRetry, StepTimeout } from "./workflows/steps/Policy.js"
-export { MAX_SLEEP, type SleepChain } from "./workflows/steps/Sleep.js"
+  type LastDataDoesNotFitResult,
+  type SchemaOf,
+  type StepContext,
+  workflow,
+  type WorkflowBuilder,
+  type WorkflowDefinition
+} from "./workflows/definition/Workflow.js"
+export type { LoopsChain, SleepChain } from "./workflows/definition/WorkflowChain.js"
 export {
   type ResumeData,
   type ResumeStepId,
@@ -85,14 +84,16 @@ export {
   type WorkflowOutcome,
   type WorkflowResult,
   type WorkflowSuspended
-} from "./workflows/TypedCalls.js"
+} from "./workflows/engine/TypedCalls.js"
+export { RegisteredWorkflows, WorkflowEngine, type WorkflowEngineService } from "./workflows/engine/WorkflowEngine.js"
+export type { StartOptions, WorkflowEngineCore } from "./workflows/engine/WorkflowEngineContract.js"
+export type { ApprovalAnswers } from "./workflows/steps/agentApprovals.js"
 export {
-  type LastDataDoesNotFitResult,
-  type SchemaOf,
-  type StepContext,
-  workflow,
-  type WorkflowBuilder,
-  type WorkflowDefinition
-} from "./workflows/Workflow.js"
-export { RegisteredWorkflows, WorkflowEngine } from "./workflows/WorkflowEngine.js"
-export type { StartOptions, WorkflowEngineCore, WorkflowEngineService } from "./workflows/WorkflowEngineContract.js"
+  type OnErrorEvent,
+  type OnFinishEvent,
+  type OnStartEvent,
+  type OnSuspendEvent
+} from "./workflows/steps/Hooks.js"
+export type { ItemContext, ItemStepContext, IterationContext } from "./workflows/steps/Loops.js"
+export { type StepPolicy, type StepRetry, StepTimeout } from "./workflows/steps/Policy.js"
+export { MAX_SLEEP } from "./workflows/steps/Sleep.js"

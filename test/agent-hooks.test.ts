@@ -10,7 +10,7 @@ import { defineApp } from "../src/App.js"
 import { add } from "../src/examples/tools.js"
 import { RPC_PATH, ServiceRpcs } from "../src/rpc/RpcContract.js"
 import { defineTool } from "../src/tools/Tool.js"
-import { workflow } from "../src/workflows/Workflow.js"
+import { workflow } from "../src/workflows/definition/Workflow.js"
 import { AgentTestServerLive, FakeProvider, postSse } from "./support/fakeProvider.js"
 import { fetchJson, json, TestServer } from "./support/TestServer.js"
 

@@ -10,7 +10,7 @@ import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { triage } from "../src/examples/workflows.js"
 import { ServicesLive } from "../src/Service.js"
 import { defineTool } from "../src/tools/Tool.js"
-import { workflow } from "../src/workflows/Workflow.js"
+import { workflow } from "../src/workflows/definition/Workflow.js"
 import { AgentTestServerLive, FakeProvider } from "./support/fakeProvider.js"
 import { fetchJson, json, tempDir, TestServer, TestServerLive } from "./support/TestServer.js"
 

@@ -69,6 +69,11 @@ const violations = (allowed: (file: string) => boolean, forbidden: (target: stri
     importsOf(file).filter(forbidden).map((target) => `${file} -> ${target}`)
   )
 
+/** A folder of src/workflows (docs/architecture.md, "src/workflows"). */
+const inWorkflows = (...folders: ReadonlyArray<string>) => (file: string) =>
+  folders.some((folder) => file.startsWith(`src/workflows/${folder}/`))
+const workflowsEdge = (file: string) => /^src\/workflows\/api\/(WorkflowsApi|handlers)\.ts$/.test(file)
+
 describe("the house", () => {
   it("services, stores and the rest below the HTTP edge import nothing of HTTP", () => {
     const below = (file: string) => !isTop(file) && !isKit(file) && !isEdge(file)
@@ -112,6 +117,33 @@ describe("the house", () => {
       /^src\/agents\/(approvals|delegation|guardrails|workingMemory)\//.test(target) ||
       /^src\/agents\/(AgentRegistry|plugged)\.ts$/.test(target)
     expect(violations(core, feature)).toEqual([])
+  })
+
+  it("the workflow definition imports nothing of the execution, the engine or the HTTP edge", () => {
+    expect(violations(inWorkflows("definition"), inWorkflows("execution", "engine", "api"))).toEqual([])
+  })
+
+  it("inside src/workflows only api/ imports the workflows' HTTP edge (WorkflowsApi, handlers)", () => {
+    const inside = (file: string) => file.startsWith("src/workflows/") && !inWorkflows("api")(file)
+    expect(violations(inside, workflowsEdge)).toEqual([])
+  })
+
+  it("below the workflows' edge, api/ is imported for its wire schemas only (WorkflowSchemas)", () => {
+    const below = inWorkflows("definition", "execution", "steps", "schedules", "concurrency")
+    const api = (target: string) => inWorkflows("api")(target) && target !== "src/workflows/api/WorkflowSchemas.ts"
+    expect(violations(below, api)).toEqual([])
+  })
+
+  it("the definition, steps, execution and concurrency import of the engine its contract only", () => {
+    const engine = (target: string) =>
+      inWorkflows("engine")(target) && target !== "src/workflows/engine/WorkflowEngineContract.ts"
+    expect(violations(inWorkflows("steps", "execution", "concurrency", "definition"), engine)).toEqual([])
+  })
+
+  it("steps, execution, concurrency and the definition import nothing of schedules/ but code schedules", () => {
+    const schedules = (target: string) =>
+      inWorkflows("schedules")(target) && target !== "src/workflows/schedules/codeSchedules.ts"
+    expect(violations(inWorkflows("steps", "execution", "concurrency", "definition"), schedules)).toEqual([])
   })
 
   it("no import circle in src, type imports and the console included", () => {

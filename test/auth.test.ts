@@ -10,7 +10,7 @@ import { compilePublicRoutes } from "../src/auth/publicRoutes.js"
 import type { AuthSettings, JwtSettings } from "../src/config/AuthSettings.js"
 import { add, getWeather, whoami } from "../src/examples/tools.js"
 import { approval } from "../src/examples/workflows.js"
-import { workflow } from "../src/workflows/Workflow.js"
+import { workflow } from "../src/workflows/definition/Workflow.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 const SECRET = "a-long-shared-secret-for-tests-only"

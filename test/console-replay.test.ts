@@ -2,7 +2,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { defineApp } from "../src/App.js"
 import { pipeline } from "../src/examples/workflows.js"
-import { workflow } from "../src/workflows/Workflow.js"
+import { workflow } from "../src/workflows/definition/Workflow.js"
 import { CHROMIUM, launchChromium } from "./support/chromium.js"
 import { TestServer, TestServerLive } from "./support/TestServer.js"
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { join } from "node:path"
-import { workflow } from "../src/workflows/Workflow.js"
+import { workflow } from "../src/workflows/definition/Workflow.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { eventsOf, settled, startedStep, stateOf, withService } from "./support/serviceOnDatabase.js"
 import { fetchJson, json, tempDir } from "./support/TestServer.js"

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, Layer, Schema } from "effect"
 import { defineApp } from "../src/App.js"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
-import { workflow } from "../src/workflows/Workflow.js"
+import { workflow } from "../src/workflows/definition/Workflow.js"
 import { settled as settledState } from "./support/serviceOnDatabase.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect } from "effect"
-import { ExecutionStore } from "../src/workflows/ExecutionStore.js"
-import type { WorkflowEvent } from "../src/workflows/WorkflowSchemas.js"
+import type { WorkflowEvent } from "../src/workflows/api/WorkflowSchemas.js"
+import { ExecutionStore } from "../src/workflows/execution/ExecutionStore.js"
 import { testExecution } from "./support/executions.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 

@@ -4,14 +4,9 @@ import { Effect, Layer } from "effect"
 import { join } from "node:path"
 import { DatabaseLive } from "../src/Database.js"
 import { storageKind } from "../src/storage/Sql.js"
-import {
-  type Execution,
-  type ExecutionQuery,
-  ExecutionStore,
-  ExecutionStoreLive,
-  listingQuery
-} from "../src/workflows/ExecutionStore.js"
-import type { ExecutionStatus } from "../src/workflows/WorkflowSchemas.js"
+import type { ExecutionStatus } from "../src/workflows/api/WorkflowSchemas.js"
+import { type Execution, type ExecutionQuery, ExecutionStore } from "../src/workflows/execution/ExecutionStore.js"
+import { ExecutionStoreLive, listingQuery } from "../src/workflows/execution/ExecutionStoreLive.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { tempDir } from "./support/TestServer.js"
 

@@ -2,7 +2,7 @@ import { expect, layer } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { defineApp } from "../src/App.js"
 import { defineTool } from "../src/tools/Tool.js"
-import { workflow } from "../src/workflows/Workflow.js"
+import { workflow } from "../src/workflows/definition/Workflow.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 class Credit {

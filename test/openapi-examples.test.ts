@@ -9,7 +9,7 @@ import { defineApp } from "../src/App.js"
 import { exampleApp } from "../src/examples/app.js"
 import { ObservabilitySetupLive } from "../src/ops/ObservabilitySetup.js"
 import { defineTool } from "../src/tools/Tool.js"
-import { workflow } from "../src/workflows/Workflow.js"
+import { workflow } from "../src/workflows/definition/Workflow.js"
 import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
 
 type Operation = {

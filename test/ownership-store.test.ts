@@ -5,13 +5,8 @@ import { join } from "node:path"
 import { MemoryStore, MemoryStoreLive } from "../src/agents/memory/MemoryStore.js"
 import { DatabaseLive } from "../src/Database.js"
 import { storageKind } from "../src/storage/Sql.js"
-import {
-  type Execution,
-  type ExecutionQuery,
-  ExecutionStore,
-  ExecutionStoreLive,
-  listingQuery
-} from "../src/workflows/ExecutionStore.js"
+import { type Execution, type ExecutionQuery, ExecutionStore } from "../src/workflows/execution/ExecutionStore.js"
+import { ExecutionStoreLive, listingQuery } from "../src/workflows/execution/ExecutionStoreLive.js"
 import { freshPostgresDatabase, postgresAvailable } from "./support/postgres.js"
 import { tempDir } from "./support/TestServer.js"
 

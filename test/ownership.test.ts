@@ -11,7 +11,7 @@ import { makeAuthPolicy } from "../src/auth/AuthPolicy.js"
 import type { AuthSettings } from "../src/config/AuthSettings.js"
 import { ConfigFile, resolveServerConfig } from "../src/config/ServerConfig.js"
 import { approval } from "../src/examples/workflows.js"
-import { workflow } from "../src/workflows/Workflow.js"
+import { workflow } from "../src/workflows/definition/Workflow.js"
 import { postgresAvailable, PostgresTestServerLive } from "./support/postgres.js"
 import { fetchJson, TestServer, TestServerLive } from "./support/TestServer.js"
 

@@ -6,8 +6,8 @@ import { runInNewContext } from "node:vm"
 import { defineApp } from "../src/App.js"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { openFramedStreams } from "../src/http/sse.js"
-import { workflow } from "../src/workflows/Workflow.js"
-import { WorkflowEngine } from "../src/workflows/WorkflowEngine.js"
+import { workflow } from "../src/workflows/definition/Workflow.js"
+import { WorkflowEngine } from "../src/workflows/engine/WorkflowEngine.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 /**

@@ -7,7 +7,7 @@ import { defineApp, type ServiceApp } from "../src/App.js"
 import { resolveServerConfig } from "../src/config/ServerConfig.js"
 import { ServicesLive } from "../src/Service.js"
 import { defineTool, type Tool } from "../src/tools/Tool.js"
-import { workflow, type WorkflowDefinition } from "../src/workflows/Workflow.js"
+import { workflow, type WorkflowDefinition } from "../src/workflows/definition/Workflow.js"
 
 // Issue #30 item 1: what user code requires accumulates on its definition, then on the app, then on
 // the layer (the service's own services excepted). Compile-time promises; the runtime side is

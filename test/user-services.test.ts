@@ -4,8 +4,8 @@ import { defineAgent } from "../src/agents/Agent.js"
 import { AgentRegistry } from "../src/agents/AgentRegistry.js"
 import { defineApp } from "../src/App.js"
 import { defineTool } from "../src/tools/Tool.js"
-import { workflow } from "../src/workflows/Workflow.js"
-import { WorkflowEngine } from "../src/workflows/WorkflowEngine.js"
+import { workflow } from "../src/workflows/definition/Workflow.js"
+import { WorkflowEngine } from "../src/workflows/engine/WorkflowEngine.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 // Issue #30 item 1 (settled 1 and 8): the services of the user's own reach a tool's, a step's and an

@@ -2,7 +2,7 @@ import { expect, it } from "@effect/vitest"
 import { Cause, Context, Effect, Exit, Layer, Redacted, Schema, Scope } from "effect"
 import { createHmac } from "node:crypto"
 import { defineApp } from "../src/App.js"
-import { workflow } from "../src/workflows/Workflow.js"
+import { workflow } from "../src/workflows/definition/Workflow.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 import { eventually, makeReceiver, type Received, webhookTestConfig } from "./support/webhooks.js"
 

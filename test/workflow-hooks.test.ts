@@ -1,7 +1,7 @@
 import { expect, expectTypeOf, it, layer } from "@effect/vitest"
 import { Context, Data, Effect, Layer, Schema } from "effect"
 import { defineApp } from "../src/App.js"
-import { workflow, type WorkflowDefinition } from "../src/workflows/Workflow.js"
+import { workflow, type WorkflowDefinition } from "../src/workflows/definition/Workflow.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 // Issue #31 item 3 (settled 12): workflow hooks run once each, after the state they report is

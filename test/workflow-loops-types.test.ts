@@ -1,6 +1,6 @@
 import { describe, expectTypeOf, it } from "@effect/vitest"
 import { Context, Effect, Schema } from "effect"
-import { workflow, type WorkflowDefinition } from "../src/workflows/Workflow.js"
+import { workflow, type WorkflowDefinition } from "../src/workflows/definition/Workflow.js"
 
 // Issue #31 item 2: the loop and branch steps are typed through the builder: the item type reaches
 // `step`, `condition` sees the iteration's output, outputs are typed, and the R of every function

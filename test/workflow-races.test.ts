@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Redacted } from "effect"
-import { WorkflowEngine } from "../src/workflows/WorkflowEngine.js"
+import { WorkflowEngine } from "../src/workflows/engine/WorkflowEngine.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 import { app, post, races } from "./support/workflowRaces.js"
 

@@ -4,7 +4,7 @@ import { it as plain } from "vitest"
 import { defineAgent } from "../src/agents/Agent.js"
 import { defineApp } from "../src/App.js"
 import { StepTimeout } from "../src/index.js"
-import { workflow } from "../src/workflows/Workflow.js"
+import { workflow } from "../src/workflows/definition/Workflow.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./support/TestServer.js"
 
 // Issue #31 item 3 (settled 10, 11, 14, 17): step retry and timeout policies; path and attempt.

@@ -1,6 +1,6 @@
 import { describe, expectTypeOf, it } from "@effect/vitest"
 import { Context, Duration, Effect, Schema } from "effect"
-import { workflow, type WorkflowDefinition } from "../src/workflows/Workflow.js"
+import { workflow, type WorkflowDefinition } from "../src/workflows/definition/Workflow.js"
 
 // Durable timers (issue #31), at compile time: a sleep's data passes through typed, its `steps` entry
 // is that data, and a duration or date function's Effect requirement joins the workflow's R.

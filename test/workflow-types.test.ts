@@ -3,7 +3,7 @@ import { describe, expect, expectTypeOf, it } from "vitest"
 import { defineApp } from "../src/App.js"
 import { assistant } from "../src/examples/agents.js"
 import { pipeline } from "../src/examples/workflows.js"
-import { workflow, type WorkflowDefinition } from "../src/workflows/Workflow.js"
+import { workflow, type WorkflowDefinition } from "../src/workflows/definition/Workflow.js"
 
 // Issue #30: what the typed builder infers, checked by the compiler (`npm test` type-checks first);
 // the mistakes it refuses are test/workflow-type-errors.test.ts.

@@ -3,7 +3,7 @@ import { Deferred, Effect, Schema } from "effect"
 import { defineApp } from "../src/App.js"
 import { assistant } from "../src/examples/agents.js"
 import { approval, pipeline, slow } from "../src/examples/workflows.js"
-import { workflow } from "../src/workflows/Workflow.js"
+import { workflow } from "../src/workflows/definition/Workflow.js"
 import { parseSse, postSse } from "./support/fakeProvider.js"
 import { fetchJson, json, makeClient, TestServer, TestServerLive } from "./support/TestServer.js"
 

@@ -8,7 +8,8 @@ import { Effect, Layer, Redacted } from "effect"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import type * as DatabaseModule from "../../src/Database.js"
-import type * as StoreModule from "../../src/workflows/ExecutionStore.js"
+import type * as StoreModule from "../../src/workflows/execution/ExecutionStore.js"
+import type * as StoreLiveModule from "../../src/workflows/execution/ExecutionStoreLive.js"
 import { printableUrl } from "./lab.js"
 import { REPO_ROOT } from "./processes.js"
 
@@ -29,7 +30,8 @@ const SEED_EPOCH = Date.UTC(2026, 0, 1)
  * savepoints inside it), on the database the service will open. Creation times are one second apart.
  */
 export const seedExecutions = async (databaseFile: string, count: number, deadlineMs: number): Promise<number> => {
-  const { ExecutionStore, ExecutionStoreLive } = await fromDist<typeof StoreModule>("workflows/ExecutionStore.js")
+  const { ExecutionStore } = await fromDist<typeof StoreModule>("workflows/execution/ExecutionStore.js")
+  const { ExecutionStoreLive } = await fromDist<typeof StoreLiveModule>("workflows/execution/ExecutionStoreLive.js")
   const deadline = Date.now() + deadlineMs
   const seedOne = (store: StoreModule.ExecutionStore["Type"], index: number) => {
     const id = `seed-${String(index).padStart(7, "0")}`

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import type { AgentDefinition } from "../agents/Agent.js"
 import type { ServiceApp } from "../App.js"
 import type { Tool } from "../tools/Tool.js"
-import type { Step, StepSpec, WorkflowDefinition } from "../workflows/Workflow.js"
+import type { Step, StepSpec, WorkflowDefinition } from "../workflows/definition/Workflow.js"
 
 type Provide = <A, E>(effect: Effect.Effect<A, E, unknown>) => Effect.Effect<A, E>
 

@@ -1,7 +1,7 @@
 import { Effect, Either } from "effect"
 import { AgentRegistry } from "../agents/AgentRegistry.js"
 import { ToolRunner } from "../tools/ToolRunner.js"
-import { WorkflowEngine } from "../workflows/WorkflowEngine.js"
+import { WorkflowEngine } from "../workflows/engine/WorkflowEngine.js"
 
 /** What the app serves, as the documentation shows it: names, and the examples its schemas carry. */
 export interface AppCatalog {

@@ -1,5 +1,5 @@
 import { Data, Duration, Effect, Schedule, Schema } from "effect"
-import { workflow } from "../workflows/Workflow.js"
+import { workflow } from "../workflows/definition/Workflow.js"
 
 /** The welcome mail's provider, busy for the first attempts the input asks for. */
 class ProviderBusy extends Data.TaggedError("ProviderBusy")<{ readonly message: string }> {}

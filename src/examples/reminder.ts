@@ -1,5 +1,5 @@
 import { Effect, Schema } from "effect"
-import { workflow } from "../workflows/Workflow.js"
+import { workflow } from "../workflows/definition/Workflow.js"
 
 const MAX_DELAY_SECONDS = 31_622_400
 

@@ -1,5 +1,5 @@
 import { Effect, Schema } from "effect"
-import { workflow } from "../workflows/Workflow.js"
+import { workflow } from "../workflows/definition/Workflow.js"
 import { assistant } from "./agents.js"
 
 /** Amounts over 100 wait for a manager. */

@@ -2,7 +2,7 @@ import type { SqlClient, Statement } from "@effect/sql"
 import { Effect } from "effect"
 import type { RetentionLimit } from "../config/ServerConfig.js"
 import { ownTransaction } from "../storage/transaction.js"
-import { deleteFinishedExecutions } from "../workflows/executionDeletion.js"
+import { deleteFinishedExecutions } from "../workflows/execution/executionDeletion.js"
 
 /** Rows deleted per transaction, so that no statement (synchronous on SQLite) or lock runs long. */
 export const PRUNE_BATCH = 500

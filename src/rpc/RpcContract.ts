@@ -22,7 +22,7 @@ import {
   ExecutionStatus,
   IdempotencyKey,
   WorkflowEvent
-} from "../workflows/WorkflowSchemas.js"
+} from "../workflows/api/WorkflowSchemas.js"
 
 /**
  * The RPC group served at `/rpc` (WebSocket, JSON messages): the streams an `HttpApiClient` cannot type.

@@ -8,8 +8,8 @@ import { logLimit } from "../http/Limits.js"
 import { followLogs } from "../observability/logFollow.js"
 import { LogStore } from "../observability/LogStore.js"
 import { Webhooks } from "../webhooks/Webhooks.js"
-import { callerOf, IdempotencyKeys } from "../workflows/IdempotencyKeys.js"
-import { WorkflowEngine } from "../workflows/WorkflowEngine.js"
+import { WorkflowEngine } from "../workflows/engine/WorkflowEngine.js"
+import { callerOf, IdempotencyKeys } from "../workflows/execution/IdempotencyKeys.js"
 import { type LogFeedMessage, ServiceRpcs } from "./RpcContract.js"
 
 /** Live log entries are sent in chunks of at most this many (each chunk waits for the client's ack). */

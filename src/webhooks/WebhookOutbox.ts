@@ -1,5 +1,5 @@
 import type { SqlClient, Statement } from "@effect/sql"
-import type { WorkflowEvent } from "../workflows/WorkflowSchemas.js"
+import type { WorkflowEvent } from "../workflows/api/WorkflowSchemas.js"
 
 /** What a delivery tells: the kind of ending (or the suspension) and its data, as sent (issue #33). */
 export type WebhookEventType =

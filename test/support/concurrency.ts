@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Duration, Effect, Exit, Layer, Redacted, Schema, Scope } from "effect"
 import { defineApp } from "../../src/App.js"
 import { resolveServerConfig, type ServerConfigShape } from "../../src/config/ServerConfig.js"
-import { workflow } from "../../src/workflows/Workflow.js"
+import { workflow } from "../../src/workflows/definition/Workflow.js"
 import { fetchJson, json, TestServer, TestServerLive } from "./TestServer.js"
 
 /** Workflows with concurrency limits (issue #33), and what their steps record (the servers run in this process). */

@@ -1,5 +1,5 @@
-import type { Execution } from "../../src/workflows/ExecutionStore.js"
-import type { WorkflowEvent } from "../../src/workflows/WorkflowSchemas.js"
+import type { WorkflowEvent } from "../../src/workflows/api/WorkflowSchemas.js"
+import type { Execution } from "../../src/workflows/execution/ExecutionStore.js"
 
 /** An event of execution `id`, stamped now. */
 export const testEvent = (id: string, type: WorkflowEvent["type"], from = "step"): WorkflowEvent => ({

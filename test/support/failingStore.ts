@@ -8,9 +8,10 @@ import { WorkingMemoryStoreLive } from "../../src/agents/workingMemory/WorkingMe
 import { resolveServerConfig, ServerConfig } from "../../src/config/ServerConfig.js"
 import { DatabaseLive } from "../../src/Database.js"
 import { StoreCommitsLive } from "../../src/storage/StoreCommits.js"
-import { ExecutionStore, ExecutionStoreLive } from "../../src/workflows/ExecutionStore.js"
-import type { WorkflowDefinition } from "../../src/workflows/Workflow.js"
-import { RegisteredWorkflows, WorkflowEngineLive } from "../../src/workflows/WorkflowEngine.js"
+import type { WorkflowDefinition } from "../../src/workflows/definition/Workflow.js"
+import { RegisteredWorkflows, WorkflowEngineLive } from "../../src/workflows/engine/WorkflowEngine.js"
+import { ExecutionStore } from "../../src/workflows/execution/ExecutionStore.js"
+import { ExecutionStoreLive } from "../../src/workflows/execution/ExecutionStoreLive.js"
 
 type Store = ExecutionStore["Type"]
 export type StoreOperation = keyof Store

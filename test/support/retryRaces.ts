@@ -1,7 +1,7 @@
 import { expect, type Vitest } from "@effect/vitest"
 import { Data, Effect, Schedule, Schema } from "effect"
 import { defineApp } from "../../src/App.js"
-import { workflow } from "../../src/workflows/Workflow.js"
+import { workflow } from "../../src/workflows/definition/Workflow.js"
 import { fetchJson, json, TestServer } from "./TestServer.js"
 
 /**

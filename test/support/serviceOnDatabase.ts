@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { defineApp } from "../../src/App.js"
 import { resolveServerConfig } from "../../src/config/ServerConfig.js"
-import type { WorkflowDefinition } from "../../src/workflows/Workflow.js"
+import type { WorkflowDefinition } from "../../src/workflows/definition/Workflow.js"
 import { fetchJson, TestServer, TestServerLive } from "./TestServer.js"
 
 /** Services started one after another on one database (a release, a restart): each a fresh engine with nothing in memory. */

@@ -2,8 +2,8 @@ import { SqlClient } from "@effect/sql"
 import { expect, type Vitest } from "@effect/vitest"
 import { Context, Duration, Effect, Schema } from "effect"
 import { defineApp } from "../../src/App.js"
+import { workflow } from "../../src/workflows/definition/Workflow.js"
 import { WAKE_LEAD_MS } from "../../src/workflows/steps/Sleep.js"
-import { workflow } from "../../src/workflows/Workflow.js"
 import { fetchJson, json, TestServer } from "./TestServer.js"
 
 /** Workflows with durable timers (issue #31), and checks shared by the SQLite and Postgres tests. */

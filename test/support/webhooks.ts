@@ -5,7 +5,7 @@ import { join } from "node:path"
 import { defineApp } from "../../src/App.js"
 import { resolveServerConfig, type ServerConfigShape } from "../../src/config/ServerConfig.js"
 import { defaultWebhookSettings, type WebhookSettings } from "../../src/config/WebhookSettings.js"
-import { workflow } from "../../src/workflows/Workflow.js"
+import { workflow } from "../../src/workflows/definition/Workflow.js"
 
 /** Completion callbacks (issue #33): a local https receiver with the fixture's certificate, and workflows. */
 

@@ -2,7 +2,7 @@ import { expect, type Vitest } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import { defineApp } from "../../src/App.js"
 import { approval, slow } from "../../src/examples/workflows.js"
-import { workflow } from "../../src/workflows/Workflow.js"
+import { workflow } from "../../src/workflows/definition/Workflow.js"
 import { fetchJson, json, TestServer } from "./TestServer.js"
 
 /**

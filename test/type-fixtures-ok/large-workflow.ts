@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { defineApp } from "../../src/App.js"
-import { workflow } from "../../src/workflows/Workflow.js"
+import { workflow } from "../../src/workflows/definition/Workflow.js"
 
 // Issue #30 (settled 14): compile cost. A 60-step workflow (5 andAll of 8 inner steps, three children
 // via andWorkflow that nest two more each, the rest andThen, andTap and andWhen) and an app of 20

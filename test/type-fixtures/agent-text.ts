@@ -1,7 +1,7 @@
 import { Effect, Schema } from "effect"
 import { defineAgent } from "../../src/agents/Agent.js"
 import { defineApp } from "../../src/App.js"
-import { workflow } from "../../src/workflows/Workflow.js"
+import { workflow } from "../../src/workflows/definition/Workflow.js"
 
 const assistant = defineAgent({ id: "assistant", name: "Assistant", purpose: "p", instructions: "i" })
 

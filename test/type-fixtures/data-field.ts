@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { defineApp } from "../../src/App.js"
-import { workflow } from "../../src/workflows/Workflow.js"
+import { workflow } from "../../src/workflows/definition/Workflow.js"
 
 // A misspelled field of the previous step's output.
 export const app = defineApp({

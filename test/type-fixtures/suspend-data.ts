@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { defineApp } from "../../src/App.js"
-import { workflow } from "../../src/workflows/Workflow.js"
+import { workflow } from "../../src/workflows/definition/Workflow.js"
 
 // Suspend data that does not fit the step's suspendSchema.
 export const app = defineApp({

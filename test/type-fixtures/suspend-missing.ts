@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { defineApp } from "../../src/App.js"
-import { workflow } from "../../src/workflows/Workflow.js"
+import { workflow } from "../../src/workflows/definition/Workflow.js"
 
 // A suspend without the data the workflow's suspendSchema requires.
 export const app = defineApp({

@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { defineApp } from "../../src/App.js"
-import { workflow } from "../../src/workflows/Workflow.js"
+import { workflow } from "../../src/workflows/definition/Workflow.js"
 
 // andTap's output is not the next data: it goes on unchanged.
 export const app = defineApp({

@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
-import { workflow } from "../../src/workflows/Workflow.js"
-import { WorkflowEngine } from "../../src/workflows/WorkflowEngine.js"
+import { workflow } from "../../src/workflows/definition/Workflow.js"
+import { WorkflowEngine } from "../../src/workflows/engine/WorkflowEngine.js"
 
 // A misspelled field of the input given to executeWorkflow (typed by the workflow's input schema).
 const greet = workflow({

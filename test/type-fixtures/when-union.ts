@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { defineApp } from "../../src/App.js"
-import { workflow } from "../../src/workflows/Workflow.js"
+import { workflow } from "../../src/workflows/definition/Workflow.js"
 
 // After andWhen the data is D | B: a field only the inner step adds may be missing.
 export const app = defineApp({

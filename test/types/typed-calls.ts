@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
-import { workflow } from "../../src/workflows/Workflow.js"
-import { WorkflowEngine } from "../../src/workflows/WorkflowEngine.js"
+import { workflow } from "../../src/workflows/definition/Workflow.js"
+import { WorkflowEngine } from "../../src/workflows/engine/WorkflowEngine.js"
 
 // Issue #30 item 6: the valid counterparts of test/type-fixtures/typed-{execute-input,result-field,
 // resume-field}.ts, type-checked by `npm run typecheck` (each fixture differs from these by its one mistake).

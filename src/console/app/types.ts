@@ -25,7 +25,7 @@ import type {
   WorkflowDetails as WorkflowDetailsSchema,
   WorkflowEvent as WorkflowEventSchema,
   WorkflowSummary as WorkflowSummarySchema
-} from "../../workflows/WorkflowSchemas.js"
+} from "../../workflows/api/WorkflowSchemas.js"
 
 export type Agent = typeof AgentSummary.Encoded
 export type AgentDetails = typeof AgentDetailsSchema.Encoded

@@ -1,3 +1,6 @@
+// src/workflows/concurrency: per-key limits on executions (issue #33): the setting and its checks,
+// the gate every start and resume passes, the queue's store. It may import definition/ and
+// execution/ (the driver the gate launches through); nothing of engine/, schedules/ or api/'s edge.
 import { Either, Schema } from "effect"
 import { BadRequest } from "../../core/errors.js"
 
@@ -31,7 +34,10 @@ export const MAX_CONCURRENCY_LIMIT = 10_000
 /** Throws at definition time on a limit that is not a positive integer or an unknown setting. */
 export const checkConcurrency = (workflowId: string, concurrency: WorkflowConcurrency<any> | undefined): void => {
   if (concurrency === undefined) return
-  const { limit, onBusy, scope } = concurrency
+  const { limit } = concurrency
+  // Checked as given (a definition from JavaScript may hold anything here).
+  const scope: unknown = concurrency.scope
+  const onBusy: unknown = concurrency.onBusy
   if (!Number.isInteger(limit) || limit < 1 || limit > MAX_CONCURRENCY_LIMIT) {
     throw new Error(`Workflow ${workflowId}: concurrency.limit must be an integer from 1 to ${MAX_CONCURRENCY_LIMIT}`)
   }

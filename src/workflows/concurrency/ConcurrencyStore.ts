@@ -4,11 +4,11 @@ import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { runRequestOn } from "../../storage/commits.js"
 import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
 import { ownTransaction } from "../../storage/transaction.js"
-import { executionRow } from "../ExecutionInsert.js"
-import { type Execution, ExecutionFromRow, now, VALUE_COLUMNS } from "../ExecutionRows.js"
-import { retryingRead } from "../storeRetry.js"
-import { resolveRows, writeWithEvents } from "../ValueRows.js"
-import type { WorkflowEvent } from "../WorkflowSchemas.js"
+import type { WorkflowEvent } from "../api/WorkflowSchemas.js"
+import { executionRow } from "../execution/ExecutionInsert.js"
+import { type Execution, ExecutionFromRow, now, VALUE_COLUMNS } from "../execution/ExecutionRows.js"
+import { retryingRead } from "../execution/storeRetry.js"
+import { resolveRows, writeWithEvents } from "../execution/ValueRows.js"
 
 /** Keys admitted per sweep at most (the others wait for the next one). */
 const SWEEP_KEYS = 500

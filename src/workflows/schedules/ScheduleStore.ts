@@ -2,10 +2,10 @@ import { SqlClient, type Statement } from "@effect/sql"
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { column, NumberColumn, optionalColumn } from "../../storage/ColumnSchemas.js"
 import { runRequestOn } from "../../storage/commits.js"
-import { insertExecution } from "../ExecutionInsert.js"
-import type { Execution } from "../ExecutionRows.js"
-import { writeWithEvents } from "../ValueRows.js"
-import type { WorkflowEvent } from "../WorkflowSchemas.js"
+import type { WorkflowEvent } from "../api/WorkflowSchemas.js"
+import { insertExecution } from "../execution/ExecutionInsert.js"
+import type { Execution } from "../execution/ExecutionRows.js"
+import { writeWithEvents } from "../execution/ValueRows.js"
 
 export const CatchUpSchema = Schema.Literal("none", "latest", "all")
 
@@ -215,7 +215,10 @@ export const makeScheduleStore = Effect.gen(function*() {
     nextDue: (fired) =>
       untraced(Effect.map(
         sql<{ next: string | null }>`SELECT MIN(next_fire_at) AS next FROM workflow_schedules WHERE ${firedBy(fired)}`,
-        ([first]) => (first?.next == null ? Option.none() : Option.some(Date.parse(first.next)))
+        (rows) => {
+          const next = rows.at(0)?.next
+          return next == null ? Option.none() : Option.some(Date.parse(next))
+        }
       )),
     due: (fired, now, limit) =>
       read(

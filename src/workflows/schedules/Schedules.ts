@@ -1,12 +1,15 @@
+// src/workflows/schedules: cron schedules (issue #33): in a definition's code and by the API, their
+// store, their firing on the due-work scheduler, their HTTP edge. It may import definition/,
+// execution/, steps/, concurrency/ and the engine's layer (a firing starts an execution).
 import { Context, Cron, Effect, Either, Layer, Option } from "effect"
 import { type Caller, canSee, type Visibility } from "../../auth/Ownership.js"
 import { ServerConfig } from "../../config/ServerConfig.js"
 import { BadRequest, Conflict, NotFound } from "../../core/errors.js"
 import { DueWork } from "../../scheduling/DueWork.js"
 import { redactUrl } from "../../webhooks/WebhookUrls.js"
-import { decodeWorkflowInput } from "../runner.js"
-import { formatBytes, jsonBytes } from "../StoredValues.js"
-import { RegisteredWorkflows } from "../WorkflowEngine.js"
+import { RegisteredWorkflows } from "../engine/WorkflowEngine.js"
+import { formatBytes, jsonBytes } from "../execution/StoredValues.js"
+import { decodeWorkflowInput } from "../steps/runner.js"
 import { codeScheduleId, codeSchedulesOf } from "./codeSchedules.js"
 import { nextFire, parseCron, scheduleMaxInputBytes, scheduleMinIntervalMs } from "./ScheduleCron.js"
 import { SCHEDULE_FIRE_KIND } from "./ScheduleFiring.js"

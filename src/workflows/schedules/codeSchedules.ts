@@ -1,6 +1,5 @@
 import { Either } from "effect"
 import { checkDefinitionId } from "../../core/definitionId.js"
-import type { WorkflowDefinition } from "../Workflow.js"
 import { type CatchUp, parseCron } from "./ScheduleCron.js"
 
 /**
@@ -28,7 +27,9 @@ export const SYSTEM_OWNER = "system"
 export const codeScheduleId = (workflowId: string, name: string) => `code.${workflowId}.${name}`
 
 /** A workflow's code schedules with their names. */
-export const codeSchedulesOf = (definition: WorkflowDefinition) => {
+export const codeSchedulesOf = (
+  definition: { readonly schedule?: WorkflowSchedule<any> | ReadonlyArray<WorkflowSchedule<any>> | undefined }
+) => {
   const declared = definition.schedule
   const list: ReadonlyArray<WorkflowSchedule<unknown>> = declared === undefined
     ? []

@@ -1,11 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Either, Option } from "effect"
 import type { DueWorkService } from "../../scheduling/DueWork.js"
-import { continueAt, definitionHash } from "../DefinitionCompatibility.js"
-import type { ExecutionDriver } from "../ExecutionDriver.js"
-import { ExecutionStore } from "../ExecutionStore.js"
-import { claimResumeRetrying } from "../storeRetry.js"
-import type { WorkflowDefinition } from "../Workflow.js"
+import type { WorkflowDefinition } from "../definition/WorkflowDefinition.js"
+import { continueAt, definitionHash } from "../execution/DefinitionCompatibility.js"
+import type { ExecutionDriver } from "../execution/ExecutionDriver.js"
+import { ExecutionStore } from "../execution/ExecutionStore.js"
+import { claimResumeRetrying } from "../execution/storeRetry.js"
 import { answersApprovals, expiredResumeData } from "./agentApprovals.js"
 
 /** The due-work kind of approvals a suspended execution waits on (issue #32, settled 5). */
@@ -33,7 +33,10 @@ export const startApprovalExpiry = (options: {
 
     const nextDue = sql<{ next: string | null }>`SELECT MIN(wake_at) AS next FROM workflow_executions
       WHERE status = 'suspended' AND wake_at IS NOT NULL`.pipe(
-      Effect.map(([row]) => (row?.next == null ? Option.none() : Option.some(Date.parse(row.next)))),
+      Effect.map((rows) => {
+        const next = rows.at(0)?.next
+        return next == null ? Option.none() : Option.some(Date.parse(next))
+      }),
       untraced
     )
 

@@ -1,11 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
-import { type Claim, now } from "../ExecutionRows.js"
-import type { StepFailed } from "../runner.js"
-import { resolveRows, writeAnswering } from "../ValueRows.js"
-import type { WorkflowEvent } from "../WorkflowSchemas.js"
+import type { WorkflowEvent } from "../api/WorkflowSchemas.js"
+import { type Claim, now } from "../execution/ExecutionRows.js"
+import { resolveRows, writeAnswering } from "../execution/ValueRows.js"
 import type { RetryCommit } from "./PolicyRun.js"
+import type { StepFailed } from "./StepOutcome.js"
 
 /**
  * The committed outputs of inner steps, items and iterations (migration 0021), by path. Values are

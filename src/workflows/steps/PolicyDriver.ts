@@ -1,12 +1,12 @@
 import { Effect, Either, Option } from "effect"
-import { inStepSpan, workflowEvent } from "../ExecutionEndings.js"
-import type { Claim, Execution, ExecutionStore } from "../ExecutionStore.js"
-import { stepFailure, type StepOutcome } from "../runner.js"
-import type { Step, WorkflowDefinition } from "../Workflow.js"
-import type * as S from "../WorkflowSchemas.js"
+import type * as S from "../api/WorkflowSchemas.js"
+import type { Step, WorkflowDefinition } from "../definition/WorkflowDefinition.js"
+import { inStepSpan, workflowEvent } from "../execution/ExecutionEndings.js"
+import type { Claim, Execution, ExecutionStore } from "../execution/ExecutionStore.js"
 import { retryOf, timed, timeoutOf } from "./Policy.js"
 import { type RetryCommit, runWithPolicy } from "./PolicyRun.js"
 import { retryStateOf } from "./RetryState.js"
+import { stepFailure, type StepOutcome } from "./runner.js"
 
 /**
  * The step-retry event of a retry: the attempt that failed, its error, and when the next one is due.

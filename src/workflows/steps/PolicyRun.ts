@@ -1,9 +1,9 @@
 import { Duration, Effect, Either, Option, type Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
 import { countStepRetry } from "../../observability/metrics/instruments.js"
-import { StepFailed, type StepOutcome } from "../runner.js"
 import { MAX_ATTEMPTS, MAX_RETRY_DELAY, retryOf, type StepPolicy, type StepRetry } from "./Policy.js"
 import { RECORDED_FIELDS_MAX, type RecordedError, type RetryState } from "./RetryState.js"
 import { SleepSignal, sleepUntil } from "./Sleep.js"
+import { StepFailed, type StepOutcome } from "./StepOutcome.js"
 
 /** A back-off longer than this parks the execution like a sleep (when the driver can park it). */
 export const PARK_BACKOFF_OVER = Duration.seconds(1)
@@ -116,7 +116,7 @@ export const runWithPolicy = <A, E>(options: {
       }
       if (!waited.right) return Option.none()
     }
-    while (true) {
+    for (;;) {
       firstAt ??= Date.now()
       const outcome = yield* Effect.either(options.run(attempt))
       if (Either.isRight(outcome) || outcome.left._tag !== "StepFailed") return Option.some(outcome)

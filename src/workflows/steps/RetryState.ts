@@ -1,7 +1,7 @@
 import type { SqlClient, Statement } from "@effect/sql"
 import { Either, Schema } from "effect"
 import { ErrorDetail } from "../../core/errorDetail.js"
-import type { Execution } from "../ExecutionRows.js"
+import type { Execution } from "../execution/ExecutionRows.js"
 
 /**
  * A failed attempt as committed: its error's tag, message and fields (safe to record, see

@@ -1,7 +1,8 @@
 import { Data, Duration, Effect, Option } from "effect"
-import type { SleepRecord } from "../ExecutionRows.js"
-import type { Next, StepContext, StepFn } from "../Workflow.js"
-import type { ResultContext, SchemaOf, WithStep } from "../WorkflowTypes.js"
+import type { StepFn } from "../definition/StepContext.js"
+import type { SchemaOf } from "../definition/WorkflowTypes.js"
+import type { SleepRecord } from "../execution/ExecutionRows.js"
+import { jsonText } from "../execution/StoredValues.js"
 
 /**
  * Durable timers (issue #31): `andSleep` and `andSleepUntil`. Entering one commits its wake time with a
@@ -40,58 +41,6 @@ export type SleepDateResult =
   | PromiseLike<Date | string>
   | Effect.Effect<Date | string, unknown, unknown>
 
-interface SleepDescribed<Id extends string> {
-  readonly id: Id
-  readonly name?: string | undefined
-  readonly purpose?: string | undefined
-}
-
-/** The sleep methods of the builder (WorkflowChain extends this). The data goes on unchanged. */
-export interface SleepChain<in out I, in out O, out D, out S, out R, in out WRes, in out WSus, Rs = never> {
-  /**
-   * Waits `duration` (at most 366 days), durably: the execution holds no fiber meanwhile, and wakes at
-   * the committed time after a crash or restart. A function is evaluated once, when the step is entered.
-   */
-  readonly andSleep: {
-    <Id extends string>(step: SleepDescribed<Id> & { readonly duration: Duration.DurationInput }): Next<
-      I,
-      O,
-      D,
-      WithStep<S, Id, D>,
-      R,
-      WRes,
-      WSus,
-      Rs | readonly [Id, WRes]
-    >
-    <Id extends string, Ret extends SleepDurationResult>(
-      step: SleepDescribed<Id> & {
-        readonly duration: (context: StepContext<D, I, S, WRes, WSus>) => Ret
-      }
-    ): Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, WRes]>
-  }
-  /**
-   * Waits until `date` (a `Date` or an ISO 8601 string, at most 366 days ahead), durably; a date in the
-   * past goes on at once. A function is evaluated once, when the step is entered.
-   */
-  readonly andSleepUntil: {
-    <Id extends string>(step: SleepDescribed<Id> & { readonly date: Date | string }): Next<
-      I,
-      O,
-      D,
-      WithStep<S, Id, D>,
-      R,
-      WRes,
-      WSus,
-      Rs | readonly [Id, WRes]
-    >
-    <Id extends string, Ret extends SleepDateResult>(
-      step: SleepDescribed<Id> & {
-        readonly date: (context: StepContext<D, I, S, WRes, WSus>) => Ret
-      }
-    ): Next<I, O, D, WithStep<S, Id, D>, R | ResultContext<Ret>, WRes, WSus, Rs | readonly [Id, WRes]>
-  }
-}
-
 /** The runtime fields of a sleep step (beside the common ones of `Step`). */
 export type SleepStepFields =
   | { readonly type: "andSleep"; readonly duration: Duration.DurationInput | StepFn }
@@ -121,7 +70,7 @@ export class SleepSignal extends Data.TaggedError("SleepSignal")<{
 
 const describe = (value: unknown) => {
   try {
-    return JSON.stringify(value) ?? String(value)
+    return jsonText(value) ?? String(value)
   } catch {
     return String(value)
   }

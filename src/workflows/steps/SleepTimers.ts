@@ -3,15 +3,22 @@ import { Effect, Either, Metric, Option, Schema, Tracer } from "effect"
 import { workflowTimerLateness, workflowTimersParked } from "../../observability/metrics/instruments.js"
 import { DueWork, type DueWorkService, makeDueWork } from "../../scheduling/DueWork.js"
 import { storeCommitsOrInline } from "../../storage/StoreCommits.js"
-import { continueAt, definitionHash } from "../DefinitionCompatibility.js"
-import type { ExecutionDriver } from "../ExecutionDriver.js"
-import { workflowEvent } from "../ExecutionEndings.js"
-import { type Claim, type Execution, ExecutionFromRow, now, type SleepRecord, VALUE_COLUMNS } from "../ExecutionRows.js"
-import { ExecutionStore } from "../ExecutionStore.js"
-import { resolveRows, writeWithEvents } from "../ValueRows.js"
-import type { Step, WorkflowDefinition } from "../Workflow.js"
-import type { WorkflowEvent } from "../WorkflowSchemas.js"
-import { type SleepSignal, WAKE_LEAD_MS } from "./Sleep.js"
+import type { WorkflowEvent } from "../api/WorkflowSchemas.js"
+import type { WorkflowDefinition } from "../definition/WorkflowDefinition.js"
+import { continueAt, definitionHash } from "../execution/DefinitionCompatibility.js"
+import type { ExecutionDriver, Park } from "../execution/ExecutionDriver.js"
+import { workflowEvent } from "../execution/ExecutionEndings.js"
+import {
+  type Claim,
+  type Execution,
+  ExecutionFromRow,
+  now,
+  type SleepRecord,
+  VALUE_COLUMNS
+} from "../execution/ExecutionRows.js"
+import { ExecutionStore } from "../execution/ExecutionStore.js"
+import { resolveRows, writeWithEvents } from "../execution/ValueRows.js"
+import { WAKE_LEAD_MS } from "./Sleep.js"
 
 /** The due-work kind of workflow timers. */
 export const TIMER_KIND = "workflow-timer"
@@ -41,7 +48,10 @@ const makeTimerStore = Effect.gen(function*() {
   /** The earliest wake time and the number parked. */
   const nextDue = sql<{ next: string | null; parked: number | string }>`SELECT MIN(wake_at) AS next, COUNT(*) AS parked
     FROM workflow_executions WHERE status = 'sleeping'`.pipe(
-    Effect.map(([row]) => ({ next: row?.next ?? undefined, parked: Number(row?.parked ?? 0) })),
+    Effect.map((rows) => {
+      const row = rows.at(0)
+      return { next: row?.next ?? undefined, parked: Number(row?.parked ?? 0) }
+    }),
     untraced
   )
 
@@ -78,18 +88,6 @@ const makeTimerStore = Effect.gen(function*() {
 
   return { park, nextDue, claimDue }
 })
-
-export type Park = <E>(args: {
-  readonly claim: Claim
-  readonly execution: Execution
-  readonly step: Step
-  readonly index: number
-  readonly signal: SleepSignal
-  readonly checkpoint: (
-    events: ReadonlyArray<WorkflowEvent>,
-    write: Effect.Effect<Option.Option<number>>
-  ) => Effect.Effect<Option.Option<number>, E>
-}) => Effect.Effect<void, E>
 
 /**
  * Workflow timers on the app's due-work scheduler (its own one when the app has none, as in tests that

@@ -1,8 +1,8 @@
 import { Either, ParseResult, Schema } from "effect"
 import type { PendingApproval } from "../../agents/approvals/ApprovalStore.js"
 import { Conflict, ValidationError } from "../../core/errors.js"
-import type { Suspension } from "../ExecutionRows.js"
-import type { Step } from "../Workflow.js"
+import type { Step } from "../definition/WorkflowDefinition.js"
+import type { Suspension } from "../execution/ExecutionRows.js"
 
 /**
  * Issue #32 item 1 (settled 5): an andAgent step whose agent call stops on tool approvals suspends the

@@ -1,5 +1,5 @@
 import { isOutputSchema, prepareOutput } from "../../agents/AgentOutput.js"
-import type { Step } from "../Workflow.js"
+import type { Step } from "../definition/WorkflowDefinition.js"
 
 /**
  * An andAgent step as given, checked: an agent object, and an Effect Schema `output` that describes an
@@ -7,8 +7,10 @@ import type { Step } from "../Workflow.js"
  * (unless it has one), so the answer is stored in its encoded form (a Schema.Class is JSON there).
  */
 export const checkAgentStep = <T extends Omit<Extract<Step, { type: "andAgent" }>, "type">>(step: T): T => {
-  if (typeof step.agent !== "object" || step.agent === null || typeof step.agent.id !== "string") {
-    throw new Error(`andAgent ${step.id}: agent must be an agent definition (defineAgent), not ${typeof step.agent}`)
+  // Checked as given: a definition from JavaScript, or built around the types, may hold anything here.
+  const agent: unknown = step.agent
+  if (typeof agent !== "object" || agent === null || !("id" in agent) || typeof agent.id !== "string") {
+    throw new Error(`andAgent ${step.id}: agent must be an agent definition (defineAgent), not ${typeof agent}`)
   }
   if (step.output === undefined || !isOutputSchema(step.output)) return step
   if (prepareOutput(step.output).jsonSchema.type !== "object") {

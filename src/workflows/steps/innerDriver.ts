@@ -1,16 +1,16 @@
 import { Effect, Option } from "effect"
-import { overBound } from "../ExecutionBytes.js"
-import { workflowEvent } from "../ExecutionEndings.js"
-import type { Claim, Execution } from "../ExecutionRows.js"
-import type { StepEnv } from "../runner.js"
-import { retryingRead } from "../storeRetry.js"
-import type { Step } from "../Workflow.js"
-import type * as S from "../WorkflowSchemas.js"
+import type * as S from "../api/WorkflowSchemas.js"
+import type { Step } from "../definition/WorkflowDefinition.js"
+import { overBound } from "../execution/ExecutionBytes.js"
+import { workflowEvent } from "../execution/ExecutionEndings.js"
+import type { Claim, Execution } from "../execution/ExecutionRows.js"
+import { retryingRead } from "../execution/storeRetry.js"
 import { inMemory, type InnerCheckpoint, type InnerEntry, type InnerOutputs, isInnerPathOf } from "./InnerOutputs.js"
 import { encodeRetryState } from "./innerPolicy.js"
 import { innerStepsOf } from "./innerViews.js"
 import { isLoopStep } from "./Loops.js"
 import { retryEvent } from "./PolicyDriver.js"
+import type { StepEnv } from "./runner.js"
 
 /** How the driver commits a held execution's write with its events (its `checkpoint`, store failures as defects). */
 export type CommitWith = (

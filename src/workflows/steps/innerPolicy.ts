@@ -1,10 +1,11 @@
 import { Effect, Either, Option, Schema } from "effect"
-import { type StepEnv, stepFailure, type StepOutcome } from "../runner.js"
-import type { StepSpec } from "../Workflow.js"
+import type { StepSpec } from "../definition/StepContext.js"
 import type { InnerCheckpoint } from "./InnerOutputs.js"
 import { timed } from "./Policy.js"
 import { runWithPolicy } from "./PolicyRun.js"
 import { RecordedError, type RetryState } from "./RetryState.js"
+import type { StepEnv } from "./stepCode.js"
+import { stepFailure, type StepOutcome } from "./StepOutcome.js"
 
 /**
  * The policies of inner steps (issue #31 item 3): the steps of andAll and andRace, andWhen's step,

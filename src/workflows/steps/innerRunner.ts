@@ -1,11 +1,13 @@
 import { Effect, Either } from "effect"
 import { nonJsonValue } from "../../core/jsonValue.js"
-import { contextFor, inner, pathIn, runCode, runStep, type StepEnv, StepFailed, type StepOutcome } from "../runner.js"
-import { checkOutput, decodeValue, encodeValue, schemasOf } from "../StepCodec.js"
-import { jsonBytes, MAX_STEP_OUTPUT_BYTES } from "../StoredValues.js"
-import { isSuspendSignal, type Step, type StepSpec, SuspendSignal, type WorkflowDefinition } from "../Workflow.js"
+import { isSuspendSignal, type StepSpec, SuspendSignal } from "../definition/StepContext.js"
+import type { Step, WorkflowDefinition } from "../definition/WorkflowDefinition.js"
+import { checkOutput, decodeValue, encodeValue, schemasOf } from "../execution/StepCodec.js"
+import { jsonBytes, MAX_STEP_OUTPUT_BYTES } from "../execution/StoredValues.js"
 import type { InnerCheckpoint } from "./InnerOutputs.js"
 import { withInnerPolicy } from "./innerPolicy.js"
+import { contextFor, inner, pathIn, runCode, type RunStep, type StepEnv } from "./stepCode.js"
+import { StepFailed, type StepOutcome } from "./StepOutcome.js"
 
 /**
  * Inner checkpoints of andAll and a child workflow's steps (issue #31 item 4): each inner output is
@@ -128,7 +130,8 @@ export const runChildSteps = (
   child: WorkflowDefinition,
   input: unknown,
   resumeData: unknown,
-  checkpoint: InnerCheckpoint
+  checkpoint: InnerCheckpoint,
+  runStep: RunStep
 ): Effect.Effect<unknown, StepOutcome> =>
   Effect.gen(function*() {
     const pathPrefix = pathIn(env, `${outer.id}/`)

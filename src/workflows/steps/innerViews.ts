@@ -1,4 +1,5 @@
-import type { Step, StepSpec } from "../Workflow.js"
+import type { StepSpec } from "../definition/StepContext.js"
+import type { Step } from "../definition/WorkflowDefinition.js"
 
 /** A step's inner steps as GET /workflows/:id shows them (issue #31): each with its path under the step, nested ones too. */
 export const innerStepsOf = (
@@ -25,7 +26,11 @@ export const innerStepsOf = (
         { path: `${step.id}/${one.id}`, step: one },
         ...innerStepsOf(one).map((nested) => ({ ...nested, path: `${step.id}/${nested.path}` }))
       ])
-    default:
+    case "andThen":
+    case "andTap":
+    case "andAgent":
+    case "andSleep":
+    case "andSleepUntil":
       return []
   }
 }

@@ -24,7 +24,9 @@ export const checkLoopStep = <T extends LoopStep>(step: T): T => {
       }
       return step
     case "andMap": {
-      const keys = typeof step.map === "object" && step.map !== null ? Object.keys(step.map) : []
+      // Checked as given (a definition from JavaScript may hold anything here).
+      const map: unknown = step.map
+      const keys = typeof map === "object" && map !== null ? Object.keys(map) : []
       if (keys.length === 0 || keys.length > LOOP_BOUNDS.mapKeys) {
         throw new Error(`${at}: map must have 1 to ${LOOP_BOUNDS.mapKeys} keys`)
       }

@@ -1,22 +1,14 @@
 import { Effect, Either, ParseResult } from "effect"
 import { codePath, nonJsonValue } from "../../core/jsonValue.js"
-import {
-  contextFor,
-  inner,
-  pathIn,
-  runCode,
-  type Running,
-  type StepEnv,
-  StepFailed,
-  type StepOutcome
-} from "../runner.js"
-import { decodeValue, encodeValue } from "../StepCodec.js"
-import { formatBytes, jsonBytes } from "../StoredValues.js"
-import type { StepSpec } from "../Workflow.js"
+import type { StepSpec } from "../definition/StepContext.js"
+import { decodeValue, encodeValue } from "../execution/StepCodec.js"
+import { formatBytes, jsonBytes } from "../execution/StoredValues.js"
 import { inMemory as inMemoryCheckpoint } from "./InnerOutputs.js"
 import { withInnerPolicy } from "./innerPolicy.js"
 import { suspendingAt } from "./innerRunner.js"
 import { LOOP_BOUNDS, type LoopStep } from "./Loops.js"
+import { contextFor, inner, pathIn, runCode, type Running, type StepEnv } from "./stepCode.js"
+import { StepFailed, type StepOutcome } from "./StepOutcome.js"
 
 /**
  * The runtime of andForEach, andDoWhile/andDoUntil, andBranch and andMap (issue #31). What a crash must
@@ -180,7 +172,7 @@ const loop = (env: StepEnv, step: Of<"andDoWhile" | "andDoUntil">, data: unknown
       iteration++
       if (!next) return current
     }
-    while (true) {
+    for (;;) {
       if (iteration >= max) {
         return yield* failed(
           step,
