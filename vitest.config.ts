@@ -1,5 +1,6 @@
 import { defineConfig } from "vitest/config"
 import { PROCESS_TESTS } from "./test/process-tests.js"
+import SlowFirstSequencer from "./test/support/slowFirstSequencer.js"
 
 // Two projects that together are the whole suite: "process" (the tests that run dist/main.js as a
 // process, run on every Node line: `vitest run --project process`) and "unit" (the rest).
@@ -12,6 +13,8 @@ export default defineConfig({
     // is one (cpus - 1), which ran the suite file after file (736 s; 138 s of it importing).
     maxWorkers: 2,
     minWorkers: 1,
+    // The longest files first (test/support/slowFirstSequencer.ts), so that none starts last and runs alone.
+    sequence: { sequencer: SlowFirstSequencer },
     reporters: ["default", "./test/support/summaryReporter.ts"],
     projects: [
       { extends: true, test: { name: "process", include: [...PROCESS_TESTS] } },
