@@ -9,16 +9,16 @@ import { BaseSequencer, type TestSpecification } from "vitest/node"
  */
 export const SLOWEST = [
   "test/shutdown.test.ts",
+  "test/reattach-pages.test.ts",
+  "test/reattach-cost.test.ts",
   "test/concurrency-bounds.test.ts",
   "test/concurrency-instances.test.ts",
-  "test/reattach-pages.test.ts",
   "test/workflow-retry-process.test.ts",
   "test/store-failures.test.ts",
   "test/webhooks-fairness.test.ts",
   "test/scale-out.test.ts",
   "test/execution-ownership.test.ts",
   "test/upgrade-fixtures.test.ts",
-  "test/reattach-cost.test.ts",
   "test/cli.test.ts",
   "test/workflow-timers.test.ts",
   "test/execution-bytes.test.ts",
@@ -35,6 +35,16 @@ export const SLOWEST = [
   "test/workflow-loops.test.ts"
 ]
 
+/**
+ * The files that measure the heap and buffers their process holds. The "unit" project is not isolated (a
+ * worker runs file after file); these start it, in the fresh workers vitest starts for each project, so
+ * that no other file ran in their process before them.
+ */
+export const MEASURE_HEAP = ["test/reattach-pages.test.ts", "test/reattach-cost.test.ts", "test/stored-values.test.ts"]
+
+const isAmong = (files: ReadonlyArray<string>, spec: TestSpecification) =>
+  files.some((file) => spec.moduleId.endsWith(`/${file}`))
+
 export default class SlowFirstSequencer extends BaseSequencer {
   override async sort(files: Array<TestSpecification>): Promise<Array<TestSpecification>> {
     const sorted = await super.sort(files)
@@ -43,12 +53,16 @@ export default class SlowFirstSequencer extends BaseSequencer {
       this.ctx.cache.getFileTestResults(`${spec.project.name}:${relative(this.ctx.config.root, spec.moduleId)}`)
         !== undefined
     )
-    if (measured) return sorted
     const rank = (spec: TestSpecification) => {
+      if (isAmong(MEASURE_HEAP, spec)) return -1
+      if (measured) return 0
       const index = SLOWEST.findIndex((file) => spec.moduleId.endsWith(`/${file}`))
       return index === -1 ? SLOWEST.length : index
     }
+    // The projects run one after the other (each queued whole before the next), in the order their first
+    // file comes: "process" first, whose longest file is the longest of all.
+    const project = (spec: TestSpecification) => (spec.project.name === "process" ? 0 : 1)
     // Array.prototype.sort is stable: the files not listed keep vitest's own order.
-    return sorted.sort((a, b) => rank(a) - rank(b))
+    return sorted.sort((a, b) => project(a) - project(b) || rank(a) - rank(b))
   }
 }
