@@ -2,37 +2,44 @@ import { relative } from "node:path"
 import { BaseSequencer, type TestSpecification } from "vitest/node"
 
 /**
- * The files that took longest in a whole run (issue #43's profile, Node 24 on 2 cores), longest first. On a
+ * The files that took longest in a whole run (issue #43's profile, Node 24 on 2 cores, docs/benchmarks.md),
+ * longest first; test/workflow-type-errors.test.ts's time is its collect (one TypeScript program). On a
  * fresh clone vitest has no durations of its own and runs files in the order it found them, so one of
  * these could start last and run alone while the other worker idles; started first, the short files fill
  * in around them. Only an order: a file missing here runs after these, as vitest would order it.
  */
 export const SLOWEST = [
   "test/shutdown.test.ts",
-  "test/reattach-pages.test.ts",
-  "test/reattach-cost.test.ts",
   "test/concurrency-bounds.test.ts",
+  "test/chaos.test.ts",
+  "test/workflow-timers-postgres.test.ts",
+  "test/cluster-startup.test.ts",
   "test/concurrency-instances.test.ts",
+  "test/reattach-pages.test.ts",
   "test/workflow-retry-process.test.ts",
   "test/store-failures.test.ts",
+  "test/fuzz.test.ts",
   "test/webhooks-fairness.test.ts",
+  "test/connection-reset.test.ts",
   "test/scale-out.test.ts",
+  "test/workflow-timers-instances.test.ts",
   "test/execution-ownership.test.ts",
   "test/upgrade-fixtures.test.ts",
+  "test/reattach-cost.test.ts",
+  "test/workflow-races.test.ts",
   "test/cli.test.ts",
   "test/workflow-timers.test.ts",
   "test/execution-bytes.test.ts",
-  "test/workflow-step-outputs-fencing.test.ts",
+  "test/approval-races.test.ts",
+  "test/workflow-timers-process.test.ts",
   "test/workflow-type-errors.test.ts",
+  "test/workflow-step-outputs-fencing.test.ts",
+  "test/webhook-outbox.test.ts",
+  "test/workflow-races-postgres.test.ts",
   "test/workflow-replay.test.ts",
   "test/agent-bounds.test.ts",
-  "test/workflow-tool-approval.test.ts",
-  "test/health.test.ts",
-  "test/group-commit.test.ts",
-  "test/workflow-definition-changes.test.ts",
-  "test/node-lines.test.ts",
-  "test/ownership-store.test.ts",
-  "test/workflow-loops.test.ts"
+  "test/execution-listing.test.ts",
+  "test/working-memory-store.test.ts"
 ]
 
 /**
