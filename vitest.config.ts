@@ -15,9 +15,9 @@ export default defineConfig({
     minWorkers: 1,
     // A worker process runs file after file of the "unit" project with the modules it already imported
     // (src, effect, the AI SDK: about 2 s of CPU a file, most of the collect phase; issue #43). The
-    // "process" project's files keep fresh modules each (`isolate: true` below); vitest still starts
-    // fresh workers for each project, and the files that measure the heap start the "unit" project
-    // (test/support/slowFirstSequencer.ts).
+    // "process" project's files share worker processes too but import their modules afresh each
+    // (`isolate: true` below). vitest starts fresh workers for each project, and the files that measure
+    // the heap start the "unit" project (test/support/slowFirstSequencer.ts).
     poolOptions: { forks: { isolate: false } },
     // The longest files first (test/support/slowFirstSequencer.ts), so that none starts last and runs alone.
     sequence: { sequencer: SlowFirstSequencer },
