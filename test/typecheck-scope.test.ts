@@ -3,7 +3,8 @@ import { join } from "node:path"
 import ts from "typescript"
 import { expect, it } from "vitest"
 
-// `npm run typecheck` (npm test's pretest) is `tsc -p tsconfig.json --noEmit`. tsconfig.scripts.json
+// `npm run typecheck` is `tsc -p tsconfig.json --noEmit`; npm test checks the same program of tsconfig.json's
+// files (test/workflow-type-errors.test.ts, with the type fixtures, since issue #43). tsconfig.scripts.json
 // (what `npm run bench` and friends compile to .build/) checks a subset of the same files with the same
 // options, so the typecheck covers the scripts without a second compile (about 20 s of CPU here). This
 // keeps it so: a script left out of tsconfig.json would go unchecked until someone runs a benchmark.
