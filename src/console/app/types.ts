@@ -15,10 +15,6 @@ import type {
 import type { SpanRecord } from "../../observability/Span.js"
 import type { WebhookDeliveryView } from "../../webhooks/WebhookSchemas.js"
 import type {
-  ScheduleSummary as ScheduleSummarySchema,
-  ScheduleView as ScheduleViewSchema
-} from "../../workflows/schedules/ScheduleSchemas.js"
-import type {
   ExecutionRecord as ExecutionRecordSchema,
   ExecutionState as ExecutionStateSchema,
   RunStarted as RunStartedSchema,
@@ -26,6 +22,10 @@ import type {
   WorkflowEvent as WorkflowEventSchema,
   WorkflowSummary as WorkflowSummarySchema
 } from "../../workflows/api/WorkflowSchemas.js"
+import type {
+  ScheduleSummary as ScheduleSummarySchema,
+  ScheduleView as ScheduleViewSchema
+} from "../../workflows/schedules/ScheduleSchemas.js"
 
 export type Agent = typeof AgentSummary.Encoded
 export type AgentDetails = typeof AgentDetailsSchema.Encoded
