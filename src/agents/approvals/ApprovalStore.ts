@@ -18,7 +18,7 @@ import type {
   PendingApproval,
   RequestTrace
 } from "../generation/contract.js"
-import { canonicalJson } from "../generation/jsonText.js"
+import { canonicalJson } from "../../core/jsonText.js"
 
 // The values a call carries (the generation core's contract), re-exported for the workflows that answer them.
 export type { ApprovalAnswer, PendingApproval }

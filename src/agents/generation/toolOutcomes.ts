@@ -1,7 +1,7 @@
 import type { ModelMessage, StepResult, ToolSet } from "ai"
 import { createHash } from "node:crypto"
 import { messageOf } from "../../core/errors.js"
-import { canonicalJson } from "./jsonText.js"
+import { canonicalJson } from "../../core/jsonText.js"
 
 /**
  * A tool result the service produced, as memory keeps it to recognise it when a caller sends it back in
