@@ -1,7 +1,7 @@
-/** Any value's JSON text, never undefined: as it is (jsonText), or with object keys sorted for digests (canonicalJson). */
+/** Any value's JSON text: as JSON.stringify gives it (stringify), never undefined (jsonText), or with object keys sorted for digests (canonicalJson). */
 
 // JSON.stringify's type says string; it gives undefined for undefined, a function or a symbol.
-const stringify: (value: unknown, replacer?: (key: string, value: unknown) => unknown) => string | undefined =
+export const stringify: (value: unknown, replacer?: (key: string, value: unknown) => unknown) => string | undefined =
   JSON.stringify
 
 export const jsonText = (value: unknown): string => stringify(value) ?? "null"

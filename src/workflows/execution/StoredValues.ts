@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto"
+import { jsonText, stringify } from "../../core/jsonText.js"
 
 /**
  * Values stored once (issue #27): a workflow's data flows from step to step, and every event and
@@ -31,13 +32,10 @@ interface Encoded {
 
 const hashOf = (text: string) => createHash("sha256").update(text).digest("base64url")
 
-/** JSON.stringify's answer as it is: undefined for undefined, a function or a symbol (its declared `string` says otherwise). */
-export const jsonText = (value: unknown): string | undefined => JSON.stringify(value)
-
 /** `value` as JSON.stringify writes it, with its large parts stored apart (undefined: JSON's `null`). */
 export const externalize = (value: unknown): Externalized => {
   // The common case, a small value without a `$v` key, is its JSON (native, and byte for byte as before).
-  const whole = jsonText(value) ?? "null"
+  const whole = jsonText(value)
   if (whole.length < VALUE_THRESHOLD && !whole.includes(`"${MARK}"`)) {
     return { text: whole, values: new Map(), bytes: Buffer.byteLength(whole) }
   }
@@ -59,7 +57,7 @@ export const externalize = (value: unknown): Externalized => {
         : node
     if (json === undefined || typeof json === "function" || typeof json === "symbol") return undefined
     if (json === null || typeof json !== "object") {
-      const text = jsonText(json)
+      const text = stringify(json)
       return text === undefined ? undefined : apart(plain(text), root)
     }
     const parts: Array<string> = []

@@ -1,8 +1,8 @@
 import { Data, Duration, Effect, Option } from "effect"
+import { stringify } from "../../core/jsonText.js"
 import type { StepFn } from "../definition/StepContext.js"
 import type { SchemaOf } from "../definition/WorkflowTypes.js"
 import type { SleepRecord } from "../execution/ExecutionRows.js"
-import { jsonText } from "../execution/StoredValues.js"
 
 /**
  * Durable timers (issue #31): `andSleep` and `andSleepUntil`. Entering one commits its wake time with a
@@ -70,7 +70,7 @@ export class SleepSignal extends Data.TaggedError("SleepSignal")<{
 
 const describe = (value: unknown) => {
   try {
-    return jsonText(value) ?? String(value)
+    return stringify(value) ?? String(value)
   } catch {
     return String(value)
   }
