@@ -1,5 +1,5 @@
+import { formatBytes } from "../core/bytes.js"
 import { ValidationError } from "../core/errors.js"
-import { formatBytes } from "../workflows/execution/StoredValues.js"
 
 /** A UTF-16 unit's longest JSON form: `\uXXXX`. */
 const MAX_JSON_BYTES_PER_UNIT = 6

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto"
+import { formatBytes } from "../../core/bytes.js"
 import { jsonText, stringify } from "../../core/jsonText.js"
 
 /**
@@ -29,6 +30,8 @@ interface Encoded {
   readonly text: string
   readonly bytes: number
 }
+
+export { formatBytes } from "../../core/bytes.js"
 
 const hashOf = (text: string) => createHash("sha256").update(text).digest("base64url")
 
@@ -142,14 +145,6 @@ export const parseStored = (text: string): unknown => JSON.parse(hasReferences(t
 
 /** The UTF-8 length of `value`'s JSON (what a reader of it receives). */
 export const jsonBytes = (value: unknown): number => Buffer.byteLength(jsonText(value) ?? "null")
-
-/** A byte count as people read it. */
-export const formatBytes = (bytes: number) =>
-  bytes >= 1024 * 1024
-    ? `${+(bytes / 1024 / 1024).toFixed(1)} MiB`
-    : bytes >= 1024
-    ? `${+(bytes / 1024).toFixed(1)} KiB`
-    : `${bytes} bytes`
 
 /** The bounds of what an execution stores (documented in README and docs/decisions.md). */
 export const MAX_INPUT_BYTES = 1024 * 1024
