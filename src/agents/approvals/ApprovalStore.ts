@@ -8,6 +8,7 @@ import { SqlClient } from "@effect/sql"
 import { Context, Effect, Layer, Schema } from "effect"
 import { createHash } from "node:crypto"
 import { Conflict, excerpt, NotFound, ValidationError } from "../../core/errors.js"
+import { canonicalJson } from "../../core/jsonText.js"
 import { column, NumberColumn } from "../../storage/ColumnSchemas.js"
 import { ownTransaction } from "../../storage/transaction.js"
 import type { Owner } from "../callContext.js"
@@ -18,7 +19,6 @@ import type {
   PendingApproval,
   RequestTrace
 } from "../generation/contract.js"
-import { canonicalJson } from "../../core/jsonText.js"
 
 // The values a call carries (the generation core's contract), re-exported for the workflows that answer them.
 export type { ApprovalAnswer, PendingApproval }

@@ -1,8 +1,8 @@
 import { Effect, type Option, type Tracer } from "effect"
 import type { ExecutionFailed } from "../../core/errors.js"
+import { jsonText } from "../../core/jsonText.js"
 import type { AgentCallContext, AgentDefinition } from "../Agent.js"
 import type { TextResult } from "../AgentsSchemas.js"
-import { jsonText } from "../../core/jsonText.js"
 import { resultOutcome, type ToolOutcome } from "../generation/toolOutcomes.js"
 import { type Guarded, guardOutput } from "./run.js"
 
