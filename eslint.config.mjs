@@ -7,7 +7,8 @@ import tseslint from "typescript-eslint"
 const typed = ["src/**/*.{ts,tsx}", "test/**/*.ts", "scripts/**/*.ts", "vitest.config.ts"]
 
 export default tseslint.config(
-  { ignores: ["**/dist/**", "**/.build/**", "**/node_modules/**", "docs/console/**", "**/*.d.mts"] },
+  // .bench/ holds the reference worktrees `npm run bench -- --against` builds: another commit's code.
+  { ignores: ["**/dist/**", "**/.build/**", "**/node_modules/**", ".bench/**", "docs/console/**", "**/*.d.mts"] },
   ...effectEslint.configs.dprint,
   {
     files: ["**/*.{ts,tsx,mjs,js}"],

@@ -5,6 +5,11 @@
  * (issue #11): one and three instances on a fresh database of the local Postgres.
  *
  *   npm run bench [-- --seconds 10 --runs 3 --only 1,2,7 --json results.json]
+ *   npm run bench -- --against <commit-ish | reference> [--pairs 3]   (or --against-reference)
+ *
+ * With --against, the reference commit's build (.bench/ref-<sha>, made once) and the working tree's take
+ * turns, a fresh run each, and every row's primary cell is compared pair by pair (scripts/bench/against.ts);
+ * the exit code is 1 when a row is behind.
  *
  * Every loop is bounded in count and time; child processes and temporary directories are removed on
  * exit, even on error. What each row measures: docs/benchmarks.md, "Bench".
@@ -12,9 +17,11 @@
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { describeEnvironment } from "./bench/environment.js"
+import { anyBehind, compareRows, formatComparison, PAIR_FLOOR, pairOrder, PASS_MEDIAN } from "./bench/against.js"
+import { describeEnvironment, type Environment } from "./bench/environment.js"
 import { type BenchOptions, type Lab, makeLab, printableOptions } from "./bench/lab.js"
-import { installCleanup, temporaryDirectory } from "./bench/processes.js"
+import { HEAD_MAIN, installCleanup, temporaryDirectory } from "./bench/processes.js"
+import { defaultReference, referenceBuild, resolveCommit } from "./bench/reference.js"
 import { forEachRow, sleepersRow } from "./bench/rows-durable.js"
 import { getAgentsRow, pipelineRow, streamFirstDeltaRow, textLatencyRow, textThroughputRow } from "./bench/rows-http.js"
 import { agentStreamsRow, reattachRow, suspendedRow } from "./bench/rows-memory.js"
@@ -38,7 +45,10 @@ const { values } = parseArgs({
     "agent-streams": { type: "string" },
     startups: { type: "string" },
     sleepers: { type: "string" },
-    postgres: { type: "string" }
+    postgres: { type: "string" },
+    against: { type: "string" },
+    "against-reference": { type: "boolean" },
+    pairs: { type: "string" }
   }
 })
 
@@ -61,6 +71,16 @@ const options: BenchOptions = {
   postgresUrl: values.postgres ?? DEFAULT_POSTGRES_ADMIN_URL
 }
 const runs = positive("runs", values.runs, 1, 10)
+if (values.against !== undefined && values["against-reference"] === true) {
+  throw new Error("--against and --against-reference: one or the other")
+}
+const against = values["against-reference"] === true || values.against === "reference"
+  ? defaultReference()
+  : values.against
+if (against === undefined && values.pairs !== undefined) throw new Error("--pairs: only with --against")
+if (against !== undefined && values.runs !== undefined) throw new Error("--runs: not with --against (--pairs instead)")
+const pairs = positive("pairs", values.pairs, 3, 10)
+if (pairs < 3) throw new Error("--pairs: at least 3 (the rule is over at least three pairs)")
 const rows = selectRows(values.only)
 if (options.reattachExecutions * options.streamsPerExecution > 15_000) {
   throw new Error("row 7a: at most 15,000 streams (one socket each; the machine allows 20,000 open files per process)")
@@ -84,11 +104,12 @@ const RUNNERS: Readonly<Record<RowId, (lab: Lab) => Promise<RowResult>>> = {
 
 const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`)
 
-/** One run of the selected rows; a row that fails is reported as such and the run goes on. */
+/** One run of the selected rows on `serviceMain`'s build; a row that fails is reported as such and the run goes on. */
 const runOnce = async (
-  run: number
+  run: string,
+  serviceMain: string
 ): Promise<{ readonly results: Array<RowResult>; readonly databaseFile?: string }> => {
-  const lab = makeLab(options)
+  const lab = makeLab(options, serviceMain)
   const results: Array<RowResult> = []
   try {
     for (const id of rows) {
@@ -116,43 +137,106 @@ const durabilityOf = async (databaseFile: string | undefined): Promise<Durabilit
     options.postgresUrl
   )
 
-const main = async () => {
-  installCleanup()
+const header = (environment: Environment, durability: Durability, what: string) => [
+  "",
+  `${what}, ${environment.date}, commit ${environment.commit}`,
+  `Machine: ${environment.cpu}, ${environment.cores} cores, ${environment.memoryGiB} GiB, Node ${environment.node}, open files ${environment.openFilesLimit}`,
+  `Durability: SQLite journal_mode ${durability.sqliteJournalMode}, synchronous ${durability.sqliteSynchronous} ` +
+  `(as the service's own SQL layer opens it); Postgres synchronous_commit ${durability.postgresSynchronousCommit}`,
+  `Load: autocannon, ${options.connections} connections, ${options.seconds} s per throughput measurement (after a warm-up), loopback` +
+  (rows.includes("9") ? "; row 9 splits the connections over its instances, one autocannon each, all at once" : ""),
+  ""
+]
+
+const writeJson = (file: string, contents: unknown) => {
+  writeFileSync(file, JSON.stringify(contents, null, 2))
+  log(`results written to ${file}`)
+}
+
+const plain = async () => {
   const environment = describeEnvironment()
   log(`rows ${rows.join(", ")}; ${runs} run(s); ${JSON.stringify(printableOptions(options))}`)
   const allRuns: Array<Array<RowResult>> = []
   let databaseFile: string | undefined
   for (let run = 1; run <= runs; run++) {
-    const outcome = await runOnce(run)
+    const outcome = await runOnce(`run ${run}`, HEAD_MAIN)
     allRuns.push(outcome.results)
     databaseFile ??= outcome.databaseFile
     if (runs > 1) console.log(`\nRun ${run}:\n\n${formatTable(outcome.results)}\n`)
   }
   const durability = await durabilityOf(databaseFile)
   const final = medianOfRuns(allRuns)
-  console.log([
-    "",
-    `${runs > 1 ? `Median of ${runs} runs` : "One run"}, ${environment.date}, commit ${environment.commit}`,
-    `Machine: ${environment.cpu}, ${environment.cores} cores, ${environment.memoryGiB} GiB, Node ${environment.node}, open files ${environment.openFilesLimit}`,
-    `Durability: SQLite journal_mode ${durability.sqliteJournalMode}, synchronous ${durability.sqliteSynchronous} ` +
-    `(as the service's own SQL layer opens it); Postgres synchronous_commit ${durability.postgresSynchronousCommit}`,
-    `Load: autocannon, ${options.connections} connections, ${options.seconds} s per throughput measurement (after a warm-up), loopback` +
-    (rows.includes("9") ? "; row 9 splits the connections over its instances, one autocannon each, all at once" : ""),
-    "",
-    formatTable(final),
-    ""
-  ].join("\n"))
-  if (values.json !== undefined) {
-    writeFileSync(
-      values.json,
-      JSON.stringify(
-        { environment, durability, options: printableOptions(options), runs: allRuns, median: final },
-        null,
-        2
-      )
+  console.log(
+    [...header(environment, durability, runs > 1 ? `Median of ${runs} runs` : "One run"), formatTable(final), ""].join(
+      "\n"
     )
-    log(`results written to ${values.json}`)
+  )
+  if (values.json !== undefined) {
+    writeJson(values.json, {
+      environment,
+      durability,
+      options: printableOptions(options),
+      runs: allRuns,
+      median: final
+    })
   }
 }
 
-await main()
+/** Pairs of runs, the reference's build and the working tree's taking turns to go first; exit code 1 when a row is behind. */
+const compared = async (ref: string) => {
+  const sha = resolveCommit(ref)
+  const environment = describeEnvironment()
+  log(`against ${ref} (${sha}); rows ${rows.join(", ")}; ${pairs} pairs; ${JSON.stringify(printableOptions(options))}`)
+  const mains = { ref: await referenceBuild(sha, log), head: HEAD_MAIN }
+  const done: Array<{ readonly order: ReadonlyArray<string>; ref: Array<RowResult>; head: Array<RowResult> }> = []
+  let databaseFile: string | undefined
+  for (let pair = 1; pair <= pairs; pair++) {
+    const order = pairOrder(pair)
+    const results = { order, ref: [] as Array<RowResult>, head: [] as Array<RowResult> }
+    for (const side of order) {
+      const outcome = await runOnce(`pair ${pair} ${side}`, mains[side])
+      results[side] = outcome.results
+      if (side === "head") databaseFile ??= outcome.databaseFile
+    }
+    done.push(results)
+  }
+  const durability = await durabilityOf(databaseFile)
+  const median = { ref: medianOfRuns(done.map((pair) => pair.ref)), head: medianOfRuns(done.map((pair) => pair.head)) }
+  const comparison = compareRows(rows, done)
+  const short = sha.slice(0, 12)
+  console.log([
+    ...header(
+      environment,
+      durability,
+      `Against ${short} (${ref}): ${pairs} alternating pairs, reference first in odd ones`
+    ),
+    `Reference ${short}, median of ${pairs} runs:`,
+    "",
+    formatTable(median.ref),
+    "",
+    `Working tree, median of ${pairs} runs:`,
+    "",
+    formatTable(median.head),
+    "",
+    `Against the reference (ratio > 1: the working tree did better; a row passes with a median ratio ≥ ${PASS_MEDIAN} ` +
+    `and no pair below ${PAIR_FLOOR.toFixed(2)}):`,
+    "",
+    formatComparison(comparison),
+    ""
+  ].join("\n"))
+  if (values.json !== undefined) {
+    writeJson(values.json, {
+      environment,
+      durability,
+      options: printableOptions(options),
+      against: { ref, sha, pairs },
+      pairs: done,
+      median,
+      comparison
+    })
+  }
+  process.exitCode = anyBehind(comparison) ? 1 : 0
+}
+
+installCleanup()
+await (against === undefined ? plain() : compared(against))

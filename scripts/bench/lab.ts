@@ -1,9 +1,19 @@
 /**
- * What the rows of one bench run share: the options, the fake model and the service they load (started
- * on first use and stopped at the end of the run), and the seeded database (made once per invocation).
+ * What the rows of one bench run share: the options, the build under test (its dist/main.js), the fake
+ * model and the service they load (started on first use and stopped at the end of the run).
  */
 import type { JSONSchema7 } from "json-schema"
-import { fakeModelEnv, type RunningService, type Server, startBenchService, startFake } from "./processes.js"
+import type { ServiceProcess } from "../support/service.js"
+import {
+  fakeModelEnv,
+  HEAD_MAIN,
+  type RunningService,
+  type Server,
+  spawnServiceProcess,
+  startBenchService,
+  startFake,
+  startServiceOn
+} from "./processes.js"
 
 export interface BenchOptions {
   readonly seconds: number
@@ -42,6 +52,20 @@ export const printableOptions = (options: BenchOptions): BenchOptions => ({
 
 export interface Lab {
   readonly options: BenchOptions
+  /** The entry point of the build under test; every service a row starts runs it. */
+  readonly serviceMain: string
+  /** A service of the build under test on a SQLite file (a new one when omitted). */
+  readonly startService: (options: {
+    readonly env: Record<string, string>
+    readonly databaseFile?: string
+  }) => Promise<RunningService>
+  /** A service of the build under test on any DATABASE_URL. */
+  readonly startServiceOn: (
+    databaseUrl: string,
+    env: Record<string, string>
+  ) => Promise<Server & { readonly process: ServiceProcess }>
+  /** A service of the build under test spawned without waiting for it. */
+  readonly spawnService: (port: number, databaseFile: string, env: Record<string, string>) => ServiceProcess
   /** The fake model (one process for the whole run). */
   readonly fake: () => Promise<Server>
   /** The service pointed at the fake, shared by rows 1 to 5. */
@@ -61,12 +85,16 @@ const once = <A>(make: () => Promise<A>) => {
   }
 }
 
-export const makeLab = (options: BenchOptions): Lab => {
+export const makeLab = (options: BenchOptions, serviceMain: string = HEAD_MAIN): Lab => {
   const fake = once(startFake)
   const modelEnv = async () => ({ ...fakeModelEnv(await fake.get()), LOG_LEVEL: "info" })
-  const service = once(async () => startBenchService({ env: await modelEnv() }))
+  const service = once(async () => startBenchService({ main: serviceMain, env: await modelEnv() }))
   return {
     options,
+    serviceMain,
+    startService: (start) => startBenchService({ ...start, main: serviceMain }),
+    startServiceOn: (databaseUrl, env) => startServiceOn(serviceMain, databaseUrl, env),
+    spawnService: (port, databaseFile, env) => spawnServiceProcess(serviceMain, port, databaseFile, env),
     fake: fake.get,
     service: service.get,
     modelEnv,

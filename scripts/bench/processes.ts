@@ -130,22 +130,27 @@ export interface RunningService extends Server {
   readonly databaseFile: string
 }
 
-/** `node dist/main.js` with its default configuration on `databaseFile` (a new one in a temp dir when omitted). */
+/** The working tree's build: the service under test unless `--against` adds the reference's. */
+export const HEAD_MAIN = join(REPO_ROOT, "dist/main.js")
+
+/** `node <main>` with its default configuration on `databaseFile` (a new one in a temp dir when omitted). */
 export const startBenchService = async (options: {
+  readonly main: string
   readonly env: Record<string, string>
   readonly databaseFile?: string
 }): Promise<RunningService> => {
   const databaseFile = options.databaseFile ?? join(temporaryDirectory("bench-service-"), "service.db")
-  return { ...(await startServiceOn(`file:${databaseFile}`, options.env)), databaseFile }
+  return { ...(await startServiceOn(options.main, `file:${databaseFile}`, options.env)), databaseFile }
 }
 
-/** `node dist/main.js` with its default configuration on any DATABASE_URL (a Postgres one for row 9). */
+/** `node <main>` with its default configuration on any DATABASE_URL (a Postgres one for row 9). */
 export const startServiceOn = async (
+  main: string,
   databaseUrl: string,
   env: Record<string, string>
 ): Promise<Server & { readonly process: ServiceProcess }> => {
   const port = await freePort()
-  const service = startService({ port, databaseUrl, env, main: join(REPO_ROOT, "dist/main.js") })
+  const service = startService({ port, databaseUrl, env, main })
   track(service.child)
   await waitUntilReady(service, port, 120_000)
   return {
@@ -158,18 +163,14 @@ export const startServiceOn = async (
   }
 }
 
-/** Spawns `node dist/main.js` without waiting (for the start-up row); registered for clean-up. */
+/** Spawns `node <main>` without waiting (for the start-up row); registered for clean-up. */
 export const spawnServiceProcess = (
+  main: string,
   port: number,
   databaseFile: string,
   env: Record<string, string>
 ): ServiceProcess => {
-  const service = startService({
-    port,
-    databaseUrl: `file:${databaseFile}`,
-    env,
-    main: join(REPO_ROOT, "dist/main.js")
-  })
+  const service = startService({ port, databaseUrl: `file:${databaseFile}`, env, main })
   track(service.child)
   return service
 }

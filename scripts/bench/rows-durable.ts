@@ -15,7 +15,7 @@ import { createPostgresDatabase } from "../support/database.js"
 import { residentBytes, sleep } from "../support/service.js"
 import { json, pool } from "./client.js"
 import type { Lab } from "./lab.js"
-import { type Server, startBenchService, startServiceOn } from "./processes.js"
+import type { Server } from "./processes.js"
 import { median, percentile, type RowResult } from "./table.js"
 
 const WAKE_SPREAD_MS = 60_000
@@ -65,7 +65,7 @@ const runningCount = async (server: Server) => {
  */
 const sleepers = async (lab: Lab, count: number, restart: boolean) => {
   const env = await lab.modelEnv()
-  let service = await startBenchService({ env })
+  let service = await lab.startService({ env })
   try {
     const idle = await idleOf(service.pid)
     // Created at 100/s at worst (the pipeline row does ~350/s here): the first wake is after the last start.
@@ -90,7 +90,7 @@ const sleepers = async (lab: Lab, count: number, restart: boolean) => {
     let ready = 0
     if (restart) {
       await service.stop()
-      service = await startBenchService({ env, databaseFile: service.databaseFile })
+      service = await lab.startService({ env, databaseFile: service.databaseFile })
       ready = Date.now()
     }
     const lastWake = firstWake + WAKE_SPREAD_MS
@@ -184,7 +184,7 @@ const pgCounters = (url: string): Promise<PgCounters> =>
 
 export const forEachRow = async (lab: Lab): Promise<RowResult> => {
   const env = await lab.modelEnv()
-  const sqlite = await startBenchService({ env })
+  const sqlite = await lab.startService({ env })
   const sqliteRates: Array<number> = []
   try {
     for (let run = 0; run < BATCH_RUNS; run++) sqliteRates.push(await batchOnce(sqlite))
@@ -193,7 +193,7 @@ export const forEachRow = async (lab: Lab): Promise<RowResult> => {
   }
   const database = await createPostgresDatabase(lab.options.postgresUrl)
   try {
-    const postgres = await startServiceOn(database.url, env)
+    const postgres = await lab.startServiceOn(database.url, env)
     try {
       await batchOnce(postgres)
       const before = await pgCounters(database.url)

@@ -5,7 +5,7 @@
 import { residentBytes, sleep } from "../support/service.js"
 import { json, loadCount, type OpenStream, openStream, pool, type Target } from "./client.js"
 import { AGENT_ID, type Lab, serviceTextDelta } from "./lab.js"
-import { type RunningService, startBenchService } from "./processes.js"
+import type { RunningService } from "./processes.js"
 import { median, type RowId, type RowResult } from "./table.js"
 
 const SAMPLE_EVERY_MS = 100
@@ -60,7 +60,7 @@ const measured = async (
     service: RunningService
   ) => Promise<{ readonly count: number; readonly notes: ReadonlyArray<string>; readonly release: () => Promise<void> }>
 ): Promise<RowResult> => {
-  const service = await startBenchService({ env: await lab.modelEnv() })
+  const service = await lab.startService({ env: await lab.modelEnv() })
   try {
     const idle = await idleBytes(service.pid)
     const sampler = peakSampler(service.pid)

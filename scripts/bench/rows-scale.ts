@@ -7,7 +7,7 @@
 import { createPostgresDatabase } from "../support/database.js"
 import { type LoadResult, loadTogether, type Target } from "./client.js"
 import { type Lab, printableUrl } from "./lab.js"
-import { type Server, startServiceOn } from "./processes.js"
+import type { Server } from "./processes.js"
 import type { RowResult } from "./table.js"
 
 const CREATE_DATABASE_DEADLINE_MS = 15_000
@@ -52,7 +52,7 @@ const measureInstances = async (lab: Lab, count: number, connections: number): P
     const starting = await Promise.allSettled(
       Array.from(
         { length: count },
-        (_, index) => startServiceOn(database.url, { ...env, SERVICE_INSTANCE_ID: `bench9-${count}-${index + 1}` })
+        (_, index) => lab.startServiceOn(database.url, { ...env, SERVICE_INSTANCE_ID: `bench9-${count}-${index + 1}` })
       )
     )
     for (const outcome of starting) if (outcome.status === "fulfilled") started.push(outcome.value)

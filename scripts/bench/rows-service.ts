@@ -5,7 +5,7 @@ import { join } from "node:path"
 import { freePort, isAlive, sleep, stopService } from "../support/service.js"
 import { interleaved, json, type Target, timed } from "./client.js"
 import type { Lab } from "./lab.js"
-import { removeDirectory, spawnServiceProcess, startBenchService, temporaryDirectory } from "./processes.js"
+import { removeDirectory, temporaryDirectory } from "./processes.js"
 import { seedExecutions } from "./store.js"
 import { median, percentile, type RowResult } from "./table.js"
 
@@ -33,7 +33,7 @@ export const seededFile = async () => (seeded === undefined ? undefined : (await
 /** Row 6: a filtered page of 50 at offset 0 and at the last page, one request at a time, interleaved. */
 export const listingRow = async (lab: Lab): Promise<RowResult> => {
   const { file, stored } = await seededDatabase(lab.options.storedExecutions)
-  const service = await startBenchService({ env: await lab.modelEnv(), databaseFile: file })
+  const service = await lab.startService({ env: await lab.modelEnv(), databaseFile: file })
   try {
     const deepOffset = Math.max(0, stored - PAGE)
     const page = (offset: number): Target => ({
@@ -81,12 +81,12 @@ const FIRST_ANSWER_DEADLINE_MS = 60_000
 const POLL_EVERY_MS = 5
 
 /** Spawns the service on an empty database and gives the milliseconds from the spawn to the first 200 on GET /agents. */
-const startupMs = async (env: Record<string, string>): Promise<number> => {
+const startupMs = async (lab: Lab, env: Record<string, string>): Promise<number> => {
   const directory = temporaryDirectory("bench-startup-")
   const port = await freePort()
   const target: Target = { url: `http://127.0.0.1:${port}`, method: "GET", path: "/agents" }
   const started = performance.now()
-  const service = spawnServiceProcess(port, join(directory, "service.db"), env)
+  const service = lab.spawnService(port, join(directory, "service.db"), env)
   try {
     while (performance.now() - started < FIRST_ANSWER_DEADLINE_MS) {
       if (!isAlive(service)) throw new Error(`the service exited during start-up:\n${service.output()}`)
@@ -105,7 +105,7 @@ const startupMs = async (env: Record<string, string>): Promise<number> => {
 export const startupRow = async (lab: Lab): Promise<RowResult> => {
   const env = await lab.modelEnv()
   const times: Array<number> = []
-  for (let start = 0; start < lab.options.startups; start++) times.push(await startupMs(env))
+  for (let start = 0; start < lab.options.startups; start++) times.push(await startupMs(lab, env))
   return {
     id: "8",
     cells: { median: median(times), min: Math.min(...times), max: Math.max(...times), count: times.length },

@@ -25,6 +25,13 @@ interface RowSpec {
    * target, whose number is only set beside another.
    */
   readonly met: (cells: Cells) => boolean | "reported" | undefined
+  /** The cell `--against` compares with the reference build, and which way is better. */
+  readonly compare: Compare
+}
+
+export interface Compare {
+  readonly cell: string
+  readonly higherIsBetter: boolean
 }
 
 const MB = 1024 * 1024
@@ -55,7 +62,8 @@ const memoryRow = (title: string, counted: string): RowSpec => ({
       megabytes(c.after)
     }` +
     ` (after/idle ${formatNumber(c.afterOverIdle, 2)})`,
-  met: (c) => when(c, ["peak", "afterOverIdle"], () => c.peak <= 1024 * MB && c.afterOverIdle <= 1.1)
+  met: (c) => when(c, ["peak", "afterOverIdle"], () => c.peak <= 1024 * MB && c.afterOverIdle <= 1.1),
+  compare: { cell: "peak", higherIsBetter: false }
 })
 
 export const ROWS: Readonly<Record<RowId, RowSpec>> = {
@@ -66,7 +74,8 @@ export const ROWS: Readonly<Record<RowId, RowSpec>> = {
       `raw ${formatNumber(c.raw)}, minimal ${formatNumber(c.minimal)}, ours ${formatNumber(c.ours)}; ` +
       `minimal/raw ${formatNumber(c.minimalOverRaw, 3)}, ours/raw ${formatNumber(c.oursOverRaw, 3)}, ` +
       `ours/minimal ${formatNumber(c.oursOverMinimal, 2)}`,
-    met: (c) => when(c, ["oursOverMinimal"], () => c.oursOverMinimal >= 0.8)
+    met: (c) => when(c, ["oursOverMinimal"], () => c.oursOverMinimal >= 0.8),
+    compare: { cell: "oursOverMinimal", higherIsBetter: true }
   },
   "2": {
     title: "POST /agents/:id/text added latency over the fake, 1 connection, p50 / p99",
@@ -74,25 +83,31 @@ export const ROWS: Readonly<Record<RowId, RowSpec>> = {
     show: (c) =>
       `${signedMs(c.addedP50)} / ${signedMs(c.addedP99)} (ours ${ms(c.oursP50)} / ${ms(c.oursP99)}, ` +
       `fake ${ms(c.fakeP50)} / ${ms(c.fakeP99)})`,
-    met: (c) => when(c, ["addedP50", "addedP99"], () => c.addedP50 <= 1.5 && c.addedP99 <= 5)
+    met: (c) => when(c, ["addedP50", "addedP99"], () => c.addedP50 <= 1.5 && c.addedP99 <= 5),
+    // The added time can be near zero or below it, so no ratio of it means much; the absolute time does.
+    compare: { cell: "oursP50", higherIsBetter: false }
   },
   "3": {
     title: "POST /agents/:id/text req/s ÷ the fake's req/s (50 connections)",
     target: "≥ 0.03 (2 × the peer's 0.015)",
     show: (c) => `${formatNumber(c.ratio, 4)} (ours ${formatNumber(c.ours)}/s, fake ${formatNumber(c.fake)}/s)`,
-    met: (c) => when(c, ["ratio"], () => c.ratio >= 0.03)
+    met: (c) => when(c, ["ratio"], () => c.ratio >= 0.03),
+    compare: { cell: "ratio", higherIsBetter: true }
   },
   "4": {
     title: "/agents/:id/stream first text-delta added over the fake's, median",
     target: "≤ +1.5 ms",
     show: (c) => `${signedMs(c.added)} (ours ${ms(c.ours)}, fake ${ms(c.fake)})`,
-    met: (c) => when(c, ["added"], () => c.added <= 1.5)
+    met: (c) => when(c, ["added"], () => c.added <= 1.5),
+    // As row 2: the absolute time, not the added one.
+    compare: { cell: "ours", higherIsBetter: false }
   },
   "5": {
     title: "POST /workflows/pipeline/execute req/s (50 connections, durable)",
     target: "≥ 452/s (2 × the peer's 226/s)",
     show: (c) => `${formatNumber(c.ours)}/s`,
-    met: (c) => when(c, ["ours"], () => c.ours >= 452)
+    met: (c) => when(c, ["ours"], () => c.ours >= 452),
+    compare: { cell: "ours", higherIsBetter: true }
   },
   "6": {
     title: "GET /workflows/executions, a filtered page of 50 at offset 0 and at the last page, p99",
@@ -100,7 +115,8 @@ export const ROWS: Readonly<Record<RowId, RowSpec>> = {
     show: (c) =>
       `offset 0: ${ms(c.p99Start)}; offset ${formatNumber(c.deepOffset)}: ${ms(c.p99Deep)} ` +
       `(p50 ${formatNumber(c.p50Start, 2)} / ${formatNumber(c.p50Deep, 2)} ms; ${formatNumber(c.stored)} stored)`,
-    met: (c) => when(c, ["p99Start", "p99Deep"], () => c.p99Start <= 20 && c.p99Deep <= 20)
+    met: (c) => when(c, ["p99Start", "p99Deep"], () => c.p99Start <= 20 && c.p99Deep <= 20),
+    compare: { cell: "p99Deep", higherIsBetter: false }
   },
   "7a": memoryRow("RSS: open re-attach streams of suspended executions", "open"),
   "7b": memoryRow("RSS: open agent streams against a slow fake", "open"),
@@ -112,7 +128,8 @@ export const ROWS: Readonly<Record<RowId, RowSpec>> = {
       `${formatNumber(c.median / 1000, 3)} s over ${formatNumber(c.count)} starts (min ${
         formatNumber(c.min / 1000, 3)
       }, max ${formatNumber(c.max / 1000, 3)})`,
-    met: (c) => when(c, ["median"], () => c.median <= 800)
+    met: (c) => when(c, ["median"], () => c.median <= 800),
+    compare: { cell: "median", higherIsBetter: false }
   },
   "9": {
     title: "POST /workflows/pipeline/execute req/s on Postgres, one instance and three (50 connections in all)",
@@ -123,7 +140,8 @@ export const ROWS: Readonly<Record<RowId, RowSpec>> = {
       `three/one ${formatNumber(c.threeOverOne, 2)}; errors ${formatNumber(c.errorsOne)} / ${
         formatNumber(c.errorsThree)
       }`,
-    met: (c) => (has(c, "one", "three", "threeOverOne") ? "reported" : undefined)
+    met: (c) => (has(c, "one", "three", "threeOverOne") ? "reported" : undefined),
+    compare: { cell: "one", higherIsBetter: true }
   },
   "10": {
     title:
@@ -139,7 +157,8 @@ export const ROWS: Readonly<Record<RowId, RowSpec>> = {
         c,
         ["parkedOverIdle", "p99", "restartP99"],
         () => c.parkedOverIdle <= 1.1 && c.p99 <= 100 && c.restartP99 <= 100
-      )
+      ),
+    compare: { cell: "p99", higherIsBetter: false }
   },
   "11": {
     title: "`batch`: a 1,000-item andForEach at concurrency 16, items/s on SQLite and Postgres; per item on Postgres",
@@ -149,7 +168,8 @@ export const ROWS: Readonly<Record<RowId, RowSpec>> = {
         formatNumber(c.commitsPerItem, 2)
       } commits, ` +
       `${formatNumber(c.writesPerItem, 2)} row writes, ${formatNumber(c.bytesPerItem)} bytes`,
-    met: (c) => (has(c, "sqlite", "postgres") ? "reported" : undefined)
+    met: (c) => (has(c, "sqlite", "postgres") ? "reported" : undefined),
+    compare: { cell: "sqlite", higherIsBetter: true }
   }
 }
 
