@@ -12,6 +12,10 @@ import { gzipSync } from "node:zlib"
 
 rmSync("dist/chunks", { recursive: true, force: true })
 
+// `--unminified` (or BUNDLE_UNMINIFIED=1 through `npm run build`): readable names in a CPU profile without
+// esbuild's keepNames, whose __name() calls would cost at run time what the profile measures (docs/benchmarks.md, "Issue #44").
+const unminified = process.argv.includes("--unminified") || process.env.BUNDLE_UNMINIFIED === "1"
+
 // Options both bundles share. Native addons stay external; bundled CommonJS modules call require() for
 // Node built-ins, and an ES module has none of its own.
 const common = {
@@ -20,7 +24,7 @@ const common = {
   format: "esm",
   platform: "node",
   target: "node22",
-  minify: true,
+  minify: !unminified,
   // Maps without copies of the sources (three quarters of their size): a stack trace under
   // --enable-source-maps still names each frame's file and line.
   sourcemap: "linked",
