@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest"
 import {
   anyBehind,
   compareRow,
+  compareRows,
   formatComparison,
   orientedRatio,
   type Pair,
@@ -49,6 +50,20 @@ describe("bench --against", () => {
     expect(row.median).toBe(1)
     expect(row.min).toBeCloseTo(0.952)
     expect(row.verdict).toBe("pass")
+  })
+
+  it("adds the service's CPU per request beside the row's metric where the row measured it", () => {
+    const pairs = [
+      pair("2", { oursP50: 10, cpuMsPerRequest: 1 }, { oursP50: 10, cpuMsPerRequest: 1.25 }),
+      pair("2", { oursP50: 10, cpuMsPerRequest: 1 }, { oursP50: 10, cpuMsPerRequest: 1.2 }),
+      pair("2", { oursP50: 10, cpuMsPerRequest: 1 }, { oursP50: 10, cpuMsPerRequest: 1.1 })
+    ]
+    const [latency, cpu] = compareRows(["2"], pairs)
+    expect(latency.verdict).toBe("pass")
+    expect(cpu.cell).toBe("cpuMsPerRequest")
+    expect(cpu.median).toBeCloseTo(1 / 1.2)
+    expect(cpu.verdict).toBe("BEHIND")
+    expect(compareRows(["8"], [pair("8", { median: 1 }, { median: 1 })])).toHaveLength(1)
   })
 
   it("gives no result when a pair misses the cell, and is behind only on a BEHIND row", () => {

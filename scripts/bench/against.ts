@@ -2,7 +2,7 @@
  * `--against`: the working tree's runs set beside the reference build's, pair by pair, and the rule a
  * row must pass (the median of its pair ratios at least 0.95, none below 0.90). Pure: no I/O.
  */
-import { formatNumber, median, type RowId, type RowResult, ROWS } from "./table.js"
+import { type Compare, formatNumber, median, type RowId, type RowResult, ROWS } from "./table.js"
 
 export const PASS_MEDIAN = 0.95
 export const PAIR_FLOOR = 0.9
@@ -55,8 +55,15 @@ export const verdictOf = (ratios: ReadonlyArray<number | undefined>): Verdict =>
 const cellOf = (results: ReadonlyArray<RowResult>, id: RowId, cell: string) =>
   results.find((result) => result.id === id)?.cells[cell]
 
-export const compareRow = (id: RowId, pairs: ReadonlyArray<Pair>): RowComparison => {
-  const { cell, higherIsBetter } = ROWS[id].compare
+/** The service's CPU per request, beside a row's own metric where the row measures it (scripts/bench/rows-http.ts). */
+export const CPU_PER_REQUEST: Compare = { cell: "cpuMsPerRequest", higherIsBetter: false }
+
+export const compareRow = (
+  id: RowId,
+  pairs: ReadonlyArray<Pair>,
+  compare: Compare = ROWS[id].compare
+): RowComparison => {
+  const { cell, higherIsBetter } = compare
   const compared = pairs.map((pair): PairComparison => {
     const ref = cellOf(pair.ref, id, cell)
     const head = cellOf(pair.head, id, cell)
@@ -76,7 +83,10 @@ export const compareRow = (id: RowId, pairs: ReadonlyArray<Pair>): RowComparison
 }
 
 export const compareRows = (rows: ReadonlyArray<RowId>, pairs: ReadonlyArray<Pair>): Array<RowComparison> =>
-  rows.map((id) => compareRow(id, pairs))
+  rows.flatMap((id) => {
+    const measuresCpu = pairs.some((pair) => cellOf(pair.head, id, CPU_PER_REQUEST.cell) !== undefined)
+    return [compareRow(id, pairs), ...(measuresCpu ? [compareRow(id, pairs, CPU_PER_REQUEST)] : [])]
+  })
 
 export const anyBehind = (rows: ReadonlyArray<RowComparison>): boolean => rows.some((row) => row.verdict === "BEHIND")
 

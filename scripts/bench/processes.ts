@@ -3,7 +3,7 @@
  * temporary directories it makes, all registered so they are stopped and removed on exit, even on error.
  */
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { request } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -173,4 +173,33 @@ export const spawnServiceProcess = (
   const service = startService({ port, databaseUrl: `file:${databaseFile}`, env, main })
   track(service.child)
   return service
+}
+
+/**
+ * CPU time (user + system, all threads) a process has used so far, in milliseconds, from /proc (Linux;
+ * NaN elsewhere). Less moved by a noisy machine than wall-clock rates: what a request costs, not how
+ * long it waited for a core.
+ */
+export const processCpuMs = (pid: number): number => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    // Fields after the command name (which may hold spaces) start at its closing parenthesis.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SECOND
+  } catch {
+    return Number.NaN
+  }
+}
+/** Linux's USER_HZ, the unit of /proc's CPU times, on every architecture Node runs on. */
+const CLOCK_TICKS_PER_SECOND = 100
+
+/** Runs `measure` and adds the service's CPU milliseconds per request over it (`requests` from its result). */
+export const withCpuPerRequest = async <A>(
+  pid: number,
+  measure: () => Promise<A>,
+  requests: (result: A) => number
+): Promise<{ readonly result: A; readonly cpuMsPerRequest: number }> => {
+  const before = processCpuMs(pid)
+  const result = await measure()
+  return { result, cpuMsPerRequest: (processCpuMs(pid) - before) / requests(result) }
 }

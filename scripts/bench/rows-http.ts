@@ -4,12 +4,27 @@
  */
 import { interleaved, load, type Target } from "./client.js"
 import { AGENT_ID, chatRequest, fakeTextDelta, type Lab, serviceTextDelta } from "./lab.js"
-import { startMinimalApp, startRawServer } from "./processes.js"
+import { startMinimalApp, startRawServer, withCpuPerRequest } from "./processes.js"
 import { median, percentile, type RowResult } from "./table.js"
 
 const errorNote = (errors: number, what: string) => (errors > 0 ? [`${errors} failed requests (${what})`] : [])
 
 const LATENCY_DEADLINE_MS = 10 * 60_000
+
+/** A load on the service, warmed up first, with the service's CPU per answered request over the measured part. */
+const measuredLoad = async (
+  pid: number,
+  target: Target,
+  settings: { readonly connections: number; readonly seconds: number }
+) => {
+  await load(target, { ...settings, seconds: Math.min(2, settings.seconds), warmupSeconds: 0 })
+  const { cpuMsPerRequest, result } = await withCpuPerRequest(
+    pid,
+    () => load(target, { ...settings, warmupSeconds: 0 }),
+    (result) => result.total
+  )
+  return { ...result, cpuMsPerRequest }
+}
 
 /** Row 1: GET /agents at 50 connections on raw node:http, the minimal HttpApi app and the service. */
 export const getAgentsRow = async (lab: Lab): Promise<RowResult> => {
@@ -21,7 +36,7 @@ export const getAgentsRow = async (lab: Lab): Promise<RowResult> => {
     const get = (url: string): Target => ({ url, method: "GET", path: "/agents" })
     const rawLoad = await load(get(raw.url), settings)
     const minimalLoad = await load(get(minimal.url), settings)
-    const oursLoad = await load(get(service.url), settings)
+    const oursLoad = await measuredLoad(service.pid, get(service.url), settings)
     return {
       id: "1",
       cells: {
@@ -31,6 +46,7 @@ export const getAgentsRow = async (lab: Lab): Promise<RowResult> => {
         minimalOverRaw: minimalLoad.perSecond / rawLoad.perSecond,
         oursOverRaw: oursLoad.perSecond / rawLoad.perSecond,
         oursOverMinimal: oursLoad.perSecond / minimalLoad.perSecond,
+        cpuMsPerRequest: oursLoad.cpuMsPerRequest,
         errors: rawLoad.errors + minimalLoad.errors + oursLoad.errors
       },
       notes: errorNote(rawLoad.errors + minimalLoad.errors + oursLoad.errors, "raw, minimal and ours together")
@@ -45,10 +61,12 @@ export const getAgentsRow = async (lab: Lab): Promise<RowResult> => {
 export const textLatencyRow = async (lab: Lab): Promise<RowResult> => {
   const service = await lab.service()
   const fake = await lab.fake()
-  const { errors, times } = await interleaved([
-    { target: { url: fake.url, method: "POST", path: "/v1/chat/completions", body: chatRequest("hi", false) } },
-    { target: { url: service.url, method: "POST", path: `/agents/${AGENT_ID}/text`, body: { input: "hi" } } }
-  ], { count: 500, warmup: 50, deadlineMs: LATENCY_DEADLINE_MS })
+  const counts = { count: 500, warmup: 50, deadlineMs: LATENCY_DEADLINE_MS }
+  const { cpuMsPerRequest, result: { errors, times } } = await withCpuPerRequest(service.pid, () =>
+    interleaved([
+      { target: { url: fake.url, method: "POST", path: "/v1/chat/completions", body: chatRequest("hi", false) } },
+      { target: { url: service.url, method: "POST", path: `/agents/${AGENT_ID}/text`, body: { input: "hi" } } }
+    ], counts), (result) => result.times[1].length + counts.warmup)
   const [fakeTimes, oursTimes] = times
   const cells = {
     fakeP50: percentile(fakeTimes, 0.5),
@@ -56,7 +74,8 @@ export const textLatencyRow = async (lab: Lab): Promise<RowResult> => {
     oursP50: percentile(oursTimes, 0.5),
     oursP99: percentile(oursTimes, 0.99),
     count: oursTimes.length,
-    errors
+    errors,
+    cpuMsPerRequest
   }
   return {
     id: "2",
@@ -76,7 +95,7 @@ export const textThroughputRow = async (lab: Lab): Promise<RowResult> => {
     path: "/v1/chat/completions",
     body: chatRequest("hi", false)
   }, settings)
-  const oursLoad = await load({
+  const oursLoad = await measuredLoad(service.pid, {
     url: service.url,
     method: "POST",
     path: `/agents/${AGENT_ID}/text`,
@@ -88,6 +107,7 @@ export const textThroughputRow = async (lab: Lab): Promise<RowResult> => {
       fake: fakeLoad.perSecond,
       ours: oursLoad.perSecond,
       ratio: oursLoad.perSecond / fakeLoad.perSecond,
+      cpuMsPerRequest: oursLoad.cpuMsPerRequest,
       errors: fakeLoad.errors + oursLoad.errors
     },
     notes: errorNote(fakeLoad.errors + oursLoad.errors, "fake and ours")
@@ -98,27 +118,34 @@ export const textThroughputRow = async (lab: Lab): Promise<RowResult> => {
 export const streamFirstDeltaRow = async (lab: Lab): Promise<RowResult> => {
   const service = await lab.service()
   const fake = await lab.fake()
-  const { errors, times } = await interleaved([
-    {
-      target: { url: fake.url, method: "POST", path: "/v1/chat/completions", body: chatRequest("hi", true) },
-      ready: fakeTextDelta
-    },
-    {
-      target: { url: service.url, method: "POST", path: `/agents/${AGENT_ID}/stream`, body: { input: "hi" } },
-      ready: serviceTextDelta
-    }
-  ], { count: 200, warmup: 20, deadlineMs: LATENCY_DEADLINE_MS })
+  const counts = { count: 200, warmup: 20, deadlineMs: LATENCY_DEADLINE_MS }
+  const { cpuMsPerRequest, result: { errors, times } } = await withCpuPerRequest(service.pid, () =>
+    interleaved([
+      {
+        target: { url: fake.url, method: "POST", path: "/v1/chat/completions", body: chatRequest("hi", true) },
+        ready: fakeTextDelta
+      },
+      {
+        target: { url: service.url, method: "POST", path: `/agents/${AGENT_ID}/stream`, body: { input: "hi" } },
+        ready: serviceTextDelta
+      }
+    ], counts), (result) => result.times[1].length + counts.warmup)
   const [fakeTimes, oursTimes] = times
-  const cells = { fake: median(fakeTimes), ours: median(oursTimes), count: oursTimes.length, errors }
+  const cells = { fake: median(fakeTimes), ours: median(oursTimes), count: oursTimes.length, errors, cpuMsPerRequest }
   return { id: "4", cells: { ...cells, added: cells.ours - cells.fake }, notes: errorNote(errors, "fake and ours") }
 }
 
 /** Row 5: the 7-step pipeline workflow executed to completion, durably, at 50 connections. */
 export const pipelineRow = async (lab: Lab): Promise<RowResult> => {
   const service = await lab.service()
-  const result = await load(
+  const result = await measuredLoad(
+    service.pid,
     { url: service.url, method: "POST", path: "/workflows/pipeline/execute", body: { input: { text: " hi ", n: 21 } } },
     { connections: lab.options.connections, seconds: lab.options.seconds }
   )
-  return { id: "5", cells: { ours: result.perSecond, errors: result.errors }, notes: errorNote(result.errors, "ours") }
+  return {
+    id: "5",
+    cells: { ours: result.perSecond, errors: result.errors, cpuMsPerRequest: result.cpuMsPerRequest },
+    notes: errorNote(result.errors, "ours")
+  }
 }
