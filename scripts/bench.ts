@@ -23,6 +23,7 @@ import { type BenchOptions, type Lab, makeLab, printableOptions } from "./bench/
 import { HEAD_MAIN, installCleanup, temporaryDirectory } from "./bench/processes.js"
 import { defaultReference, referenceBuild, resolveCommit } from "./bench/reference.js"
 import { forEachRow, sleepersRow } from "./bench/rows-durable.js"
+import { featuresRow } from "./bench/rows-features.js"
 import { getAgentsRow, pipelineRow, streamFirstDeltaRow, textLatencyRow, textThroughputRow } from "./bench/rows-http.js"
 import { agentStreamsRow, reattachRow, suspendedRow } from "./bench/rows-memory.js"
 import { scaleOutRow } from "./bench/rows-scale.js"
@@ -99,7 +100,8 @@ const RUNNERS: Readonly<Record<RowId, (lab: Lab) => Promise<RowResult>>> = {
   "8": startupRow,
   "9": scaleOutRow,
   "10": sleepersRow,
-  "11": forEachRow
+  "11": forEachRow,
+  "12": featuresRow
 }
 
 const log = (message: string) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}`)

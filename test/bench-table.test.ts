@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { printableUrl } from "../scripts/bench/lab.js"
+import { featureCells } from "../scripts/bench/rows-features.js"
 import { splitConnections } from "../scripts/bench/rows-scale.js"
 import { formatTable, median, medianOfRuns, percentile, type RowResult, selectRows } from "../scripts/bench/table.js"
 
@@ -60,14 +61,15 @@ describe("bench table", () => {
   })
 
   it("selects rows, 7 meaning all of 7a to 7c, and refuses unknown ones", () => {
-    expect(selectRows(undefined)).toHaveLength(13)
+    expect(selectRows(undefined)).toHaveLength(14)
     expect(selectRows(undefined)).toContain("9")
     expect(selectRows("1, 7")).toEqual(["1", "7a", "7b", "7c"])
     expect(selectRows("7b,8")).toEqual(["7b", "8"])
     expect(selectRows("5,9")).toEqual(["5", "9"])
     expect(selectRows("1")).toEqual(["1"])
     expect(selectRows("10,11")).toEqual(["10", "11"])
-    expect(() => selectRows("12")).toThrow(/unknown row 12/)
+    expect(selectRows("1,12")).toEqual(["1", "12"])
+    expect(() => selectRows("13")).toThrow(/unknown row 13/)
     expect(() => selectRows("7d")).toThrow(/unknown row 7d/)
   })
 
@@ -89,6 +91,38 @@ describe("bench table", () => {
     expect(table).toContain("- row 9: 2 failed requests with three instances")
     const failed = formatTable([{ id: "9", cells: {}, notes: ["Postgres does not answer at postgres://x: refused"] }])
     expect(failed).toMatch(/\| 9 .*\| report \| no result \|$/m)
+  })
+
+  it("gives row 12 each agent's p50 and CPU, and beside every feature its p50 added over plain's", () => {
+    const cells = featureCells([
+      { agent: "plain", times: [3, 1, 2], cpuMs: 2 },
+      { agent: "hooked", times: [2.5, 2.25, 9], cpuMs: 2.5 },
+      { agent: "working", times: [1.5, 1.75, 2], cpuMs: 1.9 }
+    ])
+    expect(cells).toEqual({
+      plainP50: 2,
+      plainCpuMs: 2,
+      hookedP50: 2.5,
+      hookedAdded: 0.5,
+      hookedCpuMs: 2.5,
+      workingP50: 1.75,
+      workingAdded: -0.25,
+      workingCpuMs: 1.9
+    })
+  })
+
+  it("reports row 12 without a verdict once every feature has its added time, else no result", () => {
+    const features = ["guarded", "hooked", "approving", "threeTools", "working", "fallback"]
+    const cells = Object.fromEntries([
+      ["plainP50", 3],
+      ["plainCpuMs", 2],
+      ...features.flatMap((agent) => [[`${agent}Added`, 0.1], [`${agent}CpuMs`, 2.2]])
+    ])
+    const line = formatTable([{ id: "12", cells, notes: [] }]).split("\n").find((row) => row.startsWith("| 12 "))
+    expect(line).toContain("plain 3.00 ms, CPU 2.00 ms; guarded +0.10 ms (CPU +10%), hooked +0.10 ms (CPU +10%)")
+    expect(line).toMatch(/\| reported \|$/)
+    const { fallbackAdded: _, ...partial } = cells
+    expect(formatTable([{ id: "12", cells: partial, notes: [] }])).toMatch(/\| no result \|$/m)
   })
 
   it("splits the connections over the instances as evenly as they go", () => {

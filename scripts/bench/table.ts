@@ -13,7 +13,7 @@ export interface RowResult {
   readonly notes: ReadonlyArray<string>
 }
 
-export const ROW_IDS = ["1", "2", "3", "4", "5", "6", "7a", "7b", "7c", "8", "9", "10", "11"] as const
+export const ROW_IDS = ["1", "2", "3", "4", "5", "6", "7a", "7b", "7c", "8", "9", "10", "11", "12"] as const
 export type RowId = (typeof ROW_IDS)[number]
 
 interface RowSpec {
@@ -53,6 +53,20 @@ const ms = (value: number | undefined) => `${formatNumber(value, 2)} ms`
 const signedMs = (value: number | undefined) =>
   value === undefined || !Number.isFinite(value) ? "–" : `${value >= 0 ? "+" : ""}${formatNumber(value, 2)} ms`
 const megabytes = (bytes: number | undefined) => (bytes === undefined ? "–" : `${formatNumber(bytes / MB)} MB`)
+
+/**
+ * Row 12's agents (scripts/bench/feature-app.ts): `plain` and, after it, one feature each; `threeTools` is
+ * `approving`'s control (its third tool without approval).
+ */
+export const FEATURE_AGENTS = ["plain", "guarded", "hooked", "approving", "threeTools", "working", "fallback"] as const
+export type FeatureAgent = (typeof FEATURE_AGENTS)[number]
+const FEATURES = FEATURE_AGENTS.filter((agent) => agent !== "plain")
+
+/** How much more CPU per request than plain's, as a signed percentage. */
+const cpuOverPlain = (c: Cells, agent: FeatureAgent) => {
+  const ratio = c[`${agent}CpuMs`] / c.plainCpuMs - 1
+  return Number.isFinite(ratio) ? `${ratio >= 0 ? "+" : ""}${formatNumber(ratio * 100)}%` : "–"
+}
 
 const memoryRow = (title: string, counted: string): RowSpec => ({
   title,
@@ -170,6 +184,17 @@ export const ROWS: Readonly<Record<RowId, RowSpec>> = {
       `${formatNumber(c.writesPerItem, 2)} row writes, ${formatNumber(c.bytesPerItem)} bytes`,
     met: (c) => (has(c, "sqlite", "postgres") ? "reported" : undefined),
     compare: { cell: "sqlite", higherIsBetter: true }
+  },
+  "12": {
+    title:
+      "POST /agents/:id/text, the same agent with one feature on, p50 added over plain; CPU per request over plain's",
+    target: "each feature alone ≤ +0.3 ms over plain (report)",
+    show: (c) =>
+      `plain ${ms(c.plainP50)}, CPU ${ms(c.plainCpuMs)}; ` +
+      FEATURES.map((agent) => `${agent} ${signedMs(c[`${agent}Added`])} (CPU ${cpuOverPlain(c, agent)})`).join(", "),
+    met: (c) => (has(c, "plainP50", ...FEATURES.map((agent) => `${agent}Added`)) ? "reported" : undefined),
+    // As row 2: the absolute time; an added time near zero makes no ratio.
+    compare: { cell: "plainP50", higherIsBetter: false }
   }
 }
 
