@@ -9,6 +9,7 @@ const typed = ["src/**/*.{ts,tsx}", "test/**/*.ts", "scripts/**/*.ts", "vitest.c
 export default tseslint.config(
   // .bench/ holds the reference worktrees `npm run bench -- --against` builds: another commit's code.
   { ignores: ["**/dist/**", "**/.build/**", "**/node_modules/**", ".bench/**", "docs/console/**", "**/*.d.mts"] },
+  { ignores: ["bench/**"] }, // the peer frameworks' package folders (`npm run bench -- --peer voltagent`)
   ...effectEslint.configs.dprint,
   {
     files: ["**/*.{ts,tsx,mjs,js}"],

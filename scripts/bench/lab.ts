@@ -50,8 +50,32 @@ export const printableOptions = (options: BenchOptions): BenchOptions => ({
   postgresUrl: printableUrl(options.postgresUrl)
 })
 
+/** A request rows 1 to 5 send to the server under test (its path and JSON body). */
+export interface TargetRequest {
+  readonly path: string
+  readonly body: unknown
+}
+
+/**
+ * What rows 1 to 5 need to know of the server they load: ours (`dist/main.js`) or a peer framework's
+ * (scripts/bench/peer.ts). The rows are the same; only these differ.
+ */
+export interface ServiceTarget {
+  /** How tables name it ("ours", or the peer's name and version). */
+  readonly name: string
+  readonly agents: { readonly path: string }
+  readonly text: TargetRequest
+  readonly stream: TargetRequest & {
+    /** Whether the bytes received so far hold the first SSE frame carrying text. */
+    readonly ready: (received: string) => boolean
+  }
+  readonly pipeline: TargetRequest
+}
+
 export interface Lab {
   readonly options: BenchOptions
+  /** The server rows 1 to 5 load: ours unless the bench runs against a peer. */
+  readonly target: ServiceTarget
   /** The entry point of the build under test; every service a row starts runs it. */
   readonly serviceMain: string
   /** A service of the build under test on a SQLite file (a new one when omitted). */
@@ -77,7 +101,7 @@ export interface Lab {
   readonly close: () => Promise<void>
 }
 
-const once = <A>(make: () => Promise<A>) => {
+export const once = <A>(make: () => Promise<A>) => {
   let made: Promise<A> | undefined
   return {
     get: () => (made ??= make()),
@@ -91,6 +115,7 @@ export const makeLab = (options: BenchOptions, serviceMain: string = HEAD_MAIN):
   const service = once(async () => startBenchService({ main: serviceMain, env: await modelEnv() }))
   return {
     options,
+    target: OURS,
     serviceMain,
     startService: (start) => startBenchService({ ...start, main: serviceMain }),
     startServiceOn: (databaseUrl, env) => startServiceOn(serviceMain, databaseUrl, env),
@@ -156,6 +181,15 @@ export const chatRequest = (input: string, stream: boolean) => ({
 
 /** The service's first SSE frame carrying text (frames are `data: {"type":"text-delta",...}`). */
 export const serviceTextDelta = (received: string) => received.includes(`"type":"text-delta"`)
+
+/** Our service: the routes of src/examples (the agent `assistant`, the workflow `pipeline`). */
+export const OURS: ServiceTarget = {
+  name: "ours",
+  agents: { path: "/agents" },
+  text: { path: `/agents/${AGENT_ID}/text`, body: { input: "hi" } },
+  stream: { path: `/agents/${AGENT_ID}/stream`, body: { input: "hi" }, ready: serviceTextDelta },
+  pipeline: { path: "/workflows/pipeline/execute", body: { input: { text: " hi ", n: 21 } } }
+}
 
 /** The fake's first chunk with non-empty content (its first chunk only carries the role). */
 export const fakeTextDelta = (received: string) => /"delta":\{"content":"[^"]/.test(received)

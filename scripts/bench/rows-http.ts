@@ -1,9 +1,10 @@
 /**
  * Rows 1 to 5: throughput against raw node:http and the minimal HttpApi app, and the agent relay's
- * latency and throughput against the fake model called directly.
+ * latency and throughput against the fake model called directly. The server they load, and its routes,
+ * are the lab's target: our service, or a peer framework's (`--peer`, scripts/bench/peer.ts).
  */
 import { interleaved, load, type Target } from "./client.js"
-import { AGENT_ID, chatRequest, fakeTextDelta, type Lab, serviceTextDelta } from "./lab.js"
+import { chatRequest, fakeTextDelta, type Lab } from "./lab.js"
 import { startMinimalApp, startRawServer, withCpuPerRequest } from "./processes.js"
 import { median, percentile, type RowResult } from "./table.js"
 
@@ -33,7 +34,7 @@ export const getAgentsRow = async (lab: Lab): Promise<RowResult> => {
   const minimal = await startMinimalApp()
   try {
     const settings = { connections: lab.options.connections, seconds: lab.options.seconds }
-    const get = (url: string): Target => ({ url, method: "GET", path: "/agents" })
+    const get = (url: string): Target => ({ url, method: "GET", path: lab.target.agents.path })
     const rawLoad = await load(get(raw.url), settings)
     const minimalLoad = await load(get(minimal.url), settings)
     const oursLoad = await measuredLoad(service.pid, get(service.url), settings)
@@ -65,7 +66,7 @@ export const textLatencyRow = async (lab: Lab): Promise<RowResult> => {
   const { cpuMsPerRequest, result: { errors, times } } = await withCpuPerRequest(service.pid, () =>
     interleaved([
       { target: { url: fake.url, method: "POST", path: "/v1/chat/completions", body: chatRequest("hi", false) } },
-      { target: { url: service.url, method: "POST", path: `/agents/${AGENT_ID}/text`, body: { input: "hi" } } }
+      { target: { url: service.url, method: "POST", ...lab.target.text } }
     ], counts), (result) => result.times[1].length + counts.warmup)
   const [fakeTimes, oursTimes] = times
   const cells = {
@@ -95,12 +96,7 @@ export const textThroughputRow = async (lab: Lab): Promise<RowResult> => {
     path: "/v1/chat/completions",
     body: chatRequest("hi", false)
   }, settings)
-  const oursLoad = await measuredLoad(service.pid, {
-    url: service.url,
-    method: "POST",
-    path: `/agents/${AGENT_ID}/text`,
-    body: { input: "hi" }
-  }, settings)
+  const oursLoad = await measuredLoad(service.pid, { url: service.url, method: "POST", ...lab.target.text }, settings)
   return {
     id: "3",
     cells: {
@@ -126,8 +122,8 @@ export const streamFirstDeltaRow = async (lab: Lab): Promise<RowResult> => {
         ready: fakeTextDelta
       },
       {
-        target: { url: service.url, method: "POST", path: `/agents/${AGENT_ID}/stream`, body: { input: "hi" } },
-        ready: serviceTextDelta
+        target: { url: service.url, method: "POST", path: lab.target.stream.path, body: lab.target.stream.body },
+        ready: lab.target.stream.ready
       }
     ], counts), (result) => result.times[1].length + counts.warmup)
   const [fakeTimes, oursTimes] = times
@@ -140,7 +136,7 @@ export const pipelineRow = async (lab: Lab): Promise<RowResult> => {
   const service = await lab.service()
   const result = await measuredLoad(
     service.pid,
-    { url: service.url, method: "POST", path: "/workflows/pipeline/execute", body: { input: { text: " hi ", n: 21 } } },
+    { url: service.url, method: "POST", ...lab.target.pipeline },
     { connections: lab.options.connections, seconds: lab.options.seconds }
   )
   return {
