@@ -1,5 +1,5 @@
 import { type HttpMiddleware, HttpServerRequest } from "@effect/platform"
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 import type { RouteEntry } from "../auth/RouteClass.js"
 import { ASSETS_PATH } from "../console/ConsoleRoute.js"
 
@@ -38,8 +38,10 @@ export const isConsoleRead = (
  * otherwise each start a trace of their own.
  */
 export const untracedWhen =
-  (untraced: (request: HttpServerRequest.HttpServerRequest) => boolean): HttpMiddleware.HttpMiddleware => (app) =>
-    Effect.flatMap(
-      HttpServerRequest.HttpServerRequest,
-      (request) => untraced(request) ? Effect.withTracerEnabled(app, false) : app
+  (untraced: (request: HttpServerRequest.HttpServerRequest) => boolean): HttpMiddleware.HttpMiddleware => (app) => {
+    const withoutTracing = Effect.withTracerEnabled(app, false)
+    // Read straight from the fiber's context: this runs on every request.
+    return Effect.withFiberRuntime((fiber) =>
+      untraced(Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)) ? withoutTracing : app
     )
+  }

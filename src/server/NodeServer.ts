@@ -54,7 +54,13 @@ const refusingExcess =
     HttpServer.make({
       address: server.address,
       serve: (app, middleware) => {
-        const guarded = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+        // Read straight from the fiber's context: this runs on every request.
+        const guarded = Effect.withFiberRuntime<
+          Effect.Effect.Success<typeof app>,
+          Effect.Effect.Error<typeof app>,
+          Effect.Effect.Context<typeof app>
+        >((fiber) => {
+          const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
           const socket = NodeHttpServerRequest.toIncomingMessage(request).socket
           if (!refused.has(socket)) return app
           const error = `Too many connections from ${socket.remoteAddress} (at most ${max} at once)`
@@ -98,7 +104,9 @@ export const NodeServerLive = (
         exitCode: 1
       })
     ),
+    // No cap (0): the server as it is, with no check on any request.
     Layer.map((context) => {
+      if (options.http.maxConnectionsPerClient === 0) return context
       const refusing = refusingExcess(refused, options.http.maxConnectionsPerClient)
       return Context.add(context, HttpServer.HttpServer, refusing(Context.get(context, HttpServer.HttpServer)))
     })

@@ -146,7 +146,7 @@ export const HttpLive = <A extends HttpServer.HttpServer = HttpServer.HttpServer
     Layer.provide(ConsoleLive),
     // The RPC WebSocket (src/rpc): on the same router, so on the same port and behind the same middleware.
     Layer.provide(RpcRouteLive(config, routes)),
-    Layer.provide(SwaggerUiAuthenticationLive),
+    Layer.provide(config.enableSwaggerUI ? SwaggerUiAuthenticationLive : Layer.empty),
     Layer.provide(ErrorMappingLive(config.bodyLimit)),
     Layer.provide(CrossOriginLive(config, routes)),
     Layer.provide(ApiLive(config))
