@@ -99,7 +99,12 @@ describe("traces named by route", () => {
       expect((yield* fetchJson(`${url}/workflows/pipeline/execute`, json({ input: { text: "x", n: 1 } }))).status).toBe(
         200
       )
-      yield* tracesOnceThere(url, "POST /workflows/:id/execute")
+      const executed = yield* tracesOnceThere(url, "POST /workflows/:id/execute")
+      // The stores' commits run in the writer's own untraced fiber (src/storage/batching.ts): no SQL span.
+      const workflowSpans = executed.find((trace) => trace.name === "POST /workflows/:id/execute")!.spans
+      expect(workflowSpans.map((span) => span.name)).toContain("WorkflowEngine.execute")
+      const everySpan = executed.flatMap((trace) => trace.spans.map((span) => span.name))
+      expect(everySpan.filter((name) => name === "sql.execute")).toEqual([])
       const filtered: Array<Summary> =
         (yield* fetchJson(`${url}/observability/traces?entityType=workflow&entityId=pipeline`)).body.data.traces
       expect(filtered.map((trace) => trace.name)).toEqual(["POST /workflows/:id/execute"])

@@ -26,9 +26,10 @@ export class StoreCommits extends Context.Tag("StoreCommits")<StoreCommits, {
   readonly commit: (request: CommitRequest) => Effect.Effect<ReadonlyArray<ResultRow>>
 }>() {}
 
-// The writer's statements are not traced: the callers' spans cover their writes.
-const untracedDefect = (commit: Commit) => (request: CommitRequest) =>
-  commit(request).pipe(Effect.orDie, Effect.withTracerEnabled(false))
+// The writer's statements are not traced (the batching fiber runs them with tracing off, batching.ts):
+// the callers' spans cover their writes. A caller only queues its request and waits, so it needs no
+// scope of its own with tracing off (one FiberRef scope per commit, eight per pipeline execution).
+const asDefect = (commit: Commit) => (request: CommitRequest) => Effect.orDie(commit(request))
 
 const WORKER_FILE = "commitWorker.js"
 /**
@@ -70,7 +71,7 @@ export const StoreCommitsLive = (databaseUrl: DatabaseUrl, options: { readonly s
       const commit: Commit = filename !== undefined && script !== undefined
         ? yield* threadCommit(sql, script, filename, options.spawn)
         : yield* makeCommit(sql)
-      return StoreCommits.of({ commit: untracedDefect(commit) })
+      return StoreCommits.of({ commit: asDefect(commit) })
     })
   )
 
@@ -89,6 +90,6 @@ export const storeCommitsOrInline = Effect.flatMap(
   Effect.serviceOption(StoreCommits),
   Option.match({
     onSome: (commits) => Effect.succeed(commits.commit),
-    onNone: () => Effect.map(Effect.flatMap(SqlClient.SqlClient, makeCommit), untracedDefect)
+    onNone: () => Effect.map(Effect.flatMap(SqlClient.SqlClient, makeCommit), asDefect)
   })
 )
