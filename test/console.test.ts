@@ -204,7 +204,8 @@ const runApproval = async (page: Page, save: boolean) => {
   // Opened again from the table, the execution replays its events.
   await row.click()
   await page.locator("[data-testid=execution-event][data-type=workflow-complete]").waitFor(WAIT)
-  expect(await page.getByTestId("execution-status").innerText()).toBe("completed")
+  // The status is read from the record, which may arrive after the replayed events: wait for it.
+  await page.getByTestId("execution-status").filter({ hasText: /^completed$/ }).waitFor(WAIT)
   return executionId
 }
 

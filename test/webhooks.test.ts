@@ -299,8 +299,13 @@ describe("webhook deliveries", () => {
           })
           expect(JSON.stringify(span)).not.toContain("token=abc")
           const metrics = yield* Effect.promise(() => fetch(`${url}/metrics`).then((response) => response.text()))
-          expect(metrics).toMatch(/^webhook_deliveries_total\{[^}]*outcome="delivered"[^}]*\} [1-9]/m)
-          expect(metrics).toMatch(/^webhook_deliveries_total\{[^}]*outcome="retry"[^}]*\} [2-9]/m)
+          // Counters are the process's: other test files in this worker may have counted before (at least, not exactly).
+          const counted = (outcome: string) =>
+            Number(
+              new RegExp(`^webhook_deliveries_total\\{[^}]*outcome="${outcome}"[^}]*\\} (\\d+)`, "m").exec(metrics)?.[1]
+            )
+          expect(counted("delivered")).toBeGreaterThanOrEqual(1)
+          expect(counted("retry")).toBeGreaterThanOrEqual(2)
         })))
 
       it.effect("a suspension is delivered too; rotating the secret signs with both during the grace", () =>
