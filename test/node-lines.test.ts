@@ -31,7 +31,8 @@ const reachesMain = (file: string, seen = new Set<string>()): boolean => {
 /** Test files that import a helper from a module that can spawn the service, without running it. */
 const NOT_PROCESS_TESTS: Record<string, string> = {
   "test/bench-table.test.ts": "imports only printableUrl from scripts/bench/lab.ts; starts no process",
-  "test/bench-peer.test.ts": "imports the peer's description and the pure comparison of scripts/bench/beside.ts; starts no process"
+  "test/bench-peer.test.ts":
+    "imports the peer's description and the pure comparison of scripts/bench/beside.ts; starts no process"
 }
 
 describe("Node lines", () => {
