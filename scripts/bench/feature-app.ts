@@ -1,7 +1,7 @@
 /**
  * Row 12's app (issue #44, "pay for what you use"): the service embedded the way README "Embedding"
- * does it, serving agents that are src/examples' `assistant` (same instructions, tools, memory and
- * defaults) but for ONE feature each, so each one's cost is its agent's time minus `plain`'s. Their ids
+ * does it, serving agents that are src/examples' `assistant` (its instructions, tools, memory and
+ * defaults, loaded from the same build) but for ONE feature each, so each one's cost is its agent's time minus `plain`'s. Their ids
  * are FEATURE_AGENTS in scripts/bench/table.ts.
  *
  *   FEATURE_APP_PACKAGE=<package root> node feature-app.js --port 4102   (the service's environment)
@@ -15,6 +15,8 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer, Schema } from "effect"
 import { join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
+import type * as Agents from "../../src/examples/agents.js"
+import type * as Tools from "../../src/examples/tools.js"
 import type * as Package from "../../src/index.js"
 
 const root = process.env.FEATURE_APP_PACKAGE ?? fileURLToPath(new URL("../../../", import.meta.url))
@@ -24,24 +26,9 @@ const { defineAgent, defineApp, defineTool, Guardrail, loadConfig, ServiceLive }
   "index.js"
 )
 
-// As src/examples/tools.ts: the request the model gets must be byte for byte the assistant's.
-const getWeather = defineTool({
-  name: "get_weather",
-  description: "Current weather for a location",
-  tags: ["weather"],
-  parameters: Schema.Struct({
-    location: Schema.String.annotations({ description: "City or place name" })
-  }).annotations({ examples: [{ location: "Paris" }] }),
-  execute: ({ location }) => ({ location, temperatureC: 21, condition: "sunny" })
-})
-
-const add = defineTool({
-  name: "add",
-  description: "Add two numbers",
-  tags: ["math"],
-  parameters: Schema.Struct({ a: Schema.Number, b: Schema.Number }).annotations({ examples: [{ a: 2, b: 3 }] }),
-  execute: ({ a, b }) => ({ sum: a + b })
-})
+// src/examples' own tools and assistant, from the same build: the request the model gets is the assistant's.
+const { add, getWeather } = await fromPackage<typeof Tools>("examples/tools.js")
+const { assistant: example } = await fromPackage<typeof Agents>("examples/agents.js")
 
 // `refund` needs approval; `rebate` is the same tool without it (names and descriptions of one length), so
 // `approving` minus `threeTools` is the approval machinery alone, without the third tool's schema in each request.
@@ -61,13 +48,12 @@ const rebate = defineTool({
 })
 
 const assistant = {
-  name: "Assistant",
-  purpose: "A helpful general assistant that can look up the weather and add numbers",
-  instructions: "You are a helpful assistant. Use the get_weather tool for weather questions and the add tool " +
-    "for sums. Answer briefly.",
+  name: example.name,
+  purpose: example.purpose,
+  instructions: example.instructions,
   tools: [getWeather, add],
-  memory: true,
-  defaults: { maxSteps: 5 }
+  memory: example.memory,
+  defaults: example.defaults
 }
 
 // The model the service makes from AI_PROVIDER=openai-compatible (src/agents/models/providerModel.ts), over
